@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Produces kube-apiserver, kube-scheduler and kube-controller-manager v1.20.2 from Debian's
+# `kubernetes` source package and caches them outside the repository.
+#
+# Cache layout: $CLIQO_CACHE_DIR/kube/<upstream-version>-<dsc-sha256[:12]>-r<recipe>/
+#   bin/kube-apiserver bin/kube-scheduler bin/kube-controller-manager
+#   SHA256SUMS   (checked on every reuse; a cache entry that fails it is rebuilt)
+# Prints the bin directory on stdout; progress goes to stderr.
+#
+# Requires the packages of scripts/install-deps.sh (golang-go, rsync, dpkg-dev, the reflect2 source).
+set -euo pipefail
+
+KUBE_VERSION=1.20.2
+RECIPE=1 # bump when the way the binaries are built changes
+BINS=(kube-apiserver kube-scheduler kube-controller-manager)
+CACHE_ROOT="${CLIQO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cliqo}/kube"
+REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
+
+log() { printf 'build-kube: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+verify_entry() { # dir -> 0 when every binary is there and matches SHA256SUMS
+  local d=$1
+  [ -f "$d/SHA256SUMS" ] || return 1
+  for b in "${BINS[@]}"; do [ -x "$d/bin/$b" ] || return 1; done
+  (cd "$d" && sha256sum --quiet -c SHA256SUMS >/dev/null 2>&1)
+}
+
+# Key: upstream version + checksum of the Debian source description (covers orig and debian tarballs).
+dsc_sha=$(apt-cache showsrc kubernetes 2>/dev/null |
+  awk '/^Checksums-Sha256:/{f=1;next} f&&/^ /{if($3 ~ /\.dsc$/){print $1; exit}} f&&!/^ /{f=0}')
+dsc_ver=$(apt-cache showsrc kubernetes 2>/dev/null | awk '/^Version:/{print $2; exit}')
+if [ -z "$dsc_sha" ]; then
+  # No source lists (offline, or deb-src missing): reuse a verified entry for this version if any.
+  for d in "$CACHE_ROOT/$KUBE_VERSION"-*-r"$RECIPE"; do
+    if [ -d "$d" ] && verify_entry "$d"; then
+      log "source index unavailable; using verified cache $(basename "$d")"
+      echo "$d/bin"; exit 0
+    fi
+  done
+  die "cannot read the kubernetes source package checksum (run scripts/install-deps.sh first)"
+fi
+case "$dsc_ver" in
+  *really$KUBE_VERSION* | "$KUBE_VERSION"*) ;;
+  *) die "Debian's kubernetes source is $dsc_ver, expected upstream $KUBE_VERSION" ;;
+esac
+
+entry="$CACHE_ROOT/$KUBE_VERSION-${dsc_sha:0:12}-r$RECIPE"
+if verify_entry "$entry"; then
+  log "cached: $entry"
+  echo "$entry/bin"; exit 0
+fi
+[ -d "$entry" ] && { log "cache entry $entry failed verification; rebuilding"; rm -rf "$entry"; }
+
+for t in go rsync dpkg-source; do command -v "$t" >/dev/null || die "missing $t (run scripts/install-deps.sh)"; done
+[ -d "$REFLECT2_SRC" ] || die "missing $REFLECT2_SRC (package golang-github-modern-go-reflect2-dev)"
+
+mkdir -p "$CACHE_ROOT"
+work=$(mktemp -d "$CACHE_ROOT/build.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+start=$(date +%s)
+
+log "fetching Debian source kubernetes $dsc_ver (about 34 MB)"
+(cd "$work" && apt-get source -q kubernetes >"$work/apt-source.log" 2>&1) ||
+  { tail -20 "$work/apt-source.log" >&2; die "apt-get source kubernetes failed"; }
+tree=$(find "$work" -maxdepth 1 -mindepth 1 -type d -name 'kubernetes-*' | head -1)
+[ -n "$tree" ] && [ -d "$tree/vendor" ] || die "unpacked source tree not found or has no vendor/"
+
+# The vendored reflect2 1.0.1 crashes under Go >= 1.18; use Debian's 1.0.2 sources.
+log "replacing vendored github.com/modern-go/reflect2 with Debian's packaged version"
+rm -rf "$tree/vendor/github.com/modern-go/reflect2"
+cp -r "$REFLECT2_SRC" "$tree/vendor/github.com/modern-go/reflect2"
+rm -f "$tree/vendor/github.com/modern-go/reflect2/go.mod"
+
+# GOPATH-mode build through the tree's own Makefile.
+mkdir -p "$work/gopath/src/k8s.io"
+ln -s "$tree" "$work/gopath/src/k8s.io/kubernetes"
+rm -rf "$tree/_output"
+log "building ${BINS[*]} (takes several minutes the first time)"
+(
+  cd "$work/gopath/src/k8s.io/kubernetes"
+  export GOPATH="$work/gopath" GOCACHE="$work/gocache" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=
+  make WHAT="cmd/kube-apiserver cmd/kube-scheduler cmd/kube-controller-manager" >"$work/make.log" 2>&1
+) &
+mk=$!
+while kill -0 "$mk" 2>/dev/null; do
+  sleep 15
+  kill -0 "$mk" 2>/dev/null || break
+  done_bins=$(ls "$tree/_output/local/bin/linux/amd64/" 2>/dev/null | grep -c '^kube-' || true)
+  log "  ... $(($(date +%s) - start))s elapsed, $done_bins/${#BINS[@]} binaries done, last: $(tail -1 "$work/make.log" | cut -c1-80)"
+done
+if ! wait "$mk"; then
+  tail -30 "$work/make.log" >&2
+  die "make failed (log above)"
+fi
+
+out="$tree/_output/local/bin/linux/amd64"
+tmp_entry="$entry.tmp.$$"
+mkdir -p "$tmp_entry/bin"
+for b in "${BINS[@]}"; do
+  [ -x "$out/$b" ] || die "make did not produce $b"
+  cp "$out/$b" "$tmp_entry/bin/$b"
+done
+(cd "$tmp_entry" && sha256sum bin/* >SHA256SUMS)
+mv "$tmp_entry" "$entry"
+log "built in $(($(date +%s) - start))s; cached at $entry"
+echo "$entry/bin"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: installs the Debian packages, builds (or reuses) the Kubernetes
+# binaries, builds cliqo with ASan + UBSan, and runs every CTest test (unit, lint, CLI and e2e against
+# real local control planes). Idempotent; exits non-zero on any failure.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
+
+step "installing Debian packages"
+bash scripts/install-deps.sh
+step "Kubernetes binaries"
+CLIQO_KUBE_BIN_DIR=$(bash scripts/build-kube.sh)
+export CLIQO_KUBE_BIN_DIR
+step "building cliqo (ASan + UBSan)"
+cmake --preset asan -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" >/dev/null
+cmake --build --preset asan
+step "running the test suite"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+rc=0
+ctest --test-dir build/asan --output-on-failure --timeout 900 "$@" || rc=$?
+step "done (exit $rc)"
+exit "$rc"

@@ -1,0 +1,27 @@
+/* cli: the cliqoctl command table and the helpers its subcommands share.
+ *
+ * Each subcommand is `int cmd_<name>_main(int argc, char **argv)` in its own file, with argv[0] set
+ * to the subcommand name. It returns the process exit status: 0 on success, 1 on failure (after
+ * printing a one-line reason to stderr), 2 on misuse. `--help` prints usage to stdout and returns
+ * 0. */
+#ifndef CLIQO_CLI_H
+#define CLIQO_CLI_H
+
+#include <stdbool.h>
+
+struct cli_command {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *description;
+};
+
+int cmd_dev_main(int argc, char **argv);
+int cmd_version_main(int argc, char **argv);
+
+/* True when argv[1..] asks for help (-h or --help). */
+bool cli_wants_help(int argc, char **argv);
+
+/* Prints "cliqoctl: <message>" to stderr and returns 1. */
+__attribute__((format(printf, 1, 2))) int cli_fail(const char *fmt, ...);
+
+#endif

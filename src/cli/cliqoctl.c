@@ -1,0 +1,62 @@
+/* cliqoctl: the command-line tool of cliqo. Dispatches to one subcommand per file. */
+#include "cli/cli.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+static const struct cli_command commands[] = {
+    {"dev", cmd_dev_main,
+     "Local multi-cluster environment for development and tests (up|down|status|env)"},
+    {"version", cmd_version_main, "Print the cliqoctl version"},
+};
+
+static void usage(FILE *f)
+{
+    fprintf(f, "Usage: cliqoctl <command> [options]\n\n"
+               "cliqo shares resources between Kubernetes clusters.\n\nCommands:\n");
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].description);
+    fprintf(f, "\nRun 'cliqoctl <command> --help' for the options of a command.\n");
+}
+
+bool cli_wants_help(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0)
+            return true;
+    return false;
+}
+
+int cli_fail(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("cliqoctl: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    return 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        usage(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0)
+        return cmd_version_main(1, (char *[]){"version", NULL});
+    for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (strcmp(argv[1], commands[i].name) == 0)
+            return commands[i].fn(argc - 1, argv + 1);
+    fprintf(stderr, "cliqoctl: unknown command '%s' (run 'cliqoctl --help' for the list)\n",
+            argv[1]);
+    return 2;
+}

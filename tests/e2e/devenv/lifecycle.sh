@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The environment's life cycle: a busy port is refused by name, a half-started set is torn down, three
+# clusters come up, a second `up` changes nothing, a crashed component is recovered by `up`, and `down`
+# leaves no process, port or state behind.
+source "$(dirname "$0")/../lib.sh"
+export CLIQO_DEV_DIR=$E2E_STATE
+BASE=${CLIQO_DEV_BASE_PORT:?}
+work=$(mktemp -d)
+listener=
+cleanup() {
+  [ -n "$listener" ] && kill "$listener" 2>/dev/null
+  "$CLIQOCTL" dev down >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+"$CLIQOCTL" dev down >/dev/null 2>&1 || true # a previous interrupted run
+
+no_leftovers() { # what
+  [ -e "$E2E_STATE/clusters" ] && fail "$1: state left in $E2E_STATE"
+  local p
+  for ((p = BASE; p < BASE + 30; p++)); do
+    [ "$p" = "$busy_port" ] && continue
+    ss -Htln "sport = :$p" | grep -q . && fail "$1: port $p still listens"
+  done
+  # Any process whose command line names the state directory is a leak.
+  if grep -lsF -- "$E2E_STATE/" /proc/[0-9]*/cmdline >/dev/null 2>&1; then
+    for f in $(grep -lsF -- "$E2E_STATE/" /proc/[0-9]*/cmdline); do
+      p=${f#/proc/}; p=${p%/cmdline}
+      pid_running "$p" && fail "$1: process $p still runs: $(tr '\0' ' ' <"$f" | cut -c1-100)"
+    done
+  fi
+  return 0
+}
+
+# 1. A port in use is named and nothing starts.
+busy_port=$((BASE + 10))
+python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(300)' "$busy_port" &
+listener=$!
+wait_for 10 "test listener on $busy_port" bash -c "ss -Htln 'sport = :$busy_port' | grep -q ."
+out=$("$CLIQOCTL" dev up --clusters 2 2>&1) && fail "up succeeded with port $busy_port taken"
+grep -q "port $busy_port (127.0.0.1) is already in use" <<<"$out" || fail "error does not name port $busy_port: $out"
+no_leftovers "busy port"
+kill "$listener"; wait "$listener" 2>/dev/null || true; listener=
+busy_port=
+say "busy port refused by name"
+
+# 2. A component that fails half-way: everything started so far is torn down.
+mkdir -p "$work/bin"
+ln -s "$CLIQO_KUBE_BIN_DIR/kube-apiserver" "$work/bin/kube-apiserver"
+ln -s "$CLIQO_KUBE_BIN_DIR/kube-controller-manager" "$work/bin/kube-controller-manager"
+printf '#!/bin/sh\necho "scheduler: simulated crash at start-up" >&2\nexit 3\n' >"$work/bin/kube-scheduler"
+chmod +x "$work/bin/kube-scheduler"
+out=$("$CLIQOCTL" dev up --clusters 2 --kube-bin-dir "$work/bin" 2>&1) && fail "up succeeded with a crashing scheduler"
+grep -q 'kube-scheduler failed to start' <<<"$out" || fail "error does not name the scheduler: $out"
+grep -q 'simulated crash at start-up' <<<"$out" || fail "error does not show the scheduler's log: $out"
+grep -q 'tearing down' <<<"$out" || fail "no teardown reported: $out"
+no_leftovers "half-started"
+say "half-started set torn down"
+
+# 3. Three clusters.
+t0=$(date +%s%N)
+"$CLIQOCTL" dev up --clusters 3 || fail "up --clusters 3 failed"
+t1=$(date +%s%N)
+say "3 clusters up in $(((t1 - t0) / 1000000)) ms"
+for c in cluster-1 cluster-2 cluster-3; do
+  [ "$(kc "$c" get --raw /readyz)" = ok ] || fail "$c not ready"
+done
+"$CLIQOCTL" dev status >/dev/null || fail "status unhealthy after up"
+pids_before=$(cat "$E2E_STATE"/*/*.pid | sort | tr '\n' ' ')
+
+# 4. Idempotent: a second up changes nothing; a different count is refused.
+out=$("$CLIQOCTL" dev up --clusters 3 2>&1) || fail "second up failed: $out"
+grep -q 'already up' <<<"$out" || fail "second up did not say it was already up: $out"
+[ "$(cat "$E2E_STATE"/*/*.pid | sort | tr '\n' ' ')" = "$pids_before" ] || fail "second up restarted processes"
+out=$("$CLIQOCTL" dev up --clusters 2 2>&1) && fail "up with another count succeeded"
+grep -q "run 'cliqoctl dev down' first" <<<"$out" || fail "count change not explained: $out"
+say "second up is a no-op"
+
+# 5. A crashed apiserver: status says so, up recovers the environment.
+kill -KILL "$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid")"
+out=$("$CLIQOCTL" dev status 2>&1) && fail "status healthy with a dead apiserver"
+grep -q 'kube-apiserver.*is gone' <<<"$out" || fail "status does not report the dead apiserver: $out"
+"$CLIQOCTL" dev up --clusters 3 || fail "up did not recover the environment"
+"$CLIQOCTL" dev status >/dev/null || fail "status unhealthy after recovery"
+[ "$(kc cluster-3 get --raw /readyz)" = ok ] || fail "cluster-3 not ready after recovery"
+say "crashed apiserver recovered by up"
+
+# 6. Down leaves nothing.
+"$CLIQOCTL" dev down || fail "down failed"
+no_leftovers "down"
+out=$("$CLIQOCTL" dev down 2>&1) || fail "second down failed: $out"
+pass "life cycle complete"

@@ -1,0 +1,31 @@
+# End-to-end test groups. Each group brings its clusters up once (a FIXTURES_SETUP test), runs its tests,
+# and tears them down (FIXTURES_CLEANUP, which also checks nothing is left behind). Groups use distinct
+# state directories and port ranges so they never collide.
+set(E2E_DIR ${CMAKE_CURRENT_SOURCE_DIR}/e2e)
+set(E2E_ROOT ${CMAKE_BINARY_DIR}/e2e)
+
+# cliqo_e2e_group(NAME CLUSTERS BASE_PORT TESTS...)
+function(cliqo_e2e_group name clusters base_port)
+    set(state ${E2E_ROOT}/${name})
+    set(env "CLIQOCTL=$<TARGET_FILE:cliqoctl>" "E2E_STATE=${state}" "CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}"
+            "CLIQO_DEV_DIR=${state}" "CLIQO_DEV_BASE_PORT=${base_port}")
+    add_test(NAME e2e.${name}.up COMMAND $<TARGET_FILE:cliqoctl> dev up --clusters ${clusters})
+    add_test(NAME e2e.${name}.down COMMAND ${E2E_DIR}/down-and-check.sh)
+    set_tests_properties(e2e.${name}.up PROPERTIES FIXTURES_SETUP e2e_${name} ENVIRONMENT "${env}"
+                         LABELS e2e TIMEOUT 300 RESOURCE_LOCK e2e_${name})
+    set_tests_properties(e2e.${name}.down PROPERTIES FIXTURES_CLEANUP e2e_${name} ENVIRONMENT "${env}"
+                         LABELS e2e TIMEOUT 120 RESOURCE_LOCK e2e_${name})
+    foreach(t ${ARGN})
+        add_test(NAME e2e.${name}.${t} COMMAND ${E2E_DIR}/${name}/${t}.sh)
+        set_tests_properties(e2e.${name}.${t} PROPERTIES FIXTURES_REQUIRED e2e_${name} ENVIRONMENT
+                             "${env};TEST_NAME=e2e.${name}.${t}" LABELS e2e TIMEOUT 300)
+    endforeach()
+endfunction()
+
+# The foundation group: two clusters, checked with kubectl.
+cliqo_e2e_group(foundation 2 17400 api scheduler gc isolation status)
+
+# The environment's own life cycle (it manages its clusters itself: up, idempotence, failures, down).
+add_test(NAME e2e.devenv.lifecycle COMMAND ${E2E_DIR}/devenv/lifecycle.sh)
+set_tests_properties(e2e.devenv.lifecycle PROPERTIES LABELS e2e TIMEOUT 600 ENVIRONMENT
+    "CLIQOCTL=$<TARGET_FILE:cliqoctl>;E2E_STATE=${E2E_ROOT}/devenv;CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR};CLIQO_DEV_BASE_PORT=17500;TEST_NAME=e2e.devenv.lifecycle")

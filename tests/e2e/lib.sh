@@ -1,0 +1,47 @@
+# Shared helpers of the e2e tests. Source it; it expects CLIQOCTL and E2E_STATE in the environment
+# (set by tests/e2e/e2e.cmake). kubectl is the independent client that checks results.
+set -euo pipefail
+
+: "${CLIQOCTL:?CLIQOCTL must name the cliqoctl binary}"
+: "${E2E_STATE:?E2E_STATE must name the environment state directory}"
+KUBECTL=${KUBECTL:-kubectl}
+TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
+
+say() { printf '[%s] %s\n' "$TEST_NAME" "$*"; }
+fail() { printf '[%s] FAIL: %s\n' "$TEST_NAME" "$*" >&2; exit 1; }
+pass() { printf '[%s] PASS%s\n' "$TEST_NAME" "${1:+: $1}"; }
+
+# kc CLUSTER args...: kubectl against one cluster of the environment, with its admin kubeconfig.
+kc() {
+  local c=$1
+  shift
+  "$KUBECTL" --kubeconfig "$E2E_STATE/$c/kubeconfig" --request-timeout=20s "$@"
+}
+
+# wait_for SECONDS DESCRIPTION command...: retries the command until it succeeds.
+wait_for() {
+  local t=$1 d=$2 deadline
+  shift 2
+  deadline=$(($(date +%s) + t))
+  until "$@" >/dev/null 2>&1; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "timed out after ${t}s waiting for: $d"
+    sleep 0.5
+  done
+}
+
+# expect_fail DESCRIPTION command...: the command must fail.
+expect_fail() {
+  local d=$1
+  shift
+  if "$@" >/dev/null 2>&1; then fail "expected failure: $d"; fi
+}
+
+now_rfc3339() { date -u +%Y-%m-%dT%H:%M:%SZ; }
+
+# pid_running PID: alive and not a zombie.
+pid_running() {
+  local st
+  [ -r "/proc/$1/stat" ] || return 1
+  st=$(sed -e 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+  [ "$st" != Z ] && [ "$st" != X ]
+}
