@@ -85,7 +85,24 @@ grep -q 'kube-apiserver.*is gone' <<<"$out" || fail "status does not report the 
 [ "$(kc cluster-3 get --raw /readyz)" = ok ] || fail "cluster-3 not ready after recovery"
 say "crashed apiserver recovered by up"
 
-# 6. Down leaves nothing.
+# 6. A cluster that disappears and comes back (stop/start keep its state).
+kc cluster-2 create namespace e2e-survives >/dev/null
+"$CLIQOCTL" dev stop --cluster cluster-2 || fail "stop cluster-2 failed"
+expect_fail "cluster-2 still answers after stop" kc cluster-2 --request-timeout=3s get --raw /readyz
+[ "$(kc cluster-1 get --raw /readyz)" = ok ] || fail "cluster-1 affected by stopping cluster-2"
+out=$("$CLIQOCTL" dev status 2>&1) && fail "status healthy with cluster-2 stopped"
+expect_fail "stop without --cluster" "$CLIQOCTL" dev stop
+expect_fail "stop of an unknown component" "$CLIQOCTL" dev stop --cluster cluster-2 --component kubelet
+"$CLIQOCTL" dev start --cluster cluster-2 || fail "start cluster-2 failed"
+"$CLIQOCTL" dev status >/dev/null || fail "status unhealthy after start"
+kc cluster-2 get namespace e2e-survives >/dev/null || fail "cluster-2 lost its data across stop/start"
+"$CLIQOCTL" dev stop --cluster cluster-1 --component kube-apiserver || fail "stop one component failed"
+pid_running "$(cat "$E2E_STATE/cluster-1/etcd.pid")" || fail "stopping the apiserver stopped etcd"
+"$CLIQOCTL" dev start --cluster cluster-1 || fail "start of the stopped apiserver failed"
+[ "$(kc cluster-1 get --raw /readyz)" = ok ] || fail "cluster-1 not ready after apiserver restart"
+say "stop/start of a cluster and of one component"
+
+# 7. Down leaves nothing.
 "$CLIQOCTL" dev down || fail "down failed"
 no_leftovers "down"
 out=$("$CLIQOCTL" dev down 2>&1) || fail "second down failed: $out"
