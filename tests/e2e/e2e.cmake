@@ -29,3 +29,13 @@ cliqo_e2e_group(foundation 2 17400 api scheduler gc isolation status)
 add_test(NAME e2e.devenv.lifecycle COMMAND ${E2E_DIR}/devenv/lifecycle.sh)
 set_tests_properties(e2e.devenv.lifecycle PROPERTIES LABELS e2e TIMEOUT 600 ENVIRONMENT
     "CLIQOCTL=$<TARGET_FILE:cliqoctl>;E2E_STATE=${E2E_ROOT}/devenv;CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR};CLIQO_DEV_BASE_PORT=17500;TEST_NAME=e2e.devenv.lifecycle")
+
+# The Kubernetes client against a real apiserver (tests/e2e/kube/).
+if(TARGET cliqo_kube_api)
+    add_executable(test-kube-client ${E2E_DIR}/kube/test-kube-client.c)
+    target_link_libraries(test-kube-client PRIVATE cliqo_kube_api PkgConfig::CMOCKA)
+    cliqo_e2e_group(kube 1 17600)
+    add_test(NAME e2e.kube.client COMMAND test-kube-client)
+    set_tests_properties(e2e.kube.client PROPERTIES FIXTURES_REQUIRED e2e_kube LABELS e2e TIMEOUT 300
+        ENVIRONMENT "E2E_STATE=${E2E_ROOT}/kube")
+endif()

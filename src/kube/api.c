@@ -1,0 +1,1085 @@
+#include "kube/api.h"
+#include "kube/ratelimit.h"
+#include "common/xalloc.h"
+
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define DEFAULT_QPS        50.0
+#define DEFAULT_BURST      100
+#define DEFAULT_MAX_BODY   ((size_t)64 << 20)
+#define DEFAULT_TIMEOUT_MS 30000L
+#define MAX_PATH_LEN       8192
+
+enum call_state {
+    CALL_WAITING, /* waiting for a rate-limiter token */
+    CALL_RUNNING, /* in the curl multi handle */
+    CALL_DONE,    /* its callback is running or has run */
+};
+
+struct kapi_call {
+    struct kapi_client *c;
+    struct kapi_call *prev, *next;
+    enum call_state state;
+    bool cancelled; /* cancelled while waiting for a token: freed when the token arrives */
+    CURL *easy;
+    struct curl_slist *headers;
+    char *url;
+    char *method;
+    char *body;
+    size_t body_len;
+    char *content_type;
+    long timeout_ms;
+    long low_speed_secs;
+    kapi_cb cb;
+    kapi_chunk_cb on_chunk;
+    void *data;
+    struct sbuf resp;
+    int abort_err;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct sock_ctx {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    struct kapi_client *c;
+};
+
+struct kapi_client {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;
+    struct rl_limiter *rl;
+    char *server;
+    char *auth_header;
+    unsigned char *ca, *cert, *key;
+    size_t ca_len, cert_len, key_len;
+    bool insecure;
+    char *user_agent;
+    struct kapi_client_options o;
+    struct kapi_call *calls;
+    size_t ncalls;
+    int open_handles; /* libuv handles not yet closed */
+    int in_dispatch;  /* inside curl_multi_socket_action: teardown must wait */
+    bool closing;
+    bool multi_gone;
+};
+
+/* ---------------------------------------------------------------------------------------------- */
+
+int kapi_err_from_status(long http_status, const char *reason)
+{
+    if (http_status >= 200 && http_status < 300)
+        return 0;
+    switch (http_status) {
+    case 400:
+    case 422:
+        return -EINVAL;
+    case 401:
+        return -EACCES;
+    case 403:
+        return -EPERM;
+    case 404:
+        return -ENOENT;
+    case 409:
+        return reason && strcmp(reason, "AlreadyExists") == 0 ? -EEXIST : -ESTALE;
+    case 410:
+        return -EIDRM;
+    case 413:
+        return -E2BIG;
+    case 429:
+        return -EAGAIN;
+    default:
+        return http_status >= 500 ? -EIO : -EPROTO;
+    }
+}
+
+static int err_from_curl(CURLcode cc)
+{
+    switch (cc) {
+    case CURLE_OPERATION_TIMEDOUT:
+        return -ETIMEDOUT;
+    case CURLE_COULDNT_CONNECT:
+        return -ECONNREFUSED;
+    case CURLE_COULDNT_RESOLVE_HOST:
+        return -EHOSTUNREACH;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_SSL_ISSUER_ERROR:
+        return -EKEYREJECTED;
+    case CURLE_GOT_NOTHING:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+        return -ECONNRESET;
+    case CURLE_OUT_OF_MEMORY:
+        return -ENOMEM;
+    default:
+        return -EIO;
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* libuv <-> curl multi glue */
+
+static void check_multi_info(struct kapi_client *c);
+static void maybe_finish_close(struct kapi_client *c);
+
+static void handle_closed(uv_handle_t *h)
+{
+    struct kapi_client *c;
+
+    if (h->type == UV_POLL) {
+        struct sock_ctx *sc = h->data;
+        c = sc->c;
+        x_free(sc);
+    } else {
+        c = h->data;
+    }
+    c->open_handles--;
+    maybe_finish_close(c);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    struct sock_ctx *sc = p->data;
+    struct kapi_client *c = sc->c;
+    int flags = 0;
+    int running;
+
+    if (status < 0)
+        flags = CURL_CSELECT_ERR;
+    if (events & UV_READABLE)
+        flags |= CURL_CSELECT_IN;
+    if (events & UV_WRITABLE)
+        flags |= CURL_CSELECT_OUT;
+    c->in_dispatch++;
+    curl_multi_socket_action(c->multi, sc->fd, flags, &running);
+    check_multi_info(c);
+    c->in_dispatch--;
+    maybe_finish_close(c);
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    struct kapi_client *c = t->data;
+    int running;
+
+    c->in_dispatch++;
+    curl_multi_socket_action(c->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+    check_multi_info(c);
+    c->in_dispatch--;
+    maybe_finish_close(c);
+}
+
+static int curl_timer_cb(CURLM *multi, long timeout_ms, void *userp)
+{
+    struct kapi_client *c = userp;
+
+    (void)multi;
+    if (timeout_ms < 0)
+        uv_timer_stop(&c->timer);
+    else
+        uv_timer_start(&c->timer, on_timer, (uint64_t)timeout_ms, 0);
+    return 0;
+}
+
+static int curl_socket_cb(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    struct kapi_client *c = userp;
+    struct sock_ctx *sc = socketp;
+    int events = 0;
+
+    (void)easy;
+    if (what == CURL_POLL_REMOVE) {
+        if (sc) {
+            uv_poll_stop(&sc->poll);
+            curl_multi_assign(c->multi, fd, NULL);
+            uv_close((uv_handle_t *)&sc->poll, handle_closed);
+        }
+        return 0;
+    }
+    if (!sc) {
+        sc = x_calloc(1, sizeof(*sc));
+        if (!sc)
+            return -1;
+        sc->fd = fd;
+        sc->c = c;
+        if (uv_poll_init_socket(c->loop, &sc->poll, fd) < 0) {
+            x_free(sc);
+            return -1;
+        }
+        sc->poll.data = sc;
+        c->open_handles++;
+        curl_multi_assign(c->multi, fd, sc);
+    }
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+        events |= UV_READABLE;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+        events |= UV_WRITABLE;
+    uv_poll_start(&sc->poll, events, on_poll);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* calls */
+
+static void call_unlink(struct kapi_call *call)
+{
+    struct kapi_client *c = call->c;
+
+    if (call->prev)
+        call->prev->next = call->next;
+    else if (c->calls == call)
+        c->calls = call->next;
+    if (call->next)
+        call->next->prev = call->prev;
+    call->prev = call->next = NULL;
+    c->ncalls--;
+}
+
+static void call_free(struct kapi_call *call)
+{
+    if (!call)
+        return;
+    if (call->easy) {
+        if (call->state == CALL_RUNNING || call->state == CALL_DONE)
+            if (!call->c->multi_gone)
+                curl_multi_remove_handle(call->c->multi, call->easy);
+        curl_easy_cleanup(call->easy);
+    }
+    curl_slist_free_all(call->headers);
+    sbuf_done(&call->resp);
+    x_free(call->url);
+    x_free(call->method);
+    x_free(call->body);
+    x_free(call->content_type);
+    x_free(call);
+}
+
+static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
+{
+    struct kapi_call *call = userdata;
+    size_t len = size * nmemb;
+    long code = 0;
+    int r;
+
+    curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &code);
+    if (call->on_chunk && code >= 200 && code < 300) {
+        r = call->on_chunk(call->c, ptr, len, call->data);
+        if (r < 0) {
+            call->abort_err = r;
+            return 0;
+        }
+        return len;
+    }
+    r = sbuf_add(&call->resp, ptr, len);
+    if (r < 0) {
+        call->abort_err = r;
+        return 0;
+    }
+    return len;
+}
+
+static const char *json_str(const json_t *o, const char *key)
+{
+    const json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? json_string_value(v) : NULL;
+}
+
+static void complete(struct kapi_call *call, CURLcode cc)
+{
+    struct kapi_client *c = call->c;
+    struct kapi_result res = {0};
+    json_t *body = NULL;
+    char msg[CURL_ERROR_SIZE + 64];
+
+    curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &res.http_status);
+    res.raw = sbuf_str(&call->resp);
+    res.raw_len = sbuf_len(&call->resp);
+    res.status.code = res.http_status;
+    res.status.reason = "";
+    res.status.message = "";
+
+    if (res.raw_len > 0)
+        body = json_loadb(res.raw, res.raw_len, 0, NULL);
+    res.body = body;
+
+    if (call->abort_err) {
+        res.err = call->abort_err;
+        if (call->abort_err == -E2BIG)
+            snprintf(msg, sizeof(msg), "response body larger than the limit of %zu bytes",
+                     c->o.max_body);
+        else
+            snprintf(msg, sizeof(msg), "request aborted: %s", strerror(-call->abort_err));
+        res.status.message = msg;
+    } else if (cc != CURLE_OK) {
+        res.err = err_from_curl(cc);
+        snprintf(msg, sizeof(msg), "%s", call->errbuf[0] ? call->errbuf : curl_easy_strerror(cc));
+        res.status.message = msg;
+        res.http_status = 0;
+        res.status.code = 0;
+    } else if (res.http_status < 200 || res.http_status >= 300) {
+        const char *kind = json_str(body, "kind");
+        if (kind && strcmp(kind, "Status") == 0) {
+            const char *reason = json_str(body, "reason");
+            const char *m = json_str(body, "message");
+            res.status.reason = reason ? reason : "";
+            res.status.message = m ? m : "";
+        } else {
+            /* Not a Status object: show the start of whatever came back. */
+            snprintf(msg, sizeof(msg), "HTTP %ld: %.200s", res.http_status, res.raw);
+            res.status.message = msg;
+        }
+        res.err = kapi_err_from_status(res.http_status, res.status.reason);
+    } else if (res.raw_len > 0 && !body && !call->on_chunk) {
+        res.err = -EBADMSG;
+        res.status.message = "response body is not valid JSON";
+    }
+
+    call->state = CALL_DONE;
+    if (call->cb)
+        call->cb(c, &res, call->data);
+    json_decref(body);
+}
+
+static void check_multi_info(struct kapi_client *c)
+{
+    CURLMsg *m;
+    int pending;
+
+    while (!c->multi_gone && (m = curl_multi_info_read(c->multi, &pending))) {
+        struct kapi_call *call = NULL;
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&call);
+        CURLcode cc = m->data.result;
+        curl_multi_remove_handle(c->multi, call->easy);
+        call_unlink(call);
+        complete(call, cc);
+        curl_easy_cleanup(call->easy);
+        call->easy = NULL;
+        call_free(call);
+    }
+}
+
+static int call_setup_easy(struct kapi_call *call)
+{
+    struct kapi_client *c = call->c;
+    CURL *e = curl_easy_init();
+    struct curl_slist *h = NULL, *t;
+
+    if (!e)
+        return -ENOMEM;
+    call->easy = e;
+    curl_easy_setopt(e, CURLOPT_URL, call->url);
+    curl_easy_setopt(e, CURLOPT_PRIVATE, call);
+    curl_easy_setopt(e, CURLOPT_ERRORBUFFER, call->errbuf);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, call);
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "https,http");
+    curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, call->method);
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    if (call->timeout_ms > 0)
+        curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, call->timeout_ms);
+    if (call->low_speed_secs > 0) {
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+        curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, call->low_speed_secs);
+    }
+    if (c->insecure) {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+    } else {
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+        curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+        if (c->ca) {
+            struct curl_blob b = {.data = c->ca, .len = c->ca_len, .flags = CURL_BLOB_NOCOPY};
+            curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &b);
+        }
+    }
+    if (c->cert && c->key) {
+        struct curl_blob cb = {.data = c->cert, .len = c->cert_len, .flags = CURL_BLOB_NOCOPY};
+        struct curl_blob kb = {.data = c->key, .len = c->key_len, .flags = CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &cb);
+        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &kb);
+        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (call->body) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, call->body);
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->body_len);
+    } else if (strcmp(call->method, "GET") != 0 && strcmp(call->method, "DELETE") != 0) {
+        curl_easy_setopt(e, CURLOPT_POSTFIELDS, "");
+        curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
+    }
+
+    t = curl_slist_append(h, "Accept: application/json");
+    if (!t)
+        goto oom;
+    h = t;
+    if (call->body) {
+        char ct[160];
+        snprintf(ct, sizeof(ct), "Content-Type: %s",
+                 call->content_type ? call->content_type : "application/json");
+        t = curl_slist_append(h, ct);
+        if (!t)
+            goto oom;
+        h = t;
+    }
+    if (c->auth_header) {
+        t = curl_slist_append(h, c->auth_header);
+        if (!t)
+            goto oom;
+        h = t;
+    }
+    /* No "Expect: 100-continue" round trip for bodies. */
+    t = curl_slist_append(h, "Expect:");
+    if (!t)
+        goto oom;
+    h = t;
+    call->headers = h;
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+    return 0;
+oom:
+    curl_slist_free_all(h);
+    return -ENOMEM;
+}
+
+/* A rate-limiter token arrived: start the transfer. */
+static void on_token(struct rl_limiter *l, int status, void *data)
+{
+    struct kapi_call *call = data;
+    struct kapi_client *c = call->c;
+    struct kapi_result res = {0};
+    char msg[128];
+    int r;
+
+    (void)l;
+    if (call->cancelled || status < 0 || c->closing) {
+        /* Cancelled calls were unlinked already; the client's own close frees the rest. */
+        if (call->cancelled || status < 0)
+            call_free(call);
+        return;
+    }
+    r = call_setup_easy(call);
+    if (r >= 0 && curl_multi_add_handle(c->multi, call->easy) != CURLM_OK)
+        r = -ENOMEM;
+    if (r < 0) {
+        call_unlink(call);
+        snprintf(msg, sizeof(msg), "cannot start request: %s", strerror(-r));
+        res.err = r;
+        res.raw = "";
+        res.status.reason = "";
+        res.status.message = msg;
+        call->state = CALL_DONE;
+        if (call->cb)
+            call->cb(c, &res, call->data);
+        call_free(call);
+        return;
+    }
+    call->state = CALL_RUNNING;
+}
+
+int kapi_send(struct kapi_client *c, const struct kapi_request *req, kapi_cb cb, void *data,
+              struct kapi_call **ret_call)
+{
+    struct kapi_call *call;
+    struct sbuf url;
+    int r = -ENOMEM;
+
+    if (!c || !req || !req->method || !req->path || req->path[0] != '/')
+        return -EINVAL;
+    if (c->closing)
+        return -ECANCELED;
+    if (strlen(req->path) > MAX_PATH_LEN)
+        return -ENAMETOOLONG;
+    call = x_calloc(1, sizeof(*call));
+    if (!call)
+        return -ENOMEM;
+    call->c = c;
+    call->cb = cb;
+    call->on_chunk = req->on_chunk;
+    call->data = data;
+    call->timeout_ms = req->timeout_ms == 0 ? c->o.timeout_ms : req->timeout_ms;
+    call->low_speed_secs = req->low_speed_secs;
+    sbuf_init(&call->resp, c->o.max_body);
+    sbuf_init(&url, MAX_PATH_LEN + 1024);
+    if (sbuf_adds(&url, c->server) < 0 || sbuf_adds(&url, req->path) < 0)
+        goto out;
+    call->url = sbuf_steal(&url);
+    call->method = x_strdup(req->method);
+    if (!call->url || !call->method)
+        goto out;
+    if (req->body) {
+        call->body = x_malloc(req->body_len + 1);
+        if (!call->body)
+            goto out;
+        memcpy(call->body, req->body, req->body_len);
+        call->body[req->body_len] = '\0';
+        call->body_len = req->body_len;
+    }
+    if (req->content_type && !(call->content_type = x_strdup(req->content_type)))
+        goto out;
+
+    call->state = CALL_WAITING;
+    call->next = c->calls;
+    if (c->calls)
+        c->calls->prev = call;
+    c->calls = call;
+    c->ncalls++;
+    r = rl_acquire(c->rl, on_token, call);
+    if (r < 0) {
+        call_unlink(call);
+        goto out;
+    }
+    if (ret_call)
+        *ret_call = call;
+    return 0;
+out:
+    sbuf_done(&url);
+    call_free(call);
+    return r;
+}
+
+void kapi_call_cancel(struct kapi_call *call)
+{
+    if (!call || call->state == CALL_DONE || call->cancelled)
+        return;
+    call_unlink(call);
+    if (call->state == CALL_WAITING) {
+        /* The limiter still holds it: freed when its token (or cancellation) arrives. */
+        call->cancelled = true;
+        return;
+    }
+    call_free(call);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* client */
+
+static unsigned char *dup_blob(const unsigned char *p, size_t len)
+{
+    unsigned char *d;
+
+    if (!p || !len)
+        return NULL;
+    d = x_malloc(len);
+    if (d)
+        memcpy(d, p, len);
+    return d;
+}
+
+static int curl_global(void)
+{
+    static bool done;
+
+    if (!done) {
+        if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+            return -EIO;
+        done = true;
+    }
+    return 0;
+}
+
+int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
+                    const struct kapi_client_options *opts, struct kapi_client **ret)
+{
+    struct kapi_client *c;
+    size_t n;
+    int r = -ENOMEM;
+
+    if (!loop || !cfg || !cfg->server || !ret)
+        return -EINVAL;
+    r = curl_global();
+    if (r < 0)
+        return r;
+    c = x_calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    r = -ENOMEM;
+    c->loop = loop;
+    c->o.qps = opts && opts->qps > 0 ? opts->qps : DEFAULT_QPS;
+    c->o.burst = opts && opts->burst > 0 ? opts->burst : DEFAULT_BURST;
+    c->o.max_body = opts && opts->max_body ? opts->max_body : DEFAULT_MAX_BODY;
+    c->o.timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+    c->user_agent = x_strdup(opts && opts->user_agent ? opts->user_agent : "cliqo/" CLIQO_VERSION);
+    c->server = x_strdup(cfg->server);
+    if (!c->user_agent || !c->server)
+        goto fail;
+    n = strlen(c->server);
+    while (n > 0 && c->server[n - 1] == '/')
+        c->server[--n] = '\0';
+    c->insecure = cfg->insecure_skip_tls_verify;
+    if (cfg->ca_pem_len && !(c->ca = dup_blob(cfg->ca_pem, cfg->ca_pem_len)))
+        goto fail;
+    c->ca_len = cfg->ca_pem_len;
+    if (cfg->cert_pem_len && !(c->cert = dup_blob(cfg->cert_pem, cfg->cert_pem_len)))
+        goto fail;
+    c->cert_len = cfg->cert_pem_len;
+    if (cfg->key_pem_len && !(c->key = dup_blob(cfg->key_pem, cfg->key_pem_len)))
+        goto fail;
+    c->key_len = cfg->key_pem_len;
+    if (cfg->token && cfg->token[0]) {
+        struct sbuf b;
+        sbuf_init(&b, 16384);
+        if (sbuf_printf(&b, "Authorization: Bearer %s", cfg->token) < 0) {
+            sbuf_done(&b);
+            r = -EINVAL;
+            goto fail;
+        }
+        c->auth_header = sbuf_steal(&b);
+        if (!c->auth_header)
+            goto fail;
+    }
+    c->rl = rl_new(loop, c->o.qps, c->o.burst);
+    if (!c->rl)
+        goto fail;
+    c->multi = curl_multi_init();
+    if (!c->multi)
+        goto fail;
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETFUNCTION, curl_socket_cb);
+    curl_multi_setopt(c->multi, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
+    curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
+    curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    uv_timer_init(loop, &c->timer);
+    c->timer.data = c;
+    c->open_handles++;
+    *ret = c;
+    return 0;
+fail:
+    if (c->rl)
+        rl_close(c->rl, NULL, NULL);
+    if (c->multi)
+        curl_multi_cleanup(c->multi);
+    x_free(c->user_agent);
+    x_free(c->server);
+    x_free(c->auth_header);
+    x_free(c->ca);
+    x_free(c->cert);
+    x_free(c->key);
+    x_free(c);
+    return r;
+}
+
+static void wipe_free(unsigned char *p, size_t len)
+{
+    if (p) {
+        explicit_bzero(p, len);
+        x_free(p);
+    }
+}
+
+static void maybe_finish_close(struct kapi_client *c)
+{
+    if (!c->closing || c->in_dispatch > 0)
+        return;
+    if (!c->multi_gone) {
+        /* Runs the socket callback for every remaining connection, which closes its poll handle. */
+        c->multi_gone = true;
+        curl_multi_cleanup(c->multi);
+        c->multi = NULL;
+        uv_close((uv_handle_t *)&c->timer, handle_closed);
+        return; /* handle_closed calls back here */
+    }
+    if (c->open_handles > 0)
+        return;
+    x_free(c->user_agent);
+    x_free(c->server);
+    if (c->auth_header)
+        explicit_bzero(c->auth_header, strlen(c->auth_header));
+    x_free(c->auth_header);
+    x_free(c->ca);
+    wipe_free(c->cert, c->cert_len);
+    wipe_free(c->key, c->key_len);
+    x_free(c);
+}
+
+void kapi_client_close(struct kapi_client *c)
+{
+    if (!c || c->closing)
+        return;
+    c->closing = true;
+    while (c->calls) {
+        struct kapi_call *call = c->calls;
+        if (call->state == CALL_WAITING) {
+            /* rl_close below cancels it and its token callback frees it. */
+            call_unlink(call);
+            call->cancelled = true;
+            continue;
+        }
+        call_unlink(call);
+        if (call->state == CALL_DONE)
+            continue; /* its completion is running; check_multi_info frees it */
+        call_free(call);
+    }
+    rl_close(c->rl, NULL, NULL);
+    c->rl = NULL;
+    maybe_finish_close(c);
+}
+
+uv_loop_t *kapi_client_loop(struct kapi_client *c)
+{
+    return c->loop;
+}
+
+const char *kapi_client_server(struct kapi_client *c)
+{
+    return c->server;
+}
+
+size_t kapi_client_pending(struct kapi_client *c)
+{
+    return c->ncalls;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* paths */
+
+const struct kapi_resource kapi_pods = {"", "v1", "pods", "Pod", true};
+const struct kapi_resource kapi_nodes = {"", "v1", "nodes", "Node", false};
+const struct kapi_resource kapi_namespaces = {"", "v1", "namespaces", "Namespace", false};
+const struct kapi_resource kapi_configmaps = {"", "v1", "configmaps", "ConfigMap", true};
+const struct kapi_resource kapi_secrets = {"", "v1", "secrets", "Secret", true};
+const struct kapi_resource kapi_services = {"", "v1", "services", "Service", true};
+const struct kapi_resource kapi_events = {"", "v1", "events", "Event", true};
+const struct kapi_resource kapi_serviceaccounts = {"", "v1", "serviceaccounts", "ServiceAccount",
+                                                   true};
+const struct kapi_resource kapi_leases = {"coordination.k8s.io", "v1", "leases", "Lease", true};
+const struct kapi_resource kapi_deployments = {"apps", "v1", "deployments", "Deployment", true};
+const struct kapi_resource kapi_crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
+                                        "CustomResourceDefinition", false};
+
+static bool segment_ok(const char *s)
+{
+    if (!s || !*s || strlen(s) > 253)
+        return false;
+    if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+        return false;
+    for (const char *p = s; *p; p++)
+        if (*p == '/' || *p == '%' || *p == '?' || *p == '#' || (unsigned char)*p <= 0x20 ||
+            (unsigned char)*p >= 0x7f)
+            return false;
+    return true;
+}
+
+int kapi_path(struct sbuf *b, const struct kapi_resource *r, const char *ns, const char *name,
+              const char *sub)
+{
+    int e;
+
+    if (!r || !segment_ok(r->version) || !segment_ok(r->resource))
+        return -EINVAL;
+    if (r->group && r->group[0]) {
+        if (!segment_ok(r->group))
+            return -EINVAL;
+        e = sbuf_printf(b, "/apis/%s/%s", r->group, r->version);
+    } else {
+        e = sbuf_printf(b, "/api/%s", r->version);
+    }
+    if (e < 0)
+        return e;
+    if (r->namespaced && ns) {
+        if (!segment_ok(ns))
+            return -EINVAL;
+        if ((e = sbuf_printf(b, "/namespaces/%s", ns)) < 0)
+            return e;
+    }
+    if ((e = sbuf_printf(b, "/%s", r->resource)) < 0)
+        return e;
+    if (name) {
+        if (!segment_ok(name))
+            return -EINVAL;
+        if ((e = sbuf_printf(b, "/%s", name)) < 0)
+            return e;
+    }
+    if (sub) {
+        if (!name || !segment_ok(sub))
+            return -EINVAL;
+        if ((e = sbuf_printf(b, "/%s", sub)) < 0)
+            return e;
+    }
+    return 0;
+}
+
+int kapi_query_add(struct sbuf *b, const char *key, const char *value)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int e;
+
+    e = sbuf_adds(b, strchr(sbuf_str(b), '?') ? "&" : "?");
+    if (e >= 0)
+        e = sbuf_adds(b, key);
+    if (e >= 0)
+        e = sbuf_adds(b, "=");
+    for (const unsigned char *p = (const unsigned char *)value; e >= 0 && *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '-' || *p == '_' || *p == '.' || *p == '~') {
+            e = sbuf_add(b, p, 1);
+        } else {
+            char enc[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+            e = sbuf_add(b, enc, 3);
+        }
+    }
+    return e;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* typed operations */
+
+static int send_json(struct kapi_client *c, const char *method, struct sbuf *path, json_t *obj,
+                     const char *content_type, kapi_cb cb, void *data)
+{
+    struct kapi_request req = {
+        .method = method, .path = sbuf_str(path), .content_type = content_type};
+    char *body = NULL;
+    int r;
+
+    if (obj) {
+        body = json_dumps(obj, JSON_COMPACT);
+        if (!body)
+            return -ENOMEM;
+        req.body = body;
+        req.body_len = strlen(body);
+    }
+    r = kapi_send(c, &req, cb, data, NULL);
+    free(body); /* allocated by jansson */
+    return r;
+}
+
+int kapi_get(struct kapi_client *c, const struct kapi_resource *r, const char *ns, const char *name,
+             kapi_cb cb, void *data)
+{
+    struct sbuf p;
+    int e;
+
+    sbuf_init(&p, MAX_PATH_LEN);
+    e = kapi_path(&p, r, ns, name, NULL);
+    if (e >= 0)
+        e = send_json(c, "GET", &p, NULL, NULL, cb, data);
+    sbuf_done(&p);
+    return e;
+}
+
+int kapi_list(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+              const struct kapi_list_opts *o, kapi_cb cb, void *data)
+{
+    struct sbuf p;
+    char num[32];
+    int e;
+
+    sbuf_init(&p, MAX_PATH_LEN);
+    e = kapi_path(&p, r, ns, NULL, NULL);
+    if (e >= 0 && o && o->label_selector)
+        e = kapi_query_add(&p, "labelSelector", o->label_selector);
+    if (e >= 0 && o && o->field_selector)
+        e = kapi_query_add(&p, "fieldSelector", o->field_selector);
+    if (e >= 0 && o && o->limit > 0) {
+        snprintf(num, sizeof(num), "%ld", o->limit);
+        e = kapi_query_add(&p, "limit", num);
+    }
+    if (e >= 0 && o && o->continue_token)
+        e = kapi_query_add(&p, "continue", o->continue_token);
+    if (e >= 0 && o && o->resource_version)
+        e = kapi_query_add(&p, "resourceVersion", o->resource_version);
+    if (e >= 0)
+        e = send_json(c, "GET", &p, NULL, NULL, cb, data);
+    sbuf_done(&p);
+    return e;
+}
+
+int kapi_create(struct kapi_client *c, const struct kapi_resource *r, const char *ns, json_t *obj,
+                kapi_cb cb, void *data)
+{
+    struct sbuf p;
+    int e;
+
+    if (!obj)
+        return -EINVAL;
+    sbuf_init(&p, MAX_PATH_LEN);
+    e = kapi_path(&p, r, ns, NULL, NULL);
+    if (e >= 0)
+        e = send_json(c, "POST", &p, obj, NULL, cb, data);
+    sbuf_done(&p);
+    return e;
+}
+
+int kapi_update(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+                const char *name, const char *sub, json_t *obj, kapi_cb cb, void *data)
+{
+    struct sbuf p;
+    int e;
+
+    if (!obj)
+        return -EINVAL;
+    sbuf_init(&p, MAX_PATH_LEN);
+    e = kapi_path(&p, r, ns, name, sub);
+    if (e >= 0)
+        e = send_json(c, "PUT", &p, obj, NULL, cb, data);
+    sbuf_done(&p);
+    return e;
+}
+
+int kapi_patch(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+               const char *name, const char *sub, enum kapi_patch_type type, const char *patch,
+               kapi_cb cb, void *data)
+{
+    static const char *const types[] = {
+        [KAPI_PATCH_MERGE] = "application/merge-patch+json",
+        [KAPI_PATCH_JSON] = "application/json-patch+json",
+        [KAPI_PATCH_STRATEGIC] = "application/strategic-merge-patch+json",
+    };
+    struct kapi_request req = {.method = "PATCH"};
+    struct sbuf p;
+    int e;
+
+    if (!patch || (unsigned)type > KAPI_PATCH_STRATEGIC)
+        return -EINVAL;
+    sbuf_init(&p, MAX_PATH_LEN);
+    e = kapi_path(&p, r, ns, name, sub);
+    if (e >= 0) {
+        req.path = sbuf_str(&p);
+        req.body = patch;
+        req.body_len = strlen(patch);
+        req.content_type = types[type];
+        e = kapi_send(c, &req, cb, data, NULL);
+    }
+    sbuf_done(&p);
+    return e;
+}
+
+int kapi_apply(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+               const char *name, const char *sub, json_t *obj, const char *field_manager,
+               bool force, kapi_cb cb, void *data)
+{
+    struct sbuf p;
+    int e;
+
+    if (!obj || !field_manager || !*field_manager)
+        return -EINVAL;
+    sbuf_init(&p, MAX_PATH_LEN);
+    e = kapi_path(&p, r, ns, name, sub);
+    if (e >= 0)
+        e = kapi_query_add(&p, "fieldManager", field_manager);
+    if (e >= 0 && force)
+        e = kapi_query_add(&p, "force", "true");
+    if (e >= 0)
+        e = send_json(c, "PATCH", &p, obj, "application/apply-patch+yaml", cb, data);
+    sbuf_done(&p);
+    return e;
+}
+
+int kapi_delete(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+                const char *name, const struct kapi_delete_opts *o, kapi_cb cb, void *data)
+{
+    struct sbuf p;
+    json_t *body = NULL, *pre = NULL;
+    int e;
+
+    sbuf_init(&p, MAX_PATH_LEN);
+    e = kapi_path(&p, r, ns, name, NULL);
+    if (e < 0)
+        goto out;
+    if (o) {
+        e = -ENOMEM;
+        body = json_pack("{s:s,s:s}", "kind", "DeleteOptions", "apiVersion", "v1");
+        if (!body)
+            goto out;
+        if (o->propagation &&
+            json_object_set_new(body, "propagationPolicy", json_string(o->propagation)) < 0)
+            goto out;
+        if (o->grace_period_seconds >= 0 &&
+            json_object_set_new(body, "gracePeriodSeconds", json_integer(o->grace_period_seconds)) <
+                0)
+            goto out;
+        if (o->precondition_uid || o->precondition_resource_version) {
+            pre = json_object();
+            if (!pre)
+                goto out;
+            if (o->precondition_uid &&
+                json_object_set_new(pre, "uid", json_string(o->precondition_uid)) < 0)
+                goto out;
+            if (o->precondition_resource_version &&
+                json_object_set_new(pre, "resourceVersion",
+                                    json_string(o->precondition_resource_version)) < 0)
+                goto out;
+            if (json_object_set_new(body, "preconditions", pre) < 0) {
+                pre = NULL;
+                goto out;
+            }
+            pre = NULL;
+        }
+    }
+    e = send_json(c, "DELETE", &p, body, NULL, cb, data);
+out:
+    json_decref(pre);
+    json_decref(body);
+    sbuf_done(&p);
+    return e;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* sync helpers and JSON accessors */
+
+void kapi_sync_cb(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    struct kapi_sync *s = data;
+
+    (void)c;
+    s->done = true;
+    s->err = res->err;
+    s->http_status = res->http_status;
+    s->body = res->body ? json_incref(res->body) : NULL;
+    snprintf(s->reason, sizeof(s->reason), "%s", res->status.reason ? res->status.reason : "");
+    snprintf(s->message, sizeof(s->message), "%s", res->status.message ? res->status.message : "");
+}
+
+int kapi_sync_wait(struct kapi_client *c, struct kapi_sync *s)
+{
+    while (!s->done)
+        if (uv_run(c->loop, UV_RUN_ONCE) == 0 && !s->done)
+            return -EDEADLK; /* nothing left that could complete it */
+    return s->err;
+}
+
+void kapi_sync_done(struct kapi_sync *s)
+{
+    json_decref(s->body);
+    s->body = NULL;
+}
+
+static const char *meta_str(const json_t *obj, const char *key)
+{
+    return json_str(json_object_get(obj, "metadata"), key);
+}
+
+const char *kapi_obj_name(const json_t *obj)
+{
+    return meta_str(obj, "name");
+}
+
+const char *kapi_obj_namespace(const json_t *obj)
+{
+    return meta_str(obj, "namespace");
+}
+
+const char *kapi_obj_rv(const json_t *obj)
+{
+    return meta_str(obj, "resourceVersion");
+}
+
+const char *kapi_obj_uid(const json_t *obj)
+{
+    return meta_str(obj, "uid");
+}

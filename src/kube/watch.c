@@ -1,0 +1,340 @@
+#include "kube/watch.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_MAX_LINE ((size_t)16 << 20)
+#define MAX_RV_LEN       64
+
+struct kw_watch {
+    struct kapi_client *c;
+    const struct kapi_resource *res;
+    char *ns, *label_selector, *field_selector;
+    char rv[MAX_RV_LEN + 1];
+    size_t max_line;
+    long server_timeout;
+    uint64_t base_ms, max_ms, backoff_ms;
+    kw_event_cb on_event;
+    kw_end_cb on_end;
+    void *data;
+    struct kapi_call *call;
+    struct sbuf line;
+    uv_timer_t *timer; /* reconnect timer: heap-allocated, freed in its close callback */
+    unsigned reconnects;
+    int stream_err; /* an error seen inside the stream (ERROR event, bad line) */
+    char stream_msg[256];
+    bool in_callback;
+    bool stopped;
+    bool ended;
+};
+
+static void connect_watch(struct kw_watch *w);
+
+static void timer_closed(uv_handle_t *h)
+{
+    x_free(h);
+}
+
+static void watch_free(struct kw_watch *w)
+{
+    if (w->timer) {
+        uv_timer_stop(w->timer);
+        uv_close((uv_handle_t *)w->timer, timer_closed);
+    }
+    sbuf_done(&w->line);
+    x_free(w->ns);
+    x_free(w->label_selector);
+    x_free(w->field_selector);
+    x_free(w);
+}
+
+void kw_stop(struct kw_watch *w)
+{
+    if (!w || w->stopped)
+        return;
+    w->stopped = true;
+    if (w->in_callback)
+        return; /* the callback's caller sees `stopped` and finishes the job */
+    if (w->call) {
+        kapi_call_cancel(w->call);
+        w->call = NULL;
+    }
+    watch_free(w);
+}
+
+const char *kw_resource_version(const struct kw_watch *w)
+{
+    return w->rv;
+}
+
+unsigned kw_reconnects(const struct kw_watch *w)
+{
+    return w->reconnects;
+}
+
+static void end_watch(struct kw_watch *w, int err, const char *msg)
+{
+    w->ended = true;
+    w->in_callback = true;
+    if (w->on_end)
+        w->on_end(w, err, msg, w->data);
+    w->in_callback = false;
+    /* A watch that ended is finished: the owner stops (frees) it, now or later. */
+    if (w->stopped)
+        watch_free(w);
+}
+
+static void set_rv(struct kw_watch *w, const json_t *obj)
+{
+    const char *rv = kapi_obj_rv(obj);
+
+    if (rv && strlen(rv) <= MAX_RV_LEN)
+        snprintf(w->rv, sizeof(w->rv), "%s", rv);
+}
+
+/* Handles one complete line of the stream: {"type": "...", "object": {...}}. */
+static int handle_line(struct kw_watch *w, const char *s, size_t len)
+{
+    json_error_t jerr;
+    json_t *ev = json_loadb(s, len, 0, &jerr);
+    const char *type;
+    json_t *obj;
+    enum kw_event_type t;
+    int r = 0;
+
+    if (!ev) {
+        snprintf(w->stream_msg, sizeof(w->stream_msg), "malformed watch event: %s", jerr.text);
+        return -EBADMSG;
+    }
+    type = json_string_value(json_object_get(ev, "type"));
+    obj = json_object_get(ev, "object");
+    if (!type || !json_is_object(obj)) {
+        snprintf(w->stream_msg, sizeof(w->stream_msg), "watch event without type or object");
+        r = -EBADMSG;
+        goto out;
+    }
+    if (strcmp(type, "ERROR") == 0) {
+        json_int_t code = json_integer_value(json_object_get(obj, "code"));
+        const char *m = json_string_value(json_object_get(obj, "message"));
+        snprintf(w->stream_msg, sizeof(w->stream_msg), "%s", m ? m : "watch error");
+        r = code == 410 ? -EIDRM : kapi_err_from_status((long)code, NULL);
+        if (r == 0)
+            r = -EPROTO;
+        goto out;
+    }
+    if (strcmp(type, "ADDED") == 0)
+        t = KW_ADDED;
+    else if (strcmp(type, "MODIFIED") == 0)
+        t = KW_MODIFIED;
+    else if (strcmp(type, "DELETED") == 0)
+        t = KW_DELETED;
+    else if (strcmp(type, "BOOKMARK") == 0)
+        t = KW_BOOKMARK;
+    else {
+        snprintf(w->stream_msg, sizeof(w->stream_msg), "unknown watch event type \"%.40s\"", type);
+        r = -EBADMSG;
+        goto out;
+    }
+    set_rv(w, obj);
+    w->backoff_ms = 0; /* the stream works: the next reconnect is immediate */
+    w->in_callback = true;
+    w->on_event(w, t, obj, w->data);
+    w->in_callback = false;
+    if (w->stopped)
+        r = -ECANCELED;
+out:
+    json_decref(ev);
+    return r;
+}
+
+static int on_chunk(struct kapi_client *c, const char *chunk, size_t len, void *data)
+{
+    struct kw_watch *w = data;
+    const char *p = chunk, *end = chunk + len, *nl;
+    int r;
+
+    (void)c;
+    while (p < end) {
+        nl = memchr(p, '\n', (size_t)(end - p));
+        if (!nl) {
+            r = sbuf_add(&w->line, p, (size_t)(end - p));
+            if (r < 0) {
+                snprintf(w->stream_msg, sizeof(w->stream_msg),
+                         "watch event longer than the limit of %zu bytes", w->max_line);
+                w->stream_err = r;
+                return r;
+            }
+            break;
+        }
+        if (sbuf_len(&w->line) > 0) {
+            r = sbuf_add(&w->line, p, (size_t)(nl - p));
+            if (r < 0) {
+                snprintf(w->stream_msg, sizeof(w->stream_msg),
+                         "watch event longer than the limit of %zu bytes", w->max_line);
+                w->stream_err = r;
+                return r;
+            }
+            r = handle_line(w, sbuf_str(&w->line), sbuf_len(&w->line));
+            sbuf_done(&w->line);
+        } else if (nl > p) {
+            if ((size_t)(nl - p) > w->max_line) {
+                snprintf(w->stream_msg, sizeof(w->stream_msg),
+                         "watch event longer than the limit of %zu bytes", w->max_line);
+                w->stream_err = -E2BIG;
+                return -E2BIG;
+            }
+            r = handle_line(w, p, (size_t)(nl - p));
+        } else {
+            r = 0;
+        }
+        if (r < 0) {
+            w->stream_err = r;
+            return r;
+        }
+        p = nl + 1;
+    }
+    return 0;
+}
+
+static void on_reconnect_timer(uv_timer_t *t)
+{
+    struct kw_watch *w = t->data;
+
+    connect_watch(w);
+}
+
+static void schedule_reconnect(struct kw_watch *w)
+{
+    uint64_t delay;
+
+    if (w->backoff_ms == 0)
+        w->backoff_ms = w->base_ms;
+    else if (w->backoff_ms < w->max_ms)
+        w->backoff_ms = w->backoff_ms * 2 > w->max_ms ? w->max_ms : w->backoff_ms * 2;
+    /* +-25% jitter so that many watchers of a restarted apiserver do not reconnect in lockstep. */
+    delay = w->backoff_ms - w->backoff_ms / 4 + (uint64_t)random() % (w->backoff_ms / 2 + 1);
+    if (!w->timer) {
+        w->timer = x_calloc(1, sizeof(*w->timer));
+        if (!w->timer) {
+            end_watch(w, -ENOMEM, "out of memory");
+            return;
+        }
+        uv_timer_init(kapi_client_loop(w->c), w->timer);
+        w->timer->data = w;
+    }
+    uv_timer_start(w->timer, on_reconnect_timer, delay, 0);
+}
+
+static void on_done(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    struct kw_watch *w = data;
+    int err = w->stream_err ? w->stream_err : res->err;
+    const char *msg = w->stream_err ? w->stream_msg : res->status.message;
+
+    (void)c;
+    w->call = NULL;
+    sbuf_done(&w->line);
+    w->stream_err = 0;
+    if (w->stopped) {
+        /* Stopped from inside an event callback: the stream was aborted, now it can go. */
+        watch_free(w);
+        return;
+    }
+    switch (err) {
+    case 0:
+        /* The server closed the stream (its timeout): resume at once from the last version. */
+        w->reconnects++;
+        connect_watch(w);
+        return;
+    case -EIDRM:
+    case -E2BIG:
+    case -EPERM:
+    case -EACCES:
+    case -ENOENT:
+    case -EINVAL:
+        log_debug("watch", "%s watch ends: %s", w->res->resource, msg);
+        end_watch(w, err, msg);
+        return;
+    default:
+        log_debug("watch", "%s watch interrupted (%s), reconnecting from %s", w->res->resource, msg,
+                  w->rv);
+        w->reconnects++;
+        schedule_reconnect(w);
+    }
+}
+
+static void connect_watch(struct kw_watch *w)
+{
+    struct kapi_request req = {.method = "GET", .on_chunk = on_chunk, .timeout_ms = -1};
+    struct sbuf p;
+    char num[32];
+    int r;
+
+    sbuf_init(&p, 16384);
+    r = kapi_path(&p, w->res, w->ns, NULL, NULL);
+    if (r >= 0)
+        r = kapi_query_add(&p, "watch", "1");
+    if (r >= 0)
+        r = kapi_query_add(&p, "allowWatchBookmarks", "true");
+    if (r >= 0 && w->rv[0])
+        r = kapi_query_add(&p, "resourceVersion", w->rv);
+    if (r >= 0 && w->label_selector)
+        r = kapi_query_add(&p, "labelSelector", w->label_selector);
+    if (r >= 0 && w->field_selector)
+        r = kapi_query_add(&p, "fieldSelector", w->field_selector);
+    if (r >= 0) {
+        snprintf(num, sizeof(num), "%ld", w->server_timeout);
+        r = kapi_query_add(&p, "timeoutSeconds", num);
+    }
+    if (r >= 0) {
+        req.path = sbuf_str(&p);
+        /* Bookmarks arrive about once a minute: silence for much longer means a dead connection. */
+        req.low_speed_secs = w->server_timeout + 30;
+        r = kapi_send(w->c, &req, on_done, w, &w->call);
+    }
+    sbuf_done(&p);
+    if (r == -ECANCELED)
+        return; /* the client is closing */
+    if (r < 0)
+        schedule_reconnect(w);
+}
+
+int kw_start(struct kapi_client *c, const struct kapi_resource *r, const struct kw_options *o,
+             kw_event_cb on_event, kw_end_cb on_end, void *data, struct kw_watch **ret)
+{
+    struct kw_watch *w;
+
+    if (!c || !r || !on_event || !ret)
+        return -EINVAL;
+    if (o && o->resource_version && strlen(o->resource_version) > MAX_RV_LEN)
+        return -EINVAL;
+    w = x_calloc(1, sizeof(*w));
+    if (!w)
+        return -ENOMEM;
+    w->c = c;
+    w->res = r;
+    w->on_event = on_event;
+    w->on_end = on_end;
+    w->data = data;
+    w->max_line = o && o->max_line ? o->max_line : DEFAULT_MAX_LINE;
+    w->server_timeout =
+        o && o->server_timeout_secs > 0 ? o->server_timeout_secs : 300 + random() % 300;
+    w->base_ms = o && o->backoff_base_ms ? o->backoff_base_ms : 200;
+    w->max_ms = o && o->backoff_max_ms ? o->backoff_max_ms : 30000;
+    sbuf_init(&w->line, w->max_line);
+    if (o && o->resource_version)
+        snprintf(w->rv, sizeof(w->rv), "%s", o->resource_version);
+    if ((o && o->namespace_ && r->namespaced && !(w->ns = x_strdup(o->namespace_))) ||
+        (o && o->label_selector && !(w->label_selector = x_strdup(o->label_selector))) ||
+        (o && o->field_selector && !(w->field_selector = x_strdup(o->field_selector)))) {
+        watch_free(w);
+        return -ENOMEM;
+    }
+    connect_watch(w);
+    *ret = w;
+    return 0;
+}
