@@ -872,27 +872,36 @@ int kapi_get(struct kapi_client *c, const struct kapi_resource *r, const char *n
     return e;
 }
 
+int kapi_list_path(struct sbuf *b, const struct kapi_resource *r, const char *ns,
+                   const struct kapi_list_opts *o)
+{
+    char num[32];
+    int e;
+
+    e = kapi_path(b, r, ns, NULL, NULL);
+    if (e >= 0 && o && o->label_selector)
+        e = kapi_query_add(b, "labelSelector", o->label_selector);
+    if (e >= 0 && o && o->field_selector)
+        e = kapi_query_add(b, "fieldSelector", o->field_selector);
+    if (e >= 0 && o && o->limit > 0) {
+        snprintf(num, sizeof(num), "%ld", o->limit);
+        e = kapi_query_add(b, "limit", num);
+    }
+    if (e >= 0 && o && o->continue_token)
+        e = kapi_query_add(b, "continue", o->continue_token);
+    if (e >= 0 && o && o->resource_version)
+        e = kapi_query_add(b, "resourceVersion", o->resource_version);
+    return e;
+}
+
 int kapi_list(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
               const struct kapi_list_opts *o, kapi_cb cb, void *data)
 {
     struct sbuf p;
-    char num[32];
     int e;
 
     sbuf_init(&p, MAX_PATH_LEN);
-    e = kapi_path(&p, r, ns, NULL, NULL);
-    if (e >= 0 && o && o->label_selector)
-        e = kapi_query_add(&p, "labelSelector", o->label_selector);
-    if (e >= 0 && o && o->field_selector)
-        e = kapi_query_add(&p, "fieldSelector", o->field_selector);
-    if (e >= 0 && o && o->limit > 0) {
-        snprintf(num, sizeof(num), "%ld", o->limit);
-        e = kapi_query_add(&p, "limit", num);
-    }
-    if (e >= 0 && o && o->continue_token)
-        e = kapi_query_add(&p, "continue", o->continue_token);
-    if (e >= 0 && o && o->resource_version)
-        e = kapi_query_add(&p, "resourceVersion", o->resource_version);
+    e = kapi_list_path(&p, r, ns, o);
     if (e >= 0)
         e = send_json(c, "GET", &p, NULL, NULL, cb, data);
     sbuf_done(&p);

@@ -144,6 +144,10 @@ struct kapi_delete_opts {
     long grace_period_seconds; /* -1: the server default */
 };
 
+/* Appends the path and query of a list request (kapi_list's) to b. */
+int kapi_list_path(struct sbuf *b, const struct kapi_resource *r, const char *ns,
+                   const struct kapi_list_opts *o);
+
 int kapi_get(struct kapi_client *c, const struct kapi_resource *r, const char *ns, const char *name,
              kapi_cb cb, void *data);
 int kapi_list(struct kapi_client *c, const struct kapi_resource *r, const char *ns,

@@ -324,22 +324,12 @@ static void list_page(struct inf_informer *inf)
                                .continue_token = inf->cont};
     struct kapi_request req = {.method = "GET"};
     struct sbuf p;
-    char num[32];
     int r;
 
-    /* kapi_list does not return the call handle; build the same request to keep it cancellable. */
+    /* kapi_list gives no call handle; send the same request through kapi_send to keep it
+     * cancellable. */
     sbuf_init(&p, 16384);
-    r = kapi_path(&p, inf->res, inf->ns, NULL, NULL);
-    if (r >= 0 && o.label_selector)
-        r = kapi_query_add(&p, "labelSelector", o.label_selector);
-    if (r >= 0 && o.field_selector)
-        r = kapi_query_add(&p, "fieldSelector", o.field_selector);
-    if (r >= 0) {
-        snprintf(num, sizeof(num), "%ld", o.limit);
-        r = kapi_query_add(&p, "limit", num);
-    }
-    if (r >= 0 && o.continue_token)
-        r = kapi_query_add(&p, "continue", o.continue_token);
+    r = kapi_list_path(&p, inf->res, inf->ns, &o);
     if (r >= 0) {
         req.path = sbuf_str(&p);
         r = kapi_send(inf->c, &req, on_list, inf, &inf->list_call);
