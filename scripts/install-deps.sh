@@ -11,11 +11,11 @@ PKGS=(
   cmake ninja-build pkg-config gcc clang libclang-rt-14-dev clang-format
   # libraries
   libcurl4-openssl-dev libjansson-dev libyaml-dev libuv1-dev libssl-dev libcmocka-dev
-  libc-ares-dev libmicrohttpd-dev
+  libc-ares-dev libmicrohttpd-dev zlib1g-dev
   # local control planes
-  etcd-server golang-go rsync golang-github-modern-go-reflect2-dev dpkg-dev
+  etcd-server etcd-client golang-go rsync golang-github-modern-go-reflect2-dev dpkg-dev
   # tools used by the dev environment and the tests
-  openssl curl iproute2 procps ca-certificates
+  openssl curl iproute2 procps ca-certificates prometheus
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

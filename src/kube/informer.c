@@ -1,4 +1,5 @@
 #include "kube/informer.h"
+#include "kube/backoff.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -35,7 +36,7 @@ struct inf_informer {
     struct kw_watch *watch;
     struct kapi_call *list_call;
     uv_timer_t *retry_timer, *resync_timer;
-    uint64_t backoff_ms;
+    struct backoff backoff;
     unsigned lists;
     unsigned reconnects_before; /* of watches already stopped */
     bool started, synced;
@@ -195,11 +196,6 @@ static void start_watch(struct inf_informer *inf, const char *rv)
 
 /* ---- list ----------------------------------------------------------------------------------- */
 
-static void timer_closed(uv_handle_t *h)
-{
-    x_free(h);
-}
-
 static void on_retry(uv_timer_t *t)
 {
     start_list(t->data);
@@ -207,20 +203,9 @@ static void on_retry(uv_timer_t *t)
 
 static void retry_later(struct inf_informer *inf)
 {
-    uint64_t d;
-
-    inf->backoff_ms = inf->backoff_ms ? inf->backoff_ms * 2 : 200;
-    if (inf->backoff_ms > 30000)
-        inf->backoff_ms = 30000;
-    d = inf->backoff_ms - inf->backoff_ms / 4 + (uint64_t)random() % (inf->backoff_ms / 2 + 1);
-    if (!inf->retry_timer) {
-        inf->retry_timer = x_calloc(1, sizeof(*inf->retry_timer));
-        if (!inf->retry_timer)
-            return;
-        uv_timer_init(kapi_client_loop(inf->c), inf->retry_timer);
-        inf->retry_timer->data = inf;
-    }
-    uv_timer_start(inf->retry_timer, on_retry, d, 0);
+    if (!inf->retry_timer && !(inf->retry_timer = ktimer_new(kapi_client_loop(inf->c), inf)))
+        return;
+    uv_timer_start(inf->retry_timer, on_retry, backoff_next(&inf->backoff), 0);
 }
 
 /* The list is complete: reconcile the store with it, then watch from its version. */
@@ -246,7 +231,7 @@ static void finish_list(struct inf_informer *inf, const char *rv)
     json_decref(inf->listing);
     inf->listing = NULL;
     inf->lists++;
-    inf->backoff_ms = 0;
+    backoff_reset(&inf->backoff);
     start_watch(inf, rv);
     if (!inf->synced) {
         inf->synced = true;
@@ -431,11 +416,9 @@ int inf_start(struct inf_informer *inf)
         return -EINVAL;
     inf->started = true;
     if (inf->resync_ms) {
-        inf->resync_timer = x_calloc(1, sizeof(*inf->resync_timer));
+        inf->resync_timer = ktimer_new(kapi_client_loop(inf->c), inf);
         if (!inf->resync_timer)
             return -ENOMEM;
-        uv_timer_init(kapi_client_loop(inf->c), inf->resync_timer);
-        inf->resync_timer->data = inf;
         uv_timer_start(inf->resync_timer, on_resync, inf->resync_ms, inf->resync_ms);
     }
     start_list(inf);
@@ -448,14 +431,8 @@ void inf_free(struct inf_informer *inf)
         return;
     drop_watch(inf);
     kapi_call_cancel(inf->list_call);
-    if (inf->retry_timer) {
-        uv_timer_stop(inf->retry_timer);
-        uv_close((uv_handle_t *)inf->retry_timer, timer_closed);
-    }
-    if (inf->resync_timer) {
-        uv_timer_stop(inf->resync_timer);
-        uv_close((uv_handle_t *)inf->resync_timer, timer_closed);
-    }
+    ktimer_free(inf->retry_timer);
+    ktimer_free(inf->resync_timer);
     for (int i = 0; i < inf->nidx; i++) {
         x_free(inf->idx[i].name);
         json_decref(inf->idx[i].map);
@@ -490,7 +467,7 @@ json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name
                   : snprintf(key, sizeof(key), "%s", name);
     if (n < 0 || (size_t)n >= sizeof(key))
         return NULL;
-    return json_object_get(inf->store, key);
+    return json_incref(json_object_get(inf->store, key));
 }
 
 void inf_foreach(const struct inf_informer *inf, inf_visit_fn fn, void *data)

@@ -7,8 +7,8 @@
  * dropped before caching. A failed list is retried with capped exponential backoff.
  *
  * The store maps "namespace/name" (or "name" for cluster-scoped kinds) to the object. Objects
- * handed to handlers and returned by lookups are borrowed: valid until the next change of that key;
- * json_incref to keep one. Handlers must not modify them. */
+ * handed to handlers and visitors are borrowed: valid only during the call (json_incref to keep
+ * one). inf_get returns a new reference the caller must json_decref. Nobody may modify them. */
 #ifndef CLIQO_KUBE_INFORMER_H
 #define CLIQO_KUBE_INFORMER_H
 
@@ -53,6 +53,7 @@ void inf_free(struct inf_informer *inf);
 
 bool inf_synced(const struct inf_informer *inf);
 size_t inf_count(const struct inf_informer *inf);
+/* A new reference to the cached object, or NULL; json_decref it. */
 json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name);
 void inf_foreach(const struct inf_informer *inf, inf_visit_fn fn, void *data);
 /* Visits the objects whose index `index` has value `value`; returns how many, or -ENOENT for an

@@ -1,4 +1,5 @@
 #include "kube/leader.h"
+#include "kube/backoff.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -46,20 +47,12 @@ static void micro_time(char *buf, size_t size)
     snprintf(buf, size, "%s.%06ldZ", base, ts.tv_nsec / 1000);
 }
 
-static void timer_closed(uv_handle_t *h)
-{
-    x_free(h);
-}
-
 static void le_free(struct le_elector *le)
 {
     void (*done)(void *) = le->done;
     void *dd = le->done_data;
 
-    if (le->timer) {
-        uv_timer_stop(le->timer);
-        uv_close((uv_handle_t *)le->timer, timer_closed);
-    }
+    ktimer_free(le->timer);
     x_free(le->ns);
     x_free(le->name);
     x_free(le->identity);
@@ -284,15 +277,11 @@ int le_start(struct kapi_client *c, const struct le_options *o, const struct le_
     le->ns = x_strdup(o->namespace_);
     le->name = x_strdup(o->name);
     le->identity = x_strdup(o->identity);
-    le->timer = x_calloc(1, sizeof(*le->timer));
+    le->timer = ktimer_new(kapi_client_loop(c), le);
     if (!le->ns || !le->name || !le->identity || !le->timer) {
-        x_free(le->timer);
-        le->timer = NULL;
         le_free(le);
         return -ENOMEM;
     }
-    uv_timer_init(kapi_client_loop(c), le->timer);
-    le->timer->data = le;
     schedule(le, 0);
     *ret = le;
     return 0;

@@ -1,4 +1,5 @@
 #include "kube/watch.h"
+#include "kube/backoff.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -17,7 +18,7 @@ struct kw_watch {
     char rv[MAX_RV_LEN + 1];
     size_t max_line;
     long server_timeout;
-    uint64_t base_ms, max_ms, backoff_ms;
+    struct backoff backoff;
     kw_event_cb on_event;
     kw_end_cb on_end;
     void *data;
@@ -34,17 +35,9 @@ struct kw_watch {
 
 static void connect_watch(struct kw_watch *w);
 
-static void timer_closed(uv_handle_t *h)
-{
-    x_free(h);
-}
-
 static void watch_free(struct kw_watch *w)
 {
-    if (w->timer) {
-        uv_timer_stop(w->timer);
-        uv_close((uv_handle_t *)w->timer, timer_closed);
-    }
+    ktimer_free(w->timer);
     sbuf_done(&w->line);
     x_free(w->ns);
     x_free(w->label_selector);
@@ -140,7 +133,7 @@ static int handle_line(struct kw_watch *w, const char *s, size_t len)
         goto out;
     }
     set_rv(w, obj);
-    w->backoff_ms = 0; /* the stream works: the next reconnect is immediate */
+    backoff_reset(&w->backoff); /* the stream works: the next reconnect starts from the base */
     w->in_callback = true;
     w->on_event(w, t, obj, w->data);
     w->in_callback = false;
@@ -209,24 +202,11 @@ static void on_reconnect_timer(uv_timer_t *t)
 
 static void schedule_reconnect(struct kw_watch *w)
 {
-    uint64_t delay;
-
-    if (w->backoff_ms == 0)
-        w->backoff_ms = w->base_ms;
-    else if (w->backoff_ms < w->max_ms)
-        w->backoff_ms = w->backoff_ms * 2 > w->max_ms ? w->max_ms : w->backoff_ms * 2;
-    /* +-25% jitter so that many watchers of a restarted apiserver do not reconnect in lockstep. */
-    delay = w->backoff_ms - w->backoff_ms / 4 + (uint64_t)random() % (w->backoff_ms / 2 + 1);
-    if (!w->timer) {
-        w->timer = x_calloc(1, sizeof(*w->timer));
-        if (!w->timer) {
-            end_watch(w, -ENOMEM, "out of memory");
-            return;
-        }
-        uv_timer_init(kapi_client_loop(w->c), w->timer);
-        w->timer->data = w;
+    if (!w->timer && !(w->timer = ktimer_new(kapi_client_loop(w->c), w))) {
+        end_watch(w, -ENOMEM, "out of memory");
+        return;
     }
-    uv_timer_start(w->timer, on_reconnect_timer, delay, 0);
+    uv_timer_start(w->timer, on_reconnect_timer, backoff_next(&w->backoff), 0);
 }
 
 static void on_done(struct kapi_client *c, const struct kapi_result *res, void *data)
@@ -323,8 +303,8 @@ int kw_start(struct kapi_client *c, const struct kapi_resource *r, const struct 
     w->max_line = o && o->max_line ? o->max_line : DEFAULT_MAX_LINE;
     w->server_timeout =
         o && o->server_timeout_secs > 0 ? o->server_timeout_secs : 300 + random() % 300;
-    w->base_ms = o && o->backoff_base_ms ? o->backoff_base_ms : 200;
-    w->max_ms = o && o->backoff_max_ms ? o->backoff_max_ms : 30000;
+    backoff_init(&w->backoff, o && o->backoff_base_ms ? o->backoff_base_ms : 200,
+                 o && o->backoff_max_ms ? o->backoff_max_ms : 30000);
     sbuf_init(&w->line, w->max_line);
     if (o && o->resource_version)
         snprintf(w->rv, sizeof(w->rv), "%s", o->resource_version);

@@ -39,3 +39,9 @@ if(TARGET cliqo_kube_api)
     set_tests_properties(e2e.kube.client PROPERTIES FIXTURES_REQUIRED e2e_kube LABELS e2e TIMEOUT 300
         ENVIRONMENT "E2E_STATE=${E2E_ROOT}/kube")
 endif()
+
+# Further groups register themselves in tests/e2e/<group>/e2e.cmake.
+file(GLOB e2e_fragments ${E2E_DIR}/*/e2e.cmake)
+foreach(frag ${e2e_fragments})
+    include(${frag})
+endforeach()

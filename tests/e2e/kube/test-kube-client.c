@@ -345,6 +345,7 @@ static void test_informer(void **state)
     json_t *cached = inf_get(inf, ns, "page-000");
     assert_non_null(cached);
     assert_null(json_object_get(json_object_get(cached, "metadata"), "managedFields"));
+    json_decref(cached);
 
     int adds0 = k.adds;
     json_t *o1 = cm("watched", "watch");
