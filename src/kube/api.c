@@ -1,5 +1,6 @@
 #include "kube/api.h"
 #include "kube/ratelimit.h"
+#include "common/log.h"
 #include "common/xalloc.h"
 
 #include <curl/curl.h>
@@ -12,6 +13,9 @@
 #define DEFAULT_MAX_BODY   ((size_t)64 << 20)
 #define DEFAULT_TIMEOUT_MS 30000L
 #define MAX_PATH_LEN       8192
+/* A token file is re-read at most this often, and after any 401 (as client-go does), so that a
+ * rotated service-account token is picked up without a restart. */
+#define TOKEN_REREAD_MS 60000
 
 enum call_state {
     CALL_WAITING, /* waiting for a rate-limiter token */
@@ -26,6 +30,7 @@ struct kapi_call {
     bool cancelled; /* cancelled while waiting for a token: freed when the token arrives */
     CURL *easy;
     struct curl_slist *headers;
+    struct curl_slist *connect_to;
     char *url;
     char *method;
     char *body;
@@ -53,7 +58,12 @@ struct kapi_client {
     uv_timer_t timer;
     struct rl_limiter *rl;
     char *server;
+    char *url_base;   /* server, or with the host replaced by tls-server-name (see connect_to) */
+    char *connect_to; /* CURLOPT_CONNECT_TO entry "name:port:host:port" for tls-server-name */
     char *auth_header;
+    char *token_file; /* re-read now and then: rotated tokens */
+    uint64_t token_read_ms;
+    bool token_stale; /* a 401 was seen: re-read the token file before the next request */
     unsigned char *ca, *cert, *key;
     size_t ca_len, cert_len, key_len;
     bool insecure;
@@ -255,6 +265,7 @@ static void call_free(struct kapi_call *call)
         curl_easy_cleanup(call->easy);
     }
     curl_slist_free_all(call->headers);
+    curl_slist_free_all(call->connect_to);
     sbuf_done(&call->resp);
     x_free(call->url);
     x_free(call->method);
@@ -301,6 +312,8 @@ static void complete(struct kapi_call *call, CURLcode cc)
     char msg[CURL_ERROR_SIZE + 64];
 
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &res.http_status);
+    if (res.http_status == 401 && c->token_file)
+        c->token_stale = true;
     res.raw = sbuf_str(&call->resp);
     res.raw_len = sbuf_len(&call->resp);
     res.status.code = res.http_status;
@@ -369,6 +382,98 @@ static void check_multi_info(struct kapi_client *c)
     }
 }
 
+static int make_auth_header(const char *token, char **ret)
+{
+    struct sbuf b;
+
+    sbuf_init(&b, 16384);
+    if (sbuf_printf(&b, "Authorization: Bearer %s", token) < 0) {
+        sbuf_done(&b);
+        return -EINVAL;
+    }
+    *ret = sbuf_steal(&b);
+    return *ret ? 0 : -ENOMEM;
+}
+
+static void free_secret_str(char *s)
+{
+    if (s) {
+        explicit_bzero(s, strlen(s));
+        x_free(s);
+    }
+}
+
+/* Re-reads the token file when it is due (or after a 401). A file that cannot be read keeps the
+ * token we have: the next 401 says so to the caller, and we try again later. */
+static void refresh_token(struct kapi_client *c)
+{
+    char err[256], *tok = NULL, *hdr = NULL;
+    uint64_t now;
+
+    if (!c->token_file)
+        return;
+    now = uv_now(c->loop);
+    if (!c->token_stale && now - c->token_read_ms < TOKEN_REREAD_MS)
+        return;
+    c->token_read_ms = now;
+    c->token_stale = false;
+    if (kc_read_token(c->token_file, &tok, err, sizeof(err)) < 0) {
+        log_warn("kapi", "cannot re-read the token file, keeping the current token: %s", err);
+        return;
+    }
+    if (make_auth_header(tok, &hdr) == 0 && (!c->auth_header || strcmp(hdr, c->auth_header) != 0)) {
+        if (c->auth_header)
+            log_info("kapi", "bearer token changed in %s: using the new one", c->token_file);
+        free_secret_str(c->auth_header);
+        c->auth_header = hdr;
+        hdr = NULL;
+    }
+    free_secret_str(hdr);
+    free_secret_str(tok);
+}
+
+/* tls-server-name: the URL names the host the certificate is checked against (and sent as SNI),
+ * and CURLOPT_CONNECT_TO sends the connection to the real server. */
+static int setup_server_name(struct kapi_client *c, const char *name)
+{
+    const char *p = c->server, *host, *host_end, *port = NULL, *rest;
+    struct sbuf u, ct;
+    int r = -ENOMEM;
+
+    if (strncmp(p, "https://", 8) != 0)
+        return -EINVAL;
+    host = p + 8;
+    if (*host == '[') {
+        host_end = strchr(host, ']');
+        if (!host_end)
+            return -EINVAL;
+        host_end++;
+    } else {
+        host_end = host + strcspn(host, ":/");
+    }
+    rest = host_end;
+    if (*rest == ':') {
+        port = rest + 1;
+        rest = port + strcspn(port, "/");
+    }
+    sbuf_init(&u, 4096);
+    sbuf_init(&ct, 4096);
+    if (sbuf_printf(&u, "https://%s:%.*s%s", name, port ? (int)(rest - port) : 3,
+                    port ? port : "443", rest) < 0 ||
+        sbuf_printf(&ct, "%s:%.*s:%.*s:%.*s", name, port ? (int)(rest - port) : 3,
+                    port ? port : "443", (int)(host_end - host), host,
+                    port ? (int)(rest - port) : 3, port ? port : "443") < 0)
+        goto out;
+    c->url_base = sbuf_steal(&u);
+    c->connect_to = sbuf_steal(&ct);
+    if (c->url_base && c->connect_to)
+        r = 0;
+out:
+    sbuf_done(&u);
+    sbuf_done(&ct);
+    return r;
+}
+
 static int call_setup_easy(struct kapi_call *call)
 {
     struct kapi_client *c = call->c;
@@ -391,6 +496,12 @@ static int call_setup_easy(struct kapi_call *call)
     curl_easy_setopt(e, CURLOPT_USERAGENT, c->user_agent);
     curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, call->method);
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
+    if (c->connect_to) {
+        call->connect_to = curl_slist_append(NULL, c->connect_to);
+        if (!call->connect_to)
+            return -ENOMEM;
+        curl_easy_setopt(e, CURLOPT_CONNECT_TO, call->connect_to);
+    }
     if (call->timeout_ms > 0)
         curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, call->timeout_ms);
     if (call->low_speed_secs > 0) {
@@ -437,6 +548,7 @@ static int call_setup_easy(struct kapi_call *call)
             goto oom;
         h = t;
     }
+    refresh_token(c);
     if (c->auth_header) {
         t = curl_slist_append(h, c->auth_header);
         if (!t)
@@ -515,7 +627,8 @@ int kapi_send(struct kapi_client *c, const struct kapi_request *req, kapi_cb cb,
     call->low_speed_secs = req->low_speed_secs;
     sbuf_init(&call->resp, c->o.max_body);
     sbuf_init(&url, MAX_PATH_LEN + 1024);
-    if (sbuf_adds(&url, c->server) < 0 || sbuf_adds(&url, req->path) < 0)
+    if (sbuf_adds(&url, c->url_base ? c->url_base : c->server) < 0 ||
+        sbuf_adds(&url, req->path) < 0)
         goto out;
     call->url = sbuf_steal(&url);
     call->method = x_strdup(req->method);
@@ -631,16 +744,22 @@ int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
         goto fail;
     c->key_len = cfg->key_pem_len;
     if (cfg->token && cfg->token[0]) {
-        struct sbuf b;
-        sbuf_init(&b, 16384);
-        if (sbuf_printf(&b, "Authorization: Bearer %s", cfg->token) < 0) {
-            sbuf_done(&b);
-            r = -EINVAL;
+        r = make_auth_header(cfg->token, &c->auth_header);
+        if (r < 0)
             goto fail;
-        }
-        c->auth_header = sbuf_steal(&b);
-        if (!c->auth_header)
+        r = -ENOMEM;
+    }
+    if (cfg->token_file) {
+        c->token_file = x_strdup(cfg->token_file);
+        if (!c->token_file)
             goto fail;
+        c->token_read_ms = uv_now(loop);
+    }
+    if (cfg->tls_server_name && cfg->tls_server_name[0]) {
+        r = setup_server_name(c, cfg->tls_server_name);
+        if (r < 0)
+            goto fail;
+        r = -ENOMEM;
     }
     c->rl = rl_new(loop, c->o.qps, c->o.burst);
     if (!c->rl)
@@ -665,7 +784,10 @@ fail:
         curl_multi_cleanup(c->multi);
     x_free(c->user_agent);
     x_free(c->server);
-    x_free(c->auth_header);
+    x_free(c->url_base);
+    x_free(c->connect_to);
+    x_free(c->token_file);
+    free_secret_str(c->auth_header);
     x_free(c->ca);
     x_free(c->cert);
     x_free(c->key);
@@ -697,9 +819,10 @@ static void maybe_finish_close(struct kapi_client *c)
         return;
     x_free(c->user_agent);
     x_free(c->server);
-    if (c->auth_header)
-        explicit_bzero(c->auth_header, strlen(c->auth_header));
-    x_free(c->auth_header);
+    x_free(c->url_base);
+    x_free(c->connect_to);
+    x_free(c->token_file);
+    free_secret_str(c->auth_header);
     x_free(c->ca);
     wipe_free(c->cert, c->cert_len);
     wipe_free(c->key, c->key_len);

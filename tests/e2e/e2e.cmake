@@ -38,6 +38,15 @@ if(TARGET cliqo_kube_api)
     add_test(NAME e2e.kube.client COMMAND test-kube-client)
     set_tests_properties(e2e.kube.client PROPERTIES FIXTURES_REQUIRED e2e_kube LABELS e2e TIMEOUT 300
         ENVIRONMENT "E2E_STATE=${E2E_ROOT}/kube")
+
+    # Failure handling (apiserver restarts, 410, limits, token rotation) on a cluster of its own.
+    add_executable(test-kube-resilience ${E2E_DIR}/kube/test-kube-resilience.c)
+    target_link_libraries(test-kube-resilience PRIVATE cliqo_kube_api PkgConfig::CMOCKA)
+    cliqo_e2e_group(kuberes 1 17650)
+    add_test(NAME e2e.kuberes.resilience COMMAND test-kube-resilience)
+    set_tests_properties(e2e.kuberes.resilience PROPERTIES FIXTURES_REQUIRED e2e_kuberes LABELS e2e
+        TIMEOUT 300 ENVIRONMENT
+        "E2E_STATE=${E2E_ROOT}/kuberes;CLIQOCTL=$<TARGET_FILE:cliqoctl>;CLIQO_DEV_DIR=${E2E_ROOT}/kuberes;CLIQO_DEV_BASE_PORT=17650;CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}")
 endif()
 
 # Further groups register themselves in tests/e2e/<group>/e2e.cmake.
