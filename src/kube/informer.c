@@ -4,20 +4,16 @@
 #include "common/xalloc.h"
 
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_INDEXES       8
-#define MAX_INDEX_VALUES  16
 #define DEFAULT_PAGE_SIZE 500
 #define DEFAULT_MAX_OBJS  1000000
-
-struct index {
-    char *name;
-    inf_index_fn fn;
-    json_t *map; /* value -> { key: true } */
-};
+#define MAX_KEY           600
 
 struct inf_informer {
     struct kapi_client *c;
@@ -26,16 +22,15 @@ struct inf_informer {
     long page_size;
     uint64_t resync_ms;
     size_t max_objects;
+    bool overflow; /* an object was refused for max_objects since the last list began */
+    void (*transform)(json_t *obj, void *data);
     struct inf_handlers h;
     void *data;
-    json_t *store;   /* key -> object */
-    json_t *listing; /* objects of the list in progress */
-    char *cont;      /* continue token of the list in progress */
-    struct index idx[MAX_INDEXES];
-    int nidx;
+    struct kstore *store;
+    char *cont; /* continue token of the list in progress */
     struct kw_watch *watch;
     struct kapi_call *list_call;
-    uv_timer_t *retry_timer, *resync_timer;
+    uv_timer_t *retry_timer, *resync_timer, *trim_timer;
     struct backoff backoff;
     unsigned lists;
     unsigned reconnects_before; /* of watches already stopped */
@@ -60,61 +55,43 @@ static void strip(json_t *obj)
     json_object_del(json_object_get(obj, "metadata"), "managedFields");
 }
 
-static void index_update(struct inf_informer *inf, const char *key, json_t *old_obj,
-                         json_t *new_obj)
-{
-    const char *vals[MAX_INDEX_VALUES];
-
-    for (int i = 0; i < inf->nidx; i++) {
-        struct index *ix = &inf->idx[i];
-        int n;
-        if (old_obj && (n = ix->fn(old_obj, vals, MAX_INDEX_VALUES)) > 0)
-            for (int j = 0; j < n; j++) {
-                json_t *set = json_object_get(ix->map, vals[j]);
-                json_object_del(set, key);
-                if (set && json_object_size(set) == 0)
-                    json_object_del(ix->map, vals[j]);
-            }
-        if (new_obj && (n = ix->fn(new_obj, vals, MAX_INDEX_VALUES)) > 0)
-            for (int j = 0; j < n; j++) {
-                json_t *set = json_object_get(ix->map, vals[j]);
-                if (!set) {
-                    set = json_object();
-                    if (!set || json_object_set_new(ix->map, vals[j], set) < 0)
-                        continue;
-                }
-                json_object_set_new(set, key, json_true());
-            }
-    }
-}
-
-/* Puts obj (a new reference is taken) into the store and calls the handler. */
+/* Caches obj (borrowed; the store keeps its own copy or reference) and calls the handler. */
 static void upsert(struct inf_informer *inf, json_t *obj)
 {
-    char key[600];
-    json_t *old;
+    char key[MAX_KEY];
+    struct kstore_entry *e;
+    const char *rv = kapi_obj_rv(obj);
+    json_t *old = NULL;
+    int r;
 
     if (obj_key(obj, key, sizeof(key)) < 0)
         return;
-    strip(obj);
-    old = json_object_get(inf->store, key);
-    if (old) {
-        const char *orv = kapi_obj_rv(old), *nrv = kapi_obj_rv(obj);
-        if (orv && nrv && strcmp(orv, nrv) == 0)
+    e = kstore_find(inf->store, key);
+    if (e) {
+        if (rv && *rv && strcmp(kstore_entry_rv(e), rv) == 0) {
+            kstore_touch(inf->store, e);
             return; /* nothing changed (relist of an unchanged object) */
-        json_incref(old);
-    } else if (json_object_size(inf->store) >= inf->max_objects) {
-        if (inf->h.on_error)
+        }
+    } else if (kstore_count(inf->store) >= inf->max_objects) {
+        if (!inf->overflow && inf->h.on_error)
             inf->h.on_error(inf, -E2BIG, "too many objects in the collection", inf->data);
+        inf->overflow = true;
         return;
     }
-    if (json_object_set(inf->store, key, obj) < 0) {
-        json_decref(old);
+    strip(obj);
+    if (inf->transform) {
+        inf->transform(obj, inf->data);
+        rv = kapi_obj_rv(obj);
+    }
+    r = kstore_put(inf->store, key, obj, rv, e && inf->h.on_update ? &old : NULL);
+    if (r < 0) {
+        log_debug("informer", "%s %s not cached: %s", inf->res->resource, key, strerror(-r));
+        if (inf->h.on_error)
+            inf->h.on_error(inf, r, "cannot cache an object", inf->data);
         return;
     }
-    index_update(inf, key, old, obj);
-    if (old) {
-        if (inf->h.on_update)
+    if (r == 1) {
+        if (inf->h.on_update && old)
             inf->h.on_update(inf, old, obj, inf->data);
         json_decref(old);
     } else if (inf->h.on_add) {
@@ -122,16 +99,12 @@ static void upsert(struct inf_informer *inf, json_t *obj)
     }
 }
 
-static void remove_key(struct inf_informer *inf, const char *key)
+static void remove_entry(struct inf_informer *inf, struct kstore_entry *e)
 {
-    json_t *old = json_object_get(inf->store, key);
+    json_t *old = NULL;
 
-    if (!old)
-        return;
-    json_incref(old);
-    json_object_del(inf->store, key);
-    index_update(inf, key, old, NULL);
-    if (inf->h.on_delete)
+    kstore_remove(inf->store, e, inf->h.on_delete ? &old : NULL);
+    if (inf->h.on_delete && old)
         inf->h.on_delete(inf, old, inf->data);
     json_decref(old);
 }
@@ -141,7 +114,7 @@ static void remove_key(struct inf_informer *inf, const char *key)
 static void on_watch_event(struct kw_watch *w, enum kw_event_type type, json_t *obj, void *data)
 {
     struct inf_informer *inf = data;
-    char key[600];
+    char key[MAX_KEY];
 
     (void)w;
     switch (type) {
@@ -150,8 +123,11 @@ static void on_watch_event(struct kw_watch *w, enum kw_event_type type, json_t *
         upsert(inf, obj);
         break;
     case KW_DELETED:
-        if (obj_key(obj, key, sizeof(key)) == 0)
-            remove_key(inf, key);
+        if (obj_key(obj, key, sizeof(key)) == 0) {
+            struct kstore_entry *e = kstore_find(inf->store, key);
+            if (e)
+                remove_entry(inf, e);
+        }
         break;
     case KW_BOOKMARK:
         break;
@@ -208,33 +184,55 @@ static void retry_later(struct inf_informer *inf)
     uv_timer_start(inf->retry_timer, on_retry, backoff_next(&inf->backoff), 0);
 }
 
-/* The list is complete: reconcile the store with it, then watch from its version. */
+static void on_trim(uv_timer_t *t)
+{
+    (void)t;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
+
+/* A list leaves pages of freed response trees behind (tens of MiB for a large collection) that
+ * glibc keeps resident unless they are at the top of the heap; the cache itself lives in the
+ * store's slabs. Hand the free pages back once per list, from the loop once the last page's
+ * response (still alive during its callback) is gone. */
+static void trim_soon(struct inf_informer *inf)
+{
+    if (!inf->trim_timer && !(inf->trim_timer = ktimer_new(kapi_client_loop(inf->c), inf)))
+        return;
+    uv_timer_start(inf->trim_timer, on_trim, 0, 0);
+}
+
+/* The list is complete: delete what it no longer contains, then watch from its version. */
 static void finish_list(struct inf_informer *inf, const char *rv)
 {
-    const char *key;
-    json_t *obj, *gone;
-    void *tmp;
+    struct kstore_entry *e, **gone = NULL;
+    size_t it = 0, n = 0, cap = 0;
 
-    gone = json_array();
-    json_object_foreach(inf->store, key, obj)
-    {
-        if (!json_object_get(inf->listing, key))
-            json_array_append_new(gone, json_string(key));
+    while ((e = kstore_next(inf->store, &it))) {
+        if (!kstore_stale(inf->store, e))
+            continue;
+        if (n == cap) {
+            size_t ncap = cap ? cap * 2 : 64;
+            struct kstore_entry **g = x_reallocarray(gone, ncap, sizeof(*g));
+            if (!g)
+                break; /* the rest goes at the next relist */
+            gone = g;
+            cap = ncap;
+        }
+        gone[n++] = e;
     }
-    for (size_t i = 0; i < json_array_size(gone); i++)
-        remove_key(inf, json_string_value(json_array_get(gone, i)));
-    json_decref(gone);
-    json_object_foreach_safe(inf->listing, tmp, key, obj)
-    {
-        upsert(inf, obj);
-    }
-    json_decref(inf->listing);
-    inf->listing = NULL;
+    for (size_t i = 0; i < n; i++)
+        remove_entry(inf, gone[i]);
+    x_free(gone);
+    trim_soon(inf);
     inf->lists++;
     backoff_reset(&inf->backoff);
     start_watch(inf, rv);
     if (!inf->synced) {
         inf->synced = true;
+        /* Small collections never reach the dictionary's sample count: compress them now. */
+        (void)kstore_freeze(inf->store);
         if (inf->h.on_synced)
             inf->h.on_synced(inf, inf->data);
     }
@@ -248,41 +246,40 @@ static void on_list(struct kapi_client *c, const struct kapi_result *res, void *
     json_t *items, *item;
     const char *cont, *rv;
     size_t i;
-    char key[600];
 
     (void)c;
     inf->list_call = NULL;
     if (res->err == -EIDRM && inf->cont) {
-        /* The continue token expired: start the list again. */
-        x_free(inf->cont);
-        inf->cont = NULL;
-        json_object_clear(inf->listing);
-        list_page(inf);
+        /* The continue token expired: start the list again (a new snapshot, a new mark). */
+        start_list(inf);
         return;
     }
     if (res->err < 0) {
         log_debug("informer", "listing %s failed: %s", inf->res->resource, res->status.message);
         if ((res->err == -EPERM || res->err == -EACCES) && inf->h.on_error)
             inf->h.on_error(inf, res->err, res->status.message, inf->data);
-        json_decref(inf->listing);
-        inf->listing = NULL;
         x_free(inf->cont);
         inf->cont = NULL;
         retry_later(inf);
         return;
     }
+    /* Apply the page now: a paged list is one snapshot, so applying it page by page ends in the
+     * same store as applying it whole, and only this page's trees are in memory. */
     items = json_object_get(res->body, "items");
     json_array_foreach(items, i, item)
     {
-        if (obj_key(item, key, sizeof(key)) < 0)
-            continue;
-        if (json_object_size(inf->listing) >= inf->max_objects) {
-            if (inf->h.on_error)
-                inf->h.on_error(inf, -E2BIG, "collection larger than the informer's limit",
-                                inf->data);
-            break;
-        }
-        json_object_set(inf->listing, key, item);
+        upsert(inf, item);
+    }
+    if (inf->overflow) {
+        /* The collection is over max_objects: a cache holding part of it must not pass for
+         * synced. Keep what fits, report (once, in upsert) and try again later. */
+        log_warn("informer", "%s: more than %zu objects, not synced; retrying", inf->res->resource,
+                 inf->max_objects);
+        inf->overflow = false;
+        x_free(inf->cont);
+        inf->cont = NULL;
+        retry_later(inf);
+        return;
     }
     cont = json_string_value(json_object_get(json_object_get(res->body, "metadata"), "continue"));
     x_free(inf->cont);
@@ -326,31 +323,28 @@ static void list_page(struct inf_informer *inf)
 
 static void start_list(struct inf_informer *inf)
 {
-    json_decref(inf->listing);
-    inf->listing = json_object();
+    kstore_new_generation(inf->store);
     x_free(inf->cont);
     inf->cont = NULL;
-    if (!inf->listing) {
-        retry_later(inf);
-        return;
-    }
     list_page(inf);
 }
 
 /* ---- resync --------------------------------------------------------------------------------- */
 
+static void resync_visit(json_t *obj, void *data)
+{
+    struct inf_informer *inf = data;
+
+    inf->h.on_update(inf, obj, obj, inf->data);
+}
+
 static void on_resync(uv_timer_t *t)
 {
     struct inf_informer *inf = t->data;
-    const char *key;
-    json_t *obj;
 
     if (!inf->synced || !inf->h.on_update)
         return;
-    json_object_foreach(inf->store, key, obj)
-    {
-        inf->h.on_update(inf, obj, obj, inf->data);
-    }
+    kstore_foreach(inf->store, resync_visit, inf);
 }
 
 /* ---- public --------------------------------------------------------------------------------- */
@@ -370,11 +364,16 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
     inf->page_size = o->page_size > 0 ? o->page_size : DEFAULT_PAGE_SIZE;
     inf->resync_ms = o->resync_ms;
     inf->max_objects = o->max_objects ? o->max_objects : DEFAULT_MAX_OBJS;
+    inf->transform = o->transform;
     if (h)
         inf->h = *h;
     inf->data = data;
-    inf->store = json_object();
-    if (!inf->store || (o->namespace_ && !(inf->ns = x_strdup(o->namespace_))) ||
+    if (o->store != INF_STORE_COMPACT && o->store != INF_STORE_TREE) {
+        x_free(inf);
+        return -EINVAL;
+    }
+    if (kstore_new(o->store == INF_STORE_TREE ? KSTORE_TREE : KSTORE_COMPACT, &inf->store) < 0 ||
+        (o->namespace_ && !(inf->ns = x_strdup(o->namespace_))) ||
         (o->label_selector && !(inf->label_selector = x_strdup(o->label_selector))) ||
         (o->field_selector && !(inf->field_selector = x_strdup(o->field_selector)))) {
         inf_free(inf);
@@ -386,28 +385,9 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
 
 int inf_add_index(struct inf_informer *inf, const char *name, inf_index_fn fn)
 {
-    struct index *ix;
-
     if (!inf || !name || !fn || inf->started)
         return -EINVAL;
-    if (inf->nidx >= MAX_INDEXES)
-        return -ENOSPC;
-    for (int i = 0; i < inf->nidx; i++)
-        if (strcmp(inf->idx[i].name, name) == 0)
-            return -EEXIST;
-    ix = &inf->idx[inf->nidx];
-    ix->name = x_strdup(name);
-    ix->map = json_object();
-    if (!ix->name || !ix->map) {
-        x_free(ix->name);
-        json_decref(ix->map);
-        ix->name = NULL;
-        ix->map = NULL;
-        return -ENOMEM;
-    }
-    ix->fn = fn;
-    inf->nidx++;
-    return 0;
+    return kstore_add_index(inf->store, name, fn);
 }
 
 int inf_start(struct inf_informer *inf)
@@ -433,12 +413,8 @@ void inf_free(struct inf_informer *inf)
     kapi_call_cancel(inf->list_call);
     ktimer_free(inf->retry_timer);
     ktimer_free(inf->resync_timer);
-    for (int i = 0; i < inf->nidx; i++) {
-        x_free(inf->idx[i].name);
-        json_decref(inf->idx[i].map);
-    }
-    json_decref(inf->store);
-    json_decref(inf->listing);
+    ktimer_free(inf->trim_timer);
+    kstore_free(inf->store);
     x_free(inf->cont);
     x_free(inf->ns);
     x_free(inf->label_selector);
@@ -453,12 +429,14 @@ bool inf_synced(const struct inf_informer *inf)
 
 size_t inf_count(const struct inf_informer *inf)
 {
-    return json_object_size(inf->store);
+    return kstore_count(inf->store);
 }
 
 json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name)
 {
-    char key[600];
+    char key[MAX_KEY];
+    struct kstore_entry *e;
+    json_t *obj;
     int n;
 
     if (!name)
@@ -467,46 +445,31 @@ json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name
                   : snprintf(key, sizeof(key), "%s", name);
     if (n < 0 || (size_t)n >= sizeof(key))
         return NULL;
-    return json_incref(json_object_get(inf->store, key));
+    e = kstore_find(inf->store, key);
+    if (!e || kstore_decode(inf->store, e, &obj) < 0)
+        return NULL;
+    return obj;
 }
 
 void inf_foreach(const struct inf_informer *inf, inf_visit_fn fn, void *data)
 {
-    const char *key;
-    json_t *obj;
-
-    json_object_foreach(inf->store, key, obj)
-    {
-        fn(obj, data);
-    }
+    kstore_foreach(inf->store, fn, data);
 }
 
 int inf_index_foreach(const struct inf_informer *inf, const char *index, const char *value,
                       inf_visit_fn fn, void *data)
 {
-    const char *key;
-    json_t *v;
-    int n = 0;
-
-    for (int i = 0; i < inf->nidx; i++) {
-        if (strcmp(inf->idx[i].name, index) != 0)
-            continue;
-        json_object_foreach(json_object_get(inf->idx[i].map, value), key, v)
-        {
-            json_t *obj = json_object_get(inf->store, key);
-            if (obj) {
-                fn(obj, data);
-                n++;
-            }
-        }
-        return n;
-    }
-    return -ENOENT;
+    return kstore_index_foreach(inf->store, index, value, fn, data);
 }
 
 unsigned inf_lists(const struct inf_informer *inf)
 {
     return inf->lists;
+}
+
+void inf_store_stats(const struct inf_informer *inf, struct kstore_stats *ret)
+{
+    kstore_get_stats(inf->store, ret);
 }
 
 unsigned inf_watch_reconnects(const struct inf_informer *inf)

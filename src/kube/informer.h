@@ -6,13 +6,25 @@
  * list (adds, updates and deletes for what changed while it was away). metadata.managedFields is
  * dropped before caching. A failed list is retried with capped exponential backoff.
  *
- * The store maps "namespace/name" (or "name" for cluster-scoped kinds) to the object. Objects
- * handed to handlers and visitors are borrowed: valid only during the call (json_incref to keep
- * one). inf_get returns a new reference the caller must json_decref. Nobody may modify them. */
+ * The store (kube/store.h) maps "namespace/name" (or "name" for cluster-scoped kinds) to the
+ * object. By default it keeps each object serialised and deflated with a dictionary learned from
+ * the collection (about 10-20x smaller than a jansson tree) and decodes it on demand: inf_get,
+ * inf_foreach, inf_index_foreach and the old object of on_update/on_delete cost one decode each.
+ * INF_STORE_TREE keeps jansson trees instead (no decoding, much more memory).
+ *
+ * Objects handed to handlers and visitors are borrowed: valid only during the call (json_incref
+ * to keep one). inf_get returns a new reference the caller must json_decref. Nobody may modify
+ * them (in compact mode a change would be lost, in tree mode it would corrupt the cache).
+ *
+ * A relist applies each page as it arrives (so only one page of trees is ever held) and, once the
+ * list is complete, deletes what the list no longer contains. After each complete list the
+ * informer calls malloc_trim(0) (glibc) so that the freed pages of the list's trees go back to
+ * the system. */
 #ifndef CLIQO_KUBE_INFORMER_H
 #define CLIQO_KUBE_INFORMER_H
 
 #include "kube/api.h"
+#include "kube/store.h"
 #include "kube/watch.h"
 
 struct inf_informer;
@@ -28,6 +40,11 @@ struct inf_handlers {
     void (*on_error)(struct inf_informer *inf, int err, const char *message, void *data);
 };
 
+enum inf_store {
+    INF_STORE_COMPACT, /* default: serialised + deflated with a learned dictionary */
+    INF_STORE_TREE,    /* jansson trees */
+};
+
 struct inf_options {
     const struct kapi_resource *resource;
     const char *namespace_; /* NULL: all namespaces */
@@ -36,6 +53,12 @@ struct inf_options {
     long page_size;     /* default 500 */
     uint64_t resync_ms; /* 0: no periodic resync (on_update(obj, obj) for every object) */
     size_t max_objects; /* bound on the collection; default 1,000,000 */
+    enum inf_store store;
+    /* Called on every listed or watched object (after managedFields is dropped) before it is
+     * cached and handed to the handlers; it may change obj in place (drop fields the owner never
+     * reads, as client-go's SetTransform). It must leave metadata.name and metadata.namespace.
+     * data is the informer's data. NULL: objects are cached whole. */
+    void (*transform)(json_t *obj, void *data);
 };
 
 /* Index function: writes up to `max` borrowed strings (e.g. a label value taken from obj) to values
@@ -62,6 +85,8 @@ int inf_index_foreach(const struct inf_informer *inf, const char *index, const c
                       inf_visit_fn fn, void *data);
 /* Statistics: lists done (1 + relists), watch reconnects. */
 unsigned inf_lists(const struct inf_informer *inf);
+/* Memory the store accounts for (see struct kstore_stats). */
+void inf_store_stats(const struct inf_informer *inf, struct kstore_stats *ret);
 unsigned inf_watch_reconnects(const struct inf_informer *inf);
 
 /* A ready index function: the value of label `key` — use inf_label_index("app") style wrappers, or

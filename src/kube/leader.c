@@ -39,12 +39,12 @@ static void micro_time(char *buf, size_t size)
 {
     struct timespec ts;
     struct tm tm;
-    char base[32];
+    size_t n;
 
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    strftime(base, sizeof(base), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, size, "%s.%06ldZ", base, ts.tv_nsec / 1000);
+    n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
+    snprintf(buf + n, size - n, ".%06ldZ", (long)(ts.tv_nsec / 1000) % 1000000);
 }
 
 static void le_free(struct le_elector *le)

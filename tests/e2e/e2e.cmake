@@ -7,8 +7,12 @@ set(E2E_ROOT ${CMAKE_BINARY_DIR}/e2e)
 # cliqo_e2e_group(NAME CLUSTERS BASE_PORT TESTS...)
 function(cliqo_e2e_group name clusters base_port)
     set(state ${E2E_ROOT}/${name})
+    # No simulated nodes unless the group asks for them (by appending CLIQO_DEV_NODES=N, which wins).
     set(env "CLIQOCTL=$<TARGET_FILE:cliqoctl>" "E2E_STATE=${state}" "CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}"
-            "CLIQO_DEV_DIR=${state}" "CLIQO_DEV_BASE_PORT=${base_port}")
+            "CLIQO_DEV_DIR=${state}" "CLIQO_DEV_BASE_PORT=${base_port}" "CLIQO_DEV_NODES=0")
+    if(TARGET cliqo-nodesim)
+        list(APPEND env "CLIQO_NODESIM=$<TARGET_FILE:cliqo-nodesim>")
+    endif()
     add_test(NAME e2e.${name}.up COMMAND $<TARGET_FILE:cliqoctl> dev up --clusters ${clusters})
     add_test(NAME e2e.${name}.down COMMAND ${E2E_DIR}/down-and-check.sh)
     set_tests_properties(e2e.${name}.up PROPERTIES FIXTURES_SETUP e2e_${name} ENVIRONMENT "${env}"

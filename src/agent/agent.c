@@ -1,0 +1,1086 @@
+/* agent: see agent.h for the module interface, docs/agent.md for the design.
+ *
+ * Shutdown, whatever triggers it (signal, lost leadership, a failing module), always runs from a
+ * timer callback (never from inside a library callback such as the elector's) in two phases:
+ *   begin:  stop the modules and their queues, release the Lease (bounded by half the shutdown
+ *           timeout: a Lease that cannot be released simply expires);
+ *   finish: close the HTTP servers (pending requests are aborted), fini the modules, free the
+ *           informers, close the queues and the Kubernetes client, close every handle.
+ * A force timer (--shutdown-timeout, unreferenced so it never keeps the loop alive by itself)
+ * exits the process with status 1 if this takes too long; a second signal does the same at once. */
+#include "agent/agent-internal.h"
+#include "common/log.h"
+#include "common/strutil.h"
+#include "common/xalloc.h"
+#include "kube/leader.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PROBE_PERIOD_MS   5000
+#define PROBE_TIMEOUT_MS  5000
+#define PROBE_STALE_MS    (3 * PROBE_PERIOD_MS)
+#define MAX_INFORMERS     64
+#define MAX_QUEUES        64
+#define METRICS_MAX_BYTES (4u << 20)
+
+struct inf_entry {
+    struct inf_handlers h;
+    void *data;
+    unsigned flags;
+    struct inf_entry *next;
+};
+
+struct shared_inf {
+    struct agent *a;
+    const struct kapi_resource *res;
+    char *ns, *selector;
+    struct inf_informer *inf;
+    struct inf_entry *entries, **entries_tail;
+    struct shared_inf *next;
+};
+
+struct queue_ent {
+    char *name;
+    struct wq_queue *q;
+    struct queue_ent *next;
+};
+
+struct agent {
+    uv_loop_t *loop;
+    const struct agent_config *cfg;
+    const struct agent_module *modules;
+    int nmodules, ninited;
+    bool modules_started, modules_stopped;
+
+    struct kc_config *kc;
+    struct kapi_client *kube;
+    struct httpd_server *http, *auth;
+    struct le_elector *le;
+    bool leading;
+
+    struct shared_inf *infs;
+    int ninfs;
+    bool infs_started;
+    struct queue_ent *queues;
+    int nqueues;
+
+    struct metrics_registry *metrics;
+    struct metrics_family *m_leader, *m_http, *m_module_ready, *m_inf_synced, *m_inf_objects,
+        *m_queue_depth, *m_kube_pending, *m_kube_up, *m_rss, *m_vsize, *m_fds, *m_max_fds, *m_cpu,
+        *m_start, *m_build;
+    double start_time;
+
+    uv_signal_t sigterm, sigint;
+    uv_timer_t probe_timer, shutdown_timer, force_timer, release_timer;
+    bool handles_open;
+    struct kapi_call *probe_call;
+    bool probe_ok;
+    uint64_t probe_ok_at;
+    char probe_err[160];
+
+    bool shutting_down, finishing;
+    int exit_code;
+};
+
+/* ---- accessors ------------------------------------------------------------------------------ */
+
+uv_loop_t *agent_loop(struct agent *a)
+{
+    return a->loop;
+}
+
+struct kapi_client *agent_kube(struct agent *a)
+{
+    return a->kube;
+}
+
+const struct kc_config *agent_kubeconfig(struct agent *a)
+{
+    return a->kc;
+}
+
+const char *agent_namespace(struct agent *a)
+{
+    return a->cfg->namespace_;
+}
+
+const char *agent_identity(struct agent *a)
+{
+    return a->cfg->identity;
+}
+
+bool agent_is_leader(struct agent *a)
+{
+    return a->leading && !a->modules_stopped;
+}
+
+bool agent_shutting_down(struct agent *a)
+{
+    return a->shutting_down;
+}
+
+struct metrics_registry *agent_metrics(struct agent *a)
+{
+    return a->metrics;
+}
+
+struct httpd_server *agent_http_server(struct agent *a)
+{
+    return a->http;
+}
+
+/* ---- HTTP ----------------------------------------------------------------------------------- */
+
+static void on_http_response(const struct httpd_request *req, const char *route, unsigned status,
+                             void *data)
+{
+    struct agent *a = data;
+    char code[8];
+    const char *labels[3];
+
+    snprintf(code, sizeof(code), "%u", status);
+    labels[0] = route ? route : "unmatched";
+    labels[1] = code;
+    labels[2] = NULL;
+    metrics_inc(a->m_http, labels);
+    log_debug("http", "%s %s from %s: %u", httpd_req_method(req), httpd_req_path(req),
+              httpd_req_peer_ip(req), status);
+}
+
+int agent_auth_server(struct agent *a, const char *cert_pem, const char *key_pem,
+                      struct httpd_server **ret)
+{
+    struct httpd_options o = {
+        .name = "auth",
+        .addr = a->cfg->auth_addr,
+        .tls_cert_pem = cert_pem,
+        .tls_key_pem = key_pem,
+        .on_response = on_http_response,
+        .data = a,
+    };
+    int r;
+
+    if (!ret)
+        return -EINVAL;
+    if (a->shutting_down)
+        return -ESHUTDOWN;
+    if (!a->auth) {
+        if (!cert_pem || !key_pem)
+            return -EINVAL;
+        r = httpd_new(a->loop, &o, &a->auth);
+        if (r < 0)
+            return r;
+    }
+    *ret = a->auth;
+    return 0;
+}
+
+static void handle_healthz(struct httpd_request *req, void *data)
+{
+    (void)data;
+    httpd_respond_text(req, 200, "ok");
+}
+
+static bool kube_reachable(struct agent *a)
+{
+    return a->probe_ok && uv_now(a->loop) - a->probe_ok_at < PROBE_STALE_MS;
+}
+
+static bool informers_synced(struct agent *a, const char **ret_which)
+{
+    for (struct shared_inf *si = a->infs; si; si = si->next) {
+        if (!inf_synced(si->inf)) {
+            *ret_which = si->res->resource;
+            return false;
+        }
+    }
+    return true;
+}
+
+static void check_line(struct sbuf *b, bool *all, const char *name, bool ok, const char *why)
+{
+    if (ok) {
+        sbuf_printf(b, "[+]%s ok\n", name);
+        return;
+    }
+    *all = false;
+    sbuf_printf(b, "[-]%s failed: %s\n", name, why);
+}
+
+static void handle_readyz(struct httpd_request *req, void *data)
+{
+    struct agent *a = data;
+    struct sbuf b;
+    bool all = true;
+    const char *which = "";
+    char name[96], why[200];
+
+    sbuf_init(&b, 64 * 1024);
+    check_line(&b, &all, "ping", true, NULL);
+    check_line(&b, &all, "shutdown", !a->shutting_down, "the agent is shutting down");
+    snprintf(why, sizeof(why), "%s", a->probe_err[0] ? a->probe_err : "no answer yet");
+    check_line(&b, &all, "kube-apiserver", kube_reachable(a), why);
+    {
+        bool ok = informers_synced(a, &which);
+        snprintf(why, sizeof(why), "informer of %s not synced", which);
+        check_line(&b, &all, "informers-synced", ok, why);
+    }
+    if (a->cfg->leader_elect)
+        check_line(&b, &all, "leader-election", true, NULL);
+    for (int i = 0; i < a->ninited; i++) {
+        const struct agent_module *m = &a->modules[i];
+
+        snprintf(name, sizeof(name), "module-%s", m->name);
+        check_line(&b, &all, name, !m->ready || m->ready(a), "not ready");
+    }
+    sbuf_adds(&b, all ? "readyz check passed\n" : "readyz check failed\n");
+    if (sbuf_len(&b) == 0)
+        httpd_respond_text(req, 500, "internal error\n");
+    else
+        httpd_respond(req, all ? 200 : 503, "text/plain; charset=utf-8", sbuf_str(&b),
+                      sbuf_len(&b));
+    sbuf_done(&b);
+}
+
+static void handle_metrics(struct httpd_request *req, void *data)
+{
+    struct agent *a = data;
+    struct sbuf b;
+    int r;
+
+    sbuf_init(&b, METRICS_MAX_BYTES);
+    r = metrics_render(a->metrics, &b);
+    if (r < 0) {
+        log_warn("agent", "rendering metrics failed: %s", strerror(-r));
+        httpd_respond_error(req, 500, "InternalError", "cannot render metrics");
+    } else {
+        httpd_respond(req, 200, METRICS_CONTENT_TYPE, sbuf_str(&b), sbuf_len(&b));
+    }
+    sbuf_done(&b);
+}
+
+/* ---- process metrics ------------------------------------------------------------------------ */
+
+/* Reads a small /proc file (NUL-terminated, truncated to size - 1). Returns the length or -errno.
+ */
+static ssize_t read_proc(const char *path, char *buf, size_t size)
+{
+    ssize_t n, total = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+    if (fd < 0)
+        return -errno;
+    while ((size_t)total < size - 1) {
+        n = read(fd, buf + total, size - 1 - (size_t)total);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        total += n;
+    }
+    close(fd);
+    buf[total] = '\0';
+    return total;
+}
+
+/* Field `field` (1-based, as in proc(5)) of /proc/self/stat, parsed after the command name. */
+static int stat_field(const char *stat, int field, uint64_t *ret)
+{
+    const char *p = strrchr(stat, ')');
+    char tok[32];
+    int i = 2;
+
+    if (!p)
+        return -EINVAL;
+    p++;
+    while (*p) {
+        size_t n;
+
+        while (*p == ' ')
+            p++;
+        n = strcspn(p, " \n");
+        if (n == 0)
+            break;
+        if (++i == field) {
+            if (n >= sizeof(tok))
+                return -ERANGE;
+            memcpy(tok, p, n);
+            tok[n] = '\0';
+            return parse_u64(tok, UINT64_MAX, ret);
+        }
+        p += n;
+    }
+    return -ENOENT;
+}
+
+static double boot_time(void)
+{
+    static char buf[65536];
+    const char *p;
+    char tok[24];
+    uint64_t v;
+    size_t n;
+
+    if (read_proc("/proc/stat", buf, sizeof(buf)) < 0)
+        return 0;
+    p = strstr(buf, "\nbtime ");
+    if (!p)
+        return 0;
+    p += 7;
+    n = strcspn(p, "\n");
+    if (n >= sizeof(tok))
+        return 0;
+    memcpy(tok, p, n);
+    tok[n] = '\0';
+    return parse_u64(tok, UINT64_MAX, &v) == 0 ? (double)v : 0;
+}
+
+static void collect_process(struct metrics_registry *r, void *data)
+{
+    struct agent *a = data;
+    char stat[1024];
+    uint64_t ut, st, vsize, rss;
+    long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    struct rlimit rl;
+    DIR *d;
+    int nfd = 0;
+
+    (void)r;
+    if (read_proc("/proc/self/stat", stat, sizeof(stat)) > 0) {
+        if (stat_field(stat, 14, &ut) == 0 && stat_field(stat, 15, &st) == 0 && tck > 0)
+            metrics_set(a->m_cpu, NULL, (double)(ut + st) / (double)tck);
+        if (stat_field(stat, 23, &vsize) == 0)
+            metrics_set(a->m_vsize, NULL, (double)vsize);
+        if (stat_field(stat, 24, &rss) == 0 && page > 0)
+            metrics_set(a->m_rss, NULL, (double)rss * (double)page);
+    }
+    d = opendir("/proc/self/fd");
+    if (d) {
+        while (readdir(d))
+            nfd++;
+        closedir(d);
+        metrics_set(a->m_fds, NULL, nfd - 3); /* ".", ".." and the directory's own descriptor */
+    }
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        metrics_set(a->m_max_fds, NULL, (double)rl.rlim_cur);
+    metrics_set(a->m_start, NULL, a->start_time);
+}
+
+static void collect_agent(struct metrics_registry *r, void *data)
+{
+    struct agent *a = data;
+    const char *l[3];
+
+    (void)r;
+    metrics_set(a->m_leader, NULL, agent_is_leader(a) ? 1 : 0);
+    metrics_set(a->m_kube_pending, NULL, a->kube ? (double)kapi_client_pending(a->kube) : 0);
+    metrics_set(a->m_kube_up, NULL, kube_reachable(a) ? 1 : 0);
+    for (int i = 0; i < a->ninited; i++) {
+        const struct agent_module *m = &a->modules[i];
+        l[0] = m->name;
+        l[1] = NULL;
+        metrics_set(a->m_module_ready, l, !m->ready || m->ready(a) ? 1 : 0);
+    }
+    for (struct shared_inf *si = a->infs; si; si = si->next) {
+        l[0] = si->res->resource;
+        l[1] = si->ns ? si->ns : "";
+        l[2] = NULL;
+        metrics_set(a->m_inf_synced, l, inf_synced(si->inf) ? 1 : 0);
+        metrics_set(a->m_inf_objects, l, (double)inf_count(si->inf));
+    }
+    for (struct queue_ent *q = a->queues; q; q = q->next) {
+        l[0] = q->name;
+        l[1] = NULL;
+        metrics_set(a->m_queue_depth, l, (double)wq_len(q->q));
+    }
+}
+
+static int setup_metrics(struct agent *a)
+{
+    static const char *const http_labels[] = {"path", "code", NULL};
+    static const char *const module_labels[] = {"module", NULL};
+    static const char *const inf_labels[] = {"resource", "namespace", NULL};
+    static const char *const queue_labels[] = {"queue", NULL};
+    static const char *const build_labels[] = {"version", NULL};
+    struct metrics_registry *m = a->metrics;
+    const char *build[] = {CLIQO_VERSION, NULL};
+    int r = 0;
+
+#define FAM(type, var, name, help, labels)                                                         \
+    if (r == 0)                                                                                    \
+    r = metrics_family_new(m, type, name, help, labels, NULL, 0, &a->var)
+    FAM(METRICS_GAUGE, m_leader, "cliqo_leader", "1 when this replica leads and runs the modules.",
+        NULL);
+    FAM(METRICS_COUNTER, m_http, "cliqo_http_requests_total",
+        "HTTP requests answered by the agent's servers, by route and status code.", http_labels);
+    FAM(METRICS_GAUGE, m_module_ready, "cliqo_module_ready", "1 when the module reports ready.",
+        module_labels);
+    FAM(METRICS_GAUGE, m_inf_synced, "cliqo_informer_synced",
+        "1 when the shared informer has completed its first list.", inf_labels);
+    FAM(METRICS_GAUGE, m_inf_objects, "cliqo_informer_objects",
+        "Objects in the shared informer's store.", inf_labels);
+    FAM(METRICS_GAUGE, m_queue_depth, "cliqo_workqueue_depth", "Keys waiting in the work queue.",
+        queue_labels);
+    FAM(METRICS_GAUGE, m_kube_pending, "cliqo_kube_client_pending_requests",
+        "Kubernetes API requests queued or in flight.", NULL);
+    FAM(METRICS_GAUGE, m_kube_up, "cliqo_kube_apiserver_reachable",
+        "1 when the last probe of the Kubernetes API server succeeded recently.", NULL);
+    FAM(METRICS_GAUGE, m_build, "cliqo_build_info", "Build information; always 1.", build_labels);
+    FAM(METRICS_GAUGE, m_rss, "process_resident_memory_bytes", "Resident memory size in bytes.",
+        NULL);
+    FAM(METRICS_GAUGE, m_vsize, "process_virtual_memory_bytes", "Virtual memory size in bytes.",
+        NULL);
+    FAM(METRICS_GAUGE, m_fds, "process_open_fds", "Number of open file descriptors.", NULL);
+    FAM(METRICS_GAUGE, m_max_fds, "process_max_fds", "Maximum number of open file descriptors.",
+        NULL);
+    FAM(METRICS_COUNTER, m_cpu, "process_cpu_seconds_total",
+        "Total user and system CPU time spent in seconds.", NULL);
+    FAM(METRICS_GAUGE, m_start, "process_start_time_seconds",
+        "Start time of the process since unix epoch in seconds.", NULL);
+#undef FAM
+    if (r == 0)
+        r = metrics_add_collector(m, collect_process, a);
+    if (r == 0)
+        r = metrics_add_collector(m, collect_agent, a);
+    if (r == 0)
+        metrics_set(a->m_build, build, 1);
+    return r;
+}
+
+/* ---- informers and queues ------------------------------------------------------------------- */
+
+static bool entry_active(const struct shared_inf *si, const struct inf_entry *e)
+{
+    return (e->flags & AGENT_INF_ALWAYS) || agent_is_leader(si->a);
+}
+
+static void sh_add(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct shared_inf *si = data;
+
+    for (struct inf_entry *e = si->entries; e; e = e->next)
+        if (entry_active(si, e) && e->h.on_add)
+            e->h.on_add(inf, obj, e->data);
+}
+
+static void sh_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    struct shared_inf *si = data;
+
+    for (struct inf_entry *e = si->entries; e; e = e->next)
+        if (entry_active(si, e) && e->h.on_update)
+            e->h.on_update(inf, old_obj, new_obj, e->data);
+}
+
+static void sh_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct shared_inf *si = data;
+
+    for (struct inf_entry *e = si->entries; e; e = e->next)
+        if (entry_active(si, e) && e->h.on_delete)
+            e->h.on_delete(inf, obj, e->data);
+}
+
+static void sh_synced(struct inf_informer *inf, void *data)
+{
+    struct shared_inf *si = data;
+
+    log_info("agent", "informer of %s%s%s synced with %zu objects", si->res->resource,
+             si->ns ? " in namespace " : "", si->ns ? si->ns : "", inf_count(inf));
+    for (struct inf_entry *e = si->entries; e; e = e->next)
+        if (entry_active(si, e) && e->h.on_synced)
+            e->h.on_synced(inf, e->data);
+}
+
+static void sh_error(struct inf_informer *inf, int err, const char *message, void *data)
+{
+    struct shared_inf *si = data;
+
+    log_warn("agent", "informer of %s%s%s: %s (%s), retrying", si->res->resource,
+             si->ns ? " in namespace " : "", si->ns ? si->ns : "", message, strerror(-err));
+    for (struct inf_entry *e = si->entries; e; e = e->next)
+        if (entry_active(si, e) && e->h.on_error)
+            e->h.on_error(inf, err, message, e->data);
+}
+
+static bool same_str(const char *x, const char *y)
+{
+    return (!x && !y) || (x && y && strcmp(x, y) == 0);
+}
+
+static bool same_resource(const struct kapi_resource *x, const struct kapi_resource *y)
+{
+    return x == y || (strcmp(x->group, y->group) == 0 && strcmp(x->version, y->version) == 0 &&
+                      strcmp(x->resource, y->resource) == 0);
+}
+
+static void shared_free(struct shared_inf *si)
+{
+    if (!si)
+        return;
+    inf_free(si->inf);
+    while (si->entries) {
+        struct inf_entry *e = si->entries;
+        si->entries = e->next;
+        x_free(e);
+    }
+    x_free(si->ns);
+    x_free(si->selector);
+    x_free(si);
+}
+
+int agent_informer(struct agent *a, const struct kapi_resource *resource, const char *ns,
+                   const char *label_selector, unsigned flags, const struct inf_handlers *h,
+                   void *data, struct inf_informer **ret)
+{
+    static const struct inf_handlers sh = {sh_add, sh_update, sh_delete, sh_synced, sh_error};
+    struct shared_inf *si, *fresh = NULL;
+    struct inf_entry *e = NULL;
+    int r = -ENOMEM;
+
+    if (!a || !resource || (flags & ~AGENT_INF_ALWAYS) || a->shutting_down)
+        return -EINVAL;
+    for (si = a->infs; si; si = si->next)
+        if (same_resource(si->res, resource) && same_str(si->ns, ns) &&
+            same_str(si->selector, label_selector))
+            break;
+    if (!si) {
+        struct inf_options o = {
+            .resource = resource, .namespace_ = ns, .label_selector = label_selector};
+
+        if (a->ninfs >= MAX_INFORMERS)
+            return -ENOSPC;
+        fresh = si = x_calloc(1, sizeof(*si));
+        if (!si)
+            goto out;
+        si->a = a;
+        si->res = resource;
+        si->entries_tail = &si->entries;
+        si->ns = ns ? x_strdup(ns) : NULL;
+        si->selector = label_selector ? x_strdup(label_selector) : NULL;
+        if ((ns && !si->ns) || (label_selector && !si->selector))
+            goto out;
+        r = inf_new(a->kube, &o, &sh, si, &si->inf);
+        if (r < 0)
+            goto out;
+        r = -ENOMEM;
+    }
+    if (h) {
+        e = x_calloc(1, sizeof(*e));
+        if (!e)
+            goto out;
+        e->h = *h;
+        e->data = data;
+        e->flags = flags;
+        *si->entries_tail = e;
+        si->entries_tail = &e->next;
+    }
+    if (fresh) {
+        if (a->infs_started) {
+            r = inf_start(si->inf);
+            if (r < 0)
+                goto out;
+        }
+        si->next = a->infs;
+        a->infs = si;
+        a->ninfs++;
+        fresh = NULL;
+    }
+    if (ret)
+        *ret = si->inf;
+    r = 0;
+out:
+    shared_free(fresh);
+    return r;
+}
+
+struct replay {
+    struct inf_informer *inf;
+    struct inf_entry *e;
+};
+
+static void replay_one(json_t *obj, void *data)
+{
+    struct replay *rp = data;
+
+    rp->e->h.on_add(rp->inf, obj, rp->e->data);
+}
+
+/* After the modules started: leader-only handlers see what was cached while standing by. */
+static void replay_informers(struct agent *a)
+{
+    for (struct shared_inf *si = a->infs; si; si = si->next) {
+        for (struct inf_entry *e = si->entries; e; e = e->next) {
+            struct replay rp = {si->inf, e};
+
+            if (e->flags & AGENT_INF_ALWAYS)
+                continue;
+            if (e->h.on_add)
+                inf_foreach(si->inf, replay_one, &rp);
+            if (e->h.on_synced && inf_synced(si->inf))
+                e->h.on_synced(si->inf, e->data);
+            if (!agent_is_leader(a))
+                return; /* a handler asked to shut down */
+        }
+    }
+}
+
+int agent_queue(struct agent *a, const char *name, const struct wq_options *o, wq_process_fn fn,
+                void *data, struct wq_queue **ret)
+{
+    struct queue_ent *q;
+
+    if (!a || !name || !*name || !fn || !ret || a->shutting_down)
+        return -EINVAL;
+    if (a->nqueues >= MAX_QUEUES)
+        return -ENOSPC;
+    q = x_calloc(1, sizeof(*q));
+    if (!q)
+        return -ENOMEM;
+    q->name = x_strdup(name);
+    q->q = q->name ? wq_new(a->loop, o, fn, data) : NULL;
+    if (!q->q) {
+        x_free(q->name);
+        x_free(q);
+        return -ENOMEM;
+    }
+    q->next = a->queues;
+    a->queues = q;
+    a->nqueues++;
+    *ret = q->q;
+    return 0;
+}
+
+/* ---- modules and leadership ----------------------------------------------------------------- */
+
+static void stop_modules(struct agent *a)
+{
+    if (a->modules_stopped)
+        return;
+    a->modules_stopped = true;
+    for (int i = a->ninited - 1; i >= 0; i--) {
+        if (a->modules[i].stop) {
+            log_debug("agent", "stopping module %s", a->modules[i].name);
+            a->modules[i].stop(a);
+        }
+    }
+    for (struct queue_ent *q = a->queues; q; q = q->next)
+        wq_shutdown(q->q);
+}
+
+static void start_modules(struct agent *a)
+{
+    if (a->modules_started || a->modules_stopped || a->shutting_down)
+        return;
+    a->modules_started = true;
+    for (int i = 0; i < a->ninited; i++) {
+        const struct agent_module *m = &a->modules[i];
+        int r;
+
+        if (!m->start)
+            continue;
+        r = m->start(a);
+        if (r < 0) {
+            log_errno(r, "agent", "module %s failed to start; giving up leadership", m->name);
+            stop_modules(a);
+            agent_shutdown(a, 1);
+            return;
+        }
+        log_info("agent", "module %s started", m->name);
+    }
+    replay_informers(a);
+}
+
+static void on_started_leading(struct le_elector *le, void *data)
+{
+    struct agent *a = data;
+
+    (void)le;
+    if (a->shutting_down)
+        return;
+    a->leading = true;
+    log_info("agent", "became the leader (lease %s/%s): starting modules", a->cfg->namespace_,
+             a->cfg->lease_name);
+    start_modules(a);
+}
+
+static void on_stopped_leading(struct le_elector *le, void *data)
+{
+    struct agent *a = data;
+
+    (void)le;
+    a->leading = false;
+    if (a->shutting_down) {
+        log_info("agent", "released leadership of lease %s/%s", a->cfg->namespace_,
+                 a->cfg->lease_name);
+        return;
+    }
+    log_warn("agent",
+             "lost leadership of lease %s/%s (could not renew it in time): stopping modules and "
+             "exiting so that a fresh process campaigns again",
+             a->cfg->namespace_, a->cfg->lease_name);
+    stop_modules(a);
+    agent_shutdown(a, 1);
+}
+
+static void on_new_leader(struct le_elector *le, const char *identity, void *data)
+{
+    struct agent *a = data;
+
+    (void)le;
+    if (identity && *identity)
+        log_info("agent", "lease %s/%s is held by %s%s", a->cfg->namespace_, a->cfg->lease_name,
+                 identity, strcmp(identity, a->cfg->identity) == 0 ? " (this replica)" : "");
+    else
+        log_info("agent", "lease %s/%s is free", a->cfg->namespace_, a->cfg->lease_name);
+}
+
+/* ---- API server probe ----------------------------------------------------------------------- */
+
+static void probe(uv_timer_t *t);
+
+static void on_probe(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    struct agent *a = data;
+    bool ok = res->err == 0;
+
+    (void)c;
+    a->probe_call = NULL;
+    if (ok != a->probe_ok || (!ok && !a->probe_err[0])) {
+        if (ok)
+            log_info("agent", "the Kubernetes API server is reachable");
+        else
+            log_warn("agent", "the Kubernetes API server is not reachable: %s",
+                     res->status.message);
+    }
+    a->probe_ok = ok;
+    if (ok) {
+        a->probe_ok_at = uv_now(a->loop);
+        a->probe_err[0] = '\0';
+    } else {
+        snprintf(a->probe_err, sizeof(a->probe_err), "%s", res->status.message);
+    }
+    if (!a->shutting_down)
+        uv_timer_start(&a->probe_timer, probe, PROBE_PERIOD_MS, 0);
+}
+
+static void probe(uv_timer_t *t)
+{
+    struct agent *a = t->data;
+    struct kapi_request req = {.method = "GET", .path = "/version", .timeout_ms = PROBE_TIMEOUT_MS};
+    int r;
+
+    if (a->shutting_down || a->probe_call)
+        return;
+    r = kapi_send(a->kube, &req, on_probe, a, &a->probe_call);
+    if (r < 0) {
+        a->probe_ok = false;
+        snprintf(a->probe_err, sizeof(a->probe_err), "cannot send a request: %s", strerror(-r));
+        uv_timer_start(&a->probe_timer, probe, PROBE_PERIOD_MS, 0);
+    }
+}
+
+/* ---- shutdown ------------------------------------------------------------------------------- */
+
+static void on_force(uv_timer_t *t)
+{
+    struct agent *a = t->data;
+
+    log_error("agent", "graceful shutdown did not finish within %llu ms: exiting now",
+              (unsigned long long)a->cfg->shutdown_timeout_ms);
+    _exit(1);
+}
+
+static void on_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void finish_shutdown(struct agent *a)
+{
+    if (a->finishing)
+        return;
+    a->finishing = true;
+    uv_timer_stop(&a->release_timer);
+    /* Servers first: aborting their pending requests calls into modules that still exist. */
+    httpd_close(a->http, NULL, NULL);
+    a->http = NULL;
+    httpd_close(a->auth, NULL, NULL);
+    a->auth = NULL;
+    for (int i = a->ninited - 1; i >= 0; i--)
+        if (a->modules[i].fini)
+            a->modules[i].fini(a);
+    a->ninited = 0;
+    while (a->infs) {
+        struct shared_inf *si = a->infs;
+        a->infs = si->next;
+        shared_free(si);
+    }
+    while (a->queues) {
+        struct queue_ent *q = a->queues;
+        a->queues = q->next;
+        wq_close(q->q, NULL, NULL);
+        x_free(q->name);
+        x_free(q);
+    }
+    kapi_call_cancel(a->probe_call);
+    a->probe_call = NULL;
+    kapi_client_close(a->kube);
+    a->kube = NULL;
+    if (a->handles_open) {
+        uv_close((uv_handle_t *)&a->sigterm, on_closed);
+        uv_close((uv_handle_t *)&a->sigint, on_closed);
+        uv_close((uv_handle_t *)&a->probe_timer, on_closed);
+        uv_close((uv_handle_t *)&a->shutdown_timer, on_closed);
+        uv_close((uv_handle_t *)&a->release_timer, on_closed);
+        /* The force timer stays, unreferenced: it fires only if closing hangs. agent_free
+         * closes it. */
+        uv_unref((uv_handle_t *)&a->force_timer);
+    }
+    log_info("agent", "stopped (exit status %d)", a->exit_code);
+}
+
+static void on_released(void *data)
+{
+    struct agent *a = data;
+
+    a->le = NULL;
+    if (a->shutting_down)
+        finish_shutdown(a);
+}
+
+static void on_release_timeout(uv_timer_t *t)
+{
+    struct agent *a = t->data;
+
+    log_warn("agent", "releasing the lease did not finish in time; it will expire instead");
+    a->le = NULL; /* abandoned: closing the client cancels its request */
+    finish_shutdown(a);
+}
+
+static void begin_shutdown(uv_timer_t *t)
+{
+    struct agent *a = t->data;
+    struct le_elector *le = a->le;
+
+    uv_timer_start(&a->force_timer, on_force, a->cfg->shutdown_timeout_ms, 0);
+    uv_timer_stop(&a->probe_timer);
+    stop_modules(a);
+    if (le) {
+        if (le_is_leader(le))
+            log_info("agent", "releasing lease %s/%s", a->cfg->namespace_, a->cfg->lease_name);
+        uv_timer_start(&a->release_timer, on_release_timeout, a->cfg->shutdown_timeout_ms / 2, 0);
+        le_release(le, on_released, a); /* may call on_released at once */
+        return;
+    }
+    finish_shutdown(a);
+}
+
+void agent_shutdown(struct agent *a, int exit_code)
+{
+    if (!a || a->shutting_down)
+        return;
+    a->shutting_down = true;
+    a->exit_code = exit_code;
+    if (!a->handles_open) {
+        finish_shutdown(a);
+        return;
+    }
+    uv_timer_start(&a->shutdown_timer, begin_shutdown, 0, 0);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    struct agent *a = s->data;
+
+    if (a->shutting_down) {
+        log_warn("agent", "second signal %s during shutdown: exiting now", strsignal(signum));
+        _exit(1);
+    }
+    log_info("agent", "received %s: shutting down gracefully", strsignal(signum));
+    agent_shutdown(a, 0);
+}
+
+/* ---- creation, start, free ------------------------------------------------------------------ */
+
+int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agent_module *modules,
+              struct agent **ret)
+{
+    struct httpd_options ho = {.name = "http", .addr = cfg->http_addr};
+    char err[KC_ERR_LEN];
+    struct agent *a;
+    int r;
+
+    a = x_calloc(1, sizeof(*a));
+    if (!a)
+        return log_errno(-ENOMEM, "agent", "cannot allocate the agent");
+    *ret = a;
+    a->loop = loop;
+    a->cfg = cfg;
+    a->modules = modules;
+    while (modules && modules[a->nmodules].name)
+        a->nmodules++;
+    {
+        char stat[1024];
+        uint64_t st;
+        long tck = sysconf(_SC_CLK_TCK);
+
+        if (read_proc("/proc/self/stat", stat, sizeof(stat)) > 0 &&
+            stat_field(stat, 22, &st) == 0 && tck > 0)
+            a->start_time = boot_time() + (double)st / (double)tck;
+        else
+            a->start_time = (double)time(NULL);
+    }
+
+    if (cfg->kubeconfig)
+        r = kc_load_file(cfg->kubeconfig, NULL, &a->kc, err, sizeof(err));
+    else
+        r = kc_load_default(NULL, &a->kc, err, sizeof(err));
+    if (r < 0) {
+        log_error("agent", "cannot load the Kubernetes client configuration: %s", err);
+        return r;
+    }
+    r = kapi_client_new(loop, a->kc, NULL, &a->kube);
+    if (r < 0)
+        return log_errno(r, "agent", "cannot create the Kubernetes client for %s", a->kc->server);
+    a->metrics = metrics_registry_new();
+    if (!a->metrics)
+        return log_errno(-ENOMEM, "agent", "cannot create the metrics registry");
+    r = setup_metrics(a);
+    if (r < 0)
+        return log_errno(r, "agent", "cannot register metrics");
+    ho.on_response = on_http_response;
+    ho.data = a;
+    r = httpd_new(loop, &ho, &a->http);
+    if (r == 0)
+        r = httpd_route(a->http, "GET", "/healthz", 0, handle_healthz, a);
+    if (r == 0)
+        r = httpd_route(a->http, "GET", "/livez", 0, handle_healthz, a);
+    if (r == 0)
+        r = httpd_route(a->http, "GET", "/readyz", 0, handle_readyz, a);
+    if (r == 0)
+        r = httpd_route(a->http, "GET", "/metrics", 0, handle_metrics, a);
+    if (r < 0)
+        return log_errno(r, "agent", "cannot set up the HTTP server on %s", cfg->http_addr);
+
+    log_info("agent",
+             "starting cliqo-agent %s: identity=%s namespace=%s apiserver=%s context=%s "
+             "http-addr=%s auth-addr=%s leader-elect=%s lease=%s lease-duration=%llums "
+             "renew-deadline=%llums retry-period=%llums",
+             CLIQO_VERSION, cfg->identity, cfg->namespace_, a->kc->server,
+             a->kc->context_name ? a->kc->context_name : "", cfg->http_addr, cfg->auth_addr,
+             cfg->leader_elect ? "true" : "false", cfg->lease_name,
+             (unsigned long long)cfg->lease_duration_ms, (unsigned long long)cfg->renew_deadline_ms,
+             (unsigned long long)cfg->retry_period_ms);
+
+    for (int i = 0; i < a->nmodules; i++) {
+        const struct agent_module *m = &a->modules[i];
+
+        r = m->init ? m->init(a) : 0;
+        if (r < 0)
+            return log_errno(r, "agent", "module %s failed to initialise", m->name);
+        a->ninited = i + 1;
+        log_info("agent", "module %s initialised", m->name);
+    }
+    return 0;
+}
+
+int agent_start(struct agent *a)
+{
+    char err[256];
+    int r;
+
+    uv_signal_init(a->loop, &a->sigterm);
+    uv_signal_init(a->loop, &a->sigint);
+    uv_timer_init(a->loop, &a->probe_timer);
+    uv_timer_init(a->loop, &a->shutdown_timer);
+    uv_timer_init(a->loop, &a->force_timer);
+    uv_timer_init(a->loop, &a->release_timer);
+    a->sigterm.data = a->sigint.data = a;
+    a->probe_timer.data = a->shutdown_timer.data = a->force_timer.data = a->release_timer.data = a;
+    a->handles_open = true;
+    uv_signal_start(&a->sigterm, on_signal, SIGTERM);
+    uv_signal_start(&a->sigint, on_signal, SIGINT);
+
+    r = httpd_start(a->http, err, sizeof(err));
+    if (r < 0) {
+        log_error("agent", "cannot serve health and metrics: %s", err);
+        agent_shutdown(a, 1);
+        return r;
+    }
+    log_info("agent", "serving /healthz, /readyz and /metrics on %s (port %u)", a->cfg->http_addr,
+             (unsigned)httpd_port(a->http));
+    uv_timer_start(&a->probe_timer, probe, 0, 0);
+
+    a->infs_started = true;
+    for (struct shared_inf *si = a->infs; si; si = si->next) {
+        r = inf_start(si->inf);
+        if (r < 0) {
+            log_errno(r, "agent", "cannot start the informer of %s", si->res->resource);
+            agent_shutdown(a, 1);
+            return r;
+        }
+    }
+
+    if (!a->cfg->leader_elect) {
+        log_info("agent", "leader election disabled: starting modules");
+        a->leading = true;
+        start_modules(a);
+        return 0;
+    }
+    {
+        struct le_options lo = {
+            .namespace_ = a->cfg->namespace_,
+            .name = a->cfg->lease_name,
+            .identity = a->cfg->identity,
+            .lease_duration_ms = a->cfg->lease_duration_ms,
+            .renew_deadline_ms = a->cfg->renew_deadline_ms,
+            .retry_period_ms = a->cfg->retry_period_ms,
+        };
+        struct le_callbacks cb = {on_started_leading, on_stopped_leading, on_new_leader};
+
+        r = le_start(a->kube, &lo, &cb, a, &a->le);
+        if (r < 0) {
+            log_errno(r, "agent", "cannot start leader election");
+            agent_shutdown(a, 1);
+            return r;
+        }
+    }
+    log_info("agent", "campaigning for lease %s/%s as %s", a->cfg->namespace_, a->cfg->lease_name,
+             a->cfg->identity);
+    return 0;
+}
+
+int agent_free(struct agent *a)
+{
+    int code;
+
+    if (!a)
+        return 1;
+    /* A failure before agent_start: nothing runs yet, finish by hand. */
+    if (!a->finishing) {
+        a->shutting_down = true;
+        if (!a->exit_code)
+            a->exit_code = 1;
+        finish_shutdown(a);
+    }
+    if (a->handles_open) {
+        uv_close((uv_handle_t *)&a->force_timer, on_closed);
+        a->handles_open = false;
+    }
+    uv_run(a->loop, UV_RUN_DEFAULT);
+    code = a->exit_code;
+    a->metrics = metrics_registry_free(a->metrics);
+    a->kc = kc_config_free(a->kc);
+    x_free(a);
+    return code;
+}

@@ -1,0 +1,24 @@
+# cliqo-agent and the libraries it is made of (included by src/CMakeLists.txt).
+
+# HTTP(S) servers on libmicrohttpd, driven by a libuv loop (src/httpd/).
+cliqo_module(cliqo_httpd SOURCES httpd/httpd.c DEPS PkgConfig::MHD PkgConfig::LIBUV)
+# Prometheus text exposition (src/agent/metrics.c).
+cliqo_module(cliqo_metrics SOURCES agent/metrics.c)
+if(TARGET cliqo_metrics)
+    target_link_libraries(cliqo_metrics PUBLIC m)
+endif()
+
+# The agent's core (everything but main), so that unit tests can link it.
+# The peering controllers (src/peering/ctl_*.c, docs/peering.md) are agent modules: they are built
+# into the core with the module table that lists them.
+if(TARGET cliqo_httpd AND TARGET cliqo_metrics AND TARGET cliqo_kube_api AND TARGET cliqo_peering)
+    add_library(cliqo_agent_core STATIC agent/agent.c agent/config.c agent/modules.c
+                agent/mod_identity.c peering/ctl_util.c peering/ctl_auth.c peering/ctl_outgoing.c
+                peering/ctl_incoming.c)
+    target_link_libraries(cliqo_agent_core PUBLIC cliqo_common cliqo_kube_api cliqo_httpd cliqo_metrics
+                          cliqo_peering PkgConfig::OPENSSL)
+
+    add_executable(cliqo-agent agent/main.c)
+    target_link_libraries(cliqo-agent PRIVATE cliqo_agent_core)
+    install(TARGETS cliqo-agent RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()

@@ -1,0 +1,98 @@
+/* agent: the skeleton of cliqo-agent, the daemon of one cluster, and the interface of its modules.
+ *
+ * One process, one libuv loop. The agent owns the Kubernetes client, the HTTP server of health and
+ * metrics (--http-addr), the auth HTTPS server (--auth-addr, created by the module that serves it),
+ * the metrics registry, shared informers, work queues and leader election; controllers are modules
+ * listed in a static table (modules.c) and plugged in through struct agent_module.
+ *
+ * Life cycle of a module (all calls on the loop):
+ *   init(a)   once, in table order, before anything runs: register HTTP routes, informers
+ *             (agent_informer), queues (agent_queue), metrics, collectors. Failure: the agent
+ *             exits 1 (fini runs for the modules already initialised).
+ *   start(a)  when this replica becomes the leader (or at once with --leader-elect=false), in
+ *             table order; at most once per process. Start acting: informer handlers registered
+ *             as leader-only receive events from now on (the objects already cached are replayed
+ *             as on_add right after every start() has run). Failure: the agent gives up leadership
+ *             and exits 1.
+ *   stop(a)   on losing leadership or at shutdown, in reverse order, also for a module whose start
+ *             was never called: must be idempotent and must stop acting at once (no new writes).
+ *             The agent shuts the module's queues down right after.
+ *   fini(a)   once at shutdown, in reverse order, after the HTTP servers have closed (pending
+ *             requests were aborted): free everything, cancel requests in flight.
+ *   ready(a)  asked by /readyz on every replica, leader or not (standbys are ready when they could
+ *             take over): NULL means always ready.
+ * Any of them may be NULL. A replica that loses leadership stops its modules and exits (status 1)
+ * so that a fresh process campaigns again (as client-go controllers do); modules therefore never
+ * see start() after stop().
+ *
+ * Ownership: everything returned by the accessors is borrowed and valid until fini. */
+#ifndef CLIQO_AGENT_H
+#define CLIQO_AGENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "agent/metrics.h"
+#include "httpd/httpd.h"
+#include "kube/api.h"
+#include "kube/informer.h"
+#include "kube/workqueue.h"
+
+struct agent;
+
+struct agent_module {
+    const char *name;
+    int (*init)(struct agent *a);
+    int (*start)(struct agent *a); /* when leading */
+    void (*stop)(struct agent *a); /* on losing leadership or shutdown; idempotent */
+    void (*fini)(struct agent *a);
+    bool (*ready)(struct agent *a);
+};
+
+/* The module table (modules.c), terminated by an entry with a NULL name. */
+extern const struct agent_module agent_modules[];
+
+uv_loop_t *agent_loop(struct agent *a);
+struct kapi_client *agent_kube(struct agent *a);
+const struct kc_config *agent_kubeconfig(struct agent *a);
+const char *agent_namespace(struct agent *a);
+const char *agent_identity(struct agent *a);
+bool agent_is_leader(struct agent *a);
+bool agent_shutting_down(struct agent *a);
+struct metrics_registry *agent_metrics(struct agent *a);
+
+/* The health and metrics server (plain HTTP on --http-addr). Modules may add routes in init. */
+struct httpd_server *agent_http_server(struct agent *a);
+/* The auth endpoint's HTTPS server on --auth-addr, created by the first call with the PEM
+ * certificate and key (the module reads them from the auth-tls Secret). The caller adds routes and
+ * calls httpd_start; the agent closes it at shutdown. Later calls return the same server (the
+ * certificate arguments are then ignored). Returns 0, -EINVAL, -ENOTSUP (no TLS in MHD), -ENOMEM,
+ * or -ESHUTDOWN. */
+int agent_auth_server(struct agent *a, const char *cert_pem, const char *key_pem,
+                      struct httpd_server **ret);
+
+/* Informer handlers of a module receive events only while this replica leads, unless registered
+ * with AGENT_INF_ALWAYS (data every replica needs, e.g. the token the auth endpoint checks). */
+#define AGENT_INF_ALWAYS 0x1u
+
+/* Registers handlers on the shared informer of (resource, namespace, label selector): the first
+ * registration creates it, later ones (from any module) share its list, watch and store. ns NULL:
+ * all namespaces; label_selector NULL: everything. Informers start after every module's init (or
+ * at once when registered later; such late handlers get no replay of cached objects). h may be
+ * NULL (store access only). *ret (may be NULL) is the informer, for inf_get / inf_foreach /
+ * inf_synced; the agent frees it. Returns 0, -EINVAL, -ENOSPC or -ENOMEM. */
+int agent_informer(struct agent *a, const struct kapi_resource *resource, const char *ns,
+                   const char *label_selector, unsigned flags, const struct inf_handlers *h,
+                   void *data, struct inf_informer **ret);
+
+/* Creates a work queue on the agent's loop (wq_new) that the agent tracks: its depth is exported as
+ * cliqo_workqueue_depth{queue=name}, it is shut down after the modules' stop() and closed after
+ * their fini(). Returns 0, -EINVAL, -ENOSPC or -ENOMEM. */
+int agent_queue(struct agent *a, const char *name, const struct wq_options *o, wq_process_fn fn,
+                void *data, struct wq_queue **ret);
+
+/* Asks the agent to shut down (as SIGTERM does), with this exit status. */
+void agent_shutdown(struct agent *a, int exit_code);
+
+#endif

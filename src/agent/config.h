@@ -1,0 +1,46 @@
+/* config: the command line of cliqo-agent.
+ *
+ * Flags take their value as `--flag VALUE` or `--flag=VALUE`; booleans accept `--flag`,
+ * `--flag=true` and `--flag=false`. Durations are a whole number with a unit: "500ms", "15s",
+ * "2m". Every value is checked here, so that a bad command line fails before anything starts with
+ * one line naming the flag and the reason. */
+#ifndef CLIQO_AGENT_CONFIG_H
+#define CLIQO_AGENT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/log.h"
+
+#define AGENT_MAX_IDENTITY 128
+
+struct agent_config {
+    const char *kubeconfig; /* NULL: $KUBECONFIG, ~/.kube/config, in-cluster */
+    const char *namespace_;
+    const char *http_addr;
+    const char *auth_addr;
+    char identity[AGENT_MAX_IDENTITY + 1];
+    bool leader_elect;
+    const char *lease_name;
+    uint64_t lease_duration_ms, renew_deadline_ms, retry_period_ms;
+    uint64_t shutdown_timeout_ms;
+    const char *api_server_url; /* peering: URL peers use for our apiserver (NULL: kubeconfig's) */
+    const char *auth_url;       /* peering: our auth URL sent to peers (NULL: ClusterConfig's) */
+    uint64_t unpeer_timeout_ms; /* peering: 0 = default */
+    enum log_level log_level;
+    bool help, version;
+};
+
+/* Parses argv (strings are borrowed from it). Returns 0 or -EINVAL with the reason in err. The
+ * identity defaults to $POD_NAME, else "<hostname>_<pid>". */
+int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *err, size_t errlen);
+/* "<n>ms", "<n>s", "<n>m", "<n>h" → milliseconds. Returns 0, -EINVAL or -ERANGE. */
+int agent_parse_duration(const char *s, uint64_t *ret_ms);
+/* An RFC 1123 DNS label (namespaces), resp. subdomain (object names). */
+bool agent_valid_label(const char *s);
+bool agent_valid_subdomain(const char *s);
+/* The --help text. */
+const char *agent_usage(void);
+
+#endif

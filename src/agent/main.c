@@ -1,0 +1,53 @@
+/* cliqo-agent: parses the command line, runs the agent on one libuv loop, exits with its status. */
+#include "agent/agent-internal.h"
+#include "common/log.h"
+#include "peering/ctl.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+int main(int argc, char **argv)
+{
+    struct agent_config cfg;
+    struct agent *a = NULL;
+    char err[512];
+    uv_loop_t loop;
+    int code, r;
+
+    if (agent_config_parse(argc, argv, &cfg, err, sizeof(err)) < 0) {
+        fprintf(stderr, "cliqo-agent: %s\n", err);
+        return 2;
+    }
+    if (cfg.help) {
+        fputs(agent_usage(), stdout);
+        return 0;
+    }
+    if (cfg.version) {
+        printf("cliqo-agent %s\n", CLIQO_VERSION);
+        return 0;
+    }
+    log_set_level(cfg.log_level);
+    signal(SIGPIPE, SIG_IGN);
+    r = uv_loop_init(&loop);
+    if (r < 0) {
+        fprintf(stderr, "cliqo-agent: cannot create the event loop: %s\n", uv_strerror(r));
+        return 1;
+    }
+    peer_ctl_configure(&(struct peer_ctl_options){.api_server_url = cfg.api_server_url,
+                                                  .auth_url = cfg.auth_url,
+                                                  .unpeer_timeout_ms = cfg.unpeer_timeout_ms});
+    r = agent_new(&loop, &cfg, agent_modules, &a);
+    if (r == 0)
+        r = agent_start(a);
+    if (r == 0)
+        uv_run(&loop, UV_RUN_DEFAULT);
+    code = agent_free(a);
+    r = uv_loop_close(&loop);
+    if (r < 0) {
+        log_error("agent", "event loop still has open handles at exit: %s", uv_strerror(r));
+        if (code == 0)
+            code = 1;
+    }
+    return code;
+}

@@ -1,0 +1,21 @@
+/* Declarations of the agent's modules, one entry macro each, used by the table in modules.c. */
+#ifndef CLIQO_AGENT_MODULES_H
+#define CLIQO_AGENT_MODULES_H
+
+#include "agent/agent.h"
+
+/* identity (mod_identity.c): follows the ConfigMap cluster-id of the agent's namespace (see
+ * docs/peering.md) and exports cliqo_cluster_info{cluster_id,cluster_name} 1. */
+int identity_init(struct agent *a);
+void identity_fini(struct agent *a);
+bool identity_ready(struct agent *a);
+/* The cluster's ID and name, or NULL while the ConfigMap is unknown. Borrowed until the next loop
+ * iteration. */
+const char *identity_cluster_id(void);
+const char *identity_cluster_name(void);
+#define AGENT_MODULE_IDENTITY                                                                      \
+    {                                                                                              \
+        "identity", identity_init, NULL, NULL, identity_fini, identity_ready                       \
+    }
+
+#endif

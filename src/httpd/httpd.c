@@ -1,0 +1,991 @@
+/* httpd: see httpd.h. How the pieces fit:
+ *
+ *  - MHD is started in external-polling epoll mode with suspend/resume. A uv_poll watches its epoll
+ *    descriptor, a uv_timer ("run timer") is re-armed from MHD_get_timeout after every MHD_run;
+ *    starting the run timer with 0 is how the module asks for a pass of MHD_run "soon" (after an
+ *    asynchronous answer), never recursively from inside MHD.
+ *  - MHD calls on_access several times per request: once with the headers (route lookup, early
+ *    refusals), once per body chunk (counted and appended to a bounded buffer), once when the body
+ *    is complete (the handler runs). A handler that did not answer leaves the connection suspended
+ *    and the request on the pending list.
+ *  - An answer that cannot be queued right away (the request is suspended) is stored in the
+ *    request, which goes on the `deferred` list; the run timer queues it on the suspended
+ *    connection and resumes it (MHD allows queueing a response on a suspended connection at any
+ *    time).
+ *  - The request is freed by MHD's completion notification, whatever happened. */
+#include "httpd/httpd.h"
+#include "common/log.h"
+#include "common/strutil.h"
+#include "common/xalloc.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+struct route {
+    char *method;
+    char *path;
+    size_t max_body;
+    httpd_handler_fn fn;
+    void *data;
+};
+
+enum req_state {
+    REQ_HEADERS, /* headers seen, body (if any) arriving */
+    REQ_PENDING, /* the handler runs or has returned without answering */
+    REQ_ANSWERED /* an answer is stored or queued */
+};
+
+struct httpd_request {
+    struct httpd_server *s;
+    struct MHD_Connection *conn;
+    const struct route *route;
+    const char *method, *path; /* borrowed from MHD: valid for the request's life */
+    struct sockaddr_storage peer;
+    char peer_ip[INET6_ADDRSTRLEN];
+    struct sbuf body;
+    size_t max_body;
+    enum req_state state;
+    bool in_handler; /* the handler is running: an answer is queued when it returns */
+    bool suspended;
+    bool deferred; /* on the deferred list */
+    struct MHD_Response *resp;
+    unsigned status;
+    char *hdr_name[HTTPD_MAX_EXTRA_HEADERS], *hdr_value[HTTPD_MAX_EXTRA_HEADERS];
+    int nhdr;
+    httpd_abort_fn abort_fn;
+    void *abort_data;
+    uint64_t deadline; /* loop time, pending requests */
+    struct httpd_request *prev, *next;
+};
+
+struct httpd_server {
+    uv_loop_t *loop;
+    char *name;
+    struct sockaddr_storage addr;
+    socklen_t addr_len;
+    char *cert, *key;
+    unsigned connection_limit, per_ip_limit, timeout_s;
+    size_t memory_limit;
+    uint64_t handler_timeout_ms;
+    httpd_response_fn on_response;
+    void *data;
+
+    struct route routes[HTTPD_MAX_ROUTES];
+    int nroutes;
+
+    struct MHD_Daemon *d;
+    uint16_t port;
+    uv_poll_t poll;
+    uv_timer_t run_timer;
+    uv_timer_t deadline_timer;
+    int open_handles;
+    bool poll_started;
+    bool closing;
+    struct httpd_request *pending; /* suspended, waiting for their handler */
+    struct httpd_request *deferred_head;
+    void (*done)(void *data);
+    void *done_data;
+};
+
+/* ---- addresses ------------------------------------------------------------------------------ */
+
+int httpd_parse_addr(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len)
+{
+    struct sockaddr_storage ss;
+    char host[INET6_ADDRSTRLEN + 2];
+    const char *colon, *port_s;
+    uint64_t port;
+    size_t hlen;
+
+    if (!s || !ret || !ret_len)
+        return -EINVAL;
+    memset(&ss, 0, sizeof(ss));
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+
+        if (!end || end[1] != ':')
+            return -EINVAL;
+        hlen = (size_t)(end - s - 1);
+        if (hlen == 0 || hlen >= sizeof(host))
+            return -EINVAL;
+        memcpy(host, s + 1, hlen);
+        host[hlen] = '\0';
+        if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1)
+            return -EINVAL;
+        port_s = end + 2;
+        if (parse_u64(port_s, 65535, &port) < 0)
+            return -EINVAL;
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        *ret = ss;
+        *ret_len = sizeof(*in6);
+        return 0;
+    }
+    colon = strrchr(s, ':');
+    if (!colon || strchr(s, ':') != colon)
+        return -EINVAL; /* no port, or an IPv6 address without brackets */
+    hlen = (size_t)(colon - s);
+    if (hlen >= sizeof(host))
+        return -EINVAL;
+    memcpy(host, s, hlen);
+    host[hlen] = '\0';
+    if (parse_u64(colon + 1, 65535, &port) < 0)
+        return -EINVAL;
+    {
+        struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        if (hlen == 0)
+            in4->sin_addr.s_addr = htonl(INADDR_ANY);
+        else if (strcmp(host, "localhost") == 0)
+            in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        else if (inet_pton(AF_INET, host, &in4->sin_addr) != 1)
+            return -EINVAL;
+        *ret = ss;
+        *ret_len = sizeof(*in4);
+    }
+    return 0;
+}
+
+void httpd_format_addr(const struct sockaddr *sa, char *buf, size_t size)
+{
+    char ip[INET6_ADDRSTRLEN];
+
+    if (!buf || size == 0)
+        return;
+    if (sa && sa->sa_family == AF_INET) {
+        const struct sockaddr_in *in4 = (const struct sockaddr_in *)sa;
+        inet_ntop(AF_INET, &in4->sin_addr, ip, sizeof(ip));
+        snprintf(buf, size, "%s:%u", ip, (unsigned)ntohs(in4->sin_port));
+    } else if (sa && sa->sa_family == AF_INET6) {
+        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
+        inet_ntop(AF_INET6, &in6->sin6_addr, ip, sizeof(ip));
+        snprintf(buf, size, "[%s]:%u", ip, (unsigned)ntohs(in6->sin6_port));
+    } else {
+        snprintf(buf, size, "?");
+    }
+}
+
+/* ---- loop integration ----------------------------------------------------------------------- */
+
+static void flush_deferred(struct httpd_server *s);
+
+static void run_mhd(struct httpd_server *s);
+
+static void on_run_timer(uv_timer_t *t)
+{
+    run_mhd(t->data);
+}
+
+static void run_soon(struct httpd_server *s)
+{
+    if (s->d && !s->closing)
+        uv_timer_start(&s->run_timer, on_run_timer, 0, 0);
+}
+
+static void run_mhd(struct httpd_server *s)
+{
+    MHD_UNSIGNED_LONG_LONG t;
+
+    if (!s->d || s->closing)
+        return;
+    flush_deferred(s);
+    MHD_run(s->d);
+    if (s->closing)
+        return;
+    if (MHD_get_timeout(s->d, &t) == MHD_YES)
+        uv_timer_start(&s->run_timer, on_run_timer, t, 0);
+    else
+        uv_timer_stop(&s->run_timer);
+}
+
+static void on_poll(uv_poll_t *p, int status, int events)
+{
+    (void)status;
+    (void)events;
+    run_mhd(p->data);
+}
+
+/* ---- requests and answers ------------------------------------------------------------------- */
+
+static void pending_unlink(struct httpd_request *req)
+{
+    struct httpd_server *s = req->s;
+
+    if (req->prev)
+        req->prev->next = req->next;
+    else if (s->pending == req)
+        s->pending = req->next;
+    if (req->next)
+        req->next->prev = req->prev;
+    req->prev = req->next = NULL;
+}
+
+static void report(struct httpd_request *req)
+{
+    struct httpd_server *s = req->s;
+
+    if (s->on_response)
+        s->on_response(req, req->route ? req->route->path : NULL, req->status, s->data);
+}
+
+static void req_free(struct httpd_request *req)
+{
+    if (!req)
+        return;
+    if (req->resp)
+        MHD_destroy_response(req->resp);
+    for (int i = 0; i < req->nhdr; i++) {
+        x_free(req->hdr_name[i]);
+        x_free(req->hdr_value[i]);
+    }
+    sbuf_done(&req->body);
+    x_free(req);
+}
+
+/* Builds the stored response. Returns 0 or -ENOMEM. */
+static int build_response(struct httpd_request *req, unsigned status, const char *content_type,
+                          const void *body, size_t len)
+{
+    struct MHD_Response *r;
+
+    r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (!r)
+        return -ENOMEM;
+    if (content_type && MHD_add_response_header(r, "Content-Type", content_type) != MHD_YES)
+        goto fail;
+    for (int i = 0; i < req->nhdr; i++)
+        if (MHD_add_response_header(r, req->hdr_name[i], req->hdr_value[i]) != MHD_YES)
+            goto fail;
+    if (req->resp)
+        MHD_destroy_response(req->resp);
+    req->resp = r;
+    req->status = status;
+    return 0;
+fail:
+    MHD_destroy_response(r);
+    return -ENOMEM;
+}
+
+/* Queues the stored answer from inside on_access (not for upload calls). */
+static enum MHD_Result queue_now(struct httpd_request *req)
+{
+    enum MHD_Result r = MHD_queue_response(req->conn, req->status, req->resp);
+
+    MHD_destroy_response(req->resp);
+    req->resp = NULL;
+    report(req);
+    return r;
+}
+
+static void defer_answer(struct httpd_request *req)
+{
+    struct httpd_server *s = req->s;
+
+    if (!req->deferred) {
+        req->deferred = true;
+        req->next = s->deferred_head;
+        req->prev = NULL;
+        if (s->deferred_head)
+            s->deferred_head->prev = req;
+        s->deferred_head = req;
+    }
+    run_soon(s);
+}
+
+/* Queues stored answers on their suspended connections and resumes them. */
+static void flush_deferred(struct httpd_server *s)
+{
+    while (s->deferred_head) {
+        struct httpd_request *req = s->deferred_head;
+
+        s->deferred_head = req->next;
+        if (s->deferred_head)
+            s->deferred_head->prev = NULL;
+        req->next = req->prev = NULL;
+        req->deferred = false;
+        if (req->resp)
+            (void)queue_now(req);
+        if (req->suspended) {
+            req->suspended = false;
+            MHD_resume_connection(req->conn);
+        }
+    }
+}
+
+static int answer_with_json_error(struct httpd_request *req, unsigned status, const char *error,
+                                  const char *message);
+
+/* Stores an answer made by the server itself (404, 405, 413, 503, 504). */
+static int server_answer(struct httpd_request *req, unsigned status, const char *error,
+                         const char *message)
+{
+    req->state = REQ_ANSWERED;
+    return answer_with_json_error(req, status, error, message);
+}
+
+static void json_escape(struct sbuf *b, const char *s)
+{
+    sbuf_adds(b, "\"");
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            sbuf_printf(b, "\\%c", *p);
+        else if (*p == '\n')
+            sbuf_adds(b, "\\n");
+        else if (*p < 0x20 || *p == 0x7f)
+            sbuf_printf(b, "\\u%04x", *p);
+        else
+            sbuf_add(b, p, 1);
+    }
+    sbuf_adds(b, "\"");
+}
+
+static int answer_with_json_error(struct httpd_request *req, unsigned status, const char *error,
+                                  const char *message)
+{
+    struct sbuf b;
+    int r;
+
+    sbuf_init(&b, 16384);
+    sbuf_adds(&b, "{\"error\":");
+    json_escape(&b, error);
+    sbuf_adds(&b, ",\"message\":");
+    json_escape(&b, message);
+    r = sbuf_adds(&b, "}\n");
+    if (r == 0)
+        r = build_response(req, status, "application/json", sbuf_str(&b), sbuf_len(&b));
+    sbuf_done(&b);
+    return r;
+}
+
+static const struct route *find_route(struct httpd_server *s, const char *method, const char *path,
+                                      bool *path_known)
+{
+    const char *m = strcmp(method, "HEAD") == 0 ? "GET" : method;
+
+    *path_known = false;
+    for (int i = 0; i < s->nroutes; i++) {
+        if (strcmp(s->routes[i].path, path) != 0)
+            continue;
+        *path_known = true;
+        if (strcmp(s->routes[i].method, m) == 0)
+            return &s->routes[i];
+    }
+    return NULL;
+}
+
+static void allow_header(struct httpd_server *s, struct httpd_request *req, const char *path)
+{
+    struct sbuf b;
+
+    sbuf_init(&b, 256);
+    for (int i = 0; i < s->nroutes; i++)
+        if (strcmp(s->routes[i].path, path) == 0)
+            sbuf_printf(&b, "%s%s", sbuf_len(&b) ? ", " : "", s->routes[i].method);
+    if (sbuf_len(&b))
+        (void)httpd_add_header(req, "Allow", sbuf_str(&b));
+    sbuf_done(&b);
+}
+
+/* First call for a request: route lookup and the refusals that need no body. */
+static enum MHD_Result begin_request(struct httpd_server *s, struct httpd_request *req)
+{
+    const union MHD_ConnectionInfo *ci;
+    const char *cl;
+    bool known;
+    uint64_t n;
+
+    ci = MHD_get_connection_info(req->conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (ci && ci->client_addr) {
+        if (ci->client_addr->sa_family == AF_INET) {
+            memcpy(&req->peer, ci->client_addr, sizeof(struct sockaddr_in));
+            inet_ntop(AF_INET, &((struct sockaddr_in *)&req->peer)->sin_addr, req->peer_ip,
+                      sizeof(req->peer_ip));
+        } else if (ci->client_addr->sa_family == AF_INET6) {
+            memcpy(&req->peer, ci->client_addr, sizeof(struct sockaddr_in6));
+            inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&req->peer)->sin6_addr, req->peer_ip,
+                      sizeof(req->peer_ip));
+        }
+    }
+    req->route = find_route(s, req->method, req->path, &known);
+    if (!req->route) {
+        if (known) {
+            allow_header(s, req, req->path);
+            if (server_answer(req, 405, "MethodNotAllowed", "method not allowed for this path") < 0)
+                return MHD_NO;
+        } else if (server_answer(req, 404, "NotFound", "no such path") < 0) {
+            return MHD_NO;
+        }
+        return queue_now(req);
+    }
+    req->max_body = req->route->max_body;
+    sbuf_init(&req->body, req->max_body);
+    cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Content-Length");
+    if (cl && parse_u64(cl, UINT64_MAX, &n) == 0 && n > req->max_body) {
+        if (server_answer(req, 413, "RequestEntityTooLarge", "request body too large") < 0)
+            return MHD_NO;
+        return queue_now(req);
+    }
+    return MHD_YES;
+}
+
+static void on_deadline(uv_timer_t *t);
+
+static void arm_deadline(struct httpd_server *s)
+{
+    uint64_t now = uv_now(s->loop), first = UINT64_MAX;
+
+    if (s->closing || !s->d)
+        return;
+    for (struct httpd_request *r = s->pending; r; r = r->next)
+        if (r->deadline < first)
+            first = r->deadline;
+    if (first == UINT64_MAX)
+        uv_timer_stop(&s->deadline_timer);
+    else
+        uv_timer_start(&s->deadline_timer, on_deadline, first > now ? first - now : 0, 0);
+}
+
+static void abort_pending(struct httpd_request *req, unsigned status, const char *error,
+                          const char *message)
+{
+    httpd_abort_fn fn = req->abort_fn;
+
+    pending_unlink(req);
+    req->abort_fn = NULL;
+    if (fn)
+        fn(req, req->abort_data);
+    if (server_answer(req, status, error, message) < 0) {
+        /* No memory for an answer: resume without one, MHD closes the connection. */
+        req->status = status;
+    }
+    defer_answer(req);
+}
+
+static void on_deadline(uv_timer_t *t)
+{
+    struct httpd_server *s = t->data;
+    uint64_t now = uv_now(s->loop);
+    struct httpd_request *r = s->pending, *next;
+
+    for (; r; r = next) {
+        next = r->next;
+        if (r->deadline <= now) {
+            log_debug("httpd", "%s: %s %s from %s: handler did not answer in time", s->name,
+                      r->method, r->path, r->peer_ip);
+            abort_pending(r, 504, "Timeout", "the request could not be completed in time");
+        }
+    }
+    arm_deadline(s);
+}
+
+static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
+                                 const char *method, const char *version, const char *upload_data,
+                                 size_t *upload_data_size, void **con_cls)
+{
+    struct httpd_server *s = cls;
+    struct httpd_request *req = *con_cls;
+
+    (void)version;
+    if (!req) {
+        req = x_calloc(1, sizeof(*req));
+        if (!req)
+            return MHD_NO;
+        req->s = s;
+        req->conn = conn;
+        req->method = method;
+        req->path = url;
+        sbuf_init(&req->body, 0);
+        *con_cls = req;
+        return begin_request(s, req);
+    }
+    if (*upload_data_size) {
+        size_t n = *upload_data_size;
+
+        *upload_data_size = 0;
+        if (req->state != REQ_HEADERS)
+            return MHD_YES; /* an answer is on its way: discard */
+        (void)upload_data;
+        if (sbuf_len(&req->body) + n > req->max_body || sbuf_add(&req->body, upload_data, n) < 0) {
+            /* Over the limit (or out of memory): stop reading now. MHD cannot send an answer
+             * in the middle of a body it has not read (libmicrohttpd 0.9.75 stalls the
+             * connection), so the connection is closed at once; it is counted as a 413. A client
+             * that declares its length gets a real 413 before sending anything (begin_request). */
+            sbuf_done(&req->body);
+            req->state = REQ_ANSWERED;
+            req->status = 413;
+            report(req);
+            log_debug("httpd", "%s: %s %s from %s: body over %zu bytes, closing", s->name,
+                      req->method, req->path, req->peer_ip, req->max_body);
+            return MHD_NO;
+        }
+        return MHD_YES;
+    }
+    if (req->state == REQ_ANSWERED) {
+        if (req->resp)
+            return queue_now(req);
+        return MHD_NO;
+    }
+    if (req->state == REQ_PENDING)
+        return MHD_YES; /* resumed without an answer: cannot happen, be safe */
+    /* The body is complete: run the handler. */
+    req->state = REQ_PENDING;
+    req->in_handler = true;
+    req->route->fn(req, req->route->data);
+    req->in_handler = false;
+    if (req->state == REQ_ANSWERED)
+        return req->resp ? queue_now(req) : MHD_NO;
+    if (s->closing) {
+        /* Cannot wait: the server is going away. */
+        if (server_answer(req, 503, "ShuttingDown", "the server is shutting down") < 0)
+            return MHD_NO;
+        return queue_now(req);
+    }
+    MHD_suspend_connection(conn);
+    req->suspended = true;
+    req->deadline = uv_now(s->loop) + s->handler_timeout_ms;
+    req->next = s->pending;
+    req->prev = NULL;
+    if (s->pending)
+        s->pending->prev = req;
+    s->pending = req;
+    arm_deadline(s);
+    return MHD_YES;
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+                         enum MHD_RequestTerminationCode toe)
+{
+    struct httpd_server *s = cls;
+    struct httpd_request *req = *con_cls;
+
+    (void)conn;
+    if (!req)
+        return;
+    if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+        log_debug("httpd", "%s: %s %s from %s ended early (code %d)", s->name, req->method,
+                  req->path, req->peer_ip, (int)toe);
+    if (req->state == REQ_PENDING && !req->in_handler) {
+        pending_unlink(req);
+        if (req->abort_fn)
+            req->abort_fn(req, req->abort_data);
+    }
+    if (req->deferred) {
+        if (req->prev)
+            req->prev->next = req->next;
+        else
+            s->deferred_head = req->next;
+        if (req->next)
+            req->next->prev = req->prev;
+    }
+    req_free(req);
+    *con_cls = NULL;
+}
+
+static void on_mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    struct httpd_server *s = cls;
+    char buf[512];
+    size_t n;
+
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    n = strlen(buf);
+    while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+        buf[--n] = '\0';
+    log_debug("httpd", "%s: libmicrohttpd: %s", s->name, buf);
+}
+
+/* ---- request API ---------------------------------------------------------------------------- */
+
+const char *httpd_req_method(const struct httpd_request *req)
+{
+    return req->method;
+}
+
+const char *httpd_req_path(const struct httpd_request *req)
+{
+    return req->path;
+}
+
+const char *httpd_req_body(const struct httpd_request *req, size_t *ret_len)
+{
+    if (ret_len)
+        *ret_len = sbuf_len(&req->body);
+    return sbuf_str(&req->body);
+}
+
+const char *httpd_req_header(const struct httpd_request *req, const char *name)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, name);
+}
+
+const char *httpd_req_query(const struct httpd_request *req, const char *key)
+{
+    return MHD_lookup_connection_value(req->conn, MHD_GET_ARGUMENT_KIND, key);
+}
+
+const struct sockaddr *httpd_req_peer(const struct httpd_request *req)
+{
+    return (const struct sockaddr *)&req->peer;
+}
+
+const char *httpd_req_peer_ip(const struct httpd_request *req)
+{
+    return req->peer_ip[0] ? req->peer_ip : "?";
+}
+
+bool httpd_req_tls(const struct httpd_request *req)
+{
+    return req->s->cert != NULL;
+}
+
+struct httpd_server *httpd_req_server(const struct httpd_request *req)
+{
+    return req->s;
+}
+
+void httpd_req_on_abort(struct httpd_request *req, httpd_abort_fn fn, void *data)
+{
+    req->abort_fn = fn;
+    req->abort_data = data;
+}
+
+int httpd_add_header(struct httpd_request *req, const char *name, const char *value)
+{
+    if (!req || !name || !value || !*name || strpbrk(name, "\r\n:") || strpbrk(value, "\r\n"))
+        return -EINVAL;
+    if (req->nhdr >= HTTPD_MAX_EXTRA_HEADERS)
+        return -ENOSPC;
+    req->hdr_name[req->nhdr] = x_strdup(name);
+    req->hdr_value[req->nhdr] = x_strdup(value);
+    if (!req->hdr_name[req->nhdr] || !req->hdr_value[req->nhdr]) {
+        x_free(req->hdr_name[req->nhdr]);
+        x_free(req->hdr_value[req->nhdr]);
+        return -ENOMEM;
+    }
+    req->nhdr++;
+    return 0;
+}
+
+int httpd_respond(struct httpd_request *req, unsigned status, const char *content_type,
+                  const void *body, size_t len)
+{
+    int r;
+
+    if (!req || req->state != REQ_PENDING)
+        return -EALREADY;
+    r = build_response(req, status, content_type, body ? body : "", body ? len : 0);
+    if (r < 0) {
+        static const char oom[] = "out of memory\n";
+
+        /* Try a minimal answer; failing that, the connection is closed without one. */
+        (void)build_response(req, 500, "text/plain", oom, sizeof(oom) - 1);
+        r = -ENOMEM;
+    }
+    req->state = REQ_ANSWERED;
+    if (req->in_handler)
+        return r; /* on_access queues it when the handler returns */
+    pending_unlink(req);
+    req->abort_fn = NULL;
+    defer_answer(req);
+    arm_deadline(req->s);
+    return r;
+}
+
+int httpd_respond_text(struct httpd_request *req, unsigned status, const char *text)
+{
+    return httpd_respond(req, status, "text/plain; charset=utf-8", text, text ? strlen(text) : 0);
+}
+
+int httpd_respond_error(struct httpd_request *req, unsigned status, const char *error,
+                        const char *message)
+{
+    struct sbuf b;
+    int r;
+
+    if (!req || req->state != REQ_PENDING)
+        return -EALREADY;
+    sbuf_init(&b, 16384);
+    sbuf_adds(&b, "{\"error\":");
+    json_escape(&b, error);
+    sbuf_adds(&b, ",\"message\":");
+    json_escape(&b, message);
+    r = sbuf_adds(&b, "}\n");
+    if (r < 0) {
+        sbuf_done(&b);
+        return httpd_respond_text(req, 500, "internal error\n");
+    }
+    r = httpd_respond(req, status, "application/json", sbuf_str(&b), sbuf_len(&b));
+    sbuf_done(&b);
+    return r;
+}
+
+/* ---- server --------------------------------------------------------------------------------- */
+
+int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_server **ret)
+{
+    struct httpd_server *s = NULL;
+    int r = -EINVAL;
+
+    if (!loop || !o || !o->addr || !ret)
+        return -EINVAL;
+    if (!o->tls_cert_pem != !o->tls_key_pem)
+        return -EINVAL;
+    if (o->tls_cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
+        return -ENOTSUP;
+    s = x_calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->loop = loop;
+    r = httpd_parse_addr(o->addr, &s->addr, &s->addr_len);
+    if (r < 0)
+        goto out;
+    r = -ENOMEM;
+    s->name = x_strdup(o->name ? o->name : "httpd");
+    if (!s->name)
+        goto out;
+    if (o->tls_cert_pem) {
+        s->cert = x_strdup(o->tls_cert_pem);
+        s->key = x_strdup(o->tls_key_pem);
+        if (!s->cert || !s->key)
+            goto out;
+    }
+    s->connection_limit =
+        o->connection_limit ? o->connection_limit : HTTPD_DEFAULT_CONNECTION_LIMIT;
+    s->per_ip_limit =
+        o->per_ip_connection_limit ? o->per_ip_connection_limit : HTTPD_DEFAULT_PER_IP_LIMIT;
+    s->memory_limit =
+        o->connection_memory_limit ? o->connection_memory_limit : HTTPD_DEFAULT_MEMORY_LIMIT;
+    s->timeout_s = o->connection_timeout_s ? o->connection_timeout_s : HTTPD_DEFAULT_TIMEOUT_S;
+    s->handler_timeout_ms =
+        o->handler_timeout_ms ? o->handler_timeout_ms : HTTPD_DEFAULT_HANDLER_TIMEOUT_MS;
+    s->on_response = o->on_response;
+    s->data = o->data;
+    *ret = s;
+    s = NULL;
+    r = 0;
+out:
+    if (s) {
+        x_free(s->name);
+        x_free(s->cert);
+        if (s->key)
+            explicit_bzero(s->key, strlen(s->key));
+        x_free(s->key);
+        x_free(s);
+    }
+    return r;
+}
+
+int httpd_route(struct httpd_server *s, const char *method, const char *path, size_t max_body,
+                httpd_handler_fn fn, void *data)
+{
+    struct route *rt;
+
+    if (!s || !method || !*method || !path || path[0] != '/' || !fn || s->closing)
+        return -EINVAL;
+    for (int i = 0; i < s->nroutes; i++)
+        if (strcmp(s->routes[i].method, method) == 0 && strcmp(s->routes[i].path, path) == 0)
+            return -EEXIST;
+    if (s->nroutes >= HTTPD_MAX_ROUTES)
+        return -ENOSPC;
+    rt = &s->routes[s->nroutes];
+    rt->method = x_strdup(method);
+    rt->path = x_strdup(path);
+    if (!rt->method || !rt->path) {
+        x_free(rt->method);
+        x_free(rt->path);
+        rt->method = rt->path = NULL;
+        return -ENOMEM;
+    }
+    rt->max_body = max_body;
+    rt->fn = fn;
+    rt->data = data;
+    s->nroutes++;
+    return 0;
+}
+
+static int listen_socket(struct httpd_server *s, int *ret_fd, char *err, size_t errlen)
+{
+    struct sockaddr_storage bound;
+    socklen_t blen = sizeof(bound);
+    char addr[HTTPD_ADDR_STRLEN];
+    int fd, one = 1, r;
+
+    httpd_format_addr((struct sockaddr *)&s->addr, addr, sizeof(addr));
+    fd = socket(s->addr.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        r = -errno;
+        snprintf(err, errlen, "%s: socket: %s", addr, strerror(-r));
+        return r;
+    }
+    (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    if (bind(fd, (struct sockaddr *)&s->addr, s->addr_len) < 0 || listen(fd, 64) < 0 ||
+        getsockname(fd, (struct sockaddr *)&bound, &blen) < 0) {
+        r = -errno;
+        snprintf(err, errlen, "cannot listen on %s: %s", addr, strerror(-r));
+        close(fd);
+        return r;
+    }
+    s->port = ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
+                                                : ((struct sockaddr_in *)&bound)->sin_port);
+    *ret_fd = fd;
+    return 0;
+}
+
+int httpd_start(struct httpd_server *s, char *err, size_t errlen)
+{
+    const union MHD_DaemonInfo *info;
+    char dummy[8];
+    unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG;
+    int fd = -1, r;
+
+    if (!err) {
+        err = dummy;
+        errlen = sizeof(dummy);
+    }
+    err[0] = '\0';
+    if (!s || s->closing)
+        return -EINVAL;
+    if (s->d)
+        return -EALREADY;
+    r = listen_socket(s, &fd, err, errlen);
+    if (r < 0)
+        return r;
+    if (s->addr.ss_family == AF_INET6)
+        flags |= MHD_USE_IPv6;
+    if (s->cert)
+        flags |= MHD_USE_TLS;
+    /* MHD takes the listening socket and closes it when it stops. */
+    {
+        struct MHD_OptionItem opts[] = {
+            {MHD_OPTION_LISTEN_SOCKET, fd, NULL},
+            {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->connection_limit, NULL},
+            {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)s->per_ip_limit, NULL},
+            {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)s->memory_limit, NULL},
+            {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)s->timeout_s, NULL},
+            {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
+            {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, s},
+            /* TLS options last: they are cut off for plain HTTP (MHD refuses them there). */
+            {MHD_OPTION_HTTPS_MEM_KEY, 0, s->key},
+            {MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert},
+            {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"},
+            {MHD_OPTION_END, 0, NULL},
+        };
+        if (!s->cert)
+            opts[7].option = MHD_OPTION_END;
+        s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_ARRAY, opts,
+                                MHD_OPTION_END);
+    }
+    if (!s->d) {
+        close(fd);
+        snprintf(err, errlen, "%s: libmicrohttpd refused to start%s", s->name,
+                 s->cert ? " (is the TLS certificate or key invalid?)" : "");
+        return -EPROTO;
+    }
+    info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_EPOLL_FD);
+    if (!info) {
+        MHD_stop_daemon(s->d);
+        s->d = NULL;
+        snprintf(err, errlen, "%s: libmicrohttpd has no epoll descriptor", s->name);
+        return -EPROTO;
+    }
+    uv_timer_init(s->loop, &s->run_timer);
+    uv_timer_init(s->loop, &s->deadline_timer);
+    s->run_timer.data = s;
+    s->deadline_timer.data = s;
+    s->open_handles = 2;
+    r = uv_poll_init(s->loop, &s->poll, info->epoll_fd);
+    if (r == 0) {
+        s->poll.data = s;
+        s->open_handles++;
+        s->poll_started = true;
+        r = uv_poll_start(&s->poll, UV_READABLE, on_poll);
+    }
+    if (r < 0) {
+        snprintf(err, errlen, "%s: cannot watch the epoll descriptor: %s", s->name, uv_strerror(r));
+        /* httpd_close cleans up. */
+        return r;
+    }
+    run_soon(s);
+    return 0;
+}
+
+bool httpd_started(const struct httpd_server *s)
+{
+    return s && s->d;
+}
+
+uint16_t httpd_port(const struct httpd_server *s)
+{
+    return s && s->d ? s->port : 0;
+}
+
+size_t httpd_pending(const struct httpd_server *s)
+{
+    size_t n = 0;
+
+    for (const struct httpd_request *r = s ? s->pending : NULL; r; r = r->next)
+        n++;
+    return n;
+}
+
+static void server_free(struct httpd_server *s)
+{
+    void (*done)(void *) = s->done;
+    void *dd = s->done_data;
+
+    for (int i = 0; i < s->nroutes; i++) {
+        x_free(s->routes[i].method);
+        x_free(s->routes[i].path);
+    }
+    x_free(s->name);
+    x_free(s->cert);
+    if (s->key)
+        explicit_bzero(s->key, strlen(s->key));
+    x_free(s->key);
+    x_free(s);
+    if (done)
+        done(dd);
+}
+
+static void on_handle_closed(uv_handle_t *h)
+{
+    struct httpd_server *s = h->data;
+
+    if (--s->open_handles == 0)
+        server_free(s);
+}
+
+void httpd_close(struct httpd_server *s, void (*done)(void *data), void *data)
+{
+    if (!s || s->closing)
+        return;
+    s->done = done;
+    s->done_data = data;
+    /* Pending requests: their handlers are told, then they get 503. */
+    while (s->pending)
+        abort_pending(s->pending, 503, "ShuttingDown", "the server is shutting down");
+    if (s->d) {
+        /* Queue the answers and resume every suspended connection: MHD must not be stopped with
+         * suspended connections. MHD_stop_daemon then closes them all. */
+        flush_deferred(s);
+        s->closing = true;
+        if (s->poll_started)
+            uv_close((uv_handle_t *)&s->poll, on_handle_closed);
+        uv_close((uv_handle_t *)&s->run_timer, on_handle_closed);
+        uv_close((uv_handle_t *)&s->deadline_timer, on_handle_closed);
+        MHD_stop_daemon(s->d);
+        s->d = NULL;
+        return;
+    }
+    s->closing = true;
+    server_free(s);
+}

@@ -1,0 +1,134 @@
+/* httpd: small HTTP(S) servers on libmicrohttpd, driven by the caller's libuv loop.
+ *
+ * MHD runs without threads of its own: the daemon is started in external-polling mode with epoll,
+ * its epoll descriptor is watched by a uv_poll and a uv_timer armed from MHD_get_timeout, and
+ * both call MHD_run. Every callback of this module therefore runs on the loop's thread.
+ *
+ * Routing is method + exact path (no patterns, no prefixes; the query string is not part of the
+ * path). An unknown path is answered 404, a known path with another method 405 (with Allow). HEAD
+ * is served by the GET route (MHD drops the body). Each route has a request-body limit: the body is
+ * counted as it arrives and never buffered past the limit. A declared Content-Length above it is
+ * refused with 413 before any of the body is read; a chunked body that grows past it makes the
+ * server close the connection as soon as the excess arrives (MHD cannot answer in the middle of an
+ * unread body; the request is reported to on_response as a 413).
+ *
+ * A handler answers with httpd_respond() (or a helper), either before it returns or later from the
+ * loop: a handler that returns without answering leaves the request pending (the connection is
+ * suspended) until it answers. A pending request is answered 504 if its handler has not answered
+ * within handler_timeout_ms, and 503 when the server closes; in both cases the handler's abort
+ * callback (httpd_req_on_abort) runs first and the handler must forget the request.
+ *
+ * TLS (optional) uses MHD's GnuTLS: certificate and key are given as PEM strings. Limits: number
+ * of connections (in total and per client address), memory per connection (request line and
+ * headers must fit), and an idle timeout that closes silent connections (slowloris).
+ *
+ * Ownership: the server borrows the loop. Strings passed in are copied. struct httpd_request is
+ * owned by the server: it is valid from the handler call until the handler answered (the answering
+ * call included) or its abort callback ran, and nothing it returns may be kept beyond that. */
+#ifndef CLIQO_HTTPD_H
+#define CLIQO_HTTPD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <uv.h>
+
+struct httpd_server;
+struct httpd_request;
+
+#define HTTPD_DEFAULT_CONNECTION_LIMIT   64
+#define HTTPD_DEFAULT_PER_IP_LIMIT       16
+#define HTTPD_DEFAULT_MEMORY_LIMIT       (32u * 1024)
+#define HTTPD_DEFAULT_TIMEOUT_S          30
+#define HTTPD_DEFAULT_HANDLER_TIMEOUT_MS 30000
+#define HTTPD_MAX_ROUTES                 64
+#define HTTPD_MAX_EXTRA_HEADERS          8
+#define HTTPD_ADDR_STRLEN                64 /* "[ipv6]:port" and a NUL */
+
+/* Runs on the loop with the complete request (body included). It answers now or later. */
+typedef void (*httpd_handler_fn)(struct httpd_request *req, void *data);
+/* The request will never be answered by its handler (timeout or server closing); runs once, before
+ * the server's own answer. The handler must drop every reference to req. */
+typedef void (*httpd_abort_fn)(struct httpd_request *req, void *data);
+/* Every request that got an answer, with its status (for metrics and access logs). route is the
+ * matched route's path, or NULL when none matched (404 and 405 included). */
+typedef void (*httpd_response_fn)(const struct httpd_request *req, const char *route,
+                                  unsigned status, void *data);
+
+struct httpd_options {
+    const char *name;                 /* for logs, e.g. "http" or "auth"; default "httpd" */
+    const char *addr;                 /* listen address, HOST:PORT (see httpd_parse_addr) */
+    const char *tls_cert_pem;         /* both or neither; NULL: plain HTTP */
+    const char *tls_key_pem;          /* unencrypted PEM private key */
+    unsigned connection_limit;        /* default 64 */
+    unsigned per_ip_connection_limit; /* default 16 */
+    size_t connection_memory_limit;   /* bytes per connection; default 32 KiB */
+    unsigned connection_timeout_s;    /* idle connections are closed; default 30 */
+    uint64_t handler_timeout_ms;      /* pending requests get 504 after this; default 30 s */
+    httpd_response_fn on_response;    /* optional */
+    void *data;                       /* for on_response */
+};
+
+/* Parses a listen address "HOST:PORT": HOST is empty (every IPv4 address), a numeric IPv4 address,
+ * "[IPv6]" (numeric, "[::]" for every address) or "localhost" (127.0.0.1); PORT is 0..65535 (0:
+ * any free port). No name resolution. Returns 0 or -EINVAL; *ret and *ret_len are written on
+ * success only. */
+int httpd_parse_addr(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
+/* Formats an IPv4 or IPv6 socket address as "1.2.3.4:80" or "[::1]:80" (buf of at least
+ * HTTPD_ADDR_STRLEN bytes); "?" for other families. */
+void httpd_format_addr(const struct sockaddr *sa, char *buf, size_t size);
+
+/* Creates a server (not listening yet). Returns 0, -EINVAL (bad options or address), -ENOTSUP
+ * (TLS asked for but libmicrohttpd lacks it) or -ENOMEM. */
+int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_server **ret);
+/* Adds a route; allowed before and after httpd_start. method is "GET", "POST", ...; path is exact
+ * and starts with '/'; max_body is the largest request body accepted (0: none). Returns 0,
+ * -EINVAL, -EEXIST (same method and path), -ENOSPC (HTTPD_MAX_ROUTES) or -ENOMEM. */
+int httpd_route(struct httpd_server *s, const char *method, const char *path, size_t max_body,
+                httpd_handler_fn fn, void *data);
+/* Binds and listens. On failure err (errlen bytes, may be NULL) says why. Returns 0, -EALREADY,
+ * -EADDRINUSE / -EACCES / -EADDRNOTAVAIL (bind), -EPROTO (MHD refused, e.g. a bad certificate). */
+int httpd_start(struct httpd_server *s, char *err, size_t errlen);
+bool httpd_started(const struct httpd_server *s);
+/* The bound port (useful with port 0), 0 when not listening. */
+uint16_t httpd_port(const struct httpd_server *s);
+/* Requests pending in asynchronous handlers. */
+size_t httpd_pending(const struct httpd_server *s);
+/* Aborts pending requests (abort callbacks, then 503), stops listening, closes every connection and
+ * frees the server once its loop handles have closed; then done(data) runs (done may be NULL).
+ * NULL-safe. Not from inside one of the server's own callbacks: defer it (e.g. with a timer). */
+void httpd_close(struct httpd_server *s, void (*done)(void *data), void *data);
+
+/* ---- requests ------------------------------------------------------------------------------ */
+
+const char *httpd_req_method(const struct httpd_request *req);
+const char *httpd_req_path(const struct httpd_request *req);
+/* The body (NUL-terminated, possibly containing other NULs) and its length; "" when none. */
+const char *httpd_req_body(const struct httpd_request *req, size_t *ret_len);
+/* A request header (case-insensitive name) or query argument, NULL when absent. */
+const char *httpd_req_header(const struct httpd_request *req, const char *name);
+const char *httpd_req_query(const struct httpd_request *req, const char *key);
+/* The client's address, and as text without the port ("10.0.0.1", "::1"). */
+const struct sockaddr *httpd_req_peer(const struct httpd_request *req);
+const char *httpd_req_peer_ip(const struct httpd_request *req);
+bool httpd_req_tls(const struct httpd_request *req);
+struct httpd_server *httpd_req_server(const struct httpd_request *req);
+/* Registers the abort callback of a pending request (see httpd_abort_fn). */
+void httpd_req_on_abort(struct httpd_request *req, httpd_abort_fn fn, void *data);
+
+/* Adds a response header (at most HTTPD_MAX_EXTRA_HEADERS) before answering. Returns 0, -EINVAL
+ * (CR or LF in it), -ENOSPC or -ENOMEM. */
+int httpd_add_header(struct httpd_request *req, const char *name, const char *value);
+/* Answers the request: status, Content-Type (NULL: none) and body (copied). After this call req
+ * is gone. Returns 0, or -EALREADY / -ENOMEM / -EIO (the request is then answered 500 or dropped:
+ * either way req is gone). */
+int httpd_respond(struct httpd_request *req, unsigned status, const char *content_type,
+                  const void *body, size_t len);
+/* text/plain answer of a NUL-terminated string. */
+int httpd_respond_text(struct httpd_request *req, unsigned status, const char *text);
+/* application/json {"error":error,"message":message} (both escaped). */
+int httpd_respond_error(struct httpd_request *req, unsigned status, const char *error,
+                        const char *message);
+
+#endif

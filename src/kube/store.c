@@ -1,0 +1,1041 @@
+#include "kube/store.h"
+#include "common/xalloc.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/random.h>
+#include <time.h>
+#include <zlib.h>
+
+#ifndef KSTORE_LEVEL
+#define KSTORE_LEVEL 6 /* zlib level: see the measurements in bench/README.md */
+#endif
+#define SCRATCH_KEEP (256 * 1024) /* scratch buffers larger than this are freed after use */
+#define SLAB_BLOCK   (64 * 1024)
+#define SLAB_GRAIN   16
+#define SLAB_CLASSES 128 /* objects up to 2 KiB come from slabs, larger ones from x_malloc */
+#define MAX_KEY      65535
+#define MAX_RV       255
+
+/* Value flags. */
+enum {
+    VAL_RAW = 1, /* serialised, waiting for the dictionary */
+    VAL_ZDICT,   /* deflated with the store's dictionary */
+    VAL_TREE,    /* a json_t * (tree mode) */
+};
+
+/* A value: one allocation, replaced as a whole on every update. data holds the resourceVersion
+ * and its NUL, then the stored bytes (or, in tree mode, the json_t pointer). */
+struct kval {
+    uint32_t raw_len; /* serialised length */
+    uint32_t len;     /* stored bytes */
+    uint8_t flags;
+    uint8_t rv_len;
+    char data[];
+};
+
+/* Every element of a hash table (entry, index value) starts with its hash. */
+struct kstore_entry {
+    uint32_t hash;
+    uint32_t gen;
+    struct kval *val;
+    struct kmem *mem; /* index sets the entry belongs to, NULL when none */
+    uint16_t key_len;
+    char key[];
+};
+
+/* Open addressing, linear probing, backward-shift deletion; slots hold element pointers. */
+struct ptab {
+    void **slots;
+    uint32_t cap; /* 0 or a power of two */
+    uint32_t n;
+};
+
+/* One value of one index: the set of entries whose index function returned it. */
+struct ival {
+    uint32_t hash;
+    uint8_t index;
+    struct ptab members; /* struct kstore_entry * */
+    char value[];
+};
+
+struct kmem {
+    uint16_t n;
+    struct ival *v[];
+};
+
+struct kindex {
+    char *name;
+    kstore_index_fn fn;
+    struct ptab values; /* struct ival * */
+};
+
+struct buf {
+    unsigned char *p;
+    size_t cap;
+};
+
+struct slab_block {
+    struct slab_block *next;
+    uint64_t pad; /* keeps the data 16-byte aligned */
+    unsigned char data[];
+};
+
+struct slab {
+    struct slab_block *blocks;
+    unsigned char *cur;
+    size_t left;
+    void *free[SLAB_CLASSES + 1];
+    size_t block_bytes, used, big; /* big: chunk bytes of objects above the largest class */
+};
+
+struct kstore {
+    enum kstore_mode mode;
+    uint64_t seed;
+    struct ptab table;
+    struct kindex idx[KSTORE_MAX_INDEXES];
+    int nidx;
+    uint32_t gen;
+    /* compact mode */
+    unsigned char *dict; /* samples, then the frozen dictionary */
+    size_t dict_len;
+    unsigned samples;
+    bool frozen;
+    bool def_ready, inf_ready;
+    z_stream def, inf;
+    struct buf ser, z, dec;
+    struct slab slab;
+    size_t raw_json, compressed;
+    size_t zlib_bytes; /* allocated by zlib through zalloc (chunk sizes) */
+};
+
+/* ---- accounting ----------------------------------------------------------------------------- */
+
+static size_t chunk(size_t n)
+{
+    size_t c = (n + 8 + 15) & ~(size_t)15;
+    return c < 32 ? 32 : c;
+}
+
+/* ---- slabs --------------------------------------------------------------------------------- */
+
+static size_t slab_class(size_t n)
+{
+    size_t c = (n + SLAB_GRAIN - 1) / SLAB_GRAIN;
+    return c ? c : 1;
+}
+
+static void *slab_alloc(struct kstore *s, size_t n)
+{
+    struct slab *sl = &s->slab;
+    size_t c = slab_class(n), size = c * SLAB_GRAIN;
+    void *p;
+
+    if (c > SLAB_CLASSES) {
+        p = x_malloc(n);
+        if (p)
+            sl->big += chunk(n);
+        return p;
+    }
+    if (sl->free[c]) {
+        p = sl->free[c];
+        memcpy(&sl->free[c], p, sizeof(void *));
+        sl->used += size;
+        return p;
+    }
+    if (sl->left < size) {
+        struct slab_block *b = x_malloc(SLAB_BLOCK);
+        if (!b)
+            return NULL;
+        /* The tail of the previous block goes to the free list of its size. */
+        if (sl->left >= SLAB_GRAIN) {
+            size_t tc = sl->left / SLAB_GRAIN;
+            memcpy(sl->cur, &sl->free[tc], sizeof(void *));
+            sl->free[tc] = sl->cur;
+        }
+        b->next = sl->blocks;
+        sl->blocks = b;
+        sl->cur = b->data;
+        sl->left = SLAB_BLOCK - offsetof(struct slab_block, data);
+        sl->block_bytes += chunk(SLAB_BLOCK);
+    }
+    p = sl->cur;
+    sl->cur += size;
+    sl->left -= size;
+    sl->used += size;
+    return p;
+}
+
+static void slab_free(struct kstore *s, void *p, size_t n)
+{
+    struct slab *sl = &s->slab;
+    size_t c = slab_class(n);
+
+    if (!p)
+        return;
+    if (c > SLAB_CLASSES) {
+        sl->big -= chunk(n);
+        x_free(p);
+        return;
+    }
+    memcpy(p, &sl->free[c], sizeof(void *));
+    sl->free[c] = p;
+    sl->used -= c * SLAB_GRAIN;
+}
+
+/* ---- hashing -------------------------------------------------------------------------------- */
+
+static uint32_t hash_str(const struct kstore *s, const char *p, size_t n)
+{
+    uint64_t h = 0xcbf29ce484222325ULL ^ s->seed;
+
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)p[i];
+        h *= 0x100000001b3ULL;
+    }
+    /* murmur3 finaliser: FNV's low bits are weak */
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdULL;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ULL;
+    h ^= h >> 33;
+    return (uint32_t)h;
+}
+
+static uint32_t elem_hash(const void *e)
+{
+    uint32_t h;
+
+    memcpy(&h, e, sizeof(h));
+    return h;
+}
+
+/* ---- pointer tables ------------------------------------------------------------------------- */
+
+static int ptab_grow(struct ptab *t)
+{
+    uint32_t ncap = t->cap ? t->cap * 2 : 8;
+    void **ns;
+
+    if (ncap < t->cap)
+        return -ENOMEM;
+    ns = x_calloc(ncap, sizeof(*ns));
+    if (!ns)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < t->cap; i++) {
+        if (!t->slots[i])
+            continue;
+        uint32_t j = elem_hash(t->slots[i]) & (ncap - 1);
+        while (ns[j])
+            j = (j + 1) & (ncap - 1);
+        ns[j] = t->slots[i];
+    }
+    x_free(t->slots);
+    t->slots = ns;
+    t->cap = ncap;
+    return 0;
+}
+
+/* Inserts an element known not to be present. */
+static int ptab_insert(struct ptab *t, void *e)
+{
+    uint32_t i;
+
+    if ((uint64_t)(t->n + 1) * 4 > (uint64_t)t->cap * 3) {
+        int r = ptab_grow(t);
+        if (r < 0)
+            return r;
+    }
+    i = elem_hash(e) & (t->cap - 1);
+    while (t->slots[i])
+        i = (i + 1) & (t->cap - 1);
+    t->slots[i] = e;
+    t->n++;
+    return 0;
+}
+
+static void ptab_remove_at(struct ptab *t, uint32_t i)
+{
+    uint32_t mask = t->cap - 1, j = i;
+
+    t->slots[i] = NULL;
+    t->n--;
+    /* Backward shift: move later elements of the cluster into the hole when their home slot does
+     * not lie cyclically in (hole, j]. */
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!t->slots[j])
+            break;
+        uint32_t home = elem_hash(t->slots[j]) & mask;
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            t->slots[i] = t->slots[j];
+            t->slots[j] = NULL;
+            i = j;
+        }
+    }
+    if (t->n == 0) {
+        x_free(t->slots);
+        t->slots = NULL;
+        t->cap = 0;
+    }
+}
+
+/* Removes the element e (by identity); no-op when absent. */
+static void ptab_remove(struct ptab *t, const void *e)
+{
+    if (!t->cap)
+        return;
+    for (uint32_t i = elem_hash(e) & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1))
+        if (t->slots[i] == e) {
+            ptab_remove_at(t, i);
+            return;
+        }
+}
+
+static size_t ptab_bytes(const struct ptab *t)
+{
+    return t->cap ? chunk((size_t)t->cap * sizeof(void *)) : 0;
+}
+
+/* ---- scratch buffers ------------------------------------------------------------------------ */
+
+static int buf_reserve(struct buf *b, size_t n)
+{
+    unsigned char *p;
+    size_t cap = b->cap ? b->cap : 4096;
+
+    if (n <= b->cap)
+        return 0;
+    while (cap < n)
+        cap *= 2;
+    p = x_malloc(cap);
+    if (!p)
+        return -ENOMEM;
+    x_free(b->p);
+    b->p = p;
+    b->cap = cap;
+    return 0;
+}
+
+static void buf_trim(struct buf *b)
+{
+    if (b->cap > SCRATCH_KEEP) {
+        x_free(b->p);
+        b->p = NULL;
+        b->cap = 0;
+    }
+}
+
+/* ---- zlib allocations: through x_*, and counted ------------------------------------------------
+ */
+
+static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+{
+    struct kstore *s = opaque;
+    size_t n = (size_t)items * size;
+    unsigned char *p;
+
+    if (size && n / size != items)
+        return Z_NULL;
+    p = x_malloc(n + 16);
+    if (!p)
+        return Z_NULL;
+    memcpy(p, &n, sizeof(n));
+    s->zlib_bytes += chunk(n + 16);
+    return p + 16;
+}
+
+static void z_free(voidpf opaque, voidpf address)
+{
+    struct kstore *s = opaque;
+    unsigned char *p = address;
+    size_t n;
+
+    if (!p)
+        return;
+    p -= 16;
+    memcpy(&n, p, sizeof(n));
+    s->zlib_bytes -= chunk(n + 16);
+    x_free(p);
+}
+
+/* ---- values --------------------------------------------------------------------------------- */
+
+static const char *val_rv(const struct kval *v)
+{
+    return v->data;
+}
+
+static unsigned char *val_bytes(struct kval *v)
+{
+    return (unsigned char *)v->data + v->rv_len + 1;
+}
+
+static size_t val_size(const struct kval *v)
+{
+    return sizeof(*v) + v->rv_len + 1 + v->len;
+}
+
+static struct kval *val_new(struct kstore *s, uint8_t flags, const char *rv, uint32_t raw_len,
+                            const void *bytes, uint32_t len)
+{
+    size_t rv_len = rv ? strlen(rv) : 0;
+    struct kval *v;
+
+    if (rv_len > MAX_RV)
+        rv_len = 0; /* not a version this store can compare: every put is a change */
+    v = slab_alloc(s, sizeof(*v) + rv_len + 1 + len);
+    if (!v)
+        return NULL;
+    v->raw_len = raw_len;
+    v->len = len;
+    v->flags = flags;
+    v->rv_len = (uint8_t)rv_len;
+    if (rv_len)
+        memcpy(v->data, rv, rv_len);
+    v->data[rv_len] = '\0';
+    memcpy(val_bytes(v), bytes, len);
+    return v;
+}
+
+static size_t accounted(size_t n)
+{
+    size_t c = slab_class(n);
+    return c > SLAB_CLASSES ? chunk(n) : c * SLAB_GRAIN;
+}
+
+static json_t *val_tree(const struct kval *v)
+{
+    json_t *obj;
+
+    memcpy(&obj, v->data + v->rv_len + 1, sizeof(obj));
+    return obj;
+}
+
+static void val_free(struct kstore *s, struct kval *v)
+{
+    if (!v)
+        return;
+    if (v->flags == VAL_TREE)
+        json_decref(val_tree(v));
+    slab_free(s, v, val_size(v));
+}
+
+static size_t entry_size(const struct kstore_entry *e)
+{
+    return sizeof(*e) + e->key_len + 1;
+}
+
+static size_t mem_size(uint16_t n)
+{
+    return sizeof(struct kmem) + n * sizeof(struct ival *);
+}
+
+/* Serialises obj into s->ser; returns its length or a negative errno. */
+static long serialise(struct kstore *s, const json_t *obj)
+{
+    size_t n = json_dumpb(obj, (char *)s->ser.p, s->ser.cap, JSON_COMPACT);
+
+    if (n == 0)
+        return -EINVAL;
+    if (n > KSTORE_MAX_OBJECT)
+        return -E2BIG;
+    if (n > s->ser.cap) {
+        if (buf_reserve(&s->ser, n) < 0)
+            return -ENOMEM;
+        n = json_dumpb(obj, (char *)s->ser.p, s->ser.cap, JSON_COMPACT);
+        if (n == 0 || n > s->ser.cap)
+            return -EINVAL;
+    }
+    return (long)n;
+}
+
+/* Deflates n bytes with the dictionary into a new value. */
+static int deflate_val(struct kstore *s, const char *rv, const unsigned char *in, size_t n,
+                       struct kval **ret)
+{
+    uLong bound;
+    struct kval *v;
+
+    if (!s->def_ready) {
+        s->def.zalloc = z_alloc;
+        s->def.zfree = z_free;
+        s->def.opaque = s;
+        if (deflateInit2(&s->def, KSTORE_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+            return -ENOMEM;
+        s->def_ready = true;
+    } else if (deflateReset(&s->def) != Z_OK) {
+        return -EIO;
+    }
+    if (s->dict_len && deflateSetDictionary(&s->def, s->dict, (uInt)s->dict_len) != Z_OK)
+        return -EIO;
+    bound = deflateBound(&s->def, (uLong)n);
+    if (buf_reserve(&s->z, bound) < 0)
+        return -ENOMEM;
+    s->def.next_in = (Bytef *)in;
+    s->def.avail_in = (uInt)n;
+    s->def.next_out = s->z.p;
+    s->def.avail_out = (uInt)s->z.cap;
+    if (deflate(&s->def, Z_FINISH) != Z_STREAM_END)
+        return -EIO;
+    v = val_new(s, VAL_ZDICT, rv, (uint32_t)n, s->z.p, (uint32_t)s->def.total_out);
+    buf_trim(&s->z);
+    if (!v)
+        return -ENOMEM;
+    *ret = v;
+    return 0;
+}
+
+static int encode(struct kstore *s, json_t *obj, const char *rv, struct kval **ret)
+{
+    struct kval *v;
+    long n;
+    int r = 0;
+
+    if (s->mode == KSTORE_TREE) {
+        v = val_new(s, VAL_TREE, rv, 0, &obj, sizeof(obj));
+        if (!v)
+            return -ENOMEM;
+        json_incref(obj);
+        *ret = v;
+        return 0;
+    }
+    n = serialise(s, obj);
+    if (n < 0)
+        return (int)n;
+    if (s->frozen) {
+        r = deflate_val(s, rv, s->ser.p, (size_t)n, &v);
+    } else {
+        /* Learning: keep it as is, and as a sample for the dictionary. */
+        v = val_new(s, VAL_RAW, rv, (uint32_t)n, s->ser.p, (uint32_t)n);
+        if (!v)
+            r = -ENOMEM;
+        else if (s->samples < KSTORE_DICT_SAMPLES && s->dict_len < KSTORE_DICT_MAX) {
+            size_t take = (size_t)n < KSTORE_DICT_MAX - s->dict_len ? (size_t)n
+                                                                    : KSTORE_DICT_MAX - s->dict_len;
+            if (!s->dict && !(s->dict = x_malloc(KSTORE_DICT_MAX)))
+                take = 0;
+            if (take)
+                memcpy(s->dict + s->dict_len, s->ser.p, take);
+            s->dict_len += take;
+            s->samples++;
+            if (!take)
+                s->samples = KSTORE_DICT_SAMPLES; /* no memory for samples: freeze without */
+        }
+    }
+    buf_trim(&s->ser);
+    if (r < 0)
+        return r;
+    *ret = v;
+    return 0;
+}
+
+static int decode(struct kstore *s, struct kval *v, json_t **ret)
+{
+    json_error_t err;
+    const char *json;
+    json_t *obj;
+
+    switch (v->flags) {
+    case VAL_TREE:
+        *ret = json_incref(val_tree(v));
+        return 0;
+    case VAL_RAW:
+        json = (const char *)val_bytes(v);
+        break;
+    case VAL_ZDICT:
+        if (!s->inf_ready) {
+            s->inf.zalloc = z_alloc;
+            s->inf.zfree = z_free;
+            s->inf.opaque = s;
+            if (inflateInit2(&s->inf, -15) != Z_OK)
+                return -ENOMEM;
+            s->inf_ready = true;
+        } else if (inflateReset(&s->inf) != Z_OK) {
+            return -EIO;
+        }
+        if (s->dict_len && inflateSetDictionary(&s->inf, s->dict, (uInt)s->dict_len) != Z_OK)
+            return -EIO;
+        if (buf_reserve(&s->dec, v->raw_len ? v->raw_len : 1) < 0)
+            return -ENOMEM;
+        s->inf.next_in = val_bytes(v);
+        s->inf.avail_in = v->len;
+        s->inf.next_out = s->dec.p;
+        s->inf.avail_out = v->raw_len;
+        if (inflate(&s->inf, Z_FINISH) != Z_STREAM_END || s->inf.total_out != v->raw_len)
+            return -EBADMSG;
+        json = (const char *)s->dec.p;
+        break;
+    default:
+        return -EBADMSG;
+    }
+    obj = json_loadb(json, v->raw_len, 0, &err);
+    buf_trim(&s->dec);
+    if (!obj)
+        return -EBADMSG;
+    *ret = obj;
+    return 0;
+}
+
+/* ---- indexes -------------------------------------------------------------------------------- */
+
+static struct ival *ival_find(const struct kstore *s, const struct kindex *ix, const char *value,
+                              uint32_t h)
+{
+    const struct ptab *t = &ix->values;
+
+    if (!t->cap)
+        return NULL;
+    for (uint32_t i = h & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1)) {
+        struct ival *v = t->slots[i];
+        if (v->hash == h && strcmp(v->value, value) == 0)
+            return v;
+    }
+    (void)s;
+    return NULL;
+}
+
+static void mem_drop(struct kstore *s, struct kstore_entry *e)
+{
+    struct kmem *m = e->mem;
+
+    if (!m)
+        return;
+    for (uint16_t i = 0; i < m->n; i++) {
+        struct ival *v = m->v[i];
+        ptab_remove(&v->members, e);
+        if (v->members.n == 0) {
+            ptab_remove(&s->idx[v->index].values, v);
+            x_free(v);
+        }
+    }
+    slab_free(s, m, mem_size(m->n));
+    e->mem = NULL;
+}
+
+/* Computes the index values of obj and adds e to their sets. Best effort under memory pressure:
+ * a membership that cannot be recorded is skipped. */
+static void mem_add(struct kstore *s, struct kstore_entry *e, const json_t *obj)
+{
+    struct ival *got[KSTORE_MAX_INDEXES * KSTORE_MAX_INDEX_VALUES];
+    const char *vals[KSTORE_MAX_INDEX_VALUES];
+    uint16_t n = 0;
+
+    for (int i = 0; i < s->nidx; i++) {
+        struct kindex *ix = &s->idx[i];
+        int k = ix->fn(obj, vals, KSTORE_MAX_INDEX_VALUES);
+        if (k > KSTORE_MAX_INDEX_VALUES)
+            k = KSTORE_MAX_INDEX_VALUES;
+        for (int j = 0; j < k; j++) {
+            size_t len;
+            uint32_t h;
+            struct ival *v;
+            bool dup = false;
+
+            if (!vals[j])
+                continue;
+            len = strlen(vals[j]);
+            h = hash_str(s, vals[j], len);
+            v = ival_find(s, ix, vals[j], h);
+            for (uint16_t d = 0; v && d < n; d++)
+                dup = dup || got[d] == v;
+            if (dup)
+                continue; /* the function returned the same value twice */
+            if (!v) {
+                v = x_calloc(1, sizeof(*v) + len + 1);
+                if (!v)
+                    continue;
+                v->hash = h;
+                v->index = (uint8_t)i;
+                memcpy(v->value, vals[j], len + 1);
+                if (ptab_insert(&ix->values, v) < 0) {
+                    x_free(v);
+                    continue;
+                }
+            }
+            if (ptab_insert(&v->members, e) < 0) {
+                if (v->members.n == 0) {
+                    ptab_remove(&ix->values, v);
+                    x_free(v);
+                }
+                continue;
+            }
+            got[n++] = v;
+        }
+    }
+    if (!n)
+        return;
+    e->mem = slab_alloc(s, mem_size(n));
+    if (!e->mem) {
+        /* Cannot remember the sets: take the entry out of them again. */
+        for (uint16_t i = 0; i < n; i++) {
+            ptab_remove(&got[i]->members, e);
+            if (got[i]->members.n == 0) {
+                ptab_remove(&s->idx[got[i]->index].values, got[i]);
+                x_free(got[i]);
+            }
+        }
+        return;
+    }
+    e->mem->n = n;
+    memcpy(e->mem->v, got, n * sizeof(got[0]));
+}
+
+/* ---- public --------------------------------------------------------------------------------- */
+
+int kstore_new(enum kstore_mode mode, struct kstore **ret)
+{
+    struct kstore *s;
+
+    if (!ret || (mode != KSTORE_COMPACT && mode != KSTORE_TREE))
+        return -EINVAL;
+    s = x_calloc(1, sizeof(*s));
+    if (!s)
+        return -ENOMEM;
+    s->mode = mode;
+    s->gen = 1;
+    if (getrandom(&s->seed, sizeof(s->seed), GRND_NONBLOCK) != (ssize_t)sizeof(s->seed)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        s->seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(uintptr_t)s;
+    }
+    *ret = s;
+    return 0;
+}
+
+struct kstore *kstore_free(struct kstore *s)
+{
+    if (!s)
+        return NULL;
+    for (uint32_t i = 0; i < s->table.cap; i++) {
+        struct kstore_entry *e = s->table.slots[i];
+        if (!e)
+            continue;
+        if (e->mem)
+            slab_free(s, e->mem, mem_size(e->mem->n));
+        val_free(s, e->val);
+        slab_free(s, e, entry_size(e));
+    }
+    x_free(s->table.slots);
+    while (s->slab.blocks) {
+        struct slab_block *b = s->slab.blocks;
+        s->slab.blocks = b->next;
+        x_free(b);
+    }
+    for (int i = 0; i < s->nidx; i++) {
+        struct ptab *t = &s->idx[i].values;
+        for (uint32_t j = 0; j < t->cap; j++) {
+            struct ival *v = t->slots[j];
+            if (v) {
+                x_free(v->members.slots);
+                x_free(v);
+            }
+        }
+        x_free(t->slots);
+        x_free(s->idx[i].name);
+    }
+    if (s->def_ready)
+        deflateEnd(&s->def);
+    if (s->inf_ready)
+        inflateEnd(&s->inf);
+    x_free(s->dict);
+    x_free(s->ser.p);
+    x_free(s->z.p);
+    x_free(s->dec.p);
+    x_free(s);
+    return NULL;
+}
+
+enum kstore_mode kstore_mode(const struct kstore *s)
+{
+    return s->mode;
+}
+
+int kstore_add_index(struct kstore *s, const char *name, kstore_index_fn fn)
+{
+    struct kindex *ix;
+
+    if (!s || !name || !fn || s->table.n)
+        return -EINVAL;
+    for (int i = 0; i < s->nidx; i++)
+        if (strcmp(s->idx[i].name, name) == 0)
+            return -EEXIST;
+    if (s->nidx >= KSTORE_MAX_INDEXES)
+        return -ENOSPC;
+    ix = &s->idx[s->nidx];
+    ix->name = x_strdup(name);
+    if (!ix->name)
+        return -ENOMEM;
+    ix->fn = fn;
+    s->nidx++;
+    return 0;
+}
+
+size_t kstore_count(const struct kstore *s)
+{
+    return s->table.n;
+}
+
+static struct kstore_entry *find(const struct kstore *s, const char *key, size_t len, uint32_t h)
+{
+    const struct ptab *t = &s->table;
+
+    if (!t->cap)
+        return NULL;
+    for (uint32_t i = h & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1)) {
+        struct kstore_entry *e = t->slots[i];
+        if (e->hash == h && e->key_len == len && memcmp(e->key, key, len) == 0)
+            return e;
+    }
+    return NULL;
+}
+
+struct kstore_entry *kstore_find(const struct kstore *s, const char *key)
+{
+    size_t len;
+
+    if (!s || !key)
+        return NULL;
+    len = strlen(key);
+    return len > MAX_KEY ? NULL : find(s, key, len, hash_str(s, key, len));
+}
+
+const char *kstore_entry_key(const struct kstore_entry *e)
+{
+    return e->key;
+}
+
+const char *kstore_entry_rv(const struct kstore_entry *e)
+{
+    return val_rv(e->val);
+}
+
+int kstore_put(struct kstore *s, const char *key, json_t *obj, const char *rv, json_t **ret_old)
+{
+    struct kstore_entry *e, *fresh = NULL;
+    struct kval *v = NULL;
+    json_t *old = NULL;
+    size_t len;
+    uint32_t h;
+    int r;
+
+    if (!s || !key || !json_is_object(obj))
+        return -EINVAL;
+    len = strlen(key);
+    if (len > MAX_KEY)
+        return -ENAMETOOLONG;
+    h = hash_str(s, key, len);
+    e = find(s, key, len, h);
+    r = encode(s, obj, rv, &v);
+    if (r < 0)
+        goto out;
+    if (e && ret_old) {
+        r = decode(s, e->val, &old);
+        if (r < 0)
+            goto out;
+    }
+    if (!e) {
+        fresh = slab_alloc(s, sizeof(*fresh) + len + 1);
+        if (!fresh) {
+            r = -ENOMEM;
+            goto out;
+        }
+        memset(fresh, 0, sizeof(*fresh));
+        fresh->hash = h;
+        fresh->key_len = (uint16_t)len;
+        memcpy(fresh->key, key, len + 1);
+        r = ptab_insert(&s->table, fresh);
+        if (r < 0)
+            goto out;
+        e = fresh;
+        fresh = NULL;
+        r = 0;
+    } else {
+        mem_drop(s, e);
+        if (e->val->flags != VAL_TREE) {
+            s->raw_json -= e->val->raw_len;
+            s->compressed -= e->val->flags == VAL_ZDICT ? e->val->len : 0;
+        }
+        val_free(s, e->val);
+        r = 1;
+    }
+    e->val = v;
+    v = NULL;
+    e->gen = s->gen;
+    if (e->val->flags != VAL_TREE) {
+        s->raw_json += e->val->raw_len;
+        s->compressed += e->val->flags == VAL_ZDICT ? e->val->len : 0;
+    }
+    mem_add(s, e, obj);
+    if (ret_old) {
+        *ret_old = old;
+        old = NULL;
+    }
+    if (!s->frozen && (s->samples >= KSTORE_DICT_SAMPLES || s->dict_len >= KSTORE_DICT_MAX))
+        (void)kstore_freeze(s); /* on failure the entries stay uncompressed: still valid */
+out:
+    json_decref(old);
+    val_free(s, v);
+    if (fresh)
+        slab_free(s, fresh, entry_size(fresh));
+    return r;
+}
+
+void kstore_remove(struct kstore *s, struct kstore_entry *e, json_t **ret_old)
+{
+    json_t *old = NULL;
+
+    if (!s || !e)
+        return;
+    if (ret_old && decode(s, e->val, &old) < 0)
+        old = NULL;
+    mem_drop(s, e);
+    ptab_remove(&s->table, e);
+    if (e->val->flags != VAL_TREE) {
+        s->raw_json -= e->val->raw_len;
+        s->compressed -= e->val->flags == VAL_ZDICT ? e->val->len : 0;
+    }
+    val_free(s, e->val);
+    slab_free(s, e, entry_size(e));
+    if (ret_old)
+        *ret_old = old;
+}
+
+int kstore_decode(struct kstore *s, const struct kstore_entry *e, json_t **ret)
+{
+    json_t *obj;
+    int r;
+
+    if (!s || !e || !ret)
+        return -EINVAL;
+    r = decode(s, e->val, &obj);
+    if (r < 0)
+        return r;
+    *ret = obj;
+    return 0;
+}
+
+struct kstore_entry *kstore_next(const struct kstore *s, size_t *iter)
+{
+    for (size_t i = *iter; i < s->table.cap; i++)
+        if (s->table.slots[i]) {
+            *iter = i + 1;
+            return s->table.slots[i];
+        }
+    *iter = s->table.cap;
+    return NULL;
+}
+
+size_t kstore_foreach(struct kstore *s, kstore_visit_fn fn, void *data)
+{
+    struct kstore_entry *e;
+    size_t it = 0, n = 0;
+
+    while ((e = kstore_next(s, &it))) {
+        json_t *obj;
+        if (decode(s, e->val, &obj) < 0)
+            continue;
+        fn(obj, data);
+        json_decref(obj);
+        n++;
+    }
+    return n;
+}
+
+int kstore_index_foreach(struct kstore *s, const char *index, const char *value, kstore_visit_fn fn,
+                         void *data)
+{
+    int n = 0;
+
+    if (!s || !index || !value || !fn)
+        return -EINVAL;
+    for (int i = 0; i < s->nidx; i++) {
+        struct ival *v;
+        if (strcmp(s->idx[i].name, index) != 0)
+            continue;
+        v = ival_find(s, &s->idx[i], value, hash_str(s, value, strlen(value)));
+        for (uint32_t j = 0; v && j < v->members.cap; j++) {
+            struct kstore_entry *e = v->members.slots[j];
+            json_t *obj;
+            if (!e || decode(s, e->val, &obj) < 0)
+                continue;
+            fn(obj, data);
+            json_decref(obj);
+            n++;
+        }
+        return n;
+    }
+    return -ENOENT;
+}
+
+void kstore_new_generation(struct kstore *s)
+{
+    s->gen++;
+}
+
+void kstore_touch(struct kstore *s, struct kstore_entry *e)
+{
+    e->gen = s->gen;
+}
+
+bool kstore_stale(const struct kstore *s, const struct kstore_entry *e)
+{
+    return e->gen != s->gen;
+}
+
+int kstore_freeze(struct kstore *s)
+{
+    struct kstore_entry *e;
+    size_t it = 0;
+    int r = 0;
+
+    if (!s || s->mode != KSTORE_COMPACT || s->frozen)
+        return 0;
+    s->frozen = true;
+    while ((e = kstore_next(s, &it))) {
+        struct kval *v;
+        if (e->val->flags != VAL_RAW)
+            continue;
+        r = deflate_val(s, val_rv(e->val), val_bytes(e->val), e->val->len, &v);
+        if (r < 0)
+            break;
+        s->compressed += v->len;
+        val_free(s, e->val);
+        e->val = v;
+    }
+    return r;
+}
+
+void kstore_get_stats(const struct kstore *s, struct kstore_stats *ret)
+{
+    struct kstore_stats st = {0};
+    size_t it = 0;
+    struct kstore_entry *e;
+
+    st.count = s->table.n;
+    st.table = ptab_bytes(&s->table);
+    while ((e = kstore_next(s, &it))) {
+        st.entries += accounted(entry_size(e));
+        st.values += accounted(val_size(e->val));
+        if (e->mem)
+            st.indexes += accounted(mem_size(e->mem->n));
+    }
+    for (int i = 0; i < s->nidx; i++) {
+        const struct ptab *t = &s->idx[i].values;
+        st.indexes += ptab_bytes(t);
+        for (uint32_t j = 0; j < t->cap; j++) {
+            const struct ival *v = t->slots[j];
+            if (v)
+                st.indexes += chunk(sizeof(*v) + strlen(v->value) + 1) + ptab_bytes(&v->members);
+        }
+    }
+    st.fixed = chunk(sizeof(*s)) + (s->dict ? chunk(KSTORE_DICT_MAX) : 0) +
+               (s->ser.cap ? chunk(s->ser.cap) : 0) + (s->z.cap ? chunk(s->z.cap) : 0) +
+               (s->dec.cap ? chunk(s->dec.cap) : 0);
+    st.fixed += s->zlib_bytes;
+    st.slack = s->slab.block_bytes - (s->slab.used <= s->slab.block_bytes ? s->slab.used : 0);
+    st.raw_json = s->raw_json;
+    st.compressed = s->compressed;
+    st.dict_len = s->frozen ? s->dict_len : 0;
+    *ret = st;
+}

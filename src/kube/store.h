@@ -1,0 +1,130 @@
+/* kstore: the informer's object store — a hash table of "namespace/name" keys to cached objects,
+ * with user indexes, kept small enough to cache tens of thousands of objects per informer.
+ *
+ * Two layouts (enum kstore_mode):
+ *   KSTORE_COMPACT  each object is kept serialised (JSON_COMPACT) and deflated (raw deflate) with
+ *                   a preset dictionary that the store learns from the first objects it is given,
+ *                   so field names and values repeated across a collection cost a few bits. Objects
+ *                   are decoded on demand (kstore_decode) into a fresh jansson tree.
+ *   KSTORE_TREE     each object is kept as its jansson tree (a reference is held): no decoding
+ *                   cost, an order of magnitude more memory.
+ * In both layouts the key and the object's metadata.resourceVersion live outside the object, so a
+ * relist can compare versions without decoding anything.
+ *
+ * Dictionary learning: until the store has seen KSTORE_DICT_SAMPLES objects (or KSTORE_DICT_MAX
+ * bytes of them), objects are kept serialised but uncompressed; then the dictionary is frozen
+ * from those samples and they are compressed with it. kstore_freeze() freezes it early (the
+ * informer calls it when its first list is complete, so small collections are compressed too).
+ *
+ * Memory: entries, values and membership lists are cut from 64 KiB slabs with per-size free
+ * lists; slabs are returned only by kstore_free (a collection that shrinks keeps its slabs for
+ * reuse).
+ *
+ * Entries: struct kstore_entry pointers are stable while the entry is in the store (an update
+ * keeps the entry and replaces its value); kstore_put and kstore_remove are the only calls that
+ * change the store. Keys and resourceVersions returned are borrowed, valid while the entry is.
+ *
+ * Indexes: an index function maps an object to up to KSTORE_MAX_INDEX_VALUES strings; the store
+ * keeps, per index, value -> set of entries, and per entry the sets it belongs to (so an update or
+ * a removal never needs the old object). Single-threaded: all calls from the owner's loop. */
+#ifndef CLIQO_KUBE_STORE_H
+#define CLIQO_KUBE_STORE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define KSTORE_MAX_INDEXES      8
+#define KSTORE_MAX_INDEX_VALUES 16
+#ifndef KSTORE_DICT_SAMPLES /* overridable for measurements (bench/README.md) */
+#define KSTORE_DICT_SAMPLES 4
+#endif
+#ifndef KSTORE_DICT_MAX
+#define KSTORE_DICT_MAX (16 * 1024)
+#endif
+#define KSTORE_MAX_OBJECT (64 * 1024 * 1024) /* largest serialised object accepted */
+
+enum kstore_mode {
+    KSTORE_COMPACT,
+    KSTORE_TREE,
+};
+
+struct kstore;
+struct kstore_entry;
+
+/* Writes up to `max` borrowed strings taken from obj (e.g. a label value) to values and returns
+ * how many, or a negative errno (the object is then not indexed under that index). */
+typedef int (*kstore_index_fn)(const json_t *obj, const char **values, size_t max);
+/* obj is borrowed: valid during the call only. */
+typedef void (*kstore_visit_fn)(json_t *obj, void *data);
+
+/* Memory the store accounts for, in bytes. Entries, values and membership lists live in the
+ * store's own slabs (64 KiB blocks cut in 16-byte size classes, so that they do not end up
+ * scattered over pages of freed list trees): they count as their size class. Other allocations
+ * count as the glibc chunk they occupy (request + 8-byte header, rounded up to 16, at least 32). */
+struct kstore_stats {
+    size_t count;
+    size_t entries;    /* entry headers and keys */
+    size_t values;     /* compressed objects (in tree mode only the pointer: jansson's memory is
+                          not seen by the store) */
+    size_t slack;      /* slab bytes not in use (free lists, block tails) */
+    size_t table;      /* the key hash table */
+    size_t indexes;    /* index maps, value sets and per-entry membership lists */
+    size_t fixed;      /* dictionary, zlib streams, scratch buffers: independent of count */
+    size_t raw_json;   /* sum of the serialised sizes of the objects (compact mode) */
+    size_t compressed; /* sum of the compressed sizes (compact mode) */
+    size_t dict_len;   /* bytes of preset dictionary (0: not frozen yet) */
+};
+
+int kstore_new(enum kstore_mode mode, struct kstore **ret);
+/* Frees the store, its entries and their objects. NULL-safe; returns NULL. */
+struct kstore *kstore_free(struct kstore *s);
+enum kstore_mode kstore_mode(const struct kstore *s);
+
+/* Adds an index; only while the store is empty. -EEXIST for a duplicate name, -ENOSPC beyond
+ * KSTORE_MAX_INDEXES. The name is copied. */
+int kstore_add_index(struct kstore *s, const char *name, kstore_index_fn fn);
+
+size_t kstore_count(const struct kstore *s);
+struct kstore_entry *kstore_find(const struct kstore *s, const char *key);
+const char *kstore_entry_key(const struct kstore_entry *e);
+/* The resourceVersion given to kstore_put ("" when it had none). */
+const char *kstore_entry_rv(const struct kstore_entry *e);
+
+/* Inserts or replaces the object under key (obj borrowed: the store keeps its own encoding, or a
+ * reference in tree mode; rv may be NULL). If ret_old is non-NULL and the key existed, *ret_old
+ * receives a new reference to the previous object (decoded), else NULL. The entry's mark is set
+ * to the current generation. Returns 0 for an insert, 1 for a replacement, or a negative errno
+ * (the store is unchanged). */
+int kstore_put(struct kstore *s, const char *key, json_t *obj, const char *rv, json_t **ret_old);
+/* Removes the entry (from kstore_find or kstore_next). If ret_old is non-NULL it receives a new
+ * reference to its object (NULL if it could not be decoded). */
+void kstore_remove(struct kstore *s, struct kstore_entry *e, json_t **ret_old);
+
+/* A new reference to the entry's object: decoded in compact mode, shared in tree mode. 0 or a
+ * negative errno (-ENOMEM, -EBADMSG for a corrupt value). */
+int kstore_decode(struct kstore *s, const struct kstore_entry *e, json_t **ret);
+
+/* Iteration: start with *iter = 0; returns NULL at the end. The store must not change during an
+ * iteration. */
+struct kstore_entry *kstore_next(const struct kstore *s, size_t *iter);
+/* Calls fn for every object (decoded one at a time) and returns how many were visited. */
+size_t kstore_foreach(struct kstore *s, kstore_visit_fn fn, void *data);
+/* Visits the objects whose index `index` has value `value`; returns how many, or -ENOENT for an
+ * unknown index. */
+int kstore_index_foreach(struct kstore *s, const char *index, const char *value, kstore_visit_fn fn,
+                         void *data);
+
+/* Mark and sweep for relists: kstore_new_generation starts a generation; kstore_put and
+ * kstore_touch mark entries with it; kstore_stale tells whether an entry was not marked since. */
+void kstore_new_generation(struct kstore *s);
+void kstore_touch(struct kstore *s, struct kstore_entry *e);
+bool kstore_stale(const struct kstore *s, const struct kstore_entry *e);
+
+/* Freezes the dictionary from the samples seen so far and compresses the entries still waiting
+ * for it. No-op once frozen. 0 or -ENOMEM (the entries then stay uncompressed, still valid). */
+int kstore_freeze(struct kstore *s);
+void kstore_get_stats(const struct kstore *s, struct kstore_stats *ret);
+
+#endif

@@ -1,0 +1,106 @@
+/* The peering controllers of cliqo-agent (docs/peering.md), as agent modules:
+ *
+ *   auth      the HTTPS auth endpoint (/ca, /ids, /identity): issues scoped credentials to peers.
+ *   outgoing  the ForeignCluster controller: authenticates to a peer, hands it a credential back
+ *             in a PeeringRequest, tracks the conditions, unpeers (with a bounded timeout).
+ *   incoming  the PeeringRequest controller: admits or denies requests made to this cluster,
+ *             records the incoming peering on the ForeignCluster, cleans up after an unpeer.
+ *
+ * Shared here: a chain helper for sequences of asynchronous API calls, ForeignCluster condition
+ * helpers, and the options the agent's flags give the controllers. */
+#ifndef CLIQO_PEERING_CTL_H
+#define CLIQO_PEERING_CTL_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "agent/agent.h"
+
+/* Options of the controllers (flags of cliqo-agent; NULL/0: the default). */
+struct peer_ctl_options {
+    const char *api_server_url; /* the URL peers use to reach this cluster's apiserver;
+                                   default: the server of the agent's own kubeconfig */
+    const char *auth_url;       /* this cluster's auth URL, sent to peers; default:
+                                   ClusterConfig spec.peeringConfig.authUrl */
+    uint64_t unpeer_timeout_ms; /* default 30 s */
+    uint64_t resync_ms;         /* re-check of established peerings; default 30 s */
+};
+void peer_ctl_configure(const struct peer_ctl_options *o);
+const struct peer_ctl_options *peer_ctl_options(void);
+
+/* ---- modules -------------------------------------------------------------------------------- */
+
+int peer_auth_init(struct agent *a);
+int peer_auth_start(struct agent *a);
+void peer_auth_stop(struct agent *a);
+void peer_auth_fini(struct agent *a);
+bool peer_auth_ready(struct agent *a);
+#define AGENT_MODULE_PEER_AUTH                                                                     \
+    {                                                                                              \
+        "auth", peer_auth_init, peer_auth_start, peer_auth_stop, peer_auth_fini, peer_auth_ready   \
+    }
+
+int peer_outgoing_init(struct agent *a);
+int peer_outgoing_start(struct agent *a);
+void peer_outgoing_stop(struct agent *a);
+void peer_outgoing_fini(struct agent *a);
+#define AGENT_MODULE_PEER_OUTGOING                                                                 \
+    {                                                                                              \
+        "outgoing", peer_outgoing_init, peer_outgoing_start, peer_outgoing_stop,                   \
+            peer_outgoing_fini, NULL                                                               \
+    }
+
+int peer_incoming_init(struct agent *a);
+int peer_incoming_start(struct agent *a);
+void peer_incoming_stop(struct agent *a);
+void peer_incoming_fini(struct agent *a);
+#define AGENT_MODULE_PEER_INCOMING                                                                 \
+    {                                                                                              \
+        "incoming", peer_incoming_init, peer_incoming_start, peer_incoming_stop,                   \
+            peer_incoming_fini, NULL                                                               \
+    }
+
+/* Issues (or finds again) the credential of peer `cluster_id` on this cluster: its tenant
+ * namespace, ServiceAccount, RoleBindings and token, as the auth endpoint does. done() gets 0 with
+ * the tenant namespace and the kubeconfig (borrowed for the call), or a negative errno (-EAGAIN:
+ * not ready yet, retry) and a message. Returns 0 or -EINVAL / -ENOMEM (done is then not called). */
+typedef void (*peer_issue_cb)(int err, const char *message, const char *ns, const char *kubeconfig,
+                              void *data);
+int peer_issue_credential(struct agent *a, const char *cluster_id, const char *cluster_name,
+                          peer_issue_cb done, void *data);
+
+/* ---- helpers -------------------------------------------------------------------------------- */
+
+/* The result of the last call of a chain, copied so that it outlives the kapi callback. */
+struct peer_call {
+    int err;
+    long http;
+    json_t *body; /* owned */
+    char reason[64];
+    char message[256];
+};
+/* A kapi callback that stores the result in *(struct peer_call *)data-> and calls next(data). The
+ * owner struct must begin with a struct peer_call_chain. */
+struct peer_call_chain {
+    struct peer_call last;
+    void (*next)(void *owner);
+};
+void peer_call_cb(struct kapi_client *c, const struct kapi_result *res, void *data);
+void peer_call_reset(struct peer_call *pc);
+
+/* Sets condition `type` in fc.status.peeringConditions (creating what is missing); the
+ * lastTransitionTime changes only with the status. Returns true when anything changed. */
+bool peer_fc_set_condition(json_t *fc, const char *type, const char *status, const char *reason,
+                           const char *message);
+/* The status of condition `type`, "None" when absent. Borrowed. */
+const char *peer_fc_condition(const json_t *fc, const char *type);
+/* The lastTransitionTime of condition `type` as Unix seconds, 0 if absent or unparsable. */
+int64_t peer_fc_condition_since(const json_t *fc, const char *type);
+bool peer_has_finalizer(const json_t *obj, const char *finalizer);
+/* RFC 3339 "now" (UTC, seconds) into buf (at least 21 bytes). */
+void peer_now_rfc3339(char *buf, size_t size);
+/* Base64 (standard alphabet, with padding) to bytes; *ret is x_malloc'd and NUL-terminated. */
+int peer_base64_decode(const char *in, char **ret, size_t *ret_len);
+
+#endif

@@ -1,0 +1,595 @@
+/* auth: the HTTPS auth endpoint of docs/peering.md, served on --auth-addr.
+ *
+ *   GET  /ca        the auth CA (PEM), which clients pin with --ca-cert-hash
+ *   GET  /ids       {"clusterId","clusterName"}
+ *   POST /identity  {"clusterID","clusterName","token"} -> 201 {"namespace","kubeconfig"}
+ *
+ * The certificate, the CA and the token come from the Secrets auth-tls and auth-token of the
+ * agent's namespace, followed by an informer on every replica (a rotated token is used at once).
+ * Every replica serves /ca and /ids; /identity writes to the cluster, so a standby answers it 503
+ * (the client retries) and only the leader issues credentials.
+ *
+ * Issuing a credential for peer X (idempotent: a second request returns the same credential; the
+ * outgoing controller uses the same steps, through peer_issue_credential, for the credential it
+ * hands back to a provider):
+ *   1. the tenant namespace of X (created, or checked to belong to X by its cluster-id label);
+ *   2. in it, RoleBinding cliqo-agent (the agent's own rights there, ClusterRole
+ *      cliqo-agent-tenant), ServiceAccount remote-<X>, RoleBinding cliqo-remote-peering (X's
+ *      rights), and the token Secret remote-<X>-token of that ServiceAccount;
+ *   3. once the token controller has filled the Secret, a kubeconfig with this cluster's API URL,
+ *      its CA and the token, limited to the tenant namespace by RBAC.
+ * Failed token checks are counted per client address: after 5 in a minute the address gets 429. */
+#include "peering/ctl.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/modules.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "kube/backoff.h"
+#include "peering/identity.h"
+#include "peering/kubeconfig_out.h"
+#include "peering/resources.h"
+#include "peering/token.h"
+#include "peering/wire.h"
+
+#define TOKEN_WAIT_MS   15000
+#define TOKEN_POLL_MS   250
+#define AGENT_SA        "cliqo-agent"
+#define AGENT_TENANT_CR "cliqo-agent-tenant"
+
+static struct {
+    struct agent *a;
+    struct inf_informer *secrets;
+    struct httpd_server *srv;
+    struct peer_limiter *lim;
+    char token[PEER_TOKEN_LEN + 1];
+    char *ca_pem;
+    bool listening;
+    struct metrics_family *requests;
+} st;
+
+/* ---- the Secrets ---------------------------------------------------------------------------- */
+
+static const char *secret_value(const json_t *obj, const char *key, char **owned)
+{
+    const char *b64 = json_string_value(json_object_get(json_object_get(obj, "data"), key));
+    size_t len;
+
+    *owned = NULL;
+    if (!b64 || peer_base64_decode(b64, owned, &len) < 0)
+        return NULL;
+    return *owned;
+}
+
+static void handle_identity(struct httpd_request *req, void *data);
+static void handle_ids(struct httpd_request *req, void *data);
+static void handle_ca(struct httpd_request *req, void *data);
+
+static void start_server(const json_t *tls)
+{
+    char *cert = NULL, *key = NULL, *ca = NULL, err[256];
+    int r;
+
+    if (st.listening)
+        return;
+    if (!secret_value(tls, "tls.crt", &cert) || !secret_value(tls, "tls.key", &key) ||
+        !secret_value(tls, "ca.crt", &ca)) {
+        log_error("auth",
+                  "Secret %s/%s lacks tls.crt, tls.key or ca.crt: auth endpoint not started",
+                  agent_namespace(st.a), PEER_AUTH_TLS_SECRET);
+        goto out;
+    }
+    r = agent_auth_server(st.a, cert, key, &st.srv);
+    if (r < 0) {
+        log_error("auth", "cannot create the auth server: %s", strerror(-r));
+        goto out;
+    }
+    if ((r = httpd_route(st.srv, "GET", "/ca", 0, handle_ca, NULL)) < 0 ||
+        (r = httpd_route(st.srv, "GET", "/ids", 0, handle_ids, NULL)) < 0 ||
+        (r = httpd_route(st.srv, "POST", "/identity", PEER_WIRE_REQUEST_MAX, handle_identity,
+                         NULL)) < 0) {
+        log_error("auth", "cannot add the auth routes: %s", strerror(-r));
+        goto out;
+    }
+    r = httpd_start(st.srv, err, sizeof(err));
+    if (r < 0) {
+        log_error("auth", "cannot listen: %s", err);
+        goto out;
+    }
+    x_free(st.ca_pem);
+    st.ca_pem = ca;
+    ca = NULL;
+    st.listening = true;
+    log_info("auth", "auth endpoint listening on port %u", (unsigned)httpd_port(st.srv));
+out:
+    if (key)
+        OPENSSL_cleanse(key, strlen(key));
+    x_free(cert);
+    x_free(key);
+    x_free(ca);
+}
+
+static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
+{
+    const char *name = kapi_obj_name(obj);
+    char *tok = NULL;
+
+    (void)inf;
+    (void)data;
+    if (!name)
+        return;
+    if (strcmp(name, PEER_AUTH_TOKEN_SECRET) == 0) {
+        if (secret_value(obj, "token", &tok) && peer_token_valid(tok)) {
+            if (st.token[0] && strcmp(st.token, tok) != 0)
+                log_info("auth", "peering token rotated (Secret %s/%s)", agent_namespace(st.a),
+                         PEER_AUTH_TOKEN_SECRET);
+            snprintf(st.token, sizeof(st.token), "%s", tok);
+        } else {
+            log_warn("auth", "Secret %s/%s has no valid token (64 lowercase hex digits)",
+                     agent_namespace(st.a), PEER_AUTH_TOKEN_SECRET);
+            OPENSSL_cleanse(st.token, sizeof(st.token));
+        }
+        if (tok)
+            OPENSSL_cleanse(tok, strlen(tok));
+        x_free(tok);
+    } else if (strcmp(name, PEER_AUTH_TLS_SECRET) == 0) {
+        start_server(obj);
+    }
+}
+
+static void on_secret_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_secret(inf, new_obj, data);
+}
+
+static void on_secret_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    if (kapi_obj_name(obj) && strcmp(kapi_obj_name(obj), PEER_AUTH_TOKEN_SECRET) == 0) {
+        log_warn("auth", "Secret %s/%s deleted: every peering request is refused until it is back",
+                 agent_namespace(st.a), PEER_AUTH_TOKEN_SECRET);
+        OPENSSL_cleanse(st.token, sizeof(st.token));
+    }
+}
+
+/* ---- simple routes -------------------------------------------------------------------------- */
+
+static void handle_ca(struct httpd_request *req, void *data)
+{
+    (void)data;
+    httpd_respond(req, 200, "application/x-pem-file", st.ca_pem, strlen(st.ca_pem));
+}
+
+static void handle_ids(struct httpd_request *req, void *data)
+{
+    struct peer_ids ids;
+    char *json = NULL;
+
+    (void)data;
+    if (!identity_cluster_id()) {
+        httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE, "the cluster has no identity yet");
+        return;
+    }
+    memset(&ids, 0, sizeof(ids));
+    snprintf(ids.cluster_id, sizeof(ids.cluster_id), "%s", identity_cluster_id());
+    snprintf(ids.cluster_name, sizeof(ids.cluster_name), "%s",
+             identity_cluster_name() ? identity_cluster_name() : "");
+    if (peer_wire_ids_encode(&ids, &json) < 0) {
+        httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "cannot encode the identity");
+        return;
+    }
+    httpd_respond(req, 200, "application/json", json, strlen(json));
+    x_free(json);
+}
+
+/* ---- POST /identity -------------------------------------------------------------------------- */
+
+struct issue {
+    struct peer_call_chain ch; /* first */
+    struct httpd_request *req; /* NULL once aborted (HTTP requests only) */
+    bool http;                 /* answering an HTTP request (else calling done) */
+    peer_issue_cb done;
+    void *done_data;
+    struct peer_identity_request in;
+    char ns[64], sa[80], secret[96];
+    uv_timer_t *timer;
+    uint64_t deadline;
+};
+
+static void issue_free(struct issue *is)
+{
+    ktimer_free(is->timer);
+    peer_call_reset(&is->ch.last);
+    peer_identity_request_clear(&is->in);
+    x_free(is);
+}
+
+static void on_abort(struct httpd_request *req, void *data)
+{
+    struct issue *is = data;
+
+    (void)req;
+    log_warn("auth", "request of cluster %s abandoned (timeout or shutdown)", is->in.cluster_id);
+    is->req = NULL;
+}
+
+/* Answers (if the client is still there) or reports, and frees. */
+static void finish(struct issue *is, unsigned status, const char *reason, const char *msg)
+{
+    if (is->req)
+        httpd_respond_error(is->req, status, reason, msg);
+    else if (!is->http && is->done)
+        is->done(status == 503 ? -EAGAIN : -EIO, msg, NULL, NULL, is->done_data);
+    if (status >= 500)
+        log_error("auth", "credential for cluster %s failed: %s", is->in.cluster_id, msg);
+    issue_free(is);
+}
+
+/* Common check after a create: success or AlreadyExists go on, anything else fails. */
+static bool created_or_exists(struct issue *is, const char *what)
+{
+    char msg[384];
+
+    if (is->ch.last.err == 0 || is->ch.last.err == -EEXIST)
+        return true;
+    snprintf(msg, sizeof(msg), "cannot create %s: %s", what, is->ch.last.message);
+    finish(is, 500, PEER_WIRE_E_INTERNAL, msg);
+    return false;
+}
+
+static bool gone(struct issue *is)
+{
+    if (is->req || !is->http)
+        return false;
+    issue_free(is);
+    return true;
+}
+
+static void step_reply(struct issue *is);
+static void step_poll_token(void *owner);
+
+static void on_poll_timer(uv_timer_t *t)
+{
+    struct issue *is = t->data;
+
+    if (gone(is))
+        return;
+    is->ch.next = step_poll_token;
+    if (kapi_get(agent_kube(st.a), &kapi_secrets, is->ns, is->secret, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot read the token Secret");
+}
+
+static void step_poll_token(void *owner)
+{
+    struct issue *is = owner;
+    const char *tok;
+
+    if (gone(is))
+        return;
+    tok = json_string_value(json_object_get(json_object_get(is->ch.last.body, "data"), "token"));
+    if (is->ch.last.err == 0 && tok && *tok) {
+        step_reply(is);
+        return;
+    }
+    if (uv_now(agent_loop(st.a)) >= is->deadline) {
+        finish(is, 503, PEER_WIRE_E_UNAVAILABLE,
+               "the service-account token was not issued in time (is the token controller of "
+               "kube-controller-manager running?)");
+        return;
+    }
+    if (!is->timer && !(is->timer = ktimer_new(agent_loop(st.a), is))) {
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "out of memory");
+        return;
+    }
+    uv_timer_start(is->timer, on_poll_timer, TOKEN_POLL_MS, 0);
+}
+
+static void step_token_secret(void *owner)
+{
+    struct issue *is = owner;
+    json_t *o;
+
+    if (gone(is) || !created_or_exists(is, "the RoleBinding " PEER_REMOTE_ROLE))
+        return;
+    o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:{s:s}},s:s}", "apiVersion", "v1", "kind", "Secret",
+                  "metadata", "name", is->secret, "namespace", is->ns, "labels",
+                  PEER_LABEL_CLUSTER_ID, is->in.cluster_id, "annotations",
+                  "kubernetes.io/service-account.name", is->sa, "type",
+                  "kubernetes.io/service-account-token");
+    is->ch.next = step_poll_token;
+    is->deadline = uv_now(agent_loop(st.a)) + TOKEN_WAIT_MS;
+    /* Created, or already there: either way read it back (step_poll_token reads ch.last). */
+    if (!o || kapi_create(agent_kube(st.a), &kapi_secrets, is->ns, o, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the token Secret");
+    json_decref(o);
+}
+
+static json_t *rolebinding(const char *ns, const char *name, const char *role, const char *sa_ns,
+                           const char *sa)
+{
+    return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s,s:s,s:s},s:[{s:s,s:s,s:s}]}",
+                     "apiVersion", "rbac.authorization.k8s.io/v1", "kind", "RoleBinding",
+                     "metadata", "name", name, "namespace", ns, "labels",
+                     "app.kubernetes.io/managed-by", "cliqo-agent", "roleRef", "apiGroup",
+                     "rbac.authorization.k8s.io", "kind", "ClusterRole", "name", role, "subjects",
+                     "kind", "ServiceAccount", "name", sa, "namespace", sa_ns);
+}
+
+static void step_peer_binding(void *owner)
+{
+    struct issue *is = owner;
+    json_t *o;
+
+    if (gone(is) || !created_or_exists(is, "the ServiceAccount"))
+        return;
+    o = rolebinding(is->ns, PEER_REMOTE_ROLE, PEER_REMOTE_ROLE, is->ns, is->sa);
+    is->ch.next = step_token_secret;
+    if (!o ||
+        kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the RoleBinding");
+    json_decref(o);
+}
+
+static void step_sa(void *owner)
+{
+    struct issue *is = owner;
+    json_t *o;
+
+    if (gone(is) || !created_or_exists(is, "the agent's RoleBinding"))
+        return;
+    o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}}}", "apiVersion", "v1", "kind", "ServiceAccount",
+                  "metadata", "name", is->sa, "namespace", is->ns, "labels", PEER_LABEL_CLUSTER_ID,
+                  is->in.cluster_id);
+    is->ch.next = step_peer_binding;
+    if (!o || kapi_create(agent_kube(st.a), &kapi_serviceaccounts, is->ns, o, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the ServiceAccount");
+    json_decref(o);
+}
+
+static void step_agent_binding(void *owner)
+{
+    struct issue *is = owner;
+    json_t *o;
+
+    if (gone(is) || !created_or_exists(is, "the tenant namespace"))
+        return;
+    o = rolebinding(is->ns, AGENT_SA, AGENT_TENANT_CR, agent_namespace(st.a), AGENT_SA);
+    is->ch.next = step_sa;
+    if (!o ||
+        kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the RoleBinding");
+    json_decref(o);
+}
+
+static void step_namespace(void *owner)
+{
+    struct issue *is = owner;
+    json_t *o;
+
+    if (gone(is))
+        return;
+    if (is->ch.last.err == 0) {
+        /* It exists: it must be this peer's. */
+        const char *id = json_string_value(json_object_get(
+            json_object_get(json_object_get(is->ch.last.body, "metadata"), "labels"),
+            PEER_LABEL_CLUSTER_ID));
+
+        if (!id || strcmp(id, is->in.cluster_id) != 0) {
+            finish(is, 500, PEER_WIRE_E_INTERNAL,
+                   "the tenant namespace exists and does not belong to this cluster");
+            return;
+        }
+        is->ch.last.err = -EEXIST;
+        step_agent_binding(is);
+        return;
+    }
+    if (is->ch.last.err != -ENOENT) {
+        finish(is, 500, PEER_WIRE_E_INTERNAL, is->ch.last.message);
+        return;
+    }
+    o = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}}}", "apiVersion", "v1", "kind", "Namespace",
+                  "metadata", "name", is->ns, "labels", PEER_LABEL_CLUSTER_ID, is->in.cluster_id,
+                  PEER_LABEL_TENANT, "true");
+    is->ch.next = step_agent_binding;
+    if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the tenant namespace");
+    json_decref(o);
+}
+
+static void step_reply(struct issue *is)
+{
+    const struct peer_ctl_options *o = peer_ctl_options();
+    const struct kc_config *kc = agent_kubeconfig(st.a);
+    const char *b64 =
+        json_string_value(json_object_get(json_object_get(is->ch.last.body, "data"), "token"));
+    struct peer_kubeconfig_params p;
+    char *token = NULL, *kubeconfig = NULL, *json = NULL, err[256];
+    size_t len;
+
+    if (peer_base64_decode(b64, &token, &len) < 0) {
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "the token Secret holds no valid token");
+        return;
+    }
+    memset(&p, 0, sizeof(p));
+    p.server = o->api_server_url ? o->api_server_url : kc->server;
+    p.ca_pem = (const char *)kc->ca_pem;
+    p.ca_pem_len = kc->ca_pem_len;
+    p.token = token;
+    p.namespace = is->ns;
+    p.cluster_name = identity_cluster_name() && *identity_cluster_name() ? identity_cluster_name()
+                                                                         : identity_cluster_id();
+    if (peer_kubeconfig_build(&p, &kubeconfig, err, sizeof(err)) < 0 ||
+        peer_wire_identity_response_encode(is->ns, kubeconfig, &json) < 0) {
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot build the credential");
+    } else {
+        log_info("auth", "issued a credential to cluster %s (%s) in namespace %s",
+                 is->in.cluster_id, is->in.cluster_name, is->ns);
+        if (is->req)
+            httpd_respond(is->req, 201, "application/json", json, strlen(json));
+        else if (!is->http && is->done)
+            is->done(0, "", is->ns, kubeconfig, is->done_data);
+        issue_free(is);
+    }
+    OPENSSL_cleanse(token, len);
+    x_free(token);
+    if (kubeconfig)
+        OPENSSL_cleanse(kubeconfig, strlen(kubeconfig));
+    x_free(kubeconfig);
+    if (json)
+        OPENSSL_cleanse(json, strlen(json));
+    x_free(json);
+}
+
+static void issue_start(struct issue *is)
+{
+    snprintf(is->sa, sizeof(is->sa), "remote-%s", is->in.cluster_id);
+    snprintf(is->secret, sizeof(is->secret), "remote-%s-token", is->in.cluster_id);
+    is->ch.next = step_namespace;
+    if (kapi_get(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
+}
+
+static void handle_identity(struct httpd_request *req, void *data)
+{
+    const char *ip = httpd_req_peer_ip(req), *ct = httpd_req_header(req, "Content-Type");
+    uint64_t now = uv_now(agent_loop(st.a)), retry_ms = 0;
+    struct peer_wire_error werr;
+    struct issue *is;
+    size_t len;
+    const char *body = httpd_req_body(req, &len);
+    char retry[32];
+
+    (void)data;
+    if (peer_limiter_check(st.lim, ip, now, &retry_ms)) {
+        snprintf(retry, sizeof(retry), "%llu", (unsigned long long)(retry_ms + 999) / 1000);
+        httpd_add_header(req, "Retry-After", retry);
+        log_warn("auth", "refused a peering request from %s: too many failed attempts", ip);
+        httpd_respond_error(req, 429, PEER_WIRE_E_RATE_LIMITED,
+                            "too many failed attempts from this address; retry later");
+        return;
+    }
+    if (ct && strncmp(ct, "application/json", 16) != 0) {
+        httpd_respond_error(req, 415, PEER_WIRE_E_MEDIA_TYPE, "the body must be application/json");
+        return;
+    }
+    is = x_calloc(1, sizeof(*is));
+    if (!is) {
+        httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "out of memory");
+        return;
+    }
+    if (peer_wire_identity_request_decode(body, len, &is->in, &werr) < 0) {
+        log_warn("auth", "malformed peering request from %s: %s", ip, werr.message);
+        if (strcmp(werr.reason, PEER_WIRE_E_TOKEN) == 0)
+            peer_limiter_fail(st.lim, ip, now);
+        httpd_respond_error(req, (unsigned)peer_wire_http_status(werr.reason), werr.reason,
+                            werr.message);
+        issue_free(is);
+        return;
+    }
+    if (!st.token[0] || !peer_token_equal(is->in.token, st.token)) {
+        peer_limiter_fail(st.lim, ip, now);
+        log_warn("auth", "wrong peering token from %s (cluster %s)", ip, is->in.cluster_id);
+        httpd_respond_error(req, 403, PEER_WIRE_E_FORBIDDEN, "the peering token is not valid");
+        issue_free(is);
+        return;
+    }
+    peer_limiter_reset(st.lim, ip);
+    if (!identity_cluster_id()) {
+        httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE, "the cluster has no identity yet");
+        issue_free(is);
+        return;
+    }
+    if (strcmp(is->in.cluster_id, identity_cluster_id()) == 0) {
+        httpd_respond_error(req, 400, PEER_WIRE_E_OWN_ID, "a cluster cannot peer with itself");
+        issue_free(is);
+        return;
+    }
+    if (!agent_is_leader(st.a)) {
+        httpd_add_header(req, "Retry-After", "2");
+        httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE,
+                            "this replica is a standby; retry (the leader issues credentials)");
+        issue_free(is);
+        return;
+    }
+    if (peer_tenant_namespace(is->in.cluster_id, is->in.cluster_name, is->ns) < 0) {
+        httpd_respond_error(req, 400, PEER_WIRE_E_CLUSTER_ID, "cannot derive a tenant namespace");
+        issue_free(is);
+        return;
+    }
+    is->req = req;
+    is->http = true;
+    httpd_req_on_abort(req, on_abort, is);
+    log_info("auth", "peering request from %s: cluster %s (%s)", ip, is->in.cluster_id,
+             is->in.cluster_name);
+    issue_start(is);
+}
+
+int peer_issue_credential(struct agent *a, const char *cluster_id, const char *cluster_name,
+                          peer_issue_cb done, void *data)
+{
+    struct issue *is = x_calloc(1, sizeof(*is));
+
+    (void)a;
+    if (!is)
+        return -ENOMEM;
+    snprintf(is->in.cluster_id, sizeof(is->in.cluster_id), "%s", cluster_id);
+    snprintf(is->in.cluster_name, sizeof(is->in.cluster_name), "%s", cluster_name);
+    if (peer_tenant_namespace(cluster_id, cluster_name, is->ns) < 0) {
+        issue_free(is);
+        return -EINVAL;
+    }
+    is->done = done;
+    is->done_data = data;
+    issue_start(is);
+    return 0;
+}
+
+/* ---- module -----------------------------------------------------------------------------------
+ */
+
+int peer_auth_init(struct agent *a)
+{
+    struct inf_handlers h = {
+        .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret_delete};
+    int r;
+
+    memset(&st, 0, sizeof(st));
+    st.a = a;
+    r = peer_limiter_new(0, 0, 0, &st.lim);
+    if (r < 0)
+        return r;
+    return agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, AGENT_INF_ALWAYS, &h, NULL,
+                          &st.secrets);
+}
+
+int peer_auth_start(struct agent *a)
+{
+    (void)a;
+    return 0;
+}
+
+void peer_auth_stop(struct agent *a)
+{
+    (void)a;
+}
+
+void peer_auth_fini(struct agent *a)
+{
+    (void)a;
+    st.lim = peer_limiter_free(st.lim);
+    x_free(st.ca_pem);
+    OPENSSL_cleanse(st.token, sizeof(st.token));
+    memset(&st, 0, sizeof(st));
+}
+
+bool peer_auth_ready(struct agent *a)
+{
+    (void)a;
+    return st.secrets && inf_synced(st.secrets);
+}

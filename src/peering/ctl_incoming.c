@@ -1,0 +1,442 @@
+/* incoming: the PeeringRequest controller of the provider (docs/peering.md).
+ *
+ * A PeeringRequest lives in the tenant namespace of its requester, where only the requester's
+ * credential can write. It is admitted when its namespace's cluster-id label and its name both
+ * equal spec.clusterIdentity.clusterID, its kubeconfig Secret exists there, and policy allows
+ * (ClusterConfig spec.peeringConfig.incomingPeeringEnabled and the ForeignCluster's
+ * incomingPeeringEnabled are not "No"); the decision goes to status.phase/reason/message. The
+ * requester's ForeignCluster is created if needed (discovery-type IncomingPeering, outgoing "No")
+ * and gets IncomingPeering=Established. When the PeeringRequest disappears (the requester
+ * unpeered), IncomingPeering goes back to None, an IncomingPeering-only ForeignCluster is deleted,
+ * and the tenant namespace (with the requester's ServiceAccount and RoleBindings) is deleted
+ * unless our own outgoing peering to that cluster still uses it. Level-triggered like outgoing. */
+#include "peering/ctl.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "peering/identity.h"
+#include "peering/resources.h"
+
+#define RETRY_MS 2000
+
+static struct {
+    struct agent *a;
+    struct inf_informer *prs, *fcs, *tenants;
+    struct wq_queue *q;
+    bool running;
+} st;
+
+struct rec {
+    struct peer_call_chain ch; /* first */
+    char key[256], ns[64], name[128];
+    json_t *pr; /* NULL when the request is gone */
+    json_t *fc; /* the requester's ForeignCluster (working copy) or NULL */
+    char id[64], cname[64];
+};
+
+static void rec_end(struct rec *r, int requeue_ms)
+{
+    if (st.q) {
+        if (requeue_ms >= 0)
+            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
+        wq_done(st.q, r->key);
+    }
+    json_decref(r->pr);
+    json_decref(r->fc);
+    peer_call_reset(&r->ch.last);
+    x_free(r);
+}
+
+static void after_write(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT && r->ch.last.err != -EEXIST) {
+        log_warn("incoming", "%s: %s", r->key, r->ch.last.message);
+        rec_end(r, r->ch.last.err == -ESTALE ? 100 : RETRY_MS);
+        return;
+    }
+    rec_end(r, -1);
+}
+
+/* The requester's ForeignCluster, found by its cluster-id label (a new reference). */
+struct find {
+    const char *id;
+    json_t *found;
+};
+
+static void find_visit(json_t *obj, void *data)
+{
+    struct find *f = data;
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "metadata"), "labels"), PEER_LABEL_CLUSTER_ID));
+    const char *sid = json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"));
+
+    if (!f->found && ((id && strcmp(id, f->id) == 0) || (sid && strcmp(sid, f->id) == 0)))
+        f->found = json_deep_copy(obj);
+}
+
+static json_t *find_fc(const char *id)
+{
+    struct find f = {id, NULL};
+
+    inf_foreach(st.fcs, find_visit, &f);
+    return f.found;
+}
+
+static void patch_status(struct rec *r, const struct kapi_resource *res, const char *ns,
+                         const char *name, json_t *obj)
+{
+    json_t *patch = json_pack("{s:{s:O},s:O}", "metadata", "resourceVersion",
+                              json_object_get(json_object_get(obj, "metadata"), "resourceVersion"),
+                              "status", json_object_get(obj, "status"));
+    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+
+    json_decref(patch);
+    r->ch.next = after_write;
+    if (!body || kapi_patch(agent_kube(st.a), res, ns, name, "status", KAPI_PATCH_MERGE, body,
+                            peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    x_free(body);
+}
+
+/* ---- the request is gone: clean up --------------------------------------------------------- */
+
+static void cleanup_ns(struct rec *r)
+{
+    if (r->fc && strcmp(peer_fc_condition(r->fc, "OutgoingPeering"), "None") != 0) {
+        rec_end(r, -1); /* our outgoing peering still uses the namespace */
+        return;
+    }
+    log_info("incoming", "peering request %s withdrawn: deleting tenant namespace %s", r->key,
+             r->ns);
+    r->ch.next = after_write;
+    if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->ns, NULL, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+}
+
+static void after_fc_delete(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    json_decref(r->fc);
+    r->fc = NULL;
+    cleanup_ns(r);
+}
+
+static void withdrawn(struct rec *r)
+{
+    json_t *ns = inf_get(st.tenants, NULL, r->ns);
+    const char *id, *type, *out;
+
+    if (!ns) {
+        rec_end(r, -1); /* nothing left */
+        return;
+    }
+    id = json_string_value(json_object_get(
+        json_object_get(json_object_get(ns, "metadata"), "labels"), PEER_LABEL_CLUSTER_ID));
+    snprintf(r->id, sizeof(r->id), "%s", id ? id : "");
+    json_decref(ns);
+    if (!r->id[0] || strcmp(r->id, r->name) != 0) {
+        rec_end(r, -1);
+        return;
+    }
+    r->fc = find_fc(r->id);
+    if (!r->fc) {
+        cleanup_ns(r);
+        return;
+    }
+    if (strcmp(peer_fc_condition(r->fc, "IncomingPeering"), "None") != 0) {
+        peer_fc_set_condition(r->fc, "IncomingPeering", "None", "RequestWithdrawn",
+                              "the peer withdrew its PeeringRequest");
+        log_info("incoming", "ForeignCluster %s: IncomingPeering=None (request withdrawn)",
+                 kapi_obj_name(r->fc));
+        patch_status(r, &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc), r->fc);
+        return;
+    }
+    type = json_string_value(json_object_get(
+        json_object_get(json_object_get(r->fc, "metadata"), "labels"), PEER_LABEL_DISC_TYPE));
+    out = json_string_value(
+        json_object_get(json_object_get(r->fc, "spec"), "outgoingPeeringEnabled"));
+    if (type && strcmp(type, "IncomingPeering") == 0 && (!out || strcmp(out, "Yes") != 0) &&
+        strcmp(peer_fc_condition(r->fc, "OutgoingPeering"), "None") == 0) {
+        log_info("incoming", "deleting ForeignCluster %s: no peering left in either direction",
+                 kapi_obj_name(r->fc));
+        r->ch.next = after_fc_delete;
+        if (kapi_delete(agent_kube(st.a), &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc),
+                        NULL, peer_call_cb, r) < 0)
+            rec_end(r, RETRY_MS);
+        return;
+    }
+    cleanup_ns(r);
+}
+
+/* ---- admission ---------------------------------------------------------------------------- */
+
+static void decide(struct rec *r, const char *phase, const char *reason, const char *msg)
+{
+    json_t *status = json_object_get(r->pr, "status");
+    const char *old = json_string_value(json_object_get(status, "phase"));
+    const char *old_reason = json_string_value(json_object_get(status, "reason"));
+
+    if (old && strcmp(old, phase) == 0 && old_reason && strcmp(old_reason, reason) == 0) {
+        rec_end(r, -1);
+        return;
+    }
+    log_info("incoming", "PeeringRequest %s from cluster %s: %s (%s) %s", r->key, r->id, phase,
+             reason, msg);
+    json_object_set_new(
+        r->pr, "status",
+        json_pack("{s:s,s:s,s:s}", "phase", phase, "reason", reason, "message", msg));
+    patch_status(r, &peer_res_peeringrequests, r->ns, r->name, r->pr);
+}
+
+static void after_fc_create(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
+        log_warn("incoming", "cannot create the ForeignCluster of %s: %s", r->id,
+                 r->ch.last.message);
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    rec_end(r, 200); /* the informer brings it: go on from there */
+}
+
+static void create_fc(struct rec *r)
+{
+    const char *url = json_string_value(json_object_get(json_object_get(r->pr, "spec"), "authUrl"));
+    json_t *existing = inf_get(st.fcs, NULL, r->cname), *fc;
+    const char *name = existing || !peer_label_valid(r->cname) ? r->id : r->cname;
+
+    json_decref(existing);
+    fc = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:{s:s,s:s},s:s,s:s}}", "apiVersion",
+                   "discovery.liqo.io/v1alpha1", "kind", "ForeignCluster", "metadata", "name", name,
+                   "labels", PEER_LABEL_CLUSTER_ID, r->id, PEER_LABEL_DISC_TYPE, "IncomingPeering",
+                   "spec", "clusterIdentity", "clusterID", r->id, "clusterName", r->cname,
+                   "outgoingPeeringEnabled", "No", "incomingPeeringEnabled", "Auto");
+    if (fc && url && strncmp(url, "https://", 8) == 0)
+        json_object_set_new(json_object_get(fc, "spec"), "foreignAuthUrl", json_string(url));
+    log_info("incoming", "creating ForeignCluster %s for incoming peering of %s", name, r->id);
+    r->ch.next = after_fc_create;
+    if (!fc ||
+        kapi_create(agent_kube(st.a), &peer_res_foreignclusters, NULL, fc, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    json_decref(fc);
+}
+
+static void after_cc(void *owner);
+static void after_secret(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err == -ENOENT) {
+        decide(r, "Pending", "NoKubeconfig",
+               "the kubeconfig Secret named by spec.kubeConfigRef does not exist yet");
+        return;
+    }
+    if (r->ch.last.err < 0) {
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    r->ch.next = after_cc;
+    if (kapi_get(agent_kube(st.a), &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG,
+                 peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+}
+
+static void after_cc(void *owner)
+{
+    struct rec *r = owner;
+    const char *policy = json_string_value(
+        json_object_get(json_object_get(json_object_get(r->ch.last.body, "spec"), "peeringConfig"),
+                        "incomingPeeringEnabled"));
+    const char *fc_policy;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    if (policy && strcmp(policy, "No") == 0) {
+        decide(r, "Denied", "PolicyDenied",
+               "this cluster does not accept incoming peerings (ClusterConfig)");
+        return;
+    }
+    r->fc = find_fc(r->id);
+    fc_policy = json_string_value(
+        json_object_get(json_object_get(r->fc, "spec"), "incomingPeeringEnabled"));
+    if (fc_policy && strcmp(fc_policy, "No") == 0) {
+        decide(r, "Denied", "PolicyDenied",
+               "this cluster does not accept incoming peering from this cluster (ForeignCluster)");
+        return;
+    }
+    if (!r->fc) {
+        create_fc(r);
+        return;
+    }
+    {
+        const char *local = json_string_value(json_object_get(
+            json_object_get(json_object_get(r->fc, "status"), "tenantNamespace"), "local"));
+        bool changed = peer_fc_set_condition(r->fc, "IncomingPeering", "Established", "Accepted",
+                                             "the peer's PeeringRequest was admitted");
+
+        if (!local || strcmp(local, r->ns) != 0) {
+            json_t *s = json_object_get(r->fc, "status"),
+                   *t = json_object_get(s, "tenantNamespace");
+
+            if (!json_is_object(t)) {
+                t = json_object();
+                json_object_set_new(s, "tenantNamespace", t);
+            }
+            json_object_set_new(t, "local", json_string(r->ns));
+            changed = true;
+        }
+        if (changed) {
+            log_info("incoming", "ForeignCluster %s: IncomingPeering=Established",
+                     kapi_obj_name(r->fc));
+            /* The PeeringRequest is answered on the next pass, after this write. */
+            patch_status(r, &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc), r->fc);
+            wq_add_after(st.q, r->key, 100);
+            return;
+        }
+    }
+    decide(r, "Accepted", "Admitted", "the peering request was admitted");
+}
+
+static void admit(struct rec *r)
+{
+    json_t *spec = json_object_get(r->pr, "spec"), *ns;
+    const char *id =
+        json_string_value(json_object_get(json_object_get(spec, "clusterIdentity"), "clusterID"));
+    const char *cname =
+        json_string_value(json_object_get(json_object_get(spec, "clusterIdentity"), "clusterName"));
+    const char *secret =
+        json_string_value(json_object_get(json_object_get(spec, "kubeConfigRef"), "name"));
+    const char *ns_id;
+
+    snprintf(r->id, sizeof(r->id), "%s", id ? id : "");
+    snprintf(r->cname, sizeof(r->cname), "%s", cname && *cname ? cname : (id ? id : ""));
+    ns = inf_get(st.tenants, NULL, r->ns);
+    ns_id = json_string_value(json_object_get(
+        json_object_get(json_object_get(ns, "metadata"), "labels"), PEER_LABEL_CLUSTER_ID));
+    if (!ns || !ns_id || !id || strcmp(ns_id, id) != 0 || strcmp(r->name, id) != 0) {
+        json_decref(ns);
+        decide(r, "Denied", "IdentityMismatch",
+               "a PeeringRequest must be named after its requester's cluster ID and live in "
+               "that cluster's tenant namespace");
+        return;
+    }
+    json_decref(ns);
+    if (!secret) {
+        decide(r, "Denied", "NoKubeconfig", "spec.kubeConfigRef.name is not set");
+        return;
+    }
+    r->ch.next = after_secret;
+    if (kapi_get(agent_kube(st.a), &kapi_secrets, r->ns, secret, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+}
+
+static void reconcile(struct wq_queue *q, const char *key, void *data)
+{
+    struct rec *r;
+    const char *slash = strchr(key, '/');
+
+    (void)data;
+    if (!st.running || !slash || (size_t)(slash - key) >= sizeof(r->ns)) {
+        wq_done(q, key);
+        return;
+    }
+    r = x_calloc(1, sizeof(*r));
+    if (!r) {
+        wq_add_after(q, key, RETRY_MS);
+        wq_done(q, key);
+        return;
+    }
+    snprintf(r->key, sizeof(r->key), "%s", key);
+    snprintf(r->ns, sizeof(r->ns), "%.*s", (int)(slash - key), key);
+    snprintf(r->name, sizeof(r->name), "%s", slash + 1);
+    {
+        json_t *cached = inf_get(st.prs, r->ns, r->name);
+
+        r->pr = cached ? json_deep_copy(cached) : NULL;
+        json_decref(cached);
+    }
+    if (!r->pr || json_object_get(json_object_get(r->pr, "metadata"), "deletionTimestamp"))
+        withdrawn(r);
+    else
+        admit(r);
+}
+
+/* ---- module ------------------------------------------------------------------------------------
+ */
+
+static void enqueue(json_t *obj)
+{
+    char key[256];
+
+    if (!st.q || !kapi_obj_name(obj) || !kapi_obj_namespace(obj))
+        return;
+    snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
+    wq_add(st.q, key);
+}
+
+static void on_pr(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    enqueue(obj);
+}
+
+static void on_pr_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_pr(inf, new_obj, data);
+}
+
+int peer_incoming_init(struct agent *a)
+{
+    struct inf_handlers h = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
+    struct wq_options qo = {.max_concurrent = 4, .base_delay_ms = 200, .max_delay_ms = 60000};
+    int r;
+
+    memset(&st, 0, sizeof(st));
+    st.a = a;
+    r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &h, NULL, &st.prs);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &st.fcs);
+    if (r == 0)
+        r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
+                           &st.tenants);
+    if (r == 0)
+        r = agent_queue(a, "peeringrequests", &qo, reconcile, NULL, &st.q);
+    return r;
+}
+
+int peer_incoming_start(struct agent *a)
+{
+    (void)a;
+    st.running = true;
+    return 0;
+}
+
+void peer_incoming_stop(struct agent *a)
+{
+    (void)a;
+    st.running = false;
+}
+
+void peer_incoming_fini(struct agent *a)
+{
+    (void)a;
+    st.q = NULL;
+}

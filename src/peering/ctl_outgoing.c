@@ -1,0 +1,924 @@
+/* outgoing: the ForeignCluster controller of the home cluster (docs/peering.md, "The flow").
+ *
+ * Level-triggered: every reconcile of a ForeignCluster reads the cached objects, does the FIRST
+ * thing that is missing, and requeues; so a restart at any point converges to the same objects
+ * with no duplicates (every create tolerates AlreadyExists, every delete NotFound).
+ *
+ * Peering (outgoingPeeringEnabled "Yes", not being deleted):
+ *   finalizer -> AuthenticationStatus (POST /identity to the peer, credential stored in Secret
+ *   remote-identity-<id>) -> our credential for the peer (peer_issue_credential) -> on the peer,
+ *   Secret pr-<our id> and PeeringRequest <our id> in our tenant namespace there -> the
+ *   PeeringRequest's status.phase gives OutgoingPeering Pending / Established / Denied.
+ * Unpeering (outgoing not "Yes", or the ForeignCluster is being deleted), once peered:
+ *   OutgoingPeering Disconnecting -> delete the PeeringRequest and Secret on the peer, giving up
+ *   after unpeer_timeout_ms (reason PeerUnreachable) -> delete the remote identity and, unless an
+ *   incoming peering still uses it, the local tenant namespace -> conditions None -> finalizer off.
+ */
+#include "peering/ctl.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/modules.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "peering/identity.h"
+#include "peering/resources.h"
+#include "peering/wire.h"
+
+#define MAX_PEERS       256
+#define PENDING_RECHECK 1000
+#define ERROR_RETRY_MS  2000
+#define REMOTE_TIMEOUT  10000
+#define COND_AUTH       "AuthenticationStatus"
+#define COND_OUT        "OutgoingPeering"
+#define COND_IN         "IncomingPeering"
+
+/* Per ForeignCluster: the client to the peer's apiserver made from the remote identity. */
+struct peer {
+    char fc[256];
+    char id[64];
+    char identity_rv[32]; /* resourceVersion of the remote-identity Secret the client was made of */
+    char remote_ns[64];
+    struct kc_config *cfg;
+    struct kapi_client *remote;
+    bool used;
+};
+
+static struct {
+    struct agent *a;
+    struct inf_informer *fcs, *secrets;
+    struct wq_queue *q;
+    struct peer peers[MAX_PEERS];
+    bool running;
+} st;
+
+/* One reconcile in flight (the queue never runs two for the same key). */
+struct rec {
+    struct peer_call_chain ch; /* first */
+    char key[256];
+    json_t *fc; /* our working copy (status changes are patched from it) */
+    struct peer *p;
+    char id[64], name[64], local_ns[64];
+    char own_id[64], own_name[64];
+    const char *why; /* for logs */
+    char *auth_ca;   /* from remote-auth-<id> */
+    char *auth_token;
+    struct kapi_client *auth; /* client to the peer's auth endpoint */
+    struct kc_config *auth_cfg;
+};
+
+static void rec_end(struct rec *r, int requeue_ms);
+
+/* ---- peers' clients -------------------------------------------------------------------------- */
+
+static struct peer *peer_get(const char *fc, const char *id)
+{
+    struct peer *free_slot = NULL;
+
+    for (int i = 0; i < MAX_PEERS; i++) {
+        if (st.peers[i].used && strcmp(st.peers[i].fc, fc) == 0)
+            return &st.peers[i];
+        if (!st.peers[i].used && !free_slot)
+            free_slot = &st.peers[i];
+    }
+    if (!free_slot)
+        return NULL;
+    memset(free_slot, 0, sizeof(*free_slot));
+    free_slot->used = true;
+    snprintf(free_slot->fc, sizeof(free_slot->fc), "%s", fc);
+    snprintf(free_slot->id, sizeof(free_slot->id), "%s", id);
+    return free_slot;
+}
+
+static void peer_drop_client(struct peer *p)
+{
+    if (p->remote)
+        kapi_client_close(p->remote);
+    p->remote = NULL;
+    p->cfg = kc_config_free(p->cfg);
+    p->identity_rv[0] = '\0';
+}
+
+static void peer_forget(struct peer *p)
+{
+    peer_drop_client(p);
+    memset(p, 0, sizeof(*p));
+}
+
+static json_t *secret_get(const char *name)
+{
+    return inf_get(st.secrets, agent_namespace(st.a), name);
+}
+
+static char *secret_field(const json_t *secret, const char *key)
+{
+    const char *b64 = json_string_value(json_object_get(json_object_get(secret, "data"), key));
+    char *out = NULL;
+    size_t len;
+
+    if (!b64 || peer_base64_decode(b64, &out, &len) < 0)
+        return NULL;
+    return out;
+}
+
+/* The client to the peer's apiserver, (re)made from Secret remote-identity-<id>. */
+static struct kapi_client *peer_client(struct rec *r)
+{
+    char name[128], err[256];
+    struct kapi_client_options o = {.timeout_ms = REMOTE_TIMEOUT, .qps = 20, .burst = 40};
+    json_t *sec;
+    char *kubeconfig = NULL, *ns = NULL;
+    const char *rv;
+
+    snprintf(name, sizeof(name), "remote-identity-%s", r->id);
+    sec = secret_get(name);
+    if (!sec) {
+        peer_drop_client(r->p);
+        return NULL;
+    }
+    rv = kapi_obj_rv(sec);
+    if (r->p->remote && rv && strcmp(rv, r->p->identity_rv) == 0)
+        goto out;
+    peer_drop_client(r->p);
+    kubeconfig = secret_field(sec, "kubeconfig");
+    ns = secret_field(sec, "namespace");
+    if (!kubeconfig || !ns || !peer_label_valid(ns)) {
+        log_error("outgoing", "Secret %s has no usable kubeconfig/namespace", name);
+        goto out;
+    }
+    if (kc_load_mem(kubeconfig, strlen(kubeconfig), name, NULL, NULL, &r->p->cfg, err,
+                    sizeof(err)) < 0) {
+        log_error("outgoing", "remote identity for %s: %s", r->id, err);
+        goto out;
+    }
+    if (kapi_client_new(agent_loop(st.a), r->p->cfg, &o, &r->p->remote) < 0) {
+        r->p->cfg = kc_config_free(r->p->cfg);
+        goto out;
+    }
+    snprintf(r->p->identity_rv, sizeof(r->p->identity_rv), "%s", rv ? rv : "");
+    snprintf(r->p->remote_ns, sizeof(r->p->remote_ns), "%s", ns);
+out:
+    if (kubeconfig)
+        OPENSSL_cleanse(kubeconfig, strlen(kubeconfig));
+    x_free(kubeconfig);
+    x_free(ns);
+    json_decref(sec);
+    return r->p->remote;
+}
+
+/* ---- status -----------------------------------------------------------------------------------
+ */
+
+static void after_status(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err == -ESTALE || r->ch.last.err == -ENOENT) {
+        rec_end(r, 100); /* a newer object: look again */
+        return;
+    }
+    if (r->ch.last.err < 0)
+        log_warn("outgoing", "cannot update the status of ForeignCluster %s: %s", r->key,
+                 r->ch.last.message);
+    rec_end(r, r->ch.last.err < 0 ? ERROR_RETRY_MS : -1);
+}
+
+/* Writes the working copy's status (conditions, tenant namespaces) and ends the reconcile. The
+ * resourceVersion makes it conditional: a conflict just means "look again". */
+static void write_status(struct rec *r, int requeue_ms)
+{
+    json_t *patch =
+        json_pack("{s:{s:O},s:O}", "metadata", "resourceVersion",
+                  json_object_get(json_object_get(r->fc, "metadata"), "resourceVersion"), "status",
+                  json_object_get(r->fc, "status"));
+    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+
+    json_decref(patch);
+    r->ch.next = after_status;
+    (void)requeue_ms;
+    if (!body || kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->key, "status",
+                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+    x_free(body);
+}
+
+/* Sets a condition; if it changed, writes the status (and the reconcile ends there: the update
+ * comes back through the informer and reconciles again). Returns true when a write was started. */
+static bool condition(struct rec *r, const char *type, const char *status, const char *reason,
+                      const char *msg)
+{
+    if (!peer_fc_set_condition(r->fc, type, status, reason, msg))
+        return false;
+    log_info("outgoing", "ForeignCluster %s: %s=%s (%s) %s", r->key, type, status, reason, msg);
+    write_status(r, -1);
+    return true;
+}
+
+static void set_tenant(struct rec *r, const char *which, const char *ns)
+{
+    json_t *s = json_object_get(r->fc, "status"), *t;
+
+    if (!json_is_object(s)) {
+        s = json_object();
+        json_object_set_new(r->fc, "status", s);
+    }
+    t = json_object_get(s, "tenantNamespace");
+    if (!json_is_object(t)) {
+        t = json_object();
+        json_object_set_new(s, "tenantNamespace", t);
+    }
+    if (ns && *ns)
+        json_object_set_new(t, which, json_string(ns));
+    else
+        json_object_del(t, which);
+}
+
+static const char *tenant(const json_t *fc, const char *which)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(fc, "status"), "tenantNamespace"), which));
+}
+
+/* ---- finalizer ------------------------------------------------------------------------------- */
+
+static void after_patch(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+        log_warn("outgoing", "ForeignCluster %s: %s", r->key, r->ch.last.message);
+        rec_end(r, r->ch.last.err == -ESTALE ? 100 : ERROR_RETRY_MS);
+        return;
+    }
+    rec_end(r, -1);
+}
+
+static void set_finalizer(struct rec *r, bool on)
+{
+    json_t *fins = json_array(),
+           *old = json_object_get(json_object_get(r->fc, "metadata"), "finalizers");
+    json_t *patch, *f;
+    size_t i;
+    char *body;
+
+    json_array_foreach(old, i, f)
+    {
+        if (!json_is_string(f) || strcmp(json_string_value(f), PEER_FINALIZER) != 0)
+            json_array_append(fins, f);
+    }
+    if (on)
+        json_array_append_new(fins, json_string(PEER_FINALIZER));
+    patch = json_pack("{s:{s:O,s:o}}", "metadata", "resourceVersion",
+                      json_object_get(json_object_get(r->fc, "metadata"), "resourceVersion"),
+                      "finalizers", fins);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    r->ch.next = after_patch;
+    if (!body || kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->key, NULL,
+                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+    x_free(body);
+}
+
+/* ---- authentication ---------------------------------------------------------------------------
+ */
+
+static void after_identity_secret(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
+        if (!condition(r, COND_AUTH, "Error", "StoreFailed", r->ch.last.message))
+            rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    if (!condition(r, COND_AUTH, "Established", "IdentityAccepted", "the peer issued a credential"))
+        rec_end(r, 10);
+}
+
+static void after_identity(void *owner)
+{
+    struct rec *r = owner;
+    struct peer_identity_response resp;
+    struct peer_wire_error werr;
+    const char *raw;
+    char *raw_copy = NULL, name[128];
+    json_t *sec;
+    int rc;
+
+    memset(&resp, 0, sizeof(resp));
+    raw = r->ch.last.body ? NULL : NULL;
+    (void)raw;
+    if (r->ch.last.http == 201 && r->ch.last.body) {
+        raw_copy = json_dumps(r->ch.last.body, JSON_COMPACT);
+        rc = raw_copy ? peer_wire_identity_response_decode(raw_copy, strlen(raw_copy), &resp, &werr)
+                      : -ENOMEM;
+        if (raw_copy)
+            OPENSSL_cleanse(raw_copy, strlen(raw_copy));
+        x_free(raw_copy);
+        if (rc < 0) {
+            if (!condition(r, COND_AUTH, "Error", "BadAnswer", werr.message))
+                rec_end(r, ERROR_RETRY_MS);
+            return;
+        }
+        snprintf(name, sizeof(name), "remote-identity-%s", r->id);
+        sec = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:s,s:s}}", "apiVersion", "v1", "kind",
+                        "Secret", "metadata", "name", name, "namespace", agent_namespace(st.a),
+                        "labels", PEER_LABEL_CLUSTER_ID, r->id, PEER_LABEL_REMOTE_ID, "true",
+                        "stringData", "kubeconfig", resp.kubeconfig, "namespace", resp.namespace);
+        peer_identity_response_done(&resp);
+        r->ch.next = after_identity_secret;
+        if (!sec || kapi_create(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), sec,
+                                peer_call_cb, r) < 0)
+            rec_end(r, ERROR_RETRY_MS);
+        json_decref(sec);
+        return;
+    }
+    /* Refused or failed: the peer's JSON error says why. */
+    {
+        struct peer_wire_error perr;
+        char *txt = r->ch.last.body ? json_dumps(r->ch.last.body, JSON_COMPACT) : NULL;
+        const char *msg = r->ch.last.message;
+
+        memset(&perr, 0, sizeof(perr));
+        if (txt && peer_wire_error_decode(txt, strlen(txt), &perr, &werr) == 0)
+            msg = perr.message;
+        if (r->ch.last.http == 403) {
+            if (!condition(r, COND_AUTH, "Denied", "TokenRefused", msg))
+                rec_end(r, 30000);
+        } else if (!condition(r, COND_AUTH, "Error",
+                              r->ch.last.http ? "AuthEndpointError" : "AuthEndpointUnreachable",
+                              msg)) {
+            rec_end(r, ERROR_RETRY_MS * 2);
+        }
+        x_free(txt);
+    }
+}
+
+static void authenticate(struct rec *r, const json_t *spec)
+{
+    const char *url = json_string_value(json_object_get(spec, "foreignAuthUrl"));
+    bool insecure = json_is_true(json_object_get(spec, "insecureSkipTLSVerify"));
+    struct kapi_client_options o = {.timeout_ms = REMOTE_TIMEOUT};
+    struct peer_identity_request in;
+    struct kapi_request req;
+    char name[128], *body = NULL;
+    json_t *sec;
+
+    snprintf(name, sizeof(name), "remote-auth-%s", r->id);
+    sec = secret_get(name);
+    if (!url || !sec) {
+        json_decref(sec);
+        if (!condition(r, COND_AUTH, "Pending", "NoCredentials",
+                       !url ? "spec.foreignAuthUrl is not set"
+                            : "no Secret remote-auth-<id> with the peer's token (cliqoctl add)"))
+            rec_end(r, 5000);
+        return;
+    }
+    r->auth_token = secret_field(sec, "token");
+    r->auth_ca = secret_field(sec, "ca.crt");
+    json_decref(sec);
+    if (!r->auth_token || (!r->auth_ca && !insecure)) {
+        if (!condition(r, COND_AUTH, "Error", "NoCredentials",
+                       "Secret remote-auth-<id> lacks token or ca.crt"))
+            rec_end(r, 5000);
+        return;
+    }
+    r->auth_cfg = x_calloc(1, sizeof(*r->auth_cfg));
+    if (!r->auth_cfg) {
+        rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    r->auth_cfg->server = x_strdup(url);
+    r->auth_cfg->namespace = x_strdup("default");
+    if (insecure) {
+        log_warn("outgoing",
+                 "ForeignCluster %s: insecureSkipTLSVerify is set, the auth endpoint "
+                 "%s is not verified",
+                 r->key, url);
+        r->auth_cfg->insecure_skip_tls_verify = true;
+    } else {
+        r->auth_cfg->ca_pem = (unsigned char *)x_strdup(r->auth_ca);
+        r->auth_cfg->ca_pem_len = strlen(r->auth_ca);
+    }
+    if (!r->auth_cfg->server || !r->auth_cfg->namespace ||
+        kapi_client_new(agent_loop(st.a), r->auth_cfg, &o, &r->auth) < 0) {
+        rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    memset(&in, 0, sizeof(in));
+    snprintf(in.cluster_id, sizeof(in.cluster_id), "%s", r->own_id);
+    snprintf(in.cluster_name, sizeof(in.cluster_name), "%s", r->own_name);
+    snprintf(in.token, sizeof(in.token), "%s", r->auth_token);
+    if (peer_wire_identity_request_encode(&in, &body) < 0) {
+        peer_identity_request_clear(&in);
+        rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    peer_identity_request_clear(&in);
+    memset(&req, 0, sizeof(req));
+    req.method = "POST";
+    req.path = "/identity";
+    req.body = body;
+    req.body_len = strlen(body);
+    req.content_type = "application/json";
+    r->ch.next = after_identity;
+    if (kapi_send(r->auth, &req, peer_call_cb, r, NULL) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+    OPENSSL_cleanse(body, strlen(body));
+    x_free(body);
+}
+
+/* ---- the request on the peer ------------------------------------------------------------------
+ */
+
+static void after_pr_get(void *owner);
+
+static void after_pr_create(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
+        if (!condition(r, COND_OUT, "Error", "RequestFailed", r->ch.last.message))
+            rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    r->ch.next = after_pr_get;
+    if (kapi_get(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
+                 r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+}
+
+static void after_pr_get(void *owner)
+{
+    struct rec *r = owner;
+    const json_t *status = json_object_get(r->ch.last.body, "status");
+    const char *phase = json_string_value(json_object_get(status, "phase"));
+    const char *msg = json_string_value(json_object_get(status, "message"));
+    char selfns[80];
+    json_t *pr;
+
+    if (r->ch.last.err == -ENOENT) {
+        /* Create it (again: a peer that lost it gets it back). */
+        pr = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:{s:s,s:s},s:s,s:{s:s,s:s},s:s?}}",
+                       "apiVersion", "discovery.liqo.io/v1alpha1", "kind", "PeeringRequest",
+                       "metadata", "name", r->own_id, "namespace", r->p->remote_ns, "labels",
+                       PEER_LABEL_CLUSTER_ID, r->own_id, "spec", "clusterIdentity", "clusterID",
+                       r->own_id, "clusterName", r->own_name, "namespace", r->local_ns,
+                       "kubeConfigRef", "name", "pr-placeholder", "namespace", r->p->remote_ns,
+                       "authUrl", peer_ctl_options()->auth_url);
+        snprintf(selfns, sizeof(selfns), "pr-%s", r->own_id);
+        json_object_set_new(json_object_get(json_object_get(pr, "spec"), "kubeConfigRef"), "name",
+                            json_string(selfns));
+        r->ch.next = after_pr_create;
+        if (!pr || kapi_create(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, pr,
+                               peer_call_cb, r) < 0)
+            rec_end(r, ERROR_RETRY_MS);
+        json_decref(pr);
+        return;
+    }
+    if (r->ch.last.err < 0) {
+        if (!condition(r, COND_OUT, "Error", "PeerUnreachable", r->ch.last.message))
+            rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    if (phase && strcmp(phase, "Accepted") == 0) {
+        if (!condition(r, COND_OUT, "Established", "Accepted", "the peer accepted the request"))
+            rec_end(r, (int)peer_ctl_options()->resync_ms);
+    } else if (phase && strcmp(phase, "Denied") == 0) {
+        if (!condition(r, COND_OUT, "Denied", "RequestDenied", msg ? msg : "denied by the peer"))
+            rec_end(r, 30000);
+    } else if (!condition(r, COND_OUT, "Pending", "WaitingForPeer",
+                          "the PeeringRequest awaits the peer's decision")) {
+        rec_end(r, PENDING_RECHECK);
+    }
+}
+
+static void after_pr_secret(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
+        if (!condition(r, COND_OUT, "Error", "PeerUnreachable", r->ch.last.message))
+            rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    r->ch.next = after_pr_get;
+    if (kapi_get(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
+                 r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+}
+
+/* Our credential for the peer is ready: hand it over in Secret pr-<our id> on the peer. Applied
+ * (server-side apply), so a re-issued credential replaces an old one. */
+static void on_credential(int err, const char *message, const char *ns, const char *kubeconfig,
+                          void *data)
+{
+    struct rec *r = data;
+    char name[96];
+    json_t *sec;
+
+    if (err < 0) {
+        if (!condition(r, COND_OUT, "Error", "CredentialFailed", message))
+            rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    snprintf(r->local_ns, sizeof(r->local_ns), "%s", ns);
+    snprintf(name, sizeof(name), "pr-%s", r->own_id);
+    sec = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
+                    "metadata", "name", name, "namespace", r->p->remote_ns, "labels",
+                    PEER_LABEL_CLUSTER_ID, r->own_id, "stringData", "kubeconfig", kubeconfig);
+    r->ch.next = after_pr_secret;
+    if (!sec || kapi_apply(r->p->remote, &kapi_secrets, r->p->remote_ns, name, NULL, sec,
+                           "cliqo-agent", true, peer_call_cb, r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+    json_decref(sec);
+}
+
+static void peer_outgoing(struct rec *r)
+{
+    const char *local = tenant(r->fc, "local"), *remote;
+
+    if (!local || strcmp(local, r->local_ns) != 0) {
+        set_tenant(r, "local", r->local_ns);
+        write_status(r, -1);
+        return;
+    }
+    if (!peer_client(r)) {
+        if (!condition(r, COND_OUT, "Error", "NoIdentity", "the remote identity is not usable"))
+            rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    remote = tenant(r->fc, "remote");
+    if (!remote || strcmp(remote, r->p->remote_ns) != 0) {
+        set_tenant(r, "remote", r->p->remote_ns);
+        write_status(r, -1);
+        return;
+    }
+    if (!peer_ctl_options()->auth_url) {
+        if (!condition(r, COND_OUT, "Error", "NoAuthUrl",
+                       "this cluster's auth URL is unknown (--auth-url or ClusterConfig "
+                       "spec.peeringConfig.authUrl)"))
+            rec_end(r, 10000);
+        return;
+    }
+    if (strcmp(peer_fc_condition(r->fc, COND_OUT), "None") == 0 &&
+        condition(r, COND_OUT, "Pending", "Requesting", "creating the PeeringRequest on the peer"))
+        return;
+    if (peer_issue_credential(st.a, r->id, r->name, on_credential, r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+}
+
+/* ---- unpeering ---------------------------------------------------------------------------------
+ */
+
+static void unpeer_local(struct rec *r, const char *reason);
+
+static void after_local_ns_delete(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+        log_warn("outgoing", "ForeignCluster %s: cannot delete namespace %s: %s", r->key,
+                 r->local_ns, r->ch.last.message);
+        rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    set_tenant(r, "local", NULL);
+    set_tenant(r, "remote", NULL);
+    peer_fc_set_condition(r->fc, COND_AUTH, "None", "Unpeered", "");
+    if (!condition(r, COND_OUT, "None", r->why, "unpeered"))
+        set_finalizer(r, false);
+}
+
+static void after_identity_delete(void *owner)
+{
+    struct rec *r = owner;
+    bool incoming = strcmp(peer_fc_condition(r->fc, COND_IN), "None") != 0;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+        rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    peer_drop_client(r->p);
+    if (incoming || !r->local_ns[0]) {
+        r->ch.last.err = 0;
+        after_local_ns_delete(r);
+        return;
+    }
+    r->ch.next = after_local_ns_delete;
+    if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->local_ns, NULL, peer_call_cb, r) <
+        0)
+        rec_end(r, ERROR_RETRY_MS);
+}
+
+static void unpeer_local(struct rec *r, const char *reason)
+{
+    char name[128];
+
+    r->why = reason;
+    snprintf(name, sizeof(name), "remote-identity-%s", r->id);
+    r->ch.next = after_identity_delete;
+    if (kapi_delete(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), name, NULL,
+                    peer_call_cb, r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+}
+
+static bool timed_out(struct rec *r)
+{
+    int64_t since = peer_fc_condition_since(r->fc, COND_OUT);
+
+    return since &&
+           (int64_t)time(NULL) - since >= (int64_t)(peer_ctl_options()->unpeer_timeout_ms / 1000);
+}
+
+static void remote_failed(struct rec *r, const char *what)
+{
+    if (timed_out(r)) {
+        log_warn("outgoing",
+                 "ForeignCluster %s: the peer did not answer within the unpeer timeout; could not "
+                 "delete %s there (%s); finishing locally",
+                 r->key, what, r->ch.last.message);
+        unpeer_local(r, "PeerUnreachable");
+        return;
+    }
+    rec_end(r, 1000);
+}
+
+static void after_remote_secret_delete(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+        remote_failed(r, "the credential Secret");
+        return;
+    }
+    unpeer_local(r, "Unpeered");
+}
+
+static void after_remote_pr_delete(void *owner)
+{
+    struct rec *r = owner;
+    char name[96];
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+        remote_failed(r, "the PeeringRequest");
+        return;
+    }
+    snprintf(name, sizeof(name), "pr-%s", r->own_id);
+    r->ch.next = after_remote_secret_delete;
+    if (kapi_delete(r->p->remote, &kapi_secrets, r->p->remote_ns, name, NULL, peer_call_cb, r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+}
+
+static void unpeer(struct rec *r)
+{
+    const char *local = tenant(r->fc, "local");
+
+    snprintf(r->local_ns, sizeof(r->local_ns), "%s", local ? local : "");
+    if (strcmp(peer_fc_condition(r->fc, COND_OUT), "Disconnecting") != 0) {
+        if (condition(r, COND_OUT, "Disconnecting", "Unpeering",
+                      "removing the request on the peer"))
+            return;
+    }
+    if (!peer_client(r)) {
+        unpeer_local(r, "NoIdentity");
+        return;
+    }
+    r->ch.next = after_remote_pr_delete;
+    if (kapi_delete(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, r->own_id, NULL,
+                    peer_call_cb, r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+}
+
+/* ---- reconcile ---------------------------------------------------------------------------------
+ */
+
+static void rec_end(struct rec *r, int requeue_ms)
+{
+    if (st.q) {
+        if (requeue_ms >= 0)
+            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
+        wq_done(st.q, r->key);
+    }
+    if (r->auth)
+        kapi_client_close(r->auth);
+    kc_config_free(r->auth_cfg);
+    if (r->auth_token)
+        OPENSSL_cleanse(r->auth_token, strlen(r->auth_token));
+    x_free(r->auth_token);
+    x_free(r->auth_ca);
+    json_decref(r->fc);
+    peer_call_reset(&r->ch.last);
+    x_free(r);
+}
+
+static void reconcile(struct wq_queue *q, const char *key, void *data)
+{
+    struct rec *r;
+    json_t *spec, *cached;
+    const char *id, *name, *out;
+    bool deleting, want, peered;
+
+    (void)data;
+    if (!st.running) {
+        wq_done(q, key);
+        return;
+    }
+    cached = inf_get(st.fcs, NULL, key);
+    if (!cached) {
+        for (int i = 0; i < MAX_PEERS; i++)
+            if (st.peers[i].used && strcmp(st.peers[i].fc, key) == 0)
+                peer_forget(&st.peers[i]);
+        wq_forget(q, key);
+        wq_done(q, key);
+        return;
+    }
+    r = x_calloc(1, sizeof(*r));
+    if (!r) {
+        json_decref(cached);
+        wq_add_after(q, key, ERROR_RETRY_MS);
+        wq_done(q, key);
+        return;
+    }
+    snprintf(r->key, sizeof(r->key), "%s", key);
+    r->fc = json_deep_copy(cached);
+    json_decref(cached);
+    if (!r->fc) {
+        rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    spec = json_object_get(r->fc, "spec");
+    id = json_string_value(json_object_get(json_object_get(spec, "clusterIdentity"), "clusterID"));
+    name =
+        json_string_value(json_object_get(json_object_get(spec, "clusterIdentity"), "clusterName"));
+    out = json_string_value(json_object_get(spec, "outgoingPeeringEnabled"));
+    deleting = json_object_get(json_object_get(r->fc, "metadata"), "deletionTimestamp") != NULL;
+    if (!id || !peer_cluster_id_valid(id)) {
+        log_warn("outgoing", "ForeignCluster %s has no valid spec.clusterIdentity.clusterID", key);
+        rec_end(r, -1);
+        return;
+    }
+    if (!identity_cluster_id()) {
+        rec_end(r, 2000); /* no identity of our own yet */
+        return;
+    }
+    snprintf(r->id, sizeof(r->id), "%s", id);
+    snprintf(r->name, sizeof(r->name), "%s", name && *name ? name : id);
+    snprintf(r->own_id, sizeof(r->own_id), "%s", identity_cluster_id());
+    snprintf(r->own_name, sizeof(r->own_name), "%s",
+             identity_cluster_name() && *identity_cluster_name() ? identity_cluster_name()
+                                                                 : identity_cluster_id());
+    if (strcmp(r->id, r->own_id) == 0) {
+        if (!condition(r, COND_OUT, "Error", "OwnCluster",
+                       "this ForeignCluster names this cluster"))
+            rec_end(r, -1);
+        return;
+    }
+    r->p = peer_get(key, id);
+    if (!r->p) {
+        log_error("outgoing", "too many peers (more than %d)", MAX_PEERS);
+        rec_end(r, 60000);
+        return;
+    }
+    if (peer_tenant_namespace(r->id, r->name, r->local_ns) < 0) {
+        rec_end(r, -1);
+        return;
+    }
+    want = out && strcmp(out, "Yes") == 0 && !deleting;
+    peered = peer_has_finalizer(r->fc, PEER_FINALIZER) ||
+             strcmp(peer_fc_condition(r->fc, COND_OUT), "None") != 0;
+
+    if (!want) {
+        if (peered && (strcmp(peer_fc_condition(r->fc, COND_OUT), "None") != 0 ||
+                       strcmp(peer_fc_condition(r->fc, COND_AUTH), "None") != 0)) {
+            unpeer(r);
+            return;
+        }
+        if (peer_has_finalizer(r->fc, PEER_FINALIZER)) {
+            set_finalizer(r, false);
+            return;
+        }
+        rec_end(r, -1);
+        return;
+    }
+    if (!peer_has_finalizer(r->fc, PEER_FINALIZER)) {
+        set_finalizer(r, true);
+        return;
+    }
+    {
+        char sname[128];
+        json_t *idsec;
+
+        snprintf(sname, sizeof(sname), "remote-identity-%s", r->id);
+        idsec = secret_get(sname);
+        if (!idsec) {
+            authenticate(r, spec);
+            return;
+        }
+        json_decref(idsec);
+    }
+    if (strcmp(peer_fc_condition(r->fc, COND_AUTH), "Established") != 0) {
+        if (!condition(r, COND_AUTH, "Established", "IdentityAccepted",
+                       "the peer issued a credential"))
+            rec_end(r, 10);
+        return;
+    }
+    peer_outgoing(r);
+}
+
+/* ---- module ------------------------------------------------------------------------------------
+ */
+
+static void enqueue(json_t *obj)
+{
+    const char *name = kapi_obj_name(obj);
+
+    if (st.q && name)
+        wq_add(st.q, name);
+}
+
+static void on_fc_add(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    enqueue(obj);
+}
+
+static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    (void)old_obj;
+    enqueue(new_obj);
+}
+
+/* A change of a remote-auth or remote-identity Secret reconciles its ForeignClusters. */
+static void enqueue_by_id(const char *id)
+{
+    for (int i = 0; i < MAX_PEERS; i++)
+        if (st.peers[i].used && strcmp(st.peers[i].id, id) == 0 && st.q)
+            wq_add(st.q, st.peers[i].fc);
+}
+
+static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
+{
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "metadata"), "labels"), PEER_LABEL_CLUSTER_ID));
+
+    (void)inf;
+    (void)data;
+    if (id)
+        enqueue_by_id(id);
+}
+
+static void on_secret_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_secret(inf, new_obj, data);
+}
+
+int peer_outgoing_init(struct agent *a)
+{
+    struct inf_handlers fh = {
+        .on_add = on_fc_add, .on_update = on_fc_update, .on_delete = on_fc_add};
+    struct inf_handlers sh = {
+        .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret};
+    struct wq_options qo = {.max_concurrent = 4, .base_delay_ms = 200, .max_delay_ms = 60000};
+    int r;
+
+    memset(&st, 0, sizeof(st));
+    st.a = a;
+    r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, NULL, &st.fcs);
+    if (r == 0)
+        r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, 0, &sh, NULL, &st.secrets);
+    if (r == 0)
+        r = agent_queue(a, "foreignclusters", &qo, reconcile, NULL, &st.q);
+    return r;
+}
+
+int peer_outgoing_start(struct agent *a)
+{
+    (void)a;
+    st.running = true;
+    return 0;
+}
+
+void peer_outgoing_stop(struct agent *a)
+{
+    (void)a;
+    st.running = false;
+}
+
+void peer_outgoing_fini(struct agent *a)
+{
+    (void)a;
+    for (int i = 0; i < MAX_PEERS; i++)
+        if (st.peers[i].used)
+            peer_forget(&st.peers[i]);
+    st.q = NULL;
+}

@@ -1,0 +1,37 @@
+/* The Kubernetes resources cliqo reads and writes, for the kapi_* calls of the agent and the CLI:
+ * cliqo's own kinds (deploy/crds/) and the built-in kinds the peering flow touches beyond the
+ * kube client's own table. Scopes follow docs/peering.md: PeeringRequest, Advertisement,
+ * NetworkConfig, TunnelEndpoint and NamespaceOffloading are namespaced. */
+#ifndef CLIQO_PEERING_RESOURCES_H
+#define CLIQO_PEERING_RESOURCES_H
+
+#include <stddef.h>
+
+#include "kube/api.h"
+
+extern const struct kapi_resource peer_res_foreignclusters, peer_res_peeringrequests,
+    peer_res_searchdomains, peer_res_advertisements, peer_res_clusterconfigs,
+    peer_res_networkconfigs, peer_res_tunnelendpoints, peer_res_namespaceoffloadings,
+    peer_res_namespacenattingtables;
+extern const struct kapi_resource peer_res_roles, peer_res_rolebindings, peer_res_clusterroles,
+    peer_res_clusterrolebindings;
+
+/* The resource of an object by its apiVersion and kind (for applying manifests); NULL if unknown.
+ */
+const struct kapi_resource *peer_res_by_kind(const char *api_version, const char *kind);
+
+/* Well-known names (docs/peering.md). */
+#define PEER_NAMESPACE_DEFAULT "cliqo"
+#define PEER_CLUSTER_ID_CM     "cluster-id"
+#define PEER_AUTH_TOKEN_SECRET "auth-token"
+#define PEER_AUTH_TLS_SECRET   "auth-tls"
+#define PEER_CLUSTER_CONFIG    "configuration"
+#define PEER_REMOTE_ROLE       "cliqo-remote-peering"
+#define PEER_LABEL_CLUSTER_ID  "discovery.liqo.io/cluster-id"
+#define PEER_LABEL_TENANT      "discovery.liqo.io/tenant-namespace"
+#define PEER_LABEL_DISC_TYPE   "discovery.liqo.io/discovery-type"
+#define PEER_LABEL_AUTH_TOKEN  "discovery.liqo.io/auth-token"
+#define PEER_LABEL_REMOTE_ID   "discovery.liqo.io/remote-identity"
+#define PEER_FINALIZER         "cliqo.io/peering"
+
+#endif

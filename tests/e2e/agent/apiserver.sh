@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Readiness follows the API server: /readyz turns 503 when kube-apiserver stops and 200 when it is
+# back (the leader survives with a lease longer than the outage). With a short lease the leader that
+# cannot renew gives up and exits with status 1.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/agent-lib.sh"
+ns=e2e-agent-apiserver
+port=18056
+kc cluster-1 create namespace "$ns" >/dev/null
+start_agent a --namespace "$ns" --http-addr "127.0.0.1:$port" --auth-addr 127.0.0.1:18057 --identity api-a \
+  --lease-duration 120s --renew-deadline 90s --retry-period 2s
+wait_for 30 "agent readyz" http_is 200 "http://127.0.0.1:$port/readyz"
+wait_for 30 "leadership" bash -c "[ \"\$(curl -s http://127.0.0.1:$port/metrics | awk '\$1 == \"cliqo_leader\" {print \$2}')\" = 1 ]"
+
+"$CLIQOCTL" dev stop --cluster cluster-1 --component kube-apiserver >/dev/null
+wait_for 30 "readyz 503 with the apiserver stopped" http_is 503 "http://127.0.0.1:$port/readyz"
+curl -s "http://127.0.0.1:$port/readyz" | grep -q '^\[-\]kube-apiserver failed' || fail "/readyz does not blame the apiserver"
+http_is 200 "http://127.0.0.1:$port/healthz" || fail "/healthz must stay 200 while the apiserver is down"
+"$CLIQOCTL" dev start --cluster cluster-1 --component kube-apiserver >/dev/null
+wait_for 60 "readyz 200 with the apiserver back" http_is 200 "http://127.0.0.1:$port/readyz"
+pid_running "${AGENT_PID[a]}" || fail "the agent died during the outage"
+[ "$(metric "$port" cliqo_leader)" = 1 ] || fail "the agent lost leadership during a short outage"
+stop_agent a TERM 10
+rc=$AGENT_RC
+[ "$rc" = 0 ] || { cat "$(agent_log a)" >&2; fail "agent exited with $rc after SIGTERM"; }
+check_log a
+
+# A short lease: the leader cannot renew while the apiserver is away, so it stops and exits 1.
+start_agent b --namespace "$ns" --http-addr "127.0.0.1:$port" --auth-addr 127.0.0.1:18057 --identity api-b \
+  --lease-name short --lease-duration 4s --renew-deadline 3s --retry-period 1s
+wait_for 30 "leadership of b" bash -c "[ \"\$(curl -s http://127.0.0.1:$port/metrics | awk '\$1 == \"cliqo_leader\" {print \$2}')\" = 1 ]"
+"$CLIQOCTL" dev stop --cluster cluster-1 --component kube-apiserver >/dev/null
+wait_exit b 40
+rc=$AGENT_RC
+"$CLIQOCTL" dev start --cluster cluster-1 --component kube-apiserver >/dev/null
+[ "$rc" = 1 ] || { cat "$(agent_log b)" >&2; fail "agent b exited with $rc after losing leadership, want 1"; }
+grep -q 'lost leadership of lease' "$(agent_log b)" || fail "no log line about the lost leadership"
+check_log b
+kc cluster-1 delete namespace "$ns" --wait=false >/dev/null
+pass

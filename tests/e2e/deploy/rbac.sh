@@ -1,0 +1,157 @@
+#!/usr/bin/env bash
+# The agent's and a peer's rights (deploy/rbac.yaml, deploy/README.md, docs/peering.md), proved with
+# `kubectl auth can-i --as` and with real requests made as those identities: the agent manages cliqo's kinds
+# and tenant namespaces, but reads Secrets only in "cliqo" and in tenant namespaces where it bound
+# cliqo-agent-tenant to itself; it can bind only cliqo-remote-peering and cliqo-agent-tenant. A peer's
+# identity acts only in its tenant namespace.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/common.sh"
+AGENT=system:serviceaccount:cliqo:cliqo-agent
+ID_X=2f1c7a0e-1111-4a2b-9c3d-0000000000cc
+T=cliqo-tenant-x-0a1b2c  # the tenant namespace of peer X
+T2=cliqo-tenant-y-0d0e0f # another peer's
+REMOTE=system:serviceaccount:$T:remote-x
+
+cleanup() {
+  kc "$C" delete -f "$DEPLOY_DIR/rbac.yaml" -f "$DEPLOY_DIR/serviceaccount.yaml" --ignore-not-found --wait=false \
+    >/dev/null 2>&1 || true
+  ns_remove "$T" "$T2" cliqo
+  crds_remove
+}
+trap cleanup EXIT
+cleanup
+
+crds_install
+for f in namespace.yaml rbac.yaml serviceaccount.yaml; do kc "$C" apply -f "$DEPLOY_DIR/$f" >/dev/null; done
+
+# can AS yes|no VERB RESOURCE [args...]
+can() {
+  local as=$1 want=$2 got
+  shift 2
+  got=$(kc "$C" auth can-i --as="$as" "$@" 2>/dev/null) || true
+  [ "$got" = "$want" ] || fail "can-i --as=$as $*: got '$got', want '$want'"
+}
+wait_for 30 "agent RoleBinding in effect" kc "$C" auth can-i --as="$AGENT" get secrets -n cliqo
+
+# 1. The agent.
+for r in foreignclusters.discovery.liqo.io searchdomains.discovery.liqo.io clusterconfigs.config.liqo.io \
+  namespacenattingtables.virtualkubelet.liqo.io; do
+  can "$AGENT" yes create "$r"
+  can "$AGENT" yes delete "$r"
+done
+can "$AGENT" yes update foreignclusters.discovery.liqo.io --subresource=status
+for r in peeringrequests.discovery.liqo.io advertisements.sharing.liqo.io networkconfigs.net.liqo.io \
+  tunnelendpoints.net.liqo.io namespaceoffloadings.offloading.liqo.io; do
+  can "$AGENT" yes list "$r" --all-namespaces
+  can "$AGENT" yes create "$r" -n "$T"
+done
+can "$AGENT" yes create namespaces
+can "$AGENT" yes delete namespaces
+can "$AGENT" yes patch namespaces
+can "$AGENT" yes create rolebindings -n "$T"
+can "$AGENT" yes bind clusterroles/cliqo-remote-peering
+can "$AGENT" yes bind clusterroles/cliqo-agent-tenant
+can "$AGENT" yes get secrets -n cliqo
+can "$AGENT" yes create configmaps -n cliqo
+can "$AGENT" yes update leases.coordination.k8s.io -n cliqo
+can "$AGENT" yes create events -n default
+# ... and what it cannot do.
+can "$AGENT" no list secrets --all-namespaces
+can "$AGENT" no get secrets -n default
+can "$AGENT" no get secrets -n kube-system
+can "$AGENT" no get secrets -n "$T" # not before it binds cliqo-agent-tenant there
+can "$AGENT" no get nodes
+can "$AGENT" no list pods --all-namespaces
+can "$AGENT" no create pods -n cliqo
+can "$AGENT" no create clusterrolebindings
+can "$AGENT" no create clusterroles
+can "$AGENT" no escalate clusterroles
+can "$AGENT" no bind clusterroles/cluster-admin
+can "$AGENT" no bind clusterroles/admin
+can "$AGENT" no update rolebindings -n "$T"
+can "$AGENT" no create roles -n "$T"
+can "$AGENT" no create leases.coordination.k8s.io -n default
+can "$AGENT" no create serviceaccounts -n default
+can "$AGENT" no create serviceaccounts/token -n cliqo
+can "$AGENT" no impersonate users
+can "$AGENT" no create certificatesigningrequests.certificates.k8s.io
+can "$AGENT" no update customresourcedefinitions.apiextensions.k8s.io
+say "agent: manages cliqo's kinds and tenant namespaces; no cluster-wide Secrets, nodes, pods or escalation"
+
+# 2. The agent sets up a tenant namespace as peering does, acting as itself.
+ag() { kc "$C" --as="$AGENT" "$@"; }
+ag create namespace "$T" >/dev/null
+ag label namespace "$T" "discovery.liqo.io/cluster-id=$ID_X" discovery.liqo.io/tenant-namespace=true >/dev/null
+ag -n "$T" create rolebinding cliqo-agent-tenant --clusterrole=cliqo-agent-tenant \
+  --serviceaccount=cliqo:cliqo-agent >/dev/null
+wait_for 30 "agent's tenant binding in effect" ag -n "$T" get secrets
+can "$AGENT" yes get secrets -n "$T"
+can "$AGENT" yes create serviceaccounts -n "$T"
+ag -n "$T" create serviceaccount remote-x >/dev/null
+ag -n "$T" create rolebinding cliqo-remote-peering --clusterrole=cliqo-remote-peering \
+  --serviceaccount="$T:remote-x" >/dev/null
+expect_reject "agent binds cluster-admin" "forbidden" \
+  ag -n "$T" create rolebinding escalate --clusterrole=cluster-admin --serviceaccount="$T:remote-x"
+expect_reject "agent binds edit" "forbidden" \
+  ag -n "$T" create rolebinding escalate --clusterrole=edit --serviceaccount="$T:remote-x"
+expect_reject "agent creates a ClusterRoleBinding" "forbidden" \
+  ag create clusterrolebinding escalate --clusterrole=cliqo-remote-peering --serviceaccount="$T:remote-x"
+expect_reject "agent reads Secrets in kube-system" "forbidden" ag -n kube-system get secrets
+say "agent: binds cliqo-agent-tenant and cliqo-remote-peering in a tenant namespace; cluster-admin and edit refused"
+
+# 3. The peer's identity, confined to its tenant namespace.
+wait_for 30 "peer binding in effect" kc "$C" auth can-i --as="$REMOTE" create peeringrequests.discovery.liqo.io -n "$T"
+for v in create get list watch update patch delete; do
+  can "$REMOTE" yes "$v" peeringrequests.discovery.liqo.io -n "$T"
+  can "$REMOTE" yes "$v" secrets -n "$T"
+  can "$REMOTE" yes "$v" advertisements.sharing.liqo.io -n "$T"
+done
+can "$REMOTE" yes get peeringrequests.discovery.liqo.io --subresource=status -n "$T"
+can "$REMOTE" no update peeringrequests.discovery.liqo.io --subresource=status -n "$T" # cannot accept itself
+can "$REMOTE" no get secrets -n cliqo
+can "$REMOTE" no get secrets -n default
+can "$REMOTE" no list secrets --all-namespaces
+can "$REMOTE" no list nodes
+can "$REMOTE" no create namespaces
+can "$REMOTE" no create foreignclusters.discovery.liqo.io
+can "$REMOTE" no create clusterconfigs.config.liqo.io
+can "$REMOTE" no create namespacenattingtables.virtualkubelet.liqo.io
+can "$REMOTE" no create clusterroles
+can "$REMOTE" no create peeringrequests.discovery.liqo.io -n "$T2"
+can "$REMOTE" no create peeringrequests.discovery.liqo.io -n default
+can "$REMOTE" no create pods -n "$T"
+can "$REMOTE" no create rolebindings -n "$T"
+can "$REMOTE" no get serviceaccounts -n "$T"
+# Real requests as the peer.
+peer() { kc "$C" --as="$REMOTE" "$@"; }
+peer -n "$T" create secret generic "pr-$ID_X" --from-literal=kubeconfig=e30= >/dev/null
+peer -n "$T" create -f - >/dev/null <<YAML
+apiVersion: discovery.liqo.io/v1alpha1
+kind: PeeringRequest
+metadata: {name: $ID_X}
+spec:
+  clusterIdentity: {clusterID: $ID_X, clusterName: x}
+  namespace: cliqo-tenant-home-0f0f0f
+  kubeConfigRef: {name: pr-$ID_X, namespace: $T}
+YAML
+[ "$(peer -n "$T" get peeringrequest "$ID_X" -o jsonpath='{.spec.clusterIdentity.clusterID}')" = "$ID_X" ] ||
+  fail "peer cannot read its PeeringRequest"
+expect_reject "peer accepts its own PeeringRequest" "forbidden" \
+  peer -n "$T" patch peeringrequest "$ID_X" --subresource=status --type=merge -p '{"status":{"phase":"Accepted"}}'
+kc "$C" create namespace "$T2" >/dev/null
+expect_reject "peer writes into another tenant namespace" "forbidden" \
+  peer -n "$T2" create secret generic sneaky --from-literal=a=b
+expect_reject "peer reads the agent's Secrets" "forbidden" peer -n cliqo get secrets
+expect_reject "peer lists nodes" "forbidden" peer get nodes
+expect_reject "peer creates a ForeignCluster" "forbidden" peer create -f - <<YAML
+apiVersion: discovery.liqo.io/v1alpha1
+kind: ForeignCluster
+metadata: {name: sneaky}
+spec: {clusterIdentity: {clusterID: $ID_X}}
+YAML
+peer -n "$T" delete peeringrequest "$ID_X" >/dev/null
+say "peer: PeeringRequests, Secrets and Advertisements in its tenant namespace only"
+
+trap - EXIT
+cleanup
+pass

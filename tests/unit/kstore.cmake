@@ -1,0 +1,2 @@
+# The informer's store (src/kube/store.c), part of the cliqo_kube_api library.
+cliqo_unit_test(kstore cliqo_kube_api)
