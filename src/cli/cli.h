@@ -15,6 +15,12 @@ struct cli_command {
     const char *description;
 };
 
+int cmd_install_main(int argc, char **argv);
+int cmd_uninstall_main(int argc, char **argv);
+int cmd_generate_add_command_main(int argc, char **argv);
+int cmd_add_main(int argc, char **argv);
+int cmd_unpeer_main(int argc, char **argv);
+int cmd_status_main(int argc, char **argv);
 int cmd_dev_main(int argc, char **argv);
 int cmd_version_main(int argc, char **argv);
 

@@ -6,6 +6,13 @@
 #include <string.h>
 
 static const struct cli_command commands[] = {
+    {"install", cmd_install_main, "Install cliqo into a cluster (CRDs, RBAC, identity)"},
+    {"uninstall", cmd_uninstall_main, "Remove cliqo and everything it created from a cluster"},
+    {"generate-add-command", cmd_generate_add_command_main,
+     "Print the 'cliqoctl add' command that peers another cluster with this one"},
+    {"add", cmd_add_main, "Peer with a foreign cluster (verifies its auth endpoint first)"},
+    {"unpeer", cmd_unpeer_main, "End the peering with a foreign cluster"},
+    {"status", cmd_status_main, "Show this cluster's identity and its foreign clusters"},
     {"dev", cmd_dev_main,
      "Local multi-cluster environment for development and tests (up|down|status|env)"},
     {"version", cmd_version_main, "Print the cliqoctl version"},
@@ -16,7 +23,7 @@ static void usage(FILE *f)
     fprintf(f, "Usage: cliqoctl <command> [options]\n\n"
                "cliqo shares resources between Kubernetes clusters.\n\nCommands:\n");
     for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].description);
+        fprintf(f, "  %-21s %s\n", commands[i].name, commands[i].description);
     fprintf(f, "\nRun 'cliqoctl <command> --help' for the options of a command.\n");
 }
 

@@ -453,32 +453,22 @@ static void after_pr_create(void *owner)
         rec_end(r, ERROR_RETRY_MS);
 }
 
+static void start_request(struct rec *r);
+
 static void after_pr_get(void *owner)
 {
     struct rec *r = owner;
     const json_t *status = json_object_get(r->ch.last.body, "status");
     const char *phase = json_string_value(json_object_get(status, "phase"));
     const char *msg = json_string_value(json_object_get(status, "message"));
-    char selfns[80];
-    json_t *pr;
 
     if (r->ch.last.err == -ENOENT) {
-        /* Create it (again: a peer that lost it gets it back). */
-        pr = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:{s:s,s:s},s:s,s:{s:s,s:s},s:s?}}",
-                       "apiVersion", "discovery.liqo.io/v1alpha1", "kind", "PeeringRequest",
-                       "metadata", "name", r->own_id, "namespace", r->p->remote_ns, "labels",
-                       PEER_LABEL_CLUSTER_ID, r->own_id, "spec", "clusterIdentity", "clusterID",
-                       r->own_id, "clusterName", r->own_name, "namespace", r->local_ns,
-                       "kubeConfigRef", "name", "pr-placeholder", "namespace", r->p->remote_ns,
-                       "authUrl", peer_ctl_options()->auth_url);
-        snprintf(selfns, sizeof(selfns), "pr-%s", r->own_id);
-        json_object_set_new(json_object_get(json_object_get(pr, "spec"), "kubeConfigRef"), "name",
-                            json_string(selfns));
-        r->ch.next = after_pr_create;
-        if (!pr || kapi_create(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, pr,
-                               peer_call_cb, r) < 0)
-            rec_end(r, ERROR_RETRY_MS);
-        json_decref(pr);
+        /* Not there (yet, or any more: a peer that lost it gets it back). */
+        if (strcmp(peer_fc_condition(r->fc, COND_OUT), "Established") == 0 &&
+            condition(r, COND_OUT, "Pending", "RequestLost",
+                      "the PeeringRequest disappeared from the peer; creating it again"))
+            return;
+        start_request(r);
         return;
     }
     if (r->ch.last.err < 0) {
@@ -498,6 +488,26 @@ static void after_pr_get(void *owner)
     }
 }
 
+/* The Secret is on the peer: create the PeeringRequest that names it. */
+static void create_request(struct rec *r)
+{
+    char secret[80];
+    json_t *pr;
+
+    snprintf(secret, sizeof(secret), "pr-%s", r->own_id);
+    pr = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:{s:s,s:s},s:s,s:{s:s,s:s},s:s?}}",
+                   "apiVersion", "discovery.liqo.io/v1alpha1", "kind", "PeeringRequest", "metadata",
+                   "name", r->own_id, "namespace", r->p->remote_ns, "labels", PEER_LABEL_CLUSTER_ID,
+                   r->own_id, "spec", "clusterIdentity", "clusterID", r->own_id, "clusterName",
+                   r->own_name, "namespace", r->local_ns, "kubeConfigRef", "name", secret,
+                   "namespace", r->p->remote_ns, "authUrl", peer_ctl_options()->auth_url);
+    r->ch.next = after_pr_create;
+    if (!pr || kapi_create(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, pr,
+                           peer_call_cb, r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+    json_decref(pr);
+}
+
 static void after_pr_secret(void *owner)
 {
     struct rec *r = owner;
@@ -507,10 +517,7 @@ static void after_pr_secret(void *owner)
             rec_end(r, ERROR_RETRY_MS);
         return;
     }
-    r->ch.next = after_pr_get;
-    if (kapi_get(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
-                 r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+    create_request(r);
 }
 
 /* Our credential for the peer is ready: hand it over in Secret pr-<our id> on the peer. Applied
@@ -569,6 +576,17 @@ static void peer_outgoing(struct rec *r)
     if (strcmp(peer_fc_condition(r->fc, COND_OUT), "None") == 0 &&
         condition(r, COND_OUT, "Pending", "Requesting", "creating the PeeringRequest on the peer"))
         return;
+    /* Where is the request? (after_pr_get creates it when missing.) */
+    r->ch.next = after_pr_get;
+    if (kapi_get(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
+                 r) < 0)
+        rec_end(r, ERROR_RETRY_MS);
+}
+
+/* The request is missing on the peer: our credential for it (issued or found again), handed
+ * over in Secret pr-<our id>, then the PeeringRequest itself. */
+static void start_request(struct rec *r)
+{
     if (peer_issue_credential(st.a, r->id, r->name, on_credential, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }

@@ -31,5 +31,42 @@ check "dev status with no env" 1 "$CLIQOCTL" dev status --state-dir "$tmp/none";
 check "dev env with no env" 1 "$CLIQOCTL" dev env --state-dir "$tmp/none"
 check "dev down with no env is fine" 0 "$CLIQOCTL" dev down --state-dir "$tmp/none"
 check "dev unknown option" 1 "$CLIQOCTL" dev up --frob; contains "unknown option named" "unknown option '--frob'"
+# The cluster verbs: help, and misuse caught before any cluster is contacted (exit 2, one line).
+one_line() { # description
+  local n
+  n=$(printf '%s\n' "$out" | grep -c .)
+  if [ "$n" -eq 1 ] && case "$out" in "cliqoctl "*": error: "*) true ;; *) false ;; esac; then echo "ok: $1"; else
+    echo "FAIL: $1: not one 'cliqoctl <verb>: error:' line: $out"; fails=$((fails + 1)); fi
+}
+for v in install uninstall generate-add-command add unpeer status; do
+  check "help lists $v" 0 "$CLIQOCTL" --help; contains "help lists $v" "  $v "
+  check "$v --help" 0 "$CLIQOCTL" "$v" --help; contains "$v help has usage" "Usage: cliqoctl $v"
+  contains "$v help has --kubeconfig" "--kubeconfig"
+  check "$v unknown flag" 2 "$CLIQOCTL" "$v" --frobnicate; one_line "$v unknown flag is one line"
+  check "$v --timeout without value" 2 "$CLIQOCTL" "$v" --timeout; one_line "$v missing value is one line"
+done
+check "install bad name" 2 "$CLIQOCTL" install --cluster-name Not_Valid; one_line "install bad name one line"
+check "install bad id" 2 "$CLIQOCTL" install --cluster-id -bad-; one_line "install bad id one line"
+check "install bad timeout" 2 "$CLIQOCTL" install --timeout 5parsecs; one_line "install bad timeout one line"
+check "install http auth url" 2 "$CLIQOCTL" install --auth-url http://x; one_line "install http url one line"
+check "add needs flags" 2 "$CLIQOCTL" add; one_line "add needs flags one line"
+tok=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+check "add needs a hash" 2 "$CLIQOCTL" add --auth-url https://x --id abc --token $tok
+contains "add hash explained" "--ca-cert-hash is required"
+check "add bad token" 2 "$CLIQOCTL" add --auth-url https://x --id abc --token short --insecure-skip-tls-verify
+one_line "add bad token one line"
+check "add bad hash" 2 "$CLIQOCTL" add --auth-url https://x --id abc --token $tok --ca-cert-hash md5:00
+one_line "add bad hash one line"
+check "add hash and insecure" 2 "$CLIQOCTL" add --auth-url https://x --id abc --token $tok --ca-cert-hash sha256:$tok --insecure-skip-tls-verify
+check "add bad id" 2 "$CLIQOCTL" add --auth-url https://x --id ABC --token $tok --insecure-skip-tls-verify
+check "add http url" 2 "$CLIQOCTL" add --auth-url http://x --id abc --token $tok --insecure-skip-tls-verify
+check "unpeer needs a name" 2 "$CLIQOCTL" unpeer; one_line "unpeer no name one line"
+check "unpeer two names" 2 "$CLIQOCTL" unpeer a b
+check "status -o yaml" 2 "$CLIQOCTL" status -o yaml; one_line "status -o yaml one line"
+check "generate -o yaml" 2 "$CLIQOCTL" generate-add-command -o yaml
+check "install dry run without a cluster" 0 "$CLIQOCTL" install --dry-run --cluster-name x --kubeconfig "$tmp/none"
+contains "dry run prints CRDs" "# Source: crds/"
+check "status without a kubeconfig" 1 env -u KUBECONFIG HOME="$tmp" "$CLIQOCTL" status --kubeconfig "$tmp/none"
+one_line "no kubeconfig one line"
 echo "cli basics: $fails failed"
 [ "$fails" -eq 0 ]

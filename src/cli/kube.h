@@ -1,0 +1,120 @@
+/* cli/kube: what the cluster-facing cliqoctl verbs share.
+ *
+ *  - Options: every verb takes --kubeconfig, --context, --namespace (default "cliqo") and most take
+ *    --timeout. Values are given as `--flag VALUE` or `--flag=VALUE`. Misuse prints one line
+ *    ("cliqoctl <verb>: error: ...") and the verb exits 2; a failure prints one line and exits 1.
+ *  - struct cli_kube: one API client on a private libuv loop, used synchronously (each call runs
+ *    the loop until its answer arrived). Every call returns 0 or a negative errno and, on failure,
+ *    leaves a one-line reason in k->err (the operation, the object and the server's message).
+ *    Returned JSON objects are new references (caller json_decref).
+ *  - Waits are polls with a deadline: nothing waits without bound. Progress goes to stderr, results
+ *    to stdout.
+ *  - Server-side apply uses the field manager "cliqoctl". */
+#ifndef CLIQO_CLI_KUBE_H
+#define CLIQO_CLI_KUBE_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "kube/api.h"
+#include "kube/kubeconfig.h"
+
+#define CLI_FIELD_MANAGER "cliqoctl"
+#define CLI_ERR_LEN       1024
+
+/* Options shared by the cluster-facing verbs. */
+struct cli_common {
+    const char *verb; /* "install", "add", ... (for messages) */
+    const char *kubeconfig;
+    const char *context;
+    const char *ns;
+    uint64_t timeout_ms;
+};
+
+/* Initialises co with the defaults (namespace "cliqo", the given timeout). */
+void cli_common_init(struct cli_common *co, const char *verb, uint64_t default_timeout_ms);
+
+/* Matches argv[*i] against `--name VALUE` / `--name=VALUE`. Returns 1 (matched: *ret set and *i
+ * advanced past a separate value), 0 (not this option) or -1 (matched but the value is missing;
+ * the reason is printed). */
+int cli_opt(const char *verb, const char *name, int argc, char **argv, int *i, const char **ret);
+
+/* The shared options (--kubeconfig, --context, --namespace/-n, --timeout). Same returns as
+ * cli_opt; -1 also for a bad value. */
+int cli_common_opt(struct cli_common *co, int argc, char **argv, int *i);
+
+/* "500ms", "30s", "2m", "1h", or a bare number of seconds, into milliseconds (at most 24 h).
+ * Returns 0, -EINVAL or -ERANGE. */
+int cli_parse_duration(const char *s, uint64_t *ret_ms);
+/* "2m", "45s", "1.5s" for messages. */
+void cli_format_duration(uint64_t ms, char *buf, size_t size);
+
+/* "cliqoctl <verb>: error: <message>" on stderr. cli_misuse returns 2, cli_error returns 1. */
+__attribute__((format(printf, 2, 3))) int cli_misuse(const char *verb, const char *fmt, ...);
+__attribute__((format(printf, 2, 3))) int cli_error(const char *verb, const char *fmt, ...);
+/* A progress line "<verb>: <message>" on stderr. */
+__attribute__((format(printf, 2, 3))) void cli_progress(const char *verb, const char *fmt, ...);
+
+/* Monotonic clock in milliseconds, and a bounded sleep. */
+uint64_t cli_now_ms(void);
+void cli_sleep_ms(uint64_t ms);
+
+struct cli_kube {
+    uv_loop_t loop;
+    bool loop_ready;
+    struct kc_config *cfg;
+    struct kapi_client *api;
+    const char *ns;
+    long http_status; /* of the last call */
+    char err[CLI_ERR_LEN];
+};
+
+/* Loads the kubeconfig (--kubeconfig, else $KUBECONFIG / ~/.kube/config / in-cluster) and the
+ * context, and creates the client. On failure k->err says why; cli_kube_close is still needed. */
+int cli_kube_open(struct cli_kube *k, const struct cli_common *co);
+void cli_kube_close(struct cli_kube *k);
+
+/* ns is ignored for cluster-scoped resources. A missing object is -ENOENT. */
+int cli_get(struct cli_kube *k, const struct kapi_resource *r, const char *ns, const char *name,
+            json_t **ret);
+/* The items array of a list (label_selector may be NULL). A missing resource type (CRD not
+ * installed) is -ENOENT. */
+int cli_list(struct cli_kube *k, const struct kapi_resource *r, const char *ns,
+             const char *label_selector, json_t **ret_items);
+int cli_create(struct cli_kube *k, const struct kapi_resource *r, const char *ns, json_t *obj,
+               json_t **ret);
+/* Server-side apply of obj (name from its metadata) with CLI_FIELD_MANAGER. */
+int cli_apply(struct cli_kube *k, const struct kapi_resource *r, const char *ns, json_t *obj,
+              bool force, json_t **ret);
+/* JSON merge patch (RFC 7386); sub may be NULL. ret may be NULL. */
+int cli_merge_patch(struct cli_kube *k, const struct kapi_resource *r, const char *ns,
+                    const char *name, const char *sub, const char *patch, json_t **ret);
+/* Deletes with background propagation. A missing object is -ENOENT. */
+int cli_delete(struct cli_kube *k, const struct kapi_resource *r, const char *ns, const char *name);
+
+/* ---- JSON helpers ------------------------------------------------------------------------- */
+
+/* The condition of `type` in status.peeringConditions of a ForeignCluster, or NULL (borrowed). */
+json_t *cli_fc_condition(const json_t *fc, const char *type);
+/* Its status, "None" when the condition is absent. */
+const char *cli_fc_condition_status(const json_t *fc, const char *type);
+/* True when metadata.finalizers holds `finalizer`. */
+bool cli_has_finalizer(const json_t *obj, const char *finalizer);
+/* Borrowed string at a path of object keys (NULL-terminated list), or NULL. */
+const char *cli_json_str(const json_t *obj, ...) __attribute__((sentinel));
+/* "3m", "2d" from an RFC 3339 creationTimestamp; "<unknown>" when it does not parse. */
+void cli_age(const char *timestamp, char *buf, size_t size);
+
+/* Standard base64 of len bytes (x_malloc'd, NUL-terminated), or NULL on OOM. */
+char *cli_b64_encode(const void *data, size_t len);
+/* Decodes standard padded base64 (at most max output bytes) into a NUL-terminated x_malloc'd
+ * buffer. Returns 0, -EINVAL, -E2BIG or -ENOMEM. */
+int cli_b64_decode(const char *s, size_t max, char **ret, size_t *ret_len);
+/* The decoded value of data[key] of a Secret. */
+int cli_secret_value(const json_t *secret, const char *key, size_t max, char **ret,
+                     size_t *ret_len);
+
+#endif

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# cliqoctl generate-add-command: the printed hash is the CA's SPKI hash (as openssl computes it), the token
+# and ID are the cluster's, the URL comes from the flag or the ClusterConfig; --rotate-token replaces the
+# token.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/common.sh"
+ensure_installed
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+id=$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
+name=$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-name}')
+token=$(kc "$C" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
+kc "$C" get secret -n cliqo auth-tls -o jsonpath='{.data.ca\.crt}' | base64 -d >"$tmp/ca.crt"
+hash=$(openssl x509 -in "$tmp/ca.crt" -pubkey -noout | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)
+url=$(kc "$C" get clusterconfig configuration -o jsonpath='{.spec.peeringConfig.authUrl}')
+[ -n "$url" ] || fail "no authUrl after install --auth-address"
+
+say "the printed command"
+run_cq rc out err generate-add-command
+[ "$rc" -eq 0 ] || fail "exit $rc: $err"
+[ "$out" = "cliqoctl add --name $name --id $id --auth-url $url --token $token --ca-cert-hash sha256:$hash" ] ||
+  fail "unexpected command: $out (hash should be sha256:$hash)"
+
+say "--auth-url overrides the ClusterConfig; -o json"
+run_cq rc out err generate-add-command --auth-url https://peer.example.org:30443 -o json
+[ "$rc" -eq 0 ] || fail "json: exit $rc: $err"
+python3 - "$out" "$id" "$token" "sha256:$hash" <<'PY' || fail "json output wrong: $out"
+import json, sys
+d = json.loads(sys.argv[1])
+assert d["clusterID"] == sys.argv[2] and d["token"] == sys.argv[3] and d["caCertHash"] == sys.argv[4], d
+assert d["authUrl"] == "https://peer.example.org:30443", d
+PY
+
+say "--rotate-token"
+run_cq rc out err generate-add-command --rotate-token
+[ "$rc" -eq 0 ] || fail "rotate: exit $rc: $err"
+new=$(kc "$C" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
+[[ "$new" =~ ^[0-9a-f]{64}$ ]] || fail "rotated token has the wrong format"
+[ "$new" != "$token" ] || fail "--rotate-token did not change the token"
+contains "the printed command has the new token" "$out" "--token $new "
+contains "rotation is reported" "$err" "rotated"
+
+say "no auth URL anywhere: one-line error"
+kc "$C" patch clusterconfig configuration --type=json -p '[{"op":"remove","path":"/spec/peeringConfig/authUrl"}]' >/dev/null
+run_cq rc out err generate-add-command
+[ "$rc" -eq 1 ] || fail "no URL: exit $rc"
+one_error_line "$err"
+contains "no URL explained" "$err" "no auth URL"
+kc "$C" patch clusterconfig configuration --type=merge -p "{\"spec\":{\"peeringConfig\":{\"authUrl\":\"$url\"}}}" >/dev/null
+
+say "bad flags"
+run_cq rc out err generate-add-command -o yaml
+[ "$rc" -eq 2 ] || fail "-o yaml: exit $rc"
+one_error_line "$err"
+run_cq rc out err generate-add-command --auth-url ftp://x
+[ "$rc" -eq 2 ] || fail "ftp URL: exit $rc"
+pass

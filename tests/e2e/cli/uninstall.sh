@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# cliqoctl uninstall: refuses while a ForeignCluster has a peering; a finalizer nobody removes makes it fail
+# within its timeout; --force finishes within its timeout even then and leaves no cliqo object (CRDs,
+# namespaces, RBAC); uninstalling nothing succeeds; status then says cliqo is not installed.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/common.sh"
+ensure_installed
+trap 'kc "$C" patch foreigncluster held --type=merge -p "{\"metadata\":{\"finalizers\":null}}" >/dev/null 2>&1 || true' EXIT
+
+say "refuses with a peered ForeignCluster"
+make_fc peered 9a9a9a9a-0000-4000-8000-000000000001 Established
+run_cq rc out err uninstall --timeout 20s
+[ "$rc" -eq 1 ] || fail "exit $rc, want 1"
+one_error_line "$err"
+contains "peering named" "$err" "peered"
+kc "$C" get namespace cliqo >/dev/null || fail "refused uninstall removed the namespace"
+kc "$C" get foreigncluster peered >/dev/null || fail "refused uninstall removed the ForeignCluster"
+set_condition peered OutgoingPeering None
+kc "$C" patch foreigncluster peered --type=merge -p '{"metadata":{"finalizers":["cliqo.io/peering"]}}' >/dev/null
+run_cq rc out err uninstall --timeout 20s
+[ "$rc" -eq 1 ] || fail "the agent's finalizer should count as a peering: exit $rc"
+kc "$C" patch foreigncluster peered --type=merge -p '{"metadata":{"finalizers":null}}' >/dev/null
+
+say "a foreign finalizer without --force: fails within the timeout"
+make_fc held 9a9a9a9a-0000-4000-8000-000000000002
+kc "$C" patch foreigncluster held --type=merge -p '{"metadata":{"finalizers":["example.com/hold"]}}' >/dev/null
+start=$(date +%s)
+run_cq rc out err uninstall --timeout 3s
+[ "$rc" -eq 1 ] || fail "held: exit $rc: $err"
+[ $(($(date +%s) - start)) -le 15 ] || fail "uninstall did not respect its timeout"
+contains "held FC named" "$err" "example.com/hold"
+
+say "--force with a peering and a foreign finalizer: bounded, and nothing left"
+make_fc peered 9a9a9a9a-0000-4000-8000-000000000001 Established
+kc "$C" patch foreigncluster peered --type=merge -p '{"metadata":{"finalizers":["cliqo.io/peering"]}}' >/dev/null
+kc "$C" create namespace cliqo-tenant-e2e-abcdef >/dev/null
+kc "$C" label namespace cliqo-tenant-e2e-abcdef discovery.liqo.io/tenant-namespace=true discovery.liqo.io/cluster-id=9a9a9a9a-0000-4000-8000-000000000001 >/dev/null
+start=$(date +%s)
+run_cq rc out err uninstall --force --timeout 20s
+elapsed=$(($(date +%s) - start))
+[ "$rc" -eq 0 ] || fail "--force: exit $rc: $err"
+[ "$elapsed" -le 25 ] || fail "--force took ${elapsed}s with --timeout 20s"
+contains "finalizers removed" "$err" "removed the finalizers"
+left=$(kc "$C" get crd -o name | grep -E 'liqo\.io$' || true)
+[ -z "$left" ] || fail "CRDs left: $left"
+left=$(kc "$C" get namespaces -o name | grep -E 'namespace/cliqo' || true)
+[ -z "$left" ] || fail "namespaces left: $left"
+left=$(kc "$C" get clusterroles,clusterrolebindings -o name | grep cliqo || true)
+[ -z "$left" ] || fail "RBAC left: $left"
+left=$(kc "$C" get clusterroles,clusterrolebindings -l app.kubernetes.io/part-of=cliqo -o name)
+[ -z "$left" ] || fail "labelled objects left: $left"
+
+say "uninstall of nothing succeeds; status says not installed"
+run_cq rc out err uninstall
+[ "$rc" -eq 0 ] || fail "second uninstall: exit $rc: $err"
+contains "nothing to do" "$out" "nothing to uninstall"
+run_cq rc out err status
+[ "$rc" -eq 0 ] || fail "status: exit $rc: $err"
+contains "status hint" "$out" "not installed"
+run_cq rc out err status -o json
+[ "$out" = '{"installed": false}' ] || fail "status json: $out"
+run_cq rc out err uninstall --frobnicate
+[ "$rc" -eq 2 ] || fail "bad flag: exit $rc"
+one_error_line "$err"
+pass
