@@ -659,7 +659,8 @@ out:
     return e;
 }
 
-/* Waits for OutgoingPeering Established (0), Denied/Error (-EACCES, message in k->err), or the
+/* Waits for OutgoingPeering Established (0), Denied/Error (-EACCES, message in k->err; -EPERM when
+ * the peer refused the token), or the
  * deadline (-ETIMEDOUT). Progress on stderr when the conditions change. */
 static int wait_established(struct cli_kube *k, const char *name, uint64_t timeout_ms)
 {
@@ -697,7 +698,7 @@ static int wait_established(struct cli_kube *k, const char *name, uint64_t timeo
                      c == ac ? "authentication" : "outgoing peering", c == ac ? auth_st : out_st,
                      msg && *msg ? msg : "(no message)");
             json_decref(fc);
-            return -EACCES;
+            return c == ac ? -EPERM : -EACCES;
         }
         if (strcmp(now, seen) != 0 || cli_now_ms() - last >= 10000) {
             snprintf(seen, sizeof(seen), "%s", now);
@@ -789,6 +790,25 @@ int cmd_add_main(int argc, char **argv)
     }
     cli_progress("add", "waiting for the outgoing peering with %s", fc_name);
     e = wait_established(&k, fc_name, o.co.timeout_ms);
+    if (e == -EPERM && !fc) {
+        /* The peer refused the token: undo what this command wrote (the Secret goes with the
+         * ForeignCluster), so that a refused add changes nothing. */
+        char why[sizeof(k.err)];
+        uint64_t until = cli_now_ms() + 20000;
+        json_t *left = NULL;
+
+        snprintf(why, sizeof(why), "%s", k.err);
+        cli_delete(&k, &peer_res_foreignclusters, NULL, fc_name);
+        while (cli_get(&k, &peer_res_foreignclusters, NULL, fc_name, &left) == 0 &&
+               cli_now_ms() < until) {
+            json_decref(left);
+            left = NULL;
+            cli_sleep_ms(250);
+        }
+        json_decref(left);
+        rc = cli_error("add", "%s (ForeignCluster %s removed again)", why, fc_name);
+        goto out;
+    }
     if (e < 0)
         goto kerr;
     printf("peered with %s (%s) in %.1fs\n", fc_name, ids.cluster_id,

@@ -23,7 +23,8 @@ struct peer_ctl_options {
                                    default: the server of the agent's own kubeconfig */
     const char *auth_url;       /* this cluster's auth URL, sent to peers; default:
                                    ClusterConfig spec.peeringConfig.authUrl */
-    uint64_t unpeer_timeout_ms; /* default 30 s */
+    uint64_t unpeer_timeout_ms; /* default 30 s, or ClusterConfig unpeerTimeoutSeconds */
+    bool unpeer_timeout_set;    /* given by flag: wins over ClusterConfig */
     uint64_t resync_ms;         /* re-check of established peerings; default 30 s */
 };
 void peer_ctl_configure(const struct peer_ctl_options *o);

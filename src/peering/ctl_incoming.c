@@ -36,6 +36,7 @@ struct rec {
     json_t *pr; /* NULL when the request is gone */
     json_t *fc; /* the requester's ForeignCluster (working copy) or NULL */
     char id[64], cname[64];
+    int requeue_ms; /* after a successful write: -1 none */
 };
 
 static void rec_end(struct rec *r, int requeue_ms)
@@ -60,7 +61,7 @@ static void after_write(void *owner)
         rec_end(r, r->ch.last.err == -ESTALE ? 100 : RETRY_MS);
         return;
     }
-    rec_end(r, -1);
+    rec_end(r, r->requeue_ms);
 }
 
 /* The requester's ForeignCluster, found by its cluster-id label (a new reference). */
@@ -105,54 +106,38 @@ static void patch_status(struct rec *r, const struct kapi_resource *res, const c
     x_free(body);
 }
 
-/* ---- the request is gone: clean up --------------------------------------------------------- */
+/* ---- the request is gone: clean up -----------------------------------------------------------
+ *
+ * Driven by the requester's ForeignCluster, so that a restart anywhere in between resumes: first
+ * IncomingPeering goes to None (reason RequestWithdrawn), then the tenant namespace is deleted
+ * (unless our outgoing peering uses it), then an IncomingPeering-only ForeignCluster. Without a
+ * ForeignCluster nothing is touched: a tenant namespace may be waiting for its first request (the
+ * auth endpoint issues the credential before the requester creates the PeeringRequest). */
 
-static void cleanup_ns(struct rec *r)
+static bool outgoing_uses(const json_t *fc)
 {
-    if (r->fc && strcmp(peer_fc_condition(r->fc, "OutgoingPeering"), "None") != 0) {
-        rec_end(r, -1); /* our outgoing peering still uses the namespace */
-        return;
-    }
-    log_info("incoming", "peering request %s withdrawn: deleting tenant namespace %s", r->key,
-             r->ns);
-    r->ch.next = after_write;
-    if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->ns, NULL, peer_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
-}
+    const char *out =
+        json_string_value(json_object_get(json_object_get(fc, "spec"), "outgoingPeeringEnabled"));
 
-static void after_fc_delete(void *owner)
-{
-    struct rec *r = owner;
-
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
-        rec_end(r, RETRY_MS);
-        return;
-    }
-    json_decref(r->fc);
-    r->fc = NULL;
-    cleanup_ns(r);
+    return (out && strcmp(out, "Yes") == 0) ||
+           strcmp(peer_fc_condition(fc, "OutgoingPeering"), "None") != 0;
 }
 
 static void withdrawn(struct rec *r)
 {
-    json_t *ns = inf_get(st.tenants, NULL, r->ns);
-    const char *id, *type, *out;
+    json_t *ns, *cond_reason = NULL;
+    const char *type, *reason = NULL;
+    size_t i;
+    json_t *c;
 
-    if (!ns) {
-        rec_end(r, -1); /* nothing left */
-        return;
-    }
-    id = json_string_value(json_object_get(
-        json_object_get(json_object_get(ns, "metadata"), "labels"), PEER_LABEL_CLUSTER_ID));
-    snprintf(r->id, sizeof(r->id), "%s", id ? id : "");
-    json_decref(ns);
-    if (!r->id[0] || strcmp(r->id, r->name) != 0) {
+    if (!peer_cluster_id_valid(r->name)) {
         rec_end(r, -1);
         return;
     }
+    snprintf(r->id, sizeof(r->id), "%.63s", r->name);
     r->fc = find_fc(r->id);
     if (!r->fc) {
-        cleanup_ns(r);
+        rec_end(r, -1);
         return;
     }
     if (strcmp(peer_fc_condition(r->fc, "IncomingPeering"), "None") != 0) {
@@ -160,24 +145,51 @@ static void withdrawn(struct rec *r)
                               "the peer withdrew its PeeringRequest");
         log_info("incoming", "ForeignCluster %s: IncomingPeering=None (request withdrawn)",
                  kapi_obj_name(r->fc));
+        r->requeue_ms = 200; /* then delete what is left */
         patch_status(r, &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc), r->fc);
+        return;
+    }
+    json_array_foreach(json_object_get(json_object_get(r->fc, "status"), "peeringConditions"), i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+
+        if (t && strcmp(t, "IncomingPeering") == 0)
+            cond_reason = json_object_get(c, "reason");
+    }
+    reason = json_string_value(cond_reason);
+    if (!reason || strcmp(reason, "RequestWithdrawn") != 0 || outgoing_uses(r->fc)) {
+        rec_end(r, -1); /* never peered in, or our own peering still needs the namespace */
+        return;
+    }
+    ns = inf_get(st.tenants, NULL, r->ns);
+    if (ns && json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp")) {
+        json_decref(ns);
+        rec_end(r, 1000); /* the namespace controller is emptying it */
+        return;
+    }
+    if (ns) {
+        json_decref(ns);
+        log_info("incoming", "peering request %s withdrawn: deleting tenant namespace %s", r->key,
+                 r->ns);
+        r->requeue_ms = 200;
+        r->ch.next = after_write;
+        if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->ns, NULL, peer_call_cb, r) < 0)
+            rec_end(r, RETRY_MS);
         return;
     }
     type = json_string_value(json_object_get(
         json_object_get(json_object_get(r->fc, "metadata"), "labels"), PEER_LABEL_DISC_TYPE));
-    out = json_string_value(
-        json_object_get(json_object_get(r->fc, "spec"), "outgoingPeeringEnabled"));
-    if (type && strcmp(type, "IncomingPeering") == 0 && (!out || strcmp(out, "Yes") != 0) &&
-        strcmp(peer_fc_condition(r->fc, "OutgoingPeering"), "None") == 0) {
+    if (type && strcmp(type, "IncomingPeering") == 0 &&
+        !json_object_get(json_object_get(r->fc, "metadata"), "deletionTimestamp")) {
         log_info("incoming", "deleting ForeignCluster %s: no peering left in either direction",
                  kapi_obj_name(r->fc));
-        r->ch.next = after_fc_delete;
+        r->ch.next = after_write;
         if (kapi_delete(agent_kube(st.a), &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc),
                         NULL, peer_call_cb, r) < 0)
             rec_end(r, RETRY_MS);
         return;
     }
-    cleanup_ns(r);
+    rec_end(r, -1);
 }
 
 /* ---- admission ---------------------------------------------------------------------------- */
@@ -306,7 +318,7 @@ static void after_cc(void *owner)
                      kapi_obj_name(r->fc));
             /* The PeeringRequest is answered on the next pass, after this write. */
             patch_status(r, &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc), r->fc);
-            wq_add_after(st.q, r->key, 100);
+            r->requeue_ms = 100;
             return;
         }
     }
@@ -365,6 +377,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     snprintf(r->key, sizeof(r->key), "%s", key);
     snprintf(r->ns, sizeof(r->ns), "%.*s", (int)(slash - key), key);
     snprintf(r->name, sizeof(r->name), "%s", slash + 1);
+    r->requeue_ms = -1;
     {
         json_t *cached = inf_get(st.prs, r->ns, r->name);
 
@@ -403,9 +416,40 @@ static void on_pr_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
     on_pr(inf, new_obj, data);
 }
 
+/* A ForeignCluster with an incoming side reconciles its request's key (tenant namespace/ID). */
+static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
+{
+    const char *ns = json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "status"), "tenantNamespace"), "local"));
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"));
+    char key[256];
+
+    (void)inf;
+    (void)data;
+    if (!st.q || !ns || !id || strcmp(peer_fc_condition(obj, "IncomingPeering"), "None") == 0)
+        goto check_withdrawn;
+    snprintf(key, sizeof(key), "%s/%s", ns, id);
+    wq_add(st.q, key);
+    return;
+check_withdrawn:
+    /* IncomingPeering None after a withdrawal: the cleanup may still be pending. */
+    if (st.q && ns && id) {
+        snprintf(key, sizeof(key), "%s/%s", ns, id);
+        wq_add(st.q, key);
+    }
+}
+
+static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_fc(inf, new_obj, data);
+}
+
 int peer_incoming_init(struct agent *a)
 {
     struct inf_handlers h = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
+    struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update};
     struct wq_options qo = {.max_concurrent = 4, .base_delay_ms = 200, .max_delay_ms = 60000};
     int r;
 
@@ -413,7 +457,7 @@ int peer_incoming_init(struct agent *a)
     st.a = a;
     r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &h, NULL, &st.prs);
     if (r == 0)
-        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &st.fcs);
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, NULL, &st.fcs);
     if (r == 0)
         r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
                            &st.tenants);

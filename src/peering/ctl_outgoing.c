@@ -50,7 +50,7 @@ struct peer {
 
 static struct {
     struct agent *a;
-    struct inf_informer *fcs, *secrets;
+    struct inf_informer *fcs, *secrets, *config;
     struct wq_queue *q;
     struct peer peers[MAX_PEERS];
     bool running;
@@ -69,9 +69,51 @@ struct rec {
     char *auth_token;
     struct kapi_client *auth; /* client to the peer's auth endpoint */
     struct kc_config *auth_cfg;
+    char auth_url[1025]; /* ours, from ClusterConfig when no flag gives it */
 };
 
 static void rec_end(struct rec *r, int requeue_ms);
+
+/* ClusterConfig configuration's spec.peeringConfig (a new reference, or NULL): what the agent's
+ * flags do not say comes from there. */
+static json_t *peering_config(void)
+{
+    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_t *pc = json_incref(json_object_get(json_object_get(cc, "spec"), "peeringConfig"));
+
+    json_decref(cc);
+    return pc;
+}
+
+static const char *own_auth_url(struct rec *r)
+{
+    json_t *pc;
+    const char *u;
+
+    if (peer_ctl_options()->auth_url)
+        return peer_ctl_options()->auth_url;
+    if (!r->auth_url[0]) {
+        pc = peering_config();
+        u = json_string_value(json_object_get(pc, "authUrl"));
+        if (u && strncmp(u, "https://", 8) == 0)
+            snprintf(r->auth_url, sizeof(r->auth_url), "%s", u);
+        json_decref(pc);
+    }
+    return r->auth_url[0] ? r->auth_url : NULL;
+}
+
+static uint64_t unpeer_timeout_ms(void)
+{
+    json_t *pc;
+    json_int_t secs;
+
+    if (peer_ctl_options()->unpeer_timeout_set)
+        return peer_ctl_options()->unpeer_timeout_ms;
+    pc = peering_config();
+    secs = json_integer_value(json_object_get(pc, "unpeerTimeoutSeconds"));
+    json_decref(pc);
+    return secs > 0 && secs <= 3600 ? (uint64_t)secs * 1000 : peer_ctl_options()->unpeer_timeout_ms;
+}
 
 /* ---- peers' clients -------------------------------------------------------------------------- */
 
@@ -500,7 +542,7 @@ static void create_request(struct rec *r)
                    "name", r->own_id, "namespace", r->p->remote_ns, "labels", PEER_LABEL_CLUSTER_ID,
                    r->own_id, "spec", "clusterIdentity", "clusterID", r->own_id, "clusterName",
                    r->own_name, "namespace", r->local_ns, "kubeConfigRef", "name", secret,
-                   "namespace", r->p->remote_ns, "authUrl", peer_ctl_options()->auth_url);
+                   "namespace", r->p->remote_ns, "authUrl", own_auth_url(r));
     r->ch.next = after_pr_create;
     if (!pr || kapi_create(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, pr,
                            peer_call_cb, r) < 0)
@@ -566,7 +608,7 @@ static void peer_outgoing(struct rec *r)
         write_status(r, -1);
         return;
     }
-    if (!peer_ctl_options()->auth_url) {
+    if (!own_auth_url(r)) {
         if (!condition(r, COND_OUT, "Error", "NoAuthUrl",
                        "this cluster's auth URL is unknown (--auth-url or ClusterConfig "
                        "spec.peeringConfig.authUrl)"))
@@ -650,8 +692,7 @@ static bool timed_out(struct rec *r)
 {
     int64_t since = peer_fc_condition_since(r->fc, COND_OUT);
 
-    return since &&
-           (int64_t)time(NULL) - since >= (int64_t)(peer_ctl_options()->unpeer_timeout_ms / 1000);
+    return since && (int64_t)time(NULL) - since >= (int64_t)(unpeer_timeout_ms() / 1000);
 }
 
 static void remote_failed(struct rec *r, const char *what)
@@ -914,6 +955,8 @@ int peer_outgoing_init(struct agent *a)
     r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, NULL, &st.fcs);
     if (r == 0)
         r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, 0, &sh, NULL, &st.secrets);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &st.config);
     if (r == 0)
         r = agent_queue(a, "foreignclusters", &qo, reconcile, NULL, &st.q);
     return r;

@@ -14,6 +14,7 @@ static struct peer_ctl_options opts;
 void peer_ctl_configure(const struct peer_ctl_options *o)
 {
     opts = *o;
+    opts.unpeer_timeout_set = o->unpeer_timeout_ms != 0;
     if (!opts.unpeer_timeout_ms)
         opts.unpeer_timeout_ms = 30000;
     if (!opts.resync_ms)
@@ -134,8 +135,20 @@ bool peer_fc_set_condition(json_t *fc, const char *type, const char *status, con
         json_object_set_new(c, "lastTransitionTime", json_string(now));
         changed = true;
     }
-    changed |= set_str(c, "reason", reason ? reason : "");
-    changed |= set_str(c, "message", message ? message : "");
+    /* Empty strings are left out rather than written: the v1.20 apiserver turns "" in a merge
+     * patch into null, which the schema (type: string) then refuses. */
+    if (reason && *reason) {
+        changed |= set_str(c, "reason", reason);
+    } else if (json_object_get(c, "reason")) {
+        json_object_del(c, "reason");
+        changed = true;
+    }
+    if (message && *message) {
+        changed |= set_str(c, "message", message);
+    } else if (json_object_get(c, "message")) {
+        json_object_del(c, "message");
+        changed = true;
+    }
     return changed;
 }
 
