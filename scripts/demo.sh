@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # The main job: a local multi-cluster demo. Installs what it needs, builds cliqo and the Kubernetes
-# control planes (cached after the first run), brings up local clusters and shows how to reach them.
-# Idempotent: running it again reuses the binaries and the clusters that are already up.
-# Options: --clusters N (default 2). Stop everything with: build/release/src/cliqoctl dev down
+# control planes (cached after the first run), brings up local clusters with simulated nodes,
+# installs cliqo on each, runs one cliqo-agent per cluster, peers cluster-1 with cluster-2 through
+# the printed `cliqoctl add` command, runs a workload on cluster-2's simulated nodes and shows it.
+# Idempotent: running it again reuses the binaries, the clusters, the agents and the peering.
+# Options: --clusters N (default 2), --down (stop the agents and the clusters, remove all state).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLUSTERS=2
+DOWN=
 while [ $# -gt 0 ]; do
   case "$1" in
     --clusters) CLUSTERS=${2:?}; shift 2 ;;
-    -h | --help) sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --down) DOWN=1; shift ;;
+    -h | --help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -25,22 +29,76 @@ step "building cliqo"
 cmake --preset release -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" >/dev/null
 cmake --build --preset release >/dev/null
 CLIQOCTL=build/release/src/cliqoctl
+AGENT=build/release/src/cliqo-agent
+export CLIQO_NODESIM=build/release/src/cliqo-nodesim
+BASE=${CLIQO_DEV_BASE_PORT:-16400}
+STATE=${CLIQO_DEV_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/cliqo/dev}
+export CLIQO_DEV_DIR=$STATE CLIQO_DEV_BASE_PORT=$BASE
+kcfg() { echo "$STATE/cluster-$1/kubeconfig"; }
+# An agent runs while its pid file names a live cliqo-agent process.
+agent_running() {
+  local f="$STATE/cluster-$1/agent.pid" pid
+  [ -f "$f" ] && pid=$(cat "$f") && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q cliqo-agent
+}
+stop_agents() {
+  local f
+  for f in "$STATE"/cluster-*/agent.pid; do
+    [ -f "$f" ] || continue
+    kill "$(cat "$f")" 2>/dev/null || true
+    rm -f "$f"
+  done
+}
 
-step "bringing up $CLUSTERS local clusters"
-"$CLIQOCTL" dev up --clusters "$CLUSTERS"
-step "each cluster answers"
+if [ -n "$DOWN" ]; then
+  step "stopping the agents and the clusters"
+  stop_agents
+  "$CLIQOCTL" dev down
+  exit 0
+fi
+
+step "bringing up $CLUSTERS local clusters with 3 simulated nodes each"
+"$CLIQOCTL" dev up --clusters "$CLUSTERS" --nodes 3
+step "installing cliqo and starting one cliqo-agent per cluster"
 for ((i = 1; i <= CLUSTERS; i++)); do
-  kcfg=$("$CLIQOCTL" dev env --cluster "cluster-$i" | sed -e 's/^export KUBECONFIG=//')
-  eval "kcfg=$kcfg"
-  echo "--- cluster-$i"
-  kubectl --kubeconfig "$kcfg" get namespaces
+  p=$((BASE + 10 * (i - 1)))
+  "$CLIQOCTL" install --kubeconfig "$(kcfg "$i")" --cluster-name "cluster-$i" \
+    --auth-address "127.0.0.1:$((p + 7))" --skip-agent | tail -n 2
+  if ! agent_running "$i"; then
+    setsid "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$((p + 6))" \
+      --auth-addr "127.0.0.1:$((p + 7))" --identity "demo-agent-$i" \
+      >"$STATE/cluster-$i/logs/cliqo-agent.log" 2>&1 </dev/null &
+    echo $! >"$STATE/cluster-$i/agent.pid"
+  fi
+  for _ in $(seq 100); do
+    curl -fs "http://127.0.0.1:$((p + 6))/readyz" >/dev/null && break
+    sleep 0.2
+  done
+  echo "cluster-$i: agent ready (health and metrics on 127.0.0.1:$((p + 6)), auth on :$((p + 7)))"
 done
+
+step "peering: cluster-2 prints the command, cluster-1 runs it"
+ADD=$("$CLIQOCTL" generate-add-command --kubeconfig "$(kcfg 2)")
+echo "$ADD" | sed -E 's/--token [0-9a-f]+/--token <hidden>/' 
+read -r -a add_args <<<"$ADD"
+"$CLIQOCTL" "${add_args[@]:1}" --kubeconfig "$(kcfg 1)"
+for ((i = 1; i <= 2; i++)); do
+  echo "--- cluster-$i"
+  "$CLIQOCTL" status --kubeconfig "$(kcfg "$i")"
+done
+
+step "a workload on cluster-2's simulated nodes"
+kubectl --kubeconfig "$(kcfg 2)" create deployment demo --image=nginx:1.25 --replicas=3 \
+  --dry-run=client -o yaml | kubectl --kubeconfig "$(kcfg 2)" apply -f -
+kubectl --kubeconfig "$(kcfg 2)" rollout status deployment/demo --timeout=120s
+kubectl --kubeconfig "$(kcfg 2)" get pods -o wide
+
 step "status"
 "$CLIQOCTL" dev status
 cat <<EOT
 
-The clusters keep running. To reach one:
-  eval "\$($CLIQOCTL dev env --cluster cluster-1)" && kubectl get ns
+The clusters and agents keep running. To reach a cluster:
+  eval "\$($CLIQOCTL dev env --cluster cluster-1)" && kubectl get foreignclusters
+Offloading pods from cluster-1 onto cluster-2 (virtual nodes) comes with the next milestones.
 Stop everything and remove all state:
-  $CLIQOCTL dev down
+  bash scripts/demo.sh --down
 EOT

@@ -305,10 +305,10 @@ static int https_get(const char *base, const char *path, const char *ca_pem, siz
     cc = curl_easy_perform(c);
     if (cc != CURLE_OK) {
         if (f.too_big || cc == CURLE_FILESIZE_EXCEEDED) {
-            snprintf(err, errlen, "GET %s: the answer is larger than %zu bytes", url, max);
+            snprintf(err, errlen, "GET %.200s: the answer is larger than %zu bytes", url, max);
             r = -E2BIG;
         } else {
-            snprintf(err, errlen, "GET %s: %s", url, cerr[0] ? cerr : curl_easy_strerror(cc));
+            snprintf(err, errlen, "GET %.200s: %s", url, cerr[0] ? cerr : curl_easy_strerror(cc));
             r = cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
         }
         goto out;
