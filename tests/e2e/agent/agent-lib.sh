@@ -15,6 +15,10 @@ cleanup_agents() {
 }
 trap cleanup_agents EXIT
 
+# The agent's controllers watch cliqo's kinds: without the CRDs it is (rightly) never ready. Install
+# them once (idempotent; the tests use namespaces of their own for the agent's objects).
+"$CLIQOCTL" install --kubeconfig "$KUBECONFIG_1" --cluster-name agent-e2e --skip-agent >/dev/null
+
 # start_agent NAME args...: runs cliqo-agent in the background with the admin kubeconfig; its log is
 # agent_log NAME.
 start_agent() {
