@@ -419,9 +419,10 @@ static enum MHD_Result begin_request(struct httpd_server *s, struct httpd_reques
     if (!req->route) {
         if (known) {
             allow_header(s, req, req->path);
-            if (server_answer(req, 405, "MethodNotAllowed", "method not allowed for this path") < 0)
+            if (server_answer(req, 405, "method-not-allowed", "method not allowed for this path") <
+                0)
                 return MHD_NO;
-        } else if (server_answer(req, 404, "NotFound", "no such path") < 0) {
+        } else if (server_answer(req, 404, "not-found", "no such path") < 0) {
             return MHD_NO;
         }
         return queue_now(req);
@@ -430,7 +431,7 @@ static enum MHD_Result begin_request(struct httpd_server *s, struct httpd_reques
     sbuf_init(&req->body, req->max_body);
     cl = MHD_lookup_connection_value(req->conn, MHD_HEADER_KIND, "Content-Length");
     if (cl && parse_u64(cl, UINT64_MAX, &n) == 0 && n > req->max_body) {
-        if (server_answer(req, 413, "RequestEntityTooLarge", "request body too large") < 0)
+        if (server_answer(req, 413, "body-too-large", "request body too large") < 0)
             return MHD_NO;
         return queue_now(req);
     }
@@ -545,7 +546,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
         return req->resp ? queue_now(req) : MHD_NO;
     if (s->closing) {
         /* Cannot wait: the server is going away. */
-        if (server_answer(req, 503, "ShuttingDown", "the server is shutting down") < 0)
+        if (server_answer(req, 503, "unavailable", "the server is shutting down") < 0)
             return MHD_NO;
         return queue_now(req);
     }
@@ -972,7 +973,7 @@ void httpd_close(struct httpd_server *s, void (*done)(void *data), void *data)
     s->done_data = data;
     /* Pending requests: their handlers are told, then they get 503. */
     while (s->pending)
-        abort_pending(s->pending, 503, "ShuttingDown", "the server is shutting down");
+        abort_pending(s->pending, 503, "unavailable", "the server is shutting down");
     if (s->d) {
         /* Queue the answers and resume every suspended connection: MHD must not be stopped with
          * suspended connections. MHD_stop_daemon then closes them all. */

@@ -411,7 +411,7 @@ static void test_routes(void **state)
     j.path = "/nope?x=1";
     perform(&j);
     assert_int_equal(j.status, 404);
-    assert_string_equal(j.resp, "{\"error\":\"NotFound\",\"message\":\"no such path\"}\n");
+    assert_string_equal(j.resp, "{\"error\":\"not-found\",\"message\":\"no such path\"}\n");
     assert_string_equal(last_route, "(none)");
 
     memset(&j, 0, sizeof(j));
@@ -420,7 +420,7 @@ static void test_routes(void **state)
     perform(&j);
     assert_int_equal(j.status, 405);
     assert_string_equal(j.allow, "GET, DELETE");
-    assert_non_null(strstr(j.resp, "\"error\":\"MethodNotAllowed\""));
+    assert_non_null(strstr(j.resp, "\"error\":\"method-not-allowed\""));
 
     memset(&j, 0, sizeof(j));
     j.path = "/hello";
@@ -467,7 +467,7 @@ static void test_body_limit(void **state)
     /* Declared length over the limit: refused from the headers, the body is never read. */
     perform(&j);
     assert_int_equal(j.status, 413);
-    assert_non_null(strstr(j.resp, "\"error\":\"RequestEntityTooLarge\""));
+    assert_non_null(strstr(j.resp, "\"error\":\"body-too-large\""));
     assert_true(j.uploaded < (curl_off_t)(big / 2));
     assert_int_equal(big_handler_calls, 0);
     assert_int_equal(last_status, 413);
