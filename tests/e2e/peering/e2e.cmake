@@ -3,7 +3,7 @@
 # each cluster's ports). Peering, credential scope, refusals, a peer that goes down, agent restarts. The
 # tests share the clusters and the agents' ports, so they run one at a time.
 if(TARGET cliqo-agent)
-    set(peering_e2e_tests peer scope reject peer-down restart)
+    set(peering_e2e_tests peer scope reject rotate peer-down restart)
     cliqo_e2e_group(peering 2 18200 ${peering_e2e_tests})
     foreach(t ${peering_e2e_tests})
         set_property(TEST e2e.peering.${t} APPEND PROPERTY ENVIRONMENT "CLIQO_AGENT=$<TARGET_FILE:cliqo-agent>")
