@@ -718,7 +718,7 @@ static int wait_established(struct cli_kube *k, const char *name, uint64_t timeo
             return -ETIMEDOUT;
         }
         json_decref(fc);
-        cli_sleep_ms(500);
+        cli_sleep_ms(200);
     }
 }
 

@@ -30,7 +30,7 @@
 #include "peering/wire.h"
 
 #define MAX_PEERS       256
-#define PENDING_RECHECK 1000
+#define PENDING_RECHECK 250 /* ms between looks at a pending request on the peer */
 #define ERROR_RETRY_MS  2000
 #define REMOTE_TIMEOUT  10000
 #define COND_AUTH       "AuthenticationStatus"
