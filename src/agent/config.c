@@ -39,6 +39,8 @@ const char *agent_usage(void)
            "                            ClusterConfig spec.peeringConfig.authUrl)\n"
            "  --unpeer-timeout DUR      how long unpeering waits for an unreachable peer before\n"
            "                            finishing locally (default 30s)\n"
+           "  --peer-check-interval DUR how often established peerings are checked on the peer\n"
+           "                            (default 30s)\n"
            "  --log-level LEVEL         debug, info, warn or error (default info)\n"
            "  --version                 print the version and exit\n"
            "  --help                    print this help and exit\n"
@@ -143,6 +145,7 @@ enum {
     OPT_API_SERVER_URL,
     OPT_AUTH_URL,
     OPT_UNPEER_TIMEOUT,
+    OPT_PEER_CHECK,
     OPT_LOG_LEVEL,
     OPT_VERSION,
     OPT_HELP,
@@ -163,6 +166,7 @@ static const struct option options[] = {
     {"api-server-url", required_argument, NULL, OPT_API_SERVER_URL},
     {"auth-url", required_argument, NULL, OPT_AUTH_URL},
     {"unpeer-timeout", required_argument, NULL, OPT_UNPEER_TIMEOUT},
+    {"peer-check-interval", required_argument, NULL, OPT_PEER_CHECK},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
@@ -299,6 +303,10 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
             break;
         case OPT_UNPEER_TIMEOUT:
             if (duration_flag("unpeer-timeout", v, &cfg->unpeer_timeout_ms, err, errlen) < 0)
+                return -EINVAL;
+            break;
+        case OPT_PEER_CHECK:
+            if (duration_flag("peer-check-interval", v, &cfg->peer_check_ms, err, errlen) < 0)
                 return -EINVAL;
             break;
         case OPT_LOG_LEVEL: {

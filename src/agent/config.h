@@ -29,6 +29,7 @@ struct agent_config {
     const char *auth_url;       /* peering: our auth URL sent to peers (NULL: ClusterConfig's) */
     uint64_t unpeer_timeout_ms; /* peering: 0 = default */
     enum log_level log_level;
+    uint64_t peer_check_ms; /* peering: re-check period of established peerings; 0 = default */
     bool help, version;
 };
 

@@ -36,7 +36,8 @@ int main(int argc, char **argv)
     }
     peer_ctl_configure(&(struct peer_ctl_options){.api_server_url = cfg.api_server_url,
                                                   .auth_url = cfg.auth_url,
-                                                  .unpeer_timeout_ms = cfg.unpeer_timeout_ms});
+                                                  .unpeer_timeout_ms = cfg.unpeer_timeout_ms,
+                                                  .resync_ms = cfg.peer_check_ms});
     r = agent_new(&loop, &cfg, agent_modules, &a);
     if (r == 0)
         r = agent_start(a);

@@ -13,6 +13,7 @@
 #include "peering/ctl.h"
 
 #include <errno.h>
+#include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,7 +37,10 @@ struct rec {
     json_t *pr; /* NULL when the request is gone */
     json_t *fc; /* the requester's ForeignCluster (working copy) or NULL */
     char id[64], cname[64];
-    int requeue_ms; /* after a successful write: -1 none */
+    int requeue_ms;         /* after a successful write: -1 none */
+    json_t *secret;         /* the requester's kubeconfig Secret, once read */
+    struct kc_config *vcfg; /* the requester's credential, for the liveness check */
+    struct kapi_client *vc;
 };
 
 static void rec_end(struct rec *r, int requeue_ms)
@@ -48,6 +52,10 @@ static void rec_end(struct rec *r, int requeue_ms)
     }
     json_decref(r->pr);
     json_decref(r->fc);
+    json_decref(r->secret);
+    if (r->vc)
+        kapi_client_close(r->vc);
+    kc_config_free(r->vcfg);
     peer_call_reset(&r->ch.last);
     x_free(r);
 }
@@ -194,6 +202,74 @@ static void withdrawn(struct rec *r)
 
 /* ---- admission ---------------------------------------------------------------------------- */
 
+/* ---- is the requester still there? -------------------------------------------------------------
+ *
+ * An admitted request is re-checked every resync period with the credential the requester handed
+ * over: if its apiserver says 401, the requester revoked it (it unpeered while we could not be
+ * reached, or was reinstalled), so we withdraw the request ourselves and the cleanup above runs. A
+ * requester that cannot be reached is left alone: an outage is not an unpeering. */
+
+static void after_request_delete(void *owner)
+{
+    struct rec *r = owner;
+
+    r->requeue_ms = 200;
+    r->ch.next = NULL;
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT)
+        log_warn("incoming", "cannot withdraw %s: %s", r->key, r->ch.last.message);
+    rec_end(r, r->ch.last.err < 0 && r->ch.last.err != -ENOENT ? RETRY_MS : 200);
+}
+
+static void after_verify(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err == -EACCES) {
+        log_warn("incoming",
+                 "cluster %s no longer accepts the credential it gave us (401): it unpeered while "
+                 "we were away; withdrawing its PeeringRequest %s",
+                 r->id, r->key);
+        r->ch.next = after_request_delete;
+        if (kapi_delete(agent_kube(st.a), &peer_res_peeringrequests, r->ns, r->name, NULL,
+                        peer_call_cb, r) < 0)
+            rec_end(r, RETRY_MS);
+        return;
+    }
+    if (r->ch.last.err < 0)
+        log_debug("incoming",
+                  "cluster %s not reachable with its credential (%s); keeping the peering", r->id,
+                  r->ch.last.message);
+    rec_end(r, (int)peer_ctl_options()->resync_ms);
+}
+
+static void verify_requester(struct rec *r)
+{
+    const char *b64 =
+        json_string_value(json_object_get(json_object_get(r->secret, "data"), "kubeconfig"));
+    const char *ns =
+        json_string_value(json_object_get(json_object_get(r->pr, "spec"), "namespace"));
+    struct kapi_client_options o = {.timeout_ms = 10000};
+    struct kapi_list_opts lo = {.limit = 1};
+    char *kubeconfig = NULL, err[256];
+    size_t len;
+
+    if (!b64 || !ns || peer_base64_decode(b64, &kubeconfig, &len) < 0 ||
+        kc_load_mem(kubeconfig, len, "requester credential", NULL, NULL, &r->vcfg, err,
+                    sizeof(err)) < 0 ||
+        kapi_client_new(agent_loop(st.a), r->vcfg, &o, &r->vc) < 0) {
+        if (kubeconfig)
+            OPENSSL_cleanse(kubeconfig, len);
+        x_free(kubeconfig);
+        rec_end(r, (int)peer_ctl_options()->resync_ms);
+        return;
+    }
+    OPENSSL_cleanse(kubeconfig, len);
+    x_free(kubeconfig);
+    r->ch.next = after_verify;
+    if (kapi_list(r->vc, &kapi_secrets, ns, &lo, peer_call_cb, r) < 0)
+        rec_end(r, (int)peer_ctl_options()->resync_ms);
+}
+
 static void decide(struct rec *r, const char *phase, const char *reason, const char *msg)
 {
     json_t *status = json_object_get(r->pr, "status");
@@ -201,7 +277,10 @@ static void decide(struct rec *r, const char *phase, const char *reason, const c
     const char *old_reason = json_string_value(json_object_get(status, "reason"));
 
     if (old && strcmp(old, phase) == 0 && old_reason && strcmp(old_reason, reason) == 0) {
-        rec_end(r, -1);
+        if (strcmp(phase, "Accepted") == 0 && r->secret)
+            verify_requester(r);
+        else
+            rec_end(r, -1);
         return;
     }
     log_info("incoming", "PeeringRequest %s from cluster %s: %s (%s) %s", r->key, r->id, phase,
@@ -261,6 +340,7 @@ static void after_secret(void *owner)
         rec_end(r, RETRY_MS);
         return;
     }
+    r->secret = json_incref(r->ch.last.body);
     r->ch.next = after_cc;
     if (kapi_get(agent_kube(st.a), &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG,
                  peer_call_cb, r) < 0)

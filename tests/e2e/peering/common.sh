@@ -63,7 +63,7 @@ start_agent() {
   if [ -n "${AGENT_PID[$c]:-}" ] && pid_running "${AGENT_PID[$c]}"; then fail "agent of $c already runs"; fi
   printf -- '--- start %s\n' "$(now_rfc3339)" >>"$(agent_log "$c")"
   "$CLIQO_AGENT" --kubeconfig "$(kcfg "$c")" --http-addr "127.0.0.1:$(http_port "$c")" --auth-addr "127.0.0.1:$ap" \
-    --auth-url "https://127.0.0.1:$ap" --identity "agent-${c#cluster-}" --unpeer-timeout 8s \
+    --auth-url "https://127.0.0.1:$ap" --identity "agent-${c#cluster-}" --unpeer-timeout 8s --peer-check-interval 3s \
     >>"$(agent_log "$c")" 2>&1 &
   AGENT_PID[$c]=$!
 }

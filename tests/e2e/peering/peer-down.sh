@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Unpeering from a peer that is gone: B's agent and control plane are stopped, and `cliqoctl unpeer` on A
 # still finishes, after the agent's --unpeer-timeout (8 s here), well under 30 s, leaving nothing on A.
-# B, started again, still holds A's request (A could not reach it: a known limitation); once an operator
-# deletes it, B's agent withdraws the peering (tenant namespace and incoming ForeignCluster go).
+# B, started again, still holds A's request (A could not reach it); B's agent finds that the credential A
+# gave it is refused (A deleted it when unpeering) and withdraws the peering itself (the request, the
+# tenant namespace and the incoming ForeignCluster go).
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 B_STOPPED=0
@@ -31,19 +32,20 @@ awk -v s="$secs" 'BEGIN { exit !(s >= 7) }' || fail "unpeer took ${secs}s: it ca
 assert_no_peering_objects "$A"
 grep -q 'PeerUnreachable' "$(agent_log "$A")" || fail "$A's agent did not log PeerUnreachable"
 
-say "start $B again: the stale request is still there"
+say "start $B again: it still holds the request A could not delete"
 out=$("$CLIQOCTL" dev start --cluster "$B" 2>&1) || fail "dev start failed: $out"
 B_STOPPED=0
-start_agent "$B"
-wait_agent_ready "$B"
 [ "$(kc "$B" get peeringrequests -n "$B_NS" -o name)" = "peeringrequest.discovery.liqo.io/$A_ID" ] ||
   fail "$B does not hold the stale request of $A"
 kc "$B" get foreigncluster "$A" >/dev/null || fail "$B lost its incoming ForeignCluster without a withdrawal"
+start_agent "$B"
+wait_agent_ready "$B"
 
-say "the operator deletes the stale request: $B's agent withdraws the peering"
-kc "$B" delete peeringrequest --all-namespaces --all >/dev/null
+say "$B's agent finds that $A revoked the credential (401) and withdraws the request itself"
+wait_for 60 "$B cleans up after the revoked credential" no_peering_objects "$B"
 assert_no_peering_objects "$B"
+current_log "$B" | grep -q "no longer accepts the credential it gave us" || fail "$B's agent did not log the revocation"
 current_log "$B" | grep -q "withdrawn: deleting tenant namespace $B_NS" || fail "$B's agent did not log the withdrawal"
 assert_no_peering_objects "$A"
 finish
-pass "unpeer finished in ${secs}s with the peer down; the peer cleaned up once its request was deleted"
+pass "unpeer finished in ${secs}s with the peer down; the peer cleaned up by itself once back"
