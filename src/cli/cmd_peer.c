@@ -676,10 +676,10 @@ static int wait_established(struct cli_kube *k, const char *name, uint64_t timeo
 
         if (e < 0)
             return e;
-        oc = cli_fc_condition(fc, "OutgoingPeering");
-        ac = cli_fc_condition(fc, "AuthenticationStatus");
-        out_st = cli_fc_condition_status(fc, "OutgoingPeering");
-        auth_st = cli_fc_condition_status(fc, "AuthenticationStatus");
+        oc = peer_fc_condition_obj(fc, "OutgoingPeering");
+        ac = peer_fc_condition_obj(fc, "AuthenticationStatus");
+        out_st = peer_fc_condition(fc, "OutgoingPeering");
+        auth_st = peer_fc_condition(fc, "AuthenticationStatus");
         snprintf(now, sizeof(now), "authentication %s%s%s, outgoing peering %s%s%s", auth_st,
                  cli_json_str(ac, "reason", NULL) ? " " : "",
                  cli_json_str(ac, "reason", NULL) ? cli_json_str(ac, "reason", NULL) : "", out_st,
@@ -945,15 +945,16 @@ int cmd_unpeer_main(int argc, char **argv)
         }
         if (e < 0)
             goto kerr;
-        st = cli_fc_condition_status(fc, "OutgoingPeering");
+        st = peer_fc_condition(fc, "OutgoingPeering");
         if (keep && strcmp(st, "None") == 0) {
             printf("ForeignCluster %s: outgoing peering ended (kept)\n", name);
             break;
         }
         snprintf(now, sizeof(now), "outgoing peering %s%s%s", st,
-                 cli_json_str(cli_fc_condition(fc, "OutgoingPeering"), "reason", NULL) ? " " : "",
-                 cli_json_str(cli_fc_condition(fc, "OutgoingPeering"), "reason", NULL)
-                     ? cli_json_str(cli_fc_condition(fc, "OutgoingPeering"), "reason", NULL)
+                 cli_json_str(peer_fc_condition_obj(fc, "OutgoingPeering"), "reason", NULL) ? " "
+                                                                                            : "",
+                 cli_json_str(peer_fc_condition_obj(fc, "OutgoingPeering"), "reason", NULL)
+                     ? cli_json_str(peer_fc_condition_obj(fc, "OutgoingPeering"), "reason", NULL)
                      : "");
         if (strcmp(now, seen) != 0 || cli_now_ms() - last >= 10000) {
             snprintf(seen, sizeof(seen), "%s", now);

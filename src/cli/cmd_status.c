@@ -101,9 +101,9 @@ int cmd_status_main(int argc, char **argv)
                 kapi_obj_name(fc), "clusterID",
                 cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL), "clusterName",
                 cli_json_str(fc, "spec", "clusterIdentity", "clusterName", NULL), "outgoing",
-                cli_fc_condition_status(fc, "OutgoingPeering"), "incoming",
-                cli_fc_condition_status(fc, "IncomingPeering"), "authentication",
-                cli_fc_condition_status(fc, "AuthenticationStatus"), "tenantNamespace",
+                peer_fc_condition(fc, "OutgoingPeering"), "incoming",
+                peer_fc_condition(fc, "IncomingPeering"), "authentication",
+                peer_fc_condition(fc, "AuthenticationStatus"), "tenantNamespace",
                 cli_json_str(fc, "status", "tenantNamespace", "local", NULL),
                 "remoteTenantNamespace",
                 cli_json_str(fc, "status", "tenantNamespace", "remote", NULL), "creationTimestamp",
@@ -136,9 +136,8 @@ int cmd_status_main(int argc, char **argv)
         cli_age(cli_json_str(fc, "metadata", "creationTimestamp", NULL), age, sizeof(age));
         printf("%-20s %-36s %-12s %-12s %-12s %-34s %s\n", or_dash(kapi_obj_name(fc)),
                or_dash(cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL)),
-               cli_fc_condition_status(fc, "OutgoingPeering"),
-               cli_fc_condition_status(fc, "IncomingPeering"),
-               cli_fc_condition_status(fc, "AuthenticationStatus"),
+               peer_fc_condition(fc, "OutgoingPeering"), peer_fc_condition(fc, "IncomingPeering"),
+               peer_fc_condition(fc, "AuthenticationStatus"),
                or_dash(cli_json_str(fc, "status", "tenantNamespace", "local", NULL)), age);
     }
     rc = 0;

@@ -52,9 +52,9 @@ static const struct kapi_resource *const cliqo_kinds[] = {
 
 static bool fc_peered(const json_t *fc)
 {
-    return strcmp(cli_fc_condition_status(fc, "OutgoingPeering"), "None") != 0 ||
-           strcmp(cli_fc_condition_status(fc, "IncomingPeering"), "None") != 0 ||
-           cli_has_finalizer(fc, PEER_FINALIZER);
+    return strcmp(peer_fc_condition(fc, "OutgoingPeering"), "None") != 0 ||
+           strcmp(peer_fc_condition(fc, "IncomingPeering"), "None") != 0 ||
+           peer_has_finalizer(fc, PEER_FINALIZER);
 }
 
 /* Deletes an object and tracks it for the wait. Returns 1 deleted, 0 absent, <0 error. */

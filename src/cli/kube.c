@@ -333,43 +333,6 @@ int cli_delete(struct cli_kube *k, const struct kapi_resource *r, const char *ns
 
 /* ---- JSON helpers ------------------------------------------------------------------------- */
 
-json_t *cli_fc_condition(const json_t *fc, const char *type)
-{
-    json_t *conds = json_object_get(json_object_get(fc, "status"), "peeringConditions");
-    size_t i;
-    json_t *c;
-
-    json_array_foreach(conds, i, c)
-    {
-        const char *t = json_string_value(json_object_get(c, "type"));
-
-        if (t && strcmp(t, type) == 0)
-            return c;
-    }
-    return NULL;
-}
-
-const char *cli_fc_condition_status(const json_t *fc, const char *type)
-{
-    const char *st = json_string_value(json_object_get(cli_fc_condition(fc, type), "status"));
-
-    return st && *st ? st : "None";
-}
-
-bool cli_has_finalizer(const json_t *obj, const char *finalizer)
-{
-    json_t *fins = json_object_get(json_object_get(obj, "metadata"), "finalizers");
-    size_t i;
-    json_t *f;
-
-    json_array_foreach(fins, i, f)
-    {
-        if (json_is_string(f) && strcmp(json_string_value(f), finalizer) == 0)
-            return true;
-    }
-    return false;
-}
-
 const char *cli_json_str(const json_t *obj, ...)
 {
     va_list ap;
@@ -420,48 +383,11 @@ char *cli_b64_encode(const void *data, size_t len)
     return buf;
 }
 
-int cli_b64_decode(const char *s, size_t max, char **ret, size_t *ret_len)
-{
-    size_t len = strlen(s), pad = 0;
-    unsigned char *buf;
-    int n;
-
-    if (len % 4 != 0 || strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
-                                  "=") != len)
-        return -EINVAL;
-    if (len / 4 * 3 > max + 2 || len > (1u << 28))
-        return -E2BIG;
-    if (len >= 1 && s[len - 1] == '=')
-        pad++;
-    if (len >= 2 && s[len - 2] == '=')
-        pad++;
-    if (strchr(s, '=') && strchr(s, '=') < s + len - pad)
-        return -EINVAL;
-    buf = x_malloc(len / 4 * 3 + 1);
-    if (!buf)
-        return -ENOMEM;
-    n = len ? EVP_DecodeBlock(buf, (const unsigned char *)s, (int)len) : 0;
-    if (n < 0 || (size_t)n < pad) {
-        x_free(buf);
-        return -EINVAL;
-    }
-    n -= (int)pad;
-    if ((size_t)n > max) {
-        OPENSSL_cleanse(buf, (size_t)n);
-        x_free(buf);
-        return -E2BIG;
-    }
-    buf[n] = '\0';
-    *ret = (char *)buf;
-    *ret_len = (size_t)n;
-    return 0;
-}
-
 int cli_secret_value(const json_t *secret, const char *key, size_t max, char **ret, size_t *ret_len)
 {
     const char *v = json_string_value(json_object_get(json_object_get(secret, "data"), key));
 
     if (!v)
         return -ENOENT;
-    return cli_b64_decode(v, max, ret, ret_len);
+    return peer_base64_decode(v, max, ret, ret_len);
 }

@@ -20,6 +20,7 @@
 #include <uv.h>
 
 #include "kube/api.h"
+#include "peering/objects.h"
 #include "kube/kubeconfig.h"
 
 #define CLI_FIELD_MANAGER "cliqoctl"
@@ -97,12 +98,8 @@ int cli_delete(struct cli_kube *k, const struct kapi_resource *r, const char *ns
 
 /* ---- JSON helpers ------------------------------------------------------------------------- */
 
-/* The condition of `type` in status.peeringConditions of a ForeignCluster, or NULL (borrowed). */
-json_t *cli_fc_condition(const json_t *fc, const char *type);
-/* Its status, "None" when the condition is absent. */
-const char *cli_fc_condition_status(const json_t *fc, const char *type);
-/* True when metadata.finalizers holds `finalizer`. */
-bool cli_has_finalizer(const json_t *obj, const char *finalizer);
+/* Conditions, finalizers and base64 Secret data: peer_fc_condition_obj, peer_fc_condition,
+ * peer_has_finalizer and peer_base64_decode (src/peering/objects.h), shared with the agent. */
 /* Borrowed string at a path of object keys (NULL-terminated list), or NULL. */
 const char *cli_json_str(const json_t *obj, ...) __attribute__((sentinel));
 /* "3m", "2d" from an RFC 3339 creationTimestamp; "<unknown>" when it does not parse. */
@@ -110,9 +107,6 @@ void cli_age(const char *timestamp, char *buf, size_t size);
 
 /* Standard base64 of len bytes (x_malloc'd, NUL-terminated), or NULL on OOM. */
 char *cli_b64_encode(const void *data, size_t len);
-/* Decodes standard padded base64 (at most max output bytes) into a NUL-terminated x_malloc'd
- * buffer. Returns 0, -EINVAL, -E2BIG or -ENOMEM. */
-int cli_b64_decode(const char *s, size_t max, char **ret, size_t *ret_len);
 /* The decoded value of data[key] of a Secret. */
 int cli_secret_value(const json_t *secret, const char *key, size_t max, char **ret,
                      size_t *ret_len);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "peering/objects.h"
 
 /* Options of the controllers (flags of cliqo-agent; NULL/0: the default). */
 struct peer_ctl_options {
@@ -71,6 +72,9 @@ typedef void (*peer_issue_cb)(int err, const char *message, const char *ns, cons
 int peer_issue_credential(struct agent *a, const char *cluster_id, const char *cluster_name,
                           peer_issue_cb done, void *data);
 
+/* Largest Secret value the controllers decode (kubeconfigs, certificates, tokens). */
+#define PEER_SECRET_MAX (256u << 10)
+
 /* ---- helpers -------------------------------------------------------------------------------- */
 
 /* The result of the last call of a chain, copied so that it outlives the kapi callback. */
@@ -89,19 +93,5 @@ struct peer_call_chain {
 };
 void peer_call_cb(struct kapi_client *c, const struct kapi_result *res, void *data);
 void peer_call_reset(struct peer_call *pc);
-
-/* Sets condition `type` in fc.status.peeringConditions (creating what is missing); the
- * lastTransitionTime changes only with the status. Returns true when anything changed. */
-bool peer_fc_set_condition(json_t *fc, const char *type, const char *status, const char *reason,
-                           const char *message);
-/* The status of condition `type`, "None" when absent. Borrowed. */
-const char *peer_fc_condition(const json_t *fc, const char *type);
-/* The lastTransitionTime of condition `type` as Unix seconds, 0 if absent or unparsable. */
-int64_t peer_fc_condition_since(const json_t *fc, const char *type);
-bool peer_has_finalizer(const json_t *obj, const char *finalizer);
-/* RFC 3339 "now" (UTC, seconds) into buf (at least 21 bytes). */
-void peer_now_rfc3339(char *buf, size_t size);
-/* Base64 (standard alphabet, with padding) to bytes; *ret is x_malloc'd and NUL-terminated. */
-int peer_base64_decode(const char *in, char **ret, size_t *ret_len);
 
 #endif

@@ -60,7 +60,7 @@ static const char *secret_value(const json_t *obj, const char *key, char **owned
     size_t len;
 
     *owned = NULL;
-    if (!b64 || peer_base64_decode(b64, owned, &len) < 0)
+    if (!b64 || peer_base64_decode(b64, PEER_SECRET_MAX, owned, &len) < 0)
         return NULL;
     return *owned;
 }
@@ -412,7 +412,7 @@ static void step_reply(struct issue *is)
     char *token = NULL, *kubeconfig = NULL, *json = NULL, err[256];
     size_t len;
 
-    if (peer_base64_decode(b64, &token, &len) < 0) {
+    if (peer_base64_decode(b64, PEER_SECRET_MAX, &token, &len) < 0) {
         finish(is, 500, PEER_WIRE_E_INTERNAL, "the token Secret holds no valid token");
         return;
     }

@@ -253,7 +253,7 @@ static void verify_requester(struct rec *r)
     char *kubeconfig = NULL, err[256];
     size_t len;
 
-    if (!b64 || !ns || peer_base64_decode(b64, &kubeconfig, &len) < 0 ||
+    if (!b64 || !ns || peer_base64_decode(b64, PEER_SECRET_MAX, &kubeconfig, &len) < 0 ||
         kc_load_mem(kubeconfig, len, "requester credential", NULL, NULL, &r->vcfg, err,
                     sizeof(err)) < 0 ||
         kapi_client_new(agent_loop(st.a), r->vcfg, &o, &r->vc) < 0) {

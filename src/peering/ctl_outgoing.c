@@ -162,7 +162,7 @@ static char *secret_field(const json_t *secret, const char *key)
     char *out = NULL;
     size_t len;
 
-    if (!b64 || peer_base64_decode(b64, &out, &len) < 0)
+    if (!b64 || peer_base64_decode(b64, PEER_SECRET_MAX, &out, &len) < 0)
         return NULL;
     return out;
 }
