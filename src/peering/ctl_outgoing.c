@@ -231,7 +231,7 @@ static void after_status(void *owner)
 
 /* Writes the working copy's status (conditions, tenant namespaces) and ends the reconcile. The
  * resourceVersion makes it conditional: a conflict just means "look again". */
-static void write_status(struct rec *r, int requeue_ms)
+static void write_status(struct rec *r)
 {
     json_t *patch =
         json_pack("{s:{s:O},s:O}", "metadata", "resourceVersion",
@@ -241,7 +241,6 @@ static void write_status(struct rec *r, int requeue_ms)
 
     json_decref(patch);
     r->ch.next = after_status;
-    (void)requeue_ms;
     if (!body || kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->key, "status",
                             KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
@@ -256,7 +255,7 @@ static bool condition(struct rec *r, const char *type, const char *status, const
     if (!peer_fc_set_condition(r->fc, type, status, reason, msg))
         return false;
     log_info("outgoing", "ForeignCluster %s: %s=%s (%s) %s", r->key, type, status, reason, msg);
-    write_status(r, -1);
+    write_status(r);
     return true;
 }
 
@@ -347,14 +346,11 @@ static void after_identity(void *owner)
     struct rec *r = owner;
     struct peer_identity_response resp;
     struct peer_wire_error werr;
-    const char *raw;
     char *raw_copy = NULL, name[128];
     json_t *sec;
     int rc;
 
     memset(&resp, 0, sizeof(resp));
-    raw = r->ch.last.body ? NULL : NULL;
-    (void)raw;
     if (r->ch.last.http == 201 && r->ch.last.body) {
         raw_copy = json_dumps(r->ch.last.body, JSON_COMPACT);
         rc = raw_copy ? peer_wire_identity_response_decode(raw_copy, strlen(raw_copy), &resp, &werr)
@@ -594,7 +590,7 @@ static void peer_outgoing(struct rec *r)
 
     if (!local || strcmp(local, r->local_ns) != 0) {
         set_tenant(r, "local", r->local_ns);
-        write_status(r, -1);
+        write_status(r);
         return;
     }
     if (!peer_client(r)) {
@@ -605,7 +601,7 @@ static void peer_outgoing(struct rec *r)
     remote = tenant(r->fc, "remote");
     if (!remote || strcmp(remote, r->p->remote_ns) != 0) {
         set_tenant(r, "remote", r->p->remote_ns);
-        write_status(r, -1);
+        write_status(r);
         return;
     }
     if (!own_auth_url(r)) {
