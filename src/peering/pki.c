@@ -105,6 +105,25 @@ static int pki_key_pem(EVP_PKEY *key, char **ret)
     return r;
 }
 
+/* The certificate and its key as PEM into *ret_cert_pem / *ret_key_pem (both or neither); `what`
+ * names the pair in the error. */
+static int pki_pair_pem(X509 *x, EVP_PKEY *key, char **ret_cert_pem, char **ret_key_pem,
+                        const char *what, char *err, size_t errlen)
+{
+    char *cert_pem = NULL, *key_pem = NULL;
+    int r = pki_cert_pem(x, &cert_pem);
+
+    if (r >= 0)
+        r = pki_key_pem(key, &key_pem);
+    if (r < 0) {
+        x_free(cert_pem);
+        return pki_ssl_fail(err, errlen, r, what);
+    }
+    *ret_cert_pem = cert_pem;
+    *ret_key_pem = key_pem;
+    return 0;
+}
+
 static bool pki_cn_valid(const char *cn)
 {
     size_t n;
@@ -179,7 +198,6 @@ int peer_pki_ca_create(const char *common_name, unsigned years, char **ret_cert_
 {
     EVP_PKEY *key = NULL;
     X509 *x = NULL;
-    char *cert_pem = NULL, *key_pem = NULL;
     int r;
 
     pki_clear_err(err, errlen);
@@ -206,19 +224,8 @@ int peer_pki_ca_create(const char *common_name, unsigned years, char **ret_cert_
         r = pki_ssl_fail(err, errlen, -EIO, "building the CA certificate");
         goto out;
     }
-    r = pki_cert_pem(x, &cert_pem);
-    if (r >= 0)
-        r = pki_key_pem(key, &key_pem);
-    if (r < 0) {
-        r = pki_ssl_fail(err, errlen, r, "writing the CA as PEM");
-        goto out;
-    }
-    *ret_cert_pem = cert_pem;
-    *ret_key_pem = key_pem;
-    cert_pem = key_pem = NULL;
-    r = 0;
+    r = pki_pair_pem(x, key, ret_cert_pem, ret_key_pem, "writing the CA as PEM", err, errlen);
 out:
-    x_free(cert_pem);
     X509_free(x);
     EVP_PKEY_free(key);
     return r;
@@ -415,7 +422,6 @@ int peer_pki_server_issue(const char *ca_cert_pem, size_t ca_cert_len, const cha
 {
     X509 *ca = NULL, *x = NULL;
     EVP_PKEY *ca_key = NULL, *key = NULL;
-    char *cert_pem = NULL, *key_pem = NULL;
     int r, cmp;
 
     pki_clear_err(err, errlen);
@@ -478,19 +484,9 @@ int peer_pki_server_issue(const char *ca_cert_pem, size_t ca_cert_len, const cha
         r = pki_ssl_fail(err, errlen, -EIO, "building the server certificate");
         goto out;
     }
-    r = pki_cert_pem(x, &cert_pem);
-    if (r >= 0)
-        r = pki_key_pem(key, &key_pem);
-    if (r < 0) {
-        r = pki_ssl_fail(err, errlen, r, "writing the server certificate as PEM");
-        goto out;
-    }
-    *ret_cert_pem = cert_pem;
-    *ret_key_pem = key_pem;
-    cert_pem = key_pem = NULL;
-    r = 0;
+    r = pki_pair_pem(x, key, ret_cert_pem, ret_key_pem, "writing the server certificate as PEM",
+                     err, errlen);
 out:
-    x_free(cert_pem);
     X509_free(x);
     X509_free(ca);
     EVP_PKEY_free(key);
