@@ -216,17 +216,31 @@ static void on_poll(uv_poll_t *p, int status, int events)
 
 /* ---- requests and answers ------------------------------------------------------------------- */
 
-static void pending_unlink(struct httpd_request *req)
+/* A request is on at most one of the server's two lists (pending, then deferred), linked through
+ * its next/prev fields. */
+static void req_list_push(struct httpd_request **head, struct httpd_request *req)
 {
-    struct httpd_server *s = req->s;
+    req->next = *head;
+    req->prev = NULL;
+    if (*head)
+        (*head)->prev = req;
+    *head = req;
+}
 
+static void req_list_unlink(struct httpd_request **head, struct httpd_request *req)
+{
     if (req->prev)
         req->prev->next = req->next;
-    else if (s->pending == req)
-        s->pending = req->next;
+    else if (*head == req)
+        *head = req->next;
     if (req->next)
         req->next->prev = req->prev;
     req->prev = req->next = NULL;
+}
+
+static void pending_unlink(struct httpd_request *req)
+{
+    req_list_unlink(&req->s->pending, req);
 }
 
 static void report(struct httpd_request *req)
@@ -292,11 +306,7 @@ static void defer_answer(struct httpd_request *req)
 
     if (!req->deferred) {
         req->deferred = true;
-        req->next = s->deferred_head;
-        req->prev = NULL;
-        if (s->deferred_head)
-            s->deferred_head->prev = req;
-        s->deferred_head = req;
+        req_list_push(&s->deferred_head, req);
     }
     run_soon(s);
 }
@@ -307,10 +317,7 @@ static void flush_deferred(struct httpd_server *s)
     while (s->deferred_head) {
         struct httpd_request *req = s->deferred_head;
 
-        s->deferred_head = req->next;
-        if (s->deferred_head)
-            s->deferred_head->prev = NULL;
-        req->next = req->prev = NULL;
+        req_list_unlink(&s->deferred_head, req);
         req->deferred = false;
         if (req->resp)
             (void)queue_now(req);
@@ -553,11 +560,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     MHD_suspend_connection(conn);
     req->suspended = true;
     req->deadline = uv_now(s->loop) + s->handler_timeout_ms;
-    req->next = s->pending;
-    req->prev = NULL;
-    if (s->pending)
-        s->pending->prev = req;
-    s->pending = req;
+    req_list_push(&s->pending, req);
     arm_deadline(s);
     return MHD_YES;
 }
@@ -579,14 +582,8 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
         if (req->abort_fn)
             req->abort_fn(req, req->abort_data);
     }
-    if (req->deferred) {
-        if (req->prev)
-            req->prev->next = req->next;
-        else
-            s->deferred_head = req->next;
-        if (req->next)
-            req->next->prev = req->prev;
-    }
+    if (req->deferred)
+        req_list_unlink(&s->deferred_head, req);
     req_free(req);
     *con_cls = NULL;
 }
