@@ -1,15 +1,11 @@
 /* Helpers shared by the peering controllers; see ctl.h. */
 #include "peering/ctl.h"
 
-#include <errno.h>
-#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
-#include "common/xalloc.h"
-
-static struct peer_ctl_options opts;
+/* The defaults hold until peer_ctl_configure (tests and tools may never call it). */
+static struct peer_ctl_options opts = {.unpeer_timeout_ms = 30000, .resync_ms = 30000};
 
 void peer_ctl_configure(const struct peer_ctl_options *o)
 {
@@ -23,10 +19,6 @@ void peer_ctl_configure(const struct peer_ctl_options *o)
 
 const struct peer_ctl_options *peer_ctl_options(void)
 {
-    if (!opts.unpeer_timeout_ms)
-        opts.unpeer_timeout_ms = 30000;
-    if (!opts.resync_ms)
-        opts.resync_ms = 30000;
     return &opts;
 }
 
