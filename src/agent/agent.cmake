@@ -12,11 +12,15 @@ endif()
 # The peering controllers (src/peering/ctl_*.c, docs/peering.md) are agent modules: they are built
 # into the core with the module table that lists them.
 if(TARGET cliqo_httpd AND TARGET cliqo_metrics AND TARGET cliqo_kube_api AND TARGET cliqo_peering)
+    # Controllers of other subsystems (src/<module>/<module>.cmake, included before this file) add
+    # their sources and libraries to the global properties CLIQO_AGENT_SOURCES and CLIQO_AGENT_LIBS.
+    get_property(agent_extra_sources GLOBAL PROPERTY CLIQO_AGENT_SOURCES)
+    get_property(agent_extra_libs GLOBAL PROPERTY CLIQO_AGENT_LIBS)
     add_library(cliqo_agent_core STATIC agent/agent.c agent/config.c agent/modules.c
                 agent/mod_identity.c peering/ctl_util.c peering/ctl_auth.c peering/ctl_outgoing.c
-                peering/ctl_incoming.c)
+                peering/ctl_incoming.c ${agent_extra_sources})
     target_link_libraries(cliqo_agent_core PUBLIC cliqo_common cliqo_kube_api cliqo_httpd cliqo_metrics
-                          cliqo_peering PkgConfig::OPENSSL)
+                          cliqo_peering PkgConfig::OPENSSL ${agent_extra_libs})
 
     add_executable(cliqo-agent agent/main.c)
     target_link_libraries(cliqo-agent PRIVATE cliqo_agent_core)
