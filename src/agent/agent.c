@@ -12,6 +12,7 @@
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
+#include "agent/peers.h"
 #include "kube/leader.h"
 
 #include <dirent.h>
@@ -42,7 +43,8 @@ struct inf_entry {
 struct shared_inf {
     struct agent *a;
     const struct kapi_resource *res;
-    char *ns, *selector;
+    char *ns, *selector, *field_selector;
+    void (*transform)(json_t *obj, void *data);
     struct inf_informer *inf;
     struct inf_entry *entries, **entries_tail;
     struct shared_inf *next;
@@ -63,6 +65,7 @@ struct agent {
 
     struct kc_config *kc;
     struct kapi_client *kube;
+    struct pu_registry *peers;
     struct httpd_server *http, *auth;
     struct le_elector *le;
     bool leading;
@@ -131,6 +134,11 @@ bool agent_shutting_down(struct agent *a)
 struct metrics_registry *agent_metrics(struct agent *a)
 {
     return a->metrics;
+}
+
+struct pu_registry *agent_peers(struct agent *a)
+{
+    return a->peers;
 }
 
 struct httpd_server *agent_http_server(struct agent *a)
@@ -512,6 +520,15 @@ static void sh_error(struct inf_informer *inf, int err, const char *message, voi
             e->h.on_error(inf, err, message, e->data);
 }
 
+/* The transform of a shared informer runs with the first registrant's function (registrations with
+ * another transform get an informer of their own) and no module data. */
+static void sh_transform(json_t *obj, void *data)
+{
+    struct shared_inf *si = data;
+
+    si->transform(obj, NULL);
+}
+
 static bool same_str(const char *x, const char *y)
 {
     return (!x && !y) || (x && y && strcmp(x, y) == 0);
@@ -535,6 +552,7 @@ static void shared_free(struct shared_inf *si)
     }
     x_free(si->ns);
     x_free(si->selector);
+    x_free(si->field_selector);
     x_free(si);
 }
 
@@ -542,21 +560,35 @@ int agent_informer(struct agent *a, const struct kapi_resource *resource, const 
                    const char *label_selector, unsigned flags, const struct inf_handlers *h,
                    void *data, struct inf_informer **ret)
 {
+    struct inf_options o = {
+        .resource = resource, .namespace_ = ns, .label_selector = label_selector};
+
+    return agent_informer_ex(a, &o, flags, h, data, ret);
+}
+
+int agent_informer_ex(struct agent *a, const struct inf_options *opts, unsigned flags,
+                      const struct inf_handlers *h, void *data, struct inf_informer **ret)
+{
     static const struct inf_handlers sh = {sh_add, sh_update, sh_delete, sh_synced, sh_error};
     struct shared_inf *si, *fresh = NULL;
     struct inf_entry *e = NULL;
+    const struct kapi_resource *resource = opts ? opts->resource : NULL;
+    const char *ns = opts ? opts->namespace_ : NULL;
+    const char *label_selector = opts ? opts->label_selector : NULL;
+    const char *field_selector = opts ? opts->field_selector : NULL;
     int r = -ENOMEM;
 
     if (!a || !resource || (flags & ~AGENT_INF_ALWAYS) || a->shutting_down)
         return -EINVAL;
     for (si = a->infs; si; si = si->next)
         if (same_resource(si->res, resource) && same_str(si->ns, ns) &&
-            same_str(si->selector, label_selector))
+            same_str(si->selector, label_selector) &&
+            same_str(si->field_selector, field_selector) && si->transform == opts->transform)
             break;
     if (!si) {
-        struct inf_options o = {
-            .resource = resource, .namespace_ = ns, .label_selector = label_selector};
+        struct inf_options o = *opts;
 
+        o.transform = NULL; /* set below with the shared informer's data */
         if (a->ninfs >= MAX_INFORMERS)
             return -ENOSPC;
         fresh = si = x_calloc(1, sizeof(*si));
@@ -567,8 +599,16 @@ int agent_informer(struct agent *a, const struct kapi_resource *resource, const 
         si->entries_tail = &si->entries;
         si->ns = ns ? x_strdup(ns) : NULL;
         si->selector = label_selector ? x_strdup(label_selector) : NULL;
-        if ((ns && !si->ns) || (label_selector && !si->selector))
+        si->field_selector = field_selector ? x_strdup(field_selector) : NULL;
+        si->transform = opts->transform;
+        if ((ns && !si->ns) || (label_selector && !si->selector) ||
+            (field_selector && !si->field_selector))
             goto out;
+        o.namespace_ = si->ns;
+        o.label_selector = si->selector;
+        o.field_selector = si->field_selector;
+        if (si->transform)
+            o.transform = sh_transform;
         r = inf_new(a->kube, &o, &sh, si, &si->inf);
         if (r < 0)
             goto out;
@@ -816,6 +856,14 @@ static void finish_shutdown(struct agent *a)
     a->http = NULL;
     httpd_close(a->auth, NULL, NULL);
     a->auth = NULL;
+    /* Requests still in flight complete now, as cancelled, while the modules that issued them
+     * still exist: their callbacks free what each request kept (nothing leaks, nothing dangles).
+     * Peers' clients first (the units the modules did not release), then the local client. */
+    kapi_call_cancel(a->probe_call);
+    a->probe_call = NULL;
+    pu_registry_free(a->peers);
+    a->peers = NULL;
+    kapi_client_abort(a->kube);
     for (int i = a->ninited - 1; i >= 0; i--)
         if (a->modules[i].fini)
             a->modules[i].fini(a);
@@ -832,9 +880,7 @@ static void finish_shutdown(struct agent *a)
         x_free(q->name);
         x_free(q);
     }
-    kapi_call_cancel(a->probe_call);
-    a->probe_call = NULL;
-    kapi_client_close(a->kube);
+    /* Aborted above: it closes itself once its handles are closed. */
     a->kube = NULL;
     if (a->handles_open) {
         uv_close((uv_handle_t *)&a->sigterm, on_closed);
@@ -958,6 +1004,9 @@ int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agen
     r = setup_metrics(a);
     if (r < 0)
         return log_errno(r, "agent", "cannot register metrics");
+    r = pu_registry_new(loop, a->metrics, NULL, &a->peers);
+    if (r < 0)
+        return log_errno(r, "agent", "cannot create the registry of peer units");
     ho.on_response = on_http_response;
     ho.data = a;
     r = httpd_new(loop, &ho, &a->http);

@@ -17,7 +17,7 @@ if(TARGET cliqo_httpd AND TARGET cliqo_metrics AND TARGET cliqo_kube_api AND TAR
     get_property(agent_extra_sources GLOBAL PROPERTY CLIQO_AGENT_SOURCES)
     get_property(agent_extra_libs GLOBAL PROPERTY CLIQO_AGENT_LIBS)
     add_library(cliqo_agent_core STATIC agent/agent.c agent/config.c agent/modules.c
-                agent/mod_identity.c peering/ctl_util.c peering/ctl_auth.c peering/ctl_outgoing.c
+                agent/mod_identity.c agent/peers.c peering/ctl_util.c peering/ctl_auth.c peering/ctl_outgoing.c
                 peering/ctl_incoming.c ${agent_extra_sources})
     target_link_libraries(cliqo_agent_core PUBLIC cliqo_common cliqo_kube_api cliqo_httpd cliqo_metrics
                           cliqo_peering PkgConfig::OPENSSL ${agent_extra_libs})

@@ -40,6 +40,7 @@
 #include "kube/workqueue.h"
 
 struct agent;
+struct pu_registry;
 
 struct agent_module {
     const char *name;
@@ -61,6 +62,9 @@ const char *agent_identity(struct agent *a);
 bool agent_is_leader(struct agent *a);
 bool agent_shutting_down(struct agent *a);
 struct metrics_registry *agent_metrics(struct agent *a);
+/* The registry of per-peer units (agent/peers.h): every client, informer and queue that talks to a
+ * peer's API server lives in the unit of that peer. */
+struct pu_registry *agent_peers(struct agent *a);
 
 /* The health and metrics server (plain HTTP on --http-addr). Modules may add routes in init. */
 struct httpd_server *agent_http_server(struct agent *a);
@@ -85,6 +89,12 @@ int agent_auth_server(struct agent *a, const char *cert_pem, const char *key_pem
 int agent_informer(struct agent *a, const struct kapi_resource *resource, const char *ns,
                    const char *label_selector, unsigned flags, const struct inf_handlers *h,
                    void *data, struct inf_informer **ret);
+
+/* agent_informer with full informer options (field selector, transform, page size, resync, store
+ * layout). Registrations share an informer only when resource, namespace, both selectors and the
+ * transform function are equal; the transform of a shared informer receives NULL data. */
+int agent_informer_ex(struct agent *a, const struct inf_options *o, unsigned flags,
+                      const struct inf_handlers *h, void *data, struct inf_informer **ret);
 
 /* Creates a work queue on the agent's loop (wq_new) that the agent tracks: its depth is exported as
  * cliqo_workqueue_depth{queue=name}, it is shut down after the modules' stop() and closed after

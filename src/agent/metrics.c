@@ -75,6 +75,35 @@ void metrics_family_reset(struct metrics_family *f)
     f->nseries = 0;
 }
 
+size_t metrics_family_remove(struct metrics_family *f, const char *label, const char *value)
+{
+    struct metrics_series **pp;
+    size_t removed = 0;
+    int idx = -1;
+
+    if (!f || !label || !value)
+        return 0;
+    for (int i = 0; i < f->nlabels; i++)
+        if (strcmp(f->labels[i], label) == 0)
+            idx = i;
+    if (idx < 0)
+        return 0;
+    pp = &f->series;
+    while (*pp) {
+        struct metrics_series *s = *pp;
+
+        if (strcmp(s->values[idx], value) == 0) {
+            *pp = s->next;
+            series_free(s, f->nlabels);
+            f->nseries--;
+            removed++;
+            continue;
+        }
+        pp = &s->next;
+    }
+    return removed;
+}
+
 static void family_free(struct metrics_family *f)
 {
     if (!f)

@@ -61,6 +61,9 @@ int metrics_series_get(struct metrics_family *f, const char *const *values,
                        struct metrics_series **ret);
 /* Removes every series of the family (for gauges rebuilt by a collector). */
 void metrics_family_reset(struct metrics_family *f);
+/* Removes the series whose label `label` has value `value` (e.g. every series of a peer that is
+ * gone, so that label values of departed objects do not accumulate); returns how many. */
+size_t metrics_family_remove(struct metrics_family *f, const char *label, const char *value);
 
 /* Counters only increase: a negative or NaN v is ignored. */
 void metrics_counter_add(struct metrics_series *s, double v);

@@ -42,6 +42,7 @@ struct kapi_call {
     kapi_chunk_cb on_chunk;
     void *data;
     struct sbuf resp;
+    uint64_t start_ns; /* when the transfer started (uv_hrtime) */
     int abort_err;
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -304,6 +305,21 @@ static const char *json_str(const json_t *o, const char *key)
     return json_is_string(v) ? json_string_value(v) : NULL;
 }
 
+static void observe(struct kapi_call *call, const struct kapi_result *res)
+{
+    struct kapi_client *c = call->c;
+    struct kapi_observation o;
+
+    if (!c->o.observe)
+        return;
+    o.method = call->method ? call->method : "";
+    o.streaming = call->on_chunk != NULL;
+    o.http_status = res->http_status;
+    o.err = res->err;
+    o.seconds = call->start_ns ? (double)(uv_hrtime() - call->start_ns) / 1e9 : 0;
+    c->o.observe(c, &o, c->o.observe_data);
+}
+
 static void complete(struct kapi_call *call, CURLcode cc)
 {
     struct kapi_client *c = call->c;
@@ -357,6 +373,7 @@ static void complete(struct kapi_call *call, CURLcode cc)
     }
 
     call->state = CALL_DONE;
+    observe(call, &res);
     if (call->cb)
         call->cb(c, &res, call->data);
     json_decref(body);
@@ -595,11 +612,13 @@ static void on_token(struct rl_limiter *l, int status, void *data)
         res.status.reason = "";
         res.status.message = msg;
         call->state = CALL_DONE;
+        observe(call, &res);
         if (call->cb)
             call->cb(c, &res, call->data);
         call_free(call);
         return;
     }
+    call->start_ns = uv_hrtime();
     call->state = CALL_RUNNING;
 }
 
@@ -726,6 +745,8 @@ int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
     c->o.burst = opts && opts->burst > 0 ? opts->burst : DEFAULT_BURST;
     c->o.max_body = opts && opts->max_body ? opts->max_body : DEFAULT_MAX_BODY;
     c->o.timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+    c->o.observe = opts ? opts->observe : NULL;
+    c->o.observe_data = opts ? opts->observe_data : NULL;
     c->user_agent = x_strdup(opts && opts->user_agent ? opts->user_agent : "cliqo/" CLIQO_VERSION);
     c->server = x_strdup(cfg->server);
     if (!c->user_agent || !c->server)
@@ -846,6 +867,39 @@ void kapi_client_close(struct kapi_client *c)
         if (call->state == CALL_DONE)
             continue; /* its completion is running; check_multi_info frees it */
         call_free(call);
+    }
+    rl_close(c->rl, NULL, NULL);
+    c->rl = NULL;
+    maybe_finish_close(c);
+}
+
+void kapi_client_abort(struct kapi_client *c)
+{
+    struct kapi_result res = {0};
+
+    if (!c || c->closing)
+        return;
+    c->closing = true; /* kapi_send now fails with -ECANCELED */
+    res.err = -ECANCELED;
+    res.raw = "";
+    res.status.reason = "Cancelled";
+    res.status.message = "request cancelled: its client was closed";
+    while (c->calls) {
+        struct kapi_call *call = c->calls;
+        kapi_cb cb = call->cb;
+        void *data = call->data;
+
+        call_unlink(call);
+        if (call->state == CALL_DONE)
+            continue; /* its completion is running; check_multi_info frees it */
+        observe(call, &res);
+        call->cb = NULL;
+        if (call->state == CALL_WAITING)
+            call->cancelled = true; /* rl_close below makes its token callback free it */
+        else
+            call_free(call);
+        if (cb)
+            cb(c, &res, data);
     }
     rl_close(c->rl, NULL, NULL);
     c->rl = NULL;

@@ -32,12 +32,27 @@
 struct kapi_client;
 struct kapi_call;
 
+/* What a finished request looked like, for metrics (kapi_client_options.observe). */
+struct kapi_observation {
+    const char *method; /* "GET", ...; borrowed */
+    bool streaming;     /* a watch (the duration is the stream's life) */
+    long http_status;   /* 0 when no response arrived */
+    int err;            /* as kapi_result.err */
+    double seconds;     /* from the start of the transfer (after the rate limiter) to its end */
+};
+typedef void (*kapi_observe_fn)(struct kapi_client *c, const struct kapi_observation *o,
+                                void *data);
+
 struct kapi_client_options {
     double qps;             /* client-side rate limit; default 50 */
     int burst;              /* default 100 */
     size_t max_body;        /* largest response body accepted; default 64 MiB */
     long timeout_ms;        /* per request (not watches); default 30 s */
     const char *user_agent; /* default "cliqo/<version>" */
+    /* Called on the loop for every request that ends (also failed and cancelled-by-abort ones),
+     * just before its callback. NULL: none. */
+    kapi_observe_fn observe;
+    void *observe_data;
 };
 
 /* A decoded metav1.Status (or a synthesised one for transport errors). Strings are borrowed. */
@@ -79,6 +94,10 @@ int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
  * handles have closed. NULL-safe. Must not be called from inside one of its callbacks' curl context
  * (the callbacks of this API are fine). */
 void kapi_client_close(struct kapi_client *c);
+/* Like kapi_client_close, but first completes every request still queued or in flight with
+ * err -ECANCELED (reason "Cancelled"), running its callback, so that owners free what they keep
+ * per request. New requests sent from those callbacks fail with -ECANCELED. NULL-safe. */
+void kapi_client_abort(struct kapi_client *c);
 uv_loop_t *kapi_client_loop(struct kapi_client *c);
 const char *kapi_client_server(struct kapi_client *c);
 /* Number of requests queued or in flight. */

@@ -72,6 +72,20 @@ typedef void (*peer_issue_cb)(int err, const char *message, const char *ns, cons
 int peer_issue_credential(struct agent *a, const char *cluster_id, const char *cluster_name,
                           peer_issue_cb done, void *data);
 
+/* The identities the agent issues to a peer, each a ServiceAccount in the peer's tenant namespace
+ * bound there to one ClusterRole: the peering identity (remote-<id>, cliqo-remote-peering) and the
+ * virtual kubelet's (vk-<id>, cliqo-virtual-kubelet-tenant; namespaces the peer asks for through
+ * its NamespaceMap get cliqo-virtual-kubelet-remote bound to it too). */
+enum peer_cred_kind {
+    PEER_CRED_PEERING,
+    PEER_CRED_VK,
+};
+/* peer_issue_credential for either kind; ns names the tenant namespace (NULL: derived from the
+ * cluster ID and name). Same returns. */
+int peer_issue_credential_kind(struct agent *a, enum peer_cred_kind kind, const char *cluster_id,
+                               const char *cluster_name, const char *ns, peer_issue_cb done,
+                               void *data);
+
 /* Largest Secret value the controllers decode (kubeconfigs, certificates, tokens). */
 #define PEER_SECRET_MAX (256u << 10)
 

@@ -197,6 +197,8 @@ struct issue {
     peer_issue_cb done;
     void *done_data;
     struct peer_identity_request in;
+    enum peer_cred_kind kind;
+    const char *role, *binding; /* the ClusterRole the identity gets in the tenant namespace */
     char ns[64], sa[80], secret[96];
     uv_timer_t *timer;
     uint64_t deadline;
@@ -295,7 +297,7 @@ static void step_token_secret(void *owner)
     struct issue *is = owner;
     json_t *o;
 
-    if (gone(is) || !created_or_exists(is, "the RoleBinding " PEER_REMOTE_ROLE))
+    if (gone(is) || !created_or_exists(is, "the identity's RoleBinding"))
         return;
     o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:{s:s}},s:s}", "apiVersion", "v1", "kind", "Secret",
                   "metadata", "name", is->secret, "namespace", is->ns, "labels",
@@ -328,7 +330,7 @@ static void step_peer_binding(void *owner)
 
     if (gone(is) || !created_or_exists(is, "the ServiceAccount"))
         return;
-    o = rolebinding(is->ns, PEER_REMOTE_ROLE, PEER_REMOTE_ROLE, is->ns, is->sa);
+    o = rolebinding(is->ns, is->binding, is->role, is->ns, is->sa);
     is->ch.next = step_token_secret;
     if (!o ||
         kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, peer_call_cb, is) < 0)
@@ -428,8 +430,9 @@ static void step_reply(struct issue *is)
         peer_wire_identity_response_encode(is->ns, kubeconfig, &json) < 0) {
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot build the credential");
     } else {
-        log_info("auth", "issued a credential to cluster %s (%s) in namespace %s",
-                 is->in.cluster_id, is->in.cluster_name, is->ns);
+        log_info("auth", "issued a %s credential to cluster %s (%s) in namespace %s",
+                 is->kind == PEER_CRED_VK ? "virtual-kubelet" : "peering", is->in.cluster_id,
+                 is->in.cluster_name, is->ns);
         if (is->req)
             httpd_respond(is->req, 201, "application/json", json, strlen(json));
         else if (!is->http && is->done)
@@ -448,8 +451,12 @@ static void step_reply(struct issue *is)
 
 static void issue_start(struct issue *is)
 {
-    snprintf(is->sa, sizeof(is->sa), "remote-%s", is->in.cluster_id);
-    snprintf(is->secret, sizeof(is->secret), "remote-%s-token", is->in.cluster_id);
+    const char *prefix = is->kind == PEER_CRED_VK ? PEER_VK_SA_PREFIX : "remote-";
+
+    is->role = is->kind == PEER_CRED_VK ? PEER_VK_TENANT_ROLE : PEER_REMOTE_ROLE;
+    is->binding = is->role;
+    snprintf(is->sa, sizeof(is->sa), "%s%s", prefix, is->in.cluster_id);
+    snprintf(is->secret, sizeof(is->secret), "%s%s-token", prefix, is->in.cluster_id);
     is->ch.next = step_namespace;
     if (kapi_get(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, peer_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
@@ -530,17 +537,28 @@ static void handle_identity(struct httpd_request *req, void *data)
     issue_start(is);
 }
 
-int peer_issue_credential(struct agent *a, const char *cluster_id, const char *cluster_name,
-                          peer_issue_cb done, void *data)
+int peer_issue_credential_kind(struct agent *a, enum peer_cred_kind kind, const char *cluster_id,
+                               const char *cluster_name, const char *ns, peer_issue_cb done,
+                               void *data)
 {
-    struct issue *is = x_calloc(1, sizeof(*is));
+    struct issue *is;
 
     (void)a;
+    if (!cluster_id || !cluster_name || (kind != PEER_CRED_PEERING && kind != PEER_CRED_VK))
+        return -EINVAL;
+    is = x_calloc(1, sizeof(*is));
     if (!is)
         return -ENOMEM;
+    is->kind = kind;
     snprintf(is->in.cluster_id, sizeof(is->in.cluster_id), "%s", cluster_id);
     snprintf(is->in.cluster_name, sizeof(is->in.cluster_name), "%s", cluster_name);
-    if (peer_tenant_namespace(cluster_id, cluster_name, is->ns) < 0) {
+    if (ns) {
+        if (!peer_label_valid(ns)) {
+            issue_free(is);
+            return -EINVAL;
+        }
+        snprintf(is->ns, sizeof(is->ns), "%s", ns);
+    } else if (peer_tenant_namespace(cluster_id, cluster_name, is->ns) < 0) {
         issue_free(is);
         return -EINVAL;
     }
@@ -548,6 +566,13 @@ int peer_issue_credential(struct agent *a, const char *cluster_id, const char *c
     is->done_data = data;
     issue_start(is);
     return 0;
+}
+
+int peer_issue_credential(struct agent *a, const char *cluster_id, const char *cluster_name,
+                          peer_issue_cb done, void *data)
+{
+    return peer_issue_credential_kind(a, PEER_CRED_PEERING, cluster_id, cluster_name, NULL, done,
+                                      data);
 }
 
 /* ---- module -----------------------------------------------------------------------------------

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/peers.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "peering/identity.h"
@@ -38,10 +39,10 @@ struct rec {
     json_t *fc; /* the requester's ForeignCluster (working copy) or NULL */
     char id[64], cname[64];
     int requeue_ms;         /* after a successful write: -1 none */
-    json_t *secret;         /* the requester's kubeconfig Secret, once read */
-    struct kc_config *vcfg; /* the requester's credential, for the liveness check */
-    struct kapi_client *vc;
+    json_t *secret; /* the requester's kubeconfig Secret, once read */
 };
+
+#define OWNER "incoming"
 
 static void rec_end(struct rec *r, int requeue_ms)
 {
@@ -53,9 +54,6 @@ static void rec_end(struct rec *r, int requeue_ms)
     json_decref(r->pr);
     json_decref(r->fc);
     json_decref(r->secret);
-    if (r->vc)
-        kapi_client_close(r->vc);
-    kc_config_free(r->vcfg);
     peer_call_reset(&r->ch.last);
     x_free(r);
 }
@@ -143,6 +141,14 @@ static void withdrawn(struct rec *r)
         return;
     }
     snprintf(r->id, sizeof(r->id), "%.63s", r->name);
+    {
+        struct pu_unit *u = pu_find(agent_peers(st.a), r->id);
+
+        if (pu_holds(u, OWNER)) {
+            pu_drop_credential(u, PU_REQUESTER);
+            pu_release(u, OWNER);
+        }
+    }
     r->fc = find_fc(r->id);
     if (!r->fc) {
         rec_end(r, -1);
@@ -242,31 +248,53 @@ static void after_verify(void *owner)
     rec_end(r, (int)peer_ctl_options()->resync_ms);
 }
 
-static void verify_requester(struct rec *r)
+/* The requester's credential (the admitted request's kubeconfig Secret) in its unit, role
+ * PU_REQUESTER: the broadcaster and the liveness check below use it. Returns the client or NULL. */
+static struct kapi_client *install_requester(struct rec *r)
 {
     const char *b64 =
         json_string_value(json_object_get(json_object_get(r->secret, "data"), "kubeconfig"));
-    const char *ns =
-        json_string_value(json_object_get(json_object_get(r->pr, "spec"), "namespace"));
-    struct kapi_client_options o = {.timeout_ms = 10000};
-    struct kapi_list_opts lo = {.limit = 1};
+    const char *rv = kapi_obj_rv(r->secret);
+    struct pu_unit *u = NULL;
     char *kubeconfig = NULL, err[256];
     size_t len;
+    int rc;
 
-    if (!b64 || !ns || peer_base64_decode(b64, PEER_SECRET_MAX, &kubeconfig, &len) < 0 ||
-        kc_load_mem(kubeconfig, len, "requester credential", NULL, NULL, &r->vcfg, err,
-                    sizeof(err)) < 0 ||
-        kapi_client_new(agent_loop(st.a), r->vcfg, &o, &r->vc) < 0) {
-        if (kubeconfig)
-            OPENSSL_cleanse(kubeconfig, len);
-        x_free(kubeconfig);
+    if (!b64 || !rv)
+        return NULL;
+    rc = pu_acquire(agent_peers(st.a), r->id, OWNER, &u);
+    if (rc < 0) {
+        log_warn("incoming", "cannot open the unit of peer %s: %s", r->id, strerror(-rc));
+        return NULL;
+    }
+    if (pu_client(u, PU_REQUESTER) && strcmp(pu_credential_version(u, PU_REQUESTER), rv) == 0)
+        return pu_client(u, PU_REQUESTER);
+    if (peer_base64_decode(b64, PEER_SECRET_MAX, &kubeconfig, &len) < 0) {
+        log_warn("incoming", "PeeringRequest %s: the kubeconfig Secret is not valid base64", r->key);
+        return NULL;
+    }
+    rc = pu_set_credential(u, PU_REQUESTER, kubeconfig, len, rv, err, sizeof(err));
+    OPENSSL_cleanse(kubeconfig, len);
+    x_free(kubeconfig);
+    if (rc < 0)
+        log_warn("incoming", "PeeringRequest %s: the requester's credential is not usable: %s",
+                 r->key, err);
+    return pu_client(u, PU_REQUESTER);
+}
+
+static void verify_requester(struct rec *r)
+{
+    const char *ns =
+        json_string_value(json_object_get(json_object_get(r->pr, "spec"), "namespace"));
+    struct kapi_list_opts lo = {.limit = 1};
+    struct kapi_client *c = install_requester(r);
+
+    if (!c || !ns) {
         rec_end(r, (int)peer_ctl_options()->resync_ms);
         return;
     }
-    OPENSSL_cleanse(kubeconfig, len);
-    x_free(kubeconfig);
     r->ch.next = after_verify;
-    if (kapi_list(r->vc, &kapi_secrets, ns, &lo, peer_call_cb, r) < 0)
+    if (kapi_list(c, &kapi_secrets, ns, &lo, peer_call_cb, r) < 0)
         rec_end(r, (int)peer_ctl_options()->resync_ms);
 }
 

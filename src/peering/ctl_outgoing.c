@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "agent/modules.h"
+#include "agent/peers.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "peering/identity.h"
@@ -37,14 +38,13 @@
 #define COND_OUT        "OutgoingPeering"
 #define COND_IN         "IncomingPeering"
 
-/* Per ForeignCluster: the client to the peer's apiserver made from the remote identity. */
+/* Per ForeignCluster: the peer's unit (agent/peers.h), which holds the client to the peer's
+ * apiserver made from the remote identity (role PU_PEERING). */
 struct peer {
     char fc[256];
     char id[64];
-    char identity_rv[32]; /* resourceVersion of the remote-identity Secret the client was made of */
     char remote_ns[64];
-    struct kc_config *cfg;
-    struct kapi_client *remote;
+    struct pu_unit *unit; /* acquired under "outgoing" while the remote identity is installed */
     bool used;
 };
 
@@ -136,13 +136,20 @@ static struct peer *peer_get(const char *fc, const char *id)
     return free_slot;
 }
 
+#define OWNER "outgoing"
+
+static struct kapi_client *peer_remote(const struct peer *p)
+{
+    return pu_client(p->unit, PU_PEERING);
+}
+
 static void peer_drop_client(struct peer *p)
 {
-    if (p->remote)
-        kapi_client_close(p->remote);
-    p->remote = NULL;
-    p->cfg = kc_config_free(p->cfg);
-    p->identity_rv[0] = '\0';
+    if (p->unit) {
+        pu_drop_credential(p->unit, PU_PEERING);
+        pu_release(p->unit, OWNER);
+    }
+    p->unit = NULL;
 }
 
 static void peer_forget(struct peer *p)
@@ -167,14 +174,15 @@ static char *secret_field(const json_t *secret, const char *key)
     return out;
 }
 
-/* The client to the peer's apiserver, (re)made from Secret remote-identity-<id>. */
+/* The client to the peer's apiserver, installed in the peer's unit from Secret
+ * remote-identity-<id> (a changed Secret replaces it). */
 static struct kapi_client *peer_client(struct rec *r)
 {
     char name[128], err[256];
-    struct kapi_client_options o = {.timeout_ms = REMOTE_TIMEOUT, .qps = 20, .burst = 40};
     json_t *sec;
     char *kubeconfig = NULL, *ns = NULL;
     const char *rv;
+    int rc;
 
     snprintf(name, sizeof(name), "remote-identity-%s", r->id);
     sec = secret_get(name);
@@ -183,25 +191,25 @@ static struct kapi_client *peer_client(struct rec *r)
         return NULL;
     }
     rv = kapi_obj_rv(sec);
-    if (r->p->remote && rv && strcmp(rv, r->p->identity_rv) == 0)
+    if (r->p->unit && rv && peer_remote(r->p) &&
+        strcmp(rv, pu_credential_version(r->p->unit, PU_PEERING)) == 0)
         goto out;
-    peer_drop_client(r->p);
     kubeconfig = secret_field(sec, "kubeconfig");
     ns = secret_field(sec, "namespace");
     if (!kubeconfig || !ns || !peer_label_valid(ns)) {
         log_error("outgoing", "Secret %s has no usable kubeconfig/namespace", name);
         goto out;
     }
-    if (kc_load_mem(kubeconfig, strlen(kubeconfig), name, NULL, NULL, &r->p->cfg, err,
-                    sizeof(err)) < 0) {
+    if (!r->p->unit && (rc = pu_acquire(agent_peers(st.a), r->id, OWNER, &r->p->unit)) < 0) {
+        log_error("outgoing", "cannot open the unit of peer %s: %s", r->id, strerror(-rc));
+        goto out;
+    }
+    rc = pu_set_credential(r->p->unit, PU_PEERING, kubeconfig, strlen(kubeconfig), rv ? rv : "",
+                           err, sizeof(err));
+    if (rc < 0) {
         log_error("outgoing", "remote identity for %s: %s", r->id, err);
         goto out;
     }
-    if (kapi_client_new(agent_loop(st.a), r->p->cfg, &o, &r->p->remote) < 0) {
-        r->p->cfg = kc_config_free(r->p->cfg);
-        goto out;
-    }
-    snprintf(r->p->identity_rv, sizeof(r->p->identity_rv), "%s", rv ? rv : "");
     snprintf(r->p->remote_ns, sizeof(r->p->remote_ns), "%s", ns);
 out:
     if (kubeconfig)
@@ -209,7 +217,7 @@ out:
     x_free(kubeconfig);
     x_free(ns);
     json_decref(sec);
-    return r->p->remote;
+    return peer_remote(r->p);
 }
 
 /* ---- status -----------------------------------------------------------------------------------
@@ -486,7 +494,7 @@ static void after_pr_create(void *owner)
         return;
     }
     r->ch.next = after_pr_get;
-    if (kapi_get(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
+    if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
                  r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
@@ -540,7 +548,7 @@ static void create_request(struct rec *r)
                    r->own_name, "namespace", r->local_ns, "kubeConfigRef", "name", secret,
                    "namespace", r->p->remote_ns, "authUrl", own_auth_url(r));
     r->ch.next = after_pr_create;
-    if (!pr || kapi_create(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, pr,
+    if (!pr || kapi_create(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, pr,
                            peer_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
     json_decref(pr);
@@ -578,7 +586,7 @@ static void on_credential(int err, const char *message, const char *ns, const ch
                     "metadata", "name", name, "namespace", r->p->remote_ns, "labels",
                     PEER_LABEL_CLUSTER_ID, r->own_id, "stringData", "kubeconfig", kubeconfig);
     r->ch.next = after_pr_secret;
-    if (!sec || kapi_apply(r->p->remote, &kapi_secrets, r->p->remote_ns, name, NULL, sec,
+    if (!sec || kapi_apply(peer_remote(r->p), &kapi_secrets, r->p->remote_ns, name, NULL, sec,
                            "cliqo-agent", true, peer_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
     json_decref(sec);
@@ -616,7 +624,7 @@ static void peer_outgoing(struct rec *r)
         return;
     /* Where is the request? (after_pr_get creates it when missing.) */
     r->ch.next = after_pr_get;
-    if (kapi_get(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
+    if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
                  r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
@@ -726,7 +734,7 @@ static void after_remote_pr_delete(void *owner)
     }
     snprintf(name, sizeof(name), "pr-%s", r->own_id);
     r->ch.next = after_remote_secret_delete;
-    if (kapi_delete(r->p->remote, &kapi_secrets, r->p->remote_ns, name, NULL, peer_call_cb, r) < 0)
+    if (kapi_delete(peer_remote(r->p), &kapi_secrets, r->p->remote_ns, name, NULL, peer_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
 
@@ -745,7 +753,7 @@ static void unpeer(struct rec *r)
         return;
     }
     r->ch.next = after_remote_pr_delete;
-    if (kapi_delete(r->p->remote, &peer_res_peeringrequests, r->p->remote_ns, r->own_id, NULL,
+    if (kapi_delete(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id, NULL,
                     peer_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }

@@ -20,6 +20,81 @@ void peer_now_rfc3339(char *buf, size_t size)
     strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
+void peer_time_rfc3339(int64_t t, char *buf, size_t size)
+{
+    time_t tt = (time_t)t;
+    struct tm tm;
+
+    gmtime_r(&tt, &tm);
+    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static int digits(const char *s, int n, int *ret)
+{
+    int v = 0;
+
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -EINVAL;
+        v = v * 10 + (s[i] - '0');
+    }
+    *ret = v;
+    return 0;
+}
+
+int peer_parse_rfc3339(const char *s, int64_t *ret)
+{
+    struct tm tm;
+    int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
+    size_t n;
+    const char *p;
+    int64_t t;
+
+    if (!s || !ret)
+        return -EINVAL;
+    n = strlen(s);
+    if (n < 20 || n > 40 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
+        s[13] != ':' || s[16] != ':')
+        return -EINVAL;
+    if (digits(s, 4, &y) < 0 || digits(s + 5, 2, &mo) < 0 || digits(s + 8, 2, &d) < 0 ||
+        digits(s + 11, 2, &h) < 0 || digits(s + 14, 2, &mi) < 0 || digits(s + 17, 2, &sec) < 0)
+        return -EINVAL;
+    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
+        return -EINVAL;
+    p = s + 19;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -EINVAL;
+        while (*p >= '0' && *p <= '9')
+            p++;
+    }
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        sign = *p == '+' ? 1 : -1;
+        if (digits(p + 1, 2, &oh) < 0 || p[3] != ':' || digits(p + 4, 2, &om) < 0 || oh > 23 ||
+            om > 59)
+            return -EINVAL;
+        p += 6;
+    } else {
+        return -EINVAL;
+    }
+    if (*p)
+        return -EINVAL;
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    t = (int64_t)timegm(&tm);
+    t -= (int64_t)sign * (oh * 3600 + om * 60);
+    *ret = t;
+    return 0;
+}
+
 json_t *peer_fc_condition_obj(const json_t *fc, const char *type)
 {
     json_t *conds = json_object_get(json_object_get(fc, "status"), "peeringConditions");

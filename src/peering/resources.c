@@ -21,6 +21,8 @@ const struct kapi_resource peer_res_namespaceoffloadings = {
     "offloading.liqo.io", "v1alpha1", "namespaceoffloadings", "NamespaceOffloading", true};
 const struct kapi_resource peer_res_namespacenattingtables = {
     "virtualkubelet.liqo.io", "v1alpha1", "namespacenattingtables", "NamespaceNattingTable", false};
+const struct kapi_resource peer_res_namespacemaps = {"virtualkubelet.liqo.io", "v1alpha1",
+                                                    "namespacemaps", "NamespaceMap", true};
 const struct kapi_resource peer_res_roles = {"rbac.authorization.k8s.io", "v1", "roles", "Role",
                                              true};
 const struct kapi_resource peer_res_rolebindings = {"rbac.authorization.k8s.io", "v1",
@@ -40,6 +42,7 @@ static const struct kapi_resource *const known[] = {
     &peer_res_tunnelendpoints,
     &peer_res_namespaceoffloadings,
     &peer_res_namespacenattingtables,
+    &peer_res_namespacemaps,
     &peer_res_roles,
     &peer_res_rolebindings,
     &peer_res_clusterroles,

@@ -12,7 +12,7 @@
 extern const struct kapi_resource peer_res_foreignclusters, peer_res_peeringrequests,
     peer_res_searchdomains, peer_res_advertisements, peer_res_clusterconfigs,
     peer_res_networkconfigs, peer_res_tunnelendpoints, peer_res_namespaceoffloadings,
-    peer_res_namespacenattingtables;
+    peer_res_namespacenattingtables, peer_res_namespacemaps;
 extern const struct kapi_resource peer_res_roles, peer_res_rolebindings, peer_res_clusterroles,
     peer_res_clusterrolebindings;
 
@@ -33,5 +33,28 @@ const struct kapi_resource *peer_res_by_kind(const char *api_version, const char
 #define PEER_LABEL_AUTH_TOKEN  "discovery.liqo.io/auth-token"
 #define PEER_LABEL_REMOTE_ID   "discovery.liqo.io/remote-identity"
 #define PEER_FINALIZER         "cliqo.io/peering"
+
+/* The advertisement protocol (docs/advertisement.md). */
+#define PEER_VK_SA_PREFIX        "vk-"
+#define PEER_VK_TENANT_ROLE      "cliqo-virtual-kubelet-tenant"
+#define PEER_VK_REMOTE_ROLE      "cliqo-virtual-kubelet-remote"
+#define PEER_VK_LOCAL_ROLE       "cliqo-virtual-kubelet-local"
+#define PEER_VK_SECRET_PREFIX    "vk-kubeconfig-secret-"
+#define PEER_ADV_PREFIX          "advertisement-"
+#define PEER_NETCFG_PREFIX       "net-config-"
+#define PEER_VNODE_PREFIX        "liqo-"
+#define PEER_VK_FINALIZER        "cliqo.io/virtual-kubelet"
+#define PEER_NSMAP_FINALIZER     "cliqo.io/namespacemap"
+#define PEER_LABEL_ORIGIN        "virtualkubelet.liqo.io/origin"
+#define PEER_LABEL_HOME_NS       "virtualkubelet.liqo.io/home-namespace"
+#define PEER_LABEL_HOME_UID      "virtualkubelet.liqo.io/home-uid"
+#define PEER_ANNOT_HOME_NAME     "virtualkubelet.liqo.io/home-name"
+#define PEER_ANNOT_NSMAP         "virtualkubelet.liqo.io/namespacemap"
+#define PEER_ANNOT_CRED_HASH     "cliqo.io/credential-hash"
+#define PEER_LABEL_TYPE          "liqo.io/type"
+#define PEER_LABEL_TYPE_V01      "type"
+#define PEER_VIRTUAL_NODE        "virtual-node"
+#define PEER_LABEL_REMOTE_CLUSTER "liqo.io/remote-cluster-id"
+#define PEER_VNODE_TAINT_KEY     "virtual-node.liqo.io/not-allowed"
 
 #endif

@@ -20,6 +20,7 @@ static const char *const expected[] = {
     "crds/net.liqo.io_tunnelendpoints.yaml",
     "crds/offloading.liqo.io_namespaceoffloadings.yaml",
     "crds/sharing.liqo.io_advertisements.yaml",
+    "crds/virtualkubelet.liqo.io_namespacemaps.yaml",
     "crds/virtualkubelet.liqo.io_namespacenattingtables.yaml",
     "namespace.yaml",
     "rbac.yaml",

@@ -1,0 +1,60 @@
+/* advcfg: the parts of ClusterConfig `configuration` that the advertisement protocol reads
+ * (docs/advertisement.md, "Configuration"), parsed once per change into plain values.
+ *
+ * The CRD's schema validates and defaults the object, but the agent does not trust that: a missing
+ * or out-of-range field takes the documented default, so a ClusterConfig written before an upgrade
+ * (or with validation off) still gives a sane configuration. Unknown fields are ignored.
+ *
+ * Ownership: struct adv_config keeps references to the object's lists (perCluster, prices,
+ * allowList, denyList); release them with advcfg_done. Pure functions, no loop. */
+#ifndef CLIQO_ADVERTISEMENT_CONFIG_H
+#define CLIQO_ADVERTISEMENT_CONFIG_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "advertisement/share.h"
+
+enum advcfg_accept {
+    ADVCFG_AUTO_ACCEPT_MAX,
+    ADVCFG_MANUAL,
+};
+
+enum advcfg_vk_mode {
+    ADVCFG_VK_EMBEDDED,
+    ADVCFG_VK_DEPLOYMENT,
+};
+
+struct adv_config {
+    /* outgoing (the broadcaster) */
+    unsigned percent; /* 0..100, default 30 */
+    bool enabled;     /* enableBroadcaster, default true */
+    unsigned refresh_s, ttl_s, threshold;
+    json_t *per_cluster; /* array or NULL */
+    json_t *prices;      /* object or NULL */
+    /* ingoing (the operator) */
+    enum advcfg_accept accept;
+    unsigned max_accept; /* default 5 */
+    json_t *allow, *deny; /* arrays or NULL */
+    enum advcfg_vk_mode vk_mode;
+    char vk_image[513];
+    unsigned keepalive_retry_s, keepalive_threshold;
+};
+
+/* Fills ret from a ClusterConfig object (NULL: all defaults). Never fails: bad values take their
+ * defaults. Call advcfg_done afterwards. */
+void advcfg_read(const json_t *cc, struct adv_config *ret);
+void advcfg_done(struct adv_config *c);
+
+/* True when id is an element of the string array list. */
+bool advcfg_list_has(const json_t *list, const char *id);
+
+/* The sharing policy for consumer id: its perCluster entry (a percentage, or fixed amounts parsed
+ * into *fixed and pointed to by ret->fixed), else the global percentage. Writes into *sig a short
+ * text that changes whenever the policy does (to notice changes). Returns 0, or -EINVAL when the
+ * entry's fixed amounts do not parse (the entry is then ignored: the global percentage applies). */
+int advcfg_policy_for(const struct adv_config *c, const char *id, struct shr_policy *ret,
+                      struct shr_list *fixed, char *sig, size_t sigsize);
+
+#endif
