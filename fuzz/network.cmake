@@ -1,0 +1,3 @@
+# Network support library (src/network/): the CIDR parser, formatter and address translation.
+# Included from fuzz/CMakeLists.txt.
+cliqo_fuzzer(network-cidr cliqo_network)

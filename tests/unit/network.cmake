@@ -1,0 +1,2 @@
+# Network support library (src/network/): one test program per file.
+cliqo_unit_test(network-ipam cliqo_network)
