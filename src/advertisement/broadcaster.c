@@ -127,7 +127,8 @@ static uint64_t now_ms(void)
     return uv_now(agent_loop(st.a));
 }
 
-/* ---- consumers -------------------------------------------------------------------------------- */
+/* ---- consumers --------------------------------------------------------------------------------
+ */
 
 static struct consumer *consumer_find(const char *id)
 {
@@ -197,7 +198,8 @@ static void enqueue_all(void)
             wq_add(st.q, c->id);
 }
 
-/* ---- the node summary: labels every counted node shares, images, largest allocatable ------------ */
+/* ---- the node summary: labels every counted node shares, images, largest allocatable ------------
+ */
 
 struct summary {
     bool first;
@@ -326,7 +328,8 @@ static void refresh_summary(void)
     st.summary_gen = st.node_gen;
 }
 
-/* ---- informer handlers ------------------------------------------------------------------------ */
+/* ---- informer handlers ------------------------------------------------------------------------
+ */
 
 static void arm_check(void);
 
@@ -385,9 +388,16 @@ static void pod_transform(json_t *pod, void *data)
 {
     json_t *meta = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
     json_t *status = json_object_get(pod, "status"), *labels, *origin, *keep;
-    const char *drop_spec[] = {"volumes", "affinity", "tolerations", "securityContext",
-                               "dnsConfig", "readinessGates", "topologySpreadConstraints",
-                               "hostAliases", "imagePullSecrets", NULL};
+    const char *drop_spec[] = {"volumes",
+                               "affinity",
+                               "tolerations",
+                               "securityContext",
+                               "dnsConfig",
+                               "readinessGates",
+                               "topologySpreadConstraints",
+                               "hostAliases",
+                               "imagePullSecrets",
+                               NULL};
     size_t i;
     json_t *c;
 
@@ -431,8 +441,7 @@ static void pod_transform(json_t *pod, void *data)
 
 static void on_pr(struct inf_informer *inf, json_t *obj, void *data)
 {
-    const char *phase = json_string_value(
-        json_object_get(json_object_get(obj, "status"), "phase"));
+    const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
     const char *id = kapi_obj_name(obj), *ns = kapi_obj_namespace(obj);
     struct consumer *c;
 
@@ -481,8 +490,7 @@ static void on_config(struct inf_informer *inf, json_t *obj, void *data)
     advcfg_done(&old);
 }
 
-static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj,
-                             void *data)
+static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
     (void)old_obj;
     on_config(inf, new_obj, data);
@@ -505,7 +513,8 @@ static void on_adv_update(struct inf_informer *inf, json_t *old_obj, json_t *new
     on_adv(inf, new_obj, data);
 }
 
-/* ---- threshold check --------------------------------------------------------------------------- */
+/* ---- threshold check ---------------------------------------------------------------------------
+ */
 
 static void check_moves(uv_timer_t *t)
 {
@@ -535,7 +544,8 @@ static void arm_check(void)
         uv_timer_start(st.check, check_moves, CHECK_DELAY_MS, 0);
 }
 
-/* ---- helpers ----------------------------------------------------------------------------------- */
+/* ---- helpers -----------------------------------------------------------------------------------
+ */
 
 static void hash16(const char *s, char out[17])
 {
@@ -576,8 +586,8 @@ static void on_fc_patched(struct kapi_client *c, const struct kapi_result *res, 
 static void write_fc_sent(const char *id, json_t *sent)
 {
     json_t *fc = find_fc(id), *patch;
-    json_t *cur = json_object_get(
-        json_object_get(json_object_get(fc, "status"), "advertisement"), "sent");
+    json_t *cur =
+        json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"), "sent");
     char *body;
     bool same = true;
     const char *k;
@@ -630,7 +640,8 @@ static json_t *find_fc(const char *id)
     return f.found;
 }
 
-/* ---- withdrawal -------------------------------------------------------------------------------- */
+/* ---- withdrawal --------------------------------------------------------------------------------
+ */
 
 static void withdraw_step(struct rec *r);
 
@@ -692,8 +703,7 @@ static void withdraw_step(struct rec *r)
         if (remote && c->remote_ns[0]) {
             snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id());
             r->ch.next = after_withdraw_call;
-            if (kapi_delete(remote, &kapi_secrets, c->remote_ns, name, NULL, peer_call_cb, r) ==
-                0)
+            if (kapi_delete(remote, &kapi_secrets, c->remote_ns, name, NULL, peer_call_cb, r) == 0)
                 return;
         }
         /* fall through */
@@ -754,7 +764,8 @@ static void withdraw(struct rec *r)
     withdraw_step(r);
 }
 
-/* ---- sharing ----------------------------------------------------------------------------------- */
+/* ---- sharing -----------------------------------------------------------------------------------
+ */
 
 static void mirror_status(struct rec *r);
 
@@ -1049,12 +1060,13 @@ static void share(struct rec *r)
         share_secret(r);
         return;
     }
-    if (peer_issue_credential_kind(st.a, PEER_CRED_VK, c->id, c->name, c->pr_ns,
-                                   on_vk_credential, r) < 0)
+    if (peer_issue_credential_kind(st.a, PEER_CRED_VK, c->id, c->name, c->pr_ns, on_vk_credential,
+                                   r) < 0)
         rec_end(r, RETRY_MS);
 }
 
-/* ---- reconcile --------------------------------------------------------------------------------- */
+/* ---- reconcile ---------------------------------------------------------------------------------
+ */
 
 static void reconcile(struct wq_queue *q, const char *key, void *data)
 {
@@ -1097,7 +1109,8 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         share(r);
 }
 
-/* ---- module ------------------------------------------------------------------------------------- */
+/* ---- module -------------------------------------------------------------------------------------
+ */
 
 int bcast_init(struct agent *a)
 {
@@ -1129,10 +1142,9 @@ int bcast_init(struct agent *a)
     if (r == 0)
         r = agent_queue(a, "broadcaster", &qo, reconcile, NULL, &st.q);
     if (r == 0)
-        r = metrics_family_new(agent_metrics(a), METRICS_COUNTER,
-                               "cliqo_broadcaster_advertisements_sent_total",
-                               "Advertisements written on consumers, by result.", send_labels, NULL,
-                               0, &st.m_sends);
+        r = metrics_family_new(
+            agent_metrics(a), METRICS_COUNTER, "cliqo_broadcaster_advertisements_sent_total",
+            "Advertisements written on consumers, by result.", send_labels, NULL, 0, &st.m_sends);
     if (r == 0 && !(st.check = ktimer_new(agent_loop(a), NULL)))
         r = -ENOMEM;
     return r;

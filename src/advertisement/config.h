@@ -35,7 +35,7 @@ struct adv_config {
     json_t *prices;      /* object or NULL */
     /* ingoing (the operator) */
     enum advcfg_accept accept;
-    unsigned max_accept; /* default 5 */
+    unsigned max_accept;  /* default 5 */
     json_t *allow, *deny; /* arrays or NULL */
     enum advcfg_vk_mode vk_mode;
     char vk_image[513];

@@ -13,8 +13,8 @@
  *                      (label virtualkubelet.liqo.io/origin=X) are left out of X's own offer, so
  *                      that X's offer does not shrink as X uses it; they still count for others.
  *   effective request  for each resource: max(sum over containers, max over init containers) +
- *                      spec.overhead (the scheduler's rule); every counted pod also uses one `pods`.
- *   P                  a percentage 0..100 (or fixed amounts, see struct shr_policy).
+ *                      spec.overhead (the scheduler's rule); every counted pod also uses one
+ * `pods`. P                  a percentage 0..100 (or fixed amounts, see struct shr_policy).
  *
  * Every resource name is treated (cpu, memory, pods, ephemeral-storage, hugepages-*, extended
  * resources such as nvidia.com/gpu), each in its smallest unit: cpu in millicores, everything else

@@ -861,13 +861,15 @@ static void finish_shutdown(struct agent *a)
      * Peers' clients first (the units the modules did not release), then the local client. */
     kapi_call_cancel(a->probe_call);
     a->probe_call = NULL;
-    pu_registry_free(a->peers);
-    a->peers = NULL;
+    pu_registry_abort(a->peers);
     kapi_client_abort(a->kube);
     for (int i = a->ninited - 1; i >= 0; i--)
         if (a->modules[i].fini)
             a->modules[i].fini(a);
     a->ninited = 0;
+    /* Units the modules did not release. */
+    pu_registry_free(a->peers);
+    a->peers = NULL;
     while (a->infs) {
         struct shared_inf *si = a->infs;
         a->infs = si->next;

@@ -1,7 +1,10 @@
-/* cliqo-agent: parses the command line, runs the agent on one libuv loop, exits with its status. */
+/* cliqo-agent: parses the command line, runs the agent on one libuv loop, exits with its status.
+ * `cliqo-agent virtual-kubelet ...` runs one standalone virtual kubelet instead (Deployment mode).
+ */
 #include "agent/agent-internal.h"
 #include "common/log.h"
 #include "peering/ctl.h"
+#include "virtualkubelet/virtualkubelet.h"
 
 #include <signal.h>
 #include <stdio.h>
@@ -15,6 +18,8 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     int code, r;
 
+    if (argc > 1 && strcmp(argv[1], "virtual-kubelet") == 0)
+        return vk_standalone_main(argc - 1, argv + 1);
     if (agent_config_parse(argc, argv, &cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "cliqo-agent: %s\n", err);
         return 2;

@@ -2,12 +2,13 @@
  * adds one line here and its own file. */
 #include "agent/agent.h"
 #include "agent/modules.h"
+#include "advertisement/advertisement.h"
+#include "network/network.h"
 #include "peering/ctl.h"
+#include "virtualkubelet/virtualkubelet.h"
 
 const struct agent_module agent_modules[] = {
-    AGENT_MODULE_IDENTITY,
-    AGENT_MODULE_PEER_AUTH,
-    AGENT_MODULE_PEER_OUTGOING,
-    AGENT_MODULE_PEER_INCOMING,
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    AGENT_MODULE_IDENTITY,      AGENT_MODULE_PEER_AUTH,   AGENT_MODULE_PEER_OUTGOING,
+    AGENT_MODULE_PEER_INCOMING, AGENT_MODULE_NETWORK,     AGENT_MODULE_NAMESPACEMAP,
+    AGENT_MODULE_BROADCASTER,   AGENT_MODULE_ADVOPERATOR, {NULL, NULL, NULL, NULL, NULL, NULL},
 };

@@ -151,8 +151,8 @@ static void pi_start(struct pu_inf *pi)
     if (r == 0)
         r = inf_start(pi->inf);
     if (r < 0) {
-        log_warn("peers", "peer %s: cannot start an informer of %s (%s credential): %s",
-                 pi->u->id, pi->o.resource->resource, role_names[pi->role], strerror(-r));
+        log_warn("peers", "peer %s: cannot start an informer of %s (%s credential): %s", pi->u->id,
+                 pi->o.resource->resource, role_names[pi->role], strerror(-r));
         pi_stop(pi);
     }
 }
@@ -543,6 +543,16 @@ int pu_registry_new(uv_loop_t *loop, struct metrics_registry *metrics,
     }
     *ret = reg;
     return 0;
+}
+
+void pu_registry_abort(struct pu_registry *reg)
+{
+    if (!reg)
+        return;
+    for (struct pu_unit *u = reg->units; u; u = u->next)
+        for (int i = 0; i < PU_ROLE_MAX; i++)
+            if (u->cl[i].c)
+                client_drop(u, (enum pu_role)i);
 }
 
 void pu_registry_free(struct pu_registry *reg)

@@ -24,8 +24,8 @@
  * processed are abandoned: wq_done is then a no-op), its metrics series removed, and it is freed.
  * Owners must not use a unit after releasing it, nor a handle after closing it.
  *
- * Ownership: strings are copied. Everything returned is borrowed from the registry. Single-threaded:
- * every call on the registry's loop. */
+ * Ownership: strings are copied. Everything returned is borrowed from the registry.
+ * Single-threaded: every call on the registry's loop. */
 #ifndef CLIQO_AGENT_PEERS_H
 #define CLIQO_AGENT_PEERS_H
 
@@ -46,12 +46,12 @@ enum pu_role {
     PU_ROLE_MAX,
 };
 
-#define PU_MAX_UNITS   1024
-#define PU_MAX_OWNERS  16
-#define PU_MAX_INFS    32 /* informer registrations per unit */
-#define PU_MAX_QUEUES  8
-#define PU_ID_MAX      64 /* cluster IDs are at most 63 characters */
-#define PU_CONFIG_MAX  (256u << 10)
+#define PU_MAX_UNITS  1024
+#define PU_MAX_OWNERS 16
+#define PU_MAX_INFS   32 /* informer registrations per unit */
+#define PU_MAX_QUEUES 8
+#define PU_ID_MAX     64 /* cluster IDs are at most 63 characters */
+#define PU_CONFIG_MAX (256u << 10)
 
 struct pu_registry;
 struct pu_unit;
@@ -67,8 +67,11 @@ struct pu_client_options {
 /* Creates a registry on loop. metrics may be NULL (no metrics). Returns 0, -EINVAL or -ENOMEM. */
 int pu_registry_new(uv_loop_t *loop, struct metrics_registry *metrics,
                     const struct pu_client_options *o, struct pu_registry **ret);
-/* Destroys every unit at once (owners are gone: agent shutdown) and frees the registry once the
- * last unit's handles have closed. NULL-safe. */
+/* Shutdown, first step: aborts every client of every unit (pending requests complete with
+ * -ECANCELED while their owners still exist); units stay until released or freed. NULL-safe. */
+void pu_registry_abort(struct pu_registry *reg);
+/* Destroys every unit left at once (owners are gone: agent shutdown) and frees the registry.
+ * NULL-safe. */
 void pu_registry_free(struct pu_registry *reg);
 size_t pu_registry_count(const struct pu_registry *reg);
 
@@ -91,7 +94,8 @@ struct pu_registry *pu_registry(const struct pu_unit *u);
  * client, if any, is kept). */
 int pu_set_credential(struct pu_unit *u, enum pu_role role, const char *kubeconfig, size_t len,
                       const char *version, char *err, size_t errlen);
-/* Removes a role's client (aborting its requests); its informer registrations wait for a new one. */
+/* Removes a role's client (aborting its requests); its informer registrations wait for a new one.
+ */
 void pu_drop_credential(struct pu_unit *u, enum pu_role role);
 /* The client of a role, or NULL. */
 struct kapi_client *pu_client(const struct pu_unit *u, enum pu_role role);

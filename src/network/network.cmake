@@ -1,3 +1,9 @@
 # Network support library (src/network/): CIDRs and the pod-CIDR remapping of
 # peers. Pure functions and a table: no event loop, no network.
 cliqo_module(cliqo_network SOURCES network/ipam.c)
+
+# The agent module that exchanges NetworkConfigs and settles the remapping (network.h).
+if(TARGET cliqo_network)
+    set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/network/ctl_network.c)
+    set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_LIBS cliqo_network)
+endif()

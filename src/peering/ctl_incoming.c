@@ -38,7 +38,7 @@ struct rec {
     json_t *pr; /* NULL when the request is gone */
     json_t *fc; /* the requester's ForeignCluster (working copy) or NULL */
     char id[64], cname[64];
-    int requeue_ms;         /* after a successful write: -1 none */
+    int requeue_ms; /* after a successful write: -1 none */
     json_t *secret; /* the requester's kubeconfig Secret, once read */
 };
 
@@ -270,7 +270,8 @@ static struct kapi_client *install_requester(struct rec *r)
     if (pu_client(u, PU_REQUESTER) && strcmp(pu_credential_version(u, PU_REQUESTER), rv) == 0)
         return pu_client(u, PU_REQUESTER);
     if (peer_base64_decode(b64, PEER_SECRET_MAX, &kubeconfig, &len) < 0) {
-        log_warn("incoming", "PeeringRequest %s: the kubeconfig Secret is not valid base64", r->key);
+        log_warn("incoming", "PeeringRequest %s: the kubeconfig Secret is not valid base64",
+                 r->key);
         return NULL;
     }
     rc = pu_set_credential(u, PU_REQUESTER, kubeconfig, len, rv, err, sizeof(err));

@@ -494,8 +494,8 @@ static void after_pr_create(void *owner)
         return;
     }
     r->ch.next = after_pr_get;
-    if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
-                 r) < 0)
+    if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id,
+                 peer_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
 
@@ -624,8 +624,8 @@ static void peer_outgoing(struct rec *r)
         return;
     /* Where is the request? (after_pr_get creates it when missing.) */
     r->ch.next = after_pr_get;
-    if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id, peer_call_cb,
-                 r) < 0)
+    if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id,
+                 peer_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
 
@@ -734,7 +734,8 @@ static void after_remote_pr_delete(void *owner)
     }
     snprintf(name, sizeof(name), "pr-%s", r->own_id);
     r->ch.next = after_remote_secret_delete;
-    if (kapi_delete(peer_remote(r->p), &kapi_secrets, r->p->remote_ns, name, NULL, peer_call_cb, r) < 0)
+    if (kapi_delete(peer_remote(r->p), &kapi_secrets, r->p->remote_ns, name, NULL, peer_call_cb,
+                    r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
 

@@ -22,7 +22,7 @@ const struct kapi_resource peer_res_namespaceoffloadings = {
 const struct kapi_resource peer_res_namespacenattingtables = {
     "virtualkubelet.liqo.io", "v1alpha1", "namespacenattingtables", "NamespaceNattingTable", false};
 const struct kapi_resource peer_res_namespacemaps = {"virtualkubelet.liqo.io", "v1alpha1",
-                                                    "namespacemaps", "NamespaceMap", true};
+                                                     "namespacemaps", "NamespaceMap", true};
 const struct kapi_resource peer_res_roles = {"rbac.authorization.k8s.io", "v1", "roles", "Role",
                                              true};
 const struct kapi_resource peer_res_rolebindings = {"rbac.authorization.k8s.io", "v1",

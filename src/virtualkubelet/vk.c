@@ -19,15 +19,15 @@
 #include "peering/objects.h"
 #include "peering/resources.h"
 
-#define MOD                 "virtual-kubelet"
-#define DEFAULT_LEASE_MS    10000
-#define DEFAULT_STATUS_MS   60000
-#define DEFAULT_REMOTE_MS   30000
-#define LEASE_DURATION_S    40
-#define RETRY_MS            1000
-#define DRAIN_BATCH         500
-#define NODE_LEASE_NS       "kube-node-lease"
-#define MAX_NODE_LABELS     64
+#define MOD               "virtual-kubelet"
+#define DEFAULT_LEASE_MS  10000
+#define DEFAULT_STATUS_MS 60000
+#define DEFAULT_REMOTE_MS 30000
+#define LEASE_DURATION_S  40
+#define RETRY_MS          1000
+#define DRAIN_BATCH       500
+#define NODE_LEASE_NS     "kube-node-lease"
+#define MAX_NODE_LABELS   64
 
 enum td_step {
     TD_CORDON,
@@ -50,9 +50,9 @@ struct vk {
     int refs;
     bool dead;
 
-    bool busy, dirty;           /* a reconcile pass in flight; kicked meanwhile */
-    char *status_sig;           /* the last status written (without timestamps) */
-    uint64_t status_at;         /* when it was written */
+    bool busy, dirty;   /* a reconcile pass in flight; kicked meanwhile */
+    char *status_sig;   /* the last status written (without timestamps) */
+    uint64_t status_at; /* when it was written */
     char node_uid[64];
     bool lease_busy;
 
@@ -142,7 +142,8 @@ void vk_kick(struct vk *v)
     schedule(v, 0);
 }
 
-/* ---- the desired node -------------------------------------------------------------------------- */
+/* ---- the desired node --------------------------------------------------------------------------
+ */
 
 static bool label_value_ok(const char *s)
 {
@@ -164,12 +165,12 @@ static bool label_value_ok(const char *s)
 
 static json_t *node_labels(struct vk *v, const json_t *adv)
 {
-    json_t *l = json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", PEER_LABEL_TYPE_V01,
-                          PEER_VIRTUAL_NODE, PEER_LABEL_TYPE, PEER_VIRTUAL_NODE,
-                          PEER_LABEL_REMOTE_CLUSTER, v->peer, "kubernetes.io/hostname", v->node,
-                          "kubernetes.io/os", "linux", "kubernetes.io/arch", "amd64",
-                          "kubernetes.io/role", "agent",
-                          "node.kubernetes.io/exclude-from-external-load-balancers", "true");
+    json_t *l =
+        json_pack("{s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s}", PEER_LABEL_TYPE_V01, PEER_VIRTUAL_NODE,
+                  PEER_LABEL_TYPE, PEER_VIRTUAL_NODE, PEER_LABEL_REMOTE_CLUSTER, v->peer,
+                  "kubernetes.io/hostname", v->node, "kubernetes.io/os", "linux",
+                  "kubernetes.io/arch", "amd64", "kubernetes.io/role", "agent",
+                  "node.kubernetes.io/exclude-from-external-load-balancers", "true");
     const char *k;
     json_t *val;
     size_t n = 0;
@@ -192,8 +193,8 @@ static json_t *node_labels(struct vk *v, const json_t *adv)
  * quantity, at most SHR_MAX_RESOURCES names). */
 static json_t *node_capacity(const json_t *adv, bool *ret_has_resources)
 {
-    json_t *hard = json_object_get(
-        json_object_get(json_object_get(adv, "spec"), "resourceQuota"), "hard");
+    json_t *hard =
+        json_object_get(json_object_get(json_object_get(adv, "spec"), "resourceQuota"), "hard");
     json_t *cap = json_object();
     const char *k;
     json_t *val;
@@ -228,8 +229,8 @@ static json_t *node_capacity(const json_t *adv, bool *ret_has_resources)
 
 static bool adv_settled(const json_t *adv)
 {
-    return json_is_true(json_object_get(
-        json_object_get(json_object_get(adv, "status"), "network"), "settled"));
+    return json_is_true(
+        json_object_get(json_object_get(json_object_get(adv, "status"), "network"), "settled"));
 }
 
 static json_t *condition(const char *type, bool status, const char *reason, const char *message)
@@ -249,8 +250,8 @@ static json_t *desired_status(struct vk *v, const json_t *adv)
 
     if (!reachable) {
         reason = "ProviderUnreachable";
-        snprintf(msg, sizeof(msg), "%u probes of provider %s failed in a row: %s",
-                 v->ka_failures, v->peer, v->ka_error);
+        snprintf(msg, sizeof(msg), "%u probes of provider %s failed in a row: %s", v->ka_failures,
+                 v->peer, v->ka_error);
     } else if (!settled) {
         reason = "RemappingPending";
         snprintf(msg, sizeof(msg),
@@ -268,11 +269,10 @@ static json_t *desired_status(struct vk *v, const json_t *adv)
     conds = json_array();
     if (conds) {
         json_array_append_new(conds, condition("Ready", v->ready, reason, msg));
-        json_array_append_new(
-            conds, condition("NetworkUnavailable", !settled,
-                             settled ? "RemappingSettled" : "RemappingPending",
-                             settled ? "the pod-CIDR remapping is settled"
-                                     : "waiting for the pod-CIDR remapping"));
+        json_array_append_new(conds, condition("NetworkUnavailable", !settled,
+                                               settled ? "RemappingSettled" : "RemappingPending",
+                                               settled ? "the pod-CIDR remapping is settled"
+                                                       : "waiting for the pod-CIDR remapping"));
         json_array_append_new(conds, condition("MemoryPressure", false, "ProviderReady",
                                                "the provider manages its own memory pressure"));
         json_array_append_new(conds, condition("DiskPressure", false, "ProviderReady",
@@ -283,10 +283,10 @@ static json_t *desired_status(struct vk *v, const json_t *adv)
     st = json_pack("{s:O,s:O,s:o,s:[{s:s,s:s},{s:s,s:s}],s:{s:{s:i}},s:{s:s,s:s,s:s,s:s,s:s}}",
                    "capacity", cap, "allocatable", cap, "conditions", conds, "addresses", "type",
                    "InternalIP", "address", v->address, "type", "Hostname", "address", v->node,
-                   "daemonEndpoints", "kubeletEndpoint", "Port", (int)v->kubelet_port,
-                   "nodeInfo", "architecture", "amd64", "operatingSystem", "linux",
-                   "kubeletVersion", "v1.20.2-cliqo-" CLIQO_VERSION, "osImage",
-                   "cliqo virtual node", "containerRuntimeVersion", "cliqo://" CLIQO_VERSION);
+                   "daemonEndpoints", "kubeletEndpoint", "Port", (int)v->kubelet_port, "nodeInfo",
+                   "architecture", "amd64", "operatingSystem", "linux", "kubeletVersion",
+                   "v1.20.2-cliqo-" CLIQO_VERSION, "osImage", "cliqo virtual node",
+                   "containerRuntimeVersion", "cliqo://" CLIQO_VERSION);
     json_decref(cap);
     return st;
 }
@@ -320,7 +320,8 @@ static void stamp(json_t *status, const json_t *node)
     }
 }
 
-/* ---- reconcile passes ---------------------------------------------------------------------------- */
+/* ---- reconcile passes
+ * ---------------------------------------------------------------------------- */
 
 static void pass(uv_timer_t *t);
 static void teardown_step(struct vk *v);
@@ -453,10 +454,10 @@ static bool has_taint(const json_t *node)
 
 static void create_node(struct vk *v, const json_t *adv)
 {
-    json_t *node = json_pack("{s:s,s:s,s:{s:s,s:o,s:{s:s}},s:{s:o}}", "apiVersion", "v1", "kind",
-                             "Node", "metadata", "name", v->node, "labels", node_labels(v, adv),
-                             "annotations", "cliqo.io/provider-cluster-id", v->peer, "spec",
-                             "taints", taints());
+    json_t *node =
+        json_pack("{s:s,s:s,s:{s:s,s:o,s:{s:s}},s:{s:o}}", "apiVersion", "v1", "kind", "Node",
+                  "metadata", "name", v->node, "labels", node_labels(v, adv), "annotations",
+                  "cliqo.io/provider-cluster-id", v->peer, "spec", "taints", taints());
 
     if (!node || kapi_create(v->local, &kapi_nodes, NULL, node, after_node_write, ref(v)) < 0) {
         v->refs--;
@@ -624,7 +625,8 @@ static void pass(uv_timer_t *t)
     json_decref(node);
 }
 
-/* ---- Lease -------------------------------------------------------------------------------------- */
+/* ---- Lease --------------------------------------------------------------------------------------
+ */
 
 static void renew(uv_timer_t *t);
 
@@ -651,12 +653,12 @@ static json_t *lease_spec(struct vk *v)
 {
     struct timespec ts;
     struct tm tm;
-    char buf[48], date[32];
+    char buf[64], date[32];
 
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, sizeof(buf), "%s.%06ldZ", date, ts.tv_nsec / 1000);
+    snprintf(buf, sizeof(buf), "%.20s.%06ldZ", date, (long)(ts.tv_nsec / 1000) % 1000000);
     return json_pack("{s:s,s:i,s:s}", "holderIdentity", v->node, "leaseDurationSeconds",
                      LEASE_DURATION_S, "renewTime", buf);
 }
@@ -704,8 +706,8 @@ static void renew(uv_timer_t *t)
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     v->lease_busy = true;
-    if (!body || kapi_patch(v->local, &kapi_leases, NODE_LEASE_NS, v->node, NULL,
-                            KAPI_PATCH_MERGE, body, after_lease_patch, ref(v)) < 0) {
+    if (!body || kapi_patch(v->local, &kapi_leases, NODE_LEASE_NS, v->node, NULL, KAPI_PATCH_MERGE,
+                            body, after_lease_patch, ref(v)) < 0) {
         v->refs--;
         v->lease_busy = false;
         lease_rearm(v);
@@ -713,7 +715,8 @@ static void renew(uv_timer_t *t)
     x_free(body);
 }
 
-/* ---- keepalive ----------------------------------------------------------------------------------- */
+/* ---- keepalive
+ * ----------------------------------------------------------------------------------- */
 
 static void probe(uv_timer_t *t);
 
@@ -777,8 +780,8 @@ static void after_probe(struct kapi_client *c, const struct kapi_result *res, vo
         map = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:{}}}", "apiVersion",
                         "virtualkubelet.liqo.io/v1alpha1", "kind", "NamespaceMap", "metadata",
                         "name", v->home, "namespace", ns, "spec", "desiredMapping");
-        if (map && kapi_create(c, &peer_res_namespacemaps, ns, map, after_map_create, ref(v)) ==
-                       0) {
+        if (map &&
+            kapi_create(c, &peer_res_namespacemaps, ns, map, after_map_create, ref(v)) == 0) {
             json_decref(map);
             return;
         }
@@ -820,7 +823,8 @@ static void probe(uv_timer_t *t)
     }
 }
 
-/* ---- teardown ------------------------------------------------------------------------------------ */
+/* ---- teardown
+ * ------------------------------------------------------------------------------------ */
 
 static void td_next(struct vk *v, enum td_step next)
 {
@@ -1040,7 +1044,8 @@ void vk_teardown(struct vk *v, vk_done_cb done, void *data)
         v->dirty = true;
 }
 
-/* ---- life cycle ---------------------------------------------------------------------------------- */
+/* ---- life cycle
+ * ---------------------------------------------------------------------------------- */
 
 void vk_set_keepalive(struct vk *v, unsigned retry_s, unsigned threshold)
 {

@@ -50,8 +50,8 @@ struct vk_params {
     const char *node_address;  /* status.addresses InternalIP */
     unsigned kubelet_port;     /* status.daemonEndpoints.kubeletEndpoint.Port */
     struct vk_source src;
-    uint64_t lease_ms;       /* Lease renewal period; default 10 s */
-    uint64_t status_ms;      /* node status refresh period; default 60 s */
+    uint64_t lease_ms;          /* Lease renewal period; default 10 s */
+    uint64_t status_ms;         /* node status refresh period; default 60 s */
     uint64_t remote_timeout_ms; /* teardown: how long the provider may not answer; default 30 s */
 };
 

@@ -1,0 +1,14 @@
+# Advertisement (docs/advertisement.md): what a provider cluster shares with its consumers. share.c is
+# the broadcaster's incremental computation over the cluster's nodes and pods; config.c parses the
+# ClusterConfig's sharing and acceptance settings; policy.c validates Advertisements and decides on them.
+# Pure, no event loop.
+cliqo_module(cliqo_advertisement SOURCES advertisement/share.c advertisement/config.c advertisement/policy.c
+             DEPS cliqo_kube_quantity cliqo_peering PkgConfig::JANSSON)
+
+# The broadcaster and the advertisement operator are agent modules (src/agent/agent.cmake).
+if(TARGET cliqo_advertisement)
+    set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_SOURCES
+                 ${CMAKE_CURRENT_SOURCE_DIR}/advertisement/broadcaster.c
+                 ${CMAKE_CURRENT_SOURCE_DIR}/advertisement/operator.c)
+    set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_LIBS cliqo_advertisement)
+endif()

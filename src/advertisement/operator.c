@@ -1,0 +1,1163 @@
+/* advoperator: the consumer side of the advertisement protocol (docs/advertisement.md,
+ * "Advertisement operator").
+ *
+ * Key: the Advertisement's "namespace/name". A pass reads the cached Advertisement and does the
+ * first thing missing, then requeues:
+ *   gone              -> a virtual kubelet still running is torn down (the finalizer was removed
+ *                        by someone else), other waiting Advertisements get a look (a slot freed);
+ *   being deleted     -> the virtual kubelet tears down (cordon, drain, clean the provider, delete
+ *                        the node), then the finalizer cliqo.io/virtual-kubelet is removed;
+ *   expired           -> deleted (the provider stopped refreshing it);
+ *   otherwise         -> validated (the credential Secret must exist), decided (policy.h), and:
+ *                        accepted: finalizer, the credential installed in the provider's unit
+ *                        (role PU_VK), the virtual kubelet started (embedded) or its Deployment
+ *                        ensured; refused after acceptance: torn down, finalizer removed;
+ *                        then the status (decision, virtual node, pod-CIDR remapping) and the
+ *                        ForeignCluster's received-sharing status are written, with an Event when
+ *                        the decision changes.
+ * The count of accepted Advertisements is exact: it is recounted from the informer on every
+ * decision (decisions written but not yet seen back are remembered in `pending`). */
+#include "agent/agent.h"
+#include "agent/modules.h"
+#include "agent/peers.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "advertisement/advertisement.h"
+#include "advertisement/config.h"
+#include "advertisement/policy.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "network/network.h"
+#include "peering/ctl.h"
+#include "peering/identity.h"
+#include "peering/resources.h"
+#include "virtualkubelet/virtualkubelet.h"
+#include "virtualkubelet/vk.h"
+
+#define MOD           "advoperator"
+#define OWNER         "advoperator"
+#define RETRY_MS      1000
+#define WAIT_MS       300
+#define RESYNC_MS     30000
+#define NODE_LEASE_NS "kube-node-lease"
+
+struct vkent {
+    char key[192], ns[64], name[128], peer[64];
+    struct pu_unit *unit;
+    struct vk *vk;
+    bool torn_down;
+    bool deployment_ensured;
+    struct vkent *next;
+};
+
+static struct {
+    struct agent *a;
+    struct inf_informer *advs, *config, *tenants, *nodes, *fcs;
+    struct wq_queue *q;
+    struct adv_config cfg;
+    bool cfg_loaded, running;
+    json_t *pending; /* key -> "Accepted" | "Refused" written, not yet seen back */
+    struct vkent *vks;
+} st;
+
+struct rec {
+    struct peer_call_chain ch; /* first */
+    char key[192], ns[64], name[128], peer[64];
+    json_t *adv; /* working copy */
+    struct vkent *e;
+    struct advpol_result d;
+    const char *invalid_reason;
+    char invalid_msg[256];
+    json_t *secret;
+    int step; /* Deployment mode chain */
+};
+
+static void rec_end(struct rec *r, int requeue_ms)
+{
+    if (st.q) {
+        if (requeue_ms >= 0)
+            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
+        wq_done(st.q, r->key);
+    }
+    json_decref(r->adv);
+    json_decref(r->secret);
+    peer_call_reset(&r->ch.last);
+    x_free(r);
+}
+
+static uint64_t remote_timeout_ms(void)
+{
+    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_int_t s = json_integer_value(json_object_get(
+        json_object_get(json_object_get(cc, "spec"), "peeringConfig"), "unpeerTimeoutSeconds"));
+
+    json_decref(cc);
+    return s > 0 && s <= 3600 ? (uint64_t)s * 1000 : 30000;
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+    const char *v = json_string_value(json_object_get(o, k));
+
+    return v ? v : "";
+}
+
+static bool deleting(const json_t *obj)
+{
+    return json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp") != NULL;
+}
+
+/* The peer of a tenant namespace (its cluster-id label), or NULL. */
+static const char *tenant_peer(const char *ns, char *buf, size_t size)
+{
+    json_t *t = inf_get(st.tenants, NULL, ns);
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(t, "metadata"), "labels"), PEER_LABEL_CLUSTER_ID));
+    bool ok = id && peer_cluster_id_valid(id);
+
+    if (ok)
+        snprintf(buf, size, "%s", id);
+    json_decref(t);
+    return ok ? buf : NULL;
+}
+
+/* ---- entries: the virtual kubelets
+ * --------------------------------------------------------------- */
+
+static struct vkent *ent_find(const char *key)
+{
+    for (struct vkent *e = st.vks; e; e = e->next)
+        if (strcmp(e->key, key) == 0)
+            return e;
+    return NULL;
+}
+
+static struct vkent *ent_by_peer(const char *peer)
+{
+    for (struct vkent *e = st.vks; e; e = e->next)
+        if (strcmp(e->peer, peer) == 0)
+            return e;
+    return NULL;
+}
+
+static struct vkent *ent_ensure(struct rec *r)
+{
+    struct vkent *e = ent_find(r->key);
+
+    if (e)
+        return e;
+    e = x_calloc(1, sizeof(*e));
+    if (!e)
+        return NULL;
+    snprintf(e->key, sizeof(e->key), "%s", r->key);
+    snprintf(e->ns, sizeof(e->ns), "%s", r->ns);
+    snprintf(e->name, sizeof(e->name), "%s", r->name);
+    snprintf(e->peer, sizeof(e->peer), "%s", r->peer);
+    e->next = st.vks;
+    st.vks = e;
+    return e;
+}
+
+static void ent_free(struct vkent *e)
+{
+    for (struct vkent **pp = &st.vks; *pp; pp = &(*pp)->next) {
+        if (*pp == e) {
+            *pp = e->next;
+            break;
+        }
+    }
+    vk_free(e->vk);
+    if (e->unit)
+        pu_release(e->unit, OWNER);
+    x_free(e);
+}
+
+static json_t *src_adv(void *data)
+{
+    struct vkent *e = data;
+
+    return inf_get(st.advs, e->ns, e->name);
+}
+
+static json_t *src_node(void *data, bool *ret_known)
+{
+    struct vkent *e = data;
+    char node[96];
+
+    *ret_known = inf_synced(st.nodes);
+    if (vk_node_name_for(e->peer, node, sizeof(node)) < 0)
+        return NULL;
+    return inf_get(st.nodes, NULL, node);
+}
+
+static const char *node_address(void)
+{
+    const char *ip = getenv("POD_IP");
+
+    return ip && *ip ? ip : "127.0.0.1";
+}
+
+static int ent_start_vk(struct vkent *e)
+{
+    struct vk_params p = {
+        .loop = agent_loop(st.a),
+        .local = agent_kube(st.a),
+        .unit = e->unit,
+        .peer_id = e->peer,
+        .home_id = identity_cluster_id(),
+        .node_address = node_address(),
+        .src = {src_adv, src_node, e},
+        .remote_timeout_ms = remote_timeout_ms(),
+    };
+    int r;
+
+    if (e->vk)
+        return 0;
+    r = vk_new(&p, &e->vk);
+    if (r == 0)
+        vk_set_keepalive(e->vk, st.cfg.keepalive_retry_s, st.cfg.keepalive_threshold);
+    return r;
+}
+
+static void on_torn_down(struct vk *v, int err, void *data)
+{
+    char *key = data;
+    struct vkent *e = ent_find(key);
+
+    (void)v;
+    if (e && err == 0)
+        e->torn_down = true;
+    if (st.q)
+        wq_add(st.q, key);
+    x_free(key);
+}
+
+/* Starts (or follows) the teardown of an entry's virtual kubelet; true once it is over. */
+static bool ent_teardown(struct vkent *e)
+{
+    char *key;
+
+    if (e->torn_down)
+        return true;
+    if (!e->vk && ent_start_vk(e) < 0)
+        return false;
+    if (vk_tearing_down(e->vk))
+        return false;
+    key = x_strdup(e->key);
+    if (!key)
+        return false;
+    vk_set_remote_timeout(e->vk, remote_timeout_ms());
+    vk_teardown(e->vk, on_torn_down, key);
+    return false;
+}
+
+/* ---- small writes
+ * -------------------------------------------------------------------------------- */
+
+static void after_write(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT && r->ch.last.err != -EEXIST) {
+        log_warn(MOD, "%s: %s", r->key, r->ch.last.message);
+        rec_end(r, r->ch.last.err == -ESTALE ? 100 : RETRY_MS);
+        return;
+    }
+    rec_end(r, 0);
+}
+
+static void on_event_written(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    (void)c;
+    (void)data;
+    if (res->err < 0)
+        log_debug(MOD, "cannot record an Event: %s", res->status.message);
+}
+
+static void emit_event(const json_t *adv, bool warning, const char *reason, const char *message)
+{
+    char name[256], now[32];
+    struct timespec ts;
+    json_t *ev;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(name, sizeof(name), "%.200s.%lx%05lx", kapi_obj_name(adv), (long)ts.tv_sec,
+             (long)(ts.tv_nsec / 10000));
+    peer_now_rfc3339(now, sizeof(now));
+    ev =
+        json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s,s:s?},s:s,s:s,s:s,s:{s:s},s:s,s:s,"
+                  "s:i}",
+                  "apiVersion", "v1", "kind", "Event", "metadata", "name", name, "namespace",
+                  kapi_obj_namespace(adv), "involvedObject", "apiVersion",
+                  "sharing.liqo.io/v1alpha1", "kind", "Advertisement", "name", kapi_obj_name(adv),
+                  "namespace", kapi_obj_namespace(adv), "uid", kapi_obj_uid(adv), "reason", reason,
+                  "message", message, "type", warning ? "Warning" : "Normal", "source", "component",
+                  "cliqo-agent", "firstTimestamp", now, "lastTimestamp", now, "count", 1);
+    if (ev)
+        kapi_create(agent_kube(st.a), &kapi_events, kapi_obj_namespace(adv), ev, on_event_written,
+                    NULL);
+    json_decref(ev);
+}
+
+static void set_finalizer(struct rec *r, bool on)
+{
+    json_t *fins = json_array(),
+           *old = json_object_get(json_object_get(r->adv, "metadata"), "finalizers"), *f, *patch;
+    size_t i;
+    char *body;
+
+    json_array_foreach(old, i, f)
+    {
+        if (!json_is_string(f) || strcmp(json_string_value(f), PEER_VK_FINALIZER) != 0)
+            json_array_append(fins, f);
+    }
+    if (on)
+        json_array_append_new(fins, json_string(PEER_VK_FINALIZER));
+    patch = json_pack("{s:{s:O,s:o}}", "metadata", "resourceVersion",
+                      json_object_get(json_object_get(r->adv, "metadata"), "resourceVersion"),
+                      "finalizers", fins);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    r->ch.next = after_write;
+    if (!body || kapi_patch(agent_kube(st.a), &peer_res_advertisements, r->ns, r->name, NULL,
+                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    x_free(body);
+}
+
+static void on_fc_written(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    (void)c;
+    (void)data;
+    if (res->err < 0 && res->err != -ENOENT)
+        log_debug(MOD, "cannot update a ForeignCluster's sharing status: %s", res->status.message);
+}
+
+struct fc_find {
+    const char *id;
+    json_t *found;
+};
+
+static void fc_visit(json_t *obj, void *data)
+{
+    struct fc_find *f = data;
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"));
+
+    if (!f->found && id && strcmp(id, f->id) == 0)
+        f->found = json_incref(obj);
+}
+
+static void write_fc_received(const char *peer, json_t *received)
+{
+    struct fc_find f = {peer, NULL};
+    json_t *cur, *patch;
+    char *body;
+
+    inf_foreach(st.fcs, fc_visit, &f);
+    cur = json_object_get(json_object_get(json_object_get(f.found, "status"), "advertisement"),
+                          "received");
+    if (!f.found || json_equal(cur, received)) {
+        json_decref(f.found);
+        json_decref(received);
+        return;
+    }
+    patch = json_pack("{s:{s:{s:o}}}", "status", "advertisement", "received", received);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    if (body)
+        kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, kapi_obj_name(f.found),
+                   "status", KAPI_PATCH_MERGE, body, on_fc_written, NULL);
+    x_free(body);
+    json_decref(patch);
+    json_decref(f.found);
+}
+
+/* ---- counting
+ * ------------------------------------------------------------------------------------- */
+
+struct count {
+    const char *key;
+    const char *created; /* of the one being decided */
+    const char *name;
+    size_t accepted, waiting_before;
+};
+
+static const char *effective_status(const json_t *adv, const char *key)
+{
+    const char *p = json_string_value(json_object_get(st.pending, key));
+
+    return p ? p : str(json_object_get(adv, "status"), "advertisementStatus");
+}
+
+static void count_visit(json_t *adv, void *data)
+{
+    struct count *c = data;
+    char key[192], pbuf[64];
+    const json_t *status = json_object_get(adv, "status");
+    const char *created = str(json_object_get(adv, "metadata"), "creationTimestamp");
+    const char *peer;
+    int cmp;
+
+    snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(adv), kapi_obj_name(adv));
+    if (strcmp(key, c->key) == 0 || deleting(adv))
+        return;
+    if (strcmp(effective_status(adv, key), "Accepted") == 0) {
+        c->accepted++;
+        return;
+    }
+    if (!advpol_waiting(effective_status(adv, key), str(status, "reason"),
+                        strcmp(str(status, "decidedBy"), "Operator") == 0))
+        return;
+    peer = tenant_peer(kapi_obj_namespace(adv), pbuf, sizeof(pbuf));
+    if (!peer || advcfg_list_has(st.cfg.deny, peer) ||
+        (json_array_size(st.cfg.allow) > 0 && !advcfg_list_has(st.cfg.allow, peer)))
+        return;
+    cmp = strcmp(created, c->created);
+    if (cmp < 0 || (cmp == 0 && strcmp(kapi_obj_name(adv), c->name) < 0))
+        c->waiting_before++;
+}
+
+/* ---- status
+ * ---------------------------------------------------------------------------------------- */
+
+static json_t *desired_status(struct rec *r)
+{
+    const json_t *cur = json_object_get(r->adv, "status");
+    const char *status = r->d.accept ? "Accepted" : "Refused";
+    struct net_peer_state ns;
+    char now[32], node[96];
+    json_t *s;
+
+    peer_now_rfc3339(now, sizeof(now));
+    s = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "advertisementStatus", status, "reason", r->d.reason,
+                  "message", r->d.message, "decidedBy", r->d.by_operator ? "Operator" : "Policy",
+                  "lastTransitionTime",
+                  strcmp(str(cur, "advertisementStatus"), status) == 0 &&
+                          json_string_value(json_object_get(cur, "lastTransitionTime"))
+                      ? str(cur, "lastTransitionTime")
+                      : now,
+                  "vkCreated", r->d.accept && r->e != NULL);
+    if (!s)
+        return NULL;
+    if (r->d.accept && r->e && vk_node_name_for(r->peer, node, sizeof(node)) == 0) {
+        json_object_set_new(s, "vnodeReference", json_pack("{s:s}", "name", node));
+        if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT) {
+            char dep[128];
+
+            snprintf(dep, sizeof(dep), "virtual-kubelet-%s", r->peer);
+            json_object_set_new(s, "vkReference",
+                                json_pack("{s:s,s:s}", "name", dep, "namespace", r->ns));
+        }
+    }
+    if (net_peer_state(r->peer, &ns) == 0) {
+        json_t *n = json_pack("{s:b}", "settled", ns.settled);
+
+        if (n && ns.remote_cidr[0])
+            json_object_set_new(n, "remotePodCIDR", json_string(ns.remote_cidr));
+        if (n && ns.remote_mapped[0])
+            json_object_set_new(n, "remoteRemappedPodCIDR", json_string(ns.remote_mapped));
+        if (n && ns.local_mapped[0])
+            json_object_set_new(n, "localRemappedPodCIDR", json_string(ns.local_mapped));
+        if (n)
+            json_object_set_new(s, "network", n);
+    }
+    return s;
+}
+
+static bool status_differs(const json_t *cur, const json_t *want)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach((json_t *)want, k, v)
+    {
+        if (strcmp(k, "lastTransitionTime") == 0)
+            continue;
+        if (!json_equal(json_object_get(cur, k), v))
+            return true;
+    }
+    json_object_foreach((json_t *)cur, k, v)
+    {
+        if (!json_object_get(want, k))
+            return true;
+    }
+    return false;
+}
+
+static void after_status(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0) {
+        json_object_del(st.pending, r->key);
+        if (r->ch.last.err != -ENOENT && r->ch.last.err != -ESTALE)
+            log_warn(MOD, "%s: cannot write the status: %s", r->key, r->ch.last.message);
+        rec_end(r, r->ch.last.err == -ESTALE ? 100 : RETRY_MS);
+        return;
+    }
+    rec_end(r, 0);
+}
+
+/* Writes the status if it changed; the pass ends there (or at the next resync). */
+static void finish(struct rec *r)
+{
+    json_t *cur = json_object_get(r->adv, "status"), *want = desired_status(r), *patch, *recv;
+    const char *old = str(cur, "advertisementStatus"), *now_status;
+    const char *k;
+    json_t *v;
+    char *body;
+    int64_t ttl = 0, left;
+    char node[96];
+
+    if (!want) {
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    now_status = str(want, "advertisementStatus");
+    recv = json_pack("{s:s,s:s,s:s}", "status", now_status, "reason", r->d.reason, "message",
+                     r->d.message);
+    if (recv && r->d.accept && vk_node_name_for(r->peer, node, sizeof(node)) == 0)
+        json_object_set_new(recv, "virtualNode", json_string(node));
+    if (recv)
+        write_fc_received(r->peer, recv);
+    if (!status_differs(cur, want)) {
+        json_decref(want);
+        peer_parse_rfc3339(
+            json_string_value(json_object_get(json_object_get(r->adv, "spec"), "timeToLive")),
+            &ttl);
+        left = (ttl - (int64_t)time(NULL)) * 1000 + 500;
+        rec_end(r, left > 0 && left < RESYNC_MS ? (int)left : RESYNC_MS);
+        return;
+    }
+    if (strcmp(old, now_status) != 0 || strcmp(str(cur, "reason"), r->d.reason) != 0) {
+        log_info(MOD, "Advertisement %s of cluster %s: %s (%s) %s", r->key, r->peer, now_status,
+                 r->d.reason, r->d.message);
+        emit_event(r->adv, !r->d.accept,
+                   r->d.accept ? "AdvertisementAccepted" : "AdvertisementRefused", r->d.message);
+        json_object_set_new(st.pending, r->key, json_string(now_status));
+    }
+    json_object_foreach(cur, k, v)
+    {
+        if (!json_object_get(want, k))
+            json_object_set_new(want, k, json_null());
+    }
+    patch = json_pack("{s:{s:O},s:o}", "metadata", "resourceVersion",
+                      json_object_get(json_object_get(r->adv, "metadata"), "resourceVersion"),
+                      "status", want);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    r->ch.next = after_status;
+    if (!body || kapi_patch(agent_kube(st.a), &peer_res_advertisements, r->ns, r->name, "status",
+                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0) {
+        json_object_del(st.pending, r->key);
+        rec_end(r, RETRY_MS);
+    }
+    x_free(body);
+}
+
+/* ---- Deployment mode
+ * ------------------------------------------------------------------------------ */
+
+static json_t *binding(const char *kind, const char *name, const char *ns, const char *role,
+                       const char *sa, const char *sa_ns)
+{
+    json_t *b =
+        json_pack("{s:s,s:s,s:{s:s,s:{s:s}},s:{s:s,s:s,s:s},s:[{s:s,s:s,s:s}]}", "apiVersion",
+                  "rbac.authorization.k8s.io/v1", "kind", kind, "metadata", "name", name, "labels",
+                  "app.kubernetes.io/managed-by", "cliqo-agent", "roleRef", "apiGroup",
+                  "rbac.authorization.k8s.io", "kind", "ClusterRole", "name", role, "subjects",
+                  "kind", "ServiceAccount", "name", sa, "namespace", sa_ns);
+
+    if (b && ns)
+        json_object_set_new(json_object_get(b, "metadata"), "namespace", json_string(ns));
+    return b;
+}
+
+static const char *vk_image(void)
+{
+    return st.cfg.vk_image[0] ? st.cfg.vk_image : "cliqo/cliqo-agent:" CLIQO_VERSION;
+}
+
+static json_t *deployment(struct rec *r, const char *name)
+{
+    char adv[256], secret[128];
+    const char *sname = json_string_value(
+        json_object_get(json_object_get(json_object_get(r->adv, "spec"), "kubeConfigRef"), "name"));
+
+    snprintf(adv, sizeof(adv), "%s/%s", r->ns, r->name);
+    snprintf(secret, sizeof(secret), "%s", sname ? sname : "");
+    return json_pack(
+        "{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s},s:[{s:s,s:s,s:s,s:s,s:b}]},"
+        "s:{s:i,s:{s:{s:s,s:s}},s:{s:{s:{s:s,s:s,s:s}},s:{s:s,s:b,"
+        "s:[{s:s,s:s,s:[s,s,s,s,s,s,s,s,s,s],s:[{s:s,s:{s:{s:s}}},{s:s,s:{s:{s:s}}}],"
+        "s:[{s:s,s:s,s:b}],s:{s:{s:s,s:s},s:{s:s,s:s}},"
+        "s:{s:b,s:b,s:b,s:{s:[s]}}}],"
+        "s:[{s:s,s:{s:s,s:[{s:s,s:s}]}}]}}}}",
+        "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name, "namespace", r->ns,
+        "labels", "app.kubernetes.io/name", "cliqo-virtual-kubelet", PEER_LABEL_REMOTE_CLUSTER,
+        r->peer, "ownerReferences", "apiVersion", "sharing.liqo.io/v1alpha1", "kind",
+        "Advertisement", "name", r->name, "uid", kapi_obj_uid(r->adv), "blockOwnerDeletion", 0,
+        "spec", "replicas", 1, "selector", "matchLabels", "app.kubernetes.io/name",
+        "cliqo-virtual-kubelet", PEER_LABEL_REMOTE_CLUSTER, r->peer, "template", "metadata",
+        "labels", "app.kubernetes.io/name", "cliqo-virtual-kubelet", PEER_LABEL_REMOTE_CLUSTER,
+        r->peer, "app.kubernetes.io/part-of", "cliqo", "spec", "serviceAccountName", name,
+        "automountServiceAccountToken", 1, "containers", "name", "virtual-kubelet", "image",
+        vk_image(), "command", "cliqo-agent", "virtual-kubelet", "--peer", r->peer, "--home-id",
+        identity_cluster_id(), "--advertisement", adv, "--remote-kubeconfig",
+        "/etc/cliqo/remote/kubeconfig", "env", "name", "POD_IP", "valueFrom", "fieldRef",
+        "fieldPath", "status.podIP", "name", "POD_NAME", "valueFrom", "fieldRef", "fieldPath",
+        "metadata.name", "volumeMounts", "name", "remote-kubeconfig", "mountPath",
+        "/etc/cliqo/remote", "readOnly", 1, "resources", "requests", "cpu", "20m", "memory", "32Mi",
+        "limits", "cpu", "200m", "memory", "128Mi", "securityContext", "runAsNonRoot", 1,
+        "readOnlyRootFilesystem", 1, "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL",
+        "volumes", "name", "remote-kubeconfig", "secret", "secretName", secret, "items", "key",
+        "kubeconfig", "path", "kubeconfig");
+}
+
+static void deploy_step(struct rec *r);
+
+static void after_deploy(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
+        if (!(r->step == 5 && r->ch.last.err == -ENOENT)) {
+            log_warn(MOD, "%s: Deployment mode: %s", r->key, r->ch.last.message);
+            rec_end(r, RETRY_MS);
+            return;
+        }
+    }
+    deploy_step(r);
+}
+
+/* ServiceAccount, ClusterRoleBinding (nodes), RoleBindings (the Advertisement's namespace and
+ * kube-node-lease), then the Deployment; afterwards only a check that the Deployment exists. */
+static void deploy_step(struct rec *r)
+{
+    char name[128];
+    json_t *o = NULL;
+    const struct kapi_resource *res = NULL;
+    const char *ns = NULL;
+
+    snprintf(name, sizeof(name), "virtual-kubelet-%s", r->peer);
+    r->ch.next = after_deploy;
+    switch (r->step++) {
+    case 0:
+        if (r->e->deployment_ensured) {
+            r->step = 5;
+            if (kapi_get(agent_kube(st.a), &kapi_deployments, r->ns, name, peer_call_cb, r) < 0)
+                rec_end(r, RETRY_MS);
+            return;
+        }
+        o = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "v1", "kind", "ServiceAccount",
+                      "metadata", "name", name, "namespace", r->ns);
+        res = &kapi_serviceaccounts;
+        ns = r->ns;
+        break;
+    case 1: {
+        char crb[128];
+
+        snprintf(crb, sizeof(crb), "cliqo-virtual-kubelet-%s", r->peer);
+        o = binding("ClusterRoleBinding", crb, NULL, PEER_VK_LOCAL_ROLE, name, r->ns);
+        res = &peer_res_clusterrolebindings;
+        break;
+    }
+    case 2:
+        o = binding("RoleBinding", name, r->ns, PEER_VK_LOCAL_ROLE "-ns", name, r->ns);
+        res = &peer_res_rolebindings;
+        ns = r->ns;
+        break;
+    case 3:
+        o = binding("RoleBinding", name, NODE_LEASE_NS, PEER_VK_LOCAL_ROLE "-ns", name, r->ns);
+        res = &peer_res_rolebindings;
+        ns = NODE_LEASE_NS;
+        break;
+    case 4:
+        o = deployment(r, name);
+        res = &kapi_deployments;
+        ns = r->ns;
+        log_info(MOD, "%s: ensuring Deployment %s/%s of the virtual kubelet", r->key, r->ns, name);
+        break;
+    case 5:
+    default:
+        /* After the GET of step 0 (or the create of step 4). */
+        if (r->ch.last.err == -ENOENT) {
+            log_warn(MOD, "%s: the virtual kubelet's Deployment is gone; creating it again",
+                     r->key);
+            r->e->deployment_ensured = false;
+            r->step = 0;
+            deploy_step(r);
+            return;
+        }
+        r->e->deployment_ensured = true;
+        finish(r);
+        return;
+    }
+    if (!o || kapi_create(agent_kube(st.a), res, ns, o, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    json_decref(o);
+}
+
+static void cleanup_deployment_rbac(const char *peer, const char *ns)
+{
+    char name[128];
+
+    snprintf(name, sizeof(name), "cliqo-virtual-kubelet-%s", peer);
+    kapi_delete(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, name, NULL, on_fc_written,
+                NULL);
+    snprintf(name, sizeof(name), "virtual-kubelet-%s", peer);
+    kapi_delete(agent_kube(st.a), &peer_res_rolebindings, NODE_LEASE_NS, name, NULL, on_fc_written,
+                NULL);
+    if (ns)
+        kapi_delete(agent_kube(st.a), &kapi_deployments, ns, name, NULL, on_fc_written, NULL);
+}
+
+/* ---- the passes
+ * ----------------------------------------------------------------------------------- */
+
+static void accepted(struct rec *r);
+
+/* The credential Secret (spec.kubeConfigRef) was read. */
+static void after_secret(void *owner)
+{
+    struct rec *r = owner;
+    struct advpol_input in;
+    struct count cnt = {0};
+    const json_t *status = json_object_get(r->adv, "status");
+
+    if (r->ch.last.err == -ENOENT && !r->invalid_reason) {
+        r->invalid_reason = "NoCredential";
+        snprintf(r->invalid_msg, sizeof(r->invalid_msg),
+                 "the Secret named by spec.kubeConfigRef does not exist");
+    } else if (r->ch.last.err < 0 && !r->invalid_reason) {
+        rec_end(r, RETRY_MS);
+        return;
+    } else {
+        r->secret = json_incref(r->ch.last.body);
+    }
+    cnt.key = r->key;
+    cnt.created = str(json_object_get(r->adv, "metadata"), "creationTimestamp");
+    cnt.name = r->name;
+    inf_foreach(st.advs, count_visit, &cnt);
+    memset(&in, 0, sizeof(in));
+    in.peer = r->peer;
+    in.cfg = &st.cfg;
+    in.invalid_reason = r->invalid_reason;
+    in.invalid_message = r->invalid_msg;
+    in.cur_status = effective_status(r->adv, r->key);
+    in.cur_reason = str(status, "reason");
+    in.by_operator = strcmp(str(status, "decidedBy"), "Operator") == 0;
+    in.accepted_others = cnt.accepted;
+    in.waiting_before = cnt.waiting_before;
+    advpol_decide(&in, &r->d);
+    r->e = ent_find(r->key);
+    if (r->d.accept) {
+        accepted(r);
+        return;
+    }
+    /* Refused: a virtual kubelet that ran goes first, then the finalizer. */
+    if (r->e && !ent_teardown(r->e)) {
+        finish(r);
+        return;
+    }
+    if (r->e) {
+        if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT || r->e->deployment_ensured)
+            cleanup_deployment_rbac(r->peer, r->ns);
+        ent_free(r->e);
+        r->e = NULL;
+    }
+    if (peer_has_finalizer(r->adv, PEER_VK_FINALIZER)) {
+        set_finalizer(r, false);
+        return;
+    }
+    finish(r);
+}
+
+static void accepted(struct rec *r)
+{
+    const char *b64 =
+        json_string_value(json_object_get(json_object_get(r->secret, "data"), "kubeconfig"));
+    char *kubeconfig = NULL, err[256];
+    size_t len;
+    int rc;
+
+    if (!peer_has_finalizer(r->adv, PEER_VK_FINALIZER)) {
+        set_finalizer(r, true);
+        return;
+    }
+    r->e = ent_ensure(r);
+    if (!r->e) {
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    if (r->e->torn_down) {
+        /* Accepted again after a teardown: a fresh virtual kubelet. */
+        vk_free(r->e->vk);
+        r->e->vk = NULL;
+        r->e->torn_down = false;
+    }
+    if (!r->e->unit && (rc = pu_acquire(agent_peers(st.a), r->peer, OWNER, &r->e->unit)) < 0) {
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    if (!b64 || peer_base64_decode(b64, PEER_SECRET_MAX, &kubeconfig, &len) < 0) {
+        log_warn(MOD, "%s: the credential Secret holds no kubeconfig", r->key);
+    } else {
+        rc = pu_set_credential(r->e->unit, PU_VK, kubeconfig, len, kapi_obj_rv(r->secret), err,
+                               sizeof(err));
+        if (rc < 0)
+            log_warn(MOD, "%s: the virtual kubelet's credential is not usable: %s", r->key, err);
+    }
+    if (kubeconfig)
+        explicit_bzero(kubeconfig, len);
+    x_free(kubeconfig);
+    if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT) {
+        vk_free(r->e->vk);
+        r->e->vk = NULL;
+        r->step = 0;
+        deploy_step(r);
+        return;
+    }
+    if (r->e->deployment_ensured) {
+        cleanup_deployment_rbac(r->peer, r->ns); /* switched back to Embedded */
+        r->e->deployment_ensured = false;
+    }
+    if (ent_start_vk(r->e) < 0) {
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    vk_set_keepalive(r->e->vk, st.cfg.keepalive_retry_s, st.cfg.keepalive_threshold);
+    vk_kick(r->e->vk);
+    finish(r);
+}
+
+static void after_expired_delete(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT)
+        log_warn(MOD, "%s: cannot delete the expired Advertisement: %s", r->key,
+                 r->ch.last.message);
+    rec_end(r, r->ch.last.err < 0 && r->ch.last.err != -ENOENT ? RETRY_MS : -1);
+}
+
+static void being_deleted(struct rec *r)
+{
+    int64_t since = 0;
+
+    r->e = ent_find(r->key);
+    if (!peer_has_finalizer(r->adv, PEER_VK_FINALIZER)) {
+        rec_end(r, -1);
+        return;
+    }
+    if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT && (!r->e || !r->e->vk)) {
+        /* The virtual kubelet's process tears down and removes the finalizer; the operator
+         * takes over only if it did not within the unpeer timeout. */
+        peer_parse_rfc3339(str(json_object_get(r->adv, "metadata"), "deletionTimestamp"), &since);
+        if ((int64_t)time(NULL) - since < (int64_t)(remote_timeout_ms() / 1000)) {
+            rec_end(r, RETRY_MS);
+            return;
+        }
+        log_warn(MOD, "%s: the virtual kubelet's Deployment did not tear down in time; doing it",
+                 r->key);
+        if (!r->e)
+            r->e = ent_ensure(r);
+        if (r->e && !r->e->unit)
+            pu_acquire(agent_peers(st.a), r->peer, OWNER, &r->e->unit);
+    }
+    if (!r->e) {
+        r->e = ent_ensure(r);
+        if (r->e && !r->e->unit)
+            pu_acquire(agent_peers(st.a), r->peer, OWNER, &r->e->unit);
+    }
+    if (!r->e || !r->e->unit) {
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    if (!ent_teardown(r->e)) {
+        rec_end(r, RETRY_MS * 5); /* on_torn_down enqueues sooner */
+        return;
+    }
+    cleanup_deployment_rbac(r->peer, NULL);
+    ent_free(r->e);
+    r->e = NULL;
+    log_info(MOD, "%s: virtual kubelet torn down; releasing the Advertisement", r->key);
+    set_finalizer(r, false);
+}
+
+static void reconcile(struct wq_queue *q, const char *key, void *data)
+{
+    const char *slash = strchr(key, '/');
+    struct rec *r;
+    json_t *cached;
+    struct vkent *e;
+    const char *sname;
+
+    (void)data;
+    if (!st.running || !slash || (size_t)(slash - key) >= sizeof(r->ns) ||
+        strlen(slash + 1) >= sizeof(r->name)) {
+        wq_done(q, key);
+        return;
+    }
+    if (!st.cfg_loaded || !identity_cluster_id()) {
+        wq_add_after(q, key, WAIT_MS);
+        wq_done(q, key);
+        return;
+    }
+    r = x_calloc(1, sizeof(*r));
+    if (!r) {
+        wq_add_after(q, key, RETRY_MS);
+        wq_done(q, key);
+        return;
+    }
+    snprintf(r->key, sizeof(r->key), "%s", key);
+    snprintf(r->ns, sizeof(r->ns), "%.*s", (int)(slash - key), key);
+    snprintf(r->name, sizeof(r->name), "%s", slash + 1);
+    cached = inf_get(st.advs, r->ns, r->name);
+    r->adv = cached ? json_deep_copy(cached) : NULL;
+    json_decref(cached);
+    e = ent_find(key);
+    if (!r->adv) {
+        json_object_del(st.pending, key);
+        if (e) {
+            /* Gone without our finalizer's teardown (it was removed by hand): the node goes. */
+            snprintf(r->peer, sizeof(r->peer), "%s", e->peer);
+            if (!ent_teardown(e)) {
+                rec_end(r, RETRY_MS * 5);
+                return;
+            }
+            cleanup_deployment_rbac(e->peer, NULL);
+            ent_free(e);
+        }
+        rec_end(r, -1);
+        return;
+    }
+    if (!tenant_peer(r->ns, r->peer, sizeof(r->peer))) {
+        /* Not in a tenant namespace: not a peer's Advertisement; nothing to decide. */
+        rec_end(r, -1);
+        return;
+    }
+    if (deleting(r->adv)) {
+        being_deleted(r);
+        return;
+    }
+    r->invalid_reason = advpol_validate(r->adv, r->peer, (int64_t)time(NULL), r->invalid_msg,
+                                        sizeof(r->invalid_msg));
+    if (r->invalid_reason && strcmp(r->invalid_reason, "Expired") == 0) {
+        log_info(MOD, "%s: expired (%s); deleting it", r->key, r->invalid_msg);
+        emit_event(r->adv, true, "AdvertisementExpired", r->invalid_msg);
+        r->ch.next = after_expired_delete;
+        if (kapi_delete(agent_kube(st.a), &peer_res_advertisements, r->ns, r->name, NULL,
+                        peer_call_cb, r) < 0)
+            rec_end(r, RETRY_MS);
+        return;
+    }
+    sname = json_string_value(
+        json_object_get(json_object_get(json_object_get(r->adv, "spec"), "kubeConfigRef"), "name"));
+    r->ch.next = after_secret;
+    if (!sname) {
+        r->ch.last.err = 0;
+        after_secret(r);
+        return;
+    }
+    if (kapi_get(agent_kube(st.a), &kapi_secrets, r->ns, sname, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+}
+
+/* ---- handlers
+ * -------------------------------------------------------------------------------------- */
+
+static void enqueue_obj(const json_t *obj)
+{
+    char key[192];
+
+    if (!st.q || !kapi_obj_namespace(obj) || !kapi_obj_name(obj))
+        return;
+    snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
+    wq_add(st.q, key);
+}
+
+/* Those waiting for a slot, after anything that may free one. */
+static void waiting_visit(json_t *adv, void *data)
+{
+    const json_t *status = json_object_get(adv, "status");
+
+    (void)data;
+    if (advpol_waiting(str(status, "advertisementStatus"), str(status, "reason"),
+                       strcmp(str(status, "decidedBy"), "Operator") == 0))
+        enqueue_obj(adv);
+}
+
+static void enqueue_waiting(void)
+{
+    inf_foreach(st.advs, waiting_visit, NULL);
+}
+
+static void on_adv(struct inf_informer *inf, json_t *obj, void *data)
+{
+    char key[192];
+    struct vkent *e;
+    const char *p;
+
+    (void)inf;
+    (void)data;
+    snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
+    p = json_string_value(json_object_get(st.pending, key));
+    if (p && strcmp(p, str(json_object_get(obj, "status"), "advertisementStatus")) == 0)
+        json_object_del(st.pending, key);
+    enqueue_obj(obj);
+    e = ent_find(key);
+    if (e)
+        vk_kick(e->vk);
+}
+
+static void on_adv_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    const char *was = str(json_object_get(old_obj, "status"), "advertisementStatus");
+    const char *is = str(json_object_get(new_obj, "status"), "advertisementStatus");
+
+    on_adv(inf, new_obj, data);
+    if (strcmp(was, is) != 0 || deleting(new_obj))
+        enqueue_waiting();
+}
+
+static void on_adv_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    on_adv(inf, obj, data);
+    enqueue_waiting();
+}
+
+static void all_visit(json_t *adv, void *data)
+{
+    (void)data;
+    enqueue_obj(adv);
+}
+
+static void on_config(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct adv_config old = st.cfg;
+
+    (void)inf;
+    (void)data;
+    if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) != 0)
+        return;
+    advcfg_read(obj, &st.cfg);
+    if (st.cfg_loaded && (old.accept != st.cfg.accept || old.max_accept != st.cfg.max_accept ||
+                          !json_equal(old.allow, st.cfg.allow) ||
+                          !json_equal(old.deny, st.cfg.deny) || old.vk_mode != st.cfg.vk_mode))
+        log_info(MOD,
+                 "acceptance configuration changed (policy %s, maximum %u, allow %zu, deny %zu, "
+                 "virtual kubelets %s)",
+                 st.cfg.accept == ADVCFG_MANUAL ? "Manual" : "AutoAcceptMax", st.cfg.max_accept,
+                 json_array_size(st.cfg.allow), json_array_size(st.cfg.deny),
+                 st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT ? "Deployment" : "Embedded");
+    st.cfg_loaded = true;
+    for (struct vkent *e = st.vks; e; e = e->next)
+        if (e->vk)
+            vk_set_keepalive(e->vk, st.cfg.keepalive_retry_s, st.cfg.keepalive_threshold);
+    advcfg_done(&old);
+    inf_foreach(st.advs, all_visit, NULL);
+}
+
+static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_config(inf, new_obj, data);
+}
+
+static void on_node(struct inf_informer *inf, json_t *obj, void *data)
+{
+    const char *name = kapi_obj_name(obj);
+    struct vkent *e;
+
+    (void)inf;
+    (void)data;
+    if (!name || strncmp(name, PEER_VNODE_PREFIX, strlen(PEER_VNODE_PREFIX)) != 0)
+        return;
+    e = ent_by_peer(name + strlen(PEER_VNODE_PREFIX));
+    if (e)
+        vk_kick(e->vk);
+}
+
+static void on_node_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_node(inf, new_obj, data);
+}
+
+static void on_net(const char *id, void *data)
+{
+    struct vkent *e = ent_by_peer(id);
+
+    (void)data;
+    if (e && st.q)
+        wq_add(st.q, e->key);
+    else
+        inf_foreach(st.advs, all_visit, NULL);
+}
+
+/* ---- module
+ * ---------------------------------------------------------------------------------------- */
+
+int advop_init(struct agent *a)
+{
+    struct inf_handlers ah = {
+        .on_add = on_adv, .on_update = on_adv_update, .on_delete = on_adv_delete};
+    struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
+    struct inf_handlers nh = {.on_add = on_node, .on_update = on_node_update, .on_delete = on_node};
+    struct wq_options qo = {.max_concurrent = 32, .base_delay_ms = 200, .max_delay_ms = 60000};
+    int r;
+
+    memset(&st, 0, sizeof(st));
+    st.a = a;
+    advcfg_read(NULL, &st.cfg);
+    st.pending = json_object();
+    if (!st.pending)
+        return -ENOMEM;
+    r = agent_informer(a, &peer_res_advertisements, NULL, NULL, 0, &ah, NULL, &st.advs);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, NULL, &st.config);
+    if (r == 0)
+        r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
+                           &st.tenants);
+    if (r == 0)
+        r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &nh, NULL, &st.nodes);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &st.fcs);
+    if (r == 0)
+        r = agent_queue(a, "advertisements", &qo, reconcile, NULL, &st.q);
+    if (r == 0)
+        r = net_subscribe(on_net, NULL);
+    return r;
+}
+
+int advop_start(struct agent *a)
+{
+    (void)a;
+    st.running = true;
+    return 0;
+}
+
+void advop_stop(struct agent *a)
+{
+    (void)a;
+    st.running = false;
+}
+
+void advop_fini(struct agent *a)
+{
+    (void)a;
+    /* Virtual kubelets stop without deleting their nodes: they are adopted after a restart (or
+     * by the next leader), as a kubelet's node stays when the kubelet restarts. */
+    while (st.vks)
+        ent_free(st.vks);
+    json_decref(st.pending);
+    st.pending = NULL;
+    advcfg_done(&st.cfg);
+    st.q = NULL;
+}

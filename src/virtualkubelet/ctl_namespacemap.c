@@ -1,0 +1,495 @@
+/* namespacemap: the provider's side of the namespaces a consumer asks for (docs/advertisement.md,
+ * "Namespace maps").
+ *
+ * A NamespaceMap named <consumer ID> in the consumer's tenant namespace lists, in
+ * spec.desiredMapping, "consumer namespace -> namespace here". For each entry this controller
+ * refuses a name that is not a DNS label, a reserved name (default, kube-*, the agent's namespace,
+ * cliqo-tenant-*) or a namespace that exists and was not created for that consumer; otherwise it
+ * creates the namespace (label virtualkubelet.liqo.io/origin=<consumer>, annotation naming the
+ * map), binds cliqo-virtual-kubelet-remote there to the consumer's virtual kubelet (ServiceAccount
+ * vk-<consumer> of the tenant namespace), and reports the entry Accepted. Namespaces of the
+ * consumer no longer asked for are deleted (Terminating until gone). A deleted map (finalizer
+ * cliqo.io/namespacemap) deletes them all first. Level-triggered: one write per pass, requeued. */
+#include "agent/agent.h"
+#include "agent/modules.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "peering/ctl.h"
+#include "peering/identity.h"
+#include "peering/resources.h"
+#include "virtualkubelet/virtualkubelet.h"
+
+#define MOD         "namespacemap"
+#define RETRY_MS    1000
+#define MAX_ENTRIES 512
+#define VK_BINDING  "cliqo-virtual-kubelet"
+
+static struct {
+    struct agent *a;
+    struct inf_informer *maps, *nss;
+    struct wq_queue *q;
+    bool running;
+} st;
+
+struct rec {
+    struct peer_call_chain ch; /* first */
+    char key[192], ns[64], name[64];
+    json_t *map;    /* working copy or NULL */
+    json_t *status; /* the status we want */
+};
+
+static void rec_end(struct rec *r, int requeue_ms)
+{
+    if (st.q) {
+        if (requeue_ms >= 0)
+            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
+        wq_done(st.q, r->key);
+    }
+    json_decref(r->map);
+    json_decref(r->status);
+    peer_call_reset(&r->ch.last);
+    x_free(r);
+}
+
+static void after_write(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT && r->ch.last.err != -EEXIST) {
+        log_warn(MOD, "%s: %s", r->key, r->ch.last.message);
+        rec_end(r, r->ch.last.err == -ESTALE ? 100 : RETRY_MS);
+        return;
+    }
+    rec_end(r, 0); /* the next step */
+}
+
+bool nsmap_reserved(const char *name, const char *agent_ns)
+{
+    return !peer_label_valid(name) || strcmp(name, "default") == 0 ||
+           strncmp(name, "kube-", 5) == 0 || (agent_ns && strcmp(name, agent_ns) == 0) ||
+           strncmp(name, PEER_TENANT_PREFIX, strlen(PEER_TENANT_PREFIX)) == 0;
+}
+
+static const char *label(const json_t *obj, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), key));
+}
+
+static const char *annotation(const json_t *obj, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
+}
+
+/* ---- namespaces of the consumer
+ * ------------------------------------------------------------------ */
+
+struct ours {
+    const char *key; /* "<tenant ns>/<consumer id>" */
+    const char *id;
+    json_t *list; /* namespaces created for this map */
+};
+
+static void ours_visit(json_t *ns, void *data)
+{
+    struct ours *o = data;
+    const char *origin = label(ns, PEER_LABEL_ORIGIN), *map = annotation(ns, PEER_ANNOT_NSMAP);
+
+    if (origin && map && strcmp(origin, o->id) == 0 && strcmp(map, o->key) == 0)
+        json_array_append(o->list, ns);
+}
+
+static json_t *namespaces_of(const char *key, const char *id)
+{
+    struct ours o = {key, id, json_array()};
+
+    if (o.list)
+        inf_foreach(st.nss, ours_visit, &o);
+    return o.list;
+}
+
+static int delete_ns(struct rec *r, const char *name)
+{
+    log_info(MOD, "%s: deleting namespace %s (no longer asked for)", r->key, name);
+    r->ch.next = after_write;
+    return kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, name, NULL, peer_call_cb, r);
+}
+
+/* ---- reconcile --------------------------------------------------------------------------------
+ */
+
+static void set_entry(json_t *cur, const char *local, const char *remote, const char *phase,
+                      const char *reason, const char *msg)
+{
+    json_t *e = json_pack("{s:s,s:s}", "remoteNamespace", remote, "phase", phase);
+
+    if (!e)
+        return;
+    if (reason && *reason)
+        json_object_set_new(e, "reason", json_string(reason));
+    if (msg && *msg)
+        json_object_set_new(e, "message", json_string(msg));
+    json_object_set_new(cur, local, e);
+}
+
+/* Merge-patches status.currentMapping with the entries computed so far; with `complete`, the
+ * entries of the old status that are no longer asked for are removed. */
+static void write_status(struct rec *r, bool complete)
+{
+    json_t *cur = json_object_get(r->status, "currentMapping");
+    json_t *old = json_object_get(json_object_get(r->map, "status"), "currentMapping");
+    json_t *patch;
+    const char *k;
+    json_t *v;
+    char *body;
+
+    if (complete) {
+        json_object_foreach(old, k, v)
+        {
+            if (!json_object_get(cur, k))
+                json_object_set_new(cur, k, json_null());
+        }
+    }
+    patch = json_pack("{s:{s:O},s:{s:O}}", "metadata", "resourceVersion",
+                      json_object_get(json_object_get(r->map, "metadata"), "resourceVersion"),
+                      "status", "currentMapping", cur);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    r->ch.next = after_write;
+    if (!body || kapi_patch(agent_kube(st.a), &peer_res_namespacemaps, r->ns, r->name, "status",
+                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    x_free(body);
+}
+
+static void set_finalizer(struct rec *r, bool on)
+{
+    json_t *fins = json_array(),
+           *old = json_object_get(json_object_get(r->map, "metadata"), "finalizers"), *f, *patch;
+    size_t i;
+    char *body;
+
+    json_array_foreach(old, i, f)
+    {
+        if (!json_is_string(f) || strcmp(json_string_value(f), PEER_NSMAP_FINALIZER) != 0)
+            json_array_append(fins, f);
+    }
+    if (on)
+        json_array_append_new(fins, json_string(PEER_NSMAP_FINALIZER));
+    patch = json_pack("{s:{s:O,s:o}}", "metadata", "resourceVersion",
+                      json_object_get(json_object_get(r->map, "metadata"), "resourceVersion"),
+                      "finalizers", fins);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    r->ch.next = after_write;
+    if (!body || kapi_patch(agent_kube(st.a), &peer_res_namespacemaps, r->ns, r->name, NULL,
+                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    x_free(body);
+}
+
+/* The map is gone or going: its namespaces first, then the finalizer. */
+static void remove_all(struct rec *r)
+{
+    json_t *list = namespaces_of(r->key, r->name), *ns;
+    size_t i;
+
+    json_array_foreach(list, i, ns)
+    {
+        if (json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp"))
+            continue;
+        if (delete_ns(r, kapi_obj_name(ns)) < 0)
+            rec_end(r, RETRY_MS);
+        json_decref(list);
+        return;
+    }
+    if (json_array_size(list) > 0) {
+        json_decref(list);
+        rec_end(r, RETRY_MS); /* terminating: wait until they are gone */
+        return;
+    }
+    json_decref(list);
+    if (r->map && json_object_get(json_object_get(r->map, "metadata"), "deletionTimestamp") &&
+        peer_has_finalizer(r->map, PEER_NSMAP_FINALIZER)) {
+        log_info(MOD, "%s: all namespaces of the consumer deleted; releasing the NamespaceMap",
+                 r->key);
+        set_finalizer(r, false);
+        return;
+    }
+    rec_end(r, -1);
+}
+
+static void create_ns(struct rec *r, const char *name)
+{
+    json_t *o = json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}}}", "apiVersion", "v1", "kind",
+                          "Namespace", "metadata", "name", name, "labels", PEER_LABEL_ORIGIN,
+                          r->name, "annotations", PEER_ANNOT_NSMAP, r->key);
+
+    log_info(MOD, "%s: creating namespace %s for the consumer", r->key, name);
+    r->ch.next = after_write;
+    if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    json_decref(o);
+}
+
+static void after_bind(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
+        log_warn(MOD, "%s: cannot bind the virtual kubelet's role: %s", r->key, r->ch.last.message);
+        rec_end(r, RETRY_MS);
+        return;
+    }
+    write_status(r, false); /* the entry was set Accepted by the caller */
+}
+
+static void bind_role(struct rec *r, const char *name)
+{
+    char sa[96];
+    json_t *o;
+
+    snprintf(sa, sizeof(sa), PEER_VK_SA_PREFIX "%s", r->name);
+    o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s,s:s,s:s},s:[{s:s,s:s,s:s}]}", "apiVersion",
+                  "rbac.authorization.k8s.io/v1", "kind", "RoleBinding", "metadata", "name",
+                  VK_BINDING, "namespace", name, "labels", "app.kubernetes.io/managed-by",
+                  "cliqo-agent", "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind",
+                  "ClusterRole", "name", PEER_VK_REMOTE_ROLE, "subjects", "kind", "ServiceAccount",
+                  "name", sa, "namespace", r->ns);
+    r->ch.next = after_bind;
+    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, name, o, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    json_decref(o);
+}
+
+static void reconcile(struct wq_queue *q, const char *key, void *data)
+{
+    const char *slash = strchr(key, '/');
+    struct rec *r;
+    json_t *cached, *tenant, *desired, *cur, *old_cur, *list, *ns, *v;
+    const char *local, *id;
+    size_t i, n = 0;
+
+    (void)data;
+    if (!st.running || !slash || (size_t)(slash - key) >= sizeof(r->ns) ||
+        strlen(slash + 1) >= sizeof(r->name)) {
+        wq_done(q, key);
+        return;
+    }
+    r = x_calloc(1, sizeof(*r));
+    if (!r) {
+        wq_add_after(q, key, RETRY_MS);
+        wq_done(q, key);
+        return;
+    }
+    snprintf(r->key, sizeof(r->key), "%s", key);
+    snprintf(r->ns, sizeof(r->ns), "%.*s", (int)(slash - key), key);
+    snprintf(r->name, sizeof(r->name), "%s", slash + 1);
+    cached = inf_get(st.maps, r->ns, r->name);
+    r->map = cached ? json_deep_copy(cached) : NULL;
+    json_decref(cached);
+    if (!r->map || json_object_get(json_object_get(r->map, "metadata"), "deletionTimestamp")) {
+        remove_all(r);
+        return;
+    }
+    tenant = inf_get(st.nss, NULL, r->ns);
+    id = label(tenant, PEER_LABEL_CLUSTER_ID);
+    r->status = json_pack("{s:{}}", "currentMapping");
+    cur = json_object_get(r->status, "currentMapping");
+    old_cur = json_object_get(json_object_get(r->map, "status"), "currentMapping");
+    desired = json_object_get(json_object_get(r->map, "spec"), "desiredMapping");
+    if (!tenant || !id || strcmp(id, r->name) != 0 || !label(tenant, PEER_LABEL_TENANT) ||
+        strcmp(label(tenant, PEER_LABEL_TENANT), "true") != 0) {
+        json_decref(tenant);
+        json_object_foreach(desired, local, v)
+        {
+            set_entry(cur, local, json_string_value(v) ? json_string_value(v) : "", "Refused",
+                      "IdentityMismatch",
+                      "a NamespaceMap must live in a tenant namespace and be named after its "
+                      "peer's cluster ID");
+        }
+        if (json_equal(old_cur, cur))
+            rec_end(r, -1);
+        else
+            write_status(r, true);
+        return;
+    }
+    json_decref(tenant);
+    if (!peer_has_finalizer(r->map, PEER_NSMAP_FINALIZER)) {
+        set_finalizer(r, true);
+        return;
+    }
+    list = namespaces_of(r->key, r->name);
+    json_object_foreach(desired, local, v)
+    {
+        const char *remote = json_string_value(v);
+        const char *origin, *phase;
+        json_t *existing, *old_entry = json_object_get(old_cur, local);
+        bool dup = false;
+        const char *k2;
+        json_t *v2;
+
+        if (++n > MAX_ENTRIES) {
+            set_entry(cur, local, remote ? remote : "", "Refused", "TooManyEntries",
+                      "at most 512 namespaces per consumer");
+            continue;
+        }
+        if (!remote || nsmap_reserved(remote, agent_namespace(st.a))) {
+            set_entry(cur, local, remote ? remote : "", "Refused", "ReservedName",
+                      "the name is reserved on this cluster or not a valid namespace name");
+            continue;
+        }
+        json_object_foreach(desired, k2, v2)
+        {
+            if (strcmp(k2, local) < 0 && json_is_string(v2) &&
+                strcmp(json_string_value(v2), remote) == 0)
+                dup = true;
+        }
+        if (dup) {
+            set_entry(cur, local, remote, "Refused", "Duplicate",
+                      "another entry of this map asks for the same namespace");
+            continue;
+        }
+        existing = inf_get(st.nss, NULL, remote);
+        origin = label(existing, PEER_LABEL_ORIGIN);
+        if (existing &&
+            (!origin || strcmp(origin, r->name) != 0 || !annotation(existing, PEER_ANNOT_NSMAP) ||
+             strcmp(annotation(existing, PEER_ANNOT_NSMAP), r->key) != 0)) {
+            json_decref(existing);
+            set_entry(cur, local, remote, "Refused", "AlreadyExists",
+                      "a namespace with this name exists on the provider and was not created "
+                      "for this consumer");
+            continue;
+        }
+        if (existing &&
+            json_object_get(json_object_get(existing, "metadata"), "deletionTimestamp")) {
+            json_decref(existing);
+            set_entry(cur, local, remote, "Terminating", "Terminating",
+                      "the namespace is being deleted; it will be created again");
+            continue;
+        }
+        if (!existing) {
+            json_decref(list);
+            create_ns(r, remote);
+            return;
+        }
+        json_decref(existing);
+        phase = json_string_value(json_object_get(old_entry, "phase"));
+        set_entry(cur, local, remote, "Accepted", "", "");
+        if (!phase || strcmp(phase, "Accepted") != 0) {
+            /* Newly created: bind the virtual kubelet's role before reporting it usable. */
+            json_decref(list);
+            bind_role(r, remote);
+            return;
+        }
+    }
+    /* Namespaces of this consumer nobody asks for any more. */
+    json_array_foreach(list, i, ns)
+    {
+        const char *name = kapi_obj_name(ns);
+        bool wanted = false;
+
+        json_object_foreach(desired, local, v)
+        {
+            if (json_is_string(v) && strcmp(json_string_value(v), name) == 0)
+                wanted = true;
+        }
+        if (wanted || json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp"))
+            continue;
+        json_decref(list);
+        if (delete_ns(r, name) < 0)
+            rec_end(r, RETRY_MS);
+        return;
+    }
+    json_decref(list);
+    if (json_equal(old_cur, cur)) {
+        rec_end(r, -1);
+        return;
+    }
+    write_status(r, true);
+}
+
+/* ---- module -----------------------------------------------------------------------------------
+ */
+
+static void enqueue_map(const char *ns, const char *name)
+{
+    char key[192];
+
+    if (!st.q || !ns || !name)
+        return;
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    wq_add(st.q, key);
+}
+
+static void on_map(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    enqueue_map(kapi_obj_namespace(obj), kapi_obj_name(obj));
+}
+
+static void on_map_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_map(inf, new_obj, data);
+}
+
+/* A namespace of a consumer changed (created, terminating, gone): its map looks again. */
+static void on_ns(struct inf_informer *inf, json_t *obj, void *data)
+{
+    const char *map = annotation(obj, PEER_ANNOT_NSMAP);
+
+    (void)inf;
+    (void)data;
+    if (map && label(obj, PEER_LABEL_ORIGIN) && strlen(map) < 192 && st.q)
+        wq_add(st.q, map);
+}
+
+static void on_ns_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_ns(inf, new_obj, data);
+}
+
+int nsmap_init(struct agent *a)
+{
+    struct inf_handlers mh = {.on_add = on_map, .on_update = on_map_update, .on_delete = on_map};
+    struct inf_handlers nh = {.on_add = on_ns, .on_update = on_ns_update, .on_delete = on_ns};
+    struct wq_options qo = {.max_concurrent = 8, .base_delay_ms = 200, .max_delay_ms = 60000};
+    int r;
+
+    memset(&st, 0, sizeof(st));
+    st.a = a;
+    r = agent_informer(a, &peer_res_namespacemaps, NULL, NULL, 0, &mh, NULL, &st.maps);
+    if (r == 0)
+        r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, &nh, NULL, &st.nss);
+    if (r == 0)
+        r = agent_queue(a, "namespacemaps", &qo, reconcile, NULL, &st.q);
+    return r;
+}
+
+int nsmap_start(struct agent *a)
+{
+    (void)a;
+    st.running = true;
+    return 0;
+}
+
+void nsmap_stop(struct agent *a)
+{
+    (void)a;
+    st.running = false;
+}
+
+void nsmap_fini(struct agent *a)
+{
+    (void)a;
+    st.q = NULL;
+}

@@ -1,0 +1,506 @@
+/* `cliqo-agent virtual-kubelet`: one virtual kubelet in a process of its own (Deployment mode,
+ * docs/advertisement.md). The operator creates a Deployment running exactly this command with the
+ * provider's credential mounted from its Secret; the process registers the virtual node and keeps
+ * it, and when its Advertisement is deleted it tears down in order, removes the Advertisement's
+ * finalizer and exits 0. SIGTERM stops it at once (the node stays, its Lease expires). */
+#include "virtualkubelet/virtualkubelet.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <openssl/evp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "agent/peers.h"
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "kube/backoff.h"
+#include "kube/kubeconfig.h"
+#include "peering/identity.h"
+#include "peering/objects.h"
+#include "peering/resources.h"
+#include "virtualkubelet/vk.h"
+
+#define MOD             "virtual-kubelet"
+#define OWNER           "standalone"
+#define CRED_CHECK_MS   10000
+#define FINALIZER_RETRY 1000
+
+static const char usage[] =
+    "Usage: cliqo-agent virtual-kubelet --peer ID --home-id ID --advertisement NS/NAME\n"
+    "                                   --remote-kubeconfig PATH [flags]\n"
+    "\n"
+    "Runs the virtual kubelet of one provider cluster (the Deployment mode of the advertisement\n"
+    "operator): registers the virtual node liqo-<ID>, keeps its status and Lease, probes the\n"
+    "provider, and tears down when its Advertisement is deleted.\n"
+    "\n"
+    "Flags:\n"
+    "  --peer ID                 the provider's cluster ID\n"
+    "  --home-id ID              this cluster's ID (names the NamespaceMap on the provider)\n"
+    "  --advertisement NS/NAME   the accepted Advertisement\n"
+    "  --remote-kubeconfig PATH  the credential for the provider (a mounted Secret; re-read\n"
+    "                            when it changes)\n"
+    "  --kubeconfig PATH         the home cluster (default: $KUBECONFIG, ~/.kube/config, then\n"
+    "                            the in-cluster service account)\n"
+    "  --node-address IP         the virtual node's InternalIP (default $POD_IP, else 127.0.0.1)\n"
+    "  --kubelet-port PORT       the virtual node's kubelet port (default 10250)\n"
+    "  --log-level LEVEL         debug, info, warn or error (default info)\n"
+    "  --help                    print this help and exit\n"
+    "\n"
+    "Exit status: 0 after a teardown or SIGTERM, 1 on a runtime failure, 2 on a bad command "
+    "line.\n";
+
+static struct {
+    uv_loop_t loop;
+    const char *peer, *home, *adv_ns, *adv_name, *remote_path, *kubeconfig, *address;
+    unsigned port;
+    struct kc_config *kc;
+    struct kapi_client *local;
+    struct pu_registry *reg;
+    struct pu_unit *unit;
+    struct inf_informer *adv_inf, *node_inf, *cc_inf;
+    struct vk *vk;
+    uv_signal_t sigterm, sigint;
+    uv_timer_t *cred_timer, *fin_timer;
+    char cred_version[32];
+    int exit_code;
+    bool stopping, torn_down;
+    char adv_ns_buf[64], adv_name_buf[256];
+} g;
+
+static void stop(int code);
+
+/* ---- the credential file ----------------------------------------------------------------------
+ */
+
+static int read_file(const char *path, char **ret, size_t *ret_len)
+{
+    char *buf = NULL;
+    ssize_t n;
+    size_t len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
+
+    if (fd < 0)
+        return -errno;
+    buf = x_malloc(PU_CONFIG_MAX + 1);
+    if (!buf) {
+        close(fd);
+        return -ENOMEM;
+    }
+    while ((n = read(fd, buf + len, PU_CONFIG_MAX + 1 - len)) > 0) {
+        len += (size_t)n;
+        if (len > PU_CONFIG_MAX) {
+            r = -E2BIG;
+            break;
+        }
+    }
+    if (n < 0)
+        r = -errno;
+    close(fd);
+    if (r < 0) {
+        explicit_bzero(buf, len);
+        x_free(buf);
+        return r;
+    }
+    buf[len] = '\0';
+    *ret = buf;
+    *ret_len = len;
+    return 0;
+}
+
+static void load_credential(uv_timer_t *t)
+{
+    char *data = NULL, version[32], err[256];
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0;
+    size_t len = 0;
+    int r;
+
+    (void)t;
+    if (g.stopping)
+        return;
+    r = read_file(g.remote_path, &data, &len);
+    if (r < 0) {
+        log_warn(MOD, "cannot read the provider's credential %s: %s", g.remote_path, strerror(-r));
+        goto out;
+    }
+    if (!EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) || mdlen < 8)
+        goto out;
+    for (int i = 0; i < 8; i++)
+        snprintf(version + 2 * i, 3, "%02x", md[i]);
+    if (strcmp(version, g.cred_version) == 0)
+        goto out;
+    r = pu_set_credential(g.unit, PU_VK, data, len, version, err, sizeof(err));
+    if (r < 0)
+        log_warn(MOD, "the provider's credential %s is not usable: %s", g.remote_path, err);
+    else
+        snprintf(g.cred_version, sizeof(g.cred_version), "%s", version);
+out:
+    if (data) {
+        explicit_bzero(data, len);
+        x_free(data);
+    }
+    if (!g.stopping)
+        uv_timer_start(g.cred_timer, load_credential, CRED_CHECK_MS, 0);
+}
+
+/* ---- sources -----------------------------------------------------------------------------------
+ */
+
+static json_t *src_adv(void *data)
+{
+    (void)data;
+    return inf_get(g.adv_inf, g.adv_ns, g.adv_name);
+}
+
+static json_t *src_node(void *data, bool *ret_known)
+{
+    char node[96];
+
+    (void)data;
+    *ret_known = inf_synced(g.node_inf);
+    if (vk_node_name_for(g.peer, node, sizeof(node)) < 0)
+        return NULL;
+    return inf_get(g.node_inf, NULL, node);
+}
+
+/* ---- teardown and the finalizer
+ * ------------------------------------------------------------------ */
+
+static void remove_finalizer(uv_timer_t *t);
+
+static void after_finalizer(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    (void)c;
+    (void)data;
+    if (res->err < 0 && res->err != -ENOENT && !g.stopping) {
+        log_warn(MOD, "cannot remove the Advertisement's finalizer: %s", res->status.message);
+        uv_timer_start(g.fin_timer, remove_finalizer, FINALIZER_RETRY, 0);
+        return;
+    }
+    log_info(MOD, "Advertisement %s/%s released; exiting", g.adv_ns, g.adv_name);
+    stop(0);
+}
+
+static void remove_finalizer(uv_timer_t *t)
+{
+    json_t *adv = inf_get(g.adv_inf, g.adv_ns, g.adv_name), *fins, *f, *patch;
+    size_t i;
+    char *body;
+
+    (void)t;
+    if (!adv || !peer_has_finalizer(adv, PEER_VK_FINALIZER)) {
+        json_decref(adv);
+        stop(0);
+        return;
+    }
+    fins = json_array();
+    json_array_foreach(json_object_get(json_object_get(adv, "metadata"), "finalizers"), i, f)
+    {
+        if (!json_is_string(f) || strcmp(json_string_value(f), PEER_VK_FINALIZER) != 0)
+            json_array_append(fins, f);
+    }
+    patch = json_pack("{s:{s:O,s:o}}", "metadata", "resourceVersion",
+                      json_object_get(json_object_get(adv, "metadata"), "resourceVersion"),
+                      "finalizers", fins);
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    if (!body || kapi_patch(g.local, &peer_res_advertisements, g.adv_ns, g.adv_name, NULL,
+                            KAPI_PATCH_MERGE, body, after_finalizer, NULL) < 0)
+        uv_timer_start(g.fin_timer, remove_finalizer, FINALIZER_RETRY, 0);
+    x_free(body);
+    json_decref(patch);
+    json_decref(adv);
+}
+
+static void on_torn_down(struct vk *v, int err, void *data)
+{
+    (void)v;
+    (void)data;
+    if (err < 0)
+        return;
+    g.torn_down = true;
+    remove_finalizer(NULL);
+}
+
+static void check_adv(void)
+{
+    json_t *adv = inf_get(g.adv_inf, g.adv_ns, g.adv_name);
+    bool gone = inf_synced(g.adv_inf) && !adv;
+    bool deleting = adv && json_object_get(json_object_get(adv, "metadata"), "deletionTimestamp");
+
+    json_decref(adv);
+    if ((gone || deleting) && g.vk && !vk_tearing_down(g.vk)) {
+        log_info(MOD, "Advertisement %s/%s is %s: tearing down", g.adv_ns, g.adv_name,
+                 gone ? "gone" : "being deleted");
+        vk_teardown(g.vk, on_torn_down, NULL);
+    }
+}
+
+static void on_adv(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)obj;
+    (void)data;
+    vk_kick(g.vk);
+    check_adv();
+}
+
+static void on_adv_update(struct inf_informer *inf, json_t *o, json_t *n, void *data)
+{
+    (void)o;
+    on_adv(inf, n, data);
+}
+
+static void on_node(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)obj;
+    (void)data;
+    vk_kick(g.vk);
+}
+
+static void on_node_update(struct inf_informer *inf, json_t *o, json_t *n, void *data)
+{
+    (void)o;
+    on_node(inf, n, data);
+}
+
+static void on_cc(struct inf_informer *inf, json_t *obj, void *data)
+{
+    const json_t *adv = json_object_get(json_object_get(obj, "spec"), "advertisementConfig");
+    json_int_t retry = json_integer_value(json_object_get(adv, "keepaliveRetryTime"));
+    json_int_t thr = json_integer_value(json_object_get(adv, "keepaliveThreshold"));
+
+    (void)inf;
+    (void)data;
+    vk_set_keepalive(g.vk, retry > 0 && retry <= 3600 ? (unsigned)retry : 20,
+                     thr > 0 && thr <= 1000 ? (unsigned)thr : 3);
+}
+
+static void on_cc_update(struct inf_informer *inf, json_t *o, json_t *n, void *data)
+{
+    (void)o;
+    on_cc(inf, n, data);
+}
+
+/* ---- life cycle
+ * ---------------------------------------------------------------------------------- */
+
+static void on_closed(uv_handle_t *h)
+{
+    (void)h;
+}
+
+static void stop(int code)
+{
+    if (g.stopping)
+        return;
+    g.stopping = true;
+    g.exit_code = code;
+    vk_free(g.vk);
+    g.vk = NULL;
+    inf_free(g.adv_inf);
+    inf_free(g.node_inf);
+    inf_free(g.cc_inf);
+    g.adv_inf = g.node_inf = g.cc_inf = NULL;
+    ktimer_free(g.cred_timer);
+    ktimer_free(g.fin_timer);
+    g.cred_timer = g.fin_timer = NULL;
+    pu_registry_free(g.reg);
+    g.reg = NULL;
+    kapi_client_abort(g.local);
+    g.local = NULL;
+    uv_close((uv_handle_t *)&g.sigterm, on_closed);
+    uv_close((uv_handle_t *)&g.sigint, on_closed);
+}
+
+static void on_signal(uv_signal_t *s, int signum)
+{
+    (void)s;
+    log_info(MOD, "received %s: stopping (the node stays; its Lease expires)", strsignal(signum));
+    stop(0);
+}
+
+static int parse(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"peer", required_argument, NULL, 'p'},
+        {"home-id", required_argument, NULL, 'H'},
+        {"advertisement", required_argument, NULL, 'a'},
+        {"remote-kubeconfig", required_argument, NULL, 'r'},
+        {"kubeconfig", required_argument, NULL, 'k'},
+        {"node-address", required_argument, NULL, 'n'},
+        {"kubelet-port", required_argument, NULL, 'P'},
+        {"log-level", required_argument, NULL, 'l'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    const char *adv = NULL, *slash;
+    uint64_t port;
+    int c;
+
+    opterr = 0;
+    optind = 1;
+    g.port = 10250;
+    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
+        switch (c) {
+        case 'p':
+            g.peer = optarg;
+            break;
+        case 'H':
+            g.home = optarg;
+            break;
+        case 'a':
+            adv = optarg;
+            break;
+        case 'r':
+            g.remote_path = optarg;
+            break;
+        case 'k':
+            g.kubeconfig = optarg;
+            break;
+        case 'n':
+            g.address = optarg;
+            break;
+        case 'P':
+            if (parse_u64(optarg, 65535, &port) < 0 || port == 0) {
+                fprintf(stderr, "cliqo-agent virtual-kubelet: --kubelet-port: invalid port '%s'\n",
+                        optarg);
+                return 2;
+            }
+            g.port = (unsigned)port;
+            break;
+        case 'l':
+            if (log_level_from_string(optarg) == _LOG_LEVEL_INVALID) {
+                fprintf(stderr, "cliqo-agent virtual-kubelet: --log-level: invalid level '%s'\n",
+                        optarg);
+                return 2;
+            }
+            log_set_level(log_level_from_string(optarg));
+            break;
+        case 'h':
+            fputs(usage, stdout);
+            return -1;
+        default:
+            fprintf(stderr,
+                    "cliqo-agent virtual-kubelet: unknown or incomplete flag '%s' (see "
+                    "--help)\n",
+                    argv[optind - 1]);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        fprintf(stderr, "cliqo-agent virtual-kubelet: unexpected argument '%s'\n", argv[optind]);
+        return 2;
+    }
+    if (!g.peer || !peer_cluster_id_valid(g.peer) || !g.home || !peer_cluster_id_valid(g.home)) {
+        fprintf(stderr, "cliqo-agent virtual-kubelet: --peer and --home-id must be cluster IDs\n");
+        return 2;
+    }
+    if (!g.remote_path || !*g.remote_path) {
+        fprintf(stderr, "cliqo-agent virtual-kubelet: --remote-kubeconfig is required\n");
+        return 2;
+    }
+    slash = adv ? strchr(adv, '/') : NULL;
+    if (!slash || (size_t)(slash - adv) >= sizeof(g.adv_ns_buf) ||
+        strlen(slash + 1) >= sizeof(g.adv_name_buf) || slash == adv || !slash[1]) {
+        fprintf(stderr, "cliqo-agent virtual-kubelet: --advertisement must be NAMESPACE/NAME\n");
+        return 2;
+    }
+    snprintf(g.adv_ns_buf, sizeof(g.adv_ns_buf), "%.*s", (int)(slash - adv), adv);
+    snprintf(g.adv_name_buf, sizeof(g.adv_name_buf), "%s", slash + 1);
+    g.adv_ns = g.adv_ns_buf;
+    g.adv_name = g.adv_name_buf;
+    return 0;
+}
+
+static int start(void)
+{
+    char err[KC_ERR_LEN], fs[320], node[96];
+    struct inf_options ao = {.resource = &peer_res_advertisements};
+    struct inf_options no = {.resource = &kapi_nodes};
+    struct inf_options co = {.resource = &peer_res_clusterconfigs};
+    struct inf_handlers ah = {.on_add = on_adv, .on_update = on_adv_update, .on_delete = on_adv};
+    struct inf_handlers nh = {.on_add = on_node, .on_update = on_node_update, .on_delete = on_node};
+    struct inf_handlers ch = {.on_add = on_cc, .on_update = on_cc_update};
+    const char *pod_ip = getenv("POD_IP");
+    struct vk_params p = {0};
+    int r;
+
+    r = g.kubeconfig ? kc_load_file(g.kubeconfig, NULL, &g.kc, err, sizeof(err))
+                     : kc_load_default(NULL, &g.kc, err, sizeof(err));
+    if (r < 0) {
+        log_error(MOD, "cannot load the Kubernetes client configuration: %s", err);
+        return r;
+    }
+    if ((r = kapi_client_new(&g.loop, g.kc, NULL, &g.local)) < 0 ||
+        (r = pu_registry_new(&g.loop, NULL, NULL, &g.reg)) < 0 ||
+        (r = pu_acquire(g.reg, g.peer, OWNER, &g.unit)) < 0)
+        return log_errno(r, MOD, "cannot set up the clients");
+    if (!(g.cred_timer = ktimer_new(&g.loop, NULL)) || !(g.fin_timer = ktimer_new(&g.loop, NULL)))
+        return -ENOMEM;
+    load_credential(NULL);
+    snprintf(fs, sizeof(fs), "metadata.name=%s", g.adv_name);
+    ao.namespace_ = g.adv_ns;
+    ao.field_selector = fs;
+    if ((r = inf_new(g.local, &ao, &ah, NULL, &g.adv_inf)) < 0)
+        return r;
+    if (vk_node_name_for(g.peer, node, sizeof(node)) < 0)
+        return -EINVAL;
+    {
+        char nfs[160];
+
+        snprintf(nfs, sizeof(nfs), "metadata.name=%s", node);
+        no.field_selector = nfs;
+        r = inf_new(g.local, &no, &nh, NULL, &g.node_inf);
+    }
+    if (r < 0 || (r = inf_new(g.local, &co, &ch, NULL, &g.cc_inf)) < 0)
+        return r;
+    p.loop = &g.loop;
+    p.local = g.local;
+    p.unit = g.unit;
+    p.peer_id = g.peer;
+    p.home_id = g.home;
+    p.node_address = g.address ? g.address : (pod_ip && *pod_ip ? pod_ip : "127.0.0.1");
+    p.kubelet_port = g.port;
+    p.src.advertisement = src_adv;
+    p.src.node = src_node;
+    if ((r = vk_new(&p, &g.vk)) < 0)
+        return r;
+    if ((r = inf_start(g.adv_inf)) < 0 || (r = inf_start(g.node_inf)) < 0 ||
+        (r = inf_start(g.cc_inf)) < 0)
+        return r;
+    log_info(MOD, "virtual kubelet of provider %s for Advertisement %s/%s (home cluster %s)",
+             g.peer, g.adv_ns, g.adv_name, g.home);
+    return 0;
+}
+
+int vk_standalone_main(int argc, char **argv)
+{
+    int r, code;
+
+    memset(&g, 0, sizeof(g));
+    r = parse(argc, argv);
+    if (r != 0)
+        return r < 0 ? 0 : r;
+    signal(SIGPIPE, SIG_IGN);
+    if (uv_loop_init(&g.loop) < 0)
+        return 1;
+    uv_signal_init(&g.loop, &g.sigterm);
+    uv_signal_init(&g.loop, &g.sigint);
+    uv_signal_start(&g.sigterm, on_signal, SIGTERM);
+    uv_signal_start(&g.sigint, on_signal, SIGINT);
+    r = start();
+    if (r < 0)
+        stop(1);
+    uv_run(&g.loop, UV_RUN_DEFAULT);
+    code = g.exit_code;
+    g.kc = kc_config_free(g.kc);
+    if (uv_loop_close(&g.loop) < 0 && code == 0)
+        code = 1;
+    return code;
+}
