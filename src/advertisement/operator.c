@@ -531,7 +531,10 @@ static void finish(struct rec *r)
             json_string_value(json_object_get(json_object_get(r->adv, "spec"), "timeToLive")),
             &ttl);
         left = (ttl - (int64_t)time(NULL)) * 1000 + 500;
-        rec_end(r, left > 0 && left < RESYNC_MS ? (int)left : RESYNC_MS);
+        /* Deployment mode looks at its Deployment on every pass: sooner. */
+        rec_end(r, left > 0 && left < RESYNC_MS                            ? (int)left
+                   : st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT && r->d.accept ? RESYNC_MS / 3
+                                                                           : RESYNC_MS);
         return;
     }
     if (strcmp(old, now_status) != 0 || strcmp(str(cur, "reason"), r->d.reason) != 0) {

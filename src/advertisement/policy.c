@@ -52,6 +52,14 @@ void advpol_decide(const struct advpol_input *in, struct advpol_result *ret)
         return;
     }
     if (c->accept == ADVCFG_MANUAL) {
+        if (is(in->cur_status, "Accepted") && is(in->cur_reason, ADVPOL_ACCEPTED_BY_POLICY)) {
+            /* Accepted before the switch to Manual: it stays, as with a lower maximum. */
+            ret->accept = true;
+            ret->reason = ADVPOL_ACCEPTED_BY_POLICY;
+            snprintf(ret->message, sizeof(ret->message),
+                     "accepted by policy AutoAcceptMax before acceptPolicy became Manual");
+            return;
+        }
         ret->reason = ADVPOL_MANUAL;
         snprintf(ret->message, sizeof(ret->message),
                  "acceptPolicy is Manual: run 'cliqoctl accept' to accept it");

@@ -5,9 +5,10 @@
  * Order of the rules: an invalid Advertisement is refused (its validation reason); the deny list
  * refuses (DeniedByPolicy); an operator's decision (cliqoctl accept|refuse) stands; a non-empty
  * allow list refuses everyone else (NotInAllowList); Manual refuses until an operator accepts
- * (ManualApprovalRequired); AutoAcceptMax keeps an Advertisement it accepted (a lower maximum does
- * not evict anyone) and accepts another only while the accepted ones plus those waiting before it
- * (in creation order) leave a slot, else refuses (MaxAcceptableReached). */
+ * (ManualApprovalRequired), keeping those accepted before the switch; AutoAcceptMax keeps an
+ * Advertisement it accepted (a lower maximum does not evict anyone) and accepts another only while
+ * the accepted ones plus those waiting before it (in creation order) leave a slot, else refuses
+ * (MaxAcceptableReached). */
 #ifndef CLIQO_ADVERTISEMENT_POLICY_H
 #define CLIQO_ADVERTISEMENT_POLICY_H
 

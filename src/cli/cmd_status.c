@@ -12,7 +12,9 @@ static const char usage_text[] =
     "Usage: cliqoctl status [-o json]\n"
     "\n"
     "Shows this cluster's identity and its ForeignClusters: the state of the outgoing and\n"
-    "incoming peerings and of the authentication, and the local tenant namespace.\n"
+    "incoming peerings and of the authentication, and the local tenant namespace; then the\n"
+    "resource sharing with each: how the peer judged our Advertisement (and what it offers),\n"
+    "how we judged the peer's, and the virtual node standing for it.\n"
     "\n"
     "Options:\n"
     "  -o json                 print a JSON document (with the full conditions)\n"
@@ -31,6 +33,96 @@ static void print_json(json_t *doc)
 
     printf("%s\n", s ? s : "{}");
     free(s);
+}
+
+/* The virtual node of a peer (liqo-<id>) and the reason of its Ready condition: a new object
+ * {"name","ready","reason"}, or null when there is none. */
+static json_t *vnode_json(struct cli_kube *k, const json_t *fc)
+{
+    const char *id = cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL);
+    char name[96];
+    json_t *node = NULL, *c, *out = NULL;
+    size_t i;
+
+    if (!id)
+        return json_null();
+    snprintf(name, sizeof(name), PEER_VNODE_PREFIX "%s", id);
+    if (cli_get(k, &kapi_nodes, NULL, name, &node) < 0)
+        return json_null();
+    json_array_foreach(json_object_get(json_object_get(node, "status"), "conditions"), i, c)
+    {
+        const char *t = json_string_value(json_object_get(c, "type"));
+
+        if (t && strcmp(t, "Ready") == 0)
+            out = json_pack(
+                "{s:s,s:b,s:s*}", "name", name, "ready",
+                strcmp(or_dash(json_string_value(json_object_get(c, "status"))), "True") == 0,
+                "reason", json_string_value(json_object_get(c, "reason")));
+    }
+    json_decref(node);
+    return out ? out : json_pack("{s:s,s:b}", "name", name, "ready", 0);
+}
+
+static void decision(char *buf, size_t size, const json_t *d)
+{
+    const char *st = json_string_value(json_object_get(d, "status"));
+    const char *reason = json_string_value(json_object_get(d, "reason"));
+
+    if (!st || !*st)
+        snprintf(buf, size, "%s", d ? "pending" : "-");
+    else
+        snprintf(buf, size, "%s%s%s%s", st, reason && *reason ? " (" : "", reason ? reason : "",
+                 reason && *reason ? ")" : "");
+}
+
+/* The sharing table: ours on them (their decision, what we offer), theirs here (our decision),
+ * and the virtual node. */
+static void print_sharing(struct cli_kube *k, json_t *fcs)
+{
+    json_t *fc;
+    size_t i;
+    bool any = false;
+
+    json_array_foreach(fcs, i, fc)
+    {
+        const json_t *adv = json_object_get(json_object_get(fc, "status"), "advertisement");
+        const json_t *sent = json_object_get(adv, "sent"), *recv = json_object_get(adv, "received");
+        json_t *vn = (recv || sent) ? vnode_json(k, fc) : json_null();
+        char ours[96], theirs[96], node[160];
+        const char *rk;
+        json_t *rv;
+
+        if (!sent && !recv && json_is_null(vn)) {
+            json_decref(vn);
+            continue;
+        }
+        if (!any) {
+            printf("\n%-20s %-36s %-36s %s\n", "SHARING", "OUR-ADVERTISEMENT (THEIR DECISION)",
+                   "THEIR-ADVERTISEMENT (OUR DECISION)", "VIRTUAL-NODE");
+            any = true;
+        }
+        decision(ours, sizeof(ours), sent);
+        decision(theirs, sizeof(theirs), recv);
+        if (json_is_object(vn))
+            snprintf(node, sizeof(node), "%s %s%s%s%s",
+                     json_string_value(json_object_get(vn, "name")),
+                     json_is_true(json_object_get(vn, "ready")) ? "Ready" : "NotReady",
+                     json_string_value(json_object_get(vn, "reason")) ? " (" : "",
+                     json_string_value(json_object_get(vn, "reason"))
+                         ? json_string_value(json_object_get(vn, "reason"))
+                         : "",
+                     json_string_value(json_object_get(vn, "reason")) ? ")" : "");
+        else
+            snprintf(node, sizeof(node), "-");
+        printf("%-20s %-36s %-36s %s\n", or_dash(kapi_obj_name(fc)), ours, theirs, node);
+        if (json_object_size(json_object_get(sent, "resources")) > 0) {
+            printf("%-20s offered:", "");
+            json_object_foreach(json_object_get(sent, "resources"), rk, rv)
+                printf(" %s=%s", rk, or_dash(json_string_value(rv)));
+            printf("\n");
+        }
+        json_decref(vn);
+    }
 }
 
 int cmd_status_main(int argc, char **argv)
@@ -110,6 +202,13 @@ int cmd_status_main(int argc, char **argv)
                 cli_json_str(fc, "metadata", "creationTimestamp", NULL), "conditions",
                 json_is_array(conds) ? json_incref(conds) : json_array());
 
+            if (p) {
+                json_t *adv = json_object_get(json_object_get(fc, "status"), "advertisement");
+
+                json_object_set_new(p, "advertisement",
+                                    json_is_object(adv) ? json_incref(adv) : json_object());
+                json_object_set_new(p, "virtualNode", vnode_json(&k, fc));
+            }
             json_array_append_new(peers, p);
         }
         print_json(doc);
@@ -140,6 +239,7 @@ int cmd_status_main(int argc, char **argv)
                peer_fc_condition(fc, "AuthenticationStatus"),
                or_dash(cli_json_str(fc, "status", "tenantNamespace", "local", NULL)), age);
     }
+    print_sharing(&k, fcs);
     rc = 0;
     goto out;
 kerr:

@@ -369,6 +369,36 @@ static void after_status(struct kapi_client *c, const struct kapi_result *res, v
     pass_end(v, v->status_ms);
 }
 
+/* Whether the node as cached already shows the status we want (conditions' status and reason,
+ * capacity): someone else (the node-lifecycle controller marking it Unknown, an operator) may have
+ * changed it since we wrote it. */
+static bool node_shows(const json_t *node, const json_t *status)
+{
+    const json_t *ns = json_object_get(node, "status");
+    size_t i, j;
+    json_t *c, *o;
+
+    if (!json_equal(json_object_get(ns, "capacity"), json_object_get(status, "capacity")) ||
+        !json_equal(json_object_get(ns, "allocatable"), json_object_get(status, "allocatable")))
+        return false;
+    json_array_foreach(json_object_get(status, "conditions"), i, c)
+    {
+        bool found = false;
+
+        json_array_foreach(json_object_get(ns, "conditions"), j, o)
+        {
+            if (json_equal(json_object_get(o, "type"), json_object_get(c, "type"))) {
+                found = json_equal(json_object_get(o, "status"), json_object_get(c, "status")) &&
+                        json_equal(json_object_get(o, "reason"), json_object_get(c, "reason"));
+                break;
+            }
+        }
+        if (!found)
+            return false;
+    }
+    return true;
+}
+
 /* Writes the status when it changed or is due; capacity names no longer advertised are removed. */
 static void write_status(struct vk *v, const json_t *node, json_t *status)
 {
@@ -376,7 +406,8 @@ static void write_status(struct vk *v, const json_t *node, json_t *status)
     json_t *patch, *cap = json_object_get(status, "capacity");
     const char *k;
     json_t *val;
-    bool changed = !v->status_sig || !sig || strcmp(sig, v->status_sig) != 0;
+    bool changed =
+        !v->status_sig || !sig || strcmp(sig, v->status_sig) != 0 || !node_shows(node, status);
 
     if (!changed && now_ms(v) - v->status_at < v->status_ms) {
         x_free(sig);
