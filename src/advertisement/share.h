@@ -14,13 +14,18 @@
  *                      that X's offer does not shrink as X uses it; they still count for others.
  *   effective request  for each resource: max(sum over containers, max over init containers) +
  *                      spec.overhead (the scheduler's rule); every counted pod also uses one
- * `pods`. P                  a percentage 0..100 (or fixed amounts, see struct shr_policy).
+ *                      `pods` (a `pods` request in the object is ignored).
+ *   P                  a percentage 0..100 (or fixed amounts, see struct shr_policy).
  *
  * Every resource name is treated (cpu, memory, pods, ephemeral-storage, hugepages-*, extended
  * resources such as nvidia.com/gpu), each in its smallest unit: cpu in millicores, everything else
  * in whole units (bytes for memory and storage). Quantities from objects are converted with the
  * Kubernetes rules (kq_milli_value for cpu, kq_value for the rest: fractions round up). A result is
  * floor((avail - used) * P / 100), computed exactly (128-bit intermediate), and 0 when negative.
+ * Overflow: a pod's effective request of one resource saturates at INT64_MAX (and is removed as
+ * stored, so removals stay exact); sums are kept in 128 bits, so they are exact and cannot
+ * overflow; amounts returned (shr_totals, shr_offer) saturate at INT64_MAX. A quantity that is not
+ * a JSON string, is negative, or does not fit an int64 in its unit is malformed.
  *
  * State: per node its allocatable (when counted) and the usage of the pods bound to it (so a node
  * that stops or starts counting moves its pods' usage at once); per pod its last contribution (so
@@ -30,9 +35,12 @@
  * Limits: at most SHR_MAX_RESOURCES distinct resource names (a further name is ignored and counted
  * in shr_stats.dropped_resources), names of at most SHR_NAME_MAX bytes, at most SHR_MAX_ORIGINS
  * distinct consumers (pods of further origins count as ordinary pods, counted in
- * dropped_origins). Objects are validated: a missing or malformed field makes the object
+ * dropped_origins; so do origins longer than a label value, 63 bytes). The limits bound the names
+ * in use at once: when a table is full, the names no stored amount refers to and the origins with
+ * no pods are recycled. Objects are validated: a missing or malformed field makes the object
  * contribute nothing for that field (a malformed quantity is ignored and counted in
- * shr_stats.bad_quantities); it never fails the whole state.
+ * shr_stats.bad_quantities); it never fails the whole state. Names (of nodes, pods, namespaces)
+ * longer than 253 bytes make an upsert or a delete fail with -EINVAL.
  *
  * Ownership: objects passed in are borrowed for the call. Single-threaded (the agent's loop). */
 #ifndef CLIQO_ADVERTISEMENT_SHARE_H
@@ -85,19 +93,24 @@ struct shr_state *shr_free(struct shr_state *s);
 
 /* The informers' handlers feed these. An upsert adds or replaces (by metadata.name, and for pods
  * metadata.namespace + metadata.name). A delete of an unknown object is a no-op. Returns 0,
- * -EINVAL (no name), or -ENOMEM (the state is unchanged). */
+ * -EINVAL (no name, or a name too long), or -ENOMEM (the state is unchanged: every total, offer
+ * and object count is as before; only shr_stats' resources, dropped_*, bad_quantities and
+ * memory_bytes may differ). */
 int shr_node_upsert(struct shr_state *s, const json_t *node);
 int shr_node_delete(struct shr_state *s, const char *name);
 int shr_pod_upsert(struct shr_state *s, const json_t *pod);
 int shr_pod_delete(struct shr_state *s, const char *ns, const char *name);
 
-/* Totals over the counted objects: availability, usage by all counted pods. */
+/* Totals over the counted objects, sorted by name: availability (every resource a counted node
+ * lists, even at 0) and usage by all counted pods (every resource in use, i.e. not 0). Either
+ * pointer may be NULL. */
 void shr_totals(const struct shr_state *s, struct shr_list *ret_avail, struct shr_list *ret_used);
 
 /* The offer for consumer `origin` (NULL: a consumer with no pods here). With a percentage: one
  * entry per resource name present in the availability (a resource only requested, never
  * allocatable, is not offered), sorted by name. With fixed amounts: a copy of them, sorted by
- * name. Returns 0 or -EINVAL (percent > 100). */
+ * name (percent is then ignored). Returns 0 or -EINVAL (percent > 100, more than
+ * SHR_MAX_RESOURCES fixed amounts, a NULL argument other than origin). */
 int shr_offer(const struct shr_state *s, const char *origin, const struct shr_policy *p,
               struct shr_list *ret);
 
@@ -109,12 +122,12 @@ int64_t shr_list_get(const struct shr_list *l, const char *name, bool *ret_found
  * e.g. "1536Mi"; anything else: a plain integer). Returns the length, or -ENOSPC / -EINVAL. */
 int shr_format_quantity(const char *name, int64_t value, char *buf, size_t size);
 /* Parses a quantity string of resource `name` into its smallest unit (the inverse; cpu rounds up
- * to millicores, others up to units). Returns 0, -EINVAL or -ERANGE. */
+ * to millicores, others up to units). Returns 0, -EINVAL or -ERANGE (also for a negative value). */
 int shr_parse_quantity(const char *name, const char *text, int64_t *ret);
 
 /* Moved: true when any resource of `now` differs from `before` by more than `threshold_percent`
  * of the value in `before` (a resource that appears or disappears, or goes from or to 0, always
- * counts as a move; threshold 0 means any difference). */
+ * counts as a move; threshold 0 means any difference). A NULL list is an empty one. */
 bool shr_list_moved(const struct shr_list *before, const struct shr_list *now,
                     unsigned threshold_percent);
 

@@ -1,0 +1,2 @@
+# Advertisement (src/advertisement/): one test program per file.
+cliqo_unit_test(advertisement-share cliqo_advertisement)
