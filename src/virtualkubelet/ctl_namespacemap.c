@@ -402,9 +402,9 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         }
         if (wanted || json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp"))
             continue;
-        json_decref(list);
-        if (delete_ns(r, name) < 0)
+        if (delete_ns(r, name) < 0) /* name is borrowed from list: free it after */
             rec_end(r, RETRY_MS);
+        json_decref(list);
         return;
     }
     json_decref(list);

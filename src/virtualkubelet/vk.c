@@ -25,7 +25,8 @@
 #define DEFAULT_REMOTE_MS 30000
 #define LEASE_DURATION_S  40
 #define RETRY_MS          1000
-#define DRAIN_BATCH       500
+#define DRAIN_BATCH         500
+#define REMOTE_POLL_MS      200
 #define NODE_LEASE_NS     "kube-node-lease"
 #define MAX_NODE_LABELS   64
 
@@ -70,6 +71,7 @@ struct vk {
     void *done_data;
     json_t *drain; /* pods left to delete */
     size_t drain_i;
+    bool td_remote_asked; /* the NamespaceMap's deletion was requested: wait for it to go */
 };
 
 /* ---- references ------------------------------------------------------------------------------ */
@@ -250,7 +252,8 @@ static json_t *desired_status(struct vk *v, const json_t *adv)
 
     if (!reachable) {
         reason = "ProviderUnreachable";
-        snprintf(msg, sizeof(msg), "%u probes of provider %s failed in a row: %s", v->ka_failures,
+        /* No counter in the message: it would change the status on every probe. */
+        snprintf(msg, sizeof(msg), "the last %u probes of provider %s failed: %s", v->ka_threshold,
                  v->peer, v->ka_error);
     } else if (!settled) {
         reason = "RemappingPending";
@@ -960,9 +963,17 @@ static void after_remote(struct kapi_client *c, const struct kapi_result *res, v
     (void)c;
     if (unref_dead(v))
         return;
-    if (res->err == 0 || res->err == -ENOENT) {
+    if (res->err == -ENOENT) {
         log_info(MOD, "teardown of %s: NamespaceMap removed from provider %s", v->node, v->peer);
         td_next(v, TD_NODE);
+        return;
+    }
+    if (res->err == 0) {
+        /* Deleted, or being deleted: the provider removes the namespaces it made for us first
+         * (its finalizer). Look again until it is gone. */
+        v->td_remote_asked = true;
+        v->busy = false;
+        schedule(v, REMOTE_POLL_MS);
         return;
     }
     if (res->err == -EACCES || res->err == -EPERM) {
@@ -1030,7 +1041,10 @@ static void teardown_step(struct vk *v)
             td_next(v, TD_NODE);
             return;
         }
-        if (kapi_delete(c, &peer_res_namespacemaps, ns, v->home, NULL, after_remote, ref(v)) < 0) {
+        if ((v->td_remote_asked
+                 ? kapi_get(c, &peer_res_namespacemaps, ns, v->home, after_remote, ref(v))
+                 : kapi_delete(c, &peer_res_namespacemaps, ns, v->home, NULL, after_remote,
+                               ref(v))) < 0) {
             v->refs--;
             td_retry(v);
         }

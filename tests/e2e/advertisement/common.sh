@@ -2,7 +2,7 @@
 #
 # Four clusters: A = cluster-1 (the consumer) and three providers P1 = cluster-2, P2 = cluster-3,
 # P3 = cluster-4. The group's `setup` test installs cliqo on all four, gives them short test settings
-# (keepalive 1 s x 3, Advertisements refreshed every 15 s with a 60 s TTL), starts one agent per
+# (keepalive 1 s x 3, Advertisements refreshed every 15 s with a 180 s TTL), starts one agent per
 # cluster as a local process and peers A with the three providers; `teardown` unpeers, checks that
 # both sides are clean, stops the agents and checks their logs. Every test in between starts from
 # that state (three Advertisements Accepted, three virtual nodes Ready) and leaves it so.

@@ -59,7 +59,8 @@ vk patch namespacemap -n "$RNS" "$A_ID" --type=merge -p "{\"spec\":{\"desiredMap
   \"app\":\"$OFF\",\"sys\":\"kube-system\",\"def\":\"default\",\"ten\":\"cliqo-tenant-x-abcdef\",
   \"agent\":\"cliqo\",\"taken\":\"$TAKEN\"}}}" >/dev/null || fail "it cannot write its NamespaceMap"
 entry() { vk get namespacemap -n "$RNS" "$A_ID" -o "jsonpath={.status.currentMapping.$1.phase}/{.status.currentMapping.$1.reason}"; }
-wait_for 30 "the entry for $OFF Accepted (now: $(entry app))" eval '[ "$(entry app)" = Accepted/ ]'
+remote_of() { vk get namespacemap -n "$RNS" "$A_ID" -o "jsonpath={.status.currentMapping.$1.remoteNamespace}"; }
+wait_for 30 "the entry for $OFF Accepted (now: $(entry app) $(remote_of app))" eval '[ "$(entry app)" = Accepted/ ] && [ "$(remote_of app)" = "$OFF" ]'
 for e in sys def ten agent; do
   wait_for 10 "entry $e refused as reserved (now: $(entry $e))" eval "[ \"\$(entry $e)\" = Refused/ReservedName ]"
 done

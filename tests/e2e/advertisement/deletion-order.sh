@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Graceful deletion in the order the original design wanted and never achieved: when an Advertisement is
 # deleted, its virtual node is cordoned, then drained (a pod bound to it goes), then the virtual kubelet removes
-# what it created on the provider (its NamespaceMap), then the node is deleted, and only then does the
+# what it created on the provider (its NamespaceMap, waiting until the provider has removed it), then the
+# node is deleted, and only then does the
 # Advertisement go (its finalizer held it). Watched with four kubectl watches on both clusters, each event
 # stamped on arrival. Afterwards the provider sends its Advertisement again and the node comes back.
 source "$(dirname "$0")/../lib.sh"
@@ -53,7 +54,9 @@ watch "$A" node node "$NODE" "$jp"
 watch "$A" pod pods -n "$NS" "$jp"
 watch "$P3" nm namespacemap -n "$RNS" "$jp"
 watch "$A" adv advertisement -n "$TNS" "$ADV" "$jp"
-# Stamp lines as they arrive (the watches above write raw lines; tail -F stamps them).
+# Stamp lines as they arrive (the watches above write raw lines; tail -F stamps them). The provider's
+# step is watched on the provider's own API server: the virtual kubelet deletes the node only after the
+# provider answered that the NamespaceMap is gone, so its DELETED event comes first by a round trip.
 for f in node pod nm adv; do
   (tail -n +1 -F "$W/$f.raw" 2>/dev/null | stamp >"$W/$f") &
   WPIDS+=($!)
@@ -62,14 +65,15 @@ sleep 2
 
 say "delete the Advertisement of $P3 on $A"
 kc "$A" delete advertisement -n "$TNS" "$ADV" --wait=false >/dev/null
-wait_for 60 "the Advertisement gone" eval "! kc $A get advertisement -n $TNS $ADV"
-sleep 1
 first() { # FILE AWK-CONDITION: the stamp of the first matching event
   awk "$2 { print \$1; exit }" "$W/$1"
 }
+# The provider sends it again at once: "gone" is an event, not a state to poll for.
+wait_for 60 "the Advertisement's DELETED event" eval "[ -n \"\$(first adv '\$2 == \"DELETED\"')\" ]"
+sleep 1
 t_cordon=$(first node '$2 == "MODIFIED" && $4 == "true"')
 t_drain=$(first pod '$2 == "DELETED" || ($2 == "MODIFIED" && $5 != "")')
-t_remote=$(first nm '$2 == "DELETED" || ($2 == "MODIFIED" && $5 != "")')
+t_remote=$(first nm '$2 == "DELETED"')
 t_node=$(first node '$2 == "DELETED"')
 t_adv=$(first adv '$2 == "DELETED"')
 for v in t_cordon t_drain t_remote t_node t_adv; do

@@ -45,8 +45,8 @@ EOF
 reason_of() { jget "$A" '{.status.advertisementStatus}/{.status.reason}' advertisement -n "$NS" "$1"; }
 expect_refused() { # NAME REASON
   wait_for 20 "$1 refused with reason $2 (now: $(reason_of "$1"))" eval "[ \"\$(reason_of $1)\" = Refused/$2 ]"
-  kc "$A" get events -n "$NS" --field-selector "involvedObject.name=$1,reason=AdvertisementRefused" -o name |
-    grep -q . || fail "no AdvertisementRefused Event for $1"
+  wait_for 10 "an AdvertisementRefused Event for $1 saying $2" eval \
+    "kc $A get events -n $NS --field-selector involvedObject.name=$1,reason=AdvertisementRefused -o jsonpath='{.items[*].message}' | grep -q ."
 }
 name=advertisement-$FAKE
 
@@ -69,8 +69,8 @@ if kc "$A" get node "liqo-$FAKE" >/dev/null 2>&1; then fail "a virtual node exis
 say "a timeToLive in the past: the Advertisement is removed"
 adv "$name" "$FAKE" 1 "vk-kubeconfig-secret-$FAKE" "$past" || fail "cannot write the Advertisement"
 wait_for 20 "the expired Advertisement deleted" eval "! kc $A get advertisement -n $NS $name"
-kc "$A" get events -n "$NS" --field-selector "reason=AdvertisementExpired" -o name | grep -q . ||
-  fail "no AdvertisementExpired Event"
+wait_for 10 "an AdvertisementExpired Event" eval \
+  "kc $A get events -n $NS --field-selector reason=AdvertisementExpired -o name | grep -q ."
 say "the CRD refuses a quantity that is not one"
 if adv "$name" "$FAKE" lots "vk-kubeconfig-secret-$FAKE" "$ttl" 2>/dev/null; then fail "cpu 'lots' was accepted by the schema"; fi
 all_shared || fail "the real providers were disturbed"

@@ -29,10 +29,10 @@ timed_change() { # JSON EXPECTED-CPU DESCRIPTION
   echo "FIGURE $4-to-virtual-node-seconds=$secs"
 }
 say "50 %"
-timed_change '{"spec":{"advertisementConfig":{"outgoingConfig":{"resourceSharingPercentage":50}}}}' 8000m "50 %" percentage
+timed_change '{"spec":{"advertisementConfig":{"outgoingConfig":{"resourceSharingPercentage":50}}}}' 8 "50 %" percentage
 [ "$(capacity "$P2" pods)" = 110 ] || fail "pods at 50 % of 220: $(capacity "$P2" pods)"
 say "perCluster: 25 % for $A"
-timed_change "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":{\"perCluster\":[{\"clusterID\":\"$A_ID\",\"percentage\":25}]}}}}" 4000m "per-cluster 25 %" per-cluster
+timed_change "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":{\"perCluster\":[{\"clusterID\":\"$A_ID\",\"percentage\":25}]}}}}" 4 "per-cluster 25 %" per-cluster
 say "perCluster: fixed amounts for $A (more than the cluster has free: liqo#1478)"
 timed_change "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":{\"perCluster\":[{\"clusterID\":\"$A_ID\",\"resources\":{\"cpu\":\"40\",\"memory\":\"100Gi\",\"pods\":\"500\"}}]}}}}" 40 "fixed amounts" fixed
 [ "$(capacity "$P2" memory)" = 100Gi ] || fail "fixed memory: $(capacity "$P2" memory)"

@@ -11,11 +11,11 @@ for c in "${ALL[@]}"; do
     fail "install on $c failed: $out"
 done
 ids
-say "test settings: keepalive 1 s x 3, refresh 15 s, TTL 60 s; pod and service CIDRs"
+say "test settings: keepalive 1 s x 3, refresh 15 s, TTL 180 s; pod and service CIDRs"
 for c in "${ALL[@]}"; do
   cidr=$(cat "$E2E_STATE/$c/pod-cidr")
   patch_config "$c" "{\"spec\":{\"advertisementConfig\":{\"keepaliveRetryTime\":1,\"keepaliveThreshold\":3,
-    \"outgoingConfig\":{\"refreshSeconds\":15,\"ttlSeconds\":60}},
+    \"outgoingConfig\":{\"refreshSeconds\":15,\"ttlSeconds\":180}},
     \"liqonetConfig\":{\"podCIDR\":\"$cidr\",\"serviceCIDR\":\"10.96.0.0/16\"}}}"
 done
 [ "$(cat "$E2E_STATE/$P2/pod-cidr")" = "$(cat "$E2E_STATE/$A/pod-cidr")" ] || fail "P2's pod CIDR must equal A's"
