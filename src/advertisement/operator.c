@@ -581,6 +581,34 @@ static json_t *binding(const char *kind, const char *name, const char *ns, const
     return b;
 }
 
+/* Adds (or removes) ServiceAccount ns/sa to the subjects of ClusterRoleBinding crb; true when it
+ * changed. */
+static bool crb_set_subject(json_t *crb, const char *sa, const char *ns, bool add)
+{
+    json_t *subjects = json_object_get(crb, "subjects"), *s;
+    size_t i;
+
+    json_array_foreach(subjects, i, s)
+    {
+        if (strcmp(str(s, "kind"), "ServiceAccount") == 0 && strcmp(str(s, "name"), sa) == 0 &&
+            strcmp(str(s, "namespace"), ns) == 0) {
+            if (add)
+                return false;
+            json_array_remove(subjects, i);
+            return true;
+        }
+    }
+    if (!add)
+        return false;
+    if (!json_is_array(subjects)) {
+        subjects = json_array();
+        json_object_set_new(crb, "subjects", subjects);
+    }
+    json_array_append_new(subjects, json_pack("{s:s,s:s,s:s}", "kind", "ServiceAccount", "name", sa,
+                                              "namespace", ns));
+    return true;
+}
+
 static const char *vk_image(void)
 {
     return st.cfg.vk_image[0] ? st.cfg.vk_image : "cliqo/cliqo-agent:" CLIQO_VERSION;
@@ -629,7 +657,7 @@ static void after_deploy(void *owner)
     struct rec *r = owner;
 
     if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
-        if (!(r->step == 5 && r->ch.last.err == -ENOENT)) {
+        if (!(r->step == 6 && r->ch.last.err == -ENOENT)) {
             log_warn(MOD, "%s: Deployment mode: %s", r->key, r->ch.last.message);
             rec_end(r, RETRY_MS);
             return;
@@ -652,7 +680,7 @@ static void deploy_step(struct rec *r)
     switch (r->step++) {
     case 0:
         if (r->e->deployment_ensured) {
-            r->step = 5;
+            r->step = 6;
             if (kapi_get(agent_kube(st.a), &kapi_deployments, r->ns, name, peer_call_cb, r) < 0)
                 rec_end(r, RETRY_MS);
             return;
@@ -662,31 +690,50 @@ static void deploy_step(struct rec *r)
         res = &kapi_serviceaccounts;
         ns = r->ns;
         break;
-    case 1: {
-        char crb[128];
+    case 1: /* read the shared ClusterRoleBinding; step 2 adds our ServiceAccount to it */
+        if (kapi_get(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
+                     peer_call_cb, r) < 0)
+            rec_end(r, RETRY_MS);
+        return;
+    case 2: {
+        json_t *crb = json_deep_copy(r->ch.last.body);
 
-        snprintf(crb, sizeof(crb), "cliqo-virtual-kubelet-%s", r->peer);
-        o = binding("ClusterRoleBinding", crb, NULL, PEER_VK_LOCAL_ROLE, name, r->ns);
-        res = &peer_res_clusterrolebindings;
-        break;
+        if (r->ch.last.err < 0 || !crb) {
+            json_decref(crb);
+            log_warn(MOD, "%s: ClusterRoleBinding %s: %s (is cliqo installed?)", r->key,
+                     PEER_VK_LOCAL_ROLE, r->ch.last.message);
+            rec_end(r, RETRY_MS);
+            return;
+        }
+        if (!crb_set_subject(crb, name, r->ns, true)) {
+            json_decref(crb);
+            deploy_step(r); /* already there */
+            return;
+        }
+        r->ch.next = after_deploy;
+        if (kapi_update(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
+                        NULL, crb, peer_call_cb, r) < 0)
+            rec_end(r, RETRY_MS);
+        json_decref(crb);
+        return;
     }
-    case 2:
+    case 3:
         o = binding("RoleBinding", name, r->ns, PEER_VK_LOCAL_ROLE "-ns", name, r->ns);
         res = &peer_res_rolebindings;
         ns = r->ns;
         break;
-    case 3:
+    case 4:
         o = binding("RoleBinding", name, NODE_LEASE_NS, PEER_VK_LOCAL_ROLE "-ns", name, r->ns);
         res = &peer_res_rolebindings;
         ns = NODE_LEASE_NS;
         break;
-    case 4:
+    case 5:
         o = deployment(r, name);
         res = &kapi_deployments;
         ns = r->ns;
         log_info(MOD, "%s: ensuring Deployment %s/%s of the virtual kubelet", r->key, r->ns, name);
         break;
-    case 5:
+    case 6:
     default:
         /* After the GET of step 0 (or the create of step 4). */
         if (r->ch.last.err == -ENOENT) {
@@ -706,14 +753,58 @@ static void deploy_step(struct rec *r)
     json_decref(o);
 }
 
+/* Removes the ServiceAccount of a Deployment-mode virtual kubelet from the shared
+ * ClusterRoleBinding: a read, then a conditional update (a conflict is retried). */
+struct crb_removal {
+    char sa[128], ns[64];
+    int tries;
+};
+
+static void crb_remove_get(struct kapi_client *c, const struct kapi_result *res, void *data);
+
+static void crb_remove_put(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    struct crb_removal *cr = data;
+
+    if (res->err == -ESTALE && cr->tries++ < 5 &&
+        kapi_get(c, &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE, crb_remove_get, cr) ==
+            0)
+        return;
+    if (res->err < 0 && res->err != -ENOENT)
+        log_warn(MOD, "cannot remove %s/%s from ClusterRoleBinding %s: %s", cr->ns, cr->sa,
+                 PEER_VK_LOCAL_ROLE, res->status.message);
+    x_free(cr);
+}
+
+static void crb_remove_get(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    struct crb_removal *cr = data;
+    json_t *crb = res->err == 0 ? json_deep_copy(res->body) : NULL;
+
+    if (crb && crb_set_subject(crb, cr->sa, cr->ns, false) &&
+        kapi_update(c, &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE, NULL, crb,
+                    crb_remove_put, cr) == 0) {
+        json_decref(crb);
+        return;
+    }
+    json_decref(crb);
+    x_free(cr);
+}
+
 static void cleanup_deployment_rbac(const char *peer, const char *ns)
 {
     char name[128];
+    struct crb_removal *cr = x_calloc(1, sizeof(*cr));
 
-    snprintf(name, sizeof(name), "cliqo-virtual-kubelet-%s", peer);
-    kapi_delete(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, name, NULL, on_fc_written,
-                NULL);
     snprintf(name, sizeof(name), "virtual-kubelet-%s", peer);
+    if (cr && ns) {
+        snprintf(cr->sa, sizeof(cr->sa), "%s", name);
+        snprintf(cr->ns, sizeof(cr->ns), "%s", ns);
+        if (kapi_get(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
+                     crb_remove_get, cr) == 0)
+            cr = NULL;
+    }
+    x_free(cr);
     kapi_delete(agent_kube(st.a), &peer_res_rolebindings, NODE_LEASE_NS, name, NULL, on_fc_written,
                 NULL);
     if (ns)
@@ -886,7 +977,8 @@ static void being_deleted(struct rec *r)
         rec_end(r, RETRY_MS * 5); /* on_torn_down enqueues sooner */
         return;
     }
-    cleanup_deployment_rbac(r->peer, NULL);
+    if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT || r->e->deployment_ensured)
+        cleanup_deployment_rbac(r->peer, r->ns);
     ent_free(r->e);
     r->e = NULL;
     log_info(MOD, "%s: virtual kubelet torn down; releasing the Advertisement", r->key);
@@ -934,7 +1026,8 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
                 rec_end(r, RETRY_MS * 5);
                 return;
             }
-            cleanup_deployment_rbac(e->peer, NULL);
+            if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT || e->deployment_ensured)
+                cleanup_deployment_rbac(e->peer, e->ns);
             ent_free(e);
         }
         rec_end(r, -1);

@@ -25,8 +25,8 @@
 #define DEFAULT_REMOTE_MS 30000
 #define LEASE_DURATION_S  40
 #define RETRY_MS          1000
-#define DRAIN_BATCH         500
-#define REMOTE_POLL_MS      200
+#define DRAIN_BATCH       500
+#define REMOTE_POLL_MS    200
 #define NODE_LEASE_NS     "kube-node-lease"
 #define MAX_NODE_LABELS   64
 

@@ -70,6 +70,8 @@ kc "$A" config view --minify --raw -o jsonpath='{.clusters[0].cluster.certificat
 "$KUBECTL" config --kubeconfig "$T/local" use-context a >/dev/null
 for i in "${!ARGS[@]}"; do ARGS[$i]=${ARGS[$i]//$MOUNT/$T/mount}; done
 [ "$("$KUBECTL" --kubeconfig "$T/local" auth can-i create pods -n default)" = no ] || fail "the Deployment's identity can create pods"
+subjects() { jget "$A" '{range .subjects[*]}{.namespace}/{.name} {end}' clusterrolebinding cliqo-virtual-kubelet-local; }
+grep -q "$TNS/$DEP" <<<"$(subjects)" || fail "$DEP is not a subject of ClusterRoleBinding cliqo-virtual-kubelet-local: $(subjects)"
 [ "$("$KUBECTL" --kubeconfig "$T/local" auth can-i patch nodes 2>/dev/null)" = yes ] || fail "the Deployment's identity cannot patch nodes"
 
 say "run exactly that: cliqo-agent ${ARGS[*]}"
@@ -99,4 +101,5 @@ say "back to Embedded: the Deployments go, the agent runs the virtual kubelets a
 patch_config "$A" '{"spec":{"advertisementConfig":{"ingoingConfig":{"virtualKubeletMode":"Embedded"}}}}'
 wait_all_shared 90
 wait_for 30 "no virtual-kubelet Deployment left" eval "[ -z \"\$(kc $A get deployments -A -l app.kubernetes.io/name=cliqo-virtual-kubelet -o name)\" ]"
+wait_for 30 "no virtual kubelet left in the shared ClusterRoleBinding" eval '[ -z "$(subjects | tr -d " ")" ]'
 pass "the Deployment's command, run as is with its identity, keeps the node; teardown and exit on deletion"

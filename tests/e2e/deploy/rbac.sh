@@ -2,8 +2,10 @@
 # The agent's and a peer's rights (deploy/rbac.yaml, deploy/README.md, docs/peering.md), proved with
 # `kubectl auth can-i --as` and with real requests made as those identities: the agent manages cliqo's kinds
 # and tenant namespaces, but reads Secrets only in "cliqo" and in tenant namespaces where it bound
-# cliqo-agent-tenant to itself; it can bind only cliqo-remote-peering and cliqo-agent-tenant. A peer's
-# identity acts only in its tenant namespace.
+# cliqo-agent-tenant to itself; it can bind only cliqo's own roles (peering, tenant, virtual kubelet), and
+# cluster-wide only the virtual kubelet's node rights, through the one ClusterRoleBinding it may edit. A peer's
+# identity acts only in its tenant namespace; a consumer's virtual kubelet only in its tenant namespace (its
+# NamespaceMap) and in the namespaces made for it.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 AGENT=system:serviceaccount:cliqo:cliqo-agent
@@ -60,9 +62,19 @@ can "$AGENT" no list secrets --all-namespaces
 can "$AGENT" no get secrets -n default
 can "$AGENT" no get secrets -n kube-system
 can "$AGENT" no get secrets -n "$T" # not before it binds cliqo-agent-tenant there
-can "$AGENT" no get nodes
-can "$AGENT" no list pods --all-namespaces
+# The broadcaster sums nodes and pods; the virtual kubelets register nodes and drain them (issue 9).
+can "$AGENT" yes get nodes
+can "$AGENT" yes patch nodes --subresource=status
+can "$AGENT" yes list pods --all-namespaces
+can "$AGENT" yes delete pods -n default
+can "$AGENT" yes update leases.coordination.k8s.io -n kube-node-lease
+can "$AGENT" yes bind clusterroles/cliqo-virtual-kubelet-remote
+can "$AGENT" yes bind clusterroles/cliqo-virtual-kubelet-tenant
+# Deployment mode: only the subjects of the one ClusterRoleBinding cliqo-virtual-kubelet-local.
+can "$AGENT" yes update clusterrolebindings/cliqo-virtual-kubelet-local
+can "$AGENT" no update clusterrolebindings/cluster-admin
 can "$AGENT" no create pods -n cliqo
+can "$AGENT" no update pods -n default
 can "$AGENT" no create clusterrolebindings
 can "$AGENT" no create clusterroles
 can "$AGENT" no escalate clusterroles
@@ -76,7 +88,7 @@ can "$AGENT" no create serviceaccounts/token -n cliqo
 can "$AGENT" no impersonate users
 can "$AGENT" no create certificatesigningrequests.certificates.k8s.io
 can "$AGENT" no update customresourcedefinitions.apiextensions.k8s.io
-say "agent: manages cliqo's kinds and tenant namespaces; no cluster-wide Secrets, nodes, pods or escalation"
+say "agent: manages cliqo's kinds, tenant namespaces, virtual nodes; no cluster-wide Secrets, no pod writes, no escalation"
 
 # 2. The agent sets up a tenant namespace as peering does, acting as itself.
 ag() { kc "$C" --as="$AGENT" "$@"; }
@@ -97,6 +109,15 @@ expect_reject "agent binds edit" "forbidden" \
 expect_reject "agent creates a ClusterRoleBinding" "forbidden" \
   ag create clusterrolebinding escalate --clusterrole=cliqo-remote-peering --serviceaccount="$T:remote-x"
 expect_reject "agent reads Secrets in kube-system" "forbidden" ag -n kube-system get secrets
+expect_reject "agent points the shared ClusterRoleBinding at cluster-admin" "" \
+  ag patch clusterrolebinding cliqo-virtual-kubelet-local --type=merge -p '{"roleRef":{"name":"cluster-admin"}}'
+ag patch clusterrolebinding cliqo-virtual-kubelet-local --type=merge \
+  -p "{\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"virtual-kubelet-x\",\"namespace\":\"$T\"}]}" >/dev/null ||
+  fail "the agent cannot add a virtual kubelet to the shared ClusterRoleBinding"
+can "system:serviceaccount:$T:virtual-kubelet-x" yes patch nodes
+can "system:serviceaccount:$T:virtual-kubelet-x" no get secrets -n "$T"
+can "system:serviceaccount:$T:virtual-kubelet-x" no create pods -n default
+ag patch clusterrolebinding cliqo-virtual-kubelet-local --type=merge -p '{"subjects":null}' >/dev/null
 say "agent: binds cliqo-agent-tenant and cliqo-remote-peering in a tenant namespace; cluster-admin and edit refused"
 
 # 3. The peer's identity, confined to its tenant namespace.
@@ -105,7 +126,14 @@ for v in create get list watch update patch delete; do
   can "$REMOTE" yes "$v" peeringrequests.discovery.liqo.io -n "$T"
   can "$REMOTE" yes "$v" secrets -n "$T"
   can "$REMOTE" yes "$v" advertisements.sharing.liqo.io -n "$T"
+  can "$REMOTE" yes "$v" networkconfigs.net.liqo.io -n "$T"
 done
+# The consumer decides on an Advertisement and a NetworkConfig's receiver remaps: read-only for the peer.
+can "$REMOTE" yes get advertisements.sharing.liqo.io --subresource=status -n "$T"
+can "$REMOTE" no update advertisements.sharing.liqo.io --subresource=status -n "$T"
+can "$REMOTE" no patch advertisements.sharing.liqo.io --subresource=status -n "$T"
+can "$REMOTE" no update networkconfigs.net.liqo.io --subresource=status -n "$T"
+can "$REMOTE" no create namespacemaps.virtualkubelet.liqo.io -n "$T"
 can "$REMOTE" yes get peeringrequests.discovery.liqo.io --subresource=status -n "$T"
 can "$REMOTE" no update peeringrequests.discovery.liqo.io --subresource=status -n "$T" # cannot accept itself
 can "$REMOTE" no get secrets -n cliqo
@@ -150,7 +178,40 @@ metadata: {name: sneaky}
 spec: {clusterIdentity: {clusterID: $ID_X}}
 YAML
 peer -n "$T" delete peeringrequest "$ID_X" >/dev/null
-say "peer: PeeringRequests, Secrets and Advertisements in its tenant namespace only"
+say "peer: PeeringRequests, Secrets, Advertisements (not their status) and NetworkConfigs in its tenant namespace only"
+
+# 4. A consumer's virtual kubelet (docs/advertisement.md): its NamespaceMap in its tenant namespace, and pods &
+# co only in a namespace made for it (where the agent binds cliqo-virtual-kubelet-remote).
+VK=system:serviceaccount:$T:vk-x
+OFF=e2e-rbac-offload
+ag -n "$T" create serviceaccount vk-x >/dev/null
+ag -n "$T" create rolebinding cliqo-virtual-kubelet-tenant --clusterrole=cliqo-virtual-kubelet-tenant \
+  --serviceaccount="$T:vk-x" >/dev/null
+ag create namespace "$OFF" >/dev/null
+ag -n "$OFF" create rolebinding cliqo-virtual-kubelet --clusterrole=cliqo-virtual-kubelet-remote \
+  --serviceaccount="$T:vk-x" >/dev/null
+wait_for 30 "virtual kubelet bindings in effect" kc "$C" auth can-i --as="$VK" create pods -n "$OFF"
+for v in create get list watch update patch delete; do
+  can "$VK" yes "$v" namespacemaps.virtualkubelet.liqo.io -n "$T"
+  can "$VK" yes "$v" pods -n "$OFF"
+  can "$VK" yes "$v" services -n "$OFF"
+  can "$VK" yes "$v" configmaps -n "$OFF"
+  can "$VK" yes "$v" secrets -n "$OFF"
+  can "$VK" yes "$v" endpointslices.discovery.k8s.io -n "$OFF"
+done
+can "$VK" yes update pods --subresource=status -n "$OFF"
+can "$VK" yes get pods --subresource=log -n "$OFF"
+can "$VK" yes create pods --subresource=exec -n "$OFF"
+can "$VK" no update namespacemaps.virtualkubelet.liqo.io --subresource=status -n "$T"
+can "$VK" no create pods -n "$T"
+can "$VK" no create pods -n default
+can "$VK" no create namespaces
+can "$VK" no delete namespaces
+can "$VK" no list nodes
+can "$VK" no get secrets -n "$T"
+can "$VK" no create rolebindings -n "$OFF"
+ns_remove "$OFF"
+say "virtual kubelet: its NamespaceMap, and namespaced rights only where a namespace was made for it"
 
 trap - EXIT
 cleanup
