@@ -185,7 +185,7 @@ header() { kc "$C" get "$@" | head -1 | tr -s ' ' ' ' | sed -e 's/ $//'; }
 row() { kc "$C" get "$@" --no-headers | tr -s ' ' ' '; }
 [ "$(header fc cluster-b)" = "NAME CLUSTERID OUTGOING INCOMING AGE" ] || fail "fc columns: $(header fc cluster-b)"
 row fc cluster-b | grep -qE "^cluster-b $ID_B Established Pending [0-9]" || fail "fc row: $(row fc cluster-b)"
-[ "$(header -n "$NS" pr)" = "NAME CLUSTERID PHASE AGE" ] || fail "pr columns: $(header -n "$NS" pr)"
+[ "$(header -n "$NS" pr)" = "NAME CLUSTERID PHASE ADVERTISEMENT AGE" ] || fail "pr columns: $(header -n "$NS" pr)"
 row -n "$NS" pr | grep -qE "^$ID_A $ID_A Accepted [0-9]" || fail "pr row: $(row -n "$NS" pr)"
 [ "$(header -n "$NS" adv)" = "NAME STATUS EXPIRATION AGE" ] || fail "adv columns: $(header -n "$NS" adv)"
 row -n "$NS" adv | grep -qE "^advertisement-$ID_B Accepted 2024-01-01T00:30:00Z [0-9]" ||

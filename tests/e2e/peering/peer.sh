@@ -120,9 +120,9 @@ assert fa["incoming"] == "None" and fa["tenantNamespace"] == a_ns, fa
 assert fb["name"] == "cluster-1" and fb["incoming"] == "Established" and fb["outgoing"] == "None", fb
 assert fb["tenantNamespace"] == b_ns, fb
 PY
-row=$(cq "$A" status | awk -v n="$B" '$1 == n')
+row=$(cq "$A" status | awk -v n="$B" '$1 == n { print; exit }') # the peers' table (a sharing table follows)
 [ "$(awk '{ print $3, $4, $5 }' <<<"$row")" = "Established None Established" ] || fail "status table on $A: $row"
-row=$(cq "$B" status | awk -v n="$A" '$1 == n')
+row=$(cq "$B" status | awk -v n="$A" '$1 == n { print; exit }')
 [ "$(awk '{ print $3, $4 }' <<<"$row")" = "None Established" ] || fail "status table on $B: $row"
 
 say "idle memory of the agents"
