@@ -151,9 +151,11 @@ struct shr_state {
     size_t norig, live_origins;
     /* objects */
     struct tab nodes, pods;
-    struct shr_node unsched; /* the bucket of pods without nodeName: always counted */
     size_t known_nodes, counted_nodes, counted_pods;
     size_t dropped_resources, dropped_origins, bad_quantities;
+    /* The bucket of pods without nodeName: always counted. Last, because its name[] is a flexible
+     * array member (clang refuses one anywhere else). */
+    struct shr_node unsched;
 };
 
 /* ---- memory ---------------------------------------------------------------------------------- */

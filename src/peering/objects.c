@@ -25,8 +25,13 @@ void peer_time_rfc3339(int64_t t, char *buf, size_t size)
     time_t tt = (time_t)t;
     struct tm tm;
 
-    gmtime_r(&tt, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    /* RFC 3339 wants four digits of year, which strftime's %Y does not pad. */
+    if (!gmtime_r(&tt, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999) {
+        snprintf(buf, size, "1970-01-01T00:00:00Z");
+        return;
+    }
+    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
 }
 
 static int digits(const char *s, int n, int *ret)

@@ -1,0 +1,112 @@
+/* libFuzzer harness for what the advertisement protocol reads from objects a peer (or an operator)
+ * writes: an Advertisement's validation (src/advertisement/policy.c, with the RFC 3339 parser of
+ * src/peering/objects.c), the ClusterConfig's sharing settings (config.c), and the broadcaster's
+ * computation fed arbitrary nodes and pods (share.c).
+ *
+ * The input is a JSON document; when it parses:
+ *   - advpol_validate never crashes, and when it refuses it says why (a non-empty message);
+ *   - advcfg_read gives values in their documented ranges, whatever the input;
+ *   - fed as a node and as a pod (then deleted), the computation's state stays consistent: after the
+ *     deletes it equals an empty state (no availability, no usage) and an offer is never negative;
+ *   - every string value found is given to peer_parse_rfc3339 and, when it parses, it was a
+ *     well-formed timestamp (formatting the result again parses back to the same second).
+ * A violated invariant aborts, which libFuzzer reports as a crash.
+ *
+ * The units are included rather than only linked so that they are compiled here with the fuzzer's
+ * instrumentation; the libraries' copies are then never pulled from the archives. */
+#include "../src/advertisement/config.c"
+#include "../src/advertisement/policy.c"
+#include "../src/advertisement/share.c"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "peering/objects.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check(bool ok)
+{
+    if (!ok)
+        abort();
+}
+
+static void strings(const json_t *j, int depth)
+{
+    const char *k;
+    json_t *v;
+    size_t i;
+
+    if (depth > 8)
+        return;
+    if (json_is_string(j)) {
+        int64_t t, t2;
+        char buf[32];
+
+        if (peer_parse_rfc3339(json_string_value(j), &t) == 0 && t > -62135596800 &&
+            t < 253402300800) {
+            peer_time_rfc3339(t, buf, sizeof(buf));
+            check(peer_parse_rfc3339(buf, &t2) == 0 && t2 == t);
+        }
+        return;
+    }
+    json_object_foreach((json_t *)j, k, v)
+        strings(v, depth + 1);
+    json_array_foreach(j, i, v)
+        strings(v, depth + 1);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    json_t *j = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
+    struct adv_config c;
+    struct shr_state *s = NULL;
+    struct shr_list avail, used, offer;
+    struct shr_policy p = {.percent = 37};
+    const char *reason;
+    char msg[256];
+
+    if (!j)
+        return 0;
+    msg[0] = '\0';
+    reason = advpol_validate(j, "p", 1767225600, msg, sizeof(msg));
+    check(!reason || msg[0] != '\0');
+
+    advcfg_read(j, &c);
+    check(c.percent <= 100 && c.refresh_s >= 1 && c.ttl_s >= 2 && c.threshold <= 100);
+    check(c.max_accept <= 1000000 && c.keepalive_retry_s >= 1 && c.keepalive_threshold >= 1);
+    check(strlen(c.vk_image) < sizeof(c.vk_image));
+    {
+        struct shr_list fixed;
+        struct shr_policy pol;
+        char sig[512];
+
+        advcfg_policy_for(&c, "p", &pol, &fixed, sig, sizeof(sig));
+        check(pol.percent <= 100);
+    }
+    advcfg_done(&c);
+
+    if (shr_new(&s) == 0) {
+        if (shr_node_upsert(s, j) == 0 && shr_pod_upsert(s, j) == 0) {
+            check(shr_offer(s, "o", &p, &offer) == 0);
+            for (size_t i = 0; i < offer.n; i++)
+                check(offer.items[i].value >= 0);
+            shr_pod_delete(s, json_string_value(json_object_get(json_object_get(j, "metadata"),
+                                                                "namespace")),
+                           json_string_value(json_object_get(json_object_get(j, "metadata"),
+                                                             "name")));
+            shr_node_delete(s, json_string_value(
+                                   json_object_get(json_object_get(j, "metadata"), "name")));
+            shr_totals(s, &avail, &used);
+            check(used.n == 0);
+            for (size_t i = 0; i < avail.n; i++)
+                check(avail.items[i].value == 0);
+        }
+        shr_free(s);
+    }
+    strings(j, 0);
+    json_decref(j);
+    return 0;
+}
