@@ -3,6 +3,8 @@
 # control planes (cached after the first run), brings up local clusters with simulated nodes,
 # installs cliqo on each, runs one cliqo-agent per cluster, peers cluster-1 with cluster-2 through
 # the printed `cliqoctl add` command, runs a workload on cluster-2's simulated nodes and shows it.
+# cluster-2 then shares 30 % of its free resources with cluster-1: the demo waits until cluster-2's
+# Advertisement is Accepted on cluster-1 and the virtual node liqo-<cluster-2 ID> is Ready, and shows it.
 # Idempotent: running it again reuses the binaries, the clusters, the agents and the peering.
 # Options: --clusters N (default 2), --down (stop the agents and the clusters, remove all state).
 set -euo pipefail
@@ -13,7 +15,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --clusters) CLUSTERS=${2:?}; shift 2 ;;
     --down) DOWN=1; shift ;;
-    -h | --help) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -86,6 +88,25 @@ for ((i = 1; i <= 2; i++)); do
   "$CLIQOCTL" status --kubeconfig "$(kcfg "$i")"
 done
 
+step "cluster-2 shares with cluster-1: Advertisement Accepted, virtual node Ready"
+ID2=$(kubectl --kubeconfig "$(kcfg 2)" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
+NODE=liqo-$ID2
+for _ in $(seq 240); do
+  st=$(kubectl --kubeconfig "$(kcfg 1)" get advertisements -A -o \
+    jsonpath="{.items[?(@.spec.clusterId==\"$ID2\")].status.advertisementStatus}" 2>/dev/null || true)
+  ready=$(kubectl --kubeconfig "$(kcfg 1)" get node "$NODE" \
+    -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null || true)
+  [ "$st" = Accepted ] && [ "$ready" = True ] && break
+  sleep 0.5
+done
+[ "$st" = Accepted ] && [ "$ready" = True ] ||
+  { echo "demo: cluster-2's Advertisement is '$st' and $NODE Ready='$ready' after 2 minutes" >&2; exit 1; }
+kubectl --kubeconfig "$(kcfg 1)" get advertisements -A
+kubectl --kubeconfig "$(kcfg 1)" get node "$NODE" -o wide
+kubectl --kubeconfig "$(kcfg 1)" get node "$NODE" \
+  -o jsonpath='{"capacity: "}{.status.capacity}{"\ntaints:   "}{.spec.taints}{"\n"}'
+"$CLIQOCTL" status --kubeconfig "$(kcfg 1)" | sed -n '/^SHARING/,$p'
+
 step "a workload on cluster-2's simulated nodes"
 kubectl --kubeconfig "$(kcfg 2)" create deployment demo --image=nginx:1.25 --replicas=3 \
   --dry-run=client -o yaml | kubectl --kubeconfig "$(kcfg 2)" apply -f -
@@ -98,7 +119,8 @@ cat <<EOT
 
 The clusters and agents keep running. To reach a cluster:
   eval "\$($CLIQOCTL dev env --cluster cluster-1)" && kubectl get foreignclusters
-Offloading pods from cluster-1 onto cluster-2 (virtual nodes) comes with the next milestones.
+cluster-1's scheduler now sees cluster-2 as the virtual node $NODE (tainted: nothing runs there yet);
+offloading pods through it comes with the next milestone.
 Stop everything and remove all state:
   bash scripts/demo.sh --down
 EOT

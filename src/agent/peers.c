@@ -98,7 +98,7 @@ static void observe(struct kapi_client *c, const struct kapi_observation *o, voi
     struct pu_client *pc = data;
     struct pu_registry *reg = pc->u->reg;
     const char *verb = o->streaming ? "WATCH" : o->method;
-    char code[16];
+    char code[24];
     const char *l[5];
     bool ok;
 
