@@ -382,63 +382,6 @@ static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
     arm_check();
 }
 
-/* Pods: only what the computation reads is cached (metadata, the origin label, the node, the
- * requests and the phase), so 150,000 pods cost little memory. */
-static void pod_transform(json_t *pod, void *data)
-{
-    json_t *meta = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
-    json_t *status = json_object_get(pod, "status"), *labels, *origin, *keep;
-    const char *drop_spec[] = {"volumes",
-                               "affinity",
-                               "tolerations",
-                               "securityContext",
-                               "dnsConfig",
-                               "readinessGates",
-                               "topologySpreadConstraints",
-                               "hostAliases",
-                               "imagePullSecrets",
-                               NULL};
-    size_t i;
-    json_t *c;
-
-    (void)data;
-    labels = json_object_get(meta, "labels");
-    origin = json_object_get(labels, SHR_LABEL_ORIGIN);
-    if (json_is_object(meta)) {
-        keep = origin ? json_pack("{s:O}", SHR_LABEL_ORIGIN, origin) : NULL;
-        if (keep)
-            json_object_set_new(meta, "labels", keep);
-        else
-            json_object_del(meta, "labels");
-        json_object_del(meta, "annotations");
-        json_object_del(meta, "ownerReferences");
-    }
-    for (i = 0; drop_spec[i]; i++)
-        json_object_del(spec, drop_spec[i]);
-    for (const char *const *k = (const char *const[]){"containers", "initContainers", NULL}; *k;
-         k++) {
-        json_array_foreach(json_object_get(spec, *k), i, c)
-        {
-            json_t *req = json_object_get(json_object_get(c, "resources"), "requests");
-            json_t *slim = json_object();
-
-            if (!slim)
-                continue;
-            json_object_set(slim, "name", json_object_get(c, "name"));
-            if (req)
-                json_object_set_new(slim, "resources", json_pack("{s:O}", "requests", req));
-            json_array_set_new(json_object_get(spec, *k), i, slim);
-        }
-    }
-    if (json_is_object(status)) {
-        json_t *phase = json_incref(json_object_get(status, "phase"));
-
-        json_object_clear(status);
-        if (phase)
-            json_object_set_new(status, "phase", phase);
-    }
-}
-
 static void on_pr(struct inf_informer *inf, json_t *obj, void *data)
 {
     const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
@@ -1121,7 +1064,7 @@ int bcast_init(struct agent *a)
         .on_add = on_pod, .on_update = on_pod_update, .on_delete = on_pod_delete};
     struct inf_handlers rh = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
-    struct inf_options po = {.resource = &kapi_pods, .transform = pod_transform};
+    struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
     struct wq_options qo = {.max_concurrent = 64, .base_delay_ms = 500, .max_delay_ms = 60000};
     int r;
 

@@ -1610,3 +1610,65 @@ bool shr_label_shareable(const char *key)
             return false;
     return true;
 }
+
+/* shr_pod_transform: see share.h. The trimmed object is rebuilt from the fields kept, so whatever
+ * else a pod carries (env, volumes, probes, annotations, managed fields, statuses) costs nothing.
+ */
+static void keep(json_t *dst, const json_t *src, const char *key)
+{
+    json_t *v = json_object_get(src, key);
+
+    if (v)
+        json_object_set(dst, key, v);
+}
+
+static json_t *slim_containers(const json_t *list)
+{
+    json_t *out = json_array(), *c;
+    size_t i;
+
+    json_array_foreach(list, i, c)
+    {
+        json_t *req = json_object_get(json_object_get(c, "resources"), "requests");
+        json_t *slim = req ? json_pack("{s:{s:O}}", "resources", "requests", req) : json_object();
+
+        if (slim)
+            json_array_append_new(out, slim);
+    }
+    return out;
+}
+
+void shr_pod_transform(json_t *pod, void *data)
+{
+    json_t *meta = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
+    json_t *status = json_object_get(pod, "status");
+    json_t *m = json_object(), *sp = json_object(), *st = json_object(), *origin;
+
+    (void)data;
+    if (!m || !sp || !st || !json_is_object(pod)) {
+        json_decref(m);
+        json_decref(sp);
+        json_decref(st);
+        return;
+    }
+    keep(m, meta, "name");
+    keep(m, meta, "namespace");
+    keep(m, meta, "uid");
+    keep(m, meta, "resourceVersion");
+    keep(m, meta, "deletionTimestamp");
+    origin = json_object_get(json_object_get(meta, "labels"), SHR_LABEL_ORIGIN);
+    if (origin)
+        json_object_set_new(m, "labels", json_pack("{s:O}", SHR_LABEL_ORIGIN, origin));
+    keep(sp, spec, "nodeName");
+    keep(sp, spec, "overhead");
+    if (json_object_get(spec, "containers"))
+        json_object_set_new(sp, "containers", slim_containers(json_object_get(spec, "containers")));
+    if (json_object_get(spec, "initContainers"))
+        json_object_set_new(sp, "initContainers",
+                            slim_containers(json_object_get(spec, "initContainers")));
+    keep(st, status, "phase");
+    json_object_clear(pod);
+    json_object_set_new(pod, "metadata", m);
+    json_object_set_new(pod, "spec", sp);
+    json_object_set_new(pod, "status", st);
+}

@@ -232,18 +232,30 @@ static int del_node(struct shr_state *s, struct world *w, const char *name)
     return r;
 }
 
-static struct shr_state *fresh_state(const struct world *w, bool pods_first)
+/* A fresh state fed the world's objects: pods before or after nodes, and (order 2) the pods as the
+ * informer hands them over, trimmed by shr_pod_transform. */
+static struct shr_state *fresh_state(const struct world *w, int order)
 {
     struct shr_state *s;
     const char *k;
     json_t *v;
 
     assert_int_equal(shr_new(&s), 0);
-    if (pods_first)
+    if (order == 1)
         json_object_foreach(w->pods, k, v) assert_int_equal(shr_pod_upsert(s, v), 0);
     json_object_foreach(w->nodes, k, v) assert_int_equal(shr_node_upsert(s, v), 0);
-    if (!pods_first)
+    if (order == 0)
         json_object_foreach(w->pods, k, v) assert_int_equal(shr_pod_upsert(s, v), 0);
+    if (order == 2) {
+        json_object_foreach(w->pods, k, v)
+        {
+            json_t *t = json_deep_copy(v);
+
+            shr_pod_transform(t, NULL);
+            assert_int_equal(shr_pod_upsert(s, t), 0);
+            json_decref(t);
+        }
+    }
     return s;
 }
 
@@ -315,8 +327,8 @@ static void assert_consistent(const struct shr_state *s, const struct world *w)
         if (o && n < ARRAY_SIZE(origins))
             origins[n++] = o;
     }
-    for (int order = 0; order < 2; order++) {
-        struct shr_state *f = fresh_state(w, order == 1);
+    for (int order = 0; order < 3; order++) {
+        struct shr_state *f = fresh_state(w, order);
         struct shr_policy pol = {.percent = 37};
         struct shr_list a, b;
         struct shr_stats sa, sb;
