@@ -16,3 +16,13 @@ if(TARGET cliqo_advertisement)
         DEPENDS bench-broadcaster-bin
         USES_TERMINAL)
 endif()
+
+# The protocol live (bench/advertisement-live.sh): two local clusters, a provider with 10,000 pods, the delay from
+# a pod event on the provider to the consumer's virtual node, and the agents' RSS. Use the release preset.
+if(TARGET cliqo-agent AND TARGET bench-informer-bin)
+    add_custom_target(bench-advertisement-live
+        COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/advertisement-live.sh --cliqoctl $<TARGET_FILE:cliqoctl>
+                --agent $<TARGET_FILE:cliqo-agent> --bench-informer $<TARGET_FILE:bench-informer-bin>
+        DEPENDS cliqoctl cliqo-agent bench-informer-bin
+        USES_TERMINAL)
+endif()
