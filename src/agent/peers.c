@@ -13,6 +13,9 @@
 #define DEFAULT_QPS        20
 #define DEFAULT_BURST      40
 #define DEFAULT_TIMEOUT_MS 10000
+/* A peer is not trusted to be small: bounded answers and collections. */
+#define PEER_MAX_BODY    (16u << 20)
+#define PEER_MAX_OBJECTS 100000
 
 struct pu_inf {
     struct pu_unit *u;
@@ -172,6 +175,8 @@ int pu_informer(struct pu_unit *u, enum pu_role role, const struct inf_options *
     pi->u = u;
     pi->role = role;
     pi->o = *o;
+    if (!pi->o.max_objects || pi->o.max_objects > PEER_MAX_OBJECTS)
+        pi->o.max_objects = PEER_MAX_OBJECTS;
     pi->h = *h;
     pi->data = data;
     if ((o->namespace_ && !(pi->ns = x_strdup(o->namespace_))) ||
@@ -286,6 +291,7 @@ int pu_set_credential(struct pu_unit *u, enum pu_role role, const char *kubeconf
     o.qps = u->reg->o.qps;
     o.burst = u->reg->o.burst;
     o.timeout_ms = u->reg->o.timeout_ms;
+    o.max_body = PEER_MAX_BODY;
     o.observe = observe;
     o.observe_data = pc;
     r = kapi_client_new(u->reg->loop, cfg, &o, &c);

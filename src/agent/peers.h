@@ -7,6 +7,10 @@
  * and release it after; the first acquisition creates the unit, the last release destroys it (from
  * a loop callback, never inside the caller's stack).
  *
+ * Limits: a peer is input from someone who may be hostile. Its answers are bounded (16 MiB per
+ * response), so are the collections its informers cache (100,000 objects), and so are the units
+ * (PU_MAX_UNITS), their owners, informers and queues.
+ *
  * Clients: pu_set_credential() installs a kubeconfig (YAML or JSON text) for a role, tagged with a
  * version (e.g. the Secret's resourceVersion): the same version again is a no-op; another one
  * replaces the client. A replaced or removed client is aborted (kapi_client_abort: every pending

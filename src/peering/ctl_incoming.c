@@ -559,7 +559,7 @@ int peer_incoming_init(struct agent *a)
 {
     struct inf_handlers h = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
     struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update};
-    struct wq_options qo = {.max_concurrent = 4, .base_delay_ms = 200, .max_delay_ms = 60000};
+    struct wq_options qo = {.max_concurrent = 64, .base_delay_ms = 200, .max_delay_ms = 60000};
     int r;
 
     memset(&st, 0, sizeof(st));

@@ -952,7 +952,7 @@ int peer_outgoing_init(struct agent *a)
         .on_add = on_fc_add, .on_update = on_fc_update, .on_delete = on_fc_add};
     struct inf_handlers sh = {
         .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret};
-    struct wq_options qo = {.max_concurrent = 4, .base_delay_ms = 200, .max_delay_ms = 60000};
+    struct wq_options qo = {.max_concurrent = 64, .base_delay_ms = 200, .max_delay_ms = 60000};
     int r;
 
     memset(&st, 0, sizeof(st));
