@@ -6,8 +6,8 @@
  * The input is a JSON document; when it parses:
  *   - advpol_validate never crashes, and when it refuses it says why (a non-empty message);
  *   - advcfg_read gives values in their documented ranges, whatever the input;
- *   - fed as a node and as a pod (then deleted), the computation's state stays consistent: after the
- *     deletes it equals an empty state (no availability, no usage) and an offer is never negative;
+ *   - fed as a node and as a pod (then deleted), the computation's state stays consistent: after
+ * the deletes it equals an empty state (no availability, no usage) and an offer is never negative;
  *   - every string value found is given to peer_parse_rfc3339 and, when it parses, it was a
  *     well-formed timestamp (formatting the result again parses back to the same second).
  * A violated invariant aborts, which libFuzzer reports as a crash.
@@ -52,10 +52,8 @@ static void strings(const json_t *j, int depth)
         }
         return;
     }
-    json_object_foreach((json_t *)j, k, v)
-        strings(v, depth + 1);
-    json_array_foreach(j, i, v)
-        strings(v, depth + 1);
+    json_object_foreach((json_t *)j, k, v) strings(v, depth + 1);
+    json_array_foreach(j, i, v) strings(v, depth + 1);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -93,12 +91,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(shr_offer(s, "o", &p, &offer) == 0);
             for (size_t i = 0; i < offer.n; i++)
                 check(offer.items[i].value >= 0);
-            shr_pod_delete(s, json_string_value(json_object_get(json_object_get(j, "metadata"),
-                                                                "namespace")),
-                           json_string_value(json_object_get(json_object_get(j, "metadata"),
-                                                             "name")));
-            shr_node_delete(s, json_string_value(
-                                   json_object_get(json_object_get(j, "metadata"), "name")));
+            shr_pod_delete(
+                s, json_string_value(json_object_get(json_object_get(j, "metadata"), "namespace")),
+                json_string_value(json_object_get(json_object_get(j, "metadata"), "name")));
+            shr_node_delete(
+                s, json_string_value(json_object_get(json_object_get(j, "metadata"), "name")));
             shr_totals(s, &avail, &used);
             check(used.n == 0);
             for (size_t i = 0; i < avail.n; i++)
