@@ -83,8 +83,13 @@ apiVersion: virtualkubelet.liqo.io/v1alpha1
 kind: NamespaceNattingTable
 metadata: {name: $ID_B}
 spec: {clusterId: $ID_B, nattingTable: {$NS: $NS-remote}, deNattingTable: {$NS-remote: $NS}}
+---
+apiVersion: virtualkubelet.liqo.io/v1alpha1
+kind: NamespaceMap
+metadata: {name: $ID_A, namespace: $NS}
+spec: {desiredMapping: {app: app-remote}}
 YAML
-say "a valid object of each of the 9 kinds is accepted"
+say "a valid object of each of the 10 kinds is accepted"
 
 # 2. Invalid objects are rejected by the apiserver's schema (--validate=false: no client-side check).
 bad() { # bad DESCRIPTION MESSAGE YAML
@@ -130,6 +135,12 @@ bad "Advertisement bad quantity" "spec.resourceQuota.hard.cpu in body should mat
 bad "NamespaceOffloading bad strategy" 'Unsupported value: "Everywhere"' \
   "$(printf 'apiVersion: offloading.liqo.io/v1alpha1\nkind: NamespaceOffloading\nmetadata: {name: bad, namespace: %s}\n%s\n' \
     "$NS" 'spec: {podOffloadingStrategy: Everywhere}')"
+bad "NamespaceMap with a name longer than a namespace's" "Too long" \
+  "$(printf 'apiVersion: virtualkubelet.liqo.io/v1alpha1\nkind: NamespaceMap\nmetadata: {name: bad, namespace: %s}\nspec: {desiredMapping: {a: %s}}\n' "$NS" "$(printf 'n%.0s' $(seq 70))")"
+bad "ClusterConfig perCluster percentage above 100" "should be less than or equal to 100" \
+  "$(printf 'apiVersion: config.liqo.io/v1alpha1\nkind: ClusterConfig\nmetadata: {name: bad}\nspec: {advertisementConfig: {outgoingConfig: {perCluster: [{clusterID: x, percentage: 130}]}}}\n')"
+bad "ClusterConfig perCluster entry with neither percentage nor resources" "oneOf" \
+  "$(printf 'apiVersion: config.liqo.io/v1alpha1\nkind: ClusterConfig\nmetadata: {name: bad}\nspec: {advertisementConfig: {outgoingConfig: {perCluster: [{clusterID: x}]}}}\n')"
 bad "NamespaceNattingTable without clusterId" "spec.clusterId: Required value" \
   "$(printf 'apiVersion: virtualkubelet.liqo.io/v1alpha1\nkind: NamespaceNattingTable\nmetadata: {name: bad}\nspec: {}\n')"
 bad "TunnelEndpoint without tunnelPublicIP" "spec.tunnelPublicIP: Required value" \
@@ -187,7 +198,7 @@ row() { kc "$C" get "$@" --no-headers | tr -s ' ' ' '; }
 row fc cluster-b | grep -qE "^cluster-b $ID_B Established Pending [0-9]" || fail "fc row: $(row fc cluster-b)"
 [ "$(header -n "$NS" pr)" = "NAME CLUSTERID PHASE ADVERTISEMENT AGE" ] || fail "pr columns: $(header -n "$NS" pr)"
 row -n "$NS" pr | grep -qE "^$ID_A $ID_A Accepted [0-9]" || fail "pr row: $(row -n "$NS" pr)"
-[ "$(header -n "$NS" adv)" = "NAME STATUS EXPIRATION AGE" ] || fail "adv columns: $(header -n "$NS" adv)"
+[ "$(header -n "$NS" adv)" = "NAME STATUS REASON EXPIRATION AGE" ] || fail "adv columns: $(header -n "$NS" adv)"
 row -n "$NS" adv | grep -qE "^advertisement-$ID_B Accepted 2024-01-01T00:30:00Z [0-9]" ||
   fail "adv row: $(row -n "$NS" adv)"
 [ "$(header clusterconfig)" = "NAME SHARING ACCEPTPOLICY INCOMINGPEERING AGE" ] || fail "clusterconfig columns"
