@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/time.h>
 
 #include "common/xalloc.h"
@@ -137,7 +138,7 @@ static void on_timer(uv_timer_t *h)
 static void timeout_arm(struct AvahiTimeout *t, const struct timeval *tv)
 {
     struct timeval now;
-    int64_t ms;
+    int64_t ms, us;
 
     if (uv_is_closing((uv_handle_t *)&t->h))
         return;
@@ -146,10 +147,10 @@ static void timeout_arm(struct AvahiTimeout *t, const struct timeval *tv)
         return;
     }
     gettimeofday(&now, NULL);
-    ms = ((int64_t)tv->tv_sec - now.tv_sec) * 1000 +
-         ((int64_t)tv->tv_usec - now.tv_usec + 999) / 1000;
-    if (ms < 0)
-        ms = 0;
+    us = ((int64_t)tv->tv_sec - now.tv_sec) * 1000000 + ((int64_t)tv->tv_usec - now.tv_usec);
+    /* Rounded up, plus one: the loop's clock counts whole milliseconds, and a timer that fires
+     * before Avahi's deadline only makes it re-arm. */
+    ms = us > 0 ? (us + 999) / 1000 + 1 : 0;
     /* The loop's clock is cached at the start of the iteration: refresh it so that the timer does
      * not fire early by the time this iteration has already spent. */
     uv_update_time(t->owner->loop);

@@ -11,6 +11,9 @@
 #include <avahi-core/lookup.h>
 #include <avahi-core/publish.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -46,7 +49,10 @@ struct mdns {
     struct mdns_callbacks cb;
     void *data;
     size_t max_services;
-    char host[DREC_LABEL_MAX + 1];
+    char host[DREC_LABEL_MAX + 1]; /* the host label we were given */
+    char fqdn[DREC_HOST_MAX + 1];  /* SRV target: "<host>[-<n>].<domain>" */
+    char allow[MDNS_MAX_IFACES][IF_NAMESIZE], deny[MDNS_MAX_IFACES][IF_NAMESIZE];
+    size_t nallow, ndeny;
     /* announcing */
     AvahiSEntryGroup *group;
     bool want;     /* a service should be announced */
@@ -187,7 +193,7 @@ static int add_srv_txt(struct mdns *m, const char *svc_name, AvahiPublishFlags f
     r->data.srv.priority = 0;
     r->data.srv.weight = 0;
     r->data.srv.port = (uint16_t)m->svc.port;
-    r->data.srv.name = avahi_strdup(avahi_server_get_host_name_fqdn(m->server));
+    r->data.srv.name = avahi_strdup(m->fqdn);
     if (!r->data.srv.name) {
         avahi_record_unref(r);
         return snprintf(why, whylen, "out of memory"), -ENOMEM;
@@ -206,6 +212,52 @@ static int add_srv_txt(struct mdns *m, const char *svc_name, AvahiPublishFlags f
     }
     if ((e = add_record(m, r, flags)) < 0)
         return snprintf(why, whylen, "TXT: %s", avahi_strerror(e)), -EIO;
+    return 0;
+}
+
+static bool in_list(char list[][IF_NAMESIZE], size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(list[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* A records for our host name on every interface we announce on (the SRV target resolves for
+ * DNS-SD clients that look it up), without the reverse PTR: the host's own responder, if any,
+ * owns the reverse mapping of its addresses, and two owners would fight over it forever. */
+static int add_addresses(struct mdns *m, char *why, size_t whylen)
+{
+    struct ifaddrs *ifs = NULL;
+    int e, added = 0;
+
+    if (getifaddrs(&ifs) < 0)
+        return snprintf(why, whylen, "getifaddrs: %s", strerror(errno)), -EIO;
+    for (struct ifaddrs *i = ifs; i; i = i->ifa_next) {
+        AvahiAddress a;
+        unsigned idx;
+
+        if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) ||
+            in_list(m->deny, m->ndeny, i->ifa_name))
+            continue;
+        if (m->nallow ? !in_list(m->allow, m->nallow, i->ifa_name)
+                      : (i->ifa_flags & IFF_LOOPBACK) || !(i->ifa_flags & IFF_MULTICAST))
+            continue;
+        idx = if_nametoindex(i->ifa_name);
+        if (idx == 0 || idx > INT32_MAX)
+            continue;
+        a.proto = AVAHI_PROTO_INET;
+        a.data.ipv4.address = ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr;
+        e = avahi_server_add_address(m->server, m->group, (AvahiIfIndex)idx, AVAHI_PROTO_INET,
+                                     AVAHI_PUBLISH_NO_REVERSE, m->fqdn, &a);
+        if (e < 0 && e != AVAHI_ERR_COLLISION) {
+            freeifaddrs(ifs);
+            return snprintf(why, whylen, "A record: %s", avahi_strerror(e)), -EIO;
+        }
+        added++;
+    }
+    freeifaddrs(ifs);
+    (void)added; /* none: nothing to announce on yet; the service records still go out */
     return 0;
 }
 
@@ -247,6 +299,12 @@ static void publish_now(struct mdns *m)
         m->conflict = 0; /* a new name: start again without a suffix */
     avahi_s_entry_group_reset(m->group);
     m->in_group = false;
+    if (m->conflict > 1)
+        snprintf(m->fqdn, sizeof(m->fqdn), "%s-%u.%s", m->host, m->conflict,
+                 avahi_server_get_domain_name(m->server));
+    else
+        snprintf(m->fqdn, sizeof(m->fqdn), "%s.%s", m->host,
+                 avahi_server_get_domain_name(m->server));
     if (drec_instance_build(m->svc.prefix, m->svc.id, m->conflict, m->instance) < 0) {
         snprintf(why, sizeof(why), "no instance name fits for ID '%s' (conflict %u)", m->svc.id,
                  m->conflict);
@@ -265,7 +323,8 @@ static void publish_now(struct mdns *m)
         snprintf(why, sizeof(why), "PTR: %s", r ? avahi_strerror(e) : "out of memory");
         goto fail;
     }
-    if (add_srv_txt(m, svc_name, AVAHI_PUBLISH_UNIQUE, why, sizeof(why)) < 0)
+    if (add_srv_txt(m, svc_name, AVAHI_PUBLISH_UNIQUE, why, sizeof(why)) < 0 ||
+        add_addresses(m, why, sizeof(why)) < 0)
         goto fail;
     if (!(r = ptr_record(enum_name, ptr_name, m->svc.ttl)) || (e = add_record(m, r, 0)) < 0) {
         snprintf(why, sizeof(why), "enumeration PTR: %s", r ? avahi_strerror(e) : "out of memory");
@@ -351,7 +410,6 @@ static void server_cb(AvahiServer *s, AvahiServerState state, void *data)
     m->server = s;
     switch (state) {
     case AVAHI_SERVER_RUNNING:
-        copy_str(m->host, sizeof(m->host), avahi_server_get_host_name(s));
         publish_now(m);
         break;
     case AVAHI_SERVER_COLLISION: {
@@ -413,16 +471,21 @@ int mdns_new(uv_loop_t *loop, const struct mdns_options *o, const struct mdns_ca
     m->entries = x_calloc(m->max_services, sizeof(*m->entries));
     if (!m->entries || auv_new(loop, &m->poll) < 0)
         goto fail;
+    copy_str(m->host, sizeof(m->host), o && o->host_name ? o->host_name : "cliqo");
+    for (size_t i = 0; o && o->allow_ifaces && o->allow_ifaces[i] && i < MDNS_MAX_IFACES; i++)
+        copy_str(m->allow[m->nallow++], IF_NAMESIZE, o->allow_ifaces[i]);
+    for (size_t i = 0; o && o->deny_ifaces && o->deny_ifaces[i] && i < MDNS_MAX_IFACES; i++)
+        copy_str(m->deny[m->ndeny++], IF_NAMESIZE, o->deny_ifaces[i]);
     avahi_set_log_function(avahi_log_hook);
     avahi_server_config_init(&cfg);
     avahi_free(cfg.host_name);
-    cfg.host_name = avahi_strdup(o && o->host_name ? o->host_name : "cliqo");
+    cfg.host_name = avahi_strdup(m->host);
     cfg.use_ipv4 = 1;
     cfg.use_ipv6 = 0;
     cfg.publish_hinfo = 0;
     cfg.publish_workstation = 0;
     cfg.publish_domain = 0;
-    cfg.publish_addresses = 1; /* the SRV target resolves, for DNS-SD clients that look */
+    cfg.publish_addresses = 0; /* our own A records, without reverse PTR (add_addresses) */
     cfg.disallow_other_stacks = 0;
     cfg.enable_wide_area = 0;
     cfg.n_cache_entries_max =
