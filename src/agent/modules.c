@@ -2,12 +2,10 @@
  * adds one line here and its own file. */
 #include "agent/agent.h"
 #include "agent/modules.h"
+#include "discovery/module.h"
 #include "peering/ctl.h"
 
 const struct agent_module agent_modules[] = {
-    AGENT_MODULE_IDENTITY,
-    AGENT_MODULE_PEER_AUTH,
-    AGENT_MODULE_PEER_OUTGOING,
-    AGENT_MODULE_PEER_INCOMING,
-    {NULL, NULL, NULL, NULL, NULL, NULL},
+    AGENT_MODULE_IDENTITY,      AGENT_MODULE_PEER_AUTH, AGENT_MODULE_PEER_OUTGOING,
+    AGENT_MODULE_PEER_INCOMING, AGENT_MODULE_DISCOVERY, {NULL, NULL, NULL, NULL, NULL, NULL},
 };

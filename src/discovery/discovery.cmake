@@ -12,7 +12,7 @@ cliqo_module(cliqo_discovery_net
              DEPS cliqo_discovery_record PkgConfig::AVAHI_CORE PkgConfig::CARES PkgConfig::LIBUV)
 
 # The agent module (controller, trust and join policy).
-if(TARGET cliqo_discovery_net AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/discovery/ctl.c)
+if(TARGET cliqo_discovery_net)
     set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_SOURCES
                  ${CMAKE_CURRENT_SOURCE_DIR}/discovery/ctl.c
                  ${CMAKE_CURRENT_SOURCE_DIR}/discovery/ctl_lan.c

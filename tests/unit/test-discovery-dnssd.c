@@ -22,12 +22,12 @@
 
 #include "discovery/dnssd.h"
 
-#define PORT      "5353" /* a private namespace: any port is ours */
-#define SERVER    "127.0.0.1:" PORT
-#define SVC       "_liqo_auth._tcp"
-#define DOM       "example.test"
-#define FULL(x)   x "." SVC "." DOM
-#define DEADLINE  20000
+#define PORT     "5353" /* a private namespace: any port is ours */
+#define SERVER   "127.0.0.1:" PORT
+#define SVC      "_liqo_auth._tcp"
+#define DOM      "example.test"
+#define FULL(x)  x "." SVC "." DOM
+#define DEADLINE 20000
 
 static uv_loop_t loop;
 static pid_t dnsmasq = -1;
@@ -165,21 +165,20 @@ static const struct dnssd_instance *by_name(const struct res *o, const char *ful
 
 static void test_browse(void **state)
 {
-    static const char *const recs[] = {
-        "--ptr-record=" SVC "." DOM "," FULL("a_aaa"),
-        "--ptr-record=" SVC "." DOM "," FULL("b_bbb"),
-        "--ptr-record=" SVC "." DOM "," FULL("stale_ccc"),
-        "--ptr-record=" SVC "." DOM "," FULL("twotxt_ddd"),
-        "--srv-host=" FULL("a_aaa") ",auth-a." DOM ",19207",
-        "--txt-record=" FULL("a_aaa") ",txtvers=1,id=aaa,name=a",
-        "--srv-host=" FULL("b_bbb") ",auth-b." DOM ",19217,0,0",
-        "--srv-host=" FULL("b_bbb") ",backup-b." DOM ",1,5,0",
-        "--txt-record=" FULL("b_bbb") ",id=bbb",
-        "--txt-record=" FULL("stale_ccc") ",id=ccc",
-        "--srv-host=" FULL("twotxt_ddd") ",auth-d." DOM ",1",
-        "--txt-record=" FULL("twotxt_ddd") ",id=ddd",
-        "--txt-record=" FULL("twotxt_ddd") ",id=eee",
-        NULL};
+    static const char *const recs[] = {"--ptr-record=" SVC "." DOM "," FULL("a_aaa"),
+                                       "--ptr-record=" SVC "." DOM "," FULL("b_bbb"),
+                                       "--ptr-record=" SVC "." DOM "," FULL("stale_ccc"),
+                                       "--ptr-record=" SVC "." DOM "," FULL("twotxt_ddd"),
+                                       "--srv-host=" FULL("a_aaa") ",auth-a." DOM ",19207",
+                                       "--txt-record=" FULL("a_aaa") ",txtvers=1,id=aaa,name=a",
+                                       "--srv-host=" FULL("b_bbb") ",auth-b." DOM ",19217,0,0",
+                                       "--srv-host=" FULL("b_bbb") ",backup-b." DOM ",1,5,0",
+                                       "--txt-record=" FULL("b_bbb") ",id=bbb",
+                                       "--txt-record=" FULL("stale_ccc") ",id=ccc",
+                                       "--srv-host=" FULL("twotxt_ddd") ",auth-d." DOM ",1",
+                                       "--txt-record=" FULL("twotxt_ddd") ",id=ddd",
+                                       "--txt-record=" FULL("twotxt_ddd") ",id=eee",
+                                       NULL};
     const struct dnssd_instance *in;
     struct res o;
 
@@ -254,8 +253,9 @@ static int setup(void **state)
 
     (void)state;
     if (unshare(CLONE_NEWNET) < 0) {
-        fprintf(stderr, "test-discovery-dnssd: needs root (CAP_SYS_ADMIN) to create a private "
-                        "network namespace: unshare: %s\n",
+        fprintf(stderr,
+                "test-discovery-dnssd: needs root (CAP_SYS_ADMIN) to create a private "
+                "network namespace: unshare: %s\n",
                 strerror(errno));
         return -1;
     }
