@@ -21,6 +21,7 @@ int cmd_generate_add_command_main(int argc, char **argv);
 int cmd_add_main(int argc, char **argv);
 int cmd_unpeer_main(int argc, char **argv);
 int cmd_status_main(int argc, char **argv);
+int cmd_discovered_main(int argc, char **argv);
 int cmd_dev_main(int argc, char **argv);
 int cmd_version_main(int argc, char **argv);
 

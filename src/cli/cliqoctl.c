@@ -13,6 +13,8 @@ static const struct cli_command commands[] = {
     {"add", cmd_add_main, "Peer with a foreign cluster (verifies its auth endpoint first)"},
     {"unpeer", cmd_unpeer_main, "End the peering with a foreign cluster"},
     {"status", cmd_status_main, "Show this cluster's identity and its foreign clusters"},
+    {"discovered", cmd_discovered_main,
+     "List the clusters discovery found (LAN, WAN), how, since when, and their trust"},
     {"dev", cmd_dev_main,
      "Local multi-cluster environment for development and tests (up|down|status|env)"},
     {"version", cmd_version_main, "Print the cliqoctl version"},

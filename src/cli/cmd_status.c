@@ -1,5 +1,6 @@
 /* cliqoctl status: the local identity and one line per ForeignCluster (or a JSON document). */
 #include "cli/cli.h"
+#include "cli/discovered.h"
 #include "cli/kube.h"
 
 #include "peering/resources.h"
@@ -12,7 +13,8 @@ static const char usage_text[] =
     "Usage: cliqoctl status [-o json]\n"
     "\n"
     "Shows this cluster's identity and its ForeignClusters: the state of the outgoing and\n"
-    "incoming peerings and of the authentication, and the local tenant namespace.\n"
+    "incoming peerings and of the authentication, and the local tenant namespace; then the\n"
+    "clusters discovery found (as 'cliqoctl discovered' shows them).\n"
     "\n"
     "Options:\n"
     "  -o json                 print a JSON document (with the full conditions)\n"
@@ -112,6 +114,7 @@ int cmd_status_main(int argc, char **argv)
 
             json_array_append_new(peers, p);
         }
+        json_object_set_new(doc, "discovered", dcli_json_array(fcs));
         print_json(doc);
         rc = 0;
         goto out;
@@ -140,6 +143,8 @@ int cmd_status_main(int argc, char **argv)
                peer_fc_condition(fc, "AuthenticationStatus"),
                or_dash(cli_json_str(fc, "status", "tenantNamespace", "local", NULL)), age);
     }
+    printf("\ndiscovered:\n");
+    dcli_print_table(fcs, stdout);
     rc = 0;
     goto out;
 kerr:
