@@ -692,7 +692,8 @@ static void present(struct rec *r, struct disc_cand *c)
                      "joining cluster %s at %s: autojoin, credentials and CA hash "
                      "supplied by the operator",
                      r->id, p->a.url);
-        if (disc_trust_join(r->id, r->fc_name, p->a.url, &v, p->a.ca_hash, after_join, NULL) == 0)
+        if (disc_trust_join(r->id, r->fc_name, kapi_obj_uid(r->fc), p->a.url, &v, p->a.ca_hash,
+                            after_join, NULL) == 0)
             disc_count_event("autojoin");
     }
     rec_end(r, -1);

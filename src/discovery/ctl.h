@@ -169,9 +169,11 @@ void disc_trust_decide(const struct disc_cand *c, const struct disc_source *prim
 /* Fetches the CA of `url` (no TLS check: the answer is pinned), checks it against v->expected (or,
  * with v->tofu, against the announced hash), stores it in Secret remote-auth-<id>, then sets the
  * ForeignCluster's outgoingPeeringEnabled to Yes. done(err, message) runs on the loop. At most one
- * fetch per ID at a time (-EBUSY). */
+ * fetch per ID at a time (-EBUSY). The Secret is then owned by the ForeignCluster (fc_uid), so that
+ * an unpeer (which deletes the ForeignCluster) also forgets the credentials: a cluster that was
+ * unpeered is not joined again by itself when it is rediscovered. */
 typedef void (*disc_join_cb)(const char *id, int err, const char *message, void *data);
-int disc_trust_join(const char *id, const char *fc_name, const char *url,
+int disc_trust_join(const char *id, const char *fc_name, const char *fc_uid, const char *url,
                     const struct disc_verdict *v, const char *announced_hash, disc_join_cb done,
                     void *data);
 /* A mismatch found by a fetch is remembered (per ID, until the announcement or the expected hash

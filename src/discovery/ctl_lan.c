@@ -45,6 +45,7 @@ static struct {
     char ifaces[IFACES_MAX][IF_NAMESIZE];
     size_t nifaces;
     char host[DREC_LABEL_MAX + 1];
+    unsigned max; /* the responder's browse limit */
     char btype[DREC_LABEL_MAX * 2 + 2], bdomain[DREC_HOST_MAX + 1];
     int64_t browse_since;
     int64_t last_scan, last_fail;
@@ -407,8 +408,9 @@ void disc_lan_reconfigure(void)
     lan.last_scan = now_ms();
     host_label(id, host);
     if (lan.m && (n != lan.nifaces || memcmp(ifaces, lan.ifaces, sizeof(ifaces)) != 0 ||
-                  strcmp(host, lan.host) != 0)) {
-        log_info(DISC_MOD, "mDNS: the interfaces or host name changed; restarting the responder");
+                  strcmp(host, lan.host) != 0 || lan.max != c->max_clusters)) {
+        log_info(DISC_MOD, "mDNS: the interfaces, host name or limit changed; restarting the "
+                           "responder");
         responder_stop();
     }
     if (!lan.m) {
@@ -438,6 +440,7 @@ void disc_lan_reconfigure(void)
         memcpy(lan.ifaces, ifaces, sizeof(ifaces));
         lan.nifaces = n;
         copy(lan.host, sizeof(lan.host), host);
+        lan.max = c->max_clusters;
         {
             char list[IFACES_MAX * (IF_NAMESIZE + 1) + 1];
             size_t o = 0;

@@ -38,6 +38,7 @@ struct join {
     bool used;
     char id[PEER_NAME_MAX + 1];
     char fc[256];
+    char fc_uid[64];
     char url[DREC_URL_MAX + 1];
     char expected[PEER_CA_HASH_LEN + 1];
     char announced[PEER_CA_HASH_LEN + 1];
@@ -288,7 +289,10 @@ static void store_ca(struct join *j, const char *pem, const char *hash)
     int e = -ENOMEM;
 
     snprintf(name, sizeof(name), "remote-auth-%s", j->id);
-    patch = json_pack("{s:{s:s,s:s}}", "stringData", "ca.crt", pem, "ca-cert-hash", hash);
+    patch = json_pack("{s:{s:s,s:s},s:{s:[{s:s,s:s,s:s,s:s}]}}", "stringData", "ca.crt", pem,
+                      "ca-cert-hash", hash, "metadata", "ownerReferences", "apiVersion",
+                      "discovery.liqo.io/v1alpha1", "kind", "ForeignCluster", "name", j->fc, "uid",
+                      j->fc_uid);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     if (body)
@@ -347,7 +351,7 @@ static void after_ca(struct kapi_client *c, const struct kapi_result *res, void 
     }
 }
 
-int disc_trust_join(const char *id, const char *fc_name, const char *url,
+int disc_trust_join(const char *id, const char *fc_name, const char *fc_uid, const char *url,
                     const struct disc_verdict *v, const char *announced_hash, disc_join_cb done,
                     void *data)
 {
@@ -367,6 +371,7 @@ int disc_trust_join(const char *id, const char *fc_name, const char *url,
     j->used = true;
     snprintf(j->id, sizeof(j->id), "%s", id);
     snprintf(j->fc, sizeof(j->fc), "%s", fc_name);
+    snprintf(j->fc_uid, sizeof(j->fc_uid), "%s", fc_uid ? fc_uid : "");
     snprintf(j->url, sizeof(j->url), "%s", url);
     snprintf(j->expected, sizeof(j->expected), "%s", v->expected);
     snprintf(j->announced, sizeof(j->announced), "%s", announced_hash ? announced_hash : "");
