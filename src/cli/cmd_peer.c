@@ -976,7 +976,7 @@ int cmd_unpeer_main(int argc, char **argv)
     const char *arg = NULL;
     bool keep = false;
     json_t *fc = NULL;
-    char name[256], tbuf[32], seen[256] = "";
+    char name[256], uid[64], tbuf[32], seen[256] = "";
     uint64_t start, last;
     int e, rc = 1;
 
@@ -1011,6 +1011,9 @@ int cmd_unpeer_main(int argc, char **argv)
     if (cli_kube_open(&k, &co) < 0 || lookup_fc(&k, arg, &fc) < 0)
         goto kerr;
     snprintf(name, sizeof(name), "%s", kapi_obj_name(fc));
+    /* Discovery may create a new ForeignCluster of the same name at once (the cluster is still
+     * announced): the one we delete is gone when its uid is. */
+    snprintf(uid, sizeof(uid), "%s", kapi_obj_uid(fc) ? kapi_obj_uid(fc) : "");
     if (keep)
         e = cli_merge_patch(&k, &peer_res_foreignclusters, NULL, name, NULL,
                             "{\"spec\":{\"outgoingPeeringEnabled\":\"No\"}}", NULL);
@@ -1029,6 +1032,8 @@ int cmd_unpeer_main(int argc, char **argv)
         json_decref(fc);
         fc = NULL;
         e = cli_get(&k, &peer_res_foreignclusters, NULL, name, &fc);
+        if (e == 0 && !keep && uid[0] && kapi_obj_uid(fc) && strcmp(kapi_obj_uid(fc), uid) != 0)
+            e = -ENOENT; /* a new one (rediscovered): ours is gone */
         if (e == -ENOENT) {
             if (keep) {
                 snprintf(k.err, sizeof(k.err), "ForeignCluster %s was deleted meanwhile", name);

@@ -680,7 +680,9 @@ static void present(struct rec *r, struct disc_cand *c)
         return;
     }
     json_decref(want);
-    if (v.join && managed && !peered) {
+    if (v.join && managed && !peered &&
+        disc_trust_join(r->id, r->fc_name, kapi_obj_uid(r->fc), p->a.url, &v, p->a.ca_hash,
+                        after_join, NULL) == 0) {
         if (v.tofu)
             log_warn(DISC_MOD,
                      "WARNING: joining cluster %s at %s WITHOUT an operator-supplied CA hash "
@@ -689,12 +691,10 @@ static void present(struct rec *r, struct disc_cand *c)
                      r->id, p->a.url);
         else
             log_info(DISC_MOD,
-                     "joining cluster %s at %s: autojoin, credentials and CA hash "
-                     "supplied by the operator",
+                     "joining cluster %s at %s: autojoin, credentials and CA hash supplied by the "
+                     "operator",
                      r->id, p->a.url);
-        if (disc_trust_join(r->id, r->fc_name, kapi_obj_uid(r->fc), p->a.url, &v, p->a.ca_hash,
-                            after_join, NULL) == 0)
-            disc_count_event("autojoin");
+        disc_count_event("autojoin");
     }
     rec_end(r, -1);
 }

@@ -144,6 +144,25 @@ static bool search_domain_autojoin(const char *sd)
     return v;
 }
 
+/* True when the Secret is owned by a ForeignCluster other than fc (same name, older uid). */
+static bool owned_by_other(const json_t *sec, const json_t *fc)
+{
+    const json_t *refs = json_object_get(json_object_get(sec, "metadata"), "ownerReferences");
+    const char *uid = kapi_obj_uid(fc);
+    const json_t *ref;
+    size_t i;
+
+    json_array_foreach(refs, i, ref)
+    {
+        const char *kind = json_string_value(json_object_get(ref, "kind"));
+        const char *ruid = json_string_value(json_object_get(ref, "uid"));
+
+        if (kind && strcmp(kind, "ForeignCluster") == 0 && ruid && uid && strcmp(ruid, uid) != 0)
+            return true;
+    }
+    return false;
+}
+
 void disc_trust_decide(const struct disc_cand *c, const struct disc_source *p, const json_t *fc,
                        struct disc_verdict *v)
 {
@@ -159,6 +178,12 @@ void disc_trust_decide(const struct disc_cand *c, const struct disc_source *p, c
     memset(v, 0, sizeof(*v));
     snprintf(name, sizeof(name), "remote-auth-%s", c->id);
     sec = disc_secret(name);
+    if (sec && owned_by_other(sec, fc)) {
+        /* The credentials of a ForeignCluster that was deleted (an unpeer): they are being
+         * garbage-collected and must not join the rediscovered cluster again. */
+        json_decref(sec);
+        sec = NULL;
+    }
     token = disc_secret_field(sec, "token", 1024);
     ca = disc_secret_field(sec, "ca.crt", PEER_PKI_PEM_MAX);
     hash = disc_secret_field(sec, "ca-cert-hash", 256);
@@ -244,6 +269,12 @@ static void after_fc(struct kapi_client *c, const struct kapi_result *res, void 
     char msg[1024];
 
     (void)c;
+    if (res->err == -EINVAL) {
+        /* The test failed: outgoingPeeringEnabled is no longer Auto (the operator, or an
+         * earlier pass, decided): nothing to do. */
+        join_end(j, 0, NULL);
+        return;
+    }
     if (res->err < 0) {
         snprintf(msg, sizeof(msg), "enabling the outgoing peering of ForeignCluster %s: %s", j->fc,
                  res->status.message);

@@ -30,9 +30,9 @@
 #include "discovery/mdns.h"
 #include "discovery/record.h"
 
-#define MAX_PUB  512
-#define MAX_TXT  16
-#define MAX_IFS  4
+#define MAX_PUB 512
+#define MAX_TXT 16
+#define MAX_IFS 4
 
 static uv_loop_t *loop;
 static uv_signal_t sigterm, sigint;
@@ -44,12 +44,13 @@ static uv_timer_t quit;
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: cliqo-mdns-tool announce --id ID [--prefix P] [--name N] [--url U] [--cahash H]\n"
-            "                        [--txt K=V]... [--count N] [--ttl S] [--port P]\n"
-            "                        [--type T] [--domain D] [--iface IF]... [--host H]\n"
-            "       cliqo-mdns-tool inject --iface IF [--kind K|all] [--count N]\n"
-            "       cliqo-mdns-tool browse [--type T] [--domain D] [--iface IF]... [--exit-after N]\n");
+    fprintf(
+        stderr,
+        "usage: cliqo-mdns-tool announce --id ID [--prefix P] [--name N] [--url U] [--cahash H]\n"
+        "                        [--txt K=V]... [--count N] [--ttl S] [--port P]\n"
+        "                        [--type T] [--domain D] [--iface IF]... [--host H]\n"
+        "       cliqo-mdns-tool inject --iface IF [--kind K|all] [--count N]\n"
+        "       cliqo-mdns-tool browse [--type T] [--domain D] [--iface IF]... [--exit-after N]\n");
     exit(2);
 }
 
@@ -255,7 +256,7 @@ static void header(struct pkt *p, unsigned an)
     put16(p, 0);
 }
 
-static const char *const kinds[] = {"short",       "header-lies",   "label-overrun",
+static const char *const kinds[] = {"short",        "header-lies",  "label-overrun",
                                     "pointer-loop", "bad-rdlength", "random"};
 
 /* Fills p with one malformed packet of kind k (seq varies the random ones). */
@@ -344,16 +345,20 @@ static int do_inject(const struct opts *o)
 int main(int argc, char **argv)
 {
     static const struct option lo[] = {
-        {"id", required_argument, NULL, 'i'},      {"prefix", required_argument, NULL, 'p'},
-        {"name", required_argument, NULL, 'n'},    {"url", required_argument, NULL, 'u'},
-        {"cahash", required_argument, NULL, 'c'},  {"txt", required_argument, NULL, 'x'},
-        {"count", required_argument, NULL, 'N'},   {"ttl", required_argument, NULL, 't'},
-        {"port", required_argument, NULL, 'P'},    {"type", required_argument, NULL, 'T'},
-        {"domain", required_argument, NULL, 'D'},  {"iface", required_argument, NULL, 'I'},
-        {"host", required_argument, NULL, 'H'},    {"kind", required_argument, NULL, 'k'},
+        {"id", required_argument, NULL, 'i'},         {"prefix", required_argument, NULL, 'p'},
+        {"name", required_argument, NULL, 'n'},       {"url", required_argument, NULL, 'u'},
+        {"cahash", required_argument, NULL, 'c'},     {"txt", required_argument, NULL, 'x'},
+        {"count", required_argument, NULL, 'N'},      {"ttl", required_argument, NULL, 't'},
+        {"port", required_argument, NULL, 'P'},       {"type", required_argument, NULL, 'T'},
+        {"domain", required_argument, NULL, 'D'},     {"iface", required_argument, NULL, 'I'},
+        {"host", required_argument, NULL, 'H'},       {"kind", required_argument, NULL, 'k'},
         {"exit-after", required_argument, NULL, 'e'}, {NULL, 0, NULL, 0}};
-    struct opts o = {.type = "_liqo_auth._tcp", .domain = "local", .count = 1, .ttl = 120,
-                     .port = 8443, .kind = "all"};
+    struct opts o = {.type = "_liqo_auth._tcp",
+                     .domain = "local",
+                     .count = 1,
+                     .ttl = 120,
+                     .port = 8443,
+                     .kind = "all"};
     const char *cmd;
     int c, r;
 
@@ -363,30 +368,57 @@ int main(int argc, char **argv)
     optind = 2;
     while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
         switch (c) {
-        case 'i': o.id = optarg; break;
-        case 'p': o.prefix = optarg; break;
-        case 'n': o.name = optarg; break;
-        case 'u': o.url = optarg; break;
-        case 'c': o.cahash = optarg; break;
+        case 'i':
+            o.id = optarg;
+            break;
+        case 'p':
+            o.prefix = optarg;
+            break;
+        case 'n':
+            o.name = optarg;
+            break;
+        case 'u':
+            o.url = optarg;
+            break;
+        case 'c':
+            o.cahash = optarg;
+            break;
         case 'x':
             if (o.ntxt >= MAX_TXT)
                 usage();
             o.txt[o.ntxt++] = optarg;
             break;
-        case 'N': o.count = num(optarg, 100000); break;
-        case 't': o.ttl = num(optarg, 86400); break;
-        case 'P': o.port = num(optarg, 65535); break;
-        case 'T': o.type = optarg; break;
-        case 'D': o.domain = optarg; break;
+        case 'N':
+            o.count = num(optarg, 100000);
+            break;
+        case 't':
+            o.ttl = num(optarg, 86400);
+            break;
+        case 'P':
+            o.port = num(optarg, 65535);
+            break;
+        case 'T':
+            o.type = optarg;
+            break;
+        case 'D':
+            o.domain = optarg;
+            break;
         case 'I':
             if (o.nifs >= MAX_IFS)
                 usage();
             o.ifs[o.nifs++] = optarg;
             break;
-        case 'H': o.host = optarg; break;
-        case 'k': o.kind = optarg; break;
-        case 'e': exit_after = num(optarg, 1000000); break;
-        default: usage();
+        case 'H':
+            o.host = optarg;
+            break;
+        case 'k':
+            o.kind = optarg;
+            break;
+        case 'e':
+            exit_after = num(optarg, 1000000);
+            break;
+        default:
+            usage();
         }
     }
     if (getenv("CLIQO_LOG_DEBUG"))
