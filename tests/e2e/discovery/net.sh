@@ -6,7 +6,7 @@
 # cqd-4 is a host without a cluster (spoofer, injector, benchmark announcer). Source it.
 NET_PREFIX=${NET_PREFIX:-cqd}
 NET_BRIDGE=$NET_PREFIX-br
-NET_SUBNET=198.18.77
+NET_SUBNET=${NET_SUBNET:-198.18.77}
 NET_HOSTS=${NET_HOSTS:-4}
 
 net_ns() { echo "$NET_PREFIX-$1"; }
