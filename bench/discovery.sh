@@ -47,6 +47,7 @@ n1() { nsenter --net=/run/netns/cqb-1 "$@"; }
 kc() { n1 kubectl --kubeconfig "$KCFG" --request-timeout=20s "$@"; }
 cleanup() {
   local p
+  disown -a 2>/dev/null || true
   for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
   "$CLIQOCTL" dev down >/dev/null 2>&1 || true
   net_down
@@ -64,7 +65,7 @@ PIDS+=($!)
 until [ "$(n1 curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:19206/readyz)" = 200 ]; do sleep 0.2; done
 
 # Every ForeignCluster event, stamped.
-kc get foreignclusters --watch --output-watch-events \
+n1 kubectl --kubeconfig "$KCFG" --request-timeout=0 get foreignclusters --watch --output-watch-events \
   -o 'jsonpath={.type} {.object.metadata.name} {.object.spec.foreignAuthUrl}{"\n"}' 2>/dev/null |
   while read -r line; do echo "$(now_ms) $line"; done >"$WORK/events" &
 PIDS+=($!)
