@@ -58,7 +58,7 @@ trap cleanup EXIT
 net_up
 "$CLIQOCTL" dev up --clusters 1 --netns-prefix cqb- >/dev/null 2>&1 || { echo "dev up failed" >&2; exit 1; }
 n1 "$CLIQOCTL" install --kubeconfig "$KCFG" --cluster-name bench --auth-address 198.18.78.1:19207 --skip-agent >/dev/null
-kc patch clusterconfig configuration --type merge -p "{\"spec\":{\"discoveryConfig\":{\"ttl\":$TTL,\"maxClusters\":$((ANNOUNCED + 16))}}}" >/dev/null
+kc patch clusterconfig configuration --type merge -p "{\"spec\":{\"discoveryConfig\":{\"enableDiscovery\":true,\"enableAdvertisement\":true,\"ttl\":$TTL,\"maxClusters\":$((ANNOUNCED + 16))}}}" >/dev/null
 nsenter --net=/run/netns/cqb-1 "$AGENT" --kubeconfig "$KCFG" --http-addr 0.0.0.0:19206 --auth-addr 0.0.0.0:19207 \
   --auth-url https://198.18.78.1:19207 --identity bench-agent --log-level info >"$WORK/agent.log" 2>&1 &
 PIDS+=($!)

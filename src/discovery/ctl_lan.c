@@ -116,8 +116,10 @@ static void read_config(void)
     size_t i;
 
     memset(&n, 0, sizeof(n));
-    n.enable_discovery = get_bool(dc, "enableDiscovery", true);
-    n.enable_advertisement = get_bool(dc, "enableAdvertisement", true);
+    /* Opt-in (the CRD's defaults too): announcing tells the LAN about us, browsing turns what
+     * anyone on the LAN says into ForeignClusters. */
+    n.enable_discovery = get_bool(dc, "enableDiscovery", false);
+    n.enable_advertisement = get_bool(dc, "enableAdvertisement", false);
     n.autojoin = get_bool(dc, "autojoin", true);
     n.autojoin_untrusted = get_bool(dc, "autojoinUntrusted", false);
     copy(n.cluster_name, sizeof(n.cluster_name),

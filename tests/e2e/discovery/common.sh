@@ -65,7 +65,7 @@ install_all() {
     out=$(cqn "$i" install --cluster-name "cluster-$i" --auth-address "$(net_addr "$i"):$(auth_port "$i")" \
       --skip-agent 2>&1) || fail "install on cluster $i failed: $out"
     kcn "$i" patch clusterconfig configuration --type merge \
-      -p "{\"spec\":{\"discoveryConfig\":{\"ttl\":$TTL,\"autojoin\":true,\"autojoinUntrusted\":false}}}" \
+      -p "{\"spec\":{\"discoveryConfig\":{\"enableDiscovery\":true,\"enableAdvertisement\":true,\"ttl\":$TTL,\"autojoin\":true,\"autojoinUntrusted\":false}}}" \
       >/dev/null || fail "cannot set the discovery settings of cluster $i"
   done
   ID1=$(cluster_id 1)
