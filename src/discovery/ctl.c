@@ -485,12 +485,18 @@ static const struct disc_source *primary(const struct disc_cand *c, bool *ret_co
         if (!p || c->src[i].first_seen < p->first_seen ||
             (c->src[i].first_seen == p->first_seen && c->src[i].kind < p->kind))
             p = &c->src[i];
+    /* Announcements of one ID conflict when their CA hashes differ, or when two of the same kind
+     * give different URLs (a cluster may well announce a LAN address on the LAN and a public one
+     * in DNS). */
     *ret_conflict = false;
     for (size_t i = 0; p && i < c->nsrc; i++)
-        if (strcmp(c->src[i].a.url, p->a.url) != 0 ||
-            (c->src[i].a.ca_hash[0] && p->a.ca_hash[0] &&
-             strcmp(c->src[i].a.ca_hash, p->a.ca_hash) != 0))
-            *ret_conflict = true;
+        for (size_t k = i + 1; k < c->nsrc; k++) {
+            const struct disc_source *x = &c->src[i], *y = &c->src[k];
+
+            if ((x->a.ca_hash[0] && y->a.ca_hash[0] && strcmp(x->a.ca_hash, y->a.ca_hash) != 0) ||
+                (x->kind == y->kind && strcmp(x->a.url, y->a.url) != 0))
+                *ret_conflict = true;
+        }
     return p;
 }
 
@@ -715,6 +721,21 @@ static void absent(struct rec *r, struct disc_cand *c)
     snprintf(r->fc_name, sizeof(r->fc_name), "%s", kapi_obj_name(r->fc));
     type = fc_label(r->fc, PEER_LABEL_DISC_TYPE);
     have = json_object_get(json_object_get(r->fc, "status"), "discovery");
+    if (!fc_managed(r->fc)) {
+        /* Manual or IncomingPeering: never ours to delete; the status says it is not announced. */
+        if (c)
+            cand_free(c);
+        if (json_is_object(have) && json_is_true(json_object_get(have, "announced"))) {
+            json_t *want = json_deep_copy(have);
+
+            json_object_set_new(want, "announced", json_false());
+            json_object_set_new(want, "message", json_string("no longer announced"));
+            send_patch(r, "status", status_patch(r->fc, want), "update the status of");
+            return;
+        }
+        rec_end(r, -1);
+        return;
+    }
     if (type && strcmp(type, DISC_LABEL_TYPE_LAN) == 0) {
         after = disc_lan_sweep_after();
         deletable = (c && c->lan_removed) || (after > 0 && now_ms() >= after);
@@ -725,8 +746,6 @@ static void absent(struct rec *r, struct disc_cand *c)
     } else if (type && strcmp(type, DISC_LABEL_TYPE_WAN) == 0) {
         sd = fc_search_domain(r->fc);
         deletable = sd && disc_wan_known_absent(sd, r->id);
-    } else if (c) {
-        deletable = c->lan_removed; /* Manual / IncomingPeering: only the status says it */
     }
     if (!deletable) {
         rec_end(r, -1);
@@ -734,18 +753,16 @@ static void absent(struct rec *r, struct disc_cand *c)
     }
     if (c)
         cand_free(c);
-    if (!fc_managed(r->fc) || fc_peered(r->fc)) {
+    if (fc_peered(r->fc)) {
         if (json_is_object(have) && json_is_true(json_object_get(have, "announced"))) {
             json_t *want = json_deep_copy(have);
 
             json_object_set_new(want, "announced", json_false());
             json_object_set_new(want, "message",
-                                json_string(fc_managed(r->fc)
-                                                ? "no longer announced; kept because it is "
-                                                  "peered (the peering's own health decides)"
-                                                : "no longer announced"));
-            log_info(DISC_MOD, "cluster %s is no longer announced; ForeignCluster %s kept (%s)",
-                     r->id, r->fc_name, fc_managed(r->fc) ? "peered" : "not discovered by us");
+                                json_string("no longer announced; kept because it is peered (the "
+                                            "peering's own health decides)"));
+            log_info(DISC_MOD, "cluster %s is no longer announced; ForeignCluster %s kept (peered)",
+                     r->id, r->fc_name);
             send_patch(r, "status", status_patch(r->fc, want), "update the status of");
             return;
         }

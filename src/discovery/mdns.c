@@ -55,8 +55,9 @@ struct mdns {
     size_t nallow, ndeny;
     /* announcing */
     AvahiSEntryGroup *group;
-    bool want;     /* a service should be announced */
-    bool in_group; /* svc's records are in the group (updates replace them) */
+    AvahiSEntryGroup *old_group; /* the previous service, withdrawn once the new one is up */
+    bool want;                   /* a service should be announced */
+    bool in_group;               /* svc's records are in the group (updates replace them) */
     struct service svc, committed;
     unsigned conflict; /* 0: none; n >= 2: " #n" */
     char instance[DREC_LABEL_MAX + 1];
@@ -133,6 +134,12 @@ static void group_cb(AvahiServer *s, AvahiSEntryGroup *g, AvahiEntryGroupState s
         return;
     switch (state) {
     case AVAHI_ENTRY_GROUP_ESTABLISHED:
+        if (m->old_group) {
+            /* The new name is defended now: say goodbye to the old one. Browsers saw the new
+             * instance before the old one left, so a rename never looks like a departure. */
+            avahi_s_entry_group_free(m->old_group);
+            m->old_group = NULL;
+        }
         set_pub(m, MDNS_PUB_ESTABLISHED, "announced");
         break;
     case AVAHI_ENTRY_GROUP_COLLISION:
@@ -295,8 +302,18 @@ static void publish_now(struct mdns *m)
         m->committed = m->svc;
         return;
     }
-    if (m->in_group && !same_identity(&m->svc, &m->committed))
+    if (m->in_group && !same_identity(&m->svc, &m->committed)) {
+        AvahiSEntryGroup *fresh = avahi_s_entry_group_new(m->server, group_cb, m);
+
         m->conflict = 0; /* a new name: start again without a suffix */
+        if (fresh) {
+            /* Keep announcing the old service until the new one is established. */
+            if (m->old_group)
+                avahi_s_entry_group_free(m->old_group);
+            m->old_group = m->group;
+            m->group = fresh;
+        }
+    }
     avahi_s_entry_group_reset(m->group);
     m->in_group = false;
     if (m->conflict > 1)
@@ -342,6 +359,9 @@ static void publish_now(struct mdns *m)
 fail:
     if (m->group)
         avahi_s_entry_group_reset(m->group);
+    if (m->old_group)
+        avahi_s_entry_group_free(m->old_group);
+    m->old_group = NULL;
     m->in_group = false;
     set_pub(m, MDNS_PUB_FAILED, why);
 }
@@ -391,6 +411,9 @@ void mdns_unpublish(struct mdns *m)
     m->want = false;
     m->in_group = false;
     m->conflict = 0;
+    if (m->old_group)
+        avahi_s_entry_group_free(m->old_group);
+    m->old_group = NULL;
     if (m->group)
         avahi_s_entry_group_free(m->group); /* sends the goodbyes */
     m->group = NULL;
@@ -708,6 +731,9 @@ struct mdns *mdns_free(struct mdns *m)
         return NULL;
     m->cb = (struct mdns_callbacks){0};
     mdns_browse_stop(m);
+    if (m->old_group)
+        avahi_s_entry_group_free(m->old_group);
+    m->old_group = NULL;
     if (m->group)
         avahi_s_entry_group_free(m->group);
     m->group = NULL;

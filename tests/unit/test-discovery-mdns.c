@@ -35,6 +35,7 @@ struct seen {
     enum mdns_pub_state pub;
     char pub_instance[DREC_LABEL_MAX + 1];
     unsigned renamed;
+    char events[512]; /* "+instance;" and "-instance;" in order */
 };
 
 static uv_loop_t loop;
@@ -47,6 +48,8 @@ static void on_found(struct mdns *m, const struct mdns_found *f, void *data)
     snprintf(s->instance, sizeof(s->instance), "%s", f->instance);
     s->port = f->port;
     s->found++;
+    snprintf(s->events + strlen(s->events), sizeof(s->events) - strlen(s->events), "+%s;",
+             f->instance);
     memset(&s->a, 0, sizeof(s->a));
     (void)drec_txt_parse(f->txt, f->ntxt, DREC_REQUIRE_URL, &s->a, &s->why);
     if (f->ntxt > 0)
@@ -61,6 +64,8 @@ static void on_removed(struct mdns *m, const char *instance, void *data)
     (void)m;
     snprintf(s->instance, sizeof(s->instance), "%s", instance);
     s->removed++;
+    snprintf(s->events + strlen(s->events), sizeof(s->events) - strlen(s->events), "-%s;",
+             instance);
 }
 
 static void on_published(struct mdns *m, enum mdns_pub_state st, const char *instance,
@@ -248,10 +253,19 @@ static void test_announce_browse_update_goodbye(void **state)
     assert_true(run_until(url_changed, &sb));
     assert_int_equal(sb.removed, 0);
 
+    /* A new name: the new instance is announced before the old one says goodbye, so a browser
+     * never sees the cluster leave. */
+    sb.events[0] = '\0';
+    publish(a, "beta", "aaa", "https://10.0.0.9:19207");
+    assert_true(run_until(removed_1, &sb));
+    assert_string_equal(sb.events, "+beta_aaa;-alpha_aaa;");
+    assert_string_equal(mdns_instance(a), "beta_aaa");
+
     /* The responder's goodbye removes it at once (well before any TTL). */
+    sb.removed = 0;
     a = mdns_free(a);
     assert_true(run_until(removed_1, &sb));
-    assert_string_equal(sb.instance, "alpha_aaa");
+    assert_string_equal(sb.instance, "beta_aaa");
     assert_int_equal(mdns_followed(b), 0);
     b = mdns_free(b);
     settle(100);

@@ -3,7 +3,8 @@
 # mDNS and finds the two others (ForeignClusters labelled LAN, status.discovery with the announced
 # auth URL, TTL, trust NoCredentials), never itself; `cliqoctl discovered` and `cliqoctl status`
 # list them. An agent stopped with SIGTERM sends goodbye packets: its ForeignClusters go at once;
-# one killed with SIGKILL goes silent: its ForeignClusters go when the TTL runs out.
+# one killed with SIGKILL goes silent: its ForeignClusters go when the TTL runs out. A change of the
+# configuration re-announces: the peers follow on the same ForeignCluster.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 setup
@@ -41,6 +42,19 @@ done
 out=$(cqn 1 status) || fail "cliqoctl status failed"
 grep -q '^discovered:' <<<"$out" && grep -q "${ID[2]} .*LAN" <<<"$out" || fail "cliqoctl status shows no discovered clusters: $out"
 cqn 1 discovered -o json | grep -q "\"trust\": \"NoCredentials\"" || fail "cliqoctl discovered -o json lacks trust"
+
+# Re-announcement on a configuration change: cluster 1 renames itself; cluster 2 follows the new
+# instance and name on the same ForeignCluster (the new name is up before the old one says goodbye).
+uid=$(fc_field 2 "$ID1" '{.metadata.uid}')
+kcn 1 patch clusterconfig configuration --type merge -p '{"spec":{"discoveryConfig":{"clusterName":"renamed-1"}}}' >/dev/null ||
+  fail "cannot rename cluster 1"
+renamed() {
+  [ "$(fc_field 2 "$ID1" '{.status.discovery.instance}')" = "renamed-1_$ID1" ] &&
+    [ "$(fc_field 2 "$ID1" '{.spec.clusterIdentity.clusterName}')" = renamed-1 ]
+}
+wait_for 60 "cluster 2 follows cluster 1's new announcement" renamed
+[ "$(fc_field 2 "$ID1" '{.metadata.uid}')" = "$uid" ] || fail "the rename recreated the ForeignCluster"
+kcn 1 patch clusterconfig configuration --type merge -p '{"spec":{"discoveryConfig":{"clusterName":null}}}' >/dev/null
 
 # Goodbye: SIGTERM on agent 3 withdraws its announcement; clusters 1 and 2 drop it.
 stop_agent 3 TERM
