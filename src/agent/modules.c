@@ -5,7 +5,13 @@
 #include "discovery/module.h"
 #include "peering/ctl.h"
 
+/* clang-format off: one module per line, so that adding one is a one-line change */
 const struct agent_module agent_modules[] = {
-    AGENT_MODULE_IDENTITY,      AGENT_MODULE_PEER_AUTH, AGENT_MODULE_PEER_OUTGOING,
-    AGENT_MODULE_PEER_INCOMING, AGENT_MODULE_DISCOVERY, {NULL, NULL, NULL, NULL, NULL, NULL},
+    AGENT_MODULE_IDENTITY,
+    AGENT_MODULE_PEER_AUTH,
+    AGENT_MODULE_PEER_OUTGOING,
+    AGENT_MODULE_PEER_INCOMING,
+    AGENT_MODULE_DISCOVERY,
+    {NULL, NULL, NULL, NULL, NULL, NULL},
 };
+/* clang-format on */
