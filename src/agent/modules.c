@@ -5,7 +5,8 @@
 #include "discovery/module.h"
 #include "peering/ctl.h"
 
-/* clang-format off: one module per line, so that adding one is a one-line change */
+/* One module per line, so that adding one is a one-line change. */
+/* clang-format off */
 const struct agent_module agent_modules[] = {
     AGENT_MODULE_IDENTITY,
     AGENT_MODULE_PEER_AUTH,
