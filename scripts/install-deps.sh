@@ -12,6 +12,8 @@ PKGS=(
   # libraries
   libcurl4-openssl-dev libjansson-dev libyaml-dev libuv1-dev libssl-dev libcmocka-dev
   libc-ares-dev libmicrohttpd-dev zlib1g-dev
+  # discovery: Avahi's embeddable mDNS stack (no daemon), and the DNS server of the WAN tests
+  libavahi-core-dev dnsmasq-base
   # local control planes
   etcd-server etcd-client golang-go rsync golang-github-modern-go-reflect2-dev dpkg-dev
   # tools used by the dev environment and the tests

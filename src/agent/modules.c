@@ -3,12 +3,23 @@
 #include "agent/agent.h"
 #include "agent/modules.h"
 #include "advertisement/advertisement.h"
+#include "discovery/module.h"
 #include "network/network.h"
 #include "peering/ctl.h"
 #include "virtualkubelet/virtualkubelet.h"
 
+/* One module per line, so that adding one is a one-line change. */
+/* clang-format off */
 const struct agent_module agent_modules[] = {
-    AGENT_MODULE_IDENTITY,      AGENT_MODULE_PEER_AUTH,   AGENT_MODULE_PEER_OUTGOING,
-    AGENT_MODULE_PEER_INCOMING, AGENT_MODULE_NETWORK,     AGENT_MODULE_NAMESPACEMAP,
-    AGENT_MODULE_BROADCASTER,   AGENT_MODULE_ADVOPERATOR, {NULL, NULL, NULL, NULL, NULL, NULL},
+    AGENT_MODULE_IDENTITY,
+    AGENT_MODULE_PEER_AUTH,
+    AGENT_MODULE_PEER_OUTGOING,
+    AGENT_MODULE_PEER_INCOMING,
+    AGENT_MODULE_DISCOVERY,
+    AGENT_MODULE_NETWORK,
+    AGENT_MODULE_NAMESPACEMAP,
+    AGENT_MODULE_BROADCASTER,
+    AGENT_MODULE_ADVOPERATOR,
+    {NULL, NULL, NULL, NULL, NULL, NULL},
 };
+/* clang-format on */

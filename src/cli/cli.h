@@ -23,6 +23,7 @@ int cmd_unpeer_main(int argc, char **argv);
 int cmd_status_main(int argc, char **argv);
 int cmd_accept_main(int argc, char **argv);
 int cmd_refuse_main(int argc, char **argv);
+int cmd_discovered_main(int argc, char **argv);
 int cmd_dev_main(int argc, char **argv);
 int cmd_version_main(int argc, char **argv);
 

@@ -15,6 +15,8 @@ static const struct cli_command commands[] = {
     {"status", cmd_status_main, "Show this cluster's identity, its foreign clusters and sharing"},
     {"accept", cmd_accept_main, "Accept a provider's Advertisement (acceptPolicy Manual)"},
     {"refuse", cmd_refuse_main, "Refuse a provider's Advertisement (its virtual node goes)"},
+    {"discovered", cmd_discovered_main,
+     "List the clusters discovery found (LAN, WAN), how, since when, and their trust"},
     {"dev", cmd_dev_main,
      "Local multi-cluster environment for development and tests (up|down|status|env)"},
     {"version", cmd_version_main, "Print the cliqoctl version"},

@@ -8,6 +8,7 @@
  * establish the outgoing peering. unpeer deletes the ForeignCluster (the agent's finalizer unpeers
  * first) or, with --keep, disables its outgoing peering. */
 #include "cli/cli.h"
+#include "cli/discovered.h"
 #include "cli/kube.h"
 
 #include "common/strutil.h"
@@ -351,6 +352,8 @@ static const char add_usage[] =
     "Usage: cliqoctl add --auth-url URL --id ID --token TOKEN\n"
     "                    (--ca-cert-hash sha256:HEX | --insecure-skip-tls-verify)\n"
     "                    [--name NAME] [--wait | --no-wait] [--timeout D]\n"
+    "       cliqoctl add DISCOVERED-CLUSTER --token TOKEN --ca-cert-hash sha256:HEX [...]\n"
+    "       cliqoctl add --id ID --token TOKEN --ca-cert-hash sha256:HEX --when-discovered\n"
     "\n"
     "Peers this cluster with a foreign cluster (run 'cliqoctl generate-add-command' there).\n"
     "Checks the foreign auth endpoint's CA against --ca-cert-hash and its ID against --id, then\n"
@@ -369,12 +372,21 @@ static const char add_usage[] =
     "  --timeout D                how long to wait (default 2m)\n"
     "  --kubeconfig FILE          kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
     "  --context NAME             kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS         cliqo's namespace (default cliqo)\n";
+    "  -n, --namespace NS         cliqo's namespace (default cliqo)\n"
+    "\n"
+    "A cluster found by discovery (see 'cliqoctl discovered') is named by its ForeignCluster,\n"
+    "cluster ID or announced name: its URL and ID come from discovery, and its announced CA\n"
+    "hash must equal --ca-cert-hash (the announcement is never trusted by itself).\n"
+    "--when-discovered only stores the token and the expected CA hash (Secret\n"
+    "remote-auth-<ID>): the agent joins the cluster when discovery finds it, if autojoin says\n"
+    "so (ClusterConfig discoveryConfig.autojoin on the LAN, the SearchDomain's autojoin).\n";
 
 struct add_opts {
     struct cli_common co;
-    const char *url, *id, *token_arg, *hash, *name;
-    bool insecure, wait;
+    const char *url, *id, *token_arg, *hash, *name, *target;
+    bool insecure, wait, when_discovered;
+    char disc_type[32];
+    char disc_url[2049], disc_id[PEER_NAME_MAX + 1];
     char token[PEER_TOKEN_LEN + 1];
 };
 
@@ -395,6 +407,35 @@ static int normalize_token(const char *in, char out[PEER_TOKEN_LEN + 1])
         out[i] = (char)((in[i] >= 'A' && in[i] <= 'F') ? in[i] - 'A' + 'a' : in[i]);
     out[n] = '\0';
     return peer_token_valid(out) ? 0 : -EINVAL;
+}
+
+/* The forms of add that use discovery: a discovered cluster (URL and ID come later, from its
+ * ForeignCluster: placeholders let the usual checks run) or --when-discovered. */
+static int add_parse_discovery(struct add_opts *o)
+{
+    const char *verb = "add";
+
+    if (o->target && (o->url || o->id))
+        return cli_misuse(verb,
+                          "a discovered cluster (%s) takes its URL and ID from discovery: "
+                          "leave out --auth-url and --id",
+                          o->target),
+               -1;
+    if ((o->target || o->when_discovered) && (!o->hash || o->insecure))
+        return cli_misuse(verb, "--ca-cert-hash is required with a discovered cluster: the CA "
+                                "hash it announces is only compared with yours"),
+               -1;
+    if (o->when_discovered && (o->target || o->url || !o->id))
+        return cli_misuse(verb, "--when-discovered takes --id (and --token, --ca-cert-hash), no "
+                                "URL and no cluster name"),
+               -1;
+    if (o->target || o->when_discovered) {
+        if (!o->url)
+            o->url = "https://discovered.invalid"; /* replaced in cmd_add_main */
+        if (!o->id)
+            o->id = "discovered";
+    }
+    return 0;
 }
 
 static int add_parse(int argc, char **argv, struct add_opts *o)
@@ -418,11 +459,17 @@ static int add_parse(int argc, char **argv, struct add_opts *o)
             o->wait = true;
         } else if (strcmp(argv[i], "--no-wait") == 0) {
             o->wait = false;
+        } else if (strcmp(argv[i], "--when-discovered") == 0) {
+            o->when_discovered = true;
+        } else if (argv[i][0] != '-' && !o->target) {
+            o->target = argv[i]; /* a discovered cluster */
         } else {
             cli_misuse(verb, "unknown option '%s' (try --help)", argv[i]);
             return -1;
         }
     }
+    if (add_parse_discovery(o) < 0)
+        return -1;
     if (!o->url || !o->id || !o->token_arg)
         return cli_misuse(verb, "--auth-url, --id and --token are required (try --help)"), -1;
     if (!url_valid(o->url))
@@ -593,14 +640,15 @@ out:
     return s;
 }
 
-static json_t *make_fc(const char *name, const struct peer_ids *ids, const char *url, bool insecure)
+static json_t *make_fc(const char *name, const struct peer_ids *ids, const char *url, bool insecure,
+                       const char *type)
 {
     return json_pack("{s:s, s:s, s:{s:s, s:{s:s, s:s}}, s:{s:{s:s, s:s}, s:s, s:s, s:b}}",
                      "apiVersion", FC_API_VERSION, "kind", "ForeignCluster", "metadata", "name",
                      name, "labels", PEER_LABEL_CLUSTER_ID, ids->cluster_id, PEER_LABEL_DISC_TYPE,
-                     DISCOVERY_TYPE_MAN, "spec", "clusterIdentity", "clusterID", ids->cluster_id,
-                     "clusterName", ids->cluster_name, "outgoingPeeringEnabled", "Yes",
-                     "foreignAuthUrl", url, "insecureSkipTLSVerify", insecure);
+                     type, "spec", "clusterIdentity", "clusterID", ids->cluster_id, "clusterName",
+                     ids->cluster_name, "outgoingPeeringEnabled", "Yes", "foreignAuthUrl", url,
+                     "insecureSkipTLSVerify", insecure);
 }
 
 /* Writes the Secret and the ForeignCluster. On failure, removes a Secret it created. */
@@ -620,7 +668,8 @@ static int add_write(struct cli_kube *k, const struct add_opts *o, const struct 
     json_decref(got);
     got = NULL;
     sec = make_remote_secret(k->ns, ids->cluster_id, o->token, ca, NULL);
-    fc = make_fc(fc_name, ids, o->url, o->insecure);
+    fc = make_fc(fc_name, ids, o->url, o->insecure,
+                 o->disc_type[0] ? o->disc_type : DISCOVERY_TYPE_MAN);
     if (!sec || !fc) {
         snprintf(k->err, sizeof(k->err), "out of memory");
         e = -ENOMEM;
@@ -722,6 +771,47 @@ static int wait_established(struct cli_kube *k, const char *name, uint64_t timeo
     }
 }
 
+/* The discovery forms of add: --when-discovered stores the credentials and ends (0, or 1 on
+ * failure); a discovered cluster fills URL, ID and the ForeignCluster's name and type from
+ * discovery and goes on with the usual checks (returns 1 to go on). */
+static int add_discovered(struct cli_kube *k, struct add_opts *o)
+{
+    struct dcli_target t;
+
+    if (o->when_discovered) {
+        if (dcli_stage(k, o->id, o->token, o->hash) < 0)
+            return -cli_error("add", "%s", k->err);
+        printf("secret/%s%s configured: cluster %s will be joined when discovery finds it and "
+               "autojoin allows it (LAN: ClusterConfig discoveryConfig.autojoin; WAN: the "
+               "SearchDomain's autojoin)\n",
+               REMOTE_AUTH_PREFIX, o->id, o->id);
+        return 0;
+    }
+    if (dcli_resolve(k, o->target, &t) < 0)
+        return -cli_error("add", "%s", k->err);
+    if (t.announced_hash[0] && !dcli_hash_equal(t.announced_hash, o->hash))
+        return -cli_error("add",
+                          "cluster %s announces CA hash %s, not --ca-cert-hash %s: not peering "
+                          "(the announcement may be spoofed; check the hash with the cluster's "
+                          "administrator)",
+                          t.fc_name, t.announced_hash, o->hash);
+    snprintf(o->disc_url, sizeof(o->disc_url), "%s", t.url);
+    snprintf(o->disc_id, sizeof(o->disc_id), "%s", t.id);
+    snprintf(o->disc_type, sizeof(o->disc_type), "%s", t.type);
+    o->url = o->disc_url;
+    o->id = o->disc_id;
+    if (!o->name)
+        o->name = o->target && strcmp(o->target, t.fc_name) == 0 ? o->target : NULL;
+    if (!o->name) {
+        static char fc_name[256];
+
+        snprintf(fc_name, sizeof(fc_name), "%s", t.fc_name);
+        o->name = fc_name;
+    }
+    cli_progress("add", "discovered cluster %s (%s) at %s", t.fc_name, t.id, t.url);
+    return 1;
+}
+
 int cmd_add_main(int argc, char **argv)
 {
     struct add_opts o = {.wait = true};
@@ -752,6 +842,10 @@ int cmd_add_main(int argc, char **argv)
                 o.url);
     if (cli_kube_open(&k, &o.co) < 0 || read_identity(&k, own_id, own_name) < 0)
         goto kerr;
+    if ((o.target || o.when_discovered) && (e = add_discovered(&k, &o)) != 1) {
+        rc = e == 0 ? 0 : 1;
+        goto out;
+    }
     if (strcmp(o.id, own_id) == 0) {
         rc = cli_error("add", "--id %s is this cluster's own ID", o.id);
         goto out;
@@ -882,7 +976,7 @@ int cmd_unpeer_main(int argc, char **argv)
     const char *arg = NULL;
     bool keep = false;
     json_t *fc = NULL;
-    char name[256], tbuf[32], seen[256] = "";
+    char name[256], uid[64], tbuf[32], seen[256] = "";
     uint64_t start, last;
     int e, rc = 1;
 
@@ -917,6 +1011,9 @@ int cmd_unpeer_main(int argc, char **argv)
     if (cli_kube_open(&k, &co) < 0 || lookup_fc(&k, arg, &fc) < 0)
         goto kerr;
     snprintf(name, sizeof(name), "%s", kapi_obj_name(fc));
+    /* Discovery may create a new ForeignCluster of the same name at once (the cluster is still
+     * announced): the one we delete is gone when its uid is. */
+    snprintf(uid, sizeof(uid), "%s", kapi_obj_uid(fc) ? kapi_obj_uid(fc) : "");
     if (keep)
         e = cli_merge_patch(&k, &peer_res_foreignclusters, NULL, name, NULL,
                             "{\"spec\":{\"outgoingPeeringEnabled\":\"No\"}}", NULL);
@@ -935,6 +1032,8 @@ int cmd_unpeer_main(int argc, char **argv)
         json_decref(fc);
         fc = NULL;
         e = cli_get(&k, &peer_res_foreignclusters, NULL, name, &fc);
+        if (e == 0 && !keep && uid[0] && kapi_obj_uid(fc) && strcmp(kapi_obj_uid(fc), uid) != 0)
+            e = -ENOENT; /* a new one (rediscovered): ours is gone */
         if (e == -ENOENT) {
             if (keep) {
                 snprintf(k.err, sizeof(k.err), "ForeignCluster %s was deleted meanwhile", name);

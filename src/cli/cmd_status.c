@@ -1,5 +1,6 @@
 /* cliqoctl status: the local identity and one line per ForeignCluster (or a JSON document). */
 #include "cli/cli.h"
+#include "cli/discovered.h"
 #include "cli/kube.h"
 
 #include "peering/resources.h"
@@ -14,7 +15,8 @@ static const char usage_text[] =
     "Shows this cluster's identity and its ForeignClusters: the state of the outgoing and\n"
     "incoming peerings and of the authentication, and the local tenant namespace; then the\n"
     "resource sharing with each: how the peer judged our Advertisement (and what it offers),\n"
-    "how we judged the peer's, and the virtual node standing for it.\n"
+    "how we judged the peer's, and the virtual node standing for it; then the clusters discovery\n"
+    "found (as 'cliqoctl discovered' shows them).\n"
     "\n"
     "Options:\n"
     "  -o json                 print a JSON document (with the full conditions)\n"
@@ -211,6 +213,7 @@ int cmd_status_main(int argc, char **argv)
             }
             json_array_append_new(peers, p);
         }
+        json_object_set_new(doc, "discovered", dcli_json_array(fcs));
         print_json(doc);
         rc = 0;
         goto out;
@@ -240,6 +243,8 @@ int cmd_status_main(int argc, char **argv)
                or_dash(cli_json_str(fc, "status", "tenantNamespace", "local", NULL)), age);
     }
     print_sharing(&k, fcs);
+    printf("\ndiscovered:\n");
+    dcli_print_table(fcs, stdout);
     rc = 0;
     goto out;
 kerr:
