@@ -50,6 +50,7 @@ static struct {
     char *ca_pem;
     bool listening;
     struct metrics_family *requests;
+    struct issue *issues; /* credentials being issued (a timer or a request pending) */
 } st;
 
 /* ---- the Secrets ---------------------------------------------------------------------------- */
@@ -202,10 +203,28 @@ struct issue {
     char ns[64], sa[80], secret[96];
     uv_timer_t *timer;
     uint64_t deadline;
+    struct issue *next, **pprev; /* st.issues */
 };
+
+static struct issue *issue_new(void)
+{
+    struct issue *is = x_calloc(1, sizeof(*is));
+
+    if (!is)
+        return NULL;
+    is->next = st.issues;
+    if (st.issues)
+        st.issues->pprev = &is->next;
+    is->pprev = &st.issues;
+    st.issues = is;
+    return is;
+}
 
 static void issue_free(struct issue *is)
 {
+    if (is->next)
+        is->next->pprev = is->pprev;
+    *is->pprev = is->next;
     ktimer_free(is->timer);
     peer_call_reset(&is->ch.last);
     peer_identity_request_clear(&is->in);
@@ -485,7 +504,7 @@ static void handle_identity(struct httpd_request *req, void *data)
         httpd_respond_error(req, 415, PEER_WIRE_E_MEDIA_TYPE, "the body must be application/json");
         return;
     }
-    is = x_calloc(1, sizeof(*is));
+    is = issue_new();
     if (!is) {
         httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "out of memory");
         return;
@@ -546,7 +565,7 @@ int peer_issue_credential_kind(struct agent *a, enum peer_cred_kind kind, const 
     (void)a;
     if (!cluster_id || !cluster_name || (kind != PEER_CRED_PEERING && kind != PEER_CRED_VK))
         return -EINVAL;
-    is = x_calloc(1, sizeof(*is));
+    is = issue_new();
     if (!is)
         return -ENOMEM;
     is->kind = kind;
@@ -607,6 +626,10 @@ void peer_auth_stop(struct agent *a)
 void peer_auth_fini(struct agent *a)
 {
     (void)a;
+    /* Requests were aborted before the modules' fini; what is left waits on a timer (the token
+     * poll): give up on it now, before the loop could run it against a finished module. */
+    while (st.issues)
+        finish(st.issues, 503, PEER_WIRE_E_UNAVAILABLE, "the agent is shutting down");
     st.lim = peer_limiter_free(st.lim);
     x_free(st.ca_pem);
     OPENSSL_cleanse(st.token, sizeof(st.token));
