@@ -68,6 +68,8 @@ for ((i = 1; i <= CLUSTERS; i++)); do
   if ! agent_running "$i"; then
     setsid "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$((p + 6))" \
       --auth-addr "127.0.0.1:$((p + 7))" --identity "demo-agent-$i" \
+      --kubelet-addr "127.0.0.1:$((p + 8))" --node-address 127.0.0.1 \
+      --webhook-addr "127.0.0.1:$((p + 9))" --webhook-url "https://127.0.0.1:$((p + 9))" \
       >"$STATE/cluster-$i/logs/cliqo-agent.log" 2>&1 </dev/null &
     echo $! >"$STATE/cluster-$i/agent.pid"
   fi

@@ -17,7 +17,7 @@ PKGS=(
   # local control planes
   etcd-server etcd-client golang-go rsync golang-github-modern-go-reflect2-dev dpkg-dev
   # tools used by the dev environment and the tests
-  openssl curl iproute2 procps ca-certificates prometheus
+  openssl curl iproute2 procps ca-certificates prometheus jq
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -18,6 +18,7 @@
  * The count of accepted Advertisements is exact: it is recounted from the informer on every
  * decision (decisions written but not yet seen back are remembered in `pending`). */
 #include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/modules.h"
 #include "agent/peers.h"
 
@@ -195,13 +196,6 @@ static json_t *src_node(void *data, bool *ret_known)
     return inf_get(st.nodes, NULL, node);
 }
 
-static const char *node_address(void)
-{
-    const char *ip = getenv("POD_IP");
-
-    return ip && *ip ? ip : "127.0.0.1";
-}
-
 static int ent_start_vk(struct vkent *e)
 {
     struct vk_params p = {
@@ -210,7 +204,8 @@ static int ent_start_vk(struct vkent *e)
         .unit = e->unit,
         .peer_id = e->peer,
         .home_id = identity_cluster_id(),
-        .node_address = node_address(),
+        .node_address = agent_config(st.a)->node_address,
+        .kubelet_port = agent_config(st.a)->kubelet_port,
         .src = {src_adv, src_node, e},
         .remote_timeout_ms = remote_timeout_ms(),
     };

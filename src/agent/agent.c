@@ -111,6 +111,11 @@ const struct kc_config *agent_kubeconfig(struct agent *a)
     return a->kc;
 }
 
+const struct agent_config *agent_config(struct agent *a)
+{
+    return a->cfg;
+}
+
 const char *agent_namespace(struct agent *a)
 {
     return a->cfg->namespace_;

@@ -40,6 +40,7 @@
 #include "kube/workqueue.h"
 
 struct agent;
+struct agent_config;
 struct pu_registry;
 
 struct agent_module {
@@ -57,6 +58,8 @@ extern const struct agent_module agent_modules[];
 uv_loop_t *agent_loop(struct agent *a);
 struct kapi_client *agent_kube(struct agent *a);
 const struct kc_config *agent_kubeconfig(struct agent *a);
+/* The command line (listen addresses, offloading settings). */
+const struct agent_config *agent_config(struct agent *a);
 const char *agent_namespace(struct agent *a);
 const char *agent_identity(struct agent *a);
 bool agent_is_leader(struct agent *a);

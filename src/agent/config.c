@@ -2,6 +2,7 @@
 #include "common/strutil.h"
 #include "httpd/httpd.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -41,6 +42,14 @@ const char *agent_usage(void)
            "                            finishing locally (default 30s)\n"
            "  --peer-check-interval DUR how often established peerings are checked on the peer\n"
            "                            (default 30s)\n"
+           "  --kubelet-addr HOST:PORT  the kubelet API of the virtual nodes (logs, exec;\n"
+           "                            default :10250; its port is the one nodes publish)\n"
+           "  --node-address IP         the virtual nodes' InternalIP, where the API server\n"
+           "                            reaches that kubelet API (default $POD_IP, else\n"
+           "                            127.0.0.1)\n"
+           "  --webhook-addr HOST:PORT  the admission webhooks' HTTPS server (default :9443)\n"
+           "  --webhook-url URL         the https:// URL the API server calls the webhooks at\n"
+           "                            (default: Service cliqo-agent-webhook, port 443)\n"
            "  --log-level LEVEL         debug, info, warn or error (default info)\n"
            "  --version                 print the version and exit\n"
            "  --help                    print this help and exit\n"
@@ -146,6 +155,10 @@ enum {
     OPT_AUTH_URL,
     OPT_UNPEER_TIMEOUT,
     OPT_PEER_CHECK,
+    OPT_KUBELET_ADDR,
+    OPT_NODE_ADDRESS,
+    OPT_WEBHOOK_ADDR,
+    OPT_WEBHOOK_URL,
     OPT_LOG_LEVEL,
     OPT_VERSION,
     OPT_HELP,
@@ -167,6 +180,10 @@ static const struct option options[] = {
     {"auth-url", required_argument, NULL, OPT_AUTH_URL},
     {"unpeer-timeout", required_argument, NULL, OPT_UNPEER_TIMEOUT},
     {"peer-check-interval", required_argument, NULL, OPT_PEER_CHECK},
+    {"kubelet-addr", required_argument, NULL, OPT_KUBELET_ADDR},
+    {"node-address", required_argument, NULL, OPT_NODE_ADDRESS},
+    {"webhook-addr", required_argument, NULL, OPT_WEBHOOK_ADDR},
+    {"webhook-url", required_argument, NULL, OPT_WEBHOOK_URL},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"version", no_argument, NULL, OPT_VERSION},
     {"help", no_argument, NULL, OPT_HELP},
@@ -211,6 +228,9 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
     cfg->namespace_ = "cliqo";
     cfg->http_addr = ":8080";
     cfg->auth_addr = ":8443";
+    cfg->kubelet_addr = ":10250";
+    cfg->kubelet_port = 10250;
+    cfg->webhook_addr = ":9443";
     cfg->leader_elect = true;
     cfg->lease_name = "cliqo-agent";
     cfg->lease_duration_ms = 15000;
@@ -240,17 +260,49 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
             break;
         case OPT_HTTP_ADDR:
         case OPT_AUTH_ADDR:
+        case OPT_KUBELET_ADDR:
+        case OPT_WEBHOOK_ADDR:
             if (httpd_parse_addr(v, &ss, &sl) < 0) {
                 snprintf(err, errlen,
                          "--%s: invalid address '%s' (expected HOST:PORT, e.g. :8080, "
                          "127.0.0.1:8080, [::1]:8080)",
-                         c == OPT_HTTP_ADDR ? "http-addr" : "auth-addr", v);
+                         options[idx].name, v);
                 return -EINVAL;
             }
             if (c == OPT_HTTP_ADDR)
                 cfg->http_addr = v;
-            else
+            else if (c == OPT_AUTH_ADDR)
                 cfg->auth_addr = v;
+            else if (c == OPT_WEBHOOK_ADDR)
+                cfg->webhook_addr = v;
+            else {
+                in_port_t port = ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                          : ((struct sockaddr_in *)&ss)->sin_port;
+                if (ntohs(port) == 0) {
+                    snprintf(err, errlen,
+                             "--kubelet-addr: the port must be given (nodes publish it)");
+                    return -EINVAL;
+                }
+                cfg->kubelet_addr = v;
+                cfg->kubelet_port = ntohs(port);
+            }
+            break;
+        case OPT_NODE_ADDRESS: {
+            struct in6_addr a6;
+            struct in_addr a4;
+            if (inet_pton(AF_INET, v, &a4) != 1 && inet_pton(AF_INET6, v, &a6) != 1) {
+                snprintf(err, errlen, "--node-address: '%s' is not an IP address", v);
+                return -EINVAL;
+            }
+            cfg->node_address = v;
+            break;
+        }
+        case OPT_WEBHOOK_URL:
+            if (strncmp(v, "https://", 8) != 0 || strlen(v) < 9 || strlen(v) > 1024) {
+                snprintf(err, errlen, "--webhook-url: expected an https:// URL, not '%s'", v);
+                return -EINVAL;
+            }
+            cfg->webhook_url = v;
             break;
         case OPT_IDENTITY:
             if (!*v || strlen(v) > AGENT_MAX_IDENTITY) {
@@ -354,5 +406,15 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
     }
     if (!have_identity)
         default_identity(cfg);
+    if (!cfg->node_address) {
+        const char *ip = getenv("POD_IP");
+        struct in_addr a4;
+        struct in6_addr a6;
+
+        cfg->node_address =
+            ip && (inet_pton(AF_INET, ip, &a4) == 1 || inet_pton(AF_INET6, ip, &a6) == 1)
+                ? ip
+                : "127.0.0.1";
+    }
     return 0;
 }

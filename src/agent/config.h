@@ -30,6 +30,12 @@ struct agent_config {
     uint64_t unpeer_timeout_ms; /* peering: 0 = default */
     enum log_level log_level;
     uint64_t peer_check_ms; /* peering: re-check period of established peerings; 0 = default */
+    /* Offloading (docs/offloading.md). */
+    const char *kubelet_addr; /* the kubelet API listener of the virtual nodes (default :10250) */
+    unsigned kubelet_port;    /* its port, published in the virtual nodes' daemonEndpoints */
+    const char *node_address; /* the virtual nodes' InternalIP (default $POD_IP, else 127.0.0.1) */
+    const char *webhook_addr; /* the admission webhooks' HTTPS listener (default :9443) */
+    const char *webhook_url;  /* the URL the API server calls them at (NULL: the Service) */
     bool help, version;
 };
 

@@ -26,6 +26,7 @@
 #define LEASE_DURATION_S  40
 #define RETRY_MS          1000
 #define DRAIN_BATCH       500
+#define DRAIN_WAIT_MS     500 /* pods held by finalizers: list again after this */
 #define REMOTE_POLL_MS    200
 #define NODE_LEASE_NS     "kube-node-lease"
 #define MAX_NODE_LABELS   64
@@ -926,7 +927,20 @@ static void after_pod_list(struct kapi_client *c, const struct kapi_result *res,
     v->drain = json_incref(items);
     v->drain_i = 0;
     v->busy = false;
-    schedule(v, 0);
+    /* Pods held by a finalizer after their deletion are not asked again: wait for them (a grace
+     * period in progress is cut short by the next delete, grace 0). */
+    for (size_t i = 0; i < json_array_size(items); i++) {
+        json_t *md = json_object_get(json_array_get(items, i), "metadata");
+
+        if (!json_object_get(md, "deletionTimestamp") ||
+            json_array_size(json_object_get(md, "finalizers")) == 0) {
+            schedule(v, 0);
+            return;
+        }
+    }
+    json_decref(v->drain);
+    v->drain = NULL;
+    schedule(v, DRAIN_WAIT_MS);
 }
 
 static void drain_step(struct vk *v)

@@ -34,6 +34,16 @@ static void test_defaults(void **state)
 
     (void)state;
     unsetenv("POD_NAME");
+    unsetenv("POD_IP");
+    assert_int_equal(parse(&cfg, err, sizeof(err), NULL), 0);
+    assert_string_equal(cfg.node_address, "127.0.0.1");
+    setenv("POD_IP", "10.1.2.3", 1);
+    assert_int_equal(parse(&cfg, err, sizeof(err), NULL), 0);
+    assert_string_equal(cfg.node_address, "10.1.2.3");
+    setenv("POD_IP", "not-an-ip", 1);
+    assert_int_equal(parse(&cfg, err, sizeof(err), NULL), 0);
+    assert_string_equal(cfg.node_address, "127.0.0.1");
+    unsetenv("POD_IP");
     assert_int_equal(parse(&cfg, err, sizeof(err), NULL), 0);
     assert_null(cfg.kubeconfig);
     assert_string_equal(cfg.namespace_, "cliqo");
@@ -46,6 +56,10 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.retry_period_ms, 2000);
     assert_int_equal(cfg.shutdown_timeout_ms, 10000);
     assert_int_equal(cfg.log_level, LOG_LEVEL_INFO);
+    assert_string_equal(cfg.kubelet_addr, ":10250");
+    assert_int_equal(cfg.kubelet_port, 10250);
+    assert_string_equal(cfg.webhook_addr, ":9443");
+    assert_null(cfg.webhook_url);
     assert_non_null(strchr(cfg.identity, '_'));
     setenv("POD_NAME", "cliqo-agent-7d9f", 1);
     assert_int_equal(parse(&cfg, err, sizeof(err), NULL), 0);
@@ -82,6 +96,15 @@ static void test_flags(void **state)
     assert_true(cfg.leader_elect);
     assert_true(cfg.help);
     assert_true(cfg.version);
+    assert_int_equal(parse(&cfg, err, sizeof(err), "--kubelet-addr", "127.0.0.1:16408",
+                           "--node-address", "fd00::1", "--webhook-addr=127.0.0.1:16409",
+                           "--webhook-url", "https://127.0.0.1:16409", NULL),
+                     0);
+    assert_string_equal(cfg.kubelet_addr, "127.0.0.1:16408");
+    assert_int_equal(cfg.kubelet_port, 16408);
+    assert_string_equal(cfg.node_address, "fd00::1");
+    assert_string_equal(cfg.webhook_addr, "127.0.0.1:16409");
+    assert_string_equal(cfg.webhook_url, "https://127.0.0.1:16409");
 }
 
 static void test_errors(void **state)
@@ -106,6 +129,11 @@ static void test_errors(void **state)
         {{"--retry-period", "10s"}, "--retry-period must be shorter than --renew-deadline"},
         {{"--log-level", "loud"}, "--log-level: expected debug, info, warn or error, not 'loud'"},
         {{"--kubeconfig="}, "--kubeconfig=: empty value"},
+        {{"--kubelet-addr", ":0"}, "--kubelet-addr: the port must be given"},
+        {{"--kubelet-addr", "x"}, "--kubelet-addr: invalid address 'x'"},
+        {{"--webhook-addr", "1.2.3"}, "--webhook-addr: invalid address '1.2.3'"},
+        {{"--node-address", "host"}, "--node-address: 'host' is not an IP address"},
+        {{"--webhook-url", "http://x"}, "--webhook-url: expected an https:// URL"},
     };
 
     (void)state;

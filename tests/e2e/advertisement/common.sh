@@ -8,107 +8,15 @@
 # that state (three Advertisements Accepted, three virtual nodes Ready) and leaves it so.
 # Pod CIDRs (dev up --pod-cidr): A 10.200.0.0/16, P1 10.202.0.0/16, P2 10.200.0.0/16 (= A's),
 # P3 10.200.16.0/20 (inside A's): P2 and P3 must be remapped on A, P1 not.
-: "${CLIQO_AGENT:?CLIQO_AGENT must name the cliqo-agent binary}"
-: "${CLIQO_DEV_BASE_PORT:?CLIQO_DEV_BASE_PORT must give the first port of the environment}"
 A=cluster-1
 P1=cluster-2
 P2=cluster-3
 P3=cluster-4
 PROVIDERS=("$P1" "$P2" "$P3")
 ALL=("$A" "$P1" "$P2" "$P3")
-AGENTS_DIR="$E2E_STATE/agents"
-mkdir -p "$AGENTS_DIR"
-
-kcfg() { echo "$E2E_STATE/$1/kubeconfig"; }
-base_port() { echo $((CLIQO_DEV_BASE_PORT + 10 * (${1#cluster-} - 1))); }
-http_port() { echo $(($(base_port "$1") + 6)); }
-auth_port() { echo $(($(base_port "$1") + 7)); }
-agent_log() { echo "$AGENTS_DIR/$1.log"; }
-agent_pidfile() { echo "$AGENTS_DIR/$1.pid"; }
-cq() {
-  local c=$1
-  shift
-  "$CLIQOCTL" "$@" --kubeconfig "$(kcfg "$c")"
-}
-cluster_id() { kc "$1" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}'; }
-jget() { # CLUSTER jsonpath args...
-  local c=$1 p=$2
-  shift 2
-  kc "$c" get "$@" -o "jsonpath=$p" 2>/dev/null || true
-}
-http_code() { curl -sk -o /dev/null -w '%{http_code}' --max-time 5 "$1" || true; }
-
-# ---- agents (they outlive a single test: pid files under the group's state) ------------------------
-
-agent_pid() { cat "$(agent_pidfile "$1")" 2>/dev/null || true; }
-agent_alive() {
-  local pid
-  pid=$(agent_pid "$1")
-  [ -n "$pid" ] && pid_running "$pid"
-}
-start_agent() {
-  local c=$1
-  agent_alive "$c" && return 0
-  printf -- '--- start %s\n' "$(now_rfc3339)" >>"$(agent_log "$c")"
-  setsid "$CLIQO_AGENT" --kubeconfig "$(kcfg "$c")" --http-addr "127.0.0.1:$(http_port "$c")" \
-    --auth-addr "127.0.0.1:$(auth_port "$c")" --auth-url "https://127.0.0.1:$(auth_port "$c")" \
-    --identity "adv-agent-${c#cluster-}" --unpeer-timeout 8s --peer-check-interval 3s \
-    >>"$(agent_log "$c")" 2>&1 </dev/null &
-  echo $! >"$(agent_pidfile "$c")"
-}
-wait_agent_ready() {
-  local c=$1 deadline=$(($(date +%s) + 40))
-  until [ "$(http_code "http://127.0.0.1:$(http_port "$1")/readyz")" = 200 ]; do
-    agent_alive "$c" || { tail -30 "$(agent_log "$c")" >&2; fail "agent of $c exited while starting"; }
-    [ "$(date +%s)" -lt "$deadline" ] || { tail -30 "$(agent_log "$c")" >&2; fail "agent of $c not ready after 40s"; }
-    sleep 0.2
-  done
-}
-# ensure_agents: every agent runs (one whose API server was stopped lost its Lease and exited 1, by
-# design; a fresh process campaigns again, as its Deployment would restart it).
-ensure_agents() {
-  local c
-  for c in "${ALL[@]}"; do start_agent "$c"; done
-  for c in "${ALL[@]}"; do wait_agent_ready "$c"; done
-}
-stop_agent() { # CLUSTER [SIGNAL]: waits for the exit; a TERM must exit 0
-  local c=$1 sig=${2:-TERM} pid rc=0 deadline
-  pid=$(agent_pid "$c")
-  [ -n "$pid" ] && pid_running "$pid" || return 0
-  kill -"$sig" "$pid" 2>/dev/null || true
-  deadline=$(($(date +%s) + 20))
-  while pid_running "$pid"; do
-    [ "$(date +%s)" -lt "$deadline" ] || fail "agent of $c did not exit within 20s of SIG$sig"
-    sleep 0.1
-  done
-  rm -f "$(agent_pidfile "$c")"
-  # The exit status of a setsid'd process is not ours to wait for: its log says how it ended.
-  if [ "$sig" = TERM ] && ! tail -3 "$(agent_log "$c")" | grep -q 'stopped (exit status 0)'; then
-    tail -30 "$(agent_log "$c")" >&2
-    fail "agent of $c did not stop cleanly after SIGTERM"
-  fi
-  return "$rc"
-}
-check_logs() {
-  local f
-  for f in "$AGENTS_DIR"/*.log; do
-    [ -f "$f" ] || continue
-    if grep -qE 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:' "$f"; then
-      grep -nE -A40 'AddressSanitizer|LeakSanitizer|UndefinedBehaviorSanitizer|runtime error:' "$f" | head -80 >&2
-      fail "sanitizer report in $(basename "$f")"
-    fi
-  done
-}
-# On failure: the tails of the agents' logs.
-adv_on_exit() {
-  local rc=$? c
-  if [ "$rc" != 0 ]; then
-    for c in "${ALL[@]}"; do
-      [ -f "$(agent_log "$c")" ] && { echo "--- last lines of the agent log of $c" >&2; tail -25 "$(agent_log "$c")" >&2; }
-    done
-  fi
-  exit "$rc"
-}
+AGENT_ID_PREFIX=adv-agent
+source "$(dirname "${BASH_SOURCE[0]}")/../agents.sh"
+adv_on_exit() { agents_on_exit; }
 
 # ---- the protocol's objects ----------------------------------------------------------------------------
 
@@ -148,10 +56,3 @@ all_shared() {
 }
 wait_all_shared() { wait_for "${1:-60}" "three Advertisements Accepted and three virtual nodes Ready" all_shared; }
 
-peered() { [ "$(jget "$A" '{.status.peeringConditions[?(@.type=="OutgoingPeering")].status}' foreigncluster "$1")" = Established ]; }
-peer_with() { # PROVIDER: runs the provider's printed add command on A
-  local line
-  line=$(cq "$1" generate-add-command) || fail "generate-add-command on $1 failed"
-  read -r -a ADD_CMD <<<"$line"
-  out=$(cq "$A" "${ADD_CMD[@]:1}" --name "$1" --timeout 60s 2>&1) || fail "add $1 failed: $out"
-}

@@ -1,0 +1,26 @@
+# Helpers of the offloading group (tests/e2e/offloading/): source after ../lib.sh.
+#
+# Two clusters: A = cluster-1 (the consumer, home of the workloads) and B = cluster-2 (the provider). `setup`
+# installs cliqo on both with short test settings, starts their agents and peers A with B; every test starts
+# from that state (B's Advertisement Accepted, virtual node liqo-<B> Ready on A) and leaves it so: it removes
+# the namespaces it made and waits until B holds nothing of them.
+A=cluster-1
+B=cluster-2
+PROVIDERS=("$B")
+ALL=("$A" "$B")
+AGENT_ID_PREFIX=off-agent
+source "$(dirname "${BASH_SOURCE[0]}")/../agents.sh"
+off_on_exit() { agents_on_exit; }
+
+ids() {
+  A_ID=$(cluster_id "$A")
+  B_ID=$(cluster_id "$B")
+  [ -n "$A_ID" ] && [ -n "$B_ID" ] || fail "cluster IDs unknown"
+  VNODE="liqo-$B_ID"
+}
+tenant_of() { jget "$A" '{.status.tenantNamespace.local}' foreigncluster "$1"; }
+adv_status() { jget "$A" '{.status.advertisementStatus}' advertisement -n "$(tenant_of "$B")" "advertisement-$B_ID"; }
+vnode_ready() { [ "$(jget "$A" '{.status.conditions[?(@.type=="Ready")].status}' node "$VNODE")" = True ]; }
+shared() { [ "$(adv_status)" = Accepted ] && vnode_ready; }
+wait_shared() { wait_for "${1:-60}" "B's Advertisement Accepted and its virtual node Ready" shared; }
+patch_config() { kc "$1" patch clusterconfig configuration --type=merge -p "$2" >/dev/null || fail "cannot patch the ClusterConfig of $1"; }
