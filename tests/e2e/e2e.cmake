@@ -4,8 +4,13 @@
 set(E2E_DIR ${CMAKE_CURRENT_SOURCE_DIR}/e2e)
 set(E2E_ROOT ${CMAKE_BINARY_DIR}/e2e)
 
+# Developers running several builds at once on one machine shift every group's ports with
+# -DCLIQO_E2E_PORT_OFFSET=N (CI uses 0).
+set(CLIQO_E2E_PORT_OFFSET 0 CACHE STRING "added to every e2e group's base port")
+
 # cliqo_e2e_group(NAME CLUSTERS BASE_PORT TESTS...)
 function(cliqo_e2e_group name clusters base_port)
+    math(EXPR base_port "${base_port} + ${CLIQO_E2E_PORT_OFFSET}")
     set(state ${E2E_ROOT}/${name})
     # No simulated nodes unless the group asks for them (by appending CLIQO_DEV_NODES=N, which wins).
     set(env "CLIQOCTL=$<TARGET_FILE:cliqoctl>" "E2E_STATE=${state}" "CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}"
