@@ -1,0 +1,10 @@
+# The kubelet API (src/kubeletapi/, docs/offloading.md "Kubelet API"): logs and exec of virtual and
+# simulated nodes. cliqo_kubeletapi_proto holds the pure parsers and codecs (HTTP heads, queries,
+# routes, chunked bodies, remotecommand, SPDY/3.1 framing) that the unit tests and fuzz harnesses
+# link alone; cliqo_kubeletapi adds the server on the loop, the SubjectAccessReview authoriser and
+# the relay.
+cliqo_module(cliqo_kubeletapi_proto SOURCES kubeletapi/http.c kubeletapi/spdy.c
+             DEPS PkgConfig::JANSSON PkgConfig::ZLIB)
+cliqo_module(cliqo_kubeletapi SOURCES kubeletapi/conn.c kubeletapi/tls.c kubeletapi/server.c
+             kubeletapi/sar.c kubeletapi/relay.c
+             DEPS cliqo_kubeletapi_proto cliqo_kube_api PkgConfig::OPENSSL PkgConfig::LIBUV)
