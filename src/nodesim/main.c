@@ -48,6 +48,8 @@ static void sim_close(struct ns_sim *sim)
     close_handle((uv_handle_t *)&sim->sigint);
     ns_health_close(sim->health);
     sim->health = NULL;
+    ns_kubelet_close(sim->kubelet);
+    sim->kubelet = NULL;
     kapi_client_close(sim->c);
     sim->c = NULL;
 }
@@ -162,6 +164,13 @@ int main(int argc, char **argv)
         r = ns_health_start(&sim, cfg.healthz_port, &sim.health);
         if (r < 0) {
             log_errno(r, MOD, "cannot serve /healthz on 127.0.0.1:%u", cfg.healthz_port);
+            goto fail;
+        }
+    }
+    if (cfg.kubelet_addr) {
+        r = ns_kubelet_start(&sim, &sim.kubelet);
+        if (r < 0) {
+            log_errno(r, MOD, "cannot serve the kubelet API on %s", cfg.kubelet_addr);
             goto fail;
         }
     }
