@@ -39,9 +39,11 @@
  * kla_exec_writable, the drain callbacks) and the reading side is paused; past a hard limit the
  * connection is closed.
  *
- * Threads: none; everything runs on the loop given to kla_server_new. Ownership: strings passed
- * in are copied unless said otherwise; requests and exec sessions belong to the server and stay
- * valid until their `closed` callback has run (or kla_resp_end / kla_exec_finish returned). */
+ * Threads: none; everything runs on the loop given to kla_server_new. The program must ignore
+ * SIGPIPE (a write to a connection the peer closed then fails with EPIPE instead of killing it).
+ * Ownership: strings passed in are copied unless said otherwise; requests and exec sessions belong
+ * to the server and stay valid until their `closed` callback has run (or kla_resp_end /
+ * kla_exec_finish returned). */
 #ifndef CLIQO_KUBELETAPI_H
 #define CLIQO_KUBELETAPI_H
 

@@ -28,6 +28,7 @@
 #include "kube/kubeconfig.h"
 
 #include <errno.h>
+#include <jansson.h>
 #include <netdb.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
@@ -200,7 +201,9 @@ static int to_sbuf(void *data, const char *p, size_t n)
     return sbuf_add(b, p, n);
 }
 
-/* The provider's error answer is complete: pass it on with its status and type. */
+/* The provider's error answer is complete: pass it on with its status. The provider's API
+ * server wraps its kubelet's text in a metav1.Status; the message is what a kubelet would have
+ * answered, so that is what goes back (the home API server wraps it again). */
 static void error_done(struct job *j)
 {
     if (j->r) {
@@ -208,8 +211,17 @@ static void error_done(struct job *j)
         const char *type = kla_http_header(&j->rh, "Content-Type", ct, sizeof(ct)) > 0
                                ? ct
                                : "text/plain; charset=utf-8";
+        json_t *st = strncmp(type, "application/json", 16) == 0
+                         ? json_loadb(sbuf_str(&j->body), sbuf_len(&j->body), 0, NULL)
+                         : NULL;
+        const char *kind = json_string_value(json_object_get(st, "kind"));
+        const char *msg = json_string_value(json_object_get(st, "message"));
 
-        kla_resp_send(j->r, j->rh.status, type, sbuf_str(&j->body), sbuf_len(&j->body));
+        if (kind && msg && strcmp(kind, "Status") == 0)
+            kla_resp_send(j->r, j->rh.status, "text/plain; charset=utf-8", msg, strlen(msg));
+        else
+            kla_resp_send(j->r, j->rh.status, type, sbuf_str(&j->body), sbuf_len(&j->body));
+        json_decref(st);
         j->r = NULL;
     }
     j->finished = true;

@@ -383,12 +383,42 @@ static void answer_errno(struct kla_request *r, int e)
     }
 }
 
+/* The request is authorised: check its options (as the kubelet's handlers do, after its filters),
+ * then hand it to the backend. */
 static void run_backend(struct kla_request *r)
 {
     struct kla_server *s = r->sc->s;
+    size_t qlen = strlen(r->query);
+    char err[256];
     int e;
 
     r->state = RS_BACKEND;
+    if (r->route == KLA_ROUTE_LOGS) {
+        if (kla_logs_opts_parse(r->query, qlen, &r->lo, err, sizeof(err)) < 0) {
+            kla_resp_error(r, 400, "%s", err);
+            return;
+        }
+    } else {
+        if (kla_http_has_token(&r->h, "Upgrade", "websocket")) {
+            kla_resp_error(r, 400, "websocket upgrades are not supported here: use SPDY/3.1");
+            return;
+        }
+        if (!kla_http_has_token(&r->h, "Connection", "upgrade") ||
+            !kla_http_has_token(&r->h, "Upgrade", "SPDY/3.1")) {
+            kla_resp_error(r, 400, "unable to upgrade: missing upgrade headers in request");
+            return;
+        }
+        if (kla_exec_opts_parse(r->query, qlen, &r->xo, err, sizeof(err)) < 0) {
+            kla_resp_error(r, 400, "%s", err);
+            return;
+        }
+        if (kla_http_join(&r->h, "X-Stream-Protocol-Version", r->protocols, sizeof(r->protocols)) <
+            0) {
+            kla_resp_error(r, 400, "X-Stream-Protocol-Version is too long");
+            return;
+        }
+    }
+
     if (!r->node_known) {
         kla_resp_error(r, 404, "pod \"%s/%s\" not found", r->ref.ns, r->ref.pod);
         return;
@@ -453,7 +483,6 @@ static void dispatch(struct sconn *sc, struct kla_request *r)
     struct kla_server *s = sc->s;
     const char *path, *query;
     size_t plen, qlen;
-    char err[256];
     struct kla_authz_attrs a;
     int e;
 
@@ -497,31 +526,6 @@ static void dispatch(struct sconn *sc, struct kla_request *r)
         log_debug(MOD, "unauthenticated request from %s: %s", sc->ip, sc->auth_err);
         kla_resp_error(r, 401, "Unauthorized");
         return;
-    }
-    if (r->route == KLA_ROUTE_LOGS) {
-        if (kla_logs_opts_parse(r->query, qlen, &r->lo, err, sizeof(err)) < 0) {
-            kla_resp_error(r, 400, "%s", err);
-            return;
-        }
-    } else {
-        if (kla_http_has_token(&r->h, "Upgrade", "websocket")) {
-            kla_resp_error(r, 400, "websocket upgrades are not supported here: use SPDY/3.1");
-            return;
-        }
-        if (!kla_http_has_token(&r->h, "Connection", "upgrade") ||
-            !kla_http_has_token(&r->h, "Upgrade", "SPDY/3.1")) {
-            kla_resp_error(r, 400, "unable to upgrade: missing upgrade headers in request");
-            return;
-        }
-        if (kla_exec_opts_parse(r->query, qlen, &r->xo, err, sizeof(err)) < 0) {
-            kla_resp_error(r, 400, "%s", err);
-            return;
-        }
-        if (kla_http_join(&r->h, "X-Stream-Protocol-Version", r->protocols, sizeof(r->protocols)) <
-            0) {
-            kla_resp_error(r, 400, "X-Stream-Protocol-Version is too long");
-            return;
-        }
     }
     e = s->o.backend.node_of(s->o.backend.data, r->ref.ns, r->ref.pod, r->node);
     r->node_known = e == 0 && r->node[0];

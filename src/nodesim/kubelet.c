@@ -149,6 +149,9 @@ static void on_stream_timer(uv_timer_t *t)
             stream_end(s);
             return;
         }
+        /* Learnt late: a tick of the last second may be out already; the exit line follows it. */
+        if (s->src.finished >= 0 && s->next_line > ns_log_count(&s->src, 0) - 1)
+            s->next_line = ns_log_count(&s->src, 0) - 1;
     }
     stream_pump(s);
 }

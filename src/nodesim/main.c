@@ -6,6 +6,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,8 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     int r;
 
+    /* A peer that closes its connection must not kill us on the next write (the kubelet API). */
+    signal(SIGPIPE, SIG_IGN);
     r = ns_config_parse(argc, argv, &cfg, err, sizeof(err));
     if (r == NS_CONFIG_HELP) {
         ns_usage(stdout);
