@@ -1156,10 +1156,16 @@ int kla_rc_resize_feed(struct kla_rc_resize *st, const char *p, size_t n,
             }
             json_object_foreach(o, key, v)
             {
-                /* Go decodes field names case-insensitively. */
-                if (strcasecmp(key, "width") == 0 && json_is_integer(v))
+                /* Go decodes field names case-insensitively; a size must be a number. */
+                bool is_w = strcasecmp(key, "width") == 0, is_h = strcasecmp(key, "height") == 0;
+
+                if ((is_w || is_h) && !json_is_integer(v)) {
+                    w = -1;
+                    break;
+                }
+                if (is_w)
                     w = json_integer_value(v);
-                else if (strcasecmp(key, "height") == 0 && json_is_integer(v))
+                else if (is_h)
                     h = json_integer_value(v);
             }
             json_decref(o);
