@@ -49,6 +49,7 @@ struct ns_shell {
 };
 
 static void run(struct ns_shell *sh);
+static void pump(struct ns_shell *sh);
 
 /* ---- output -------------------------------------------------------------------------------- */
 
@@ -600,6 +601,9 @@ static void run(struct ns_shell *sh)
             prompt(sh); /* an empty line, or one that did not parse */
     }
     sh->depth--;
+    /* A command now reading input that is already there (or at its end). */
+    if (!sh->exited && sh->wait == W_CAT && (sbuf_len(&sh->inq) > 0 || sh->input_eof))
+        pump(sh);
 }
 
 /* ---- input --------------------------------------------------------------------------------- */
@@ -813,6 +817,9 @@ void ns_shell_start(struct ns_shell *sh)
     switch (builtin(sh, sh->argv, sh->argc, 1, 2, false)) {
     case DONE:
         finish(sh, sh->status);
+        break;
+    case WAITING:
+        pump(sh); /* cat without stdin ends at once */
         break;
     default:
         break;
