@@ -196,6 +196,7 @@ struct kla_server_stats {
     uint64_t connections, tls_failures, unauthenticated, forbidden, requests;
     uint64_t logs, execs;
     size_t open_connections, open_execs;
+    size_t peak_queued; /* most bytes ever buffered towards one client (the bound at work) */
 };
 
 /* Creates a server (not listening). Returns 0, -EINVAL or -ENOMEM. */

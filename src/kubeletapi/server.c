@@ -304,6 +304,8 @@ int kla_resp_write(struct kla_request *r, const void *buf, size_t len)
         e = kla_conn_write(r->sc->c, "\r\n", 2);
     if (e < 0)
         return e;
+    if (kla_conn_queued(r->sc->c) > r->sc->s->st.peak_queued)
+        r->sc->s->st.peak_queued = kla_conn_queued(r->sc->c);
     if (!kla_conn_writable(r->sc->c))
         r->want_drain = true;
     return 0;
@@ -926,6 +928,8 @@ int kla_exec_write(struct kla_exec *x, enum kla_stream s, const void *buf, size_
         kla_conn_close(x->sc->c, -ENOBUFS);
         return -ENOBUFS;
     }
+    if (kla_conn_queued(x->sc->c) + exec_pending(x) > x->sc->s->st.peak_queued)
+        x->sc->s->st.peak_queued = kla_conn_queued(x->sc->c) + exec_pending(x);
     if (!kla_exec_writable(x))
         x->want_drain = true;
     return 0;
