@@ -1081,99 +1081,77 @@ const char *kla_rc_stream_name(enum kla_stream s)
     return s < KLA_STREAM_MAX ? stream_names[s] : "?";
 }
 
-/* Length of the complete JSON object at the start of p (after whitespace), 0 if incomplete,
- * -EPROTO when it does not start with '{'. */
-static int object_len(const char *p, size_t n, size_t *ret_start)
+/* One complete message in st->buf: its sizes to cb. */
+static int resize_message(struct kla_rc_resize *st,
+                          void (*cb)(void *data, unsigned width, unsigned height), void *data)
 {
-    size_t i = 0, depth = 0;
-    bool str = false, esc = false;
+    json_t *o = json_loadb(st->buf, st->len, 0, NULL), *v;
+    json_int_t w = 0, h = 0;
+    const char *key;
 
-    while (i < n && (p[i] == ' ' || p[i] == '\n' || p[i] == '\r' || p[i] == '\t'))
-        i++;
-    *ret_start = i;
-    if (i == n)
-        return 0;
-    if (p[i] != '{')
+    st->len = 0;
+    if (!json_is_object(o)) {
+        json_decref(o);
         return -EPROTO;
-    for (; i < n; i++) {
-        char c = p[i];
-
-        if (str) {
-            if (esc)
-                esc = false;
-            else if (c == '\\')
-                esc = true;
-            else if (c == '"')
-                str = false;
-            continue;
-        }
-        if (c == '"')
-            str = true;
-        else if (c == '{' || c == '[')
-            depth++;
-        else if (c == '}' || c == ']') {
-            if (--depth == 0)
-                return (int)(i + 1);
-        }
     }
+    json_object_foreach(o, key, v)
+    {
+        /* Go decodes field names case-insensitively; a size must be a number. */
+        bool is_w = strcasecmp(key, "width") == 0, is_h = strcasecmp(key, "height") == 0;
+
+        if ((is_w || is_h) && !json_is_integer(v)) {
+            w = -1;
+            break;
+        }
+        if (is_w)
+            w = json_integer_value(v);
+        else if (is_h)
+            h = json_integer_value(v);
+    }
+    json_decref(o);
+    if (w < 0 || w > 65535 || h < 0 || h > 65535)
+        return -EPROTO;
+    cb(data, (unsigned)w, (unsigned)h);
     return 0;
 }
 
+/* A byte-at-a-time scanner (so that any split of the input gives the same messages): between
+ * messages only whitespace and '{' are allowed; inside one, strings and nesting are followed until
+ * the outer object closes. */
 int kla_rc_resize_feed(struct kla_rc_resize *st, const char *p, size_t n,
                        void (*cb)(void *data, unsigned width, unsigned height), void *data)
 {
-    while (n > 0) {
-        size_t take = sizeof(st->buf) - st->len, start;
-        int end;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
 
-        if (take > n)
-            take = n;
-        memcpy(st->buf + st->len, p, take);
-        st->len += take;
-        p += take;
-        n -= take;
-        for (;;) {
-            json_t *o;
-            const char *key;
-            json_t *v;
-            json_int_t w = 0, h = 0;
+        if (st->depth == 0) {
+            if (c == ' ' || c == '\n' || c == '\r' || c == '\t')
+                continue;
+            if (c != '{')
+                return -EPROTO;
+        }
+        if (st->len >= sizeof(st->buf))
+            return -EPROTO; /* a message larger than the buffer */
+        st->buf[st->len++] = c;
+        if (st->in_str) {
+            if (st->esc)
+                st->esc = false;
+            else if (c == '\\')
+                st->esc = true;
+            else if (c == '"')
+                st->in_str = false;
+            continue;
+        }
+        if (c == '"') {
+            st->in_str = true;
+        } else if (c == '{' || c == '[') {
+            if (++st->depth > 32)
+                return -EPROTO;
+        } else if ((c == '}' || c == ']') && --st->depth == 0) {
+            int r = resize_message(st, cb, data);
 
-            end = object_len(st->buf, st->len, &start);
-            if (end < 0)
-                return -EPROTO;
-            if (end == 0) {
-                if (start == st->len) {
-                    st->len = 0;
-                } else if (st->len == sizeof(st->buf)) {
-                    return -EPROTO; /* a message larger than the buffer */
-                }
-                break;
-            }
-            o = json_loadb(st->buf + start, (size_t)end - start, 0, NULL);
-            if (!json_is_object(o)) {
-                json_decref(o);
-                return -EPROTO;
-            }
-            json_object_foreach(o, key, v)
-            {
-                /* Go decodes field names case-insensitively; a size must be a number. */
-                bool is_w = strcasecmp(key, "width") == 0, is_h = strcasecmp(key, "height") == 0;
-
-                if ((is_w || is_h) && !json_is_integer(v)) {
-                    w = -1;
-                    break;
-                }
-                if (is_w)
-                    w = json_integer_value(v);
-                else if (is_h)
-                    h = json_integer_value(v);
-            }
-            json_decref(o);
-            if (w < 0 || w > 65535 || h < 0 || h > 65535)
-                return -EPROTO;
-            cb(data, (unsigned)w, (unsigned)h);
-            memmove(st->buf, st->buf + end, st->len - (size_t)end);
-            st->len -= (size_t)end;
+            if (r < 0)
+                return r;
         }
     }
     return 0;

@@ -141,8 +141,10 @@ const char *kla_rc_stream_name(enum kla_stream s);
 /* Resize messages: JSON objects {"Width":W,"Height":H} one after the other (Go's json.Encoder
  * writes one per line). Bounded buffer of partial input. */
 struct kla_rc_resize {
-    char buf[512];
+    char buf[512]; /* the message being read */
     size_t len;
+    unsigned depth; /* nesting of the message so far (0: between messages) */
+    bool in_str, esc;
 };
 /* Feeds bytes; cb runs for every complete message. Returns 0 or -EPROTO (not JSON, a message over
  * the buffer, sizes not in 0..65535). */
