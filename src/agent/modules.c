@@ -4,6 +4,7 @@
 #include "agent/modules.h"
 #include "advertisement/advertisement.h"
 #include "discovery/module.h"
+#include "kubeletapi/module.h"
 #include "network/network.h"
 #include "peering/ctl.h"
 #include "virtualkubelet/virtualkubelet.h"
@@ -20,6 +21,7 @@ const struct agent_module agent_modules[] = {
     AGENT_MODULE_NAMESPACEMAP,
     AGENT_MODULE_BROADCASTER,
     AGENT_MODULE_ADVOPERATOR,
+    AGENT_MODULE_KUBELETAPI,
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 /* clang-format on */

@@ -6,5 +6,11 @@
 cliqo_module(cliqo_kubeletapi_proto SOURCES kubeletapi/http.c kubeletapi/spdy.c
              DEPS PkgConfig::JANSSON PkgConfig::ZLIB)
 cliqo_module(cliqo_kubeletapi SOURCES kubeletapi/conn.c kubeletapi/tls.c kubeletapi/server.c
-             kubeletapi/sar.c kubeletapi/relay.c
+             kubeletapi/sar.c kubeletapi/relay.c kubeletapi/service.c
              DEPS cliqo_kubeletapi_proto cliqo_kube_api PkgConfig::OPENSSL PkgConfig::LIBUV)
+
+# The agent module (module.c, the one listener of the agent's virtual nodes) is agent code.
+if(TARGET cliqo_kubeletapi)
+    set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/kubeletapi/module.c)
+    set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_LIBS cliqo_kubeletapi)
+endif()

@@ -1429,8 +1429,15 @@ void kla_server_close(struct kla_server *s, void (*done)(void *data), void *data
     s->done = done;
     s->done_data = data;
     s->listening = false;
-    for (struct sconn *sc = s->conns; sc; sc = sc->next)
+    for (struct sconn *sc = s->conns; sc; sc = sc->next) {
+        /* No decision may arrive after this call: the authoriser's client may be closed (its
+         * requests completed as cancelled) before the connections' closed callbacks run. */
+        if (sc->req && sc->req->authz_handle) {
+            s->o.authz.cancel(s->o.authz.impl, sc->req->authz_handle);
+            sc->req->authz_handle = NULL;
+        }
         kla_conn_close(sc->c, -ESHUTDOWN);
+    }
     if (s->tcp_inited)
         uv_close((uv_handle_t *)&s->tcp, on_server_handle_closed);
     uv_close((uv_handle_t *)&s->tick, on_server_handle_closed);
