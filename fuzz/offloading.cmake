@@ -1,0 +1,3 @@
+# Offloading (src/offloading/): NamespaceOffloading specs, cluster selectors, remote names.
+# Included from fuzz/CMakeLists.txt.
+cliqo_fuzzer(offloading-nsof cliqo_offloading)
