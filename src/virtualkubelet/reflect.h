@@ -32,11 +32,11 @@
 #define VK_LABEL_DESTINATION "virtualkubelet.liqo.io/destination" /* the provider's ID */
 #define VK_LABEL_REFLECTED   "liqo.io/reflected"                  /* "true" */
 /* On remote pods (labels where the value fits, annotations always). */
-#define VK_LABEL_HOME_UID      "offloading.cliqo.io/home-uid"
-#define VK_LABEL_HOME_NS       "offloading.cliqo.io/home-namespace"
-#define VK_ANNOT_HOME_NAME     "offloading.cliqo.io/home-name"
-#define VK_ANNOT_HOME_NS       "offloading.cliqo.io/home-namespace"
-#define VK_ANNOT_HOME_UID      "offloading.cliqo.io/home-uid"
+#define VK_LABEL_HOME_UID  "offloading.cliqo.io/home-uid"
+#define VK_LABEL_HOME_NS   "offloading.cliqo.io/home-namespace"
+#define VK_ANNOT_HOME_NAME "offloading.cliqo.io/home-name"
+#define VK_ANNOT_HOME_NS   "offloading.cliqo.io/home-namespace"
+#define VK_ANNOT_HOME_UID  "offloading.cliqo.io/home-uid"
 
 /* The reflection filters of one kind: "namespace/name" patterns where '*' matches any run of
  * characters; an object is reflected when it matches no deny pattern and (allow is empty or it
