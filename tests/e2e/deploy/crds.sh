@@ -136,7 +136,7 @@ bad "Advertisement bad quantity" "spec.resourceQuota.hard.cpu in body should mat
 bad "NamespaceOffloading bad strategy" 'Unsupported value: "Everywhere"' \
   "$(printf 'apiVersion: offloading.liqo.io/v1alpha1\nkind: NamespaceOffloading\nmetadata: {name: bad, namespace: %s}\n%s\n' \
     "$NS" 'spec: {podOffloadingStrategy: Everywhere}')"
-bad "NamespaceMap with a name longer than a namespace's" "Too long" \
+bad "NamespaceMap with a name longer than a namespace's" "should be at most 63 chars long" \
   "$(printf 'apiVersion: virtualkubelet.liqo.io/v1alpha1\nkind: NamespaceMap\nmetadata: {name: bad, namespace: %s}\nspec: {desiredMapping: {a: %s}}\n' "$NS" "$(printf 'n%.0s' $(seq 70))")"
 bad "ClusterConfig perCluster percentage above 100" "should be less than or equal to 100" \
   "$(printf 'apiVersion: config.liqo.io/v1alpha1\nkind: ClusterConfig\nmetadata: {name: bad}\nspec: {advertisementConfig: {outgoingConfig: {perCluster: [{clusterID: x, percentage: 130}]}}}\n')"
