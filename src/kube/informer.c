@@ -424,12 +424,12 @@ void inf_free(struct inf_informer *inf)
 
 bool inf_synced(const struct inf_informer *inf)
 {
-    return inf->synced;
+    return inf && inf->synced;
 }
 
 size_t inf_count(const struct inf_informer *inf)
 {
-    return kstore_count(inf->store);
+    return inf ? kstore_count(inf->store) : 0;
 }
 
 json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name)
@@ -439,7 +439,7 @@ json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name
     json_t *obj;
     int n;
 
-    if (!name)
+    if (!inf || !name)
         return NULL;
     n = ns && *ns ? snprintf(key, sizeof(key), "%s/%s", ns, name)
                   : snprintf(key, sizeof(key), "%s", name);
@@ -453,13 +453,14 @@ json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name
 
 void inf_foreach(const struct inf_informer *inf, inf_visit_fn fn, void *data)
 {
-    kstore_foreach(inf->store, fn, data);
+    if (inf)
+        kstore_foreach(inf->store, fn, data);
 }
 
 int inf_index_foreach(const struct inf_informer *inf, const char *index, const char *value,
                       inf_visit_fn fn, void *data)
 {
-    return kstore_index_foreach(inf->store, index, value, fn, data);
+    return inf ? kstore_index_foreach(inf->store, index, value, fn, data) : 0;
 }
 
 unsigned inf_lists(const struct inf_informer *inf)
