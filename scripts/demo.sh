@@ -40,7 +40,7 @@ kcfg() { echo "$STATE/cluster-$1/kubeconfig"; }
 # An agent runs while its pid file names a live cliqo-agent process.
 agent_running() {
   local f="$STATE/cluster-$1/agent.pid" pid
-  [ -f "$f" ] && pid=$(cat "$f") && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q cliqo-agent
+  [ -f "$f" ] && pid=$(cat "$f") && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep cliqo-agent >/dev/null
 }
 stop_agents() {
   local f

@@ -51,12 +51,12 @@ ensure_deb_src() {
 need_update=0
 ensure_deb_src && need_update=1
 # Never fetched lists (fresh machine) means apt knows no candidates at all.
-if ! ls /var/lib/apt/lists/ 2>/dev/null | grep -q '_Packages$'; then need_update=1; fi
-if ! ls /var/lib/apt/lists/ 2>/dev/null | grep -q '_Sources$'; then need_update=1; fi
+if ! ls /var/lib/apt/lists/ 2>/dev/null | grep '_Packages$' >/dev/null; then need_update=1; fi
+if ! ls /var/lib/apt/lists/ 2>/dev/null | grep '_Sources$' >/dev/null; then need_update=1; fi
 
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || missing+=("$p")
 done
 if ! command -v kubectl >/dev/null 2>&1; then
   # The machine image ships a recent kubectl; Debian's kubernetes-client is the fallback.

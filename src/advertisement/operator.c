@@ -219,35 +219,29 @@ static int ent_start_vk(struct vkent *e)
     return r;
 }
 
+/* data is the entry: it owns the virtual kubelet, which never calls back once freed. */
 static void on_torn_down(struct vk *v, int err, void *data)
 {
-    char *key = data;
-    struct vkent *e = ent_find(key);
+    struct vkent *e = data;
 
     (void)v;
-    if (e && err == 0)
+    if (err == 0)
         e->torn_down = true;
     if (st.q)
-        wq_add(st.q, key);
-    x_free(key);
+        wq_add(st.q, e->key);
 }
 
 /* Starts (or follows) the teardown of an entry's virtual kubelet; true once it is over. */
 static bool ent_teardown(struct vkent *e)
 {
-    char *key;
-
     if (e->torn_down)
         return true;
     if (!e->vk && ent_start_vk(e) < 0)
         return false;
     if (vk_tearing_down(e->vk))
         return false;
-    key = x_strdup(e->key);
-    if (!key)
-        return false;
     vk_set_remote_timeout(e->vk, remote_timeout_ms());
-    vk_teardown(e->vk, on_torn_down, key);
+    vk_teardown(e->vk, on_torn_down, e);
     return false;
 }
 

@@ -196,27 +196,27 @@ say "status subresource: spec and status are updated independently"
 header() { kc "$C" get "$@" | head -1 | tr -s ' ' ' ' | sed -e 's/ $//'; }
 row() { kc "$C" get "$@" --no-headers | tr -s ' ' ' '; }
 [ "$(header fc cluster-b)" = "NAME CLUSTERID OUTGOING INCOMING AGE" ] || fail "fc columns: $(header fc cluster-b)"
-row fc cluster-b | grep -qE "^cluster-b $ID_B Established Pending [0-9]" || fail "fc row: $(row fc cluster-b)"
+row fc cluster-b | grep_q -E "^cluster-b $ID_B Established Pending [0-9]" || fail "fc row: $(row fc cluster-b)"
 [ "$(header -n "$NS" pr)" = "NAME CLUSTERID PHASE ADVERTISEMENT AGE" ] || fail "pr columns: $(header -n "$NS" pr)"
-row -n "$NS" pr | grep -qE "^$ID_A $ID_A Accepted [0-9]" || fail "pr row: $(row -n "$NS" pr)"
+row -n "$NS" pr | grep_q -E "^$ID_A $ID_A Accepted [0-9]" || fail "pr row: $(row -n "$NS" pr)"
 [ "$(header -n "$NS" adv)" = "NAME STATUS REASON EXPIRATION AGE" ] || fail "adv columns: $(header -n "$NS" adv)"
-row -n "$NS" adv | grep -qE "^advertisement-$ID_B Accepted 2024-01-01T00:30:00Z [0-9]" ||
+row -n "$NS" adv | grep_q -E "^advertisement-$ID_B Accepted 2024-01-01T00:30:00Z [0-9]" ||
   fail "adv row: $(row -n "$NS" adv)"
 [ "$(header clusterconfig)" = "NAME SHARING ACCEPTPOLICY INCOMINGPEERING AGE" ] || fail "clusterconfig columns"
-row clusterconfig | grep -qE '^configuration 30 AutoAcceptMax Yes [0-9]' || fail "clusterconfig row: $(row clusterconfig)"
-row nnt | grep -qE "^$ID_B $ID_B [0-9]" || fail "nnt row: $(row nnt)"
-row -n "$NS" nsof | grep -qE '^offloading DefaultName LocalAndRemote +[0-9]' || fail "nsof row: $(row -n "$NS" nsof)"
+row clusterconfig | grep_q -E '^configuration 30 AutoAcceptMax Yes [0-9]' || fail "clusterconfig row: $(row clusterconfig)"
+row nnt | grep_q -E "^$ID_B $ID_B [0-9]" || fail "nnt row: $(row nnt)"
+row -n "$NS" nsof | grep_q -E '^offloading DefaultName LocalAndRemote +[0-9]' || fail "nsof row: $(row -n "$NS" nsof)"
 for s in fc pr adv nsof nnt; do kc "$C" get "$s" -A >/dev/null || fail "short name $s does not resolve"; done
 n=$(kc "$C" get cliqo -A --no-headers -o name | cut -d/ -f1 | sort -u | wc -l)
 [ "$n" -eq 10 ] || fail "kubectl get cliqo lists $n kinds, want 10: $(kc "$C" get cliqo -A -o name)"
 say "printer columns, short names (fc pr adv nsof nnt) and the category cliqo work"
 
 # 6. kubectl explain reads the published (structural) schema.
-kc "$C" explain foreignclusters.spec.clusterIdentity | grep -q 'clusterID' || fail "explain fc"
-kc "$C" explain fc.spec.insecureSkipTLSVerify | grep -q 'Skip every TLS check' || fail "explain fc description"
-kc "$C" explain clusterconfig.spec.advertisementConfig.outgoingConfig | grep -q resourceSharingPercentage ||
+kc "$C" explain foreignclusters.spec.clusterIdentity | grep_q 'clusterID' || fail "explain fc"
+kc "$C" explain fc.spec.insecureSkipTLSVerify | grep_q 'Skip every TLS check' || fail "explain fc description"
+kc "$C" explain clusterconfig.spec.advertisementConfig.outgoingConfig | grep_q resourceSharingPercentage ||
   fail "explain clusterconfig"
-kc "$C" explain pr.status.phase | grep -q 'decision' || fail "explain pr"
+kc "$C" explain pr.status.phase | grep_q 'decision' || fail "explain pr"
 kc "$C" explain adv.spec.resourceQuota.hard >/dev/null || fail "explain adv"
 say "kubectl explain works"
 
