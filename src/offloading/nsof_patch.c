@@ -99,10 +99,17 @@ static int grace_ops(const json_t *tols, const char *key, long long grace, json_
         if (json_integer_value(s) == grace)
             continue;
         snprintf(idx, sizeof(idx), "%zu", i);
-        if (adm_pointer(path, sizeof(path), "spec", "tolerations", idx, "tolerationSeconds", NULL) <
-                0 ||
-            adm_patch_op(patch, "replace", path, json_integer(grace)) < 0)
-            return -ENOMEM;
+        {
+            json_t *g = json_integer(grace);
+            int rc = g && adm_pointer(path, sizeof(path), "spec", "tolerations", idx,
+                                      "tolerationSeconds", NULL) == 0
+                         ? adm_patch_op(patch, "replace", path, g)
+                         : -ENOMEM;
+
+            json_decref(g);
+            if (rc < 0)
+                return rc;
+        }
     }
     if (!found &&
         json_array_append_new(add, json_pack("{s:s,s:s,s:s,s:I}", "key", key, "operator", "Exists",
