@@ -166,11 +166,14 @@ static bool write_status(struct rec *r, const json_t *obj, enum nsof_phase phase
     const char *cur_phase = json_string_value(json_object_get(status, "offloadingPhase"));
     const char *cur_remote = json_string_value(json_object_get(status, "remoteNamespaceName"));
     const char *cur_msg = json_string_value(json_object_get(status, "message"));
+    const json_t *gen = json_object_get(meta_of(obj), "generation");
+    const json_t *cur_gen = json_object_get(status, "observedGeneration");
     json_t *patch;
 
     if (cur_phase && strcmp(cur_phase, nsof_phase_name(phase)) == 0 &&
         ((!remote && !cur_remote) || (remote && cur_remote && strcmp(remote, cur_remote) == 0)) &&
-        ((!message && !cur_msg) || (message && cur_msg && strcmp(message, cur_msg) == 0)))
+        ((!message && !cur_msg) || (message && cur_msg && strcmp(message, cur_msg) == 0)) &&
+        (!json_is_integer(gen) || json_equal((json_t *)gen, (json_t *)cur_gen)))
         return false;
     if (!cur_phase || strcmp(cur_phase, nsof_phase_name(phase)) != 0)
         log_info(MOD, "%s: %s%s%s", r->key, nsof_phase_name(phase), message ? ": " : "",
@@ -178,6 +181,8 @@ static bool write_status(struct rec *r, const json_t *obj, enum nsof_phase phase
     patch = json_pack("{s:{s:s,s:o,s:o}}", "status", "offloadingPhase", nsof_phase_name(phase),
                       "remoteNamespaceName", remote ? json_string(remote) : json_null(), "message",
                       message ? json_string(message) : json_null());
+    if (patch && json_is_integer(gen))
+        json_object_set(json_object_get(patch, "status"), "observedGeneration", (json_t *)gen);
     merge_patch(r, &peer_res_namespaceoffloadings, r->ns, r->name, "status", patch);
     return true;
 }
