@@ -207,10 +207,17 @@ char *adm_review_response(const char *uid, bool allowed, int code, const char *m
     if (!resp)
         goto out;
     if (!allowed) {
+        int c = code >= 400 && code < 600 ? code : 403;
+        const char *reason = c == 400   ? "BadRequest"
+                             : c == 403 ? "Forbidden"
+                             : c == 429 ? "TooManyRequests"
+                             : c >= 500 ? "InternalError"
+                                        : "Invalid";
+
         adm_printable(message ? message : "denied", msg, sizeof(msg));
         if (json_object_set_new(
                 resp, "status",
-                json_pack("{s:i,s:s}", "code", code > 0 ? code : 403, "message", msg)) < 0)
+                json_pack("{s:i,s:s,s:s}", "code", c, "reason", reason, "message", msg)) < 0)
             goto out;
     } else if (json_array_size(patch) > 0) {
         p = json_dumps(patch, JSON_COMPACT);

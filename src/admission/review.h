@@ -57,8 +57,9 @@ int adm_review_decode(const char *body, size_t len, struct adm_request *ret, cha
                       size_t errlen);
 void adm_request_done(struct adm_request *r);
 
-/* The AdmissionReview answer for uid. allowed false: status {code, message} (code 403 unless
- * given, message made one line and cut at ADM_MESSAGE_MAX). allowed true with a non-empty patch
+/* The AdmissionReview answer for uid. allowed false: status {code, reason, message} (code 403
+ * unless given a 4xx or 5xx, its reason (Forbidden, BadRequest, TooManyRequests, InternalError),
+ * message made one line and cut at ADM_MESSAGE_MAX). allowed true with a non-empty patch
  * array: patchType JSONPatch and the patch in base64. Returns the compact JSON text (x_malloc'd) or
  * NULL on OOM or an oversized patch (> ADM_PATCH_MAX). */
 char *adm_review_response(const char *uid, bool allowed, int code, const char *message,

@@ -274,10 +274,16 @@ static int offload(int argc, char **argv)
 
             cli_format_duration(co.timeout_ms, d, sizeof(d));
             print_conditions(stderr, json_object_get(obj, "status"));
-            rc = cli_error(verb,
-                           "namespace %s is not offloaded after %s (phase %s): is the agent "
-                           "running?",
-                           ns, d, phase && current(obj) ? phase : "not reported yet");
+            if (phase && current(obj))
+                rc = cli_error(verb,
+                               "namespace %s is not Ready after %s (phase %s): the providers above "
+                               "have not all reported it ready",
+                               ns, d, phase);
+            else
+                rc = cli_error(verb,
+                               "no phase reported for namespace %s after %s: is the agent "
+                               "running?",
+                               ns, d);
             goto out;
         }
         cli_sleep_ms(POLL_MS);

@@ -199,14 +199,14 @@ static void test_response(void **state)
     assert_null(strstr(t, "patch"));
     x_free(t);
     t = adm_review_response("u2", false, 0, "offer exceeded:\ncpu", NULL);
-    want =
-        q2("{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview','response':"
-           "{'uid':'u2','allowed':false,'status':{'code':403,'message':'offer exceeded:?cpu'}}}");
+    want = q2("{'apiVersion':'admission.k8s.io/v1','kind':'AdmissionReview','response':"
+              "{'uid':'u2','allowed':false,'status':{'code':403,'reason':'Forbidden','message':'"
+              "offer exceeded:?cpu'}}}");
     assert_string_equal(t, want);
     x_free(t);
     free(want);
     t = adm_review_response("u3", false, 400, "bad", NULL);
-    assert_non_null(strstr(t, "\"code\":400"));
+    assert_non_null(strstr(t, "\"code\":400,\"reason\":\"BadRequest\""));
     x_free(t);
     {
         json_t *x = json_string("x");
