@@ -951,7 +951,7 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
     snprintf(expected, sizeof(expected), "system:serviceaccount:%s:" PEER_VK_SA_PREFIX "%s", tns,
              origin);
     if (strcmp(req->username, expected) != 0) {
-        char who[96];
+        char who[ADM_USER_MAX + 1];
 
         deny(v, 403, "only the virtual kubelet of %s (%s) may create pods in %s, not %s", cname,
              expected, req->ns, adm_printable(req->username, who, sizeof(who)));

@@ -150,10 +150,11 @@ PY
 
 say "unoffload: Terminating until every provider removed its key; a gone provider's key is removed by the agent"
 key e2e-gone-provider True
+[ -n "$(nsof '{.status.remoteNamespacesConditions.e2e-gone-provider}')" ] || fail "cannot read the key back"
 cq "$A" unoffload namespace "$NS" >/dev/null || fail "unoffload failed"
 wait_phase Terminating
 wait_for 20 "the key of a provider without a virtual node removed" \
-  eval "[ -z \"\$(nsof \"{.status.remoteNamespacesConditions['e2e-gone-provider']}\")\" ]"
+  eval "[ -z \"\$(nsof '{.status.remoteNamespacesConditions.e2e-gone-provider}')\" ]"
 sleep 2
 [ -n "$(nsof '{.metadata.deletionTimestamp}')" ] || fail "the NamespaceOffloading went while a provider holds it"
 labelled "$NS" || fail "the label went while a provider holds the namespace"
