@@ -136,7 +136,7 @@ bad "Advertisement bad quantity" "spec.resourceQuota.hard.cpu in body should mat
 bad "NamespaceOffloading bad strategy" 'Unsupported value: "Everywhere"' \
   "$(printf 'apiVersion: offloading.liqo.io/v1alpha1\nkind: NamespaceOffloading\nmetadata: {name: bad, namespace: %s}\n%s\n' \
     "$NS" 'spec: {podOffloadingStrategy: Everywhere}')"
-bad "NamespaceMap with a name longer than a namespace's" "Too long" \
+bad "NamespaceMap with a name longer than a namespace's" "should be at most 63 chars long" \
   "$(printf 'apiVersion: virtualkubelet.liqo.io/v1alpha1\nkind: NamespaceMap\nmetadata: {name: bad, namespace: %s}\nspec: {desiredMapping: {a: %s}}\n' "$NS" "$(printf 'n%.0s' $(seq 70))")"
 bad "ClusterConfig perCluster percentage above 100" "should be less than or equal to 100" \
   "$(printf 'apiVersion: config.liqo.io/v1alpha1\nkind: ClusterConfig\nmetadata: {name: bad}\nspec: {advertisementConfig: {outgoingConfig: {perCluster: [{clusterID: x, percentage: 130}]}}}\n')"
@@ -150,9 +150,9 @@ bad "TunnelEndpoint without tunnelPublicIP" "spec.tunnelPublicIP: Required value
 bad "ClusterConfig negative grace period" "spec.offloadingConfig.unreachableGraceSeconds in body should be greater than or equal to 0" \
   "$(printf 'apiVersion: config.liqo.io/v1alpha1\nkind: ClusterConfig\nmetadata: {name: bad}\n%s\n' \
     'spec: {offloadingConfig: {unreachableGraceSeconds: -1}}')"
-bad "NamespaceOffloading selector with too many values" "must have at most 64 items" \
+bad "NamespaceOffloading selector with too many values" "values in body should have at most 64 items" \
   "$(printf 'apiVersion: offloading.liqo.io/v1alpha1\nkind: NamespaceOffloading\nmetadata: {name: bad, namespace: %s}\n%s\n' \
-    "$NS" "spec: {clusterSelector: {nodeSelectorTerms: [{matchExpressions: [{key: k, operator: In, values: [$(seq -s, 65)]}]}]}}")"
+    "$NS" "spec: {clusterSelector: {nodeSelectorTerms: [{matchExpressions: [{key: k, operator: In, values: [$(seq -s, -f 'v%g' 65)]}]}]}}")"
 bad "NamespaceOffloading selector operator" 'Unsupported value: "Near"' \
   "$(printf 'apiVersion: offloading.liqo.io/v1alpha1\nkind: NamespaceOffloading\nmetadata: {name: bad, namespace: %s}\n%s\n' \
     "$NS" "spec: {clusterSelector: {nodeSelectorTerms: [{matchExpressions: [{key: k, operator: Near}]}]}}")"
