@@ -81,13 +81,23 @@ static int acc_containers(struct shr_list *l, const json_t *list, enum acc_mode 
     return 0;
 }
 
+/* A struct shr_list is 8.7 KB (SHR_MAX_RESOURCES names of SHR_NAME_MAX bytes): the functions below
+ * only ever touch its first n items (no zeroing or copying of the whole), since the offer
+ * enforcement runs this for every pod of a consumer on every admission (bench/bench-admission). */
+static void copy_list(struct shr_list *dst, const struct shr_list *src)
+{
+    dst->n = src->n;
+    memcpy(dst->items, src->items, src->n * sizeof(src->items[0]));
+}
+
 int adm_offer_pod_requests(const json_t *pod, struct shr_list *ret, char *err, size_t errlen)
 {
     const json_t *spec = json_object_get(pod, "spec");
-    struct shr_list sum = {0}, init = {0}, ov = {0}, out = {0};
+    struct shr_list sum, init, ov, out;
     char dummy[8];
     int rc;
 
+    sum.n = init.n = ov.n = out.n = 0;
     if (!err) {
         err = dummy;
         errlen = sizeof(dummy);
@@ -98,9 +108,8 @@ int adm_offer_pod_requests(const json_t *pod, struct shr_list *ret, char *err, s
                              errlen)) < 0 ||
         (rc = acc_map(&ov, json_object_get(spec, "overhead"), ACC_SUM, err, errlen)) < 0)
         return rc;
-    /* max(sum, init) + overhead */
-    for (size_t i = 0; i < sum.n; i++)
-        *find(&out, sum.items[i].name, true) = sum.items[i];
+    /* max(sum, init) + overhead; zero amounts say nothing and are left out */
+    copy_list(&out, &sum);
     for (size_t i = 0; i < init.n; i++) {
         struct shr_amount *a = find(&out, init.items[i].name, true);
 
@@ -120,22 +129,19 @@ int adm_offer_pod_requests(const json_t *pod, struct shr_list *ret, char *err, s
         }
         a->value = sat_add(a->value, ov.items[i].value);
     }
-    /* Zero amounts say nothing; drop them, then add the pod itself. */
-    {
-        struct shr_list nz = {0};
-
-        for (size_t i = 0; i < out.n; i++)
-            if (out.items[i].value > 0)
-                nz.items[nz.n++] = out.items[i];
-        out = nz;
-    }
-    if (out.n >= SHR_MAX_RESOURCES) {
+    rc = 0;
+    for (size_t i = 0; i < out.n; i++)
+        rc += out.items[i].value > 0;
+    if (rc >= SHR_MAX_RESOURCES) {
         snprintf(err, errlen, "too many resource names");
         return -ENOSPC;
     }
-    snprintf(out.items[out.n].name, SHR_NAME_MAX, "pods");
-    out.items[out.n++].value = 1;
-    *ret = out;
+    ret->n = 0;
+    for (size_t i = 0; i < out.n; i++)
+        if (out.items[i].value > 0)
+            ret->items[ret->n++] = out.items[i];
+    snprintf(ret->items[ret->n].name, SHR_NAME_MAX, "pods");
+    ret->items[ret->n++].value = 1;
     return 0;
 }
 
@@ -160,10 +166,12 @@ int adm_offer_add(struct shr_list *a, const struct shr_list *b)
 
 int adm_offer_from_quantities(const json_t *q, struct shr_list *ret, size_t *ret_bad)
 {
-    struct shr_list l = {0};
+    struct shr_list l;
     size_t badn = 0;
     const char *k;
     json_t *v;
+
+    l.n = 0;
 
     if (q && !json_is_object(q))
         return -EINVAL;
@@ -195,7 +203,9 @@ static int name_cmp(const void *a, const void *b)
 int adm_offer_check(const struct shr_list *used, const struct shr_list *pod,
                     const struct shr_list *offer, const char *consumer, char *msg, size_t len)
 {
-    struct shr_list sorted = *pod;
+    struct shr_list sorted;
+
+    copy_list(&sorted, pod);
 
     qsort(sorted.items, sorted.n, sizeof(sorted.items[0]), name_cmp);
     for (size_t i = 0; i < sorted.n; i++) {
