@@ -11,7 +11,7 @@ PKGS=(
   cmake ninja-build pkg-config gcc clang libclang-rt-14-dev clang-format
   # libraries
   libcurl4-openssl-dev libjansson-dev libyaml-dev libuv1-dev libssl-dev libcmocka-dev
-  libc-ares-dev libmicrohttpd-dev zlib1g-dev
+  libc-ares-dev libmicrohttpd-dev libgnutls28-dev zlib1g-dev
   # discovery: Avahi's embeddable mDNS stack (no daemon), and the DNS server of the WAN tests
   libavahi-core-dev dnsmasq-base
   # local control planes

@@ -164,15 +164,25 @@ static enum op op_of(const char *s)
     return OP_BAD;
 }
 
+/* A whole decimal integer with an optional sign (as Kubernetes' Gt/Lt values), checked. */
 static bool parse_int(const char *s, long long *ret)
 {
-    char *end;
+    long long v = 0;
+    bool neg = false;
 
     if (!s || !*s || strlen(s) > 20)
         return false;
-    errno = 0;
-    *ret = strtoll(s, &end, 10);
-    return errno == 0 && *end == '\0';
+    if (*s == '-' || *s == '+')
+        neg = *s++ == '-';
+    if (!*s)
+        return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || __builtin_mul_overflow(v, 10, &v) ||
+            __builtin_add_overflow(v, neg ? -(*s - '0') : (*s - '0'), &v))
+            return false;
+    }
+    *ret = v;
+    return true;
 }
 
 static int bad(char *err, size_t errlen, size_t t, size_t e, const char *what)
@@ -409,4 +419,71 @@ int nsof_spec_parse(const json_t *obj, struct nsof_spec *ret, char *err, size_t 
         s.selector = sel;
     *ret = s;
     return 0;
+}
+
+/* ---- status -----------------------------------------------------------------------------------
+ */
+
+const char *nsof_phase_name(enum nsof_phase p)
+{
+    static const char *const names[] = {"Ready",      "NoClusterSelected", "InProgress",
+                                        "SomeFailed", "AllFailed",         "Terminating",
+                                        "Invalid"};
+
+    return (unsigned)p < sizeof(names) / sizeof(names[0]) ? names[p] : "InProgress";
+}
+
+enum nsof_cluster_state nsof_cluster_state(const json_t *conditions)
+{
+    for (size_t i = 0; i < json_array_size(conditions); i++) {
+        const json_t *c = json_array_get(conditions, i);
+        const char *type = json_string_value(json_object_get(c, "type"));
+        const char *status = json_string_value(json_object_get(c, "status"));
+        const char *reason = json_string_value(json_object_get(c, "reason"));
+
+        if (!type || strcmp(type, "Ready") != 0 || !status)
+            continue;
+        if (strcmp(status, "True") == 0)
+            return NSOF_CLUSTER_READY;
+        if (strcmp(status, "False") == 0 &&
+            !(reason && (strcmp(reason, "Terminating") == 0 || strcmp(reason, "Pending") == 0)))
+            return NSOF_CLUSTER_FAILED;
+        return NSOF_CLUSTER_IN_PROGRESS;
+    }
+    return NSOF_CLUSTER_IN_PROGRESS;
+}
+
+enum nsof_phase nsof_phase_of(bool invalid, bool terminating, const json_t *conds,
+                              const char *const *selected, size_t nselected)
+{
+    size_t ready = 0, failed = 0;
+
+    if (invalid)
+        return NSOF_PHASE_INVALID;
+    if (terminating)
+        return NSOF_PHASE_TERMINATING;
+    if (nselected == 0)
+        return NSOF_PHASE_NO_CLUSTER_SELECTED;
+    for (size_t i = 0; i < nselected; i++) {
+        const json_t *c =
+            json_is_object(conds) && selected[i] ? json_object_get(conds, selected[i]) : NULL;
+
+        switch (nsof_cluster_state(json_is_array(c) ? c : NULL)) {
+        case NSOF_CLUSTER_READY:
+            ready++;
+            break;
+        case NSOF_CLUSTER_FAILED:
+            failed++;
+            break;
+        default:
+            break;
+        }
+    }
+    if (ready == nselected)
+        return NSOF_PHASE_READY;
+    if (failed == nselected)
+        return NSOF_PHASE_ALL_FAILED;
+    if (failed > 0)
+        return NSOF_PHASE_SOME_FAILED;
+    return NSOF_PHASE_IN_PROGRESS;
 }

@@ -301,12 +301,70 @@ static void test_spec_parse(void **state)
     assert_string_equal(nsof_mapping_name(NSOF_MAP_DEFAULT_NAME), "DefaultName");
 }
 
+/* The phase from the providers' conditions (docs/offloading.md): Ready=True ready; Ready=False
+ * failed unless its reason is Terminating or Pending; anything else in progress. */
+static void test_phase(void **state)
+{
+    json_t *conds = js("{\"ok\": [{\"type\": \"OffloadingRequired\", \"status\": \"True\"},"
+                       "        {\"type\": \"Ready\", \"status\": \"True\"}],"
+                       " \"bad\": [{\"type\": \"Ready\", \"status\": \"False\","
+                       "          \"reason\": \"AlreadyExists\"}],"
+                       " \"bad2\": [{\"type\": \"Ready\", \"status\": \"False\"}],"
+                       " \"term\": [{\"type\": \"Ready\", \"status\": \"False\","
+                       "           \"reason\": \"Terminating\"}],"
+                       " \"pend\": [{\"type\": \"Ready\", \"status\": \"False\","
+                       "           \"reason\": \"Pending\"}],"
+                       " \"unk\": [{\"type\": \"Ready\", \"status\": \"Unknown\"}],"
+                       " \"req\": [{\"type\": \"OffloadingRequired\", \"status\": \"True\"}],"
+                       " \"junk\": 7}");
+    static const struct {
+        bool invalid, terminating;
+        const char *ids[4];
+        size_t n;
+        enum nsof_phase want;
+    } cases[] = {
+        {true, true, {"ok"}, 1, NSOF_PHASE_INVALID},
+        {false, true, {"ok"}, 1, NSOF_PHASE_TERMINATING},
+        {false, false, {NULL}, 0, NSOF_PHASE_NO_CLUSTER_SELECTED},
+        {false, false, {"ok"}, 1, NSOF_PHASE_READY},
+        {false, false, {"ok", "ok"}, 2, NSOF_PHASE_READY},
+        {false, false, {"bad"}, 1, NSOF_PHASE_ALL_FAILED},
+        {false, false, {"bad", "bad2"}, 2, NSOF_PHASE_ALL_FAILED},
+        {false, false, {"ok", "bad"}, 2, NSOF_PHASE_SOME_FAILED},
+        {false, false, {"missing", "bad"}, 2, NSOF_PHASE_SOME_FAILED},
+        {false, false, {"ok", "missing"}, 2, NSOF_PHASE_IN_PROGRESS},
+        {false, false, {"term"}, 1, NSOF_PHASE_IN_PROGRESS},
+        {false, false, {"pend"}, 1, NSOF_PHASE_IN_PROGRESS},
+        {false, false, {"unk"}, 1, NSOF_PHASE_IN_PROGRESS},
+        {false, false, {"req"}, 1, NSOF_PHASE_IN_PROGRESS},
+        {false, false, {"junk"}, 1, NSOF_PHASE_IN_PROGRESS},
+        {false, false, {"ok", "ok", "ok", "missing"}, 4, NSOF_PHASE_IN_PROGRESS},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        enum nsof_phase p =
+            nsof_phase_of(cases[i].invalid, cases[i].terminating, conds, cases[i].ids, cases[i].n);
+
+        if (p != cases[i].want)
+            fail_msg("case %zu: %s, want %s", i, nsof_phase_name(p),
+                     nsof_phase_name(cases[i].want));
+    }
+    /* No status at all. */
+    assert_int_equal(nsof_phase_of(false, false, NULL, (const char *[]){"x"}, 1),
+                     NSOF_PHASE_IN_PROGRESS);
+    assert_string_equal(nsof_phase_name(NSOF_PHASE_NO_CLUSTER_SELECTED), "NoClusterSelected");
+    assert_string_equal(nsof_phase_name(NSOF_PHASE_SOME_FAILED), "SomeFailed");
+    assert_string_equal(nsof_phase_name(NSOF_PHASE_INVALID), "Invalid");
+    json_decref(conds);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_remote_namespace), cmocka_unit_test(test_selector_validate),
         cmocka_unit_test(test_selector_bounds),  cmocka_unit_test(test_selector_match),
-        cmocka_unit_test(test_spec_parse),
+        cmocka_unit_test(test_spec_parse),       cmocka_unit_test(test_phase),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

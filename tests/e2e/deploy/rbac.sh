@@ -213,6 +213,43 @@ can "$VK" no create rolebindings -n "$OFF"
 ns_remove "$OFF"
 say "virtual kubelet: its NamespaceMap, and namespaced rights only where a namespace was made for it"
 
+# 5. Admission (docs/offloading.md): the agent keeps its two webhook configurations, by name; creating is the one
+# right RBAC cannot restrict by name (deploy/README.md).
+can "$AGENT" yes get mutatingwebhookconfigurations.admissionregistration.k8s.io/cliqo-pod-offloading
+can "$AGENT" yes patch mutatingwebhookconfigurations.admissionregistration.k8s.io/cliqo-pod-offloading
+can "$AGENT" yes watch mutatingwebhookconfigurations.admissionregistration.k8s.io/cliqo-pod-offloading
+can "$AGENT" yes update validatingwebhookconfigurations.admissionregistration.k8s.io/cliqo-offer-enforcement
+can "$AGENT" no patch mutatingwebhookconfigurations.admissionregistration.k8s.io/other
+can "$AGENT" no delete validatingwebhookconfigurations.admissionregistration.k8s.io/other
+can "$AGENT" no list mutatingwebhookconfigurations.admissionregistration.k8s.io
+can "$AGENT" yes create mutatingwebhookconfigurations.admissionregistration.k8s.io
+can "$AGENT" yes update namespaceoffloadings.offloading.liqo.io --subresource=finalizers -n "$T"
+can "$AGENT" yes patch namespaceoffloadings.offloading.liqo.io --subresource=status -n "$T"
+# Real requests, as the agent makes them: a list/watch restricted to the name, server-side apply (which creates).
+webhook_config() { # KIND NAME
+  cat <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: $1
+metadata: {name: $2, labels: {app.kubernetes.io/part-of: cliqo}}
+webhooks: []
+YAML
+}
+ag get mutatingwebhookconfigurations --field-selector metadata.name=cliqo-pod-offloading >/dev/null ||
+  fail "the agent cannot list its MutatingWebhookConfiguration by name"
+expect_reject "agent lists every MutatingWebhookConfiguration" "forbidden" ag get mutatingwebhookconfigurations
+webhook_config MutatingWebhookConfiguration cliqo-pod-offloading |
+  ag apply --server-side --field-manager=cliqo-agent-admission -f - >/dev/null || fail "the agent cannot apply its configuration"
+webhook_config ValidatingWebhookConfiguration cliqo-offer-enforcement |
+  ag apply --server-side --field-manager=cliqo-agent-admission -f - >/dev/null || fail "the agent cannot apply its configuration"
+ag delete mutatingwebhookconfiguration cliqo-pod-offloading >/dev/null || fail "the agent cannot delete its configuration"
+ag delete validatingwebhookconfiguration cliqo-offer-enforcement >/dev/null || fail "the agent cannot delete its configuration"
+webhook_config MutatingWebhookConfiguration e2e-other | kc "$C" create -f - >/dev/null
+expect_reject "agent changes another webhook configuration" "forbidden" \
+  ag patch mutatingwebhookconfiguration e2e-other --type=merge -p '{"metadata":{"labels":{"x":"y"}}}'
+expect_reject "agent deletes another webhook configuration" "forbidden" ag delete mutatingwebhookconfiguration e2e-other
+kc "$C" delete mutatingwebhookconfiguration e2e-other >/dev/null
+say "admission: its two webhook configurations by name (list, watch, apply, delete), no other one changed"
+
 trap - EXIT
 cleanup
 pass
