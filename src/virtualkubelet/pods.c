@@ -32,6 +32,8 @@
 #define EVENT_POD_RATE  0.2 /* per second, per pod */
 #define EVENT_MAX_AGE_S 120 /* at start, Events older than this before it are not forwarded */
 #define IDX_NS          "namespace"
+#define EXISTS_TRIES    3
+#define EXISTS_WAIT_MS  1000
 
 /* Per home pod, created when first needed, removed with the pod. */
 struct pstate {
@@ -44,6 +46,7 @@ struct pstate {
     char update_failed_rv[RV_MAX]; /* home version whose remote update the provider refused */
     double ev_tokens;
     uint64_t ev_at;
+    unsigned exists; /* creates answered AlreadyExists in a row */
     bool evicting;
     char key[];
 };
@@ -557,9 +560,11 @@ static void forward_event(struct podns *n, const json_t *ev)
         return;
     home = inf_get(p->home, n->local, name);
     remote = inf_get(ri, n->remote, name);
-    if (!home || !remote || vkp_classify(home, remote, p->home_id) != VKP_OURS)
+    /* The Event's watch may run ahead of the pods' one: a remote pod not cached yet is not a
+     * reason to drop it; a cached one must be ours (and vkp_home_event checks its UID). */
+    if (!home || (remote && vkp_classify(home, remote, p->home_id) != VKP_OURS))
         goto out;
-    out = vkp_home_event(ev, home, kapi_obj_uid(remote), p->peer_id, evname);
+    out = vkp_home_event(ev, home, remote ? kapi_obj_uid(remote) : NULL, p->peer_id, evname);
     if (!out)
         goto out;
     snprintf(key, sizeof(key), "%s/%s", n->local, name);
@@ -742,8 +747,17 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
         if ((s = ps_find(p, r->key))) {
             x_free(s->refuse_msg);
             s->refuse_msg = NULL;
+            s->exists = 0;
             backoff_reset(&s->bo);
         }
+        rec_end(r, 0);
+        return;
+    }
+    if (res->err == -EEXIST && (s = ps_get(p, r->key)) && ++s->exists < EXISTS_TRIES) {
+        /* Ours, most likely, and our informer has not shown it yet: look again before calling it
+         * someone else's. */
+        if (!p->dead && p->q)
+            wq_add_after(p->q, r->key, EXISTS_WAIT_MS);
         rec_end(r, 0);
         return;
     }
@@ -947,6 +961,8 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     home = inf_get(p->home, r->ns, r->name);
     remote = ri ? inf_get(ri, n->remote, r->name) : NULL;
     s = home ? ps_find(p, key) : NULL;
+    if (s && remote)
+        s->exists = 0;
     peer_now_rfc3339(now, sizeof(now));
     status_ctx(p, now, &ctx);
     if (home) {
