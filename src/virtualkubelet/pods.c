@@ -33,7 +33,11 @@
 #define EVENT_MAX_AGE_S 120 /* at start, Events older than this before it are not forwarded */
 #define IDX_NS          "namespace"
 #define EXISTS_TRIES    3
-#define EXISTS_WAIT_MS  1000
+/* A status that stays Pending is written this long after the remote pod appeared, not at each of
+ * its first steps (created, scheduled): most pods are Running by then, one write instead of three.
+ */
+#define PENDING_COALESCE_MS 1000
+#define EXISTS_WAIT_MS      1000
 
 /* Per home pod, created when first needed, removed with the pod. */
 struct pstate {
@@ -46,7 +50,8 @@ struct pstate {
     char update_failed_rv[RV_MAX]; /* home version whose remote update the provider refused */
     double ev_tokens;
     uint64_t ev_at;
-    unsigned exists; /* creates answered AlreadyExists in a row */
+    unsigned exists;     /* creates answered AlreadyExists in a row */
+    uint64_t pending_at; /* when a Pending -> Pending status write was first held back */
     bool evicting;
     char key[];
 };
@@ -899,6 +904,14 @@ static long grace_of(const json_t *home)
                : -1;
 }
 
+static bool pending(const json_t *pod_or_status)
+{
+    const json_t *st = json_object_get(pod_or_status, "status");
+    const char *ph = json_string_value(json_object_get(st ? st : pod_or_status, "phase"));
+
+    return !ph || strcmp(ph, "Pending") == 0;
+}
+
 /* The status the home pod should show, or NULL when nothing is to be said now. */
 static json_t *wanted_status(struct pods *p, const char *key, const json_t *home,
                              const json_t *remote, const struct podns *n, const struct pstate *s,
@@ -941,6 +954,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     struct vkp_status_ctx ctx;
     struct vkp_ids ids = {p->home_id, p->peer_id};
     enum vkp_action action;
+    uint64_t defer_ms = 0;
     char now[32];
     int e = 0;
 
@@ -969,6 +983,16 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         want = wanted_status(p, key, home, remote, n, s, &ctx);
         if (want && !rv_is(s ? s->home_rv : "", kapi_obj_rv(home)))
             spatch = vkp_status_patch(home, want);
+        if (spatch && remote && p->reachable && pending(home) && pending(want) &&
+            (s = ps_get(p, key))) {
+            if (!s->pending_at)
+                s->pending_at = now_ms(p);
+            if (now_ms(p) - s->pending_at < PENDING_COALESCE_MS) {
+                defer_ms = PENDING_COALESCE_MS - (now_ms(p) - s->pending_at);
+                json_decref(spatch);
+                spatch = NULL;
+            }
+        }
         if (remote && vkp_classify(home, remote, p->home_id) == VKP_OURS &&
             !rv_is(s ? s->update_failed_rv : "", kapi_obj_rv(home)) &&
             !rv_is(s ? s->remote_rv : "", kapi_obj_rv(remote)))
@@ -1017,6 +1041,8 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         /* fall through */
     case VKP_NOTHING:
     default:
+        if (defer_ms)
+            wq_add_after(q, key, defer_ms);
         rec_end(r, 0);
         r = NULL;
         break;
