@@ -11,7 +11,7 @@
 #        [--base-port P] [--controller-qps Q]
 set -euo pipefail
 
-CLIQOCTL="" AGENT="" SIZES="10 100 1000" SAMPLES=15 NODES=10 BASE_PORT=18800 CQPS=""
+CLIQOCTL="" AGENT="" SIZES="10 100 1000" SAMPLES=15 NODES=10 BASE_PORT=19600 CQPS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;
