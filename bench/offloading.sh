@@ -7,25 +7,29 @@
 # agent's RSS while the largest Deployment is offloaded (build it with the release preset for that figure).
 # Two local clusters with NODES simulated nodes each (default 10, room for 200 pods each); the provider shares
 # 100 % of them. Prints figures and ratios, asserts nothing; the clusters are torn down on exit.
-# Usage: bench/offloading.sh --cliqoctl C --agent A [--sizes "10 100 1000"] [--samples S] [--nodes N]
-#        [--base-port P] [--controller-qps Q]
+# Usage: bench/offloading.sh --cliqoctl C --agent A --nodesim S [--sizes "10 100 1000"] [--samples S]
+#        [--nodes N] [--base-port P] [--controller-qps Q]
 set -euo pipefail
 
-CLIQOCTL="" AGENT="" SIZES="10 100 1000" SAMPLES=15 NODES=10 BASE_PORT=19600 CQPS=""
+CLIQOCTL="" AGENT="" NODESIM="" SIZES="10 100 1000" SAMPLES=15 NODES=10 BASE_PORT=19600 CQPS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;
     --agent) AGENT=$2; shift 2 ;;
+    --nodesim) NODESIM=$2; shift 2 ;;
     --sizes) SIZES=$2; shift 2 ;;
     --samples) SAMPLES=$2; shift 2 ;;
     --nodes) NODES=$2; shift 2 ;;
     --base-port) BASE_PORT=$2; shift 2 ;;
     --controller-qps) CQPS=$2; shift 2 ;;
-    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
-for b in "$CLIQOCTL" "$AGENT"; do [ -x "$b" ] || { echo "need --cliqoctl and --agent executables" >&2; exit 2; }; done
+for b in "$CLIQOCTL" "$AGENT" "$NODESIM"; do
+  [ -x "$b" ] || { echo "need --cliqoctl, --agent and --nodesim executables" >&2; exit 2; }
+done
+export CLIQO_NODESIM=$NODESIM
 MAX=0
 for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 
@@ -69,9 +73,11 @@ read -r -a add <<<"$("$CLIQOCTL" generate-add-command --kubeconfig "$(kcfg 2)")"
 B_ID=$(k 2 get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
 A_ID=$(k 1 get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
 NODE=liqo-$B_ID
+# A pod count as a quantity ("330", "2k").
+count_of() { case "$1" in *k) echo $((${1%k} * 1000)) ;; '') echo 0 ;; *) echo "$1" ;; esac; }
 for _ in $(seq 600); do
   [ "$(k 1 get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] &&
-    [ "$(k 1 get node "$NODE" -o jsonpath='{.status.allocatable.pods}' 2>/dev/null)" -ge "$MAX" ] && break
+    [ "$(count_of "$(k 1 get node "$NODE" -o jsonpath='{.status.allocatable.pods}' 2>/dev/null)")" -ge "$MAX" ] && break
   sleep 0.2
 done
 echo "virtual node $NODE Ready, pods $(k 1 get node "$NODE" -o jsonpath='{.status.allocatable.pods}')"

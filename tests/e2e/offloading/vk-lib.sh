@@ -99,6 +99,10 @@ pairs_ok() {
 share_percent() {
   patch_config "$B" "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":{\"resourceSharingPercentage\":$1}}}}"
 }
-vnode_pods() { jget "$A" '{.status.allocatable.pods}' node "$VNODE"; }
+vnode_pods() { # as a number (the node shows a quantity: "330", "2k")
+  local q
+  q=$(jget "$A" '{.status.allocatable.pods}' node "$VNODE")
+  case "$q" in *k) echo $((${q%k} * 1000)) ;; '') echo 0 ;; *) echo "$q" ;; esac
+}
 vnode_pods_ge() { [ "$(vnode_pods)" -ge "$1" ]; }
 wait_vnode_pods() { wait_for "${2:-60}" "virtual node with at least $1 pods" vnode_pods_ge "$1"; }
