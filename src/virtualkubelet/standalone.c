@@ -36,11 +36,13 @@ static const char usage[] =
     "\n"
     "Runs the virtual kubelet of one provider cluster (the Deployment mode of the advertisement\n"
     "operator): registers the virtual node liqo-<ID>, keeps its status and Lease, probes the\n"
-    "provider, and tears down when its Advertisement is deleted.\n"
+    "provider, maps the offloaded namespaces and runs the pods bound to the node there, and tears\n"
+    "down when its Advertisement is deleted.\n"
     "\n"
     "Flags:\n"
     "  --peer ID                 the provider's cluster ID\n"
     "  --home-id ID              this cluster's ID (names the NamespaceMap on the provider)\n"
+    "  --home-name NAME          this cluster's name (in the names of remote namespaces)\n"
     "  --advertisement NS/NAME   the accepted Advertisement\n"
     "  --remote-kubeconfig PATH  the credential for the provider (a mounted Secret; re-read\n"
     "                            when it changes)\n"
@@ -56,7 +58,7 @@ static const char usage[] =
 
 static struct {
     uv_loop_t loop;
-    const char *peer, *home, *adv_ns, *adv_name, *remote_path, *kubeconfig, *address;
+    const char *peer, *home, *home_name, *adv_ns, *adv_name, *remote_path, *kubeconfig, *address;
     unsigned port;
     struct kc_config *kc;
     struct kapi_client *local;
@@ -277,8 +279,11 @@ static void on_cc(struct inf_informer *inf, json_t *obj, void *data)
 
     (void)inf;
     (void)data;
+    if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) != 0)
+        return;
     vk_set_keepalive(g.vk, retry > 0 && retry <= 3600 ? (unsigned)retry : 20,
                      thr > 0 && thr <= 1000 ? (unsigned)thr : 3);
+    vk_set_config(g.vk, obj);
 }
 
 static void on_cc_update(struct inf_informer *inf, json_t *o, json_t *n, void *data)
@@ -330,6 +335,7 @@ static int parse(int argc, char **argv)
     static const struct option opts[] = {
         {"peer", required_argument, NULL, 'p'},
         {"home-id", required_argument, NULL, 'H'},
+        {"home-name", required_argument, NULL, 'N'},
         {"advertisement", required_argument, NULL, 'a'},
         {"remote-kubeconfig", required_argument, NULL, 'r'},
         {"kubeconfig", required_argument, NULL, 'k'},
@@ -353,6 +359,9 @@ static int parse(int argc, char **argv)
             break;
         case 'H':
             g.home = optarg;
+            break;
+        case 'N':
+            g.home_name = optarg;
             break;
         case 'a':
             adv = optarg;
@@ -399,6 +408,10 @@ static int parse(int argc, char **argv)
     }
     if (!g.peer || !peer_cluster_id_valid(g.peer) || !g.home || !peer_cluster_id_valid(g.home)) {
         fprintf(stderr, "cliqo-agent virtual-kubelet: --peer and --home-id must be cluster IDs\n");
+        return 2;
+    }
+    if (g.home_name && *g.home_name && !peer_cluster_name_valid(g.home_name)) {
+        fprintf(stderr, "cliqo-agent virtual-kubelet: --home-name must be a cluster name\n");
         return 2;
     }
     if (!g.remote_path || !*g.remote_path) {
@@ -465,6 +478,7 @@ static int start(void)
     p.unit = g.unit;
     p.peer_id = g.peer;
     p.home_id = g.home;
+    p.home_name = g.home_name;
     p.node_address = g.address ? g.address : (pod_ip && *pod_ip ? pod_ip : "127.0.0.1");
     p.kubelet_port = g.port;
     p.src.advertisement = src_adv;

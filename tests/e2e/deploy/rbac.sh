@@ -67,6 +67,7 @@ can "$AGENT" yes get nodes
 can "$AGENT" yes patch nodes --subresource=status
 can "$AGENT" yes list pods --all-namespaces
 can "$AGENT" yes delete pods -n default
+can "$AGENT" yes patch pods --subresource=status -n default
 can "$AGENT" yes update leases.coordination.k8s.io -n kube-node-lease
 can "$AGENT" yes bind clusterroles/cliqo-virtual-kubelet-remote
 can "$AGENT" yes bind clusterroles/cliqo-virtual-kubelet-tenant
@@ -115,8 +116,15 @@ ag patch clusterrolebinding cliqo-virtual-kubelet-local --type=merge \
   -p "{\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"virtual-kubelet-x\",\"namespace\":\"$T\"}]}" >/dev/null ||
   fail "the agent cannot add a virtual kubelet to the shared ClusterRoleBinding"
 can "system:serviceaccount:$T:virtual-kubelet-x" yes patch nodes
+can "system:serviceaccount:$T:virtual-kubelet-x" yes patch pods --subresource=status -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" yes delete pods -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" yes create events -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" yes list namespaceoffloadings.offloading.liqo.io --all-namespaces
+can "system:serviceaccount:$T:virtual-kubelet-x" yes patch namespaceoffloadings.offloading.liqo.io --subresource=status -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" no patch namespaceoffloadings.offloading.liqo.io -n default
 can "system:serviceaccount:$T:virtual-kubelet-x" no get secrets -n "$T"
 can "system:serviceaccount:$T:virtual-kubelet-x" no create pods -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" no update pods -n default
 ag patch clusterrolebinding cliqo-virtual-kubelet-local --type=merge -p '{"subjects":null}' >/dev/null
 say "agent: binds cliqo-agent-tenant and cliqo-remote-peering in a tenant namespace; cluster-admin and edit refused"
 
