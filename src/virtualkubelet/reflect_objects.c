@@ -146,7 +146,7 @@ static void metrics_setup(struct metrics_registry *reg)
     if (r == 0)
         r = metrics_family_new(reg, METRICS_COUNTER, "cliqo_vk_reflect_writes_total",
                                "Writes to the provider by reflectors (verb create, update, "
-                               "delete; result ok, conflict, error).",
+                               "delete; result ok, conflict, exists, error).",
                                w, NULL, 0, &f[2]);
     if (r == 0)
         r = metrics_family_new(reg, METRICS_COUNTER, "cliqo_vk_reflect_refused_total",
@@ -179,7 +179,10 @@ static bool metrics_on(const struct refl *r)
 
 static void m_write(struct refl *r, const char *verb, int err)
 {
-    const char *result = err == 0 ? "ok" : err == -ESTALE ? "conflict" : "error";
+    const char *result = err == 0         ? "ok"
+                         : err == -ESTALE ? "conflict"
+                         : err == -EEXIST ? "exists"
+                                          : "error";
     const char *v[] = {r->env->peer_id, r->kname, verb, result};
 
     if (metrics_on(r))
