@@ -717,6 +717,23 @@ static void after_update(struct op *o, const struct kapi_result *res)
     }
 }
 
+/* A failed request, said once: a provider that does not answer only at the key's first failure
+ * (its retries are quiet), a refusal every time. */
+static void log_failure(struct op *o, const char *verb, const struct kapi_result *res)
+{
+    struct refl *r = o->r;
+
+    if (res->err == -ECANCELED)
+        log_debug(MOD, "%s %s: %s cancelled (the provider's client was replaced)", r->kname, o->key,
+                  verb);
+    else if (res->http_status == 0 && first_failure(r, o->key))
+        log_warn(MOD, "%s %s: cannot %s the copy, the provider does not answer: %s; retrying",
+                 r->kname, o->key, verb, res->status.message);
+    else if (res->http_status != 0)
+        log_warn(MOD, "%s %s: the provider refused to %s the copy: %s", r->kname, o->key, verb,
+                 res->status.message);
+}
+
 static void on_result(struct kapi_client *c, const struct kapi_result *res, void *data)
 {
     struct op *o = data;
@@ -738,8 +755,7 @@ static void on_result(struct kapi_client *c, const struct kapi_result *res, void
             o->step = STEP_READ; /* ours the informer has not shown yet, or a clash */
             op_send(o, NULL);
         } else {
-            log_warn(MOD, "%s %s: the provider refused the copy: %s", r->kname, o->key,
-                     res->status.message);
+            log_failure(o, "create", res);
             op_end(o, -1);
         }
         return;
@@ -747,6 +763,7 @@ static void on_result(struct kapi_client *c, const struct kapi_result *res, void
         if (res->err == -ENOENT) {
             op_end(o, 1); /* gone meanwhile: create again */
         } else if (res->err < 0) {
+            log_failure(o, "read", res);
             op_end(o, -1);
         } else if (!vkr_is_ours(r->k->kind, res->body, r->env->home_id)) {
             if (first_failure(r, o->key))
@@ -784,7 +801,7 @@ static void on_result(struct kapi_client *c, const struct kapi_result *res, void
             o->step = STEP_RECREATE;
             op_send(o, NULL);
         } else {
-            log_warn(MOD, "%s %s: update refused: %s", r->kname, o->key, res->status.message);
+            log_failure(o, "update", res);
             op_end(o, -1);
         }
         return;
@@ -796,7 +813,7 @@ static void on_result(struct kapi_client *c, const struct kapi_result *res, void
             /* A re-creation follows the informer's delete event; the delay is a safety net. */
             op_end(o, o->step == STEP_RECREATE ? WAIT_MS : 0);
         } else {
-            log_warn(MOD, "%s %s: delete refused: %s", r->kname, o->key, res->status.message);
+            log_failure(o, "delete", res);
             op_end(o, -1);
         }
         return;

@@ -36,6 +36,7 @@ cleanup() {
   kc "$A" delete namespace "$NS" many --ignore-not-found --wait=false >/dev/null 2>&1 || true
   kc "$B" delete namespace "$RNS" many-remote elsewhere --ignore-not-found --wait=false >/dev/null 2>&1 || true
   kc "$A" delete node "$VNODE" --ignore-not-found >/dev/null 2>&1 || true
+  kc "$A" delete clusterconfig configuration --ignore-not-found >/dev/null 2>&1 || true
   exit "$rc"
 }
 trap cleanup EXIT
@@ -164,11 +165,38 @@ for i in $(seq 1 $((CAP + 2))); do kc "$A" create configmap -n many "m$i" --from
 
 # ---- the driver ------------------------------------------------------------------------------------------
 printf '%s %s\nmany many-remote\n' "$NS" "$RNS" >"$WORK/pairs"
-cat >"$WORK/filters.json" <<EOF
-{"spec": {"offloadingConfig": {"reflection": {
-  "configmaps": {"deny": ["*/cfg-denied"]},
-  "secrets": {"allow": ["web/*", "many/*"], "deny": ["web/denied-*"]}}}}}
+say "the filters come from A's ClusterConfig (CRD of deploy/crds/): its schema checks the patterns"
+kc "$A" apply -f "$(dirname "$0")/../../../deploy/crds/config.liqo.io_clusterconfigs.yaml" >/dev/null
+wait_for 30 "the ClusterConfig CRD Established" eval \
+  '[ "$(kc "$A" get crd clusterconfigs.config.liqo.io -o jsonpath="{.status.conditions[?(@.type==\"Established\")].status}")" = True ]'
+cc() { # REFLECTION-JSON: applies the ClusterConfig with these filters and writes it for the driver
+  kc "$A" apply -f - >/dev/null <<EOF
+{"apiVersion": "config.liqo.io/v1alpha1", "kind": "ClusterConfig", "metadata": {"name": "configuration"},
+ "spec": {"offloadingConfig": {"reflection": $1}}}
 EOF
+  kc "$A" get clusterconfig configuration -o json >"$WORK/filters.json"
+}
+refused() { # REFLECTION-JSON MESSAGE-PIECE: the API server refuses it
+  local out
+  out=$(kc "$A" apply --dry-run=server -f - 2>&1 <<EOF
+{"apiVersion": "config.liqo.io/v1alpha1", "kind": "ClusterConfig", "metadata": {"name": "configuration"},
+ "spec": {"offloadingConfig": {"reflection": $1}}}
+EOF
+  ) && fail "the API server accepted reflection $1"
+  [[ "$out" == *"$2"* ]] || fail "refusal of $1 does not say '$2': $out"
+}
+kc "$A" apply -f - >/dev/null <<EOF
+{"apiVersion": "config.liqo.io/v1alpha1", "kind": "ClusterConfig", "metadata": {"name": "configuration"}, "spec": {}}
+EOF
+[ "$(kc "$A" get clusterconfig configuration -o jsonpath='{.spec.offloadingConfig.reflection}')" = '{}' ] ||
+  fail "offloadingConfig.reflection does not default to {}"
+refused '{"secrets": {"deny": ["Web/x"]}}' 'should match'
+refused '{"secrets": {"deny": ["web"]}}' 'should match'
+refused '{"secrets": {"deny": ["a/b/c"]}}' 'should match'
+refused "{\"services\": {\"allow\": [\"w/$(head -c 320 /dev/zero | tr '\0' a)\"]}}" 'at most 320'
+refused "{\"configmaps\": {\"allow\": [$(for i in $(seq 65); do printf '"n/x%d",' "$i"; done | sed 's/,$//')]}}" 'at most 64'
+cc '{"configmaps": {"deny": ["*/cfg-denied"]}, "secrets": {"allow": ["web/*", "many/*"], "deny": ["web/denied-*"]}}'
+
 say "start reflect-driver (cap $CAP objects per namespace and kind)"
 "$REFLECT_DRIVER" --help | grep -q -- '--pairs FILE' || fail "reflect-driver --help"
 "$REFLECT_DRIVER" --home-kubeconfig "$E2E_STATE/$A/kubeconfig" --provider-kubeconfig "$E2E_STATE/$B/kubeconfig" \
@@ -264,13 +292,26 @@ wait_for 30 "the slice put back" eval '[[ " $(slice_ips_b) " != *" 6.6.6.6 "* &&
 [ "$(metric cliqo_vk_reflect_writes_total "verb=\"update\"")" -ge 4 ] || fail "updates not counted"
 own_slice_b || fail "B's own EndpointSlice was touched"
 
+say "a put-back B can only take by re-creation: our copy made immutable on B"
+CFG_UID=$(jb '{.metadata.uid}' configmap cfg)
+kc "$B" patch configmap -n "$RNS" cfg --type=merge -p '{"immutable":true}' >/dev/null
+wait_for 30 "cfg re-created (mutable, same data)" eval \
+  '[ "$(jb "{.metadata.uid}" configmap cfg)" != "$CFG_UID" ] && [ -z "$(jb "{.immutable}" configmap cfg)" ] && [ "$(jb "{.data.mode}" configmap cfg)" = green ]'
+grep -q 'refused the update' "$LOG" || fail "no log line for the re-creation"
+
+say "the provider's API server stops and comes back: what changed at home meanwhile arrives"
+"$CLIQOCTL" dev stop --cluster "$B" --component kube-apiserver >/dev/null
+kc "$A" patch configmap -n "$NS" cfg --type=merge -p '{"data":{"mode":"while-away"}}' >/dev/null
+kc "$A" create secret generic -n "$NS" made-while-away --from-literal=k=v >/dev/null
+sleep 2
+"$CLIQOCTL" dev start --cluster "$B" --component kube-apiserver >/dev/null
+wait_for 90 "cfg updated after B came back" eval '[ "$(jb "{.data.mode}" configmap cfg)" = while-away ]'
+wait_for 30 "made-while-away copied after B came back" get_b secret made-while-away
+kill -0 "$DRIVER_PID" || fail "the driver died while B was away"
+
 # ---- filters ---------------------------------------------------------------------------------------------------
 say "filters change at run time (SIGHUP here, a ClusterConfig change and a kick in the agent)"
-cat >"$WORK/filters.json" <<EOF
-{"spec": {"offloadingConfig": {"reflection": {
-  "configmaps": {"deny": ["*/cfg"]},
-  "secrets": {"allow": ["web/*", "many/*"]}}}}}
-EOF
+cc '{"configmaps": {"deny": ["*/cfg"]}, "secrets": {"allow": ["web/*", "many/*"]}}'
 kill -HUP "$DRIVER_PID"
 wait_for 30 "cfg (now denied) deleted on B" absent_b configmap cfg
 wait_for 30 "cfg-denied (now allowed) copied" get_b configmap cfg-denied
