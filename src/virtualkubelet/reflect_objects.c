@@ -155,8 +155,8 @@ static void metrics_setup(struct metrics_registry *reg)
                                rf, NULL, 0, &f[3]);
     if (r == 0)
         r = metrics_family_new(reg, METRICS_COUNTER, "cliqo_vk_reflect_clashes_total",
-                               "Names taken on the provider by objects that are not copies of "
-                               "ours (never overwritten).",
+                               "Attempts to create a copy whose name is taken on the provider by "
+                               "an object that is not ours (never overwritten).",
                                pk, NULL, 0, &f[4]);
     if (r < 0) {
         log_warn(MOD, "cannot register the reflection metrics: %s", strerror(-r));
@@ -1018,6 +1018,21 @@ static int refl_create(const struct kind_desc *k, const struct vk_reflect_env *e
     return 0;
 }
 
+/* Forgets what the reflector remembers about keys of a namespace. */
+static void forget_ns(struct refl *r, const char *local_ns)
+{
+    size_t n = strlen(local_ns);
+    const char *key;
+    json_t *v;
+    void *tmp;
+
+    json_object_foreach_safe(r->stuck, tmp, key, v)
+    {
+        if (strncmp(key, local_ns, n) == 0 && key[n] == '/')
+            json_object_del(r->stuck, key);
+    }
+}
+
 static void refl_ns_add(void *state, const char *local_ns, const char *remote_ns)
 {
     struct refl *r = state;
@@ -1046,6 +1061,7 @@ static void refl_ns_add(void *state, const char *local_ns, const char *remote_ns
         r->npairs--;
         pair_stop(p);
         x_free(p);
+        forget_ns(r, local_ns);
     }
     if (r->npairs >= MAX_PAIRS) {
         log_warn(MOD, "%s: more than %d namespaces; %s not reflected", r->kname, MAX_PAIRS,
@@ -1073,21 +1089,6 @@ static void refl_ns_add(void *state, const char *local_ns, const char *remote_ns
         start_pending(r); /* waiting for discovery */
     }
     m_gauges(r);
-}
-
-/* Forgets what the reflector remembers about keys of a namespace. */
-static void forget_ns(struct refl *r, const char *local_ns)
-{
-    size_t n = strlen(local_ns);
-    const char *key;
-    json_t *v;
-    void *tmp;
-
-    json_object_foreach_safe(r->stuck, tmp, key, v)
-    {
-        if (strncmp(key, local_ns, n) == 0 && key[n] == '/')
-            json_object_del(r->stuck, key);
-    }
 }
 
 static void refl_ns_remove(void *state, const char *local_ns)
