@@ -52,7 +52,8 @@ wait_for 60 "NamespaceOffloading Ready" eval \
 RNS=$(ja '{.status.remoteNamespaceName}' namespaceoffloading offloading)
 [ -n "$RNS" ] && kc "$B" get namespace "$RNS" >/dev/null || fail "no remote namespace on B ($RNS)"
 
-say "home objects: Service api (LoadBalancer), a Deployment offloaded to B, ConfigMaps, Secrets, a token Secret"
+say "deny lists in A's ClusterConfig, then home objects: Service api (LoadBalancer), a Deployment offloaded to B, ConfigMaps, Secrets, a token Secret"
+patch_config "$A" '{"spec":{"offloadingConfig":{"reflection":{"configmaps":{"deny":["*/cfg-denied"]},"secrets":{"deny":["*/denied-*"]}}}}}'
 kc "$A" apply -n "$NS" -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Service
@@ -99,7 +100,6 @@ kind: Secret
 metadata: {name: explicit-token, annotations: {kubernetes.io/service-account.name: default}}
 type: kubernetes.io/service-account-token
 EOF
-patch_config "$A" '{"spec":{"offloadingConfig":{"reflection":{"configmaps":{"deny":["*/cfg-denied"]},"secrets":{"deny":["*/denied-*"]}}}}}'
 wait_for 60 "the token Secret filled by A's controller" eval '[ -n "$(ja "{.data.token}" secret explicit-token)" ]'
 wait_for 90 "the Deployment's pod on $VNODE, running on B" eval \
   '[ "$(kc "$A" get pods -n "$NS" -l app=api --field-selector spec.nodeName="$VNODE" -o jsonpath="{.items[0].status.phase}")" = Running ]'

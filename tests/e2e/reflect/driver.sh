@@ -14,6 +14,7 @@ VNODE=liqo-$B_ID
 NS=web
 RNS=web-remote
 WORK="$E2E_STATE/reflect-driver"
+EXTRA=(x1 x2 x3 x4 x5 x6 x7 x8) # more namespace pairs: every one costs informers on B's unit
 LOG="$WORK/driver.log"
 METRICS="$WORK/metrics.txt"
 CAP=8
@@ -33,8 +34,9 @@ cleanup() {
   fi
   # No kubelet finishes the deletion of the pod on the virtual node: force it.
   kc "$A" delete pod -n "$NS" api-offloaded --ignore-not-found --grace-period=0 --force >/dev/null 2>&1 || true
-  kc "$A" delete namespace "$NS" many --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  kc "$B" delete namespace "$RNS" many-remote elsewhere --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  kc "$A" delete namespace "$NS" many "${EXTRA[@]}" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  kc "$B" delete namespace "$RNS" many-remote elsewhere "${EXTRA[@]/%/-remote}" --ignore-not-found --wait=false \
+    >/dev/null 2>&1 || true
   kc "$A" delete node "$VNODE" --ignore-not-found >/dev/null 2>&1 || true
   kc "$A" delete clusterconfig configuration --ignore-not-found >/dev/null 2>&1 || true
   exit "$rc"
@@ -63,8 +65,10 @@ b64() { printf '%s' "$1" | base64 -w0; }
 
 # ---- the two sides -------------------------------------------------------------------------------------
 gone() { ! kc "$1" get namespace "$2" >/dev/null 2>&1; }
-for n in "$NS" many; do wait_for 90 "namespace $n of an earlier run gone on A" gone "$A" "$n"; done
-for n in "$RNS" many-remote elsewhere; do wait_for 90 "namespace $n of an earlier run gone on B" gone "$B" "$n"; done
+for n in "$NS" many "${EXTRA[@]}"; do wait_for 90 "namespace $n of an earlier run gone on A" gone "$A" "$n"; done
+for n in "$RNS" many-remote elsewhere "${EXTRA[@]/%/-remote}"; do
+  wait_for 90 "namespace $n of an earlier run gone on B" gone "$B" "$n"
+done
 say "namespaces: $NS and many on A; $RNS and many-remote on B (origin label, as the NamespaceMap makes them)"
 kc "$A" create namespace "$NS" >/dev/null
 kc "$A" create namespace many >/dev/null
@@ -73,6 +77,12 @@ for n in "$RNS" many-remote; do
   kc "$B" label namespace "$n" "$(ours)" >/dev/null
 done
 kc "$B" create namespace elsewhere >/dev/null
+for n in "${EXTRA[@]}"; do
+  kc "$A" create namespace "$n" >/dev/null
+  kc "$A" create configmap -n "$n" hello --from-literal=ns="$n" >/dev/null
+  kc "$B" create namespace "$n-remote" >/dev/null
+  kc "$B" label namespace "$n-remote" "$(ours)" >/dev/null
+done
 
 say "the virtual node $VNODE on A (a Node object; pods bound to it get their status by hand)"
 kc "$A" apply -f - >/dev/null <<EOF
@@ -164,7 +174,10 @@ kc "$A" create configmap -n "$NS" clash --from-literal=owner=a >/dev/null
 for i in $(seq 1 $((CAP + 2))); do kc "$A" create configmap -n many "m$i" --from-literal=i="$i" >/dev/null; done
 
 # ---- the driver ------------------------------------------------------------------------------------------
-printf '%s %s\nmany many-remote\n' "$NS" "$RNS" >"$WORK/pairs"
+{
+  printf '%s %s\nmany many-remote\n' "$NS" "$RNS"
+  for n in "${EXTRA[@]}"; do printf '%s %s-remote\n' "$n" "$n"; done
+} >"$WORK/pairs"
 say "the filters come from A's ClusterConfig (CRD of deploy/crds/): its schema checks the patterns"
 kc "$A" apply -f "$(dirname "$0")/../../../deploy/crds/config.liqo.io_clusterconfigs.yaml" >/dev/null
 wait_for 30 "the ClusterConfig CRD Established" eval \
@@ -256,13 +269,18 @@ fi
 wait_for 20 "the clash counted" eval '[ "$(metric cliqo_vk_reflect_clashes_total "kind=\"configmaps\"")" -ge 1 ]'
 grep -q 'name is taken on the provider' "$LOG" || fail "no log line for the clash"
 
+say "${#EXTRA[@]} more namespace pairs: each has its copy"
+for n in "${EXTRA[@]}"; do
+  wait_for 30 "hello copied into $n-remote" eval '[ "$(kc "$B" get configmap -n "$n-remote" hello -o jsonpath="{.data.ns}" 2>/dev/null)" = "$n" ]'
+done
+
 say "cap: many has $((CAP + 2)) ConfigMaps (> $CAP): none reflected, counted"
 sleep 2
 [ -z "$(kc "$B" get configmaps -n many-remote -l "$(ours)" -o name)" ] || fail "ConfigMaps of 'many' reflected beyond the cap"
 wait_for 20 "the cap counted" eval '[ "$(metric cliqo_vk_reflect_refused_total "reason=\"cap\"")" -ge 1 ]'
 kc "$A" create secret generic -n many s1 --from-literal=a=b >/dev/null
 wait_for 30 "Secrets of 'many' (below the cap) reflected" kc "$B" get -n many-remote secret s1
-[ "$(metric cliqo_vk_reflect_namespaces "kind=\"secrets\"")" = 2 ] || fail "namespaces metric"
+[ "$(metric cliqo_vk_reflect_namespaces "kind=\"secrets\"")" = $((2 + ${#EXTRA[@]})) ] || fail "namespaces metric"
 
 # ---- updates -----------------------------------------------------------------------------------------------
 say "updates at home propagate"
@@ -330,7 +348,7 @@ wait_for 30 "its reflected slices gone on B" eval '[ -z "$(slice_b -o name 2>/de
 say "removing the pair stops reflection (copies stay: B deletes the namespace in the real flow)"
 printf 'many many-remote\n' >"$WORK/pairs"
 kill -HUP "$DRIVER_PID"
-wait_for 20 "the namespace gone from the metrics" eval '[ "$(metric cliqo_vk_reflect_namespaces "kind=\"configmaps\"")" = 1 ]'
+wait_for 20 "the namespaces gone from the metrics" eval '[ "$(metric cliqo_vk_reflect_namespaces "kind=\"configmaps\"")" = 1 ]'
 kc "$A" patch configmap -n "$NS" cfg-denied --type=merge -p '{"data":{"mode":"changed"}}' >/dev/null
 sleep 3
 [ "$(jb '{.data.mode}' configmap cfg-denied)" = secret-ish ] || fail "a removed namespace is still reflected"
