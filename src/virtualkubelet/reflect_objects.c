@@ -4,7 +4,8 @@
  *
  * One instance per kind. Per namespace pair (local namespace -> the namespace B made for us):
  *   - a local informer, namespaced, label selector liqo.io/reflected!=true (slices: also with a
- *     kubernetes.io/service-name and not our managed-by);
+ *     kubernetes.io/service-name and not our managed-by), field selector type!=service-account
+ *     token (Secrets) or name!=kube-root-ca.crt (ConfigMaps);
  *   - a remote informer on the unit's PU_VK client (pu_informer: a rotated credential re-creates
  *     it), namespaced, label selector origin=<home> (slices: and managed-by ours, so B's own
  *     slices, which copy the Service's labels, are never even cached);
@@ -108,6 +109,7 @@ struct refl {
     struct pair *pairs;
     size_t npairs;
     char lsel[256], rsel[256], svcsel[128];
+    const char *lfield; /* the home informer's field selector: what is never reflected stays out */
     /* the resource on each side (fixed for all kinds but slices) */
     const struct kapi_resource *lres, *rres;
     bool disc_local_busy, disc_remote_busy;
@@ -440,6 +442,7 @@ static int pair_start(struct refl *r, struct pair *p)
     struct inf_options lo = {.resource = r->lres,
                              .namespace_ = p->local,
                              .label_selector = r->lsel,
+                             .field_selector = r->lfield,
                              .page_size = r->k->page_size,
                              .max_objects = r->cap,
                              .transform = local_transform};
@@ -1003,6 +1006,11 @@ static int refl_create(const struct kind_desc *k, const struct vk_reflect_env *e
         n2 = snprintf(r->rsel, sizeof(r->rsel), "%s=%s", VK_LABEL_ORIGIN, env->home_id);
     }
     n3 = snprintf(r->svcsel, sizeof(r->svcsel), "%s=%s", VK_LABEL_ORIGIN, env->home_id);
+    /* Service-account tokens are not even cached (the translation refuses them again). */
+    if (k->kind == VK_REFLECT_SECRETS)
+        r->lfield = "type!=kubernetes.io/service-account-token";
+    else if (k->kind == VK_REFLECT_CONFIGMAPS)
+        r->lfield = "metadata.name!=" VKR_ROOT_CA_CONFIGMAP;
     r->stuck = json_object();
     r->q = wq_new(env->loop, &qo, process, r);
     if (n1 < 0 || n2 < 0 || n3 < 0 || (size_t)n1 >= sizeof(r->lsel) ||
@@ -1139,10 +1147,11 @@ static void refl_destroy(void *state)
     }
     r->npairs = 0;
     if (metrics_on(r)) {
-        const char *v[] = {r->env->peer_id, r->kname};
+        /* The series of a departed peer do not accumulate (its reflectors go together). */
+        struct metrics_family *fams[] = {M.objects, M.namespaces, M.writes, M.refused, M.clashes};
 
-        metrics_set(M.objects, v, 0);
-        metrics_set(M.namespaces, v, 0);
+        for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
+            metrics_family_remove(fams[i], "peer", r->env->peer_id);
     }
     wq_close(r->q, NULL, NULL);
     r->q = NULL;
