@@ -365,6 +365,7 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
     inf->resync_ms = o->resync_ms;
     inf->max_objects = o->max_objects ? o->max_objects : DEFAULT_MAX_OBJS;
     inf->transform = o->transform;
+    backoff_init(&inf->backoff, 200, 30000); /* failed lists: 200 ms doubling up to 30 s */
     if (h)
         inf->h = *h;
     inf->data = data;

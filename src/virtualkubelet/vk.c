@@ -46,13 +46,10 @@ enum td_step {
 };
 
 /* The reflectors every virtual kubelet runs (reflect.h), in this order; the pods reflector is first
- * (vk.c also calls what only it has: pods.h). The object reflectors (reflect_objects.c) join when
- * their file is in the build (virtualkubelet.cmake defines CLIQO_VK_OBJECT_REFLECTORS). */
+ * (vk.c also calls what only it has: pods.h), then the object reflectors (reflect_objects.c). */
 static const struct vk_reflector_ops *const reflectors[] = {
-    &vk_reflect_pods,
-#ifdef CLIQO_VK_OBJECT_REFLECTORS
-    &vk_reflect_services, &vk_reflect_endpointslices, &vk_reflect_configmaps, &vk_reflect_secrets,
-#endif
+    &vk_reflect_pods,       &vk_reflect_services, &vk_reflect_endpointslices,
+    &vk_reflect_configmaps, &vk_reflect_secrets,
 };
 #define N_REFLECTORS (sizeof(reflectors) / sizeof(reflectors[0]))
 #define PODS         0 /* index of the pods reflector */
@@ -114,10 +111,8 @@ struct vk {
 
 static void vk_destroy(struct vk *v)
 {
-#ifdef CLIQO_VK_OBJECT_REFLECTORS
     for (int k = 0; k < _VK_REFLECT_KINDS; k++)
         vk_reflect_filter_clear(&v->filters[k]);
-#endif
     ktimer_free(v->tick);
     ktimer_free(v->lease);
     ktimer_free(v->probe);
@@ -451,7 +446,6 @@ void vk_set_config(struct vk *v, const json_t *cc)
         v->net_sig[0] = '\0'; /* recomputed on the next pass */
         changed = true;
     }
-#ifdef CLIQO_VK_OBJECT_REFLECTORS
     {
         static const char *const kinds[_VK_REFLECT_KINDS] = {"services", "endpointslices",
                                                              "configmaps", "secrets"};
@@ -468,10 +462,6 @@ void vk_set_config(struct vk *v, const json_t *cc)
         }
         changed = true;
     }
-#else
-    /* The object reflectors' filters (spec.offloadingConfig.reflection) are read here with
-     * vk_reflect_filter_parse once reflect_objects.c is in the build. */
-#endif
     if (changed) {
         kick_reflectors(v);
         vk_kick(v);
