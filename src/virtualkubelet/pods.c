@@ -411,6 +411,16 @@ static void on_error(struct inf_informer *inf, int err, const char *message, voi
     log_warn(MOD, "provider %s: pods informer: %s (%s)", p->peer_id, message, strerror(-err));
 }
 
+/* The remote informers of one namespace (data: its podns). */
+static void on_ns_error(struct inf_informer *inf, int err, const char *message, void *data)
+{
+    struct podns *n = data;
+
+    (void)inf;
+    log_warn(MOD, "provider %s: namespace %s: informer: %s (%s)", n->p->peer_id, n->remote, message,
+             strerror(-err));
+}
+
 static void home_transform(json_t *obj, void *data)
 {
     (void)data;
@@ -1159,9 +1169,9 @@ static void pods_ns_add(void *state, const char *local, const char *remote)
                               .on_update = on_remote_update,
                               .on_delete = on_remote_add_delete,
                               .on_synced = on_remote_synced,
-                              .on_error = on_error};
+                              .on_error = on_ns_error};
     struct inf_handlers eh = {
-        .on_add = on_event, .on_update = on_event_update, .on_error = on_error};
+        .on_add = on_event, .on_update = on_event_update, .on_error = on_ns_error};
 
     if (p->dead || !local || !remote || strlen(local) >= NS_MAX || strlen(remote) >= NS_MAX)
         return;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The offer is enforced on B (docs/offloading.md, "Admission"): in a namespace B made for A through A's
-# NamespaceMap (the test adds the entry itself, as A's virtual kubelet would), pods created as A's virtual
-# kubelet (kubectl --as its ServiceAccount) are admitted while the requests of A's pods on B stay within what
+# NamespaceMap (the test adds the entry itself, as A's virtual kubelet would: A's agent is stopped meanwhile,
+# since its virtual kubelet would take the entry back and delete pods it did not make), pods created as A's
+# virtual kubelet (kubectl --as its ServiceAccount) are admitted while the requests of A's pods on B stay within what
 # B's Advertisement offered A, refused beyond with a one-line 403 naming the resource and amounts; pods without
 # requests count toward `pods` only; a burst cannot overshoot (reservations); any other identity is refused;
 # and A raising its own virtual node's capacity changes nothing on B. B offers A fixed amounts for the test
@@ -19,6 +20,7 @@ cleanup() {
   patch_config "$B" '{"spec":{"advertisementConfig":{"outgoingConfig":{"perCluster":null}}}}'
   wait_for 60 "$REMOTE_NS gone from $B" eval "! kc $B get namespace $REMOTE_NS"
   rm -rf "$T"
+  ensure_agents
 }
 on_exit() {
   local rc=$?
@@ -67,6 +69,8 @@ patch_config "$B" "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":{\"per
 wait_for 30 "the fixed offer sent (now: $(sent))" eval '[ "$(sent)" = "{\"cpu\":\"2\",\"memory\":\"1Gi\",\"pods\":\"3\"}" ]'
 wait_for 30 "$VNODE shows it" eval "[ \"\$(jget $A '{.status.allocatable.cpu}' node $VNODE)\" = 2 ]"
 
+say "$A's agent stopped: the test plays $A's virtual kubelet on $B"
+stop_agent "$A"
 say "a namespace for $A through its NamespaceMap"
 kc "$B" patch namespacemap -n "$T_B" "$A_ID" --type=merge -p "{\"spec\":{\"desiredMapping\":{\"$HOME_NS\":\"$REMOTE_NS\"}}}" \
   >/dev/null || fail "cannot add the NamespaceMap entry"
@@ -117,7 +121,7 @@ kc "$B" delete pods -n "$REMOTE_NS" -l virtualkubelet.liqo.io/origin --field-sel
   --wait=true --timeout=30s >/dev/null || fail "cannot delete the pods"
 for who in cliqo-dev-admin "system:serviceaccount:$T_B:remote-$A_ID" "system:serviceaccount:$T_B:vk-someone-else"; do
   if err=$(vkpod intruder "" "$who" masters 2>&1 >/dev/null); then fail "$who created a pod in $REMOTE_NS"; fi
-  grep -q "denied the request: only the virtual kubelet of $A ($VK_USER) may create pods in $REMOTE_NS, not $who" <<<"$err" ||
+  grep_q "denied the request: only the virtual kubelet of $A ($VK_USER) may create pods in $REMOTE_NS, not $who" <<<"$err" ||
     fail "$who: unexpected refusal: $err"
 done
 
@@ -128,6 +132,6 @@ kc "$A" patch node "$VNODE" --subresource=status --type=merge \
 refused p5 1 "offer exceeded: cpu 1500m requested + 1 > 2 offered to $A"
 admitted p5 500m
 m=$(curl -s "http://127.0.0.1:$(http_port "$B")/metrics")
-grep -qE '^cliqo_admission_requests_total\{webhook="offer-enforcement",result="denied"\} [1-9]' <<<"$m" ||
+grep_q -E '^cliqo_admission_requests_total\{webhook="offer-enforcement",result="denied"\} [1-9]' <<<"$m" ||
   fail "no denied count on $B: $(grep cliqo_admission <<<"$m")"
 pass "admitted within the offer, refused beyond (cpu, pods) with the amounts, burst held, other identities refused, the consumer's node capacity ignored"
