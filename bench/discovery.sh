@@ -131,7 +131,7 @@ dns() { # PORT
     "--txt-record=w_wanbench.$SVC.$DOM,id=wanbench" >/dev/null 2>&1 &
   DPID=$!
   PIDS+=("$DPID")
-  until n1 ss -Huln 'sport = :19238' | grep -q .; do sleep 0.05; done
+  until n1 ss -Huln 'sport = :19238' | grep . >/dev/null; do sleep 0.05; done
 }
 dns 20000
 kc apply -f - >/dev/null <<EOF

@@ -2,9 +2,11 @@
 # The main job: a local multi-cluster demo. Installs what it needs, builds cliqo and the Kubernetes
 # control planes (cached after the first run), brings up local clusters with simulated nodes,
 # installs cliqo on each, runs one cliqo-agent per cluster, peers cluster-1 with cluster-2 through
-# the printed `cliqoctl add` command, runs a workload on cluster-2's simulated nodes and shows it.
+# the printed `cliqoctl add` command.
 # cluster-2 then shares 30 % of its free resources with cluster-1: the demo waits until cluster-2's
 # Advertisement is Accepted on cluster-1 and the virtual node liqo-<cluster-2 ID> is Ready, and shows it.
+# Then cluster-1 offloads namespace demo (strategy Remote) and deploys a Deployment with a Service and a
+# ConfigMap there; the demo prints where each pod runs (Running on both sides) and the reflected objects.
 # Idempotent: running it again reuses the binaries, the clusters, the agents and the peering.
 # Options: --clusters N (default 2), --down (stop the agents and the clusters, remove all state).
 set -euo pipefail
@@ -15,7 +17,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --clusters) CLUSTERS=${2:?}; shift 2 ;;
     --down) DOWN=1; shift ;;
-    -h | --help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "demo: unknown option '$1'" >&2; exit 2 ;;
   esac
 done
@@ -40,7 +42,7 @@ kcfg() { echo "$STATE/cluster-$1/kubeconfig"; }
 # An agent runs while its pid file names a live cliqo-agent process.
 agent_running() {
   local f="$STATE/cluster-$1/agent.pid" pid
-  [ -f "$f" ] && pid=$(cat "$f") && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -q cliqo-agent
+  [ -f "$f" ] && pid=$(cat "$f") && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep cliqo-agent >/dev/null
 }
 stop_agents() {
   local f
@@ -109,11 +111,79 @@ kubectl --kubeconfig "$(kcfg 1)" get node "$NODE" \
   -o jsonpath='{"capacity: "}{.status.capacity}{"\ntaints:   "}{.spec.taints}{"\n"}'
 "$CLIQOCTL" status --kubeconfig "$(kcfg 1)" | sed -n '/^SHARING/,$p'
 
-step "a workload on cluster-2's simulated nodes"
-kubectl --kubeconfig "$(kcfg 2)" create deployment demo --image=nginx:1.25 --replicas=3 \
-  --dry-run=client -o yaml | kubectl --kubeconfig "$(kcfg 2)" apply -f -
-kubectl --kubeconfig "$(kcfg 2)" rollout status deployment/demo --timeout=120s
-kubectl --kubeconfig "$(kcfg 2)" get pods -o wide
+step "offloading namespace demo from cluster-1 to cluster-2 (strategy Remote)"
+K1=(kubectl --kubeconfig "$(kcfg 1)")
+K2=(kubectl --kubeconfig "$(kcfg 2)")
+"${K1[@]}" create namespace demo --dry-run=client -o yaml | "${K1[@]}" apply -f - >/dev/null
+"$CLIQOCTL" offload namespace demo --strategy Remote --wait --timeout 120s --kubeconfig "$(kcfg 1)"
+RNS=$("${K1[@]}" get namespaceoffloading offloading -n demo -o jsonpath='{.status.remoteNamespaceName}')
+echo "demo's pods run on cluster-2 in namespace $RNS"
+
+step "a workload in demo on cluster-1: a Deployment of 4 replicas, its Service and a ConfigMap"
+"${K1[@]}" apply -n demo -f - <<'YAML'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web-config
+data:
+  greeting: "hello from cluster-1"
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 4
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: nginx:1.25
+          ports: [{containerPort: 80}]
+          env:
+            - name: GREETING
+              valueFrom: {configMapKeyRef: {name: web-config, key: greeting}}
+          resources:
+            requests: {cpu: 100m, memory: 64Mi}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: web
+spec:
+  selector: {app: web}
+  ports: [{port: 80, targetPort: 80}]
+YAML
+"${K1[@]}" rollout status -n demo deployment/web --timeout=180s
+for _ in $(seq 120); do # the copies on cluster-2: the ConfigMap and the Service
+  "${K2[@]}" get configmap web-config -n "$RNS" >/dev/null 2>&1 &&
+    "${K2[@]}" get service web -n "$RNS" >/dev/null 2>&1 && break
+  sleep 0.5
+done
+
+step "where each pod runs"
+# One row per home pod of cluster-1, with its remote copy on cluster-2 (found by the home UID label).
+printf '%-28s %-12s %-9s %-15s | %-28s %-22s %-9s %s\n' "CLUSTER-1 POD" NODE PHASE IP \
+  "CLUSTER-2 POD" NODE PHASE IP
+"${K2[@]}" get pods -n "$RNS" -o \
+  jsonpath='{range .items[*]}{.metadata.labels.offloading\.cliqo\.io/home-uid}{" "}{.metadata.name}{" "}{.spec.nodeName}{" "}{.status.phase}{" "}{.status.podIP}{"\n"}{end}' \
+  >"$STATE/remote-pods.txt"
+"${K1[@]}" get pods -n demo -o \
+  jsonpath='{range .items[*]}{.metadata.uid}{" "}{.metadata.name}{" "}{.spec.nodeName}{" "}{.status.phase}{" "}{.status.podIP}{"\n"}{end}' |
+  while read -r uid name node phase ip; do
+    remote=$(awk -v u="$uid" '$1 == u {print $2, $3, $4, $5}' "$STATE/remote-pods.txt")
+    read -r rname rnode rphase rip <<<"${remote:-- - - -}"
+    printf '%-28s %-12s %-9s %-15s | %-28s %-22s %-9s %s\n' "$name" "${node:0:12}" "$phase" "${ip:--}" \
+      "$rname" "$rnode" "$rphase" "$rip"
+  done
+echo
+echo "--- reflected to cluster-2 ($RNS):"
+"${K2[@]}" get configmap,service,endpointslices -n "$RNS" -l liqo.io/reflected=true
+echo "--- cluster-1's pod IPs are cluster-2's, translated through the peering's remapped pod CIDR when they overlap."
 
 step "status"
 "$CLIQOCTL" dev status
@@ -121,8 +191,9 @@ cat <<EOT
 
 The clusters and agents keep running. To reach a cluster:
   eval "\$($CLIQOCTL dev env --cluster cluster-1)" && kubectl get foreignclusters
-cluster-1's scheduler now sees cluster-2 as the virtual node $NODE (tainted: nothing runs there yet);
-offloading pods through it comes with the next milestone.
+cluster-1's scheduler sees cluster-2 as the virtual node $NODE; namespace demo is offloaded there:
+  kubectl --kubeconfig $(kcfg 1) get pods -n demo -o wide     # home pods, bound to $NODE
+  kubectl --kubeconfig $(kcfg 2) get pods -n $RNS -o wide     # where they really run
 Stop everything and remove all state:
   bash scripts/demo.sh --down
 EOT

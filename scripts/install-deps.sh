@@ -11,7 +11,7 @@ PKGS=(
   cmake ninja-build pkg-config gcc clang libclang-rt-14-dev clang-format
   # libraries
   libcurl4-openssl-dev libjansson-dev libyaml-dev libuv1-dev libssl-dev libcmocka-dev
-  libc-ares-dev libmicrohttpd-dev zlib1g-dev
+  libc-ares-dev libmicrohttpd-dev libgnutls28-dev zlib1g-dev
   # discovery: Avahi's embeddable mDNS stack (no daemon), and the DNS server of the WAN tests
   libavahi-core-dev dnsmasq-base
   # local control planes
@@ -51,12 +51,12 @@ ensure_deb_src() {
 need_update=0
 ensure_deb_src && need_update=1
 # Never fetched lists (fresh machine) means apt knows no candidates at all.
-if ! ls /var/lib/apt/lists/ 2>/dev/null | grep -q '_Packages$'; then need_update=1; fi
-if ! ls /var/lib/apt/lists/ 2>/dev/null | grep -q '_Sources$'; then need_update=1; fi
+if ! ls /var/lib/apt/lists/ 2>/dev/null | grep '_Packages$' >/dev/null; then need_update=1; fi
+if ! ls /var/lib/apt/lists/ 2>/dev/null | grep '_Sources$' >/dev/null; then need_update=1; fi
 
 missing=()
 for p in "${PKGS[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep 'install ok installed' >/dev/null || missing+=("$p")
 done
 if ! command -v kubectl >/dev/null 2>&1; then
   # The machine image ships a recent kubectl; Debian's kubernetes-client is the fallback.

@@ -1127,3 +1127,16 @@ struct shr_state *bcast_state(void)
 {
     return st.shr;
 }
+
+/* For the offer enforcement (src/admission/): what this process last sent the consumer. */
+int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen)
+{
+    struct consumer *c = id ? consumer_find(id) : NULL;
+
+    if (!c || !c->sent || c->withdrawn || !ret)
+        return -ENOENT;
+    *ret = c->last;
+    if (name && namelen)
+        snprintf(name, namelen, "%s", c->name[0] ? c->name : c->id);
+    return 0;
+}

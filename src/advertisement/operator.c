@@ -37,6 +37,7 @@
 #include "peering/ctl.h"
 #include "peering/identity.h"
 #include "peering/resources.h"
+#include "virtualkubelet/pods.h"
 #include "virtualkubelet/virtualkubelet.h"
 #include "virtualkubelet/vk.h"
 
@@ -204,6 +205,7 @@ static int ent_start_vk(struct vkent *e)
         .unit = e->unit,
         .peer_id = e->peer,
         .home_id = identity_cluster_id(),
+        .home_name = identity_cluster_name(),
         .node_address = agent_config(st.a)->node_address,
         .kubelet_port = agent_config(st.a)->kubelet_port,
         .src = {src_adv, src_node, e},
@@ -214,40 +216,39 @@ static int ent_start_vk(struct vkent *e)
     if (e->vk)
         return 0;
     r = vk_new(&p, &e->vk);
-    if (r == 0)
+    if (r == 0) {
+        json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+
         vk_set_keepalive(e->vk, st.cfg.keepalive_retry_s, st.cfg.keepalive_threshold);
+        vk_set_config(e->vk, cc);
+        json_decref(cc);
+    }
     return r;
 }
 
+/* data is the entry: it owns the virtual kubelet, which never calls back once freed. */
 static void on_torn_down(struct vk *v, int err, void *data)
 {
-    char *key = data;
-    struct vkent *e = ent_find(key);
+    struct vkent *e = data;
 
     (void)v;
-    if (e && err == 0)
+    if (err == 0)
         e->torn_down = true;
     if (st.q)
-        wq_add(st.q, key);
-    x_free(key);
+        wq_add(st.q, e->key);
 }
 
 /* Starts (or follows) the teardown of an entry's virtual kubelet; true once it is over. */
 static bool ent_teardown(struct vkent *e)
 {
-    char *key;
-
     if (e->torn_down)
         return true;
     if (!e->vk && ent_start_vk(e) < 0)
         return false;
     if (vk_tearing_down(e->vk))
         return false;
-    key = x_strdup(e->key);
-    if (!key)
-        return false;
     vk_set_remote_timeout(e->vk, remote_timeout_ms());
-    vk_teardown(e->vk, on_torn_down, key);
+    vk_teardown(e->vk, on_torn_down, e);
     return false;
 }
 
@@ -620,7 +621,7 @@ static json_t *deployment(struct rec *r, const char *name)
     return json_pack(
         "{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s},s:[{s:s,s:s,s:s,s:s,s:b}]},"
         "s:{s:i,s:{s:{s:s,s:s}},s:{s:{s:{s:s,s:s,s:s}},s:{s:s,s:b,"
-        "s:[{s:s,s:s,s:[s,s,s,s,s,s,s,s,s,s],s:[{s:s,s:{s:{s:s}}},{s:s,s:{s:{s:s}}}],"
+        "s:[{s:s,s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s],s:[{s:s,s:{s:{s:s}}},{s:s,s:{s:{s:s}}}],"
         "s:[{s:s,s:s,s:b}],s:{s:{s:s,s:s},s:{s:s,s:s}},"
         "s:{s:b,s:b,s:b,s:{s:[s]}}}],"
         "s:[{s:s,s:{s:s,s:[{s:s,s:s}]}}]}}}}",
@@ -634,10 +635,11 @@ static json_t *deployment(struct rec *r, const char *name)
         r->peer, "app.kubernetes.io/part-of", "cliqo", "spec", "serviceAccountName", name,
         "automountServiceAccountToken", 1, "containers", "name", "virtual-kubelet", "image",
         vk_image(), "command", "cliqo-agent", "virtual-kubelet", "--peer", r->peer, "--home-id",
-        identity_cluster_id(), "--advertisement", adv, "--remote-kubeconfig",
-        "/etc/cliqo/remote/kubeconfig", "env", "name", "POD_IP", "valueFrom", "fieldRef",
-        "fieldPath", "status.podIP", "name", "POD_NAME", "valueFrom", "fieldRef", "fieldPath",
-        "metadata.name", "volumeMounts", "name", "remote-kubeconfig", "mountPath",
+        identity_cluster_id(), "--home-name",
+        identity_cluster_name() ? identity_cluster_name() : "", "--advertisement", adv,
+        "--remote-kubeconfig", "/etc/cliqo/remote/kubeconfig", "env", "name", "POD_IP", "valueFrom",
+        "fieldRef", "fieldPath", "status.podIP", "name", "POD_NAME", "valueFrom", "fieldRef",
+        "fieldPath", "metadata.name", "volumeMounts", "name", "remote-kubeconfig", "mountPath",
         "/etc/cliqo/remote", "readOnly", 1, "resources", "requests", "cpu", "20m", "memory", "32Mi",
         "limits", "cpu", "200m", "memory", "128Mi", "securityContext", "runAsNonRoot", 1,
         "readOnlyRootFilesystem", 1, "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL",
@@ -1148,9 +1150,12 @@ static void on_config(struct inf_informer *inf, json_t *obj, void *data)
                  json_array_size(st.cfg.allow), json_array_size(st.cfg.deny),
                  st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT ? "Deployment" : "Embedded");
     st.cfg_loaded = true;
-    for (struct vkent *e = st.vks; e; e = e->next)
-        if (e->vk)
+    for (struct vkent *e = st.vks; e; e = e->next) {
+        if (e->vk) {
             vk_set_keepalive(e->vk, st.cfg.keepalive_retry_s, st.cfg.keepalive_threshold);
+            vk_set_config(e->vk, obj);
+        }
+    }
     advcfg_done(&old);
     inf_foreach(st.advs, all_visit, NULL);
 }
@@ -1224,6 +1229,8 @@ int advop_init(struct agent *a)
         r = agent_queue(a, "advertisements", &qo, reconcile, NULL, &st.q);
     if (r == 0)
         r = net_subscribe(on_net, NULL);
+    if (r == 0)
+        r = vk_pods_metrics_init(agent_metrics(a));
     return r;
 }
 
@@ -1247,6 +1254,7 @@ void advop_fini(struct agent *a)
      * by the next leader), as a kubelet's node stays when the kubelet restarts. */
     while (st.vks)
         ent_free(st.vks);
+    vk_pods_metrics_fini();
     json_decref(st.pending);
     st.pending = NULL;
     advcfg_done(&st.cfg);

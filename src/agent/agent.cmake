@@ -1,7 +1,9 @@
 # cliqo-agent and the libraries it is made of (included by src/CMakeLists.txt).
 
 # HTTP(S) servers on libmicrohttpd, driven by a libuv loop (src/httpd/).
-cliqo_module(cliqo_httpd SOURCES httpd/httpd.c DEPS PkgConfig::MHD PkgConfig::LIBUV)
+# GnuTLS directly too: the certificate callback that lets a TLS server change its certificate.
+pkg_check_modules(GNUTLS REQUIRED IMPORTED_TARGET gnutls)
+cliqo_module(cliqo_httpd SOURCES httpd/httpd.c DEPS PkgConfig::MHD PkgConfig::GNUTLS PkgConfig::LIBUV)
 # Prometheus text exposition (src/agent/metrics.c).
 cliqo_module(cliqo_metrics SOURCES agent/metrics.c)
 if(TARGET cliqo_metrics)

@@ -2,10 +2,12 @@
  * adds one line here and its own file. */
 #include "agent/agent.h"
 #include "agent/modules.h"
+#include "admission/admission.h"
 #include "advertisement/advertisement.h"
 #include "discovery/module.h"
 #include "kubeletapi/module.h"
 #include "network/network.h"
+#include "offloading/offloading.h"
 #include "peering/ctl.h"
 #include "virtualkubelet/virtualkubelet.h"
 
@@ -21,6 +23,8 @@ const struct agent_module agent_modules[] = {
     AGENT_MODULE_NAMESPACEMAP,
     AGENT_MODULE_BROADCASTER,
     AGENT_MODULE_ADVOPERATOR,
+    AGENT_MODULE_ADMISSION,
+    AGENT_MODULE_OFFLOADING,
     AGENT_MODULE_KUBELETAPI,
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };

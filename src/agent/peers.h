@@ -52,7 +52,7 @@ enum pu_role {
 
 #define PU_MAX_UNITS  1024
 #define PU_MAX_OWNERS 16
-#define PU_MAX_INFS   32 /* informer registrations per unit */
+#define PU_MAX_INFS   8192 /* informer registrations per unit: a few per offloaded namespace */
 #define PU_MAX_QUEUES 8
 #define PU_ID_MAX     64 /* cluster IDs are at most 63 characters */
 #define PU_CONFIG_MAX (256u << 10)

@@ -24,6 +24,8 @@ int cmd_status_main(int argc, char **argv);
 int cmd_accept_main(int argc, char **argv);
 int cmd_refuse_main(int argc, char **argv);
 int cmd_discovered_main(int argc, char **argv);
+int cmd_offload_main(int argc, char **argv);
+int cmd_unoffload_main(int argc, char **argv);
 int cmd_dev_main(int argc, char **argv);
 int cmd_version_main(int argc, char **argv);
 

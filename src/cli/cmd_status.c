@@ -2,6 +2,7 @@
 #include "cli/cli.h"
 #include "cli/discovered.h"
 #include "cli/kube.h"
+#include "cli/offload.h"
 
 #include "peering/resources.h"
 
@@ -16,7 +17,8 @@ static const char usage_text[] =
     "incoming peerings and of the authentication, and the local tenant namespace; then the\n"
     "resource sharing with each: how the peer judged our Advertisement (and what it offers),\n"
     "how we judged the peer's, and the virtual node standing for it; then the clusters discovery\n"
-    "found (as 'cliqoctl discovered' shows them).\n"
+    "found (as 'cliqoctl discovered' shows them); then the offloaded namespaces: strategy, name\n"
+    "on the providers, phase and each provider's readiness.\n"
     "\n"
     "Options:\n"
     "  -o json                 print a JSON document (with the full conditions)\n"
@@ -133,7 +135,7 @@ int cmd_status_main(int argc, char **argv)
     struct cli_common co;
     struct cli_kube k = {0};
     bool json = false;
-    json_t *cm = NULL, *fcs = NULL, *fc, *doc = NULL, *peers;
+    json_t *cm = NULL, *fcs = NULL, *fc, *doc = NULL, *peers, *offl = NULL;
     const char *id = NULL, *name = NULL;
     size_t i;
     int e, rc = 1;
@@ -181,6 +183,8 @@ int cmd_status_main(int argc, char **argv)
     }
     if (!fcs)
         fcs = json_array();
+    if (offload_status_list(&k, &offl) < 0)
+        goto kerr;
     id = cli_json_str(cm, "data", "cluster-id", NULL);
     name = cli_json_str(cm, "data", "cluster-name", NULL);
     if (json) {
@@ -214,6 +218,7 @@ int cmd_status_main(int argc, char **argv)
             json_array_append_new(peers, p);
         }
         json_object_set_new(doc, "discovered", dcli_json_array(fcs));
+        json_object_set(doc, "offloading", offl);
         print_json(doc);
         rc = 0;
         goto out;
@@ -226,6 +231,8 @@ int cmd_status_main(int argc, char **argv)
     printf("\n");
     if (json_array_size(fcs) == 0) {
         printf("no foreign clusters (peer with 'cliqoctl add')\n");
+        if (json_array_size(offl) > 0)
+            offload_status_print(offl, stdout);
         rc = 0;
         goto out;
     }
@@ -245,12 +252,14 @@ int cmd_status_main(int argc, char **argv)
     print_sharing(&k, fcs);
     printf("\ndiscovered:\n");
     dcli_print_table(fcs, stdout);
+    offload_status_print(offl, stdout);
     rc = 0;
     goto out;
 kerr:
     rc = cli_error(verb, "%s", k.err);
 out:
     json_decref(doc);
+    json_decref(offl);
     json_decref(cm);
     json_decref(fcs);
     cli_kube_close(&k);

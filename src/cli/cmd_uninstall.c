@@ -208,12 +208,23 @@ static int delete_manifest_objects(struct cli_kube *k, struct tracker *t, bool c
     return 0;
 }
 
-/* ClusterRoles and ClusterRoleBindings labelled part-of=cliqo that the manifests do not list. */
+/* The admission webhooks' configurations the agent creates (docs/offloading.md, "Admission"). */
+static const struct kapi_resource res_mutating_webhooks = {"admissionregistration.k8s.io", "v1",
+                                                           "mutatingwebhookconfigurations",
+                                                           "MutatingWebhookConfiguration", false};
+static const struct kapi_resource res_validating_webhooks = {
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration", false};
+
+/* ClusterRoles and ClusterRoleBindings labelled part-of=cliqo that the manifests do not list, and
+ * the webhook configurations of the agent (failurePolicy Fail: left behind, they would refuse pods
+ * in namespaces still labelled for them). */
 static int delete_labelled(struct cli_kube *k, struct tracker *t, int *deleted)
 {
-    const struct kapi_resource *rs[] = {&peer_res_clusterrolebindings, &peer_res_clusterroles};
+    const struct kapi_resource *rs[] = {&peer_res_clusterrolebindings, &peer_res_clusterroles,
+                                        &res_mutating_webhooks, &res_validating_webhooks};
 
-    for (size_t i = 0; i < 2; i++) {
+    for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
         json_t *items = NULL, *obj;
         size_t j;
         int e = cli_list(k, rs[i], NULL, "app.kubernetes.io/part-of=cliqo", &items);

@@ -20,6 +20,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -64,6 +66,17 @@ struct httpd_request {
     struct httpd_request *prev, *next;
 };
 
+/* A certificate chain and key loaded into GnuTLS for the certificate callback. Replaced ones are
+ * kept (retired) until the server is freed: a handshake in progress may still point into them. */
+#define TLS_MAX_CHAIN   8
+#define TLS_MAX_RETIRED 64
+struct tls_creds {
+    gnutls_pcert_st pcert[TLS_MAX_CHAIN];
+    unsigned n;
+    gnutls_privkey_t key;
+    struct tls_creds *next;
+};
+
 struct httpd_server {
     uv_loop_t *loop;
     char *name;
@@ -91,6 +104,10 @@ struct httpd_server {
     struct httpd_request *deferred_head;
     void (*done)(void *data);
     void *done_data;
+    struct tls_creds *creds;   /* what the certificate callback hands out */
+    struct tls_creds *retired; /* replaced ones, newest first */
+    size_t nretired;
+    struct httpd_server *tls_next; /* on the list of listening TLS servers */
 };
 
 /* ---- addresses ------------------------------------------------------------------------------ */
@@ -726,6 +743,151 @@ int httpd_respond_error(struct httpd_request *req, unsigned status, const char *
     return r;
 }
 
+/* ---- TLS certificates ------------------------------------------------------------------------
+ *
+ * Every TLS server hands its certificate to GnuTLS through MHD's certificate callback, so that
+ * httpd_set_tls can replace it between two handshakes. The callback has no user data: it finds its
+ * server by the local address of the connection's socket (MHD gives GnuTLS the socket itself). */
+
+static struct httpd_server *tls_servers; /* listening TLS servers (one loop per process) */
+
+static struct tls_creds *creds_free(struct tls_creds *c)
+{
+    while (c) {
+        struct tls_creds *next = c->next;
+
+        for (unsigned i = 0; i < c->n; i++)
+            gnutls_pcert_deinit(&c->pcert[i]);
+        gnutls_privkey_deinit(c->key);
+        x_free(c);
+        c = next;
+    }
+    return NULL;
+}
+
+static int creds_load(const char *cert, const char *key, struct tls_creds **ret)
+{
+    struct tls_creds *c = x_calloc(1, sizeof(*c));
+    gnutls_datum_t cd, kd;
+    unsigned n = TLS_MAX_CHAIN;
+
+    if (!c)
+        return -ENOMEM;
+    cd.data = (unsigned char *)cert;
+    cd.size = (unsigned)strlen(cert);
+    kd.data = (unsigned char *)key;
+    kd.size = (unsigned)strlen(key);
+    if (gnutls_pcert_list_import_x509_raw(c->pcert, &n, &cd, GNUTLS_X509_FMT_PEM, 0) < 0 ||
+        n == 0) {
+        x_free(c);
+        return -EPROTO;
+    }
+    c->n = n;
+    if (gnutls_privkey_init(&c->key) < 0 ||
+        gnutls_privkey_import_x509_raw(c->key, &kd, GNUTLS_X509_FMT_PEM, NULL, 0) < 0) {
+        creds_free(c);
+        return -EPROTO;
+    }
+    *ret = c;
+    return 0;
+}
+
+static bool same_host(const struct sockaddr_storage *bound, const struct sockaddr_storage *local)
+{
+    if (bound->ss_family != local->ss_family)
+        return false;
+    if (bound->ss_family == AF_INET) {
+        const struct sockaddr_in *b = (const void *)bound, *l = (const void *)local;
+
+        return b->sin_addr.s_addr == INADDR_ANY || b->sin_addr.s_addr == l->sin_addr.s_addr;
+    }
+    if (bound->ss_family == AF_INET6) {
+        const struct sockaddr_in6 *b = (const void *)bound, *l = (const void *)local;
+
+        return IN6_IS_ADDR_UNSPECIFIED(&b->sin6_addr) ||
+               memcmp(&b->sin6_addr, &l->sin6_addr, sizeof(b->sin6_addr)) == 0;
+    }
+    return false;
+}
+
+static int on_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+                   const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                   gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *key)
+{
+    struct sockaddr_storage local;
+    socklen_t len = sizeof(local);
+    int fd = gnutls_transport_get_int(session);
+    uint16_t port;
+
+    (void)req_ca_dn;
+    (void)nreqs;
+    (void)pk_algos;
+    (void)pk_algos_length;
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&local, &len) < 0)
+        return -1;
+    port = ntohs(local.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&local)->sin6_port
+                                             : ((struct sockaddr_in *)&local)->sin_port);
+    for (struct httpd_server *s = tls_servers; s; s = s->tls_next) {
+        if (s->port != port || !s->creds || !same_host(&s->addr, &local))
+            continue;
+        *pcert = s->creds->pcert;
+        *pcert_length = s->creds->n;
+        *key = s->creds->key;
+        return 0;
+    }
+    return -1;
+}
+
+static void tls_unlist(struct httpd_server *s)
+{
+    for (struct httpd_server **p = &tls_servers; *p; p = &(*p)->tls_next)
+        if (*p == s) {
+            *p = s->tls_next;
+            break;
+        }
+    s->tls_next = NULL;
+}
+
+int httpd_set_tls(struct httpd_server *s, const char *cert_pem, const char *key_pem)
+{
+    struct tls_creds *c = NULL;
+    char *cert = NULL, *key = NULL;
+    int r;
+
+    if (!s || !cert_pem || !key_pem || !s->cert || s->closing)
+        return -EINVAL;
+    r = creds_load(cert_pem, key_pem, &c);
+    if (r < 0)
+        return r;
+    cert = x_strdup(cert_pem);
+    key = x_strdup(key_pem);
+    if (!cert || !key) {
+        x_free(cert);
+        x_free(key);
+        creds_free(c);
+        return -ENOMEM;
+    }
+    x_free(s->cert);
+    explicit_bzero(s->key, strlen(s->key));
+    x_free(s->key);
+    s->cert = cert;
+    s->key = key;
+    if (s->creds) {
+        s->creds->next = s->retired;
+        s->retired = s->creds;
+        if (++s->nretired > TLS_MAX_RETIRED) {
+            struct tls_creds **p = &s->retired;
+
+            for (size_t i = 0; *p && i < TLS_MAX_RETIRED; i++)
+                p = &(*p)->next;
+            *p = creds_free(*p);
+            s->nretired = TLS_MAX_RETIRED;
+        }
+    }
+    s->creds = c;
+    return 0;
+}
+
 /* ---- server --------------------------------------------------------------------------------- */
 
 int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_server **ret)
@@ -859,8 +1021,14 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
         return r;
     if (s->addr.ss_family == AF_INET6)
         flags |= MHD_USE_IPv6;
-    if (s->cert)
+    if (s->cert) {
         flags |= MHD_USE_TLS;
+        if (!s->creds && creds_load(s->cert, s->key, &s->creds) < 0) {
+            close(fd);
+            snprintf(err, errlen, "%s: the TLS certificate or key is invalid", s->name);
+            return -EPROTO;
+        }
+    }
     /* MHD takes the listening socket and closes it when it stops. */
     {
         struct MHD_OptionItem opts[] = {
@@ -875,6 +1043,7 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
             {MHD_OPTION_HTTPS_MEM_KEY, 0, s->key},
             {MHD_OPTION_HTTPS_MEM_CERT, 0, s->cert},
             {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"},
+            {MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)on_cert},
             {MHD_OPTION_END, 0, NULL},
         };
         if (!s->cert)
@@ -888,8 +1057,13 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
                  s->cert ? " (is the TLS certificate or key invalid?)" : "");
         return -EPROTO;
     }
+    if (s->cert) {
+        s->tls_next = tls_servers;
+        tls_servers = s;
+    }
     info = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_EPOLL_FD);
     if (!info) {
+        tls_unlist(s);
         MHD_stop_daemon(s->d);
         s->d = NULL;
         snprintf(err, errlen, "%s: libmicrohttpd has no epoll descriptor", s->name);
@@ -949,6 +1123,9 @@ static void server_free(struct httpd_server *s)
     if (s->key)
         explicit_bzero(s->key, strlen(s->key));
     x_free(s->key);
+    tls_unlist(s);
+    s->creds = creds_free(s->creds);
+    s->retired = creds_free(s->retired);
     x_free(s);
     if (done)
         done(dd);
@@ -976,6 +1153,7 @@ void httpd_close(struct httpd_server *s, void (*done)(void *data), void *data)
          * suspended connections. MHD_stop_daemon then closes them all. */
         flush_deferred(s);
         s->closing = true;
+        tls_unlist(s); /* MHD_stop_daemon below: no more handshakes */
         if (s->poll_started)
             uv_close((uv_handle_t *)&s->poll, on_handle_closed);
         uv_close((uv_handle_t *)&s->run_timer, on_handle_closed);

@@ -91,6 +91,11 @@ int httpd_route(struct httpd_server *s, const char *method, const char *path, si
  * -EADDRINUSE / -EACCES / -EADDRNOTAVAIL (bind), -EPROTO (MHD refused, e.g. a bad certificate). */
 int httpd_start(struct httpd_server *s, char *err, size_t errlen);
 bool httpd_started(const struct httpd_server *s);
+/* Replaces the certificate (chain) and key of a TLS server, before or after httpd_start: new
+ * handshakes use the new pair at once, connections already established keep theirs (no listener
+ * restart, nothing refused during a rotation). Returns 0, -EINVAL (not a TLS server, or closing),
+ * -EPROTO (the PEM does not load; the old pair stays) or -ENOMEM. */
+int httpd_set_tls(struct httpd_server *s, const char *cert_pem, const char *key_pem);
 /* The bound port (useful with port 0), 0 when not listening. */
 uint16_t httpd_port(const struct httpd_server *s);
 /* Requests pending in asynchronous handlers. */

@@ -365,6 +365,7 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
     inf->resync_ms = o->resync_ms;
     inf->max_objects = o->max_objects ? o->max_objects : DEFAULT_MAX_OBJS;
     inf->transform = o->transform;
+    backoff_init(&inf->backoff, 200, 30000); /* failed lists: 200 ms doubling up to 30 s */
     if (h)
         inf->h = *h;
     inf->data = data;
@@ -424,12 +425,12 @@ void inf_free(struct inf_informer *inf)
 
 bool inf_synced(const struct inf_informer *inf)
 {
-    return inf->synced;
+    return inf && inf->synced;
 }
 
 size_t inf_count(const struct inf_informer *inf)
 {
-    return kstore_count(inf->store);
+    return inf ? kstore_count(inf->store) : 0;
 }
 
 json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name)
@@ -439,7 +440,7 @@ json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name
     json_t *obj;
     int n;
 
-    if (!name)
+    if (!inf || !name)
         return NULL;
     n = ns && *ns ? snprintf(key, sizeof(key), "%s/%s", ns, name)
                   : snprintf(key, sizeof(key), "%s", name);
@@ -453,13 +454,14 @@ json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name
 
 void inf_foreach(const struct inf_informer *inf, inf_visit_fn fn, void *data)
 {
-    kstore_foreach(inf->store, fn, data);
+    if (inf)
+        kstore_foreach(inf->store, fn, data);
 }
 
 int inf_index_foreach(const struct inf_informer *inf, const char *index, const char *value,
                       inf_visit_fn fn, void *data)
 {
-    return kstore_index_foreach(inf->store, index, value, fn, data);
+    return inf ? kstore_index_foreach(inf->store, index, value, fn, data) : 0;
 }
 
 unsigned inf_lists(const struct inf_informer *inf)

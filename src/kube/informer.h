@@ -74,6 +74,8 @@ int inf_start(struct inf_informer *inf);
 /* Stops and frees. NULL-safe; not from inside the informer's own handlers. */
 void inf_free(struct inf_informer *inf);
 
+/* The read functions below accept NULL (a registration whose informer does not run, e.g. a peer's
+ * unit without a client for the role): not synced, empty. */
 bool inf_synced(const struct inf_informer *inf);
 size_t inf_count(const struct inf_informer *inf);
 /* A new reference to the cached object, or NULL; json_decref it. */

@@ -32,16 +32,17 @@
 #define VK_LABEL_DESTINATION "virtualkubelet.liqo.io/destination" /* the provider's ID */
 #define VK_LABEL_REFLECTED   "liqo.io/reflected"                  /* "true" */
 /* On remote pods (labels where the value fits, annotations always). */
-#define VK_LABEL_HOME_UID      "offloading.cliqo.io/home-uid"
-#define VK_LABEL_HOME_NS       "offloading.cliqo.io/home-namespace"
-#define VK_ANNOT_HOME_NAME     "offloading.cliqo.io/home-name"
-#define VK_ANNOT_HOME_NS       "offloading.cliqo.io/home-namespace"
-#define VK_ANNOT_HOME_UID      "offloading.cliqo.io/home-uid"
+#define VK_LABEL_HOME_UID  "offloading.cliqo.io/home-uid"
+#define VK_LABEL_HOME_NS   "offloading.cliqo.io/home-namespace"
+#define VK_ANNOT_HOME_NAME "offloading.cliqo.io/home-name"
+#define VK_ANNOT_HOME_NS   "offloading.cliqo.io/home-namespace"
+#define VK_ANNOT_HOME_UID  "offloading.cliqo.io/home-uid"
 
 /* The reflection filters of one kind: "namespace/name" patterns where '*' matches any run of
  * characters; an object is reflected when it matches no deny pattern and (allow is empty or it
  * matches an allow pattern). */
 #define VK_REFLECT_MAX_PATTERNS 64
+#define VK_REFLECT_PATTERN_MAX  320 /* a namespace (63), '/', a name (253), a little slack */
 struct vk_reflect_filter {
     size_t n_allow, n_deny;
     char *allow[VK_REFLECT_MAX_PATTERNS];
@@ -74,7 +75,13 @@ struct vk_reflect_env {
     int (*remote_to_home_ip)(void *data, const char *ip, char *out, size_t size);
     int (*home_to_remote_ip)(void *data, const char *ip, char *out, size_t size);
     void *ip_data;
+    /* Optional (zero: the default or none). The most copies of one kind a reflector keeps in one
+     * remote namespace (default VK_REFLECT_DEFAULT_MAX_OBJECTS); the registry its metrics go to
+     * (cliqo_vk_reflect_*, labels peer and kind). */
+    size_t max_objects_per_ns;
+    struct metrics_registry *metrics;
 };
+#define VK_REFLECT_DEFAULT_MAX_OBJECTS 5000
 
 struct vk_reflector_ops {
     const char *kind; /* for logs and metrics: "pods", "services", ... */
@@ -99,5 +106,12 @@ int vk_reflect_filter_parse(const json_t *obj, enum vk_reflect_kind kind,
                             struct vk_reflect_filter *f, char *err, size_t errlen);
 bool vk_reflect_filter_match(const struct vk_reflect_filter *f, const char *ns, const char *name);
 void vk_reflect_filter_clear(struct vk_reflect_filter *f);
+/* All four from a ClusterConfig (spec.offloadingConfig.reflection; NULL or absent: the defaults)
+ * into filters[_VK_REFLECT_KINDS]: all or nothing, 0 or -EINVAL with a reason in err. */
+int vk_reflect_filters_from_config(const json_t *clusterconfig,
+                                   struct vk_reflect_filter filters[_VK_REFLECT_KINDS], char *err,
+                                   size_t errlen);
+/* "services", "endpointslices", "configmaps", "secrets" (NULL for another value). */
+const char *vk_reflect_kind_name(enum vk_reflect_kind kind);
 
 #endif

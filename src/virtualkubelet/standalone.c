@@ -40,11 +40,13 @@ static const char usage[] =
     "\n"
     "Runs the virtual kubelet of one provider cluster (the Deployment mode of the advertisement\n"
     "operator): registers the virtual node liqo-<ID>, keeps its status and Lease, probes the\n"
-    "provider, and tears down when its Advertisement is deleted.\n"
+    "provider, maps the offloaded namespaces and runs the pods bound to the node there, and tears\n"
+    "down when its Advertisement is deleted.\n"
     "\n"
     "Flags:\n"
     "  --peer ID                 the provider's cluster ID\n"
     "  --home-id ID              this cluster's ID (names the NamespaceMap on the provider)\n"
+    "  --home-name NAME          this cluster's name (in the names of remote namespaces)\n"
     "  --advertisement NS/NAME   the accepted Advertisement\n"
     "  --remote-kubeconfig PATH  the credential for the provider (a mounted Secret; re-read\n"
     "                            when it changes)\n"
@@ -63,7 +65,8 @@ static const char usage[] =
 
 static struct {
     uv_loop_t loop;
-    const char *peer, *home, *adv_ns, *adv_name, *remote_path, *kubeconfig, *address, *kla_addr;
+    const char *peer, *home, *home_name, *adv_ns, *adv_name, *remote_path, *kubeconfig, *address,
+        *kla_addr;
     unsigned port;
     bool port_given;
     char kla_addr_buf[16];
@@ -287,8 +290,11 @@ static void on_cc(struct inf_informer *inf, json_t *obj, void *data)
 
     (void)inf;
     (void)data;
+    if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) != 0)
+        return;
     vk_set_keepalive(g.vk, retry > 0 && retry <= 3600 ? (unsigned)retry : 20,
                      thr > 0 && thr <= 1000 ? (unsigned)thr : 3);
+    vk_set_config(g.vk, obj);
 }
 
 static void on_cc_update(struct inf_informer *inf, json_t *o, json_t *n, void *data)
@@ -344,6 +350,7 @@ static int parse(int argc, char **argv)
     static const struct option opts[] = {
         {"peer", required_argument, NULL, 'p'},
         {"home-id", required_argument, NULL, 'H'},
+        {"home-name", required_argument, NULL, 'N'},
         {"advertisement", required_argument, NULL, 'a'},
         {"remote-kubeconfig", required_argument, NULL, 'r'},
         {"kubeconfig", required_argument, NULL, 'k'},
@@ -368,6 +375,9 @@ static int parse(int argc, char **argv)
             break;
         case 'H':
             g.home = optarg;
+            break;
+        case 'N':
+            g.home_name = optarg;
             break;
         case 'a':
             adv = optarg;
@@ -418,6 +428,10 @@ static int parse(int argc, char **argv)
     }
     if (!g.peer || !peer_cluster_id_valid(g.peer) || !g.home || !peer_cluster_id_valid(g.home)) {
         fprintf(stderr, "cliqo-agent virtual-kubelet: --peer and --home-id must be cluster IDs\n");
+        return 2;
+    }
+    if (g.home_name && *g.home_name && !peer_cluster_name_valid(g.home_name)) {
+        fprintf(stderr, "cliqo-agent virtual-kubelet: --home-name must be a cluster name\n");
         return 2;
     }
     if (!g.remote_path || !*g.remote_path) {
@@ -509,6 +523,7 @@ static int start(void)
     p.unit = g.unit;
     p.peer_id = g.peer;
     p.home_id = g.home;
+    p.home_name = g.home_name;
     p.node_address = g.address ? g.address : (pod_ip && *pod_ip ? pod_ip : "127.0.0.1");
     p.kubelet_port = g.port;
     p.src.advertisement = src_adv;

@@ -16,8 +16,12 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/quantity.h"
+#include "network/ipam.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
+#include "virtualkubelet/nsmapping.h"
+#include "virtualkubelet/pods.h"
+#include "virtualkubelet/reflect.h"
 
 #define MOD               "virtual-kubelet"
 #define DEFAULT_LEASE_MS  10000
@@ -34,16 +38,33 @@
 enum td_step {
     TD_CORDON,
     TD_DRAIN,
+    TD_REMOTE_PODS, /* the pods reflector sees none of ours left on the provider */
     TD_REMOTE,
+    TD_NSOF, /* this provider's conditions removed from the NamespaceOffloadings */
     TD_NODE,
     TD_DONE,
+};
+
+/* The reflectors every virtual kubelet runs (reflect.h), in this order; the pods reflector is first
+ * (vk.c also calls what only it has: pods.h), then the object reflectors (reflect_objects.c). */
+static const struct vk_reflector_ops *const reflectors[] = {
+    &vk_reflect_pods,       &vk_reflect_services, &vk_reflect_endpointslices,
+    &vk_reflect_configmaps, &vk_reflect_secrets,
+};
+#define N_REFLECTORS (sizeof(reflectors) / sizeof(reflectors[0]))
+#define PODS         0 /* index of the pods reflector */
+
+/* An address translation of the peering: from -> to (same prefix length), when known. */
+struct xlate {
+    bool ok;
+    struct cidr from, to;
 };
 
 struct vk {
     uv_loop_t *loop;
     struct kapi_client *local;
     struct pu_unit *unit;
-    char peer[64], home[64], node[80], address[64];
+    char peer[64], home[64], home_name[64], node[80], address[64];
     unsigned kubelet_port;
     struct vk_source src;
     uint64_t lease_ms, status_ms, remote_timeout_ms;
@@ -73,12 +94,25 @@ struct vk {
     json_t *drain; /* pods left to delete */
     size_t drain_i;
     bool td_remote_asked; /* the NamespaceMap's deletion was requested: wait for it to go */
+    uint64_t td_step_started;
+    bool td_nsof_asked, td_nsof_done;
+
+    /* Reflection: the reflectors' environment and states, the namespace mapping. */
+    struct vk_reflect_env env;
+    struct vk_reflect_filter filters[_VK_REFLECT_KINDS];
+    void *refl[N_REFLECTORS];
+    struct vkns *nsmap;
+    struct xlate to_home, to_remote; /* remote -> home, home -> remote addresses */
+    char local_cidr[CIDR_STR_MAX];   /* this cluster's pod CIDR (ClusterConfig) */
+    char net_sig[4 * CIDR_STR_MAX + 8];
 };
 
 /* ---- references ------------------------------------------------------------------------------ */
 
 static void vk_destroy(struct vk *v)
 {
+    for (int k = 0; k < _VK_REFLECT_KINDS; k++)
+        vk_reflect_filter_clear(&v->filters[k]);
     ktimer_free(v->tick);
     ktimer_free(v->lease);
     ktimer_free(v->probe);
@@ -138,6 +172,7 @@ void vk_kick(struct vk *v)
 {
     if (!v || v->dead)
         return;
+    vkns_kick(v->nsmap); /* the node's labels may have changed */
     if (v->busy) {
         v->dirty = true;
         return;
@@ -321,6 +356,218 @@ static void stamp(json_t *status, const json_t *node)
         }
         json_object_set_new(c, "lastHeartbeatTime", json_string(now));
         json_object_set_new(c, "lastTransitionTime", json_string(since));
+    }
+}
+
+/* ---- reflection: address translations, reflectors, namespace mapping ------------------------- */
+
+static int translate(const struct xlate *x, const char *ip, char *out, size_t size)
+{
+    int n;
+
+    if (!x->ok)
+        return -ENOENT;
+    n = cidr_translate(ip, &x->from, &x->to, out, size);
+    return n < 0 ? n : 0;
+}
+
+static int remote_to_home(void *data, const char *ip, char *out, size_t size)
+{
+    struct vk *v = data;
+
+    return translate(&v->to_home, ip, out, size);
+}
+
+static int home_to_remote(void *data, const char *ip, char *out, size_t size)
+{
+    struct vk *v = data;
+
+    return translate(&v->to_remote, ip, out, size);
+}
+
+static bool xlate_set(struct xlate *x, const char *from, const char *to)
+{
+    struct cidr f, t;
+
+    x->ok = from && to && cidr_parse(from, &f) == 0 && cidr_parse(to, &t) == 0 &&
+            f.family == t.family && f.prefix == t.prefix;
+    if (x->ok) {
+        x->from = f;
+        x->to = t;
+    }
+    return x->ok;
+}
+
+static void kick_reflectors(struct vk *v)
+{
+    for (size_t i = 0; i < N_REFLECTORS; i++)
+        if (v->refl[i])
+            reflectors[i]->kick(v->refl[i]);
+}
+
+/* The translations from the Advertisement's status.network (the provider's pod CIDR and where
+ * this cluster sees it; where the provider sees this cluster's pods) and this cluster's pod CIDR;
+ * the reflectors look again when they change. */
+static void update_network(struct vk *v, const json_t *adv)
+{
+    const json_t *n = json_object_get(json_object_get(adv, "status"), "network");
+    const char *rc = json_string_value(json_object_get(n, "remotePodCIDR"));
+    const char *rm = json_string_value(json_object_get(n, "remoteRemappedPodCIDR"));
+    const char *lm = json_string_value(json_object_get(n, "localRemappedPodCIDR"));
+    char sig[sizeof(v->net_sig)];
+
+    snprintf(sig, sizeof(sig), "%.49s %.49s %.49s %.49s", rc ? rc : "-", rm ? rm : "-",
+             v->local_cidr[0] ? v->local_cidr : "-", lm ? lm : "-");
+    if (strcmp(sig, v->net_sig) == 0)
+        return;
+    snprintf(v->net_sig, sizeof(v->net_sig), "%s", sig);
+    xlate_set(&v->to_home, rc, rm);
+    xlate_set(&v->to_remote, v->local_cidr[0] ? v->local_cidr : NULL, lm);
+    log_info(MOD, "virtual node %s: addresses of the provider's pods %s -> %s, of ours %s -> %s",
+             v->node, rc ? rc : "?", rm ? rm : "?", v->local_cidr[0] ? v->local_cidr : "?",
+             lm ? lm : "?");
+    kick_reflectors(v);
+}
+
+void vk_set_config(struct vk *v, const json_t *cc)
+{
+    const json_t *spec = json_object_get(cc, "spec");
+    const char *pc =
+        json_string_value(json_object_get(json_object_get(spec, "liqonetConfig"), "podCIDR"));
+    struct cidr c;
+    bool changed = false;
+
+    if (!v || v->dead)
+        return;
+    if (!pc || cidr_parse(pc, &c) < 0)
+        pc = "";
+    if (strcmp(pc, v->local_cidr) != 0) {
+        snprintf(v->local_cidr, sizeof(v->local_cidr), "%s", pc);
+        v->net_sig[0] = '\0'; /* recomputed on the next pass */
+        changed = true;
+    }
+    {
+        static const char *const kinds[_VK_REFLECT_KINDS] = {"services", "endpointslices",
+                                                             "configmaps", "secrets"};
+        const json_t *refl =
+            json_object_get(json_object_get(spec, "offloadingConfig"), "reflection");
+
+        for (int k = 0; k < _VK_REFLECT_KINDS; k++) {
+            char err[256];
+
+            if (vk_reflect_filter_parse(json_object_get(refl, kinds[k]), k, &v->filters[k], err,
+                                        sizeof(err)) < 0)
+                log_warn(MOD, "ClusterConfig offloadingConfig.reflection.%s ignored: %s", kinds[k],
+                         err);
+        }
+        changed = true;
+    }
+    if (changed) {
+        kick_reflectors(v);
+        vk_kick(v);
+    }
+}
+
+/* The namespace mapping's callbacks. */
+static json_t *ns_node(void *data)
+{
+    struct vk *v = data;
+    bool known;
+
+    return v->src.node(v->src.data, &known);
+}
+
+static void ns_add(void *data, const char *local, const char *remote)
+{
+    struct vk *v = data;
+
+    for (size_t i = 0; i < N_REFLECTORS; i++)
+        if (v->refl[i])
+            reflectors[i]->ns_add(v->refl[i], local, remote);
+}
+
+static void ns_remove(void *data, const char *local)
+{
+    struct vk *v = data;
+
+    for (size_t i = 0; i < N_REFLECTORS; i++)
+        if (v->refl[i])
+            reflectors[i]->ns_remove(v->refl[i], local);
+}
+
+static size_t ns_pods_left(void *data, const char *local)
+{
+    struct vk *v = data;
+
+    return vk_pods_in_namespace(v->refl[PODS], local);
+}
+
+static void ns_evict(void *data, const char *local)
+{
+    struct vk *v = data;
+
+    vk_pods_evict_namespace(v->refl[PODS], local);
+}
+
+static void ns_synced(void *data)
+{
+    struct vk *v = data;
+
+    vk_pods_set_mapping_synced(v->refl[PODS], true);
+}
+
+static int start_reflection(struct vk *v)
+{
+    struct vkns_params np = {
+        .loop = v->loop,
+        .local = v->local,
+        .unit = v->unit,
+        .home_id = v->home,
+        .home_name = v->home_name,
+        .peer_id = v->peer,
+        .node_name = v->node,
+        .node = ns_node,
+        .ns_add = ns_add,
+        .ns_remove = ns_remove,
+        .pods_left = ns_pods_left,
+        .evict = ns_evict,
+        .synced = ns_synced,
+        .data = v,
+    };
+    int r;
+
+    v->env = (struct vk_reflect_env){
+        .loop = v->loop,
+        .local = v->local,
+        .unit = v->unit,
+        .home_id = v->home,
+        .peer_id = v->peer,
+        .node_name = v->node,
+        .node_address = v->address,
+        .filters = v->filters,
+        .remote_to_home_ip = remote_to_home,
+        .home_to_remote_ip = home_to_remote,
+        .ip_data = v,
+    };
+    for (size_t i = 0; i < N_REFLECTORS; i++) {
+        r = reflectors[i]->create(&v->env, &v->refl[i]);
+        if (r < 0) {
+            log_error(MOD, "cannot start the %s reflector of %s: %s", reflectors[i]->kind, v->node,
+                      strerror(-r));
+            return r;
+        }
+    }
+    return vkns_new(&np, &v->nsmap);
+}
+
+static void stop_reflection(struct vk *v)
+{
+    vkns_free(v->nsmap);
+    v->nsmap = NULL;
+    for (size_t i = 0; i < N_REFLECTORS; i++) {
+        if (v->refl[i])
+            reflectors[i]->destroy(v->refl[i]);
+        v->refl[i] = NULL;
     }
 }
 
@@ -630,6 +877,7 @@ static void pass(uv_timer_t *t)
         pass_end(v, RETRY_MS);
         return;
     }
+    update_network(v, adv);
     node = v->src.node(v->src.data, &known);
     if (!node) {
         if (known || !v->node_uid[0]) {
@@ -780,8 +1028,10 @@ static void probe_result(struct vk *v, bool ok, const char *why)
         else
             log_debug(MOD, "probe of provider %s failed (%u): %s", v->peer, v->ka_failures, why);
     }
-    if (was != (v->ka_failures < v->ka_threshold) || !v->ka_seen)
+    if (was != (v->ka_failures < v->ka_threshold) || !v->ka_seen) {
+        vk_pods_set_reachable(v->refl[PODS], v->ka_failures < v->ka_threshold, v->ka_error);
         vk_kick(v);
+    }
     v->ka_seen = true;
 }
 
@@ -864,8 +1114,18 @@ static void probe(uv_timer_t *t)
 static void td_next(struct vk *v, enum td_step next)
 {
     v->td = next;
+    v->td_step_started = now_ms(v);
     v->busy = false;
     schedule(v, 0);
+}
+
+static void nsof_released(void *data)
+{
+    struct vk *v = data;
+
+    v->td_nsof_done = true;
+    if (v->td == TD_NSOF && !v->busy)
+        schedule(v, 0);
 }
 
 static void td_retry(struct vk *v)
@@ -920,7 +1180,7 @@ static void after_pod_list(struct kapi_client *c, const struct kapi_result *res,
     items = json_object_get(res->body, "items");
     if (json_array_size(items) == 0) {
         log_info(MOD, "teardown of %s: node drained", v->node);
-        td_next(v, TD_REMOTE);
+        td_next(v, TD_REMOTE_PODS);
         return;
     }
     json_decref(v->drain);
@@ -979,7 +1239,7 @@ static void after_remote(struct kapi_client *c, const struct kapi_result *res, v
         return;
     if (res->err == -ENOENT) {
         log_info(MOD, "teardown of %s: NamespaceMap removed from provider %s", v->node, v->peer);
-        td_next(v, TD_NODE);
+        td_next(v, TD_NSOF);
         return;
     }
     if (res->err == 0) {
@@ -995,7 +1255,7 @@ static void after_remote(struct kapi_client *c, const struct kapi_result *res, v
                  "teardown of %s: provider %s refuses our credential (it revoked it); leaving its "
                  "side to it",
                  v->node, v->peer);
-        td_next(v, TD_NODE);
+        td_next(v, TD_NSOF);
         return;
     }
     if (now_ms(v) - v->td_started >= v->remote_timeout_ms) {
@@ -1003,7 +1263,7 @@ static void after_remote(struct kapi_client *c, const struct kapi_result *res, v
                  "teardown of %s: provider %s did not answer within %llu ms (%s); giving up on "
                  "its side",
                  v->node, v->peer, (unsigned long long)v->remote_timeout_ms, res->status.message);
-        td_next(v, TD_NODE);
+        td_next(v, TD_NSOF);
         return;
     }
     td_retry(v);
@@ -1048,11 +1308,38 @@ static void teardown_step(struct vk *v)
     case TD_DRAIN:
         drain_step(v);
         return;
+    case TD_REMOTE_PODS:
+        /* The drained pods' remote pods go first (the pods reflector deletes them), then the
+         * namespaces with the NamespaceMap. */
+        if (vk_pods_remote_count(v->refl[PODS]) == 0) {
+            log_info(MOD, "teardown of %s: no pod of ours left on provider %s", v->node, v->peer);
+            td_next(v, TD_REMOTE);
+        } else if (now_ms(v) - v->td_step_started >= v->remote_timeout_ms) {
+            log_warn(MOD,
+                     "teardown of %s: %zu remote pods still on provider %s after %llu ms; its "
+                     "namespaces' deletion removes them",
+                     v->node, vk_pods_remote_count(v->refl[PODS]), v->peer,
+                     (unsigned long long)v->remote_timeout_ms);
+            td_next(v, TD_REMOTE);
+        } else {
+            v->busy = false;
+            schedule(v, REMOTE_POLL_MS);
+        }
+        return;
+    case TD_NSOF:
+        v->busy = false;
+        if (v->td_nsof_done || !v->nsmap) {
+            td_next(v, TD_NODE);
+        } else if (!v->td_nsof_asked) {
+            v->td_nsof_asked = true;
+            vkns_release(v->nsmap, v->remote_timeout_ms, nsof_released, v);
+        }
+        return;
     case TD_REMOTE:
         if (!c || !ns) {
             log_warn(MOD, "teardown of %s: no credential for provider %s; leaving its side to it",
                      v->node, v->peer);
-            td_next(v, TD_NODE);
+            td_next(v, TD_NSOF);
             return;
         }
         if ((v->td_remote_asked
@@ -1095,6 +1382,7 @@ void vk_teardown(struct vk *v, vk_done_cb done, void *data)
     v->tearing = true;
     v->td = TD_CORDON;
     v->td_started = now_ms(v);
+    v->td_step_started = v->td_started;
     uv_timer_stop(v->lease);
     uv_timer_stop(v->probe);
     if (!v->busy)
@@ -1132,6 +1420,7 @@ void vk_set_remote_timeout(struct vk *v, uint64_t ms)
 int vk_new(const struct vk_params *p, struct vk **ret)
 {
     struct vk *v;
+    int r;
 
     if (!p || !p->loop || !p->local || !p->unit || !p->peer_id || !p->home_id ||
         !p->src.advertisement || !p->src.node || !ret)
@@ -1145,6 +1434,7 @@ int vk_new(const struct vk_params *p, struct vk **ret)
     v->src = p->src;
     snprintf(v->peer, sizeof(v->peer), "%s", p->peer_id);
     snprintf(v->home, sizeof(v->home), "%s", p->home_id);
+    snprintf(v->home_name, sizeof(v->home_name), "%s", p->home_name ? p->home_name : "");
     snprintf(v->address, sizeof(v->address), "%s",
              p->node_address && *p->node_address ? p->node_address : "127.0.0.1");
     v->kubelet_port = p->kubelet_port ? p->kubelet_port : 10250;
@@ -1159,6 +1449,11 @@ int vk_new(const struct vk_params *p, struct vk **ret)
         !(v->probe = ktimer_new(p->loop, v))) {
         vk_destroy(v);
         return -ENOMEM;
+    }
+    if ((r = start_reflection(v)) < 0) {
+        stop_reflection(v);
+        vk_destroy(v);
+        return r;
     }
     log_info(MOD, "starting the virtual kubelet of provider %s (node %s)", v->peer, v->node);
     uv_timer_start(v->probe, probe, 0, 0);
@@ -1177,6 +1472,7 @@ void vk_free(struct vk *v)
     uv_timer_stop(v->lease);
     uv_timer_stop(v->probe);
     v->done = NULL;
+    stop_reflection(v);
     if (--v->refs == 0)
         vk_destroy(v);
 }

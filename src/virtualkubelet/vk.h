@@ -5,8 +5,11 @@
  * the advertised amounts, conditions, a Lease in kube-node-lease), probes the provider with its
  * own credential (keepalive: the node turns NotReady with reason ProviderUnreachable after
  * `threshold` failures in a row, and Ready again at the first success), keeps its NamespaceMap on
- * the provider, and on teardown goes in the order the original design wanted: cordon, drain,
- * remove what it created on the provider (bounded by a timeout), stop, delete the node.
+ * the provider, runs the namespace mapping (nsmapping.h) and the reflectors (reflect.h: pods.h and
+ * the object reflectors) with the peering's address translations, and on teardown goes in the
+ * order the original design wanted: cordon, drain, wait for the remote pods to go, remove what it
+ * created on the provider (bounded by a timeout), release the NamespaceOffloadings' conditions,
+ * stop, delete the node.
  *
  * The same code runs embedded in the agent (one per accepted Advertisement) and standalone
  * (`cliqo-agent virtual-kubelet`, Deployment mode): its inputs come through struct vk_source, so
@@ -47,6 +50,7 @@ struct vk_params {
     struct pu_unit *unit;      /* the provider's unit: role PU_VK is the credential used */
     const char *peer_id;       /* the provider */
     const char *home_id;       /* this cluster (names the NamespaceMap on the provider) */
+    const char *home_name;     /* this cluster's name (remote namespace names); may be NULL */
     const char *node_address;  /* status.addresses InternalIP */
     unsigned kubelet_port;     /* status.daemonEndpoints.kubeletEndpoint.Port */
     struct vk_source src;
@@ -63,6 +67,10 @@ typedef void (*vk_done_cb)(struct vk *v, int err, void *data);
 int vk_new(const struct vk_params *p, struct vk **ret);
 /* Something it reads changed (the Advertisement, the node, the configuration): reconcile soon. */
 void vk_kick(struct vk *v);
+/* The ClusterConfig (borrowed; NULL: none): spec.liqonetConfig.podCIDR (this cluster's pod CIDR,
+ * for the home -> provider address translation) and spec.offloadingConfig.reflection (the object
+ * reflectors' filters). */
+void vk_set_config(struct vk *v, const json_t *cluster_config);
 /* The keepalive settings (ClusterConfig keepaliveRetryTime and keepaliveThreshold). */
 void vk_set_keepalive(struct vk *v, unsigned retry_s, unsigned threshold);
 void vk_set_remote_timeout(struct vk *v, uint64_t ms);

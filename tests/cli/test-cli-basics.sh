@@ -38,7 +38,7 @@ one_line() { # description
   if [ "$n" -eq 1 ] && case "$out" in "cliqoctl "*": error: "*) true ;; *) false ;; esac; then echo "ok: $1"; else
     echo "FAIL: $1: not one 'cliqoctl <verb>: error:' line: $out"; fails=$((fails + 1)); fi
 }
-for v in install uninstall generate-add-command add unpeer status; do
+for v in install uninstall generate-add-command add unpeer status offload unoffload; do
   check "help lists $v" 0 "$CLIQOCTL" --help; contains "help lists $v" "  $v "
   check "$v --help" 0 "$CLIQOCTL" "$v" --help; contains "$v help has usage" "Usage: cliqoctl $v"
   contains "$v help has --kubeconfig" "--kubeconfig"
@@ -64,6 +64,21 @@ check "unpeer needs a name" 2 "$CLIQOCTL" unpeer; one_line "unpeer no name one l
 check "unpeer two names" 2 "$CLIQOCTL" unpeer a b
 check "status -o yaml" 2 "$CLIQOCTL" status -o yaml; one_line "status -o yaml one line"
 check "generate -o yaml" 2 "$CLIQOCTL" generate-add-command -o yaml
+# offload / unoffload: the namespace and the selector are checked before any cluster is contacted.
+check "offload needs a namespace" 2 "$CLIQOCTL" offload namespace; one_line "offload no name one line"
+check "offload only namespaces" 2 "$CLIQOCTL" offload deployment web; one_line "offload kind one line"
+check "offload bad name" 2 "$CLIQOCTL" offload namespace Web; one_line "offload bad name one line"
+check "offload bad strategy" 2 "$CLIQOCTL" offload namespace web --strategy Everywhere
+contains "strategy choices named" "is not Local, Remote or LocalAndRemote"
+check "offload bad mapping" 2 "$CLIQOCTL" offload namespace web --mapping Same; one_line "offload mapping one line"
+check "offload bad selector" 2 "$CLIQOCTL" offload namespace web --selector 'region in eu'
+contains "selector error placed" "--selector: at character 11: expected '(' after in/notin"
+check "offload invalid selector key" 2 "$CLIQOCTL" offload namespace web --selector 'a=b,-x=y'
+contains "selector requirement named" "requirement 2: matchExpressions key '-x' is not a valid label key"
+check "offload without a kubeconfig" 1 env -u KUBECONFIG HOME="$tmp" "$CLIQOCTL" offload namespace web --selector 'a=b' --kubeconfig "$tmp/none"
+one_line "offload no kubeconfig one line"
+check "unoffload needs a namespace" 2 "$CLIQOCTL" unoffload namespace; one_line "unoffload no name one line"
+check "unoffload two names" 2 "$CLIQOCTL" unoffload namespace a b
 check "install dry run without a cluster" 0 "$CLIQOCTL" install --dry-run --cluster-name x --kubeconfig "$tmp/none"
 contains "dry run prints CRDs" "# Source: crds/"
 check "status without a kubeconfig" 1 env -u KUBECONFIG HOME="$tmp" "$CLIQOCTL" status --kubeconfig "$tmp/none"

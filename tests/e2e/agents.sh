@@ -77,7 +77,7 @@ stop_agent() { # CLUSTER [SIGNAL]: waits for the exit; a TERM must exit 0
   done
   rm -f "$(agent_pidfile "$c")"
   # The exit status of a setsid'd process is not ours to wait for: its log says how it ended.
-  if [ "$sig" = TERM ] && ! tail -3 "$(agent_log "$c")" | grep -q 'stopped (exit status 0)'; then
+  if [ "$sig" = TERM ] && ! tail -3 "$(agent_log "$c")" | grep_q 'stopped (exit status 0)'; then
     tail -30 "$(agent_log "$c")" >&2
     fail "agent of $c did not stop cleanly after SIGTERM"
   fi

@@ -15,7 +15,7 @@ for p in "${pids[@]}"; do
   pid_running "$p" && fail "process $p ($(tr '\0' ' ' <"/proc/$p/cmdline" | cut -c1-80)) still runs after down"
 done
 for p in "${ports[@]}"; do
-  ss -Htln "sport = :$p" | grep -q . && fail "port $p still listens after down"
+  ss -Htln "sport = :$p" | grep_q . && fail "port $p still listens after down"
 done
 [ -e "$E2E_STATE" ] && fail "state directory $E2E_STATE still exists after down"
 pass "${#pids[@]} processes stopped, ${#ports[@]} ports free, no state left"

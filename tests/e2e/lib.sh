@@ -7,6 +7,10 @@ set -euo pipefail
 KUBECTL=${KUBECTL:-kubectl}
 TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
 
+# grep_q ARGS...: grep -q without the early exit, which under pipefail makes the writer's SIGPIPE fail the
+# whole pipeline (a false "no match" when the writer is still writing).
+grep_q() { grep "$@" >/dev/null; }
+export -f grep_q # also inside "bash -c" (wait_for)
 say() { printf '[%s] %s\n' "$TEST_NAME" "$*"; }
 fail() { printf '[%s] FAIL: %s\n' "$TEST_NAME" "$*" >&2; exit 1; }
 pass() { printf '[%s] PASS%s\n' "$TEST_NAME" "${1:+: $1}"; }

@@ -591,6 +591,49 @@ static void test_tls(void **state)
     perform(&j);
     assert_int_not_equal(j.status, 200);
 
+    /* The certificate replaced while serving: new handshakes get the new one at once, so a
+     * client that trusts only the old one now fails and one that trusts the new one succeeds. A
+     * pair that does not load is refused and the current one stays. */
+    {
+        char cert2_path[160], key2_path[160];
+        char *cert2, *key2;
+
+        snprintf(cert2_path, sizeof(cert2_path), "%s/tls2.crt", tmpdir);
+        snprintf(key2_path, sizeof(key2_path), "%s/tls2.key", tmpdir);
+        snprintf(cmd, sizeof(cmd),
+                 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 "
+                 "-subj /CN=second -addext subjectAltName=IP:127.0.0.1 "
+                 "-keyout %s -out %s >/dev/null 2>&1",
+                 key2_path, cert2_path);
+        assert_int_equal(system(cmd), 0);
+        cert2 = slurp(cert2_path);
+        key2 = slurp(key2_path);
+        assert_int_equal(httpd_set_tls(srv, cert2, key2), 0);
+        memset(&j, 0, sizeof(j));
+        j.path = "/hello";
+        j.cafile = cert2_path;
+        perform(&j);
+        assert_int_equal(j.cc, CURLE_OK);
+        assert_int_equal(j.status, 200);
+        memset(&j, 0, sizeof(j));
+        j.path = "/hello";
+        j.cafile = cert_path;
+        perform(&j);
+        assert_int_not_equal(j.cc, CURLE_OK);
+        assert_int_equal(httpd_set_tls(srv, "not a certificate", key2), -EPROTO);
+        assert_int_equal(httpd_set_tls(srv, cert2, NULL), -EINVAL);
+        memset(&j, 0, sizeof(j));
+        j.path = "/hello";
+        j.cafile = cert2_path;
+        perform(&j);
+        assert_int_equal(j.cc, CURLE_OK);
+        assert_int_equal(j.status, 200);
+        free(cert2);
+        free(key2);
+        unlink(cert2_path);
+        unlink(key2_path);
+    }
+
     /* A certificate that is not PEM: start fails with a reason. */
     assert_int_equal(httpd_new(&loop, &o, &bad), 0);
     assert_int_equal(httpd_start(bad, err, sizeof(err)), -EPROTO);

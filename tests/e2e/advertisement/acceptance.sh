@@ -48,7 +48,7 @@ wait_for 60 "two accepted ($(state))" eval '[ "$(state)" = "accepted=2 refused-m
 for p in "${PROVIDERS[@]}"; do
   if adv_status_is "$p" Refused; then WAITING=$p; elif [ -z "$FREED" ]; then FREED=$p; fi
 done
-kc "$A" get events -n "$(tenant_of "$WAITING")" --field-selector reason=AdvertisementRefused -o name | grep -q . ||
+kc "$A" get events -n "$(tenant_of "$WAITING")" --field-selector reason=AdvertisementRefused -o name | grep_q . ||
   fail "no AdvertisementRefused Event for $WAITING"
 
 say "a slot freed: $FREED stops sharing (its Advertisement is withdrawn); $WAITING takes the slot"

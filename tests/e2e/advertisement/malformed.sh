@@ -46,7 +46,7 @@ reason_of() { jget "$A" '{.status.advertisementStatus}/{.status.reason}' adverti
 expect_refused() { # NAME REASON
   wait_for 20 "$1 refused with reason $2 (now: $(reason_of "$1"))" eval "[ \"\$(reason_of $1)\" = Refused/$2 ]"
   wait_for 10 "an AdvertisementRefused Event for $1 saying $2" eval \
-    "kc $A get events -n $NS --field-selector involvedObject.name=$1,reason=AdvertisementRefused -o jsonpath='{.items[*].message}' | grep -q ."
+    "kc $A get events -n $NS --field-selector involvedObject.name=$1,reason=AdvertisementRefused -o jsonpath='{.items[*].message}' | grep_q ."
 }
 name=advertisement-$FAKE
 
@@ -70,7 +70,7 @@ say "a timeToLive in the past: the Advertisement is removed"
 adv "$name" "$FAKE" 1 "vk-kubeconfig-secret-$FAKE" "$past" || fail "cannot write the Advertisement"
 wait_for 20 "the expired Advertisement deleted" eval "! kc $A get advertisement -n $NS $name"
 wait_for 10 "an AdvertisementExpired Event" eval \
-  "kc $A get events -n $NS --field-selector reason=AdvertisementExpired -o name | grep -q ."
+  "kc $A get events -n $NS --field-selector reason=AdvertisementExpired -o name | grep_q ."
 say "the CRD refuses a quantity that is not one"
 if adv "$name" "$FAKE" lots "vk-kubeconfig-secret-$FAKE" "$ttl" 2>/dev/null; then fail "cpu 'lots' was accepted by the schema"; fi
 all_shared || fail "the real providers were disturbed"

@@ -20,11 +20,12 @@ trap cleanup_agents EXIT
 "$CLIQOCTL" install --kubeconfig "$KUBECONFIG_1" --cluster-name agent-e2e --skip-agent >/dev/null
 
 # start_agent NAME args...: runs cliqo-agent in the background with the admin kubeconfig; its log is
-# agent_log NAME.
+# agent_log NAME. Its admission webhooks listen on any free loopback port (several agents run at once and
+# the group's fixed ports are taken), unless args say otherwise.
 start_agent() {
   local n=$1
   shift
-  "$CLIQO_AGENT" --kubeconfig "$KUBECONFIG_1" "$@" >"$AGENT_TMP/$n.log" 2>&1 &
+  "$CLIQO_AGENT" --kubeconfig "$KUBECONFIG_1" --webhook-addr 127.0.0.1:0 "$@" >"$AGENT_TMP/$n.log" 2>&1 &
   AGENT_PID[$n]=$!
 }
 agent_log() { echo "$AGENT_TMP/$1.log"; }

@@ -14,7 +14,7 @@ wait_for 30 "leadership" bash -c "[ \"\$(curl -s http://127.0.0.1:$port/metrics 
 
 "$CLIQOCTL" dev stop --cluster cluster-1 --component kube-apiserver >/dev/null
 wait_for 30 "readyz 503 with the apiserver stopped" http_is 503 "http://127.0.0.1:$port/readyz"
-curl -s "http://127.0.0.1:$port/readyz" | grep -q '^\[-\]kube-apiserver failed' || fail "/readyz does not blame the apiserver"
+curl -s "http://127.0.0.1:$port/readyz" | grep_q '^\[-\]kube-apiserver failed' || fail "/readyz does not blame the apiserver"
 http_is 200 "http://127.0.0.1:$port/healthz" || fail "/healthz must stay 200 while the apiserver is down"
 "$CLIQOCTL" dev start --cluster cluster-1 --component kube-apiserver >/dev/null
 wait_for 60 "readyz 200 with the apiserver back" http_is 200 "http://127.0.0.1:$port/readyz"

@@ -36,12 +36,12 @@ rss=$(awk '$1 == "process_resident_memory_bytes" {print $2}' "$m")
 [ "${rss%.*}" -gt 1000000 ] || fail "implausible RSS $rss"
 
 [ "$(http_code "http://127.0.0.1:$port/nope")" = 404 ] || fail "unknown path is not 404"
-curl -s "http://127.0.0.1:$port/nope" | grep -q '"error":"not-found"' || fail "404 body is not a JSON error"
+curl -s "http://127.0.0.1:$port/nope" | grep_q '"error":"not-found"' || fail "404 body is not a JSON error"
 [ "$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$port/healthz")" = 405 ] || fail "POST /healthz is not 405"
 
 # Changing the identity ConfigMap shows up in the metric.
 kc cluster-1 -n "$ns" patch configmap cluster-id -p '{"data":{"cluster-name":"renamed"}}' >/dev/null
-wait_for 20 "renamed cluster" bash -c "curl -s http://127.0.0.1:$port/metrics | grep -q 'cluster_name=\"renamed\"'"
+wait_for 20 "renamed cluster" bash -c "curl -s http://127.0.0.1:$port/metrics | grep_q 'cluster_name=\"renamed\"'"
 
 t0=$(date +%s%N)
 stop_agent a TERM 10

@@ -4,13 +4,14 @@ set -euo pipefail
 : "${CLIQO_AGENT:?CLIQO_AGENT must name the cliqo-agent binary}"
 TEST_NAME=${TEST_NAME:-agent.flags}
 fail() { printf '[%s] FAIL: %s\n' "$TEST_NAME" "$*" >&2; exit 1; }
+grep_q() { grep "$@" >/dev/null; }
 
 out=$("$CLIQO_AGENT" --help) || fail "--help failed"
 for f in --kubeconfig --namespace --http-addr --auth-addr --identity --leader-elect --lease-name \
   --lease-duration --renew-deadline --retry-period --shutdown-timeout --log-level --version; do
   grep -q -- "$f" <<<"$out" || fail "--help does not mention $f"
 done
-"$CLIQO_AGENT" --version | grep -qE '^cliqo-agent [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
+"$CLIQO_AGENT" --version | grep_q -E '^cliqo-agent [0-9]+\.[0-9]+\.[0-9]+$' || fail "--version"
 
 check_bad() {
   local want=$1 rc=0 err

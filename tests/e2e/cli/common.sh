@@ -25,7 +25,7 @@ one_error_line() {
   local n
   n=$(printf '%s\n' "$1" | grep -c 'error:' || true)
   [ "$n" -eq 1 ] || fail "expected one error line, got: $1"
-  printf '%s\n' "$1" | grep -q '^cliqoctl [a-z-]*: error: ' || fail "error line has the wrong form: $1"
+  printf '%s\n' "$1" | grep_q '^cliqoctl [a-z-]*: error: ' || fail "error line has the wrong form: $1"
 }
 
 contains() { # DESCRIPTION HAYSTACK NEEDLE

@@ -68,7 +68,7 @@ sans=$(openssl x509 -in "$tmp/tls.crt" -noout -ext subjectAltName)
 for s in "IP Address:127.0.0.1" "DNS:localhost" "DNS:cliqo-auth.cliqo.svc" "DNS:cliqo.example.org"; do
   contains "server certificate SAN" "$sans" "$s"
 done
-openssl x509 -in "$tmp/ca.crt" -noout -text | grep -q 'ASN1 OID: prime256v1' || fail "CA is not EC P-256"
+openssl x509 -in "$tmp/ca.crt" -noout -text | grep_q 'ASN1 OID: prime256v1' || fail "CA is not EC P-256"
 
 say "a second install changes nothing"
 rv() { kc "$C" get "$@" -o jsonpath='{.metadata.resourceVersion}'; }

@@ -35,6 +35,16 @@ make_fc peered 9a9a9a9a-0000-4000-8000-000000000001 Established
 kc "$C" patch foreigncluster peered --type=merge -p '{"metadata":{"finalizers":["cliqo.io/peering"]}}' >/dev/null
 kc "$C" create namespace cliqo-tenant-e2e-abcdef >/dev/null
 kc "$C" label namespace cliqo-tenant-e2e-abcdef discovery.liqo.io/tenant-namespace=true discovery.liqo.io/cluster-id=9a9a9a9a-0000-4000-8000-000000000001 >/dev/null
+# The agent's webhook configurations (docs/offloading.md) go too: left behind, with failurePolicy Fail, they would
+# refuse pods in namespaces still labelled for them.
+for kind in MutatingWebhookConfiguration:cliqo-pod-offloading ValidatingWebhookConfiguration:cliqo-offer-enforcement; do
+  kc "$C" apply -f - >/dev/null <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: ${kind%%:*}
+metadata: {name: ${kind#*:}, labels: {app.kubernetes.io/part-of: cliqo}}
+webhooks: []
+YAML
+done
 start=$(date +%s)
 run_cq rc out err uninstall --force --timeout 20s
 elapsed=$(($(date +%s) - start))
@@ -47,7 +57,8 @@ left=$(kc "$C" get namespaces -o name | grep -E 'namespace/cliqo' || true)
 [ -z "$left" ] || fail "namespaces left: $left"
 left=$(kc "$C" get clusterroles,clusterrolebindings -o name | grep cliqo || true)
 [ -z "$left" ] || fail "RBAC left: $left"
-left=$(kc "$C" get clusterroles,clusterrolebindings -l app.kubernetes.io/part-of=cliqo -o name)
+left=$(kc "$C" get clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations \
+  -l app.kubernetes.io/part-of=cliqo -o name)
 [ -z "$left" ] || fail "labelled objects left: $left"
 
 say "uninstall of nothing succeeds; status says not installed"

@@ -136,7 +136,7 @@ bad "Advertisement bad quantity" "spec.resourceQuota.hard.cpu in body should mat
 bad "NamespaceOffloading bad strategy" 'Unsupported value: "Everywhere"' \
   "$(printf 'apiVersion: offloading.liqo.io/v1alpha1\nkind: NamespaceOffloading\nmetadata: {name: bad, namespace: %s}\n%s\n' \
     "$NS" 'spec: {podOffloadingStrategy: Everywhere}')"
-bad "NamespaceMap with a name longer than a namespace's" "Too long" \
+bad "NamespaceMap with a name longer than a namespace's" "should be at most 63 chars long" \
   "$(printf 'apiVersion: virtualkubelet.liqo.io/v1alpha1\nkind: NamespaceMap\nmetadata: {name: bad, namespace: %s}\nspec: {desiredMapping: {a: %s}}\n' "$NS" "$(printf 'n%.0s' $(seq 70))")"
 bad "ClusterConfig perCluster percentage above 100" "should be less than or equal to 100" \
   "$(printf 'apiVersion: config.liqo.io/v1alpha1\nkind: ClusterConfig\nmetadata: {name: bad}\nspec: {advertisementConfig: {outgoingConfig: {perCluster: [{clusterID: x, percentage: 130}]}}}\n')"
@@ -147,6 +147,20 @@ bad "NamespaceNattingTable without clusterId" "spec.clusterId: Required value" \
 bad "TunnelEndpoint without tunnelPublicIP" "spec.tunnelPublicIP: Required value" \
   "$(printf 'apiVersion: net.liqo.io/v1alpha1\nkind: TunnelEndpoint\nmetadata: {name: bad, namespace: %s}\n%s\n' \
     "$NS" "spec: {clusterID: $ID_B, podCIDR: 10.0.0.0/16}")"
+bad "ClusterConfig negative grace period" "spec.offloadingConfig.unreachableGraceSeconds in body should be greater than or equal to 0" \
+  "$(printf 'apiVersion: config.liqo.io/v1alpha1\nkind: ClusterConfig\nmetadata: {name: bad}\n%s\n' \
+    'spec: {offloadingConfig: {unreachableGraceSeconds: -1}}')"
+bad "NamespaceOffloading selector with too many values" "values in body should have at most 64 items" \
+  "$(printf 'apiVersion: offloading.liqo.io/v1alpha1\nkind: NamespaceOffloading\nmetadata: {name: bad, namespace: %s}\n%s\n' \
+    "$NS" "spec: {clusterSelector: {nodeSelectorTerms: [{matchExpressions: [{key: k, operator: In, values: [$(seq -s, -f 'v%g' 65)]}]}]}}")"
+bad "NamespaceOffloading selector operator" 'Unsupported value: "Near"' \
+  "$(printf 'apiVersion: offloading.liqo.io/v1alpha1\nkind: NamespaceOffloading\nmetadata: {name: bad, namespace: %s}\n%s\n' \
+    "$NS" "spec: {clusterSelector: {nodeSelectorTerms: [{matchExpressions: [{key: k, operator: Near}]}]}}")"
+expect_reject "NamespaceOffloading status.offloadingPhase enum" 'Unsupported value: "Sideways"' \
+  kc "$C" -n "$NS" patch nsof offloading --subresource=status --type=merge -p '{"status":{"offloadingPhase":"Sideways"}}'
+expect_reject "NamespaceOffloading condition type enum" 'Unsupported value: "Happy"' \
+  kc "$C" -n "$NS" patch nsof offloading --subresource=status --type=merge \
+  -p '{"status":{"remoteNamespacesConditions":{"x":[{"type":"Happy","status":"True"}]}}}'
 expect_reject "PeeringRequest status.phase enum" 'Unsupported value: "Maybe"' \
   kc "$C" -n "$NS" patch peeringrequest "$ID_A" --subresource=status --type=merge -p '{"status":{"phase":"Maybe"}}'
 say "invalid objects are rejected with the schema's messages"
@@ -161,6 +175,15 @@ got=$(get clusterconfig configuration -o jsonpath='{.spec.advertisementConfig.ou
 [ "$(get -n "$NS" nsof offloading -o jsonpath='{.spec.namespaceMappingStrategy}/{.spec.podOffloadingStrategy}')" = \
   DefaultName/LocalAndRemote ] || fail "NamespaceOffloading defaults"
 [ "$(get searchdomain example -o jsonpath='{.spec.autojoin}')" = false ] || fail "SearchDomain autojoin default"
+[ "$(get clusterconfig configuration -o jsonpath='{.spec.offloadingConfig.unreachableGraceSeconds}')" = 300 ] ||
+  fail "ClusterConfig offloadingConfig default: $(get clusterconfig configuration -o jsonpath='{.spec.offloadingConfig}')"
+# What the agent and the virtual kubelets write in a NamespaceOffloading's status is accepted.
+kc "$C" -n "$NS" patch nsof offloading --subresource=status --type=merge -p '{"status":{"offloadingPhase":"Invalid",
+  "message":"term 0, expression 0: In and NotIn need at least one value","observedGeneration":1,
+  "remoteNamespaceName":"e2e-crds","remoteNamespacesConditions":{"x":[{"type":"OffloadingRequired","status":"True"},
+  {"type":"Ready","status":"False","reason":"AlreadyExists","lastTransitionTime":"2024-01-01T00:00:00Z"}]}}}' >/dev/null ||
+  fail "the NamespaceOffloading status was refused"
+kc "$C" -n "$NS" get nsof -o wide | grep_q 'In and NotIn need at least one value' || fail "no Message column in -o wide"
 fc "{clusterIdentity: {clusterID: $ID_A}, unknownField: 1}" | sed -e 's/name: bad/name: pruned/' |
   kc "$C" create --validate=false -f - >/dev/null
 [ -z "$(get fc pruned -o jsonpath='{.spec.unknownField}')" ] || fail "unknown fields are not pruned"
@@ -196,27 +219,30 @@ say "status subresource: spec and status are updated independently"
 header() { kc "$C" get "$@" | head -1 | tr -s ' ' ' ' | sed -e 's/ $//'; }
 row() { kc "$C" get "$@" --no-headers | tr -s ' ' ' '; }
 [ "$(header fc cluster-b)" = "NAME CLUSTERID OUTGOING INCOMING AGE" ] || fail "fc columns: $(header fc cluster-b)"
-row fc cluster-b | grep -qE "^cluster-b $ID_B Established Pending [0-9]" || fail "fc row: $(row fc cluster-b)"
+row fc cluster-b | grep_q -E "^cluster-b $ID_B Established Pending [0-9]" || fail "fc row: $(row fc cluster-b)"
 [ "$(header -n "$NS" pr)" = "NAME CLUSTERID PHASE ADVERTISEMENT AGE" ] || fail "pr columns: $(header -n "$NS" pr)"
-row -n "$NS" pr | grep -qE "^$ID_A $ID_A Accepted [0-9]" || fail "pr row: $(row -n "$NS" pr)"
+row -n "$NS" pr | grep_q -E "^$ID_A $ID_A Accepted [0-9]" || fail "pr row: $(row -n "$NS" pr)"
 [ "$(header -n "$NS" adv)" = "NAME STATUS REASON EXPIRATION AGE" ] || fail "adv columns: $(header -n "$NS" adv)"
-row -n "$NS" adv | grep -qE "^advertisement-$ID_B Accepted 2024-01-01T00:30:00Z [0-9]" ||
+row -n "$NS" adv | grep_q -E "^advertisement-$ID_B Accepted 2024-01-01T00:30:00Z [0-9]" ||
   fail "adv row: $(row -n "$NS" adv)"
 [ "$(header clusterconfig)" = "NAME SHARING ACCEPTPOLICY INCOMINGPEERING AGE" ] || fail "clusterconfig columns"
-row clusterconfig | grep -qE '^configuration 30 AutoAcceptMax Yes [0-9]' || fail "clusterconfig row: $(row clusterconfig)"
-row nnt | grep -qE "^$ID_B $ID_B [0-9]" || fail "nnt row: $(row nnt)"
-row -n "$NS" nsof | grep -qE '^offloading DefaultName LocalAndRemote +[0-9]' || fail "nsof row: $(row -n "$NS" nsof)"
+row clusterconfig | grep_q -E '^configuration 30 AutoAcceptMax Yes [0-9]' || fail "clusterconfig row: $(row clusterconfig)"
+row nnt | grep_q -E "^$ID_B $ID_B [0-9]" || fail "nnt row: $(row nnt)"
+row -n "$NS" nsof | grep_q -E '^offloading DefaultName LocalAndRemote e2e-crds Invalid [0-9]' ||
+  fail "nsof row: $(row -n "$NS" nsof)"
 for s in fc pr adv nsof nnt; do kc "$C" get "$s" -A >/dev/null || fail "short name $s does not resolve"; done
-n=$(kc "$C" get cliqo -A --no-headers -o name | wc -l)
-[ "$n" -eq 10 ] || fail "kubectl get cliqo lists $n objects, want 10: $(kc "$C" get cliqo -A -o name)"
+# Kinds, not objects: the agent may create objects of its own (a NamespaceMap) while this runs.
+n=$(kc "$C" get cliqo -A --no-headers -o name | cut -d/ -f1 | sort -u | wc -l)
+want=$(crd_names | wc -l)
+[ "$n" -eq "$want" ] || fail "kubectl get cliqo lists $n kinds, want $want: $(kc "$C" get cliqo -A -o name)"
 say "printer columns, short names (fc pr adv nsof nnt) and the category cliqo work"
 
 # 6. kubectl explain reads the published (structural) schema.
-kc "$C" explain foreignclusters.spec.clusterIdentity | grep -q 'clusterID' || fail "explain fc"
-kc "$C" explain fc.spec.insecureSkipTLSVerify | grep -q 'Skip every TLS check' || fail "explain fc description"
-kc "$C" explain clusterconfig.spec.advertisementConfig.outgoingConfig | grep -q resourceSharingPercentage ||
+kc "$C" explain foreignclusters.spec.clusterIdentity | grep_q 'clusterID' || fail "explain fc"
+kc "$C" explain fc.spec.insecureSkipTLSVerify | grep_q 'Skip every TLS check' || fail "explain fc description"
+kc "$C" explain clusterconfig.spec.advertisementConfig.outgoingConfig | grep_q resourceSharingPercentage ||
   fail "explain clusterconfig"
-kc "$C" explain pr.status.phase | grep -q 'decision' || fail "explain pr"
+kc "$C" explain pr.status.phase | grep_q 'decision' || fail "explain pr"
 kc "$C" explain adv.spec.resourceQuota.hard >/dev/null || fail "explain adv"
 say "kubectl explain works"
 

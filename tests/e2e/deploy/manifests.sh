@@ -44,7 +44,7 @@ say "server-side dry run: $n objects valid (kustomize and file by file)"
 # 3. A real apply in the embedded order, then a second one changes nothing (install is idempotent).
 for f in "${order[@]}"; do kc "$C" apply -f "$DEPLOY_DIR/$f" >/dev/null || fail "apply $f"; done
 kc "$C" apply -k "$DEPLOY_DIR" >"$TMP/again.out" 2>&1 || fail "second apply: $(cat "$TMP/again.out")"
-if grep -v ' unchanged$' "$TMP/again.out" | grep -q .; then fail "second apply changed objects: $(cat "$TMP/again.out")"; fi
+if grep -v ' unchanged$' "$TMP/again.out" | grep_q .; then fail "second apply changed objects: $(cat "$TMP/again.out")"; fi
 [ "$(kc "$C" -n cliqo get deployment cliqo-agent -o jsonpath='{.spec.template.spec.containers[0].securityContext.readOnlyRootFilesystem}')" = true ] ||
   fail "deployment securityContext not stored"
 [ "$(kc "$C" -n cliqo get service cliqo-auth -o jsonpath='{.spec.ports[0].port}/{.spec.ports[0].targetPort}')" = 443/auth ] ||

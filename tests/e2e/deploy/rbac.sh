@@ -87,6 +87,7 @@ can "$AGENT" yes get nodes
 can "$AGENT" yes patch nodes --subresource=status
 can "$AGENT" yes list pods --all-namespaces
 can "$AGENT" yes delete pods -n default
+can "$AGENT" yes patch pods --subresource=status -n default
 can "$AGENT" yes update leases.coordination.k8s.io -n kube-node-lease
 can "$AGENT" yes bind clusterroles/cliqo-virtual-kubelet-remote
 can "$AGENT" yes bind clusterroles/cliqo-virtual-kubelet-tenant
@@ -151,8 +152,15 @@ ag patch clusterrolebinding cliqo-virtual-kubelet-local --type=merge \
   -p "{\"subjects\":[{\"kind\":\"ServiceAccount\",\"name\":\"virtual-kubelet-x\",\"namespace\":\"$T\"}]}" >/dev/null ||
   fail "the agent cannot add a virtual kubelet to the shared ClusterRoleBinding"
 can "system:serviceaccount:$T:virtual-kubelet-x" yes patch nodes
+can "system:serviceaccount:$T:virtual-kubelet-x" yes patch pods --subresource=status -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" yes delete pods -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" yes create events -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" yes list namespaceoffloadings.offloading.liqo.io --all-namespaces
+can "system:serviceaccount:$T:virtual-kubelet-x" yes patch namespaceoffloadings.offloading.liqo.io --subresource=status -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" no patch namespaceoffloadings.offloading.liqo.io -n default
 can "system:serviceaccount:$T:virtual-kubelet-x" no get secrets -n "$T"
 can "system:serviceaccount:$T:virtual-kubelet-x" no create pods -n default
+can "system:serviceaccount:$T:virtual-kubelet-x" no update pods -n default
 # its node's kubelet API, as the agent's
 can "system:serviceaccount:$T:virtual-kubelet-x" yes create certificatesigningrequests.certificates.k8s.io
 signer "system:serviceaccount:$T:virtual-kubelet-x" yes kubernetes.io/kubelet-serving
@@ -256,7 +264,44 @@ can "$VK" no create rolebindings -n "$OFF"
 ns_remove "$OFF"
 say "virtual kubelet: its NamespaceMap, and namespaced rights only where a namespace was made for it"
 
-# 5. The kubelet API's rights, used for real by the agent's identity.
+# 5. Admission (docs/offloading.md): the agent keeps its two webhook configurations, by name; creating is the one
+# right RBAC cannot restrict by name (deploy/README.md).
+can "$AGENT" yes get mutatingwebhookconfigurations.admissionregistration.k8s.io/cliqo-pod-offloading
+can "$AGENT" yes patch mutatingwebhookconfigurations.admissionregistration.k8s.io/cliqo-pod-offloading
+can "$AGENT" yes watch mutatingwebhookconfigurations.admissionregistration.k8s.io/cliqo-pod-offloading
+can "$AGENT" yes update validatingwebhookconfigurations.admissionregistration.k8s.io/cliqo-offer-enforcement
+can "$AGENT" no patch mutatingwebhookconfigurations.admissionregistration.k8s.io/other
+can "$AGENT" no delete validatingwebhookconfigurations.admissionregistration.k8s.io/other
+can "$AGENT" no list mutatingwebhookconfigurations.admissionregistration.k8s.io
+can "$AGENT" yes create mutatingwebhookconfigurations.admissionregistration.k8s.io
+can "$AGENT" yes update namespaceoffloadings.offloading.liqo.io --subresource=finalizers -n "$T"
+can "$AGENT" yes patch namespaceoffloadings.offloading.liqo.io --subresource=status -n "$T"
+# Real requests, as the agent makes them: a list/watch restricted to the name, server-side apply (which creates).
+webhook_config() { # KIND NAME
+  cat <<YAML
+apiVersion: admissionregistration.k8s.io/v1
+kind: $1
+metadata: {name: $2, labels: {app.kubernetes.io/part-of: cliqo}}
+webhooks: []
+YAML
+}
+ag get mutatingwebhookconfigurations --field-selector metadata.name=cliqo-pod-offloading >/dev/null ||
+  fail "the agent cannot list its MutatingWebhookConfiguration by name"
+expect_reject "agent lists every MutatingWebhookConfiguration" "forbidden" ag get mutatingwebhookconfigurations
+webhook_config MutatingWebhookConfiguration cliqo-pod-offloading |
+  ag apply --server-side --field-manager=cliqo-agent-admission -f - >/dev/null || fail "the agent cannot apply its configuration"
+webhook_config ValidatingWebhookConfiguration cliqo-offer-enforcement |
+  ag apply --server-side --field-manager=cliqo-agent-admission -f - >/dev/null || fail "the agent cannot apply its configuration"
+ag delete mutatingwebhookconfiguration cliqo-pod-offloading >/dev/null || fail "the agent cannot delete its configuration"
+ag delete validatingwebhookconfiguration cliqo-offer-enforcement >/dev/null || fail "the agent cannot delete its configuration"
+webhook_config MutatingWebhookConfiguration e2e-other | kc "$C" create -f - >/dev/null
+expect_reject "agent changes another webhook configuration" "forbidden" \
+  ag patch mutatingwebhookconfiguration e2e-other --type=merge -p '{"metadata":{"labels":{"x":"y"}}}'
+expect_reject "agent deletes another webhook configuration" "forbidden" ag delete mutatingwebhookconfiguration e2e-other
+kc "$C" delete mutatingwebhookconfiguration e2e-other >/dev/null
+say "admission: its two webhook configurations by name (list, watch, apply, delete), no other one changed"
+
+# 6. The kubelet API's rights, used for real by the agent's identity.
 csr() { # NAME SIGNER USAGE... (a request for a new key, subject as a node's)
   local name=$1 signer=$2 req
   shift 2
@@ -275,13 +320,13 @@ expect_reject "agent approves a client certificate" "forbidden" ag certificate a
 [ -z "$(kc "$C" get csr "$CSR_CLIENT" -o jsonpath='{.status.conditions}')" ] || fail "the client request has a condition"
 expect_reject "agent lists CertificateSigningRequests" "forbidden" ag get csr
 ca=$(ag -n kube-system get configmap extension-apiserver-authentication -o jsonpath='{.data.client-ca-file}')
-grep -q 'BEGIN CERTIFICATE' <<<"$ca" || fail "the agent cannot read the client CA"
+grep_q 'BEGIN CERTIFICATE' <<<"$ca" || fail "the agent cannot read the client CA"
 # as the kubelet API follows it: a list and a watch with the name as field selector
 [ "$(ag -n kube-system get configmaps --field-selector metadata.name=extension-apiserver-authentication -o name)" = \
   configmap/extension-apiserver-authentication ] || fail "the agent cannot list the client CA's ConfigMap by name"
 timeout 5 "$KUBECTL" --kubeconfig "$E2E_STATE/$C/kubeconfig" --as="$AGENT" -n kube-system get configmaps -w \
   --field-selector metadata.name=extension-apiserver-authentication -o name >"$E2E_STATE/rbac-watch.out" 2>&1 || true
-grep -q '^configmap/extension-apiserver-authentication$' <"$E2E_STATE/rbac-watch.out" ||
+grep_q '^configmap/extension-apiserver-authentication$' <"$E2E_STATE/rbac-watch.out" ||
   fail "the agent cannot watch the client CA's ConfigMap: $(cat "$E2E_STATE/rbac-watch.out")"
 rm -f "$E2E_STATE/rbac-watch.out"
 expect_reject "agent lists kube-system's ConfigMaps" "forbidden" ag -n kube-system get configmaps

@@ -20,7 +20,7 @@ no_leftovers() { # what
   local p
   for ((p = BASE; p < BASE + 30; p++)); do
     [ "$p" = "$busy_port" ] && continue
-    ss -Htln "sport = :$p" | grep -q . && fail "$1: port $p still listens"
+    ss -Htln "sport = :$p" | grep_q . && fail "$1: port $p still listens"
   done
   # Any process whose command line names the state directory is a leak.
   if grep -lsF -- "$E2E_STATE/" /proc/[0-9]*/cmdline >/dev/null 2>&1; then
@@ -36,7 +36,7 @@ no_leftovers() { # what
 busy_port=$((BASE + 10))
 python3 -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(300)' "$busy_port" &
 listener=$!
-wait_for 10 "test listener on $busy_port" bash -c "ss -Htln 'sport = :$busy_port' | grep -q ."
+wait_for 10 "test listener on $busy_port" bash -c "ss -Htln 'sport = :$busy_port' | grep_q ."
 out=$("$CLIQOCTL" dev up --clusters 2 2>&1) && fail "up succeeded with port $busy_port taken"
 grep -q "port $busy_port (127.0.0.1) is already in use" <<<"$out" || fail "error does not name port $busy_port: $out"
 no_leftovers "busy port"

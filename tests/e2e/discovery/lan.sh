@@ -41,7 +41,7 @@ for j in 2 3; do
 done
 out=$(cqn 1 status) || fail "cliqoctl status failed"
 grep -q '^discovered:' <<<"$out" && grep -q "${ID[2]} .*LAN" <<<"$out" || fail "cliqoctl status shows no discovered clusters: $out"
-cqn 1 discovered -o json | grep -q "\"trust\": \"NoCredentials\"" || fail "cliqoctl discovered -o json lacks trust"
+cqn 1 discovered -o json | grep_q "\"trust\": \"NoCredentials\"" || fail "cliqoctl discovered -o json lacks trust"
 
 # Re-announcement on a configuration change: cluster 1 renames itself; cluster 2 follows the new
 # instance and name on the same ForeignCluster (the new name is up before the old one says goodbye).

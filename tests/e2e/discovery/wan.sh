@@ -42,7 +42,7 @@ start_dns() {
   fi
   nsenter --net="/run/netns/$(net_ns 1)" "$DNSMASQ" "${args[@]}" >>"$DTMP/dnsmasq.log" 2>&1 &
   DNS_PID=$!
-  dns_up() { nsx 1 ss -Huln "sport = :$DNS_PORT" | grep -q .; }
+  dns_up() { nsx 1 ss -Huln "sport = :$DNS_PORT" | grep_q .; }
   wait_for 30 "dnsmasq listens" dns_up
 }
 stop_dns() {

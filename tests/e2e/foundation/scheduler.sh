@@ -35,7 +35,7 @@ node_status e2e-notready False
 # The node-lifecycle controller lifts the not-ready taint from the Ready node and keeps it on the other.
 wait_for 60 "not-ready taint removed from e2e-ready" untainted e2e-ready
 sleep 2
-taints_of e2e-notready | grep -q node.kubernetes.io/not-ready || fail "e2e-notready has no not-ready taint"
+taints_of e2e-notready | grep_q node.kubernetes.io/not-ready || fail "e2e-notready has no not-ready taint"
 wait_for 60 "default service account" kc "$c" -n default get serviceaccount default
 for i in 1 2 3 4 5; do
   kc "$c" -n default run "e2e-sched-$i" --image=registry.invalid/pause:3 --restart=Never >/dev/null
@@ -49,7 +49,7 @@ done
 # (v1.20's scheduler writes events.k8s.io events: the reporter is in reportingComponent.)
 scheduled_event() {
   kc "$c" -n default get events --field-selector reason=Scheduled \
-    -o jsonpath='{.items[*].reportingComponent} {.items[*].source.component}' | grep -q default-scheduler
+    -o jsonpath='{.items[*].reportingComponent} {.items[*].source.component}' | grep_q default-scheduler
 }
 wait_for 30 "Scheduled event from default-scheduler" scheduled_event
 kc "$c" -n default delete pod -l run --grace-period=0 --force >/dev/null 2>&1 || true

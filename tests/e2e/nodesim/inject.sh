@@ -12,7 +12,7 @@ node_ready "${NODES[0]}" || fail "${NODES[0]} affected"
 l0=$(lease)
 sleep 5 # more than two heartbeats
 [ "$(lease)" = "$l0" ] || fail "lease of $n still renewed while NotReady"
-tainted() { jp "node/$n" '{.spec.taints[*].key}' | grep -q node.kubernetes.io/not-ready; }
+tainted() { jp "node/$n" '{.spec.taints[*].key}' | grep_q node.kubernetes.io/not-ready; }
 wait_for 30 "not-ready taint on $n" tainted
 kc "$c" annotate node "$n" sim.cliqo.io/ready- >/dev/null
 wait_for 15 "$n Ready again" node_ready "$n"

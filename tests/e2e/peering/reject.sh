@@ -45,7 +45,7 @@ with_flag --token "$(openssl rand -hex 32)"
 run_add "$PEER_TMP/out" "$PEER_TMP/err" "${ARGS[@]}" --timeout 30s
 [ "$ADD_RC" -ne 0 ] || fail "add with a wrong token succeeded"
 one_error_line "$PEER_TMP/err"
-grep 'error:' "$PEER_TMP/err" | grep -qi token || fail "the error does not mention the token: $(cat "$PEER_TMP/err")"
+grep 'error:' "$PEER_TMP/err" | grep_q -i token || fail "the error does not mention the token: $(cat "$PEER_TMP/err")"
 say "add: $(grep 'error:' "$PEER_TMP/err")"
 grep -q "wrong peering token from 127.0.0.1 (cluster $A_ID)" "$(agent_log "$B")" ||
   fail "no 'wrong peering token' line in $B's agent log"
@@ -95,7 +95,7 @@ grep -qi '^retry-after: *[0-9]' "$PEER_TMP/post.h" || fail "no Retry-After heade
 say "429 with $(grep -i '^retry-after' "$PEER_TMP/post.h" | tr -d '\r')"
 [ "$(current_log "$B" | grep -c 'wrong peering token from 127.0.0.1')" -eq 5 ] ||
   fail "$B's agent did not log the 5 wrong tokens"
-current_log "$B" | grep -q 'refused a peering request from 127.0.0.1: too many failed attempts' ||
+current_log "$B" | grep_q 'refused a peering request from 127.0.0.1: too many failed attempts' ||
   fail "$B's agent did not log the rate limit"
 # Even the right token is refused while the address is blocked.
 printf '{"clusterID":"%s","clusterName":"%s","token":"%s"}' "$A_ID" "$A" "$(add_flag --token)" >"$PEER_TMP/right.json"

@@ -1,0 +1,191 @@
+/* bench-admission: what one admission decision costs in the agent's loop, without the network
+ * (docs/offloading.md, "Admission"). Prints figures; asserts nothing about time.
+ *
+ *   pod webhook     decode a ~3 KB AdmissionReview of a pod with two own node affinity terms and
+ *                   four tolerations, build the Remote patch with a two-term selector, encode the
+ *                   answer (base64 JSONPatch): per review.
+ *   offer check     the offer enforcement's arithmetic for a consumer with N live pods on the
+ *                   provider (pods trimmed as the broadcaster's informer keeps them): effective
+ *                   requests of each pod summed, then the check. The agent does this per request
+ *                   over the pods of the consumer's namespaces (plus one decode each from the
+ *                   compact informer store, not counted here), so it grows with N.
+ *
+ * Usage: bench-admission [--reviews N] [--pods N,N,...]. Use an optimised build (release preset).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "admission/offer.h"
+#include "admission/review.h"
+#include "common/xalloc.h"
+#include "offloading/nsof.h"
+
+static double now_s(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+static const char review_text[] =
+    "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\",\"request\":{"
+    "\"uid\":\"705ab4f5-6393-11e8-b7cc-42010a800002\",\"kind\":{\"group\":\"\",\"version\":\"v1\","
+    "\"kind\":\"Pod\"},\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},"
+    "\"namespace\":\"web\",\"operation\":\"CREATE\",\"userInfo\":{\"username\":"
+    "\"system:serviceaccount:kube-system:replicaset-controller\",\"groups\":["
+    "\"system:serviceaccounts\",\"system:serviceaccounts:kube-system\",\"system:authenticated\"]},"
+    "\"object\":{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"generateName\":"
+    "\"web-7d4b9c8f5-\",\"namespace\":\"web\",\"labels\":{\"app\":\"web\",\"pod-template-hash\":"
+    "\"7d4b9c8f5\"},\"ownerReferences\":[{\"apiVersion\":\"apps/v1\",\"kind\":\"ReplicaSet\","
+    "\"name\":\"web-7d4b9c8f5\",\"uid\":\"0c8d1ab2-0000-4000-8000-000000000001\",\"controller\":"
+    "true,\"blockOwnerDeletion\":true}]},\"spec\":{\"volumes\":[{\"name\":\"kube-api-access-x\","
+    "\"projected\":{\"sources\":[{\"serviceAccountToken\":{\"expirationSeconds\":3607,\"path\":"
+    "\"token\"}}]}}],\"containers\":[{\"name\":\"web\",\"image\":\"nginx:1.25\",\"ports\":[{"
+    "\"containerPort\":80,\"protocol\":\"TCP\"}],\"env\":[{\"name\":\"MODE\",\"value\":\"prod\"}],"
+    "\"resources\":{\"limits\":{\"cpu\":\"1\",\"memory\":\"512Mi\"},\"requests\":{\"cpu\":\"250m\","
+    "\"memory\":\"256Mi\"}},\"readinessProbe\":{\"httpGet\":{\"path\":\"/\",\"port\":80}},"
+    "\"volumeMounts\":[{\"name\":\"kube-api-access-x\",\"readOnly\":true,\"mountPath\":"
+    "\"/var/run/secrets/kubernetes.io/serviceaccount\"}]},{\"name\":\"sidecar\",\"image\":"
+    "\"busybox:1.36\",\"resources\":{\"requests\":{\"cpu\":\"50m\",\"memory\":\"32Mi\"}}}],"
+    "\"restartPolicy\":\"Always\",\"terminationGracePeriodSeconds\":30,\"dnsPolicy\":"
+    "\"ClusterFirst\",\"serviceAccountName\":\"default\",\"affinity\":{\"nodeAffinity\":{"
+    "\"requiredDuringSchedulingIgnoredDuringExecution\":{\"nodeSelectorTerms\":[{"
+    "\"matchExpressions\":[{\"key\":\"disk\",\"operator\":\"In\",\"values\":[\"ssd\"]}]},{"
+    "\"matchExpressions\":[{\"key\":\"zone\",\"operator\":\"NotIn\",\"values\":[\"z9\"]}]}]}}},"
+    "\"tolerations\":[{\"key\":\"dedicated\",\"operator\":\"Equal\",\"value\":\"web\",\"effect\":"
+    "\"NoSchedule\"},{\"key\":\"gpu\",\"operator\":\"Exists\",\"effect\":\"NoSchedule\"},{\"key\":"
+    "\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":\"NoExecute\","
+    "\"tolerationSeconds\":300},{\"key\":\"node.kubernetes.io/unreachable\",\"operator\":"
+    "\"Exists\",\"effect\":\"NoExecute\",\"tolerationSeconds\":300}],\"priority\":0}},"
+    "\"oldObject\":null,\"dryRun\":false,\"options\":{\"kind\":\"CreateOptions\",\"apiVersion\":"
+    "\"meta.k8s.io/v1\"}}}";
+
+static int bench_reviews(long n)
+{
+    json_t *sel = json_loads("{\"nodeSelectorTerms\":[{\"matchExpressions\":[{\"key\":\"region\","
+                             "\"operator\":\"In\",\"values\":[\"eu\"]}]},{\"matchExpressions\":[{"
+                             "\"key\":\"tier\",\"operator\":\"Exists\"}]}]}",
+                             0, NULL);
+    size_t len = strlen(review_text), out_bytes = 0;
+    double t0 = now_s(), t;
+    char err[256];
+
+    for (long i = 0; i < n; i++) {
+        struct adm_request r;
+        json_t *patch = NULL;
+        char *answer;
+
+        if (adm_review_decode(review_text, len, &r, err, sizeof(err)) < 0 ||
+            nsof_pod_patch(r.object, NSOF_PODS_REMOTE, sel, 300, &patch, err, sizeof(err)) < 0) {
+            fprintf(stderr, "bench-admission: %s\n", err);
+            return 1;
+        }
+        answer = adm_review_response(r.uid, true, 0, NULL, patch);
+        if (!answer)
+            return 1;
+        out_bytes = strlen(answer);
+        x_free(answer);
+        json_decref(patch);
+        adm_request_done(&r);
+    }
+    t = now_s() - t0;
+    printf("pod webhook: %ld reviews of %zu bytes in %.3f s: %.1f us per review (decode + Remote "
+           "patch + answer of %zu bytes), %.0f reviews/s\n",
+           n, len, t, t / (double)n * 1e6, out_bytes, (double)n / t);
+    json_decref(sel);
+    return 0;
+}
+
+static int bench_offer(long npods)
+{
+    json_t **pods = calloc((size_t)npods, sizeof(*pods)), *newpod;
+    struct shr_list used = {0}, req, offer = {0};
+    int rounds = npods >= 10000 ? 20 : 200;
+    double t0, t;
+    char msg[256];
+    int rc;
+
+    if (!pods)
+        return 1;
+    for (long i = 0; i < npods; i++)
+        pods[i] =
+            json_pack("{s:{s:s,s:s,s:{s:s}},s:{s:[{s:{s:{s:s,s:s}}}]},s:{s:s}}", "metadata", "name",
+                      "p", "namespace", "n", "labels", "virtualkubelet.liqo.io/origin", "a", "spec",
+                      "containers", "resources", "requests", "cpu", i % 2 ? "100m" : "0.25",
+                      "memory", i % 3 ? "64Mi" : "128Mi", "status", "phase", "Running");
+    newpod = pods[0];
+    snprintf(offer.items[0].name, SHR_NAME_MAX, "cpu");
+    offer.items[0].value = INT64_MAX / 2;
+    snprintf(offer.items[1].name, SHR_NAME_MAX, "memory");
+    offer.items[1].value = INT64_MAX / 2;
+    snprintf(offer.items[2].name, SHR_NAME_MAX, "pods");
+    offer.items[2].value = INT64_MAX / 2;
+    offer.n = 3;
+    t0 = now_s();
+    for (int r = 0; r < rounds; r++) {
+        memset(&used, 0, sizeof(used));
+        for (long i = 0; i < npods; i++) {
+            if (!adm_offer_pod_live(pods[i]) ||
+                adm_offer_pod_requests(pods[i], &req, msg, sizeof(msg)) < 0 ||
+                adm_offer_add(&used, &req) < 0)
+                return 1;
+        }
+        if (adm_offer_pod_requests(newpod, &req, msg, sizeof(msg)) < 0)
+            return 1;
+        rc = adm_offer_check(&used, &req, &offer, "c", msg, sizeof(msg));
+        if (rc != 0)
+            return 1;
+    }
+    t = (now_s() - t0) / rounds;
+    printf(
+        "offer check: consumer with %6ld pods: %.3f ms per admission (%.2f us per counted pod)\n",
+        npods, t * 1e3, t / (double)npods * 1e6);
+    for (long i = 0; i < npods; i++)
+        json_decref(pods[i]);
+    free(pods);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    long reviews = 20000;
+    const char *pods = "100,1000,10000";
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--reviews") == 0 && i + 1 < argc) {
+            const char *v = argv[++i];
+
+            reviews = 0;
+            while (*v >= '0' && *v <= '9' && reviews < 100000000)
+                reviews = reviews * 10 + (*v++ - '0');
+            if (*v || reviews == 0) {
+                fprintf(stderr, "bench-admission: --reviews takes a positive number\n");
+                return 2;
+            }
+        } else if (strcmp(argv[i], "--pods") == 0 && i + 1 < argc) {
+            pods = argv[++i];
+        } else {
+            fprintf(stderr, "usage: bench-admission [--reviews N] [--pods N,N,...]\n");
+            return strcmp(argv[i], "--help") == 0 ? 0 : 2;
+        }
+    }
+    if (bench_reviews(reviews))
+        return 1;
+    for (const char *p = pods; *p;) {
+        long n = 0;
+
+        while (*p >= '0' && *p <= '9')
+            n = n * 10 + (*p++ - '0');
+        if (n > 0 && bench_offer(n))
+            return 1;
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return 2;
+    }
+    return 0;
+}

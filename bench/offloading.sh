@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Offloading, after the method of Liqo's offloading benchmark: the time from creating a Deployment of N replicas
+# until all its pods are Ready, for N in SIZES (default 10 100 1000), offloaded through the virtual node (the
+# Deployment on the consumer, in a namespace offloaded to the provider) versus created directly on the provider,
+# in the same run, and their ratio. Then the added latency of a single pod: S times (default 15) a bare pod
+# created and waited Ready, offloaded and direct; the median of each and their difference. Also the consumer
+# agent's RSS while the largest Deployment is offloaded (build it with the release preset for that figure).
+# Two local clusters with NODES simulated nodes each (default 10, room for 200 pods each); the provider shares
+# 100 % of them. Prints figures and ratios, asserts nothing; the clusters are torn down on exit.
+# Usage: bench/offloading.sh --cliqoctl C --agent A --nodesim S [--sizes "10 100 1000"] [--samples S]
+#        [--nodes N] [--base-port P] [--controller-qps Q]
+set -euo pipefail
+
+CLIQOCTL="" AGENT="" NODESIM="" SIZES="10 100 1000" SAMPLES=15 NODES=10 BASE_PORT=19600 CQPS=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cliqoctl) CLIQOCTL=$2; shift 2 ;;
+    --agent) AGENT=$2; shift 2 ;;
+    --nodesim) NODESIM=$2; shift 2 ;;
+    --sizes) SIZES=$2; shift 2 ;;
+    --samples) SAMPLES=$2; shift 2 ;;
+    --nodes) NODES=$2; shift 2 ;;
+    --base-port) BASE_PORT=$2; shift 2 ;;
+    --controller-qps) CQPS=$2; shift 2 ;;
+    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+  esac
+done
+for b in "$CLIQOCTL" "$AGENT" "$NODESIM"; do
+  [ -x "$b" ] || { echo "need --cliqoctl, --agent and --nodesim executables" >&2; exit 2; }
+done
+export CLIQO_NODESIM=$NODESIM
+MAX=0
+for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
+
+WORK=$(mktemp -d)
+export CLIQO_DEV_DIR=$WORK/dev CLIQO_DEV_BASE_PORT=$BASE_PORT CLIQO_DEV_NODES=$NODES
+export CLIQO_DEV_NODESIM_ARGS="--pods 200"
+[ -z "$CQPS" ] || export CLIQO_DEV_CONTROLLER_QPS=$CQPS
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  "$CLIQOCTL" dev down >/dev/null 2>&1 || true
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+kcfg() { echo "$CLIQO_DEV_DIR/cluster-$1/kubeconfig"; }
+k() { local c=$1; shift; kubectl --kubeconfig "$(kcfg "$c")" --request-timeout=60s "$@"; }
+ms() { date +%s%3N; }
+port() { echo $((BASE_PORT + 10 * ($1 - 1) + $2)); }
+median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "?" }'; }
+
+echo "setup: 2 clusters of $NODES simulated nodes, cliqo installed, agents started, cluster-1 peered with cluster-2"
+"$CLIQOCTL" dev up --clusters 2 >/dev/null
+for i in 1 2; do
+  "$CLIQOCTL" install --kubeconfig "$(kcfg "$i")" --cluster-name "cluster-$i" \
+    --auth-address "127.0.0.1:$(port "$i" 7)" --skip-agent >/dev/null
+  "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$(port "$i" 6)" \
+    --auth-addr "127.0.0.1:$(port "$i" 7)" --auth-url "https://127.0.0.1:$(port "$i" 7)" \
+    --kubelet-addr "127.0.0.1:$(port "$i" 8)" --webhook-addr "127.0.0.1:$(port "$i" 9)" \
+    --webhook-url "https://127.0.0.1:$(port "$i" 9)" --node-address 127.0.0.1 \
+    --identity "bench-$i" >"$WORK/agent-$i.log" 2>&1 &
+  PIDS+=($!)
+done
+for i in 1 2; do
+  for _ in $(seq 300); do curl -fs "http://127.0.0.1:$(port "$i" 6)/readyz" >/dev/null && break; sleep 0.1; done
+done
+k 2 patch clusterconfig configuration --type=merge \
+  -p '{"spec":{"advertisementConfig":{"outgoingConfig":{"resourceSharingPercentage":100}}}}' >/dev/null
+read -r -a add <<<"$("$CLIQOCTL" generate-add-command --kubeconfig "$(kcfg 2)")"
+"$CLIQOCTL" "${add[@]:1}" --kubeconfig "$(kcfg 1)" >/dev/null
+B_ID=$(k 2 get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
+A_ID=$(k 1 get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
+NODE=liqo-$B_ID
+# A pod count as a quantity ("330", "2k").
+count_of() { case "$1" in *k) echo $((${1%k} * 1000)) ;; '') echo 0 ;; *) echo "$1" ;; esac; }
+for _ in $(seq 600); do
+  [ "$(k 1 get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] &&
+    [ "$(count_of "$(k 1 get node "$NODE" -o jsonpath='{.status.allocatable.pods}' 2>/dev/null)")" -ge "$MAX" ] && break
+  sleep 0.2
+done
+echo "virtual node $NODE Ready, pods $(k 1 get node "$NODE" -o jsonpath='{.status.allocatable.pods}')"
+
+# The offloaded namespace (all its pods to the provider) and the provider's own namespace for the direct runs.
+k 1 create namespace bench >/dev/null
+k 1 apply -f - >/dev/null <<JSON
+{"apiVersion":"offloading.liqo.io/v1alpha1","kind":"NamespaceOffloading","metadata":{"name":"offloading","namespace":"bench"},
+ "spec":{"podOffloadingStrategy":"Remote"}}
+JSON
+for _ in $(seq 300); do
+  k 2 get namespacemaps -A -o json | jq -e --arg a "$A_ID" \
+    '.items[] | select(.metadata.name == $a) | .status.currentMapping.bench.phase == "Accepted"' >/dev/null 2>&1 && break
+  sleep 0.2
+done
+RNS=$(k 2 get namespacemaps -A -o json | jq -r --arg a "$A_ID" '.items[] | select(.metadata.name == $a) | .spec.desiredMapping.bench')
+k 2 create namespace bench-direct >/dev/null
+echo "namespace bench offloaded as $RNS"
+# Until the pod webhook sets them, the offloaded pods carry the toleration and the node affinity themselves.
+TO_VNODE='"tolerations":[{"key":"virtual-node.liqo.io/not-allowed","operator":"Exists","effect":"NoExecute"}],
+ "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
+ {"matchExpressions":[{"key":"liqo.io/type","operator":"In","values":["virtual-node"]}]}]}}},'
+deploy_json() { # NAME NS REPLICAS EXTRA
+  echo "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"$1\",\"namespace\":\"$2\"},
+  \"spec\":{\"replicas\":$3,\"selector\":{\"matchLabels\":{\"app\":\"$1\"}},\"template\":{\"metadata\":{\"labels\":
+  {\"app\":\"$1\"}},\"spec\":{$4\"terminationGracePeriodSeconds\":1,\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]}}}}"
+}
+run_deploy() { # CLUSTER NS NAME N EXTRA: prints ms until N Ready
+  local c=$1 ns=$2 name=$3 n=$4 extra=$5 t0
+  t0=$(ms)
+  deploy_json "$name" "$ns" "$n" "$extra" | k "$c" apply -f - >/dev/null
+  k "$c" wait -n "$ns" "deployment/$name" --for=jsonpath='{.status.readyReplicas}'="$n" --timeout=900s >/dev/null
+  echo $(($(ms) - t0))
+}
+gone() { # CLUSTER NS SELECTOR
+  for _ in $(seq 1200); do
+    [ "$(k "$1" get pods -n "$2" -l "$3" -o name 2>/dev/null | wc -l)" = 0 ] && return 0
+    sleep 0.5
+  done
+  echo "pods $3 of $2 on cluster-$1 still there" >&2
+  return 1
+}
+rss_mb() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+
+for n in $SIZES; do
+  dir=$(run_deploy 2 bench-direct "dir-$n" "$n" "")
+  off=$(run_deploy 1 bench "off-$n" "$n" "$TO_VNODE")
+  remote=$(k 2 get pods -n "$RNS" -l "app=off-$n" -o name | wc -l)
+  echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$(awk -v a="$off" -v b="$dir" 'BEGIN { printf "%.2f", a / b }') remote_pods=$remote"
+  if [ "$n" = "$MAX" ]; then
+    sleep 5
+    echo "FIGURE agent-rss-mb consumer=$(rss_mb "${PIDS[0]}") provider=$(rss_mb "${PIDS[1]}") offloaded_pods=$n"
+  fi
+  k 1 delete deployment -n bench "off-$n" --wait=false >/dev/null
+  k 2 delete deployment -n bench-direct "dir-$n" --wait=false >/dev/null
+  gone 1 bench "app=off-$n"
+  gone 2 "$RNS" "app=off-$n"
+  gone 2 bench-direct "app=dir-$n"
+done
+
+echo "single pods: $SAMPLES samples each, offloaded and direct"
+pod_json() { # NAME NS EXTRA
+  echo "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$1\",\"namespace\":\"$2\"},
+  \"spec\":{$3\"terminationGracePeriodSeconds\":1,\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]}}"
+}
+one_pod() { # CLUSTER NS NAME EXTRA: prints ms until Ready
+  local t0
+  t0=$(ms)
+  pod_json "$3" "$2" "$4" | k "$1" create -f - >/dev/null
+  k "$1" wait -n "$2" "pod/$3" --for=condition=Ready --timeout=120s >/dev/null
+  echo $(($(ms) - t0))
+  k "$1" delete pod -n "$2" "$3" --wait=false >/dev/null
+}
+offs=() dirs=()
+for i in $(seq "$SAMPLES"); do
+  dirs+=("$(one_pod 2 bench-direct "single-$i" "")")
+  offs+=("$(one_pod 1 bench "single-$i" "$TO_VNODE")")
+done
+mo=$(printf '%s\n' "${offs[@]}" | median)
+md=$(printf '%s\n' "${dirs[@]}" | median)
+echo "single_ms offloaded: $(printf '%s\n' "${offs[@]}" | sort -n | tr '\n' ' ')"
+echo "single_ms direct: $(printf '%s\n' "${dirs[@]}" | sort -n | tr '\n' ' ')"
+echo "FIGURE single-pod-ready-ms median_offloaded=$mo median_direct=$md added_median=$((mo - md)) samples=$SAMPLES"
+echo "FIGURE vk-metrics $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_vk_pod_(creations|status_updates|events_forwarded|events_dropped|refusals)/ { sub(/\{.*\}/, "", $1); printf "%s=%s ", $1, $2 }')"

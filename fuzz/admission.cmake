@@ -1,0 +1,3 @@
+# Admission (src/admission/): the AdmissionReview decoder, the answer, the JSON patch applier, and the
+# pod webhook's patch built on what it decodes. Included from fuzz/CMakeLists.txt.
+cliqo_fuzzer(admission-review cliqo_offloading)

@@ -1,0 +1,1205 @@
+/* admission: see admission.h. How the pieces fit:
+ *
+ *  - Serving (every replica): an informer on Secret cliqo-webhook-certs (handlers on every
+ *    replica) loads tls.crt/tls.key; the first pair creates and starts the HTTPS server with the
+ *    registered routes, later pairs replace the certificate in place (httpd_set_tls).
+ *  - Keeping (the leader): one work-queue key, "sync", reconciled level-triggered with at most one
+ *    write per pass: the certificates first (admin/certs.h plans the step), then the two webhook
+ *    configurations (server-side apply, only when a field we set differs). Secret and
+ *    configuration events requeue it; so does the time of the next planned step.
+ *  - The offer enforcement (handler of /validate-pods): namespaces (index by origin label), pods
+ *    (the broadcaster's trimmed informer, index by namespace), ForeignClusters (the offer as
+ *    recorded when this replica is not the broadcaster), and a reservation ledger of pods admitted
+ *    but not yet seen in the pod informer (LEDGER_TTL_MS), so that a burst of creations cannot
+ *    overshoot the offer between admission and the watch event. */
+#include "admission/admission.h"
+#include "admission/certs.h"
+#include "admission/offer.h"
+#include "advertisement/advertisement.h"
+#include "advertisement/share.h"
+#include "agent/config.h"
+
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <stdarg.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "peering/identity.h"
+#include "peering/objects.h"
+#include "peering/pki.h"
+#include "peering/resources.h"
+
+#define MOD           "admission"
+#define KEY           "sync"
+#define FIELD_MANAGER "cliqo-agent-admission"
+#define MAX_WEBHOOKS  4
+#define LEDGER_TTL_MS 15000
+#define LEDGER_MAX    4096
+#define RETRY_MS      1000
+#define MAX_REQUEUE_S 3600
+#define IDX_ORIGIN    "origin"
+#define IDX_NAMESPACE "namespace"
+#define SECRET_MAX    (PEER_PKI_PEM_MAX * (ADM_MAX_PREVIOUS + 1))
+
+static const struct kapi_resource res_mutating = {"admissionregistration.k8s.io", "v1",
+                                                  "mutatingwebhookconfigurations",
+                                                  "MutatingWebhookConfiguration", false};
+static const struct kapi_resource res_validating = {"admissionregistration.k8s.io", "v1",
+                                                    "validatingwebhookconfigurations",
+                                                    "ValidatingWebhookConfiguration", false};
+
+struct webhook {
+    char name[32];
+    char path[64];
+    adm_handler_fn fn;
+    void *data;
+};
+
+struct reservation {
+    char origin[64], ns[64], name[ADM_NAME_MAX + 1];
+    struct shr_list *amounts;
+    uint64_t expires_ms;
+    struct reservation *next;
+};
+
+/* The certificate material of the Secret, decoded. */
+struct material {
+    char *ca, *ca_key, *next, *next_key, *previous, *tls, *tls_key;
+    size_t ca_len, ca_key_len, next_len, next_key_len, previous_len, tls_len, tls_key_len;
+    char rotate[16];
+    const char *rv; /* borrowed from the Secret */
+};
+
+static struct {
+    struct agent *a;
+    struct webhook hooks[MAX_WEBHOOKS];
+    size_t nhooks;
+    struct httpd_server *srv;
+    char *cert, *key; /* the pair the server uses */
+    struct inf_informer *secret, *mcfg, *vcfg, *nss, *pods, *fcs;
+    struct wq_queue *q;
+    bool running;
+    const char *sans[ADM_MAX_SANS];
+    char san_buf[ADM_MAX_SANS][256];
+    size_t nsans;
+    char next_hash[65]; /* of the next CA whose publication is timed */
+    uint64_t published_since_ms;
+    struct reservation *ledger;
+    size_t nledger;
+    struct metrics_family *m_req, *m_dur;
+} st;
+
+static uint64_t now_ms(void)
+{
+    return uv_now(agent_loop(st.a));
+}
+
+static const char *label_of(const json_t *obj, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), key));
+}
+
+static const char *annotation_of(const json_t *obj, const char *key)
+{
+    return json_string_value(
+        json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
+}
+
+/* ---- registration and serving ----------------------------------------------------------------
+ */
+
+int adm_webhook_register(const char *name, const char *path, adm_handler_fn fn, void *data)
+{
+    struct webhook *w;
+
+    if (!name || !path || path[0] != '/' || !fn || strlen(name) >= sizeof(w->name) ||
+        strlen(path) >= sizeof(w->path))
+        return -EINVAL;
+    for (size_t i = 0; i < st.nhooks; i++)
+        if (strcmp(st.hooks[i].path, path) == 0)
+            return -EEXIST;
+    if (st.nhooks >= MAX_WEBHOOKS || st.srv)
+        return -ENOSPC;
+    w = &st.hooks[st.nhooks++];
+    snprintf(w->name, sizeof(w->name), "%s", name);
+    snprintf(w->path, sizeof(w->path), "%s", path);
+    w->fn = fn;
+    w->data = data;
+    return 0;
+}
+
+static void count(const struct webhook *w, const char *result, uint64_t t0)
+{
+    const char *l[3] = {w->name, result, NULL};
+    const char *d[2] = {w->name, NULL};
+
+    metrics_inc(st.m_req, l);
+    metrics_observe(st.m_dur, d, (double)(uv_hrtime() - t0) / 1e9);
+}
+
+static void on_review(struct httpd_request *req, void *data)
+{
+    struct webhook *w = data;
+    uint64_t t0 = uv_hrtime();
+    struct adm_request ar;
+    struct adm_verdict v = {.allowed = true};
+    size_t len;
+    const char *body = httpd_req_body(req, &len);
+    char err[256], *text;
+    int rc;
+
+    rc = adm_review_decode(body, len, &ar, err, sizeof(err));
+    if (rc < 0) {
+        log_warn(MOD, "%s: malformed AdmissionReview from %s: %s", w->name, httpd_req_peer_ip(req),
+                 err);
+        httpd_respond_error(req, 400, "BadRequest", err);
+        count(w, "invalid", t0);
+        return;
+    }
+    w->fn(&ar, &v, w->data);
+    text = adm_review_response(ar.uid, v.allowed, v.code, v.message, v.patch);
+    if (!text) {
+        httpd_respond_error(req, 500, "InternalError", "cannot encode the answer");
+        count(w, "error", t0);
+    } else {
+        httpd_respond(req, 200, "application/json", text, strlen(text));
+        if (!v.allowed)
+            log_info(MOD, "%s: refused %s %s/%s by %s: %s", w->name, ar.operation, ar.ns,
+                     ar.name[0] ? ar.name : "(generated)", ar.username, v.message);
+        count(w, !v.allowed ? "denied" : json_array_size(v.patch) ? "patched" : "allowed", t0);
+    }
+    x_free(text);
+    json_decref(v.patch);
+    adm_request_done(&ar);
+}
+
+static void on_response(const struct httpd_request *req, const char *route, unsigned status,
+                        void *data)
+{
+    (void)req;
+    (void)data;
+    if (status >= 400 && status != 400)
+        log_debug(MOD, "webhook server answered %u on %s", status, route ? route : "(unmatched)");
+}
+
+static void free_pair(void)
+{
+    if (st.key)
+        OPENSSL_cleanse(st.key, strlen(st.key));
+    x_free(st.key);
+    x_free(st.cert);
+    st.key = st.cert = NULL;
+}
+
+static int start_server(const char *cert, const char *key)
+{
+    const struct agent_config *cfg = agent_config(st.a);
+    struct httpd_options o = {
+        .name = "webhook",
+        .addr = cfg->webhook_addr,
+        .tls_cert_pem = cert,
+        .tls_key_pem = key,
+        .handler_timeout_ms = 10000,
+        .on_response = on_response,
+    };
+    char err[256];
+    int r;
+
+    r = httpd_new(agent_loop(st.a), &o, &st.srv);
+    if (r < 0)
+        return log_errno(r, MOD, "cannot create the webhook server on %s", cfg->webhook_addr);
+    for (size_t i = 0; i < st.nhooks; i++) {
+        r = httpd_route(st.srv, "POST", st.hooks[i].path, ADM_REVIEW_MAX, on_review, &st.hooks[i]);
+        if (r < 0)
+            return log_errno(r, MOD, "cannot add route %s", st.hooks[i].path);
+    }
+    r = httpd_start(st.srv, err, sizeof(err));
+    if (r < 0) {
+        log_error(MOD, "cannot serve the admission webhooks: %s", err);
+        return r;
+    }
+    log_info(MOD, "admission webhooks listening on port %u", (unsigned)httpd_port(st.srv));
+    return 0;
+}
+
+/* Decodes data[key] of a Secret. */
+static int secret_value(const json_t *secret, const char *key, char **ret, size_t *ret_len)
+{
+    const char *v = json_string_value(json_object_get(json_object_get(secret, "data"), key));
+
+    *ret = NULL;
+    *ret_len = 0;
+    if (!v || !*v)
+        return 0;
+    return peer_base64_decode(v, SECRET_MAX, ret, ret_len);
+}
+
+static void material_done(struct material *m)
+{
+    char **keys[] = {&m->ca_key, &m->next_key, &m->tls_key};
+
+    for (size_t i = 0; i < 3; i++)
+        if (*keys[i])
+            OPENSSL_cleanse(*keys[i], strlen(*keys[i]));
+    x_free(m->ca);
+    x_free(m->ca_key);
+    x_free(m->next);
+    x_free(m->next_key);
+    x_free(m->previous);
+    x_free(m->tls);
+    x_free(m->tls_key);
+    memset(m, 0, sizeof(*m));
+}
+
+static int material_read(const json_t *secret, struct material *m)
+{
+    const char *rot = annotation_of(secret, ADM_ROTATE_ANNOTATION);
+    int r;
+
+    memset(m, 0, sizeof(*m));
+    if ((r = secret_value(secret, "ca.crt", &m->ca, &m->ca_len)) < 0 ||
+        (r = secret_value(secret, "ca.key", &m->ca_key, &m->ca_key_len)) < 0 ||
+        (r = secret_value(secret, "ca-next.crt", &m->next, &m->next_len)) < 0 ||
+        (r = secret_value(secret, "ca-next.key", &m->next_key, &m->next_key_len)) < 0 ||
+        (r = secret_value(secret, "ca-previous.crt", &m->previous, &m->previous_len)) < 0 ||
+        (r = secret_value(secret, "tls.crt", &m->tls, &m->tls_len)) < 0 ||
+        (r = secret_value(secret, "tls.key", &m->tls_key, &m->tls_key_len)) < 0) {
+        material_done(m);
+        return r;
+    }
+    snprintf(m->rotate, sizeof(m->rotate), "%s", rot ? rot : "");
+    m->rv = kapi_obj_rv(secret);
+    return 0;
+}
+
+/* Every replica: serve the Secret's pair. */
+static void load_serving(json_t *secret)
+{
+    char *cert = NULL, *key = NULL;
+    size_t clen, klen;
+    int r;
+
+    if (secret_value(secret, "tls.crt", &cert, &clen) < 0 ||
+        secret_value(secret, "tls.key", &key, &klen) < 0 || !cert || !key)
+        goto out;
+    if (st.cert && st.key && strcmp(cert, st.cert) == 0 && strcmp(key, st.key) == 0)
+        goto out;
+    if (!st.srv) {
+        r = start_server(cert, key);
+        if (r < 0) {
+            agent_shutdown(st.a, 1);
+            goto out;
+        }
+    } else {
+        r = httpd_set_tls(st.srv, cert, key);
+        if (r < 0) {
+            log_warn(MOD,
+                     "the serving certificate of Secret %s does not load (%s): keeping the "
+                     "current one",
+                     ADM_CERTS_SECRET, strerror(-r));
+            goto out;
+        }
+        log_info(MOD, "serving certificate reloaded from Secret %s", ADM_CERTS_SECRET);
+    }
+    free_pair();
+    st.cert = cert;
+    st.key = key;
+    cert = key = NULL;
+out:
+    if (key)
+        OPENSSL_cleanse(key, strlen(key));
+    x_free(key);
+    x_free(cert);
+}
+
+/* ---- the leader: certificates and configurations ---------------------------------------------
+ */
+
+static void kick(void)
+{
+    if (st.q && st.running)
+        wq_add(st.q, KEY);
+}
+
+static void end_pass(int requeue_ms)
+{
+    if (!st.q)
+        return;
+    if (requeue_ms >= 0)
+        wq_add_after(st.q, KEY, (uint64_t)requeue_ms);
+    wq_done(st.q, KEY);
+}
+
+static void after_write(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    const char *what = data;
+
+    (void)c;
+    if (!st.q)
+        return;
+    if (res->err < 0) {
+        if (res->err != -ECANCELED)
+            log_warn(MOD, "cannot write %s: %s", what, res->status.message);
+        if (res->err == -ESTALE)
+            wq_add_after(st.q, KEY, 100);
+        else
+            wq_add_rate_limited(st.q, KEY);
+        wq_done(st.q, KEY);
+        return;
+    }
+    wq_forget(st.q, KEY);
+    end_pass(0);
+}
+
+static char *b64(const char *s, size_t len)
+{
+    char *out = x_malloc(4 * ((len + 2) / 3) + 1);
+
+    if (out)
+        EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)s, (int)len);
+    return out;
+}
+
+static int data_set(json_t *data, const char *key, const char *value)
+{
+    char *enc;
+    int r;
+
+    if (!value || !*value)
+        return 0;
+    enc = b64(value, strlen(value));
+    if (!enc)
+        return -ENOMEM;
+    r = json_object_set_new(data, key, json_string(enc)) == 0 ? 0 : -ENOMEM;
+    OPENSSL_cleanse(enc, strlen(enc));
+    x_free(enc);
+    return r;
+}
+
+/* A string joined of several PEM texts (NULLs skipped). */
+static char *join(const char *const *parts, size_t n)
+{
+    size_t len = 1, at = 0;
+    char *out;
+
+    for (size_t i = 0; i < n; i++)
+        len += parts[i] ? strlen(parts[i]) : 0;
+    out = x_malloc(len);
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = parts[i] ? strlen(parts[i]) : 0;
+
+        memcpy(out + at, parts[i] ? parts[i] : "", k);
+        at += k;
+    }
+    out[at] = '\0';
+    return out;
+}
+
+/* Applies the plan's steps to m (in memory) and writes the Secret. */
+static void write_certs(const json_t *secret, struct material *m, unsigned acts, int64_t now)
+{
+    const char *ns = agent_namespace(st.a);
+    char *prev[ADM_MAX_PREVIOUS + 1] = {0}, *cert = NULL, *key = NULL, *joined = NULL;
+    int64_t prev_na[ADM_MAX_PREVIOUS + 1];
+    int nprev = 0;
+    char err[256];
+    json_t *obj = NULL, *data;
+    int r = -ENOMEM;
+
+    if (m->previous_len) {
+        nprev = adm_cert_list(m->previous, m->previous_len, prev_na, prev, ADM_MAX_PREVIOUS);
+        if (nprev < 0)
+            nprev = 0; /* unreadable: dropped */
+    }
+    if (acts & ADM_CERT_NEW_CA) {
+        log_info(MOD, "creating the webhooks' CA");
+        for (int i = 0; i < nprev; i++)
+            x_free(prev[i]);
+        nprev = 0;
+        x_free(m->next);
+        x_free(m->next_key);
+        m->next = m->next_key = NULL;
+        x_free(m->ca);
+        x_free(m->ca_key);
+        m->ca = m->ca_key = NULL;
+        if (peer_pki_ca_create("cliqo-webhook-ca", ADM_CA_YEARS, &m->ca, &m->ca_key, err,
+                               sizeof(err)) < 0) {
+            log_warn(MOD, "cannot create the CA: %s", err);
+            goto fail;
+        }
+    }
+    if (acts & ADM_CERT_START_ROTATION) {
+        log_info(MOD, "rotating the webhooks' CA: the next CA is added to the trust bundle first");
+        if (peer_pki_ca_create("cliqo-webhook-ca", ADM_CA_YEARS, &m->next, &m->next_key, err,
+                               sizeof(err)) < 0) {
+            log_warn(MOD, "cannot create the next CA: %s", err);
+            goto fail;
+        }
+    }
+    if (acts & ADM_CERT_PROMOTE) {
+        log_info(MOD, "every webhook configuration trusts the next CA: it signs from now on, the "
+                      "old CA stays trusted until it expires");
+        if (nprev == ADM_MAX_PREVIOUS) { /* the oldest goes */
+            x_free(prev[0]);
+            memmove(prev, prev + 1, sizeof(prev[0]) * (ADM_MAX_PREVIOUS - 1));
+            memmove(prev_na, prev_na + 1, sizeof(prev_na[0]) * (ADM_MAX_PREVIOUS - 1));
+            nprev--;
+        }
+        prev[nprev] = m->ca;
+        prev_na[nprev++] = INT64_MAX; /* valid: it signed until now */
+        OPENSSL_cleanse(m->ca_key, strlen(m->ca_key));
+        x_free(m->ca_key);
+        m->ca = m->next;
+        m->ca_key = m->next_key;
+        m->next = m->next_key = NULL;
+    }
+    if (acts & ADM_CERT_PRUNE) {
+        int k = 0;
+
+        for (int i = 0; i < nprev; i++) {
+            if (prev_na[i] <= now) {
+                x_free(prev[i]);
+                continue;
+            }
+            prev[k] = prev[i];
+            prev_na[k++] = prev_na[i];
+        }
+        nprev = k;
+    }
+    if (acts & ADM_CERT_NEW_SERVING) {
+        if (peer_pki_server_issue(m->ca, strlen(m->ca), m->ca_key, strlen(m->ca_key), ADM_SERVICE,
+                                  st.sans, st.nsans, ADM_SERVING_DAYS, &cert, &key, err,
+                                  sizeof(err)) < 0) {
+            log_warn(MOD, "cannot issue the serving certificate: %s", err);
+            goto fail;
+        }
+        log_info(MOD, "issued a serving certificate for the webhooks (%zu names)", st.nsans);
+    }
+    joined = join((const char *const *)prev, (size_t)nprev);
+    obj = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:s,s:{}}", "apiVersion", "v1", "kind",
+                    "Secret", "metadata", "name", ADM_CERTS_SECRET, "namespace", ns, "labels",
+                    "app.kubernetes.io/part-of", "cliqo", "app.kubernetes.io/managed-by",
+                    "cliqo-agent", "type", "Opaque", "data");
+    if (!obj || !joined)
+        goto fail;
+    data = json_object_get(obj, "data");
+    if (data_set(data, "ca.crt", m->ca) < 0 || data_set(data, "ca.key", m->ca_key) < 0 ||
+        data_set(data, "ca-next.crt", m->next) < 0 ||
+        data_set(data, "ca-next.key", m->next_key) < 0 ||
+        data_set(data, "ca-previous.crt", joined) < 0 ||
+        data_set(data, "tls.crt", cert ? cert : m->tls) < 0 ||
+        data_set(data, "tls.key", key ? key : m->tls_key) < 0)
+        goto fail;
+    if (secret) {
+        /* Keep what others put on it (annotations but ours, labels) and update conditionally. */
+        const json_t *meta = json_object_get(secret, "metadata");
+        json_t *ann = json_deep_copy(json_object_get(meta, "annotations"));
+
+        json_object_set_new(json_object_get(obj, "metadata"), "resourceVersion",
+                            json_string(m->rv ? m->rv : ""));
+        if (ann) {
+            json_object_del(ann, ADM_ROTATE_ANNOTATION);
+            json_object_set_new(json_object_get(obj, "metadata"), "annotations", ann);
+        }
+        r = kapi_update(agent_kube(st.a), &kapi_secrets, ns, ADM_CERTS_SECRET, NULL, obj,
+                        after_write, (void *)"Secret " ADM_CERTS_SECRET);
+    } else {
+        r = kapi_create(agent_kube(st.a), &kapi_secrets, ns, obj, after_write,
+                        (void *)"Secret " ADM_CERTS_SECRET);
+    }
+    if (r == 0)
+        goto out;
+fail:
+    end_pass(RETRY_MS);
+out:
+    for (int i = 0; i < nprev; i++)
+        x_free(prev[i]);
+    if (key)
+        OPENSSL_cleanse(key, strlen(key));
+    x_free(key);
+    x_free(cert);
+    x_free(joined);
+    json_decref(obj);
+}
+
+static json_t *client_config(const char *path, const char *bundle)
+{
+    const struct agent_config *cfg = agent_config(st.a);
+    char *enc = b64(bundle, strlen(bundle)), url[2048];
+    json_t *cc = NULL;
+
+    if (!enc)
+        return NULL;
+    if (cfg->webhook_url) {
+        size_t n = strlen(cfg->webhook_url);
+
+        while (n > 0 && cfg->webhook_url[n - 1] == '/')
+            n--;
+        snprintf(url, sizeof(url), "%.*s%s", (int)n, cfg->webhook_url, path);
+        cc = json_pack("{s:s,s:s}", "url", url, "caBundle", enc);
+    } else {
+        cc = json_pack("{s:{s:s,s:s,s:s,s:i},s:s}", "service", "namespace", agent_namespace(st.a),
+                       "name", ADM_SERVICE, "path", path, "port", 443, "caBundle", enc);
+    }
+    x_free(enc);
+    return cc;
+}
+
+static json_t *desired_config(bool mutating, const char *bundle)
+{
+    json_t *cc = client_config(mutating ? ADM_PATH_MUTATE : ADM_PATH_VALIDATE, bundle), *hook, *obj;
+
+    if (!cc)
+        return NULL;
+    hook = json_pack("{s:s,s:[s],s:s,s:s,s:i,s:s,s:o,s:[{s:[s],s:[s],s:[s],s:[s],s:s}]}", "name",
+                     mutating ? "pods.offloading.cliqo.io" : "offer.admission.cliqo.io",
+                     "admissionReviewVersions", "v1", "sideEffects", "None", "failurePolicy",
+                     "Fail", "timeoutSeconds", 5, "matchPolicy", "Equivalent", "clientConfig", cc,
+                     "rules", "operations", "CREATE", "apiGroups", "", "apiVersions", "v1",
+                     "resources", "pods", "scope", "Namespaced");
+    if (!hook)
+        return NULL;
+    if (mutating) {
+        json_object_set_new(hook, "reinvocationPolicy", json_string("Never"));
+        json_object_set_new(
+            hook, "namespaceSelector",
+            json_pack("{s:{s:s}}", "matchLabels", "liqo.io/scheduling-enabled", "true"));
+    } else {
+        json_object_set_new(hook, "namespaceSelector",
+                            json_pack("{s:[{s:s,s:s}]}", "matchExpressions", "key",
+                                      PEER_LABEL_ORIGIN, "operator", "Exists"));
+    }
+    obj = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:[o]}", "apiVersion",
+                    "admissionregistration.k8s.io/v1", "kind",
+                    mutating ? "MutatingWebhookConfiguration" : "ValidatingWebhookConfiguration",
+                    "metadata", "name", mutating ? ADM_MUTATING_CONFIG : ADM_VALIDATING_CONFIG,
+                    "labels", "app.kubernetes.io/part-of", "cliqo", "app.kubernetes.io/managed-by",
+                    "cliqo-agent", "webhooks", hook);
+    return obj;
+}
+
+/* Does the observed configuration have every webhook field we set, with our value? */
+static bool config_matches(const json_t *desired, const json_t *observed)
+{
+    const json_t *dw = json_array_get(json_object_get(desired, "webhooks"), 0);
+    const json_t *ow = json_object_get(observed, "webhooks");
+    const char *k;
+    json_t *v;
+
+    if (!observed || json_array_size(ow) != 1)
+        return false;
+    ow = json_array_get(ow, 0);
+    json_object_foreach((json_t *)dw, k, v)
+    {
+        if (!json_equal(v, json_object_get(ow, k)))
+            return false;
+    }
+    return true;
+}
+
+static bool bundle_has(const json_t *cfg, const char *pem)
+{
+    const char *enc = json_string_value(json_object_get(
+        json_object_get(json_array_get(json_object_get(cfg, "webhooks"), 0), "clientConfig"),
+        "caBundle"));
+    char *dec = NULL;
+    size_t len;
+    bool has;
+
+    if (!enc || peer_base64_decode(enc, SECRET_MAX, &dec, &len) < 0)
+        return false;
+    has = strstr(dec, pem) != NULL;
+    x_free(dec);
+    return has;
+}
+
+static void hash_of(const char *s, char out[65])
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    static const char hex[] = "0123456789abcdef";
+
+    out[0] = '\0';
+    if (!s || EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL) != 1 || n != 32)
+        return;
+    for (int i = 0; i < 32; i++) {
+        out[2 * i] = hex[md[i] >> 4];
+        out[2 * i + 1] = hex[md[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+static void sync_pass(struct wq_queue *q, const char *key, void *data)
+{
+    json_t *secret = NULL, *mcfg = NULL, *vcfg = NULL, *want = NULL;
+    struct material m = {0};
+    struct adm_cert_facts f = {0};
+    int64_t next = INT64_MAX, prev_na[ADM_MAX_PREVIOUS];
+    unsigned acts;
+    char *bundle = NULL;
+    int n;
+
+    (void)data;
+    (void)key;
+    if (!st.running) {
+        wq_done(q, KEY);
+        return;
+    }
+    if (!inf_synced(st.secret) || !inf_synced(st.mcfg) || !inf_synced(st.vcfg)) {
+        end_pass(500);
+        return;
+    }
+    secret = inf_get(st.secret, agent_namespace(st.a), ADM_CERTS_SECRET);
+    if (secret && material_read(secret, &m) < 0) {
+        log_warn(MOD, "Secret %s does not decode: starting afresh", ADM_CERTS_SECRET);
+        material_done(&m);
+        m.rv = kapi_obj_rv(secret);
+    }
+    mcfg = inf_get(st.mcfg, NULL, ADM_MUTATING_CONFIG);
+    vcfg = inf_get(st.vcfg, NULL, ADM_VALIDATING_CONFIG);
+    f.now = (int64_t)time(NULL);
+    f.ca_ok = adm_cert_ca_ok(m.ca, m.ca_len, m.ca_key, m.ca_key_len, f.now, &f.ca) == 0;
+    f.next_ok = m.next &&
+                adm_cert_ca_ok(m.next, m.next_len, m.next_key, m.next_key_len, f.now, &f.next) == 0;
+    f.next_published_s = -1;
+    if (f.next_ok) {
+        char h[65];
+
+        hash_of(m.next, h);
+        if (mcfg && vcfg && bundle_has(mcfg, m.next) && bundle_has(vcfg, m.next)) {
+            if (strcmp(h, st.next_hash) != 0 || !st.published_since_ms) {
+                snprintf(st.next_hash, sizeof(st.next_hash), "%s", h);
+                st.published_since_ms = now_ms();
+            }
+            f.next_published_s = (int64_t)((now_ms() - st.published_since_ms) / 1000);
+        } else {
+            st.published_since_ms = 0;
+        }
+    }
+    if (f.ca_ok) {
+        char err[160];
+
+        f.serving_ok =
+            adm_cert_serving_ok(m.tls, m.tls_len, m.tls_key, m.tls_key_len, m.ca, m.ca_len, st.sans,
+                                st.nsans, f.now, &f.serving, err, sizeof(err)) == 0;
+        if (!f.serving_ok && m.tls)
+            log_info(MOD, "serving certificate to be issued again: %s", err);
+    }
+    n = m.previous_len ? adm_cert_list(m.previous, m.previous_len, prev_na, NULL, ADM_MAX_PREVIOUS)
+                       : 0;
+    if (n > 0) {
+        f.nprevious = (size_t)n;
+        memcpy(f.previous_not_after, prev_na, sizeof(prev_na[0]) * (size_t)n);
+    }
+    f.force_ca = strcmp(m.rotate, "ca") == 0;
+    f.force_serving = strcmp(m.rotate, "serving") == 0;
+    acts = adm_cert_plan(&f, &next);
+    if (acts) {
+        write_certs(secret, &m, acts, f.now);
+        goto out;
+    }
+    if (m.rotate[0] && (f.force_ca || f.force_serving)) {
+        /* force_ca during a rotation already under way: nothing to do but drop the request */
+        write_certs(secret, &m, 0, f.now);
+        goto out;
+    }
+    {
+        const char *parts[] = {m.previous, m.ca, m.next};
+
+        bundle = join(parts, 3);
+    }
+    if (!bundle) {
+        end_pass(RETRY_MS);
+        goto out;
+    }
+    for (int i = 0; i < 2; i++) {
+        const json_t *observed = i == 0 ? mcfg : vcfg;
+        const struct kapi_resource *res = i == 0 ? &res_mutating : &res_validating;
+        const char *name = i == 0 ? ADM_MUTATING_CONFIG : ADM_VALIDATING_CONFIG;
+
+        want = desired_config(i == 0, bundle);
+        if (!want) {
+            end_pass(RETRY_MS);
+            goto out;
+        }
+        if (!config_matches(want, observed)) {
+            log_info(MOD, "%s %s %s", observed ? "updating" : "creating", res->kind, name);
+            if (kapi_apply(agent_kube(st.a), res, NULL, name, NULL, want, FIELD_MANAGER, true,
+                           after_write, (void *)res->kind) < 0)
+                end_pass(RETRY_MS);
+            goto out;
+        }
+        json_decref(want);
+        want = NULL;
+    }
+    /* Nothing to write: come back when the next step is due. */
+    if (f.next_ok && f.next_published_s < 0)
+        end_pass(RETRY_MS);
+    else if (next == INT64_MAX || next - f.now > MAX_REQUEUE_S)
+        end_pass(MAX_REQUEUE_S * 1000);
+    else
+        end_pass((int)((next > f.now ? next - f.now : 0) * 1000 + 100));
+out:
+    json_decref(want);
+    x_free(bundle);
+    material_done(&m);
+    json_decref(secret);
+    json_decref(mcfg);
+    json_decref(vcfg);
+}
+
+/* ---- the offer enforcement -------------------------------------------------------------------
+ */
+
+static int idx_origin(const json_t *obj, const char **values, size_t max)
+{
+    const char *o = label_of(obj, PEER_LABEL_ORIGIN);
+
+    if (!o || max < 1)
+        return 0;
+    values[0] = o;
+    return 1;
+}
+
+static void ledger_purge(void)
+{
+    uint64_t now = now_ms();
+
+    for (struct reservation **p = &st.ledger; *p;) {
+        struct reservation *r = *p;
+
+        if (r->expires_ms > now) {
+            p = &r->next;
+            continue;
+        }
+        *p = r->next;
+        x_free(r->amounts);
+        x_free(r);
+        st.nledger--;
+    }
+}
+
+/* The pod informer saw it: its reservation is no longer needed. */
+static void ledger_seen(const char *ns, const char *name)
+{
+    if (!ns || !name)
+        return;
+    for (struct reservation **p = &st.ledger; *p;) {
+        struct reservation *r = *p;
+
+        if (strcmp(r->ns, ns) != 0 || strcmp(r->name, name) != 0) {
+            p = &r->next;
+            continue;
+        }
+        *p = r->next;
+        x_free(r->amounts);
+        x_free(r);
+        st.nledger--;
+    }
+}
+
+static void on_pod(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    if (st.ledger)
+        ledger_seen(kapi_obj_namespace(obj), kapi_obj_name(obj));
+}
+
+static void on_pod_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_pod(inf, new_obj, data);
+}
+
+struct usage {
+    const char *skip_ns, *skip_name;
+    struct shr_list used;
+    int err;
+};
+
+static void sum_pod(json_t *pod, void *data)
+{
+    struct usage *u = data;
+    struct shr_list req;
+
+    if (!adm_offer_pod_live(pod) || u->err)
+        return;
+    if (strcmp(kapi_obj_namespace(pod) ? kapi_obj_namespace(pod) : "", u->skip_ns) == 0 &&
+        strcmp(kapi_obj_name(pod) ? kapi_obj_name(pod) : "", u->skip_name) == 0)
+        return; /* the same name again: the create will be refused as AlreadyExists */
+    if (adm_offer_pod_requests(pod, &req, NULL, 0) < 0)
+        return; /* the API server validated it: only a quantity beyond int64 gets here */
+    if (adm_offer_add(&u->used, &req) < 0)
+        u->err = -ENOSPC;
+}
+
+static void sum_namespace(json_t *ns, void *data)
+{
+    struct usage *u = data;
+
+    inf_index_foreach(st.pods, IDX_NAMESPACE, kapi_obj_name(ns), sum_pod, u);
+}
+
+struct fc_find {
+    const char *id;
+    json_t *fc;
+};
+
+static void fc_visit(json_t *fc, void *data)
+{
+    struct fc_find *f = data;
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(fc, "spec"), "clusterIdentity"), "clusterID"));
+
+    if (!f->fc && id && strcmp(id, f->id) == 0)
+        f->fc = json_incref(fc);
+}
+
+/* The offer last sent consumer id: the broadcaster's own record when this replica runs it, else
+ * the copy the broadcaster keeps in the ForeignCluster's status. */
+static int offer_of(const char *id, struct shr_list *ret, char *name, size_t namelen)
+{
+    struct fc_find f = {id, NULL};
+    const json_t *sent;
+    const char *status, *cname;
+    int r = -ENOENT;
+
+    if (bcast_last_offer(id, ret, name, namelen) == 0)
+        return 0;
+    inf_foreach(st.fcs, fc_visit, &f);
+    if (!f.fc)
+        return -ENOENT;
+    sent =
+        json_object_get(json_object_get(json_object_get(f.fc, "status"), "advertisement"), "sent");
+    status = json_string_value(json_object_get(sent, "status"));
+    cname = json_string_value(json_object_get(
+        json_object_get(json_object_get(f.fc, "spec"), "clusterIdentity"), "clusterName"));
+    if (json_is_object(json_object_get(sent, "resources")) &&
+        !(status && strcmp(status, "Withdrawn") == 0) &&
+        adm_offer_from_quantities(json_object_get(sent, "resources"), ret, NULL) == 0) {
+        snprintf(name, namelen, "%s", cname && peer_label_valid(cname) ? cname : id);
+        r = 0;
+    }
+    json_decref(f.fc);
+    return r;
+}
+
+__attribute__((format(printf, 3, 4))) static void deny(struct adm_verdict *v, int code,
+                                                       const char *fmt, ...)
+{
+    va_list ap;
+
+    v->allowed = false;
+    v->code = code;
+    va_start(ap, fmt);
+    vsnprintf(v->message, sizeof(v->message), fmt, ap);
+    va_end(ap);
+}
+
+static void offer_check(const struct adm_request *req, struct adm_verdict *v, void *data)
+{
+    json_t *ns = NULL, *tenant = NULL;
+    const char *origin, *map, *slash;
+    char tns[64], expected[256], cname[64], shown[64], err[200];
+    struct shr_list pod, offer;
+    struct usage u = {0};
+    struct reservation *res;
+    bool has_offer;
+
+    (void)data;
+    if (strcmp(req->operation, "CREATE") != 0 || strcmp(req->kind, "Pod") != 0 || req->group[0])
+        return;
+    ns = inf_get(st.nss, NULL, req->ns);
+    if (!ns) {
+        deny(v, 403, "namespace %s is not known to the provider's agent yet: try again",
+             adm_printable(req->ns, shown, sizeof(shown)));
+        goto out;
+    }
+    origin = label_of(ns, PEER_LABEL_ORIGIN);
+    if (!origin)
+        goto out; /* not a consumer's namespace (the selector said otherwise a moment ago) */
+    map = annotation_of(ns, PEER_ANNOT_NSMAP);
+    slash = map ? strchr(map, '/') : NULL;
+    if (!peer_cluster_id_valid(origin) || !slash || (size_t)(slash - map) >= sizeof(tns) ||
+        strcmp(slash + 1, origin) != 0) {
+        deny(v, 403, "namespace %s was not made for a consumer by this cluster: no pods here",
+             adm_printable(req->ns, shown, sizeof(shown)));
+        goto out;
+    }
+    snprintf(tns, sizeof(tns), "%.*s", (int)(slash - map), map);
+    tenant = inf_get(st.nss, NULL, tns);
+    if (!tenant || !label_of(tenant, PEER_LABEL_CLUSTER_ID) ||
+        strcmp(label_of(tenant, PEER_LABEL_CLUSTER_ID), origin) != 0 ||
+        !label_of(tenant, PEER_LABEL_TENANT) ||
+        strcmp(label_of(tenant, PEER_LABEL_TENANT), "true") != 0) {
+        deny(v, 403, "namespace %s names no tenant namespace of consumer %s: no pods here",
+             adm_printable(req->ns, shown, sizeof(shown)), origin);
+        goto out;
+    }
+    has_offer = offer_of(origin, &offer, cname, sizeof(cname)) == 0;
+    if (!has_offer)
+        snprintf(cname, sizeof(cname), "%s", origin);
+    snprintf(expected, sizeof(expected), "system:serviceaccount:%s:" PEER_VK_SA_PREFIX "%s", tns,
+             origin);
+    if (strcmp(req->username, expected) != 0) {
+        char who[ADM_USER_MAX + 1];
+
+        deny(v, 403, "only the virtual kubelet of %s (%s) may create pods in %s, not %s", cname,
+             expected, req->ns, adm_printable(req->username, who, sizeof(who)));
+        goto out;
+    }
+    if (adm_offer_pod_requests(req->object, &pod, err, sizeof(err)) < 0) {
+        deny(v, 400, "cannot count the pod's requests: %s", err);
+        goto out;
+    }
+    if (!has_offer) {
+        deny(v, 403, "offer exceeded: nothing has been offered to %s yet", cname);
+        goto out;
+    }
+    u.skip_ns = req->ns;
+    u.skip_name = req->name;
+    inf_index_foreach(st.nss, IDX_ORIGIN, origin, sum_namespace, &u);
+    ledger_purge();
+    for (struct reservation *r = st.ledger; r && !u.err; r = r->next) {
+        json_t *seen;
+
+        if (strcmp(r->origin, origin) != 0 ||
+            (strcmp(r->ns, req->ns) == 0 && strcmp(r->name, req->name) == 0))
+            continue;
+        seen = inf_get(st.pods, r->ns, r->name);
+        if (!seen && adm_offer_add(&u.used, r->amounts) < 0)
+            u.err = -ENOSPC;
+        json_decref(seen);
+    }
+    if (u.err) {
+        deny(v, 403, "offer exceeded: too many resource names to count for %s", cname);
+        goto out;
+    }
+    if (adm_offer_check(&u.used, &pod, &offer, cname, v->message, sizeof(v->message)) < 0) {
+        v->allowed = false;
+        v->code = 403;
+        goto out;
+    }
+    if (req->dry_run || !req->name[0])
+        goto out;
+    /* Admitted: reserve until the pod informer has it. */
+    ledger_seen(req->ns, req->name);
+    if (st.nledger >= LEDGER_MAX) {
+        deny(v, 429, "too many pod creations in flight on this provider: try again");
+        goto out;
+    }
+    res = x_calloc(1, sizeof(*res));
+    if (res)
+        res->amounts = x_malloc(sizeof(*res->amounts));
+    if (!res || !res->amounts) {
+        if (res)
+            x_free(res);
+        deny(v, 500, "out of memory");
+        goto out;
+    }
+    snprintf(res->origin, sizeof(res->origin), "%s", origin);
+    snprintf(res->ns, sizeof(res->ns), "%s", req->ns);
+    snprintf(res->name, sizeof(res->name), "%s", req->name);
+    *res->amounts = pod;
+    res->expires_ms = now_ms() + LEDGER_TTL_MS;
+    res->next = st.ledger;
+    st.ledger = res;
+    st.nledger++;
+out:
+    json_decref(ns);
+    json_decref(tenant);
+}
+
+/* ---- module ----------------------------------------------------------------------------------
+ */
+
+static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    load_serving(obj);
+    kick();
+}
+
+static void on_secret_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_secret(inf, new_obj, data);
+}
+
+static void on_secret_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)obj;
+    (void)data;
+    kick();
+}
+
+static void on_config(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)obj;
+    (void)data;
+    kick();
+}
+
+static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_config(inf, new_obj, data);
+}
+
+/* The host of an https:// URL ("[::1]" without brackets). */
+static int url_host(const char *url, char *buf, size_t size)
+{
+    const char *h = url + strlen("https://"), *end;
+
+    if (strncmp(url, "https://", 8) != 0)
+        return -EINVAL;
+    if (*h == '[') {
+        end = strchr(h, ']');
+        if (!end)
+            return -EINVAL;
+        h++;
+    } else {
+        end = h + strcspn(h, ":/?#");
+    }
+    if (end == h || (size_t)(end - h) >= size)
+        return -EINVAL;
+    snprintf(buf, size, "%.*s", (int)(end - h), h);
+    return 0;
+}
+
+static void add_san(const char *s)
+{
+    for (size_t i = 0; i < st.nsans; i++)
+        if (strcmp(st.sans[i], s) == 0)
+            return;
+    if (st.nsans >= ADM_MAX_SANS)
+        return;
+    snprintf(st.san_buf[st.nsans], sizeof(st.san_buf[0]), "%s", s);
+    st.sans[st.nsans] = st.san_buf[st.nsans];
+    st.nsans++;
+}
+
+int adm_init(struct agent *a)
+{
+    static const char *const req_labels[] = {"webhook", "result", NULL};
+    static const char *const dur_labels[] = {"webhook", NULL};
+    static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5};
+    const struct agent_config *cfg = agent_config(a);
+    const char *ns = agent_namespace(a);
+    struct inf_handlers sh = {
+        .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret_delete};
+    struct inf_handlers ch = {
+        .on_add = on_config, .on_update = on_config_update, .on_delete = on_config};
+    struct inf_handlers ph = {.on_add = on_pod, .on_update = on_pod_update};
+    struct inf_options so = {.resource = &kapi_secrets,
+                             .namespace_ = ns,
+                             .field_selector = "metadata.name=" ADM_CERTS_SECRET,
+                             .store = INF_STORE_TREE};
+    struct inf_options mo = {.resource = &res_mutating,
+                             .field_selector = "metadata.name=" ADM_MUTATING_CONFIG,
+                             .store = INF_STORE_TREE};
+    struct inf_options vo = {.resource = &res_validating,
+                             .field_selector = "metadata.name=" ADM_VALIDATING_CONFIG,
+                             .store = INF_STORE_TREE};
+    struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
+    struct wq_options qo = {.base_delay_ms = 500, .max_delay_ms = 60000};
+    char host[256], name[256];
+    int r;
+
+    memset(&st, 0, sizeof(st));
+    st.a = a;
+    snprintf(name, sizeof(name), "%s", ADM_SERVICE);
+    add_san(name);
+    snprintf(name, sizeof(name), "%s.%s", ADM_SERVICE, ns);
+    add_san(name);
+    snprintf(name, sizeof(name), "%s.%s.svc", ADM_SERVICE, ns);
+    add_san(name);
+    snprintf(name, sizeof(name), "%s.%s.svc.cluster.local", ADM_SERVICE, ns);
+    add_san(name);
+    if (cfg->webhook_url) {
+        if (url_host(cfg->webhook_url, host, sizeof(host)) < 0) {
+            log_error(MOD, "--webhook-url %s has no usable host", cfg->webhook_url);
+            return -EINVAL;
+        }
+        add_san(host);
+    }
+    r = adm_webhook_register("offer-enforcement", ADM_PATH_VALIDATE, offer_check, NULL);
+    if (r == 0)
+        r = agent_informer_ex(a, &so, AGENT_INF_ALWAYS, &sh, NULL, &st.secret);
+    if (r == 0)
+        r = agent_informer_ex(a, &mo, 0, &ch, NULL, &st.mcfg);
+    if (r == 0)
+        r = agent_informer_ex(a, &vo, 0, &ch, NULL, &st.vcfg);
+    if (r == 0)
+        r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, NULL, NULL, &st.nss);
+    if (r == 0)
+        r = agent_informer_ex(a, &po, AGENT_INF_ALWAYS, &ph, NULL, &st.pods);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &st.fcs);
+    if (r == 0 && (r = inf_add_index(st.nss, IDX_ORIGIN, idx_origin)) == -EEXIST)
+        r = 0;
+    if (r == 0 && (r = inf_add_index(st.pods, IDX_NAMESPACE, inf_index_by_namespace)) == -EEXIST)
+        r = 0;
+    if (r == 0)
+        r = agent_queue(a, "admission", &qo, sync_pass, NULL, &st.q);
+    if (r == 0)
+        r = metrics_family_new(agent_metrics(a), METRICS_COUNTER, "cliqo_admission_requests_total",
+                               "Admission reviews answered, by webhook and result (allowed, "
+                               "patched, denied, invalid, error).",
+                               req_labels, NULL, 0, &st.m_req);
+    if (r == 0)
+        r = metrics_family_new(agent_metrics(a), METRICS_HISTOGRAM,
+                               "cliqo_admission_request_duration_seconds",
+                               "Time to decide on an admission review, by webhook.", dur_labels,
+                               buckets, sizeof(buckets) / sizeof(buckets[0]), &st.m_dur);
+    return r;
+}
+
+int adm_start(struct agent *a)
+{
+    (void)a;
+    st.running = true;
+    kick();
+    return 0;
+}
+
+void adm_stop(struct agent *a)
+{
+    (void)a;
+    st.running = false;
+}
+
+void adm_fini(struct agent *a)
+{
+    (void)a;
+    httpd_close(st.srv, NULL, NULL);
+    st.srv = NULL;
+    free_pair();
+    while (st.ledger) {
+        struct reservation *r = st.ledger;
+
+        st.ledger = r->next;
+        x_free(r->amounts);
+        x_free(r);
+    }
+    st.nledger = 0;
+    st.q = NULL;
+}
+
+bool adm_ready(struct agent *a)
+{
+    (void)a;
+    return st.srv && httpd_started(st.srv);
+}

@@ -1,0 +1,417 @@
+#include "admission/review.h"
+#include "common/xalloc.h"
+
+#include <errno.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char *adm_printable(const char *s, char *buf, size_t size)
+{
+    size_t n = 0;
+
+    if (size == 0)
+        return buf;
+    for (; s && *s && n + 1 < size; s++)
+        buf[n++] = (*s >= 0x20 && *s < 0x7f) ? *s : '?';
+    buf[n] = '\0';
+    return buf;
+}
+
+__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (err && errlen) {
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return -EINVAL;
+}
+
+/* Copies an optional string member into buf. Absent or null: "" (unless required). A string
+ * longer than size - 1, with a NUL or a control character, or of another type is refused. */
+static int get_str(const json_t *obj, const char *key, bool required, char *buf, size_t size,
+                   const char *where, char *err, size_t errlen)
+{
+    const json_t *v = json_object_get(obj, key);
+    size_t n;
+    const char *s;
+
+    buf[0] = '\0';
+    if (!v || json_is_null(v)) {
+        if (required)
+            return bad(err, errlen, "%s%s is missing", where, key);
+        return 0;
+    }
+    if (!json_is_string(v))
+        return bad(err, errlen, "%s%s is not a string", where, key);
+    s = json_string_value(v);
+    n = json_string_length(v);
+    if (n != strlen(s))
+        return bad(err, errlen, "%s%s contains a NUL byte", where, key);
+    if (n >= size)
+        return bad(err, errlen, "%s%s is longer than %zu bytes", where, key, size - 1);
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return bad(err, errlen, "%s%s contains a control character", where, key);
+    if (required && n == 0)
+        return bad(err, errlen, "%s%s is empty", where, key);
+    memcpy(buf, s, n + 1);
+    return 0;
+}
+
+static int get_obj(const json_t *obj, const char *key, bool required, const json_t **ret,
+                   const char *where, char *err, size_t errlen)
+{
+    const json_t *v = json_object_get(obj, key);
+
+    *ret = NULL;
+    if (!v || json_is_null(v)) {
+        if (required)
+            return bad(err, errlen, "%s%s is missing", where, key);
+        return 0;
+    }
+    if (!json_is_object(v))
+        return bad(err, errlen, "%s%s is not an object", where, key);
+    *ret = v;
+    return 0;
+}
+
+int adm_review_decode(const char *body, size_t len, struct adm_request *ret, char *err,
+                      size_t errlen)
+{
+    struct adm_request r;
+    json_error_t je;
+    const json_t *req, *kind, *res, *user, *dry;
+    char api[64], k[64];
+    static const char *const ops[] = {"CREATE", "UPDATE", "DELETE", "CONNECT"};
+    bool op_ok = false;
+    int rc;
+
+    memset(&r, 0, sizeof(r));
+    if (!body || !ret)
+        return bad(err, errlen, "no review");
+    if (len > ADM_REVIEW_MAX) {
+        snprintf(err, errlen, "the review is larger than %u bytes", ADM_REVIEW_MAX);
+        return -E2BIG;
+    }
+    r.review = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
+    if (!r.review) {
+        char shown[120];
+
+        rc = bad(err, errlen, "the body is not JSON: %s (line %d, column %d)",
+                 adm_printable(je.text, shown, sizeof(shown)), je.line, je.column);
+        goto out;
+    }
+    rc = -EINVAL;
+    if (!json_is_object(r.review)) {
+        bad(err, errlen, "the body is not a JSON object");
+        goto out;
+    }
+    if (get_str(r.review, "apiVersion", true, api, sizeof(api), "", err, errlen) < 0 ||
+        get_str(r.review, "kind", true, k, sizeof(k), "", err, errlen) < 0)
+        goto out;
+    if (strcmp(api, ADM_REVIEW_API) != 0 || strcmp(k, ADM_REVIEW_KIND) != 0) {
+        char a[40], b[40];
+
+        bad(err, errlen, "expected %s %s, not %s %s", ADM_REVIEW_API, ADM_REVIEW_KIND,
+            adm_printable(api, a, sizeof(a)), adm_printable(k, b, sizeof(b)));
+        goto out;
+    }
+    if (get_obj(r.review, "request", true, &req, "", err, errlen) < 0 ||
+        get_str(req, "uid", true, r.uid, sizeof(r.uid), "request.", err, errlen) < 0 ||
+        get_str(req, "operation", true, r.operation, sizeof(r.operation), "request.", err, errlen) <
+            0 ||
+        get_obj(req, "kind", true, &kind, "request.", err, errlen) < 0 ||
+        get_str(kind, "group", false, r.group, sizeof(r.group), "request.kind.", err, errlen) < 0 ||
+        get_str(kind, "version", true, r.version, sizeof(r.version), "request.kind.", err, errlen) <
+            0 ||
+        get_str(kind, "kind", true, r.kind, sizeof(r.kind), "request.kind.", err, errlen) < 0 ||
+        get_obj(req, "resource", false, &res, "request.", err, errlen) < 0 ||
+        get_str(res, "resource", false, r.resource, sizeof(r.resource), "request.resource.", err,
+                errlen) < 0 ||
+        get_str(req, "subResource", false, r.subresource, sizeof(r.subresource), "request.", err,
+                errlen) < 0 ||
+        get_str(req, "namespace", false, r.ns, sizeof(r.ns), "request.", err, errlen) < 0 ||
+        get_str(req, "name", false, r.name, sizeof(r.name), "request.", err, errlen) < 0 ||
+        get_obj(req, "userInfo", true, &user, "request.", err, errlen) < 0 ||
+        get_str(user, "username", false, r.username, sizeof(r.username), "request.userInfo.", err,
+                errlen) < 0 ||
+        get_obj(req, "object", false, &r.object, "request.", err, errlen) < 0)
+        goto out;
+    for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+        op_ok = op_ok || strcmp(r.operation, ops[i]) == 0;
+    if (!op_ok) {
+        char shown[20];
+
+        bad(err, errlen, "request.operation '%s' is not CREATE, UPDATE, DELETE or CONNECT",
+            adm_printable(r.operation, shown, sizeof(shown)));
+        goto out;
+    }
+    if (strcmp(r.operation, "CREATE") == 0 && !r.object) {
+        bad(err, errlen, "request.object is missing for a CREATE");
+        goto out;
+    }
+    dry = json_object_get(req, "dryRun");
+    if (dry && !json_is_null(dry) && !json_is_boolean(dry)) {
+        bad(err, errlen, "request.dryRun is not a boolean");
+        goto out;
+    }
+    r.dry_run = json_is_true(dry);
+    *ret = r;
+    r.review = NULL;
+    rc = 0;
+    if (err && errlen)
+        err[0] = '\0';
+out:
+    json_decref(r.review);
+    return rc;
+}
+
+void adm_request_done(struct adm_request *r)
+{
+    if (!r)
+        return;
+    json_decref(r->review);
+    r->review = NULL;
+    r->object = NULL;
+}
+
+static char *b64(const char *data, size_t len)
+{
+    char *out;
+
+    if (len > ADM_PATCH_MAX)
+        return NULL;
+    out = x_malloc(4 * ((len + 2) / 3) + 1);
+    if (!out)
+        return NULL;
+    EVP_EncodeBlock((unsigned char *)out, (const unsigned char *)data, (int)len);
+    return out;
+}
+
+char *adm_review_response(const char *uid, bool allowed, int code, const char *message,
+                          const json_t *patch)
+{
+    json_t *resp = NULL, *doc = NULL;
+    char *text = NULL, *p = NULL, *enc = NULL, msg[ADM_MESSAGE_MAX + 1];
+
+    if (!uid)
+        return NULL;
+    resp = json_pack("{s:s,s:b}", "uid", uid, "allowed", allowed);
+    if (!resp)
+        goto out;
+    if (!allowed) {
+        int c = code >= 400 && code < 600 ? code : 403;
+        const char *reason = c == 400   ? "BadRequest"
+                             : c == 403 ? "Forbidden"
+                             : c == 429 ? "TooManyRequests"
+                             : c >= 500 ? "InternalError"
+                                        : "Invalid";
+
+        adm_printable(message ? message : "denied", msg, sizeof(msg));
+        if (json_object_set_new(
+                resp, "status",
+                json_pack("{s:i,s:s,s:s}", "code", c, "reason", reason, "message", msg)) < 0)
+            goto out;
+    } else if (json_array_size(patch) > 0) {
+        p = json_dumps(patch, JSON_COMPACT);
+        if (!p)
+            goto out;
+        enc = b64(p, strlen(p));
+        if (!enc || json_object_set_new(resp, "patchType", json_string("JSONPatch")) < 0 ||
+            json_object_set_new(resp, "patch", json_string(enc)) < 0)
+            goto out;
+    }
+    doc = json_pack("{s:s,s:s,s:O}", "apiVersion", ADM_REVIEW_API, "kind", ADM_REVIEW_KIND,
+                    "response", resp);
+    if (!doc)
+        goto out;
+    {
+        char *t = json_dumps(doc, JSON_COMPACT);
+
+        if (t) {
+            text = x_strdup(t);
+            free(t);
+        }
+    }
+out:
+    free(p);
+    x_free(enc);
+    json_decref(resp);
+    json_decref(doc);
+    return text;
+}
+
+/* ---- JSON pointers and patches --------------------------------------------------------------
+ */
+
+int adm_pointer(char *buf, size_t size, ...)
+{
+    va_list ap;
+    size_t n = 0;
+    const char *seg;
+
+    if (!buf || size == 0)
+        return -EINVAL;
+    va_start(ap, size);
+    while ((seg = va_arg(ap, const char *)) != NULL) {
+        if (n + 1 >= size)
+            goto long_;
+        buf[n++] = '/';
+        for (; *seg; seg++) {
+            const char *rep = *seg == '~' ? "~0" : *seg == '/' ? "~1" : NULL;
+            size_t k = rep ? 2 : 1;
+
+            if (n + k >= size)
+                goto long_;
+            if (rep) {
+                buf[n++] = rep[0];
+                buf[n++] = rep[1];
+            } else {
+                buf[n++] = *seg;
+            }
+        }
+    }
+    va_end(ap);
+    buf[n] = '\0';
+    return 0;
+long_:
+    va_end(ap);
+    buf[0] = '\0';
+    return -ENAMETOOLONG;
+}
+
+int adm_patch_op(json_t *patch, const char *op, const char *path, json_t *value)
+{
+    json_t *o;
+
+    if (!json_is_array(patch) || !op || !path)
+        return -EINVAL;
+    o = value ? json_pack("{s:s,s:s,s:O}", "op", op, "path", path, "value", value)
+              : json_pack("{s:s,s:s}", "op", op, "path", path);
+    if (!o)
+        return -ENOMEM;
+    return json_array_append_new(patch, o) == 0 ? 0 : -ENOMEM;
+}
+
+/* Splits the next segment of a pointer (after the leading '/') into seg, unescaped. */
+static int next_segment(const char **p, char *seg, size_t size)
+{
+    size_t n = 0;
+    const char *s = *p;
+
+    if (*s != '/')
+        return -EINVAL;
+    s++;
+    while (*s && *s != '/') {
+        char c = *s;
+
+        if (c == '~') {
+            if (s[1] == '0')
+                c = '~';
+            else if (s[1] == '1')
+                c = '/';
+            else
+                return -EINVAL;
+            s++;
+        }
+        if (n + 1 >= size)
+            return -EINVAL;
+        seg[n++] = c;
+        s++;
+    }
+    seg[n] = '\0';
+    *p = s;
+    return 0;
+}
+
+static bool parse_index(const char *s, size_t *ret)
+{
+    size_t v = 0;
+
+    if (!*s || (s[0] == '0' && s[1]))
+        return false;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > 100000000)
+            return false;
+        v = v * 10 + (size_t)(*s - '0');
+    }
+    *ret = v;
+    return true;
+}
+
+int adm_patch_apply(json_t *doc, const json_t *patch, char *err, size_t errlen)
+{
+    size_t i;
+    const json_t *op;
+
+    if (!json_is_array(patch))
+        return bad(err, errlen, "the patch is not an array");
+    json_array_foreach(patch, i, op)
+    {
+        const char *kind = json_string_value(json_object_get(op, "op"));
+        const char *path = json_string_value(json_object_get(op, "path"));
+        json_t *value = json_object_get(op, "value"), *parent = doc;
+        char seg[ADM_POINTER_MAX];
+        const char *p = path;
+        bool add, replace, rm;
+
+        if (!kind || !path || !*path)
+            return bad(err, errlen, "operation %zu has no op or path", i);
+        add = strcmp(kind, "add") == 0;
+        replace = strcmp(kind, "replace") == 0;
+        rm = strcmp(kind, "remove") == 0;
+        if (!add && !replace && !rm)
+            return bad(err, errlen, "operation %zu: op '%s' is not supported", i, kind);
+        if ((add || replace) && !value)
+            return bad(err, errlen, "operation %zu has no value", i);
+        /* Walk to the parent of the last segment. */
+        for (;;) {
+            if (next_segment(&p, seg, sizeof(seg)) < 0)
+                return bad(err, errlen, "operation %zu: bad path %s", i, path);
+            if (*p == '\0')
+                break;
+            if (json_is_object(parent)) {
+                parent = json_object_get(parent, seg);
+            } else if (json_is_array(parent)) {
+                size_t idx;
+
+                parent = parse_index(seg, &idx) ? json_array_get(parent, idx) : NULL;
+            } else {
+                parent = NULL;
+            }
+            if (!parent)
+                return bad(err, errlen, "operation %zu: %s does not exist", i, path);
+        }
+        if (json_is_object(parent)) {
+            if ((replace || rm) && !json_object_get(parent, seg))
+                return bad(err, errlen, "operation %zu: %s does not exist", i, path);
+            if (rm ? json_object_del(parent, seg) != 0
+                   : json_object_set_new(parent, seg, json_deep_copy(value)) != 0)
+                return bad(err, errlen, "operation %zu: cannot apply", i);
+        } else if (json_is_array(parent)) {
+            size_t idx, n = json_array_size(parent);
+
+            if (add && strcmp(seg, "-") == 0) {
+                if (json_array_append_new(parent, json_deep_copy(value)) != 0)
+                    return bad(err, errlen, "operation %zu: cannot apply", i);
+                continue;
+            }
+            if (!parse_index(seg, &idx) || idx > n || (!add && idx == n))
+                return bad(err, errlen, "operation %zu: index out of range in %s", i, path);
+            if ((add       ? json_array_insert_new(parent, idx, json_deep_copy(value))
+                 : replace ? json_array_set_new(parent, idx, json_deep_copy(value))
+                           : json_array_remove(parent, idx)) != 0)
+                return bad(err, errlen, "operation %zu: cannot apply", i);
+        } else {
+            return bad(err, errlen, "operation %zu: the parent of %s is not a container", i, path);
+        }
+    }
+    return 0;
+}

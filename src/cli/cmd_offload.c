@@ -1,0 +1,523 @@
+/* cliqoctl offload|unoffload namespace: the NamespaceOffloading `offloading` of a namespace
+ * (docs/offloading.md, "Which namespaces go where"), and the OFFLOADING section of `cliqoctl
+ * status` (offload_status_*).
+ *
+ * offload creates the object, or merge-patches the spec fields given on the command line into an
+ * existing one (the others stay); --selector '' removes the selector. The selector syntax is the
+ * label-selector syntax, turned into one NodeSelector term (src/offloading/nsof_text.c); it is
+ * checked before the cluster is contacted. --wait polls until the agent reports a phase for the
+ * current spec (status.observedGeneration) that is final: Ready (exit 0) or Invalid,
+ * NoClusterSelected, SomeFailed, AllFailed (exit 1); then the phase and the providers' conditions
+ * are printed. unoffload deletes it; --wait waits until it is gone (every provider released the
+ * namespace). */
+#include "cli/cli.h"
+#include "cli/kube.h"
+#include "cli/offload.h"
+
+#include "offloading/nsof.h"
+#include "peering/resources.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define POLL_MS 500
+
+static const char offload_usage[] =
+    "Usage: cliqoctl offload namespace NAME [options]\n"
+    "\n"
+    "Offloads namespace NAME to peer clusters: creates its NamespaceOffloading 'offloading', or\n"
+    "updates the fields given here (the others stay). The agent labels the namespace\n"
+    "liqo.io/scheduling-enabled=true, and its pod webhook gives new pods of NAME the tolerations\n"
+    "and node affinity the strategy implies. Pods already running are not moved.\n"
+    "\n"
+    "Options:\n"
+    "  --strategy S            where its pods may run: Local, Remote or LocalAndRemote\n"
+    "                          (default on creation: LocalAndRemote)\n"
+    "  --mapping M             the namespace's name on the providers: DefaultName\n"
+    "                          (NAME-<cluster name>-<hash>) or EnforceSameName (NAME)\n"
+    "                          (default on creation: DefaultName)\n"
+    "  --selector SEL          which providers (virtual nodes) by their labels, label-selector\n"
+    "                          syntax: 'k=v,k!=v,k in (a,b),k notin (a),k,!k' (all must hold);\n"
+    "                          '' removes it (every provider)\n"
+    "  --wait                  wait until the agent reports Ready (exit 0) or a failure: Invalid,\n"
+    "                          NoClusterSelected, SomeFailed, AllFailed (exit 1); print the phase\n"
+    "                          and each provider's conditions\n"
+    "  --timeout D             how long --wait waits (default 60s)\n"
+    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
+    "  --context NAME          kubeconfig context (default: the current context)\n";
+
+static const char unoffload_usage[] =
+    "Usage: cliqoctl unoffload namespace NAME [options]\n"
+    "\n"
+    "Stops offloading namespace NAME: deletes its NamespaceOffloading. The virtual kubelets "
+    "remove\n"
+    "the namespace (and its pods) from the providers; then the agent removes the label.\n"
+    "\n"
+    "Options:\n"
+    "  --wait                  wait until every provider released the namespace and the\n"
+    "                          NamespaceOffloading is gone\n"
+    "  --timeout D             how long --wait waits (default 60s)\n"
+    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
+    "  --context NAME          kubeconfig context (default: the current context)\n";
+
+static bool one_of(const char *v, const char *const *allowed)
+{
+    for (; *allowed; allowed++)
+        if (strcmp(v, *allowed) == 0)
+            return true;
+    return false;
+}
+
+static bool dns_label(const char *s)
+{
+    size_t n = strlen(s);
+
+    return n > 0 && n <= 63 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n &&
+           s[0] != '-' && s[n - 1] != '-';
+}
+
+/* "Ready=True (Accepted: message)" parts of one provider's conditions. */
+static void print_conditions(FILE *f, const json_t *status)
+{
+    const char *id;
+    json_t *conds;
+
+    json_object_foreach(json_object_get(status, "remoteNamespacesConditions"), id, conds)
+    {
+        size_t i;
+        json_t *c;
+
+        fprintf(f, "  provider %s:", id);
+        json_array_foreach(conds, i, c)
+        {
+            const char *reason = json_string_value(json_object_get(c, "reason"));
+            const char *msg = json_string_value(json_object_get(c, "message"));
+
+            fprintf(f, " %s=%s",
+                    cli_json_str(c, "type", NULL) ? cli_json_str(c, "type", NULL) : "?",
+                    cli_json_str(c, "status", NULL) ? cli_json_str(c, "status", NULL) : "?");
+            if ((reason && *reason) || (msg && *msg))
+                fprintf(f, " (%s%s%s)", reason ? reason : "", reason && msg && *msg ? ": " : "",
+                        msg ? msg : "");
+        }
+        fprintf(f, "\n");
+    }
+}
+
+static const char *phase_of(const json_t *o)
+{
+    return cli_json_str(o, "status", "offloadingPhase", NULL);
+}
+
+/* Is the status about the current spec? */
+static bool current(const json_t *o)
+{
+    const json_t *g = json_object_get(json_object_get(o, "metadata"), "generation");
+    const json_t *og = json_object_get(json_object_get(o, "status"), "observedGeneration");
+
+    return json_is_integer(g) && json_is_integer(og) &&
+           json_integer_value(og) >= json_integer_value(g);
+}
+
+static int offload(int argc, char **argv)
+{
+    const char *verb = "offload";
+    static const char *const strategies[] = {"Local", "Remote", "LocalAndRemote", NULL};
+    static const char *const mappings[] = {"DefaultName", "EnforceSameName", NULL};
+    struct cli_common co;
+    struct cli_kube k = {0};
+    const char *ns = NULL, *strategy = NULL, *mapping = NULL, *seltext = NULL, *phase;
+    json_t *sel = NULL, *obj = NULL, *spec = NULL, *nsobj = NULL, *patch = NULL;
+    char err[512], *body = NULL;
+    bool wait = false, kind_seen = false, created = false;
+    uint64_t deadline;
+    int e, rc = 1;
+
+    if (cli_wants_help(argc, argv)) {
+        fputs(offload_usage, stdout);
+        return 0;
+    }
+    cli_common_init(&co, verb, 60000);
+    for (int a = 1; a < argc; a++) {
+        int m;
+
+        if ((m = cli_common_opt(&co, argc, argv, &a)) != 0) {
+            if (m < 0)
+                return 2;
+        } else if ((m = cli_opt(verb, "--strategy", argc, argv, &a, &strategy)) != 0) {
+            if (m < 0)
+                return 2;
+            if (!one_of(strategy, strategies))
+                return cli_misuse(verb, "--strategy '%s' is not Local, Remote or LocalAndRemote",
+                                  strategy);
+        } else if ((m = cli_opt(verb, "--mapping", argc, argv, &a, &mapping)) != 0) {
+            if (m < 0)
+                return 2;
+            if (!one_of(mapping, mappings))
+                return cli_misuse(verb, "--mapping '%s' is not DefaultName or EnforceSameName",
+                                  mapping);
+        } else if ((m = cli_opt(verb, "--selector", argc, argv, &a, &seltext)) != 0) {
+            if (m < 0)
+                return 2;
+        } else if (strcmp(argv[a], "--wait") == 0) {
+            wait = true;
+        } else if (argv[a][0] == '-') {
+            return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
+        } else if (!kind_seen) {
+            if (strcmp(argv[a], "namespace") != 0 && strcmp(argv[a], "ns") != 0)
+                return cli_misuse(verb, "what to offload? only 'namespace NAME' (not '%s')",
+                                  argv[a]);
+            kind_seen = true;
+        } else if (!ns) {
+            ns = argv[a];
+        } else {
+            return cli_misuse(verb, "unexpected argument '%s'", argv[a]);
+        }
+    }
+    if (!kind_seen || !ns)
+        return cli_misuse(verb, "which namespace? (cliqoctl offload namespace NAME)");
+    if (!dns_label(ns))
+        return cli_misuse(verb, "'%s' is not a valid namespace name", ns);
+    if (seltext && nsof_selector_from_text(seltext, &sel, err, sizeof(err)) < 0)
+        return cli_misuse(
+            verb, "--selector: %s",
+            err + (strncmp(err, "selector: ", 10) == 0 || strncmp(err, "selector, ", 10) == 0 ? 10
+                                                                                              : 0));
+    if (cli_kube_open(&k, &co) < 0)
+        goto kerr;
+    e = cli_get(&k, &kapi_namespaces, NULL, ns, &nsobj);
+    if (e == -ENOENT) {
+        rc = cli_error(verb, "namespace %s does not exist", ns);
+        goto out;
+    }
+    if (e < 0)
+        goto kerr;
+    e = cli_get(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME, &obj);
+    if (e < 0 && e != -ENOENT)
+        goto kerr;
+    if (obj && json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp")) {
+        rc =
+            cli_error(verb,
+                      "the NamespaceOffloading of %s is being deleted (providers are releasing the "
+                      "namespace): try again when it is gone",
+                      ns);
+        goto out;
+    }
+    spec = json_object();
+    if (!spec)
+        goto oom;
+    if (strategy)
+        json_object_set_new(spec, "podOffloadingStrategy", json_string(strategy));
+    if (mapping)
+        json_object_set_new(spec, "namespaceMappingStrategy", json_string(mapping));
+    if (seltext)
+        json_object_set(spec, "clusterSelector", sel ? sel : json_null());
+    if (!obj) {
+        json_t *o;
+
+        if (seltext && !sel)
+            json_object_del(spec, "clusterSelector");
+        o = json_pack("{s:s,s:s,s:{s:s,s:s},s:O}", "apiVersion", NSOF_GROUP_VERSION, "kind",
+                      NSOF_KIND, "metadata", "name", NSOF_NAME, "namespace", ns, "spec", spec);
+        if (!o)
+            goto oom;
+        e = cli_create(&k, &peer_res_namespaceoffloadings, ns, o, &obj);
+        json_decref(o);
+        if (e < 0)
+            goto kerr;
+        created = true;
+    } else if (json_object_size(spec) > 0) {
+        json_t *upd = NULL;
+
+        patch = json_pack("{s:O}", "spec", spec);
+        body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+        if (!body)
+            goto oom;
+        e = cli_merge_patch(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME, NULL, body, &upd);
+        if (e < 0)
+            goto kerr;
+        json_decref(obj);
+        obj = upd;
+    }
+    printf("namespaceoffloading %s/%s %s (strategy %s, mapping %s%s)\n", ns, NSOF_NAME,
+           created ? "created" : "configured",
+           cli_json_str(obj, "spec", "podOffloadingStrategy", NULL)
+               ? cli_json_str(obj, "spec", "podOffloadingStrategy", NULL)
+               : "LocalAndRemote",
+           cli_json_str(obj, "spec", "namespaceMappingStrategy", NULL)
+               ? cli_json_str(obj, "spec", "namespaceMappingStrategy", NULL)
+               : "DefaultName",
+           json_object_get(json_object_get(obj, "spec"), "clusterSelector") ? ", with a selector"
+                                                                            : "");
+    fflush(stdout);
+    if (!wait) {
+        rc = 0;
+        goto out;
+    }
+    deadline = cli_now_ms() + co.timeout_ms;
+    for (;;) {
+        json_decref(obj);
+        obj = NULL;
+        e = cli_get(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME, &obj);
+        if (e < 0)
+            goto kerr;
+        phase = phase_of(obj);
+        if (current(obj) && phase &&
+            (strcmp(phase, "Ready") == 0 || strcmp(phase, "Invalid") == 0 ||
+             strcmp(phase, "NoClusterSelected") == 0 || strcmp(phase, "SomeFailed") == 0 ||
+             strcmp(phase, "AllFailed") == 0))
+            break;
+        if (cli_now_ms() >= deadline) {
+            char d[32];
+
+            cli_format_duration(co.timeout_ms, d, sizeof(d));
+            print_conditions(stderr, json_object_get(obj, "status"));
+            if (phase && current(obj))
+                rc = cli_error(verb,
+                               "namespace %s is not Ready after %s (phase %s): the providers above "
+                               "have not all reported it ready",
+                               ns, d, phase);
+            else
+                rc = cli_error(verb,
+                               "no phase reported for namespace %s after %s: is the agent "
+                               "running?",
+                               ns, d);
+            goto out;
+        }
+        cli_sleep_ms(POLL_MS);
+    }
+    printf("phase %s%s%s", phase,
+           cli_json_str(obj, "status", "remoteNamespaceName", NULL) ? ", remote namespace " : "",
+           cli_json_str(obj, "status", "remoteNamespaceName", NULL)
+               ? cli_json_str(obj, "status", "remoteNamespaceName", NULL)
+               : "");
+    if (cli_json_str(obj, "status", "message", NULL))
+        printf(": %s", cli_json_str(obj, "status", "message", NULL));
+    printf("\n");
+    print_conditions(stdout, json_object_get(obj, "status"));
+    rc = strcmp(phase, "Ready") == 0 ? 0 : 1;
+    if (rc)
+        cli_error(verb, "namespace %s: phase %s", ns, phase);
+    goto out;
+oom:
+    rc = cli_error(verb, "out of memory");
+    goto out;
+kerr:
+    rc = cli_error(verb, "%s", k.err);
+out:
+    free(body);
+    json_decref(patch);
+    json_decref(spec);
+    json_decref(sel);
+    json_decref(obj);
+    json_decref(nsobj);
+    cli_kube_close(&k);
+    return rc;
+}
+
+static int unoffload(int argc, char **argv)
+{
+    const char *verb = "unoffload";
+    struct cli_common co;
+    struct cli_kube k = {0};
+    const char *ns = NULL;
+    bool wait = false, kind_seen = false;
+    json_t *obj = NULL;
+    uint64_t deadline;
+    int e, rc = 1;
+
+    if (cli_wants_help(argc, argv)) {
+        fputs(unoffload_usage, stdout);
+        return 0;
+    }
+    cli_common_init(&co, verb, 60000);
+    for (int a = 1; a < argc; a++) {
+        int m;
+
+        if ((m = cli_common_opt(&co, argc, argv, &a)) != 0) {
+            if (m < 0)
+                return 2;
+        } else if (strcmp(argv[a], "--wait") == 0) {
+            wait = true;
+        } else if (argv[a][0] == '-') {
+            return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
+        } else if (!kind_seen) {
+            if (strcmp(argv[a], "namespace") != 0 && strcmp(argv[a], "ns") != 0)
+                return cli_misuse(verb, "what to unoffload? only 'namespace NAME' (not '%s')",
+                                  argv[a]);
+            kind_seen = true;
+        } else if (!ns) {
+            ns = argv[a];
+        } else {
+            return cli_misuse(verb, "unexpected argument '%s'", argv[a]);
+        }
+    }
+    if (!kind_seen || !ns)
+        return cli_misuse(verb, "which namespace? (cliqoctl unoffload namespace NAME)");
+    if (!dns_label(ns))
+        return cli_misuse(verb, "'%s' is not a valid namespace name", ns);
+    if (cli_kube_open(&k, &co) < 0)
+        goto kerr;
+    e = cli_delete(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME);
+    if (e == -ENOENT) {
+        rc = cli_error(verb, "namespace %s is not offloaded (no NamespaceOffloading)", ns);
+        goto out;
+    }
+    if (e < 0)
+        goto kerr;
+    printf("namespaceoffloading %s/%s deleted\n", ns, NSOF_NAME);
+    fflush(stdout);
+    if (!wait) {
+        rc = 0;
+        goto out;
+    }
+    deadline = cli_now_ms() + co.timeout_ms;
+    for (;;) {
+        json_decref(obj);
+        obj = NULL;
+        e = cli_get(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME, &obj);
+        if (e == -ENOENT)
+            break;
+        if (e < 0)
+            goto kerr;
+        if (cli_now_ms() >= deadline) {
+            char d[32];
+
+            cli_format_duration(co.timeout_ms, d, sizeof(d));
+            print_conditions(stderr, json_object_get(obj, "status"));
+            rc = cli_error(verb,
+                           "the NamespaceOffloading of %s is still there after %s: providers above "
+                           "still hold the namespace (is the agent running?)",
+                           ns, d);
+            goto out;
+        }
+        cli_sleep_ms(POLL_MS);
+    }
+    printf("namespace %s released by every provider\n", ns);
+    rc = 0;
+    goto out;
+kerr:
+    rc = cli_error(verb, "%s", k.err);
+out:
+    json_decref(obj);
+    cli_kube_close(&k);
+    return rc;
+}
+
+int cmd_offload_main(int argc, char **argv)
+{
+    return offload(argc, argv);
+}
+
+int cmd_unoffload_main(int argc, char **argv)
+{
+    return unoffload(argc, argv);
+}
+
+/* ---- cliqoctl status ---------------------------------------------------------------------------
+ */
+
+int offload_status_list(struct cli_kube *k, json_t **ret)
+{
+    json_t *items = NULL, *o, *out;
+    size_t i;
+    int e = cli_list(k, &peer_res_namespaceoffloadings, NULL, NULL, &items);
+
+    if (e == -ENOENT) {
+        *ret = json_array();
+        return *ret ? 0 : -ENOMEM;
+    }
+    if (e < 0)
+        return e;
+    out = json_array();
+    if (!out) {
+        json_decref(items);
+        return -ENOMEM;
+    }
+    json_array_foreach(items, i, o)
+    {
+        const json_t *conds =
+            json_object_get(json_object_get(o, "status"), "remoteNamespacesConditions");
+        json_t *clusters = json_object(), *c;
+        const char *id;
+
+        json_object_foreach((json_t *)conds, id, c)
+        {
+            size_t j;
+            json_t *cond;
+            const char *ready = "Unknown", *reason = NULL;
+
+            json_array_foreach(c, j, cond)
+            {
+                if (cli_json_str(cond, "type", NULL) &&
+                    strcmp(cli_json_str(cond, "type", NULL), "Ready") == 0) {
+                    ready = cli_json_str(cond, "status", NULL) ? cli_json_str(cond, "status", NULL)
+                                                               : "Unknown";
+                    reason = cli_json_str(cond, "reason", NULL);
+                }
+            }
+            json_object_set_new(clusters, id,
+                                json_pack("{s:s,s:s*}", "ready", ready, "reason", reason));
+        }
+        json_array_append_new(
+            out,
+            json_pack("{s:s*,s:s*,s:s,s:s,s:s*,s:s*,s:s*,s:o}", "namespace", kapi_obj_namespace(o),
+                      "name", kapi_obj_name(o), "podOffloadingStrategy",
+                      cli_json_str(o, "spec", "podOffloadingStrategy", NULL)
+                          ? cli_json_str(o, "spec", "podOffloadingStrategy", NULL)
+                          : "LocalAndRemote",
+                      "namespaceMappingStrategy",
+                      cli_json_str(o, "spec", "namespaceMappingStrategy", NULL)
+                          ? cli_json_str(o, "spec", "namespaceMappingStrategy", NULL)
+                          : "DefaultName",
+                      "remoteNamespaceName", cli_json_str(o, "status", "remoteNamespaceName", NULL),
+                      "phase", phase_of(o), "message", cli_json_str(o, "status", "message", NULL),
+                      "clusters", clusters ? clusters : json_object()));
+    }
+    json_decref(items);
+    *ret = out;
+    return 0;
+}
+
+void offload_status_print(const json_t *list, FILE *f)
+{
+    const json_t *o;
+    size_t i;
+
+    fprintf(f, "\n%-24s %-15s %-34s %-18s %s\n", "OFFLOADING", "STRATEGY", "REMOTE-NAMESPACE",
+            "PHASE", "PROVIDERS (READY)");
+    if (json_array_size(list) == 0) {
+        fprintf(f, "no offloaded namespaces (cliqoctl offload namespace NAME)\n");
+        return;
+    }
+    json_array_foreach(list, i, o)
+    {
+        const char *ns = cli_json_str(o, "namespace", NULL), *name = cli_json_str(o, "name", NULL);
+        const char *id;
+        json_t *c;
+        char shown[96];
+        bool any = false;
+
+        if (name && strcmp(name, NSOF_NAME) == 0)
+            snprintf(shown, sizeof(shown), "%s", ns ? ns : "-");
+        else
+            snprintf(shown, sizeof(shown), "%s/%s", ns ? ns : "-", name ? name : "-");
+        fprintf(f, "%-24s %-15s %-34s %-18s", shown, cli_json_str(o, "podOffloadingStrategy", NULL),
+                cli_json_str(o, "remoteNamespaceName", NULL)
+                    ? cli_json_str(o, "remoteNamespaceName", NULL)
+                    : "-",
+                cli_json_str(o, "phase", NULL) ? cli_json_str(o, "phase", NULL) : "-");
+        json_object_foreach(json_object_get(o, "clusters"), id, c)
+        {
+            fprintf(f, "%s%s=%s", any ? " " : " ", id, cli_json_str(c, "ready", NULL));
+            any = true;
+        }
+        if (!any)
+            fprintf(f, " -");
+        fprintf(f, "\n");
+        if (cli_json_str(o, "message", NULL))
+            fprintf(f, "%-24s %s\n", "", cli_json_str(o, "message", NULL));
+    }
+}

@@ -1,0 +1,521 @@
+/* offloading: see offloading.h. */
+#include "offloading/offloading.h"
+#include "admission/admission.h"
+#include "agent/modules.h"
+#include "offloading/nsof.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/xalloc.h"
+#include "peering/objects.h"
+#include "peering/resources.h"
+
+#define MOD         "offloading"
+#define RETRY_MS    1000
+#define WAIT_MS     2000
+#define MAX_PEERS   256
+#define VNODE_SEL   NSOF_VNODE_LABEL "=" NSOF_VNODE_VALUE
+#define LABELLED_NS NSOF_LABEL_SCHEDULING "=true"
+
+static struct {
+    struct agent *a;
+    struct inf_informer *nsofs, *vnodes, *labelled, *config;
+    struct wq_queue *q;
+    bool running;
+    struct metrics_family *m_phase;
+} st;
+
+struct rec {
+    char key[192], ns[64], name[128];
+};
+
+static const json_t *meta_of(const json_t *o)
+{
+    return json_object_get(o, "metadata");
+}
+
+static bool deleting(const json_t *o)
+{
+    return json_object_get(meta_of(o), "deletionTimestamp") != NULL;
+}
+
+static const char *label_of(const json_t *o, const char *key)
+{
+    return json_string_value(json_object_get(json_object_get(meta_of(o), "labels"), key));
+}
+
+/* ---- writes ----------------------------------------------------------------------------------
+ */
+
+static void rec_end(struct rec *r, int requeue_ms)
+{
+    if (st.q) {
+        if (requeue_ms >= 0)
+            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
+        wq_done(st.q, r->key);
+    }
+    x_free(r);
+}
+
+static void after_write(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    struct rec *r = data;
+
+    (void)c;
+    if (res->err < 0 && res->err != -ENOENT) {
+        if (res->err != -ECANCELED)
+            log_warn(MOD, "%s: %s", r->key, res->status.message);
+        if (st.q && res->err != -ESTALE)
+            wq_add_rate_limited(st.q, r->key);
+        rec_end(r, res->err == -ESTALE ? 100 : -1);
+        return;
+    }
+    if (st.q)
+        wq_forget(st.q, r->key);
+    rec_end(r, 0); /* the next step */
+}
+
+static void merge_patch(struct rec *r, const struct kapi_resource *res, const char *ns,
+                        const char *name, const char *sub, json_t *patch)
+{
+    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+
+    if (!body || kapi_patch(agent_kube(st.a), res, ns, name, sub, KAPI_PATCH_MERGE, body,
+                            after_write, r) < 0)
+        rec_end(r, RETRY_MS);
+    free(body);
+    json_decref(patch);
+}
+
+static void set_label(struct rec *r, const char *ns, bool on)
+{
+    log_info(MOD, "%s namespace %s %s=true", on ? "labelling" : "unlabelling", ns,
+             NSOF_LABEL_SCHEDULING);
+    merge_patch(r, &kapi_namespaces, NULL, ns, NULL,
+                json_pack("{s:{s:{s:o}}}", "metadata", "labels", NSOF_LABEL_SCHEDULING,
+                          on ? json_string("true") : json_null()));
+}
+
+static void set_finalizer(struct rec *r, const json_t *obj, bool on)
+{
+    json_t *fins = json_array(), *f;
+    size_t i;
+
+    json_array_foreach(json_object_get(meta_of(obj), "finalizers"), i, f)
+    {
+        if (!json_is_string(f) || strcmp(json_string_value(f), NSOF_FINALIZER) != 0)
+            json_array_append(fins, f);
+    }
+    if (on)
+        json_array_append_new(fins, json_string(NSOF_FINALIZER));
+    merge_patch(r, &peer_res_namespaceoffloadings, r->ns, r->name, NULL,
+                json_pack("{s:{s:s,s:o}}", "metadata", "resourceVersion", kapi_obj_rv(obj),
+                          "finalizers", fins));
+}
+
+/* ---- reconcile -------------------------------------------------------------------------------
+ */
+
+struct selected {
+    const json_t *selector;
+    const char *ids[MAX_PEERS];
+    size_t n;
+    json_t *keep; /* holds the nodes whose IDs are listed */
+};
+
+static void select_visit(json_t *node, void *data)
+{
+    struct selected *s = data;
+    const char *id = label_of(node, PEER_LABEL_REMOTE_CLUSTER);
+    const json_t *labels = json_object_get(meta_of(node), "labels");
+
+    if (!id || s->n >= MAX_PEERS || !nsof_selector_match(s->selector, kapi_obj_name(node), labels))
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->ids[i], id) == 0)
+            return;
+    json_array_append(s->keep, node);
+    s->ids[s->n++] =
+        label_of(json_array_get(s->keep, json_array_size(s->keep) - 1), PEER_LABEL_REMOTE_CLUSTER);
+}
+
+struct has_peer {
+    const char *id;
+    bool found;
+};
+
+static void peer_visit(json_t *node, void *data)
+{
+    struct has_peer *h = data;
+    const char *id = label_of(node, PEER_LABEL_REMOTE_CLUSTER);
+
+    if (id && strcmp(id, h->id) == 0)
+        h->found = true;
+}
+
+/* Writes the status fields this module owns when they differ. Returns true when a write went
+ * out (the pass then ends in the write's callback). */
+static bool write_status(struct rec *r, const json_t *obj, enum nsof_phase phase,
+                         const char *remote, const char *message)
+{
+    const json_t *status = json_object_get(obj, "status");
+    const char *cur_phase = json_string_value(json_object_get(status, "offloadingPhase"));
+    const char *cur_remote = json_string_value(json_object_get(status, "remoteNamespaceName"));
+    const char *cur_msg = json_string_value(json_object_get(status, "message"));
+    const json_t *gen = json_object_get(meta_of(obj), "generation");
+    const json_t *cur_gen = json_object_get(status, "observedGeneration");
+    json_t *patch;
+
+    if (cur_phase && strcmp(cur_phase, nsof_phase_name(phase)) == 0 &&
+        ((!remote && !cur_remote) || (remote && cur_remote && strcmp(remote, cur_remote) == 0)) &&
+        ((!message && !cur_msg) || (message && cur_msg && strcmp(message, cur_msg) == 0)) &&
+        (!json_is_integer(gen) || json_equal((json_t *)gen, (json_t *)cur_gen)))
+        return false;
+    if (!cur_phase || strcmp(cur_phase, nsof_phase_name(phase)) != 0)
+        log_info(MOD, "%s: %s%s%s", r->key, nsof_phase_name(phase), message ? ": " : "",
+                 message ? message : "");
+    patch = json_pack("{s:{s:s,s:o,s:o}}", "status", "offloadingPhase", nsof_phase_name(phase),
+                      "remoteNamespaceName", remote ? json_string(remote) : json_null(), "message",
+                      message ? json_string(message) : json_null());
+    if (patch && json_is_integer(gen))
+        json_object_set(json_object_get(patch, "status"), "observedGeneration", (json_t *)gen);
+    merge_patch(r, &peer_res_namespaceoffloadings, r->ns, r->name, "status", patch);
+    return true;
+}
+
+static void reconcile_deleting(struct rec *r, const json_t *obj, json_t *nsobj)
+{
+    const json_t *conds =
+        json_object_get(json_object_get(obj, "status"), "remoteNamespacesConditions");
+    const char *k;
+    json_t *v;
+
+    if (!peer_has_finalizer(obj, NSOF_FINALIZER)) {
+        rec_end(r, -1);
+        return;
+    }
+    if (write_status(r, obj, NSOF_PHASE_TERMINATING,
+                     json_string_value(
+                         json_object_get(json_object_get(obj, "status"), "remoteNamespaceName")),
+                     NULL))
+        return;
+    /* A provider with no virtual node here any more will never remove its key. */
+    json_object_foreach((json_t *)conds, k, v)
+    {
+        struct has_peer h = {k, false};
+
+        inf_foreach(st.vnodes, peer_visit, &h);
+        if (!h.found) {
+            log_info(MOD, "%s: provider %s has no virtual node any more: removing its key", r->key,
+                     k);
+            merge_patch(r, &peer_res_namespaceoffloadings, r->ns, r->name, "status",
+                        json_pack("{s:{s:{s:n}}}", "status", "remoteNamespacesConditions", k));
+            return;
+        }
+    }
+    if (json_object_size(conds) > 0) {
+        rec_end(r, WAIT_MS); /* the virtual kubelets remove their namespaces and keys */
+        return;
+    }
+    if (nsobj && label_of(nsobj, NSOF_LABEL_SCHEDULING)) {
+        set_label(r, r->ns, false);
+        return;
+    }
+    log_info(MOD, "%s: every provider released the namespace: removing the finalizer", r->key);
+    set_finalizer(r, obj, false);
+}
+
+static void reconcile(struct wq_queue *q, const char *key, void *data)
+{
+    const char *slash = strchr(key, '/');
+    struct rec *r;
+    json_t *obj = NULL, *nsobj = NULL;
+    struct nsof_spec spec;
+    struct selected sel = {0};
+    char err[256], remote[NSOF_NS_MAX + 1];
+    bool invalid;
+    enum nsof_phase phase;
+
+    (void)data;
+    if (!st.running || !slash || (size_t)(slash - key) >= sizeof(r->ns) ||
+        strlen(slash + 1) >= sizeof(r->name)) {
+        wq_done(q, key);
+        return;
+    }
+    r = x_calloc(1, sizeof(*r));
+    if (!r) {
+        wq_add_after(q, key, RETRY_MS);
+        wq_done(q, key);
+        return;
+    }
+    snprintf(r->key, sizeof(r->key), "%s", key);
+    snprintf(r->ns, sizeof(r->ns), "%.*s", (int)(slash - key), key);
+    snprintf(r->name, sizeof(r->name), "%s", slash + 1);
+    obj = inf_get(st.nsofs, r->ns, r->name);
+    nsobj = inf_get(st.labelled, NULL, r->ns);
+    if (!obj) {
+        json_t *other = inf_get(st.nsofs, r->ns, NSOF_NAME);
+
+        /* Labelled = has a NamespaceOffloading `offloading`. */
+        if (nsobj && !other && !deleting(nsobj))
+            set_label(r, r->ns, false);
+        else
+            rec_end(r, -1);
+        json_decref(other);
+        goto out;
+    }
+    if (strcmp(r->name, NSOF_NAME) != 0) {
+        char msg[128];
+
+        snprintf(msg, sizeof(msg), "a NamespaceOffloading must be named '%s' (one per namespace)",
+                 NSOF_NAME);
+        if (!write_status(r, obj, NSOF_PHASE_INVALID, NULL, msg))
+            rec_end(r, -1);
+        goto out;
+    }
+    if (deleting(obj)) {
+        reconcile_deleting(r, obj, nsobj);
+        goto out;
+    }
+    if (!peer_has_finalizer(obj, NSOF_FINALIZER)) {
+        set_finalizer(r, obj, true);
+        goto out;
+    }
+    if (!nsobj) {
+        set_label(r, r->ns, true);
+        goto out;
+    }
+    invalid = nsof_spec_parse(obj, &spec, err, sizeof(err)) < 0;
+    remote[0] = '\0';
+    if (!invalid) {
+        if (!identity_cluster_id()) {
+            rec_end(r, 500); /* the identity module has not read the cluster ID yet */
+            goto out;
+        }
+        if (nsof_remote_namespace(r->ns, spec.mapping, identity_cluster_name(),
+                                  identity_cluster_id(), remote, sizeof(remote)) < 0)
+            remote[0] = '\0';
+        sel.selector = spec.selector;
+        sel.keep = json_array();
+        if (!sel.keep) {
+            rec_end(r, RETRY_MS);
+            goto out;
+        }
+        inf_foreach(st.vnodes, select_visit, &sel);
+    }
+    phase =
+        nsof_phase_of(invalid, false,
+                      json_object_get(json_object_get(obj, "status"), "remoteNamespacesConditions"),
+                      sel.ids, sel.n);
+    if (!write_status(r, obj, phase, remote[0] ? remote : NULL, invalid ? err : NULL))
+        rec_end(r, -1);
+out:
+    json_decref(sel.keep);
+    json_decref(obj);
+    json_decref(nsobj);
+}
+
+/* ---- the pod webhook ---------------------------------------------------------------------------
+ */
+
+static long long grace_seconds(void)
+{
+    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    const json_t *g =
+        json_object_get(json_object_get(json_object_get(cc, "spec"), "offloadingConfig"),
+                        "unreachableGraceSeconds");
+    long long v = OFFL_GRACE_DEFAULT;
+
+    if (json_is_integer(g) && json_integer_value(g) >= 0 && json_integer_value(g) <= OFFL_GRACE_MAX)
+        v = json_integer_value(g);
+    json_decref(cc);
+    return v;
+}
+
+static void mutate(const struct adm_request *req, struct adm_verdict *v, void *data)
+{
+    json_t *nsof;
+    struct nsof_spec spec;
+    char err[256];
+    int rc;
+
+    (void)data;
+    if (strcmp(req->operation, "CREATE") != 0 || strcmp(req->kind, "Pod") != 0 || req->group[0])
+        return;
+    nsof = inf_get(st.nsofs, req->ns, NSOF_NAME);
+    if (!nsof)
+        return; /* not offloaded (any more): Local */
+    if (deleting(nsof) || nsof_spec_parse(nsof, &spec, err, sizeof(err)) < 0) {
+        json_decref(nsof);
+        return; /* terminating or invalid: Local */
+    }
+    rc = nsof_pod_patch(req->object, spec.pods, spec.selector, grace_seconds(), &v->patch, err,
+                        sizeof(err));
+    if (rc < 0) {
+        v->allowed = false;
+        v->code = 400;
+        snprintf(v->message, sizeof(v->message),
+                 "cannot apply the %s offloading of namespace %s to this pod: %s",
+                 nsof_pods_name(spec.pods), req->ns, rc == -ENOMEM ? "out of memory" : err);
+        v->patch = NULL;
+    }
+    json_decref(nsof);
+}
+
+/* ---- module ------------------------------------------------------------------------------------
+ */
+
+static void enqueue(const char *ns, const char *name)
+{
+    char key[192];
+
+    if (!st.q || !ns || !name || strlen(ns) + strlen(name) + 2 > sizeof(key))
+        return;
+    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    wq_add(st.q, key);
+}
+
+static void on_nsof(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    enqueue(kapi_obj_namespace(obj), kapi_obj_name(obj));
+}
+
+static void on_nsof_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_nsof(inf, new_obj, data);
+}
+
+static void enqueue_visit(json_t *obj, void *data)
+{
+    (void)data;
+    enqueue(kapi_obj_namespace(obj), kapi_obj_name(obj));
+}
+
+/* A virtual node came, went or changed its labels: every selection may change. */
+static void on_vnode(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)obj;
+    (void)data;
+    inf_foreach(st.nsofs, enqueue_visit, NULL);
+}
+
+static void on_vnode_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    const json_t *a = json_object_get(meta_of(old_obj), "labels");
+    const json_t *b = json_object_get(meta_of(new_obj), "labels");
+
+    if (!json_equal((json_t *)a, (json_t *)b) || deleting(old_obj) != deleting(new_obj))
+        on_vnode(inf, new_obj, data);
+}
+
+static void on_labelled(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    enqueue(kapi_obj_name(obj), NSOF_NAME);
+}
+
+static void on_labelled_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj,
+                               void *data)
+{
+    (void)old_obj;
+    on_labelled(inf, new_obj, data);
+}
+
+struct phase_count {
+    double n[NSOF_PHASE_INVALID + 1];
+    double unknown;
+};
+
+static void count_visit(json_t *obj, void *data)
+{
+    struct phase_count *c = data;
+    const char *p =
+        json_string_value(json_object_get(json_object_get(obj, "status"), "offloadingPhase"));
+
+    for (int i = 0; p && i <= NSOF_PHASE_INVALID; i++)
+        if (strcmp(p, nsof_phase_name((enum nsof_phase)i)) == 0) {
+            c->n[i]++;
+            return;
+        }
+    c->unknown++;
+}
+
+static void collect(struct metrics_registry *reg, void *data)
+{
+    struct phase_count c = {0};
+
+    (void)reg;
+    (void)data;
+    inf_foreach(st.nsofs, count_visit, &c);
+    for (int i = 0; i <= NSOF_PHASE_INVALID; i++) {
+        const char *l[2] = {nsof_phase_name((enum nsof_phase)i), NULL};
+
+        metrics_set(st.m_phase, l, c.n[i]);
+    }
+    {
+        const char *l[2] = {"", NULL};
+
+        metrics_set(st.m_phase, l, c.unknown);
+    }
+}
+
+int offl_init(struct agent *a)
+{
+    static const char *const labels[] = {"phase", NULL};
+    struct inf_handlers nh = {.on_add = on_nsof, .on_update = on_nsof_update, .on_delete = on_nsof};
+    struct inf_handlers vh = {
+        .on_add = on_vnode, .on_update = on_vnode_update, .on_delete = on_vnode};
+    struct inf_handlers lh = {
+        .on_add = on_labelled, .on_update = on_labelled_update, .on_delete = on_labelled};
+    struct wq_options qo = {.max_concurrent = 4, .base_delay_ms = 200, .max_delay_ms = 60000};
+    int r;
+
+    memset(&st, 0, sizeof(st));
+    st.a = a;
+    r = agent_informer(a, &peer_res_namespaceoffloadings, NULL, NULL, 0, &nh, NULL, &st.nsofs);
+    if (r == 0)
+        r = agent_informer(a, &kapi_nodes, NULL, VNODE_SEL, 0, &vh, NULL, &st.vnodes);
+    if (r == 0)
+        r = agent_informer(a, &kapi_namespaces, NULL, LABELLED_NS, 0, &lh, NULL, &st.labelled);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &st.config);
+    if (r == 0)
+        r = agent_queue(a, "offloading", &qo, reconcile, NULL, &st.q);
+    if (r == 0)
+        r = adm_webhook_register("pod-offloading", ADM_PATH_MUTATE, mutate, NULL);
+    if (r == 0)
+        r = metrics_family_new(agent_metrics(a), METRICS_GAUGE, "cliqo_offloading_namespaces",
+                               "NamespaceOffloadings by status.offloadingPhase (\"\": none yet).",
+                               labels, NULL, 0, &st.m_phase);
+    if (r == 0)
+        r = metrics_add_collector(agent_metrics(a), collect, NULL);
+    return r;
+}
+
+int offl_start(struct agent *a)
+{
+    (void)a;
+    st.running = true;
+    return 0;
+}
+
+void offl_stop(struct agent *a)
+{
+    (void)a;
+    st.running = false;
+}
+
+void offl_fini(struct agent *a)
+{
+    (void)a;
+    st.q = NULL;
+}

@@ -1,0 +1,376 @@
+/* The pod webhook's patch: see nsof.h ("the pod webhook's patch"). */
+#include "admission/review.h"
+#include "offloading/nsof.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#define REQ_PATH "requiredDuringSchedulingIgnoredDuringExecution"
+
+static int fail(char *err, size_t errlen, int rc, const char *what)
+{
+    if (err && errlen)
+        snprintf(err, errlen, "%s", what);
+    return rc;
+}
+
+bool nsof_pod_is_daemonset(const json_t *pod)
+{
+    const json_t *owners = json_object_get(json_object_get(pod, "metadata"), "ownerReferences");
+
+    for (size_t i = 0; i < json_array_size(owners); i++) {
+        const json_t *o = json_array_get(owners, i);
+        const char *kind = json_string_value(json_object_get(o, "kind"));
+
+        if (json_is_true(json_object_get(o, "controller")) && kind &&
+            strcmp(kind, "DaemonSet") == 0)
+            return true;
+    }
+    return false;
+}
+
+/* ---- tolerations --------------------------------------------------------------------------- */
+
+static const char *str_or_empty(const json_t *o, const char *key)
+{
+    const char *s = json_string_value(json_object_get(o, key));
+
+    return s ? s : "";
+}
+
+/* Kubernetes' ToleratesTaint for a taint (key, value, effect). */
+static bool tolerates(const json_t *tol, const char *key, const char *value, const char *effect)
+{
+    const char *te = str_or_empty(tol, "effect"), *tk = str_or_empty(tol, "key");
+    const char *op = str_or_empty(tol, "operator");
+
+    if (*te && strcmp(te, effect) != 0)
+        return false;
+    if (*tk && strcmp(tk, key) != 0)
+        return false;
+    if (strcmp(op, "Exists") == 0)
+        return true;
+    if (*op && strcmp(op, "Equal") != 0)
+        return false;
+    return strcmp(str_or_empty(tol, "value"), value) == 0;
+}
+
+static bool unbounded(const json_t *tol)
+{
+    const json_t *s = json_object_get(tol, "tolerationSeconds");
+
+    return !s || json_is_null(s);
+}
+
+/* The shape the DefaultTolerationSeconds admission plugin adds. */
+static bool plugin_default(const json_t *tol, const char *key)
+{
+    const json_t *s = json_object_get(tol, "tolerationSeconds");
+
+    return strcmp(str_or_empty(tol, "key"), key) == 0 &&
+           strcmp(str_or_empty(tol, "operator"), "Exists") == 0 &&
+           strcmp(str_or_empty(tol, "effect"), "NoExecute") == 0 && !*str_or_empty(tol, "value") &&
+           json_is_integer(s) && json_integer_value(s) == NSOF_DEFAULT_TOLERATION_SECONDS;
+}
+
+/* Operations for one of the two node-condition taints. New tolerations go to add. */
+static int grace_ops(const json_t *tols, const char *key, long long grace, json_t *patch,
+                     json_t *add)
+{
+    bool found = false;
+    char path[128], idx[24];
+
+    for (size_t i = 0; i < json_array_size(tols); i++)
+        if (tolerates(json_array_get(tols, i), key, "", "NoExecute") &&
+            unbounded(json_array_get(tols, i)))
+            return 0;
+    for (size_t i = 0; i < json_array_size(tols); i++) {
+        const json_t *t = json_array_get(tols, i);
+        const json_t *s = json_object_get(t, "tolerationSeconds");
+
+        if (strcmp(str_or_empty(t, "key"), key) != 0 || !tolerates(t, key, "", "NoExecute"))
+            continue;
+        found = true;
+        if (!json_is_integer(s))
+            continue; /* the API server's validation makes it an integer */
+        if (!plugin_default(t, key) && json_integer_value(s) >= grace)
+            continue;
+        if (json_integer_value(s) == grace)
+            continue;
+        snprintf(idx, sizeof(idx), "%zu", i);
+        {
+            json_t *g = json_integer(grace);
+            int rc = g && adm_pointer(path, sizeof(path), "spec", "tolerations", idx,
+                                      "tolerationSeconds", NULL) == 0
+                         ? adm_patch_op(patch, "replace", path, g)
+                         : -ENOMEM;
+
+            json_decref(g);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    if (!found &&
+        json_array_append_new(add, json_pack("{s:s,s:s,s:s,s:I}", "key", key, "operator", "Exists",
+                                             "effect", "NoExecute", "tolerationSeconds",
+                                             (json_int_t)grace)) != 0)
+        return -ENOMEM;
+    return 0;
+}
+
+static int toleration_ops(const json_t *spec, long long grace, json_t *patch)
+{
+    const json_t *tols = json_object_get(spec, "tolerations");
+    json_t *add = json_array();
+    bool has_vk = false;
+    int rc = -ENOMEM;
+
+    if (!add)
+        return -ENOMEM;
+    for (size_t i = 0; i < json_array_size(tols); i++) {
+        const json_t *t = json_array_get(tols, i);
+
+        if (tolerates(t, NSOF_VNODE_TAINT, "true", "NoExecute") && unbounded(t))
+            has_vk = true;
+    }
+    if (!has_vk &&
+        json_array_append_new(add, json_pack("{s:s,s:s,s:s}", "key", NSOF_VNODE_TAINT, "operator",
+                                             "Exists", "effect", "NoExecute")) != 0)
+        goto out;
+    if (grace_ops(tols, NSOF_TAINT_UNREACHABLE, grace, patch, add) < 0 ||
+        grace_ops(tols, NSOF_TAINT_NOT_READY, grace, patch, add) < 0)
+        goto out;
+    if (json_array_size(add) > 0) {
+        if (!json_is_array(tols)) {
+            if (adm_patch_op(patch, "add", "/spec/tolerations", add) < 0)
+                goto out;
+        } else {
+            for (size_t i = 0; i < json_array_size(add); i++)
+                if (adm_patch_op(patch, "add", "/spec/tolerations/-", json_array_get(add, i)) < 0)
+                    goto out;
+        }
+    }
+    rc = 0;
+out:
+    json_decref(add);
+    return rc;
+}
+
+/* ---- affinity ------------------------------------------------------------------------------ */
+
+static json_t *vnode_expr(const char *op)
+{
+    return json_pack("{s:s,s:s,s:[s]}", "key", NSOF_VNODE_LABEL, "operator", op, "values",
+                     NSOF_VNODE_VALUE);
+}
+
+static bool term_empty(const json_t *t)
+{
+    return json_array_size(json_object_get(t, "matchExpressions")) == 0 &&
+           json_array_size(json_object_get(t, "matchFields")) == 0;
+}
+
+/* Appends to dst the elements of src not already in dst. */
+static int union_into(json_t *dst, const json_t *src)
+{
+    for (size_t i = 0; i < json_array_size(src); i++) {
+        const json_t *e = json_array_get(src, i);
+        bool dup = false;
+
+        for (size_t j = 0; j < json_array_size(dst) && !dup; j++)
+            dup = json_equal(json_array_get(dst, j), (json_t *)e);
+        if (!dup && json_array_append(dst, (json_t *)e) != 0)
+            return -ENOMEM;
+    }
+    return 0;
+}
+
+/* A new term: the union of a and b (either may be NULL). */
+static json_t *term_union(const json_t *a, const json_t *b)
+{
+    json_t *xs = json_array(), *fs = json_array(), *t = NULL;
+
+    if (!xs || !fs || union_into(xs, json_object_get(a, "matchExpressions")) < 0 ||
+        union_into(xs, json_object_get(b, "matchExpressions")) < 0 ||
+        union_into(fs, json_object_get(a, "matchFields")) < 0 ||
+        union_into(fs, json_object_get(b, "matchFields")) < 0)
+        goto out;
+    t = json_object();
+    if (!t)
+        goto out;
+    if (json_array_size(xs) && json_object_set(t, "matchExpressions", xs) < 0)
+        goto bad;
+    if (json_array_size(fs) && json_object_set(t, "matchFields", fs) < 0)
+        goto bad;
+    goto out;
+bad:
+    json_decref(t);
+    t = NULL;
+out:
+    json_decref(xs);
+    json_decref(fs);
+    return t;
+}
+
+/* The strategy's terms (S). */
+static json_t *strategy_terms(enum nsof_pods pods, const json_t *selector)
+{
+    const json_t *sel = json_object_get(selector, "nodeSelectorTerms");
+    json_t *s = json_array(), *in = vnode_expr("In"), *t;
+    bool ok = s && in;
+
+    if (json_array_size(sel) == 0) {
+        t = json_pack("{s:[O]}", "matchExpressions", in);
+        ok = ok && t && json_array_append_new(s, t) == 0;
+    } else {
+        for (size_t i = 0; ok && i < json_array_size(sel); i++) {
+            json_t *extra =
+                pods == NSOF_PODS_REMOTE ? json_pack("{s:[O]}", "matchExpressions", in) : NULL;
+
+            t = term_union(json_array_get(sel, i), extra);
+            json_decref(extra);
+            ok = t && json_array_append_new(s, t) == 0;
+        }
+    }
+    if (ok && pods == NSOF_PODS_LOCAL_AND_REMOTE) {
+        t = json_pack("{s:[o]}", "matchExpressions", vnode_expr("NotIn"));
+        ok = t && json_array_append_new(s, t) == 0;
+    }
+    json_decref(in);
+    if (!ok) {
+        json_decref(s);
+        return NULL;
+    }
+    return s;
+}
+
+static int affinity_ops(const json_t *spec, enum nsof_pods pods, const json_t *selector,
+                        json_t *patch, char *err, size_t errlen)
+{
+    const json_t *aff = json_object_get(spec, "affinity");
+    const json_t *na = json_object_get(aff, "nodeAffinity");
+    const json_t *req = json_object_get(na, REQ_PATH);
+    const json_t *own = json_object_get(req, "nodeSelectorTerms");
+    json_t *s = strategy_terms(pods, selector), *result = NULL, *value = NULL;
+    size_t nown = 0;
+    int rc = -ENOMEM;
+
+    if (!s)
+        return -ENOMEM;
+    if ((aff && !json_is_null(aff) && !json_is_object(aff)) ||
+        (na && !json_is_null(na) && !json_is_object(na)) ||
+        (req && !json_is_null(req) && !json_is_object(req)) ||
+        (own && !json_is_null(own) && !json_is_array(own))) {
+        rc = fail(err, errlen, -EINVAL, "spec.affinity.nodeAffinity is malformed");
+        goto out;
+    }
+    for (size_t i = 0; i < json_array_size(own); i++) {
+        if (!json_is_object(json_array_get(own, i))) {
+            rc = fail(err, errlen, -EINVAL, "a nodeSelectorTerm of the pod is not an object");
+            goto out;
+        }
+        if (!term_empty(json_array_get(own, i)))
+            nown++;
+    }
+    if (json_array_size(own) > 0 && nown == 0) {
+        rc = 0; /* the pod's own terms match no node: it stays as unschedulable as it was */
+        goto out;
+    }
+    if (nown * json_array_size(s) > NSOF_MAX_POD_TERMS ||
+        (nown == 0 && json_array_size(s) > NSOF_MAX_POD_TERMS)) {
+        if (err && errlen)
+            snprintf(err, errlen,
+                     "the pod's %zu node affinity terms crossed with the %zu terms of the "
+                     "namespace's offloading give more than %d",
+                     nown, json_array_size(s), NSOF_MAX_POD_TERMS);
+        rc = -E2BIG;
+        goto out;
+    }
+    if (nown == 0) {
+        result = json_incref(s);
+    } else {
+        result = json_array();
+        if (!result)
+            goto out;
+        for (size_t i = 0; i < json_array_size(own); i++) {
+            const json_t *p = json_array_get(own, i);
+
+            if (term_empty(p))
+                continue;
+            for (size_t j = 0; j < json_array_size(s); j++) {
+                json_t *t = term_union(p, json_array_get(s, j));
+
+                if (!t || json_array_append_new(result, t) != 0)
+                    goto out;
+            }
+        }
+    }
+    if (!aff || json_is_null(aff)) {
+        value = json_pack("{s:{s:{s:O}}}", "nodeAffinity", REQ_PATH, "nodeSelectorTerms", result);
+        rc = value ? adm_patch_op(patch, "add", "/spec/affinity", value) : -ENOMEM;
+    } else if (!na || json_is_null(na)) {
+        value = json_pack("{s:{s:O}}", REQ_PATH, "nodeSelectorTerms", result);
+        rc = value ? adm_patch_op(patch, "add", "/spec/affinity/nodeAffinity", value) : -ENOMEM;
+    } else if (!req || json_is_null(req)) {
+        value = json_pack("{s:O}", "nodeSelectorTerms", result);
+        rc = value ? adm_patch_op(patch, "add", "/spec/affinity/nodeAffinity/" REQ_PATH, value)
+                   : -ENOMEM;
+    } else {
+        rc = adm_patch_op(patch, own ? "replace" : "add",
+                          "/spec/affinity/nodeAffinity/" REQ_PATH "/nodeSelectorTerms", result);
+    }
+out:
+    json_decref(s);
+    json_decref(result);
+    json_decref(value);
+    return rc;
+}
+
+int nsof_pod_patch(const json_t *pod, enum nsof_pods pods, const json_t *selector, long long grace,
+                   json_t **ret, char *err, size_t errlen)
+{
+    const json_t *spec = json_object_get(pod, "spec"), *tols;
+    json_t *patch = json_array();
+    int rc;
+
+    if (!patch)
+        return -ENOMEM;
+    if (err && errlen)
+        err[0] = '\0';
+    if (pods == NSOF_PODS_LOCAL || nsof_pod_is_daemonset(pod)) {
+        *ret = patch;
+        return 0;
+    }
+    rc = -EINVAL;
+    if (!json_is_object(spec)) {
+        fail(err, errlen, rc, "the pod has no spec");
+        goto out;
+    }
+    tols = json_object_get(spec, "tolerations");
+    if (tols && !json_is_null(tols) && !json_is_array(tols)) {
+        fail(err, errlen, rc, "spec.tolerations is not a list");
+        goto out;
+    }
+    if (json_array_size(tols) > NSOF_MAX_TOLERATIONS) {
+        fail(err, errlen, rc, "the pod has too many tolerations");
+        goto out;
+    }
+    for (size_t i = 0; i < json_array_size(tols); i++)
+        if (!json_is_object(json_array_get(tols, i))) {
+            fail(err, errlen, rc, "a toleration of the pod is not an object");
+            goto out;
+        }
+    if (grace < 0)
+        grace = 0;
+    rc = toleration_ops(spec, grace, patch);
+    if (rc == 0)
+        rc = affinity_ops(spec, pods, selector, patch, err, errlen);
+    if (rc < 0)
+        goto out;
+    *ret = patch;
+    patch = NULL;
+out:
+    json_decref(patch);
+    return rc;
+}

@@ -1,0 +1,71 @@
+/* pods: the pods reflector of a virtual kubelet (docs/offloading.md, "Pods"): home pods bound to
+ * the virtual node run as pods of the same name in the provider's namespaces, their status comes
+ * back, deletions go both ways, the provider's Events about them are forwarded.
+ *
+ * Informers: home pods bound to the node (local, field selector spec.nodeName=<node>, indexed by
+ * namespace, transform vkp_home_transform); per mapped namespace, remote pods (the unit's PU_VK
+ * client, label selector origin=<home>) and remote Events about pods (involvedObject.kind=Pod). One
+ * work queue keyed by "<home ns>/<name>": every informer event enqueues a key, a reconcile reads
+ * the caches, asks vkp_decide what to do and does that one thing, then the next event or a requeue
+ * carries on. Nothing is persisted: after a restart the informers' first lists rebuild everything
+ * (names and home-uid labels pair the pods).
+ *
+ * Bounds: VK_PODS_MAX home pods with per-pod state, VK_PODS_CONCURRENCY keys in flight (each makes
+ * at most one request; the clients' token buckets pace them), forwarded Events
+ * VK_PODS_EVENT_QPS per reflector and a few per pod (the rest are dropped and counted).
+ *
+ * It implements struct vk_reflector_ops (reflect.h) plus what only pods have: the provider's
+ * reachability (set by the keepalive), the state of the namespace mapping, counts and evictions for
+ * the namespace mapping and the teardown, and the logs/exec resolver. Single-threaded, on the loop.
+ */
+#ifndef CLIQO_VIRTUALKUBELET_PODS_H
+#define CLIQO_VIRTUALKUBELET_PODS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "agent/metrics.h"
+#include "kube/api.h"
+#include "virtualkubelet/reflect.h"
+
+#define VK_PODS_MAX         20000 /* home pods with per-pod state */
+#define VK_PODS_CONCURRENCY 64
+#define VK_PODS_EVENT_QPS   20
+#define VK_PODS_EVENT_BURST 100
+
+extern const struct vk_reflector_ops vk_reflect_pods;
+
+/* The keepalive's verdict (vk.c): while unreachable nothing is created or deleted, home pods keep
+ * their status with cliqo.io/ProviderReachable=False; reachable again reconciles every pod. why is
+ * copied (may be NULL). */
+void vk_pods_set_reachable(void *state, bool reachable, const char *why);
+/* The namespace mapping has read both sides once: a home pod in a namespace with no Accepted pair
+ * can be reported as not offloaded. */
+void vk_pods_set_mapping_synced(void *state, bool synced);
+/* Home pods of local namespace ns bound to the node (the namespace mapping removes a namespace
+ * only when none are left). */
+size_t vk_pods_in_namespace(void *state, const char *ns);
+/* Deletes those pods (graceful, the server's default grace): their controllers create them again
+ * where the webhook now sends them; each is finished once its remote pod is gone. */
+void vk_pods_evict_namespace(void *state, const char *ns);
+/* Remote pods of ours the reflector sees on the provider (the teardown waits for none). */
+size_t vk_pods_remote_count(void *state);
+/* Whether the home informer has synced. */
+bool vk_pods_synced(void *state);
+
+/* The logs/exec resolver (docs/offloading.md, "Kubelet API"): home pod ns/pod -> its virtual
+ * node, the client of the provider (the unit's PU_VK client, borrowed: valid during the current
+ * loop callback), the remote namespace and pod name. Looks in every pods reflector of the process.
+ * Returns 0, -ENOENT (not a pod of a virtual node here, or not offloaded yet), -EAGAIN (no client
+ * for the provider now) or -ENAMETOOLONG (a buffer too small). */
+int vk_pod_target(const char *ns, const char *pod, char *ret_node, size_t node_size,
+                  struct kapi_client **ret_client, char *ret_remote_ns, size_t remote_ns_size,
+                  char *ret_remote_pod, size_t remote_pod_size);
+
+/* Metrics of every pods reflector of the process, in registry r (cliqo_vk_*{peer}); call once
+ * before creating reflectors (the agent's advertisement operator does), fini after the last is
+ * gone. Without it the reflectors count nothing. Returns 0 or a negative errno. */
+int vk_pods_metrics_init(struct metrics_registry *r);
+void vk_pods_metrics_fini(void);
+
+#endif

@@ -1,0 +1,1199 @@
+/* podxlate: see podxlate.h and docs/offloading.md ("Pods"). */
+#include "virtualkubelet/podxlate.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/xalloc.h"
+#include "peering/resources.h"
+#include "virtualkubelet/reflect.h"
+
+#define MAX_IP_TEXT 46
+#define SA_TOKEN    "-token-"
+
+/* ---- small helpers ------------------------------------------------------------------------------
+ */
+
+static const json_t *obj(const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+
+    return json_is_object(v) ? v : NULL;
+}
+
+static const char *str(const json_t *o, const char *k)
+{
+    return json_string_value(json_object_get(o, k));
+}
+
+static const json_t *meta(const json_t *o)
+{
+    return obj(o, "metadata");
+}
+
+static bool deleting(const json_t *o)
+{
+    return json_object_get(meta(o), "deletionTimestamp") != NULL;
+}
+
+static bool printable(const char *s, size_t max)
+{
+    size_t n;
+
+    if (!s)
+        return false;
+    n = strlen(s);
+    if (n == 0 || n > max)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+            return false;
+    return true;
+}
+
+/* A string cut at `max` bytes on a UTF-8 character boundary (jansson strings are valid UTF-8, so
+ * only the cut can break a sequence). */
+static json_t *cut(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+
+    if (n <= max)
+        return json_string(s);
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return json_stringn(s, n);
+}
+
+/* Copies o[k] into d[k] when it is a string of at most max bytes (cut otherwise). */
+static void copy_str(json_t *d, const json_t *o, const char *k, size_t max)
+{
+    const char *s = str(o, k);
+
+    if (s && *s)
+        json_object_set_new(d, k, cut(s, max));
+}
+
+static void copy_time(json_t *d, const json_t *o, const char *k)
+{
+    char t[32];
+
+    if (vkp_rfc3339_seconds(str(o, k), t, sizeof(t)))
+        json_object_set_new(d, k, json_string(t));
+}
+
+static void copy_int(json_t *d, const json_t *o, const char *k, json_int_t lo, json_int_t hi)
+{
+    const json_t *v = json_object_get(o, k);
+
+    if (json_is_integer(v) && json_integer_value(v) >= lo && json_integer_value(v) <= hi)
+        json_object_set_new(d, k, json_integer(json_integer_value(v)));
+}
+
+static void copy_bool(json_t *d, const json_t *o, const char *k)
+{
+    const json_t *v = json_object_get(o, k);
+
+    if (json_is_boolean(v))
+        json_object_set_new(d, k, json_boolean(json_is_true(v)));
+}
+
+static bool one_of(const char *s, const char *const *set)
+{
+    for (; s && *set; set++)
+        if (strcmp(s, *set) == 0)
+            return true;
+    return false;
+}
+
+bool vkp_rfc3339_seconds(const char *s, char *out, size_t size)
+{
+    static const char pat[] = "dddd-dd-ddTdd:dd:dd";
+    size_t i;
+
+    if (!s || size < 21)
+        return false;
+    for (i = 0; pat[i]; i++) {
+        if (pat[i] == 'd' ? (s[i] < '0' || s[i] > '9') : s[i] != pat[i])
+            return false;
+    }
+    if (s[i] == '.') {
+        size_t j = i + 1;
+
+        while (s[j] >= '0' && s[j] <= '9' && j - i <= 9)
+            j++;
+        if (j == i + 1)
+            return false;
+        i = j;
+    }
+    if (s[i] != 'Z' || s[i + 1] != '\0')
+        return false;
+    if ((s[5] - '0') * 10 + (s[6] - '0') > 12 || (s[8] - '0') * 10 + (s[9] - '0') > 31 ||
+        (s[11] - '0') * 10 + (s[12] - '0') > 23 || (s[14] - '0') * 10 + (s[15] - '0') > 59 ||
+        (s[17] - '0') * 10 + (s[18] - '0') > 60)
+        return false;
+    memcpy(out, s, 19);
+    out[19] = 'Z';
+    out[20] = '\0';
+    return true;
+}
+
+/* ---- home -> remote
+ * ------------------------------------------------------------------------------ */
+
+bool vkp_is_daemonset(const json_t *pod)
+{
+    size_t i;
+    const json_t *o;
+
+    json_array_foreach(json_object_get(meta(pod), "ownerReferences"), i, o)
+    {
+        const char *kind = str(o, "kind");
+
+        if (json_is_true(json_object_get(o, "controller")) && kind &&
+            strcmp(kind, "DaemonSet") == 0)
+            return true;
+    }
+    return false;
+}
+
+bool vkp_terminal(const json_t *pod)
+{
+    const char *p = str(obj(pod, "status"), "phase");
+
+    return p && (strcmp(p, "Succeeded") == 0 || strcmp(p, "Failed") == 0);
+}
+
+static bool our_label(const char *k)
+{
+    return strcmp(k, VK_LABEL_ORIGIN) == 0 || strcmp(k, VK_LABEL_DESTINATION) == 0 ||
+           strcmp(k, VK_LABEL_REFLECTED) == 0 || strcmp(k, VK_LABEL_HOME_UID) == 0 ||
+           strcmp(k, VK_LABEL_HOME_NS) == 0;
+}
+
+static bool our_annotation(const char *k)
+{
+    return strcmp(k, VK_ANNOT_HOME_NAME) == 0 || strcmp(k, VK_ANNOT_HOME_NS) == 0 ||
+           strcmp(k, VK_ANNOT_HOME_UID) == 0 || strcmp(k, VKP_ANNOT_PROPAGATED) == 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The labels the remote pod of `home` carries. */
+static json_t *want_labels(const json_t *home, const struct vkp_ids *ids)
+{
+    json_t *l = json_object();
+    const char *k;
+    json_t *v;
+
+    if (!l)
+        return NULL;
+    json_object_foreach(json_object_get(meta(home), "labels"), k, v)
+    {
+        if (json_is_string(v) && !our_label(k))
+            json_object_set(l, k, v);
+    }
+    json_object_set_new(l, VK_LABEL_ORIGIN, json_string(ids->home_id));
+    json_object_set_new(l, VK_LABEL_DESTINATION, json_string(ids->peer_id));
+    json_object_set_new(l, VK_LABEL_REFLECTED, json_string("true"));
+    json_object_set_new(l, VK_LABEL_HOME_UID, json_string(str(meta(home), "uid")));
+    json_object_set_new(l, VK_LABEL_HOME_NS, json_string(str(meta(home), "namespace")));
+    return l;
+}
+
+/* The annotations the remote pod of `home` carries, with the list of the home keys. */
+static json_t *want_annotations(const json_t *home)
+{
+    const json_t *ha = json_object_get(meta(home), "annotations");
+    json_t *a = json_object();
+    const char **keys = NULL;
+    const char *k;
+    json_t *v;
+    size_t n = 0;
+    struct sbuf list;
+
+    if (!a)
+        return NULL;
+    keys = x_calloc(json_object_size(ha) + 1, sizeof(*keys));
+    if (!keys) {
+        json_decref(a);
+        return NULL;
+    }
+    json_object_foreach((json_t *)ha, k, v)
+    {
+        if (json_is_string(v) && !our_annotation(k)) {
+            json_object_set(a, k, v);
+            keys[n++] = k;
+        }
+    }
+    qsort(keys, n, sizeof(*keys), cmp_str);
+    sbuf_init(&list, 1u << 20);
+    for (size_t i = 0; i < n; i++)
+        if ((i && sbuf_adds(&list, ",") < 0) || sbuf_adds(&list, keys[i]) < 0)
+            break;
+    x_free(keys);
+    json_object_set_new(a, VK_ANNOT_HOME_NAME, json_string(str(meta(home), "name")));
+    json_object_set_new(a, VK_ANNOT_HOME_NS, json_string(str(meta(home), "namespace")));
+    json_object_set_new(a, VK_ANNOT_HOME_UID, json_string(str(meta(home), "uid")));
+    json_object_set_new(a, VKP_ANNOT_PROPAGATED, json_string(sbuf_str(&list)));
+    sbuf_done(&list);
+    return a;
+}
+
+static bool sa_token_secret(const char *secret, const char *sa)
+{
+    size_t n = strlen(sa), t = strlen(SA_TOKEN);
+
+    if (!secret || strncmp(secret, sa, n) != 0 || strncmp(secret + n, SA_TOKEN, t) != 0)
+        return false;
+    secret += n + t;
+    if (strlen(secret) != 5)
+        return false;
+    for (; *secret; secret++)
+        if (!((*secret >= 'a' && *secret <= 'z') || (*secret >= '0' && *secret <= '9')))
+            return false;
+    return true;
+}
+
+/* A volume of A's service-account token: projected with a serviceAccountToken source
+ * (kube-api-access-*), or the secret <sa>-token-xxxxx the 1.20 admission mounts. */
+static bool token_volume(const json_t *vol, const char *sa)
+{
+    const json_t *proj = obj(vol, "projected"), *src;
+    size_t i;
+
+    json_array_foreach(json_object_get(proj, "sources"), i, src)
+    {
+        if (json_object_get(src, "serviceAccountToken"))
+            return true;
+    }
+    return sa_token_secret(str(obj(vol, "secret"), "secretName"), sa);
+}
+
+static bool in_array(const json_t *arr, const char *s)
+{
+    size_t i;
+    json_t *v;
+
+    json_array_foreach(arr, i, v)
+    {
+        if (json_is_string(v) && s && strcmp(json_string_value(v), s) == 0)
+            return true;
+    }
+    return false;
+}
+
+static void drop_mounts(json_t *containers, const json_t *dropped)
+{
+    size_t i, j;
+    json_t *c, *mounts, *m;
+
+    json_array_foreach(containers, i, c)
+    {
+        mounts = json_object_get(c, "volumeMounts");
+        if (!json_is_array(mounts))
+            continue;
+        for (j = 0; j < json_array_size(mounts);) {
+            m = json_array_get(mounts, j);
+            if (in_array(dropped, str(m, "name")))
+                json_array_remove(mounts, j);
+            else
+                j++;
+        }
+        if (json_array_size(mounts) == 0)
+            json_object_del(c, "volumeMounts");
+    }
+}
+
+static bool home_toleration(const json_t *t)
+{
+    const char *k = str(t, "key");
+
+    return k &&
+           (strcmp(k, PEER_VNODE_TAINT_KEY) == 0 || strncmp(k, "node.kubernetes.io/", 19) == 0);
+}
+
+static json_t *no_loop_affinity(void)
+{
+    return json_pack("{s:{s:[{s:[{s:s,s:s,s:[s]}]}]}}",
+                     "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+                     "matchExpressions", "key", PEER_LABEL_TYPE, "operator", "NotIn", "values",
+                     PEER_VIRTUAL_NODE);
+}
+
+static json_t *remote_spec(const json_t *home)
+{
+    static const char *const dropped[] = {"nodeName",
+                                          "nodeSelector",
+                                          "serviceAccountName",
+                                          "serviceAccount",
+                                          "priority",
+                                          "priorityClassName",
+                                          "schedulerName",
+                                          "preemptionPolicy",
+                                          "ephemeralContainers",
+                                          "overhead",
+                                          NULL};
+    const json_t *hs = obj(home, "spec");
+    json_t *spec = json_deep_copy(hs), *vols, *tols, *aff, *gone = json_array();
+    const char *sa = str(hs, "serviceAccountName");
+    size_t i;
+
+    if (!spec || !gone) {
+        json_decref(spec);
+        json_decref(gone);
+        return NULL;
+    }
+    if (!sa || !*sa)
+        sa = str(hs, "serviceAccount");
+    if (!sa || !*sa)
+        sa = "default";
+    vols = json_object_get(spec, "volumes");
+    for (i = 0; json_is_array(vols) && i < json_array_size(vols);) {
+        json_t *v = json_array_get(vols, i);
+
+        if (token_volume(v, sa)) {
+            if (str(v, "name"))
+                json_array_append_new(gone, json_string(str(v, "name")));
+            json_array_remove(vols, i);
+        } else {
+            i++;
+        }
+    }
+    if (json_is_array(vols) && json_array_size(vols) == 0)
+        json_object_del(spec, "volumes");
+    drop_mounts(json_object_get(spec, "containers"), gone);
+    drop_mounts(json_object_get(spec, "initContainers"), gone);
+    json_decref(gone);
+    tols = json_object_get(spec, "tolerations");
+    for (i = 0; json_is_array(tols) && i < json_array_size(tols);) {
+        if (home_toleration(json_array_get(tols, i)))
+            json_array_remove(tols, i);
+        else
+            i++;
+    }
+    if (json_is_array(tols) && json_array_size(tols) == 0)
+        json_object_del(spec, "tolerations");
+    for (const char *const *d = dropped; *d; d++)
+        json_object_del(spec, *d);
+    json_object_set_new(spec, "automountServiceAccountToken", json_false());
+    aff = json_object_get(spec, "affinity");
+    if (!json_is_object(aff)) {
+        aff = json_object();
+        json_object_set_new(spec, "affinity", aff);
+    }
+    if (aff)
+        json_object_set_new(aff, "nodeAffinity", no_loop_affinity());
+    return spec;
+}
+
+int vkp_remote_pod(const json_t *home, const char *remote_ns, const struct vkp_ids *ids,
+                   json_t **ret, char *err, size_t errlen)
+{
+    const json_t *md = meta(home);
+    json_t *labels = NULL, *annots = NULL, *spec = NULL, *pod = NULL;
+    int r = -ENOMEM;
+
+    if (!str(md, "name") || !str(md, "namespace") || !str(md, "uid") || !remote_ns || !ids ||
+        !ids->home_id || !ids->peer_id) {
+        snprintf(err, errlen, "the home pod has no name, namespace or UID");
+        return -EINVAL;
+    }
+    if (json_array_size(json_object_get(obj(home, "spec"), "containers")) == 0) {
+        snprintf(err, errlen, "the home pod has no containers");
+        return -EINVAL;
+    }
+    labels = want_labels(home, ids);
+    annots = want_annotations(home);
+    spec = remote_spec(home);
+    if (!labels || !annots || !spec)
+        goto out;
+    pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:O,s:O},s:O}", "apiVersion", "v1", "kind", "Pod",
+                    "metadata", "name", str(md, "name"), "namespace", remote_ns, "labels", labels,
+                    "annotations", annots, "spec", spec);
+    if (!pod)
+        goto out;
+    *ret = pod;
+    r = 0;
+out:
+    json_decref(labels);
+    json_decref(annots);
+    json_decref(spec);
+    return r;
+}
+
+enum vkp_match vkp_classify(const json_t *home, const json_t *remote, const char *home_id)
+{
+    const json_t *l = json_object_get(meta(remote), "labels");
+    const char *origin = str(l, VK_LABEL_ORIGIN), *uid = str(l, VK_LABEL_HOME_UID);
+    const char *home_uid = str(meta(home), "uid");
+
+    if (!origin || !home_id || strcmp(origin, home_id) != 0)
+        return VKP_FOREIGN;
+    return uid && home_uid && strcmp(uid, home_uid) == 0 ? VKP_OURS : VKP_STALE;
+}
+
+/* Sets in `patch` (a map patch) what turns `have` into `want`; keys of have not in want are set to
+ * null when removable(key) says so. Returns how many entries the patch has. */
+static size_t map_patch(json_t *patch, const json_t *have, const json_t *want,
+                        bool (*removable)(const char *key, void *data), void *data)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach((json_t *)want, k, v)
+    {
+        if (!json_equal(json_object_get(have, k), v))
+            json_object_set(patch, k, v);
+    }
+    json_object_foreach((json_t *)have, k, v)
+    {
+        if (!json_object_get(want, k) && removable(k, data))
+            json_object_set_new(patch, k, json_null());
+    }
+    return json_object_size(patch);
+}
+
+static bool label_removable(const char *key, void *data)
+{
+    (void)key;
+    (void)data;
+    return true;
+}
+
+/* An annotation is ours to remove when the remote pod's list says we put it there. */
+static bool annotation_removable(const char *key, void *data)
+{
+    const char *list = data, *p = list;
+    size_t n = strlen(key);
+
+    while (p && *p) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+
+        if (len == n && strncmp(p, key, n) == 0)
+            return true;
+        p = end ? end + 1 : NULL;
+    }
+    return false;
+}
+
+static json_t *image_patch(const json_t *home_list, const json_t *remote_list)
+{
+    json_t *out = json_array();
+    size_t i, j;
+    const json_t *h, *r;
+
+    json_array_foreach(home_list, i, h)
+    {
+        const char *name = str(h, "name"), *img = str(h, "image");
+
+        json_array_foreach(remote_list, j, r)
+        {
+            const char *rn = str(r, "name"), *ri = str(r, "image");
+
+            if (name && img && rn && strcmp(name, rn) == 0 && (!ri || strcmp(ri, img) != 0))
+                json_array_append_new(out, json_pack("{s:s,s:s}", "name", name, "image", img));
+        }
+    }
+    if (json_array_size(out) == 0) {
+        json_decref(out);
+        return NULL;
+    }
+    return out;
+}
+
+json_t *vkp_remote_update(const json_t *home, const json_t *remote, const struct vkp_ids *ids)
+{
+    const json_t *rm = meta(remote), *hs = obj(home, "spec"), *rs = obj(remote, "spec");
+    json_t *wl = want_labels(home, ids), *wa = want_annotations(home);
+    json_t *lp = json_object(), *ap = json_object(), *md = json_object(), *spec = json_object();
+    json_t *patch = NULL, *imgs;
+    const char *list = str(json_object_get(rm, "annotations"), VKP_ANNOT_PROPAGATED);
+    const json_t *had = json_object_get(hs, "activeDeadlineSeconds");
+    const json_t *rad = json_object_get(rs, "activeDeadlineSeconds");
+
+    if (!wl || !wa || !lp || !ap || !md || !spec)
+        goto out;
+    if (map_patch(lp, json_object_get(rm, "labels"), wl, label_removable, NULL))
+        json_object_set(md, "labels", lp);
+    if (map_patch(ap, json_object_get(rm, "annotations"), wa, annotation_removable,
+                  (void *)(list ? list : "")))
+        json_object_set(md, "annotations", ap);
+    if ((imgs = image_patch(json_object_get(hs, "containers"), json_object_get(rs, "containers"))))
+        json_object_set_new(spec, "containers", imgs);
+    if ((imgs = image_patch(json_object_get(hs, "initContainers"),
+                            json_object_get(rs, "initContainers"))))
+        json_object_set_new(spec, "initContainers", imgs);
+    /* activeDeadlineSeconds may be set or lowered, never raised or removed. */
+    if (json_is_integer(had) && json_integer_value(had) > 0 &&
+        (!json_is_integer(rad) || json_integer_value(had) < json_integer_value(rad)))
+        json_object_set_new(spec, "activeDeadlineSeconds", json_integer(json_integer_value(had)));
+    if (json_object_size(md) == 0 && json_object_size(spec) == 0)
+        goto out;
+    patch = json_object();
+    if (patch && json_object_size(md))
+        json_object_set(patch, "metadata", md);
+    if (patch && json_object_size(spec))
+        json_object_set(patch, "spec", spec);
+out:
+    json_decref(wl);
+    json_decref(wa);
+    json_decref(lp);
+    json_decref(ap);
+    json_decref(md);
+    json_decref(spec);
+    return patch;
+}
+
+/* ---- remote -> home
+ * ------------------------------------------------------------------------------ */
+
+static bool cond_type_ok(const char *t)
+{
+    if (!printable(t, 316))
+        return false;
+    for (; *t; t++)
+        if (!((*t >= 'a' && *t <= 'z') || (*t >= 'A' && *t <= 'Z') || (*t >= '0' && *t <= '9') ||
+              *t == '-' || *t == '_' || *t == '.' || *t == '/'))
+            return false;
+    return true;
+}
+
+static json_t *copy_condition(const json_t *c)
+{
+    static const char *const statuses[] = {"True", "False", "Unknown", NULL};
+    const char *type = str(c, "type"), *status = str(c, "status");
+    json_t *d;
+
+    if (!cond_type_ok(type) || !one_of(status, statuses) || strcmp(type, VKP_COND_REACHABLE) == 0)
+        return NULL;
+    d = json_pack("{s:s,s:s}", "type", type, "status", status);
+    if (!d)
+        return NULL;
+    if (printable(str(c, "reason"), VKP_MAX_REASON))
+        json_object_set_new(d, "reason", json_string(str(c, "reason")));
+    copy_str(d, c, "message", VKP_MAX_MESSAGE);
+    copy_time(d, c, "lastProbeTime");
+    copy_time(d, c, "lastTransitionTime");
+    return d;
+}
+
+/* Our reachability condition; its transition time is kept from the home pod while its status is
+ * unchanged. */
+static json_t *reach_condition(const json_t *home, const struct vkp_status_ctx *ctx)
+{
+    const char *status = ctx->reachable ? "True" : "False", *since = ctx->now;
+    size_t i;
+    const json_t *c;
+    char msg[VKP_MAX_MESSAGE];
+
+    json_array_foreach(json_object_get(obj(home, "status"), "conditions"), i, c)
+    {
+        const char *t = str(c, "type"), *s = str(c, "status"), *l = str(c, "lastTransitionTime");
+
+        if (t && s && l && strcmp(t, VKP_COND_REACHABLE) == 0 && strcmp(s, status) == 0)
+            since = l;
+    }
+    if (ctx->reachable)
+        snprintf(msg, sizeof(msg), "the provider answers");
+    else
+        snprintf(msg, sizeof(msg), "the provider is unreachable: %s; the pod's last status is kept",
+                 ctx->unreachable && *ctx->unreachable ? ctx->unreachable : "no answer");
+    return json_pack("{s:s,s:s,s:s,s:s,s:s}", "type", VKP_COND_REACHABLE, "status", status,
+                     "reason", ctx->reachable ? "ProviderReachable" : "ProviderUnreachable",
+                     "message", msg, "lastTransitionTime", since ? since : "");
+}
+
+static bool ip_ok(const char *s)
+{
+    unsigned char buf[16];
+
+    return s && strlen(s) < MAX_IP_TEXT &&
+           (inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1);
+}
+
+static json_t *home_ip(const char *ip, const struct vkp_status_ctx *ctx)
+{
+    char out[MAX_IP_TEXT + 4];
+
+    if (!ip_ok(ip))
+        return NULL;
+    if (ctx->remote_to_home && ctx->remote_to_home(ctx->ip_data, ip, out, sizeof(out)) == 0 &&
+        ip_ok(out))
+        return json_string(out);
+    return json_string(ip);
+}
+
+static void copy_ips(json_t *st, const json_t *rs, const struct vkp_status_ctx *ctx)
+{
+    json_t *ips = json_array(), *first;
+    const json_t *e;
+    size_t i;
+
+    if (!ips)
+        return;
+    json_array_foreach(json_object_get(rs, "podIPs"), i, e)
+    {
+        json_t *ip = home_ip(str(e, "ip"), ctx);
+
+        if (ip && json_array_size(ips) < 2)
+            json_array_append_new(ips, json_pack("{s:o}", "ip", ip));
+        else
+            json_decref(ip);
+    }
+    if (json_array_size(ips) == 0) {
+        json_t *ip = home_ip(str(rs, "podIP"), ctx);
+
+        if (ip)
+            json_array_append_new(ips, json_pack("{s:o}", "ip", ip));
+    }
+    first = json_object_get(json_array_get(ips, 0), "ip");
+    if (first) {
+        json_object_set(st, "podIP", first);
+        json_object_set_new(st, "podIPs", ips);
+    } else {
+        json_decref(ips);
+    }
+}
+
+static json_t *prefixed_id(const char *id)
+{
+    const char *sep = id ? strstr(id, "://") : NULL;
+    char buf[VKP_MAX_STRING + 16];
+
+    if (!id || !printable(id, VKP_MAX_STRING))
+        return NULL;
+    snprintf(buf, sizeof(buf), VKP_CONTAINER_ID_PREFIX "%s", sep ? sep + 3 : id);
+    return json_string(buf);
+}
+
+static bool prefixed_id_ok(const char *id)
+{
+    return printable(id, VKP_MAX_STRING);
+}
+
+static json_t *copy_state(const json_t *s)
+{
+    const json_t *w = obj(s, "waiting"), *r = obj(s, "running"), *t = obj(s, "terminated");
+    json_t *d = json_object(), *x;
+
+    if (!d)
+        return NULL;
+    if (t) {
+        x = json_object();
+        copy_int(x, t, "exitCode", -2147483647 - 1, 2147483647);
+        copy_int(x, t, "signal", 0, 255);
+        if (printable(str(t, "reason"), VKP_MAX_REASON))
+            json_object_set_new(x, "reason", json_string(str(t, "reason")));
+        copy_str(x, t, "message", VKP_MAX_MESSAGE);
+        copy_time(x, t, "startedAt");
+        copy_time(x, t, "finishedAt");
+        if (prefixed_id_ok(str(t, "containerID")))
+            json_object_set_new(x, "containerID", prefixed_id(str(t, "containerID")));
+        if (!json_object_get(x, "exitCode"))
+            json_object_set_new(x, "exitCode", json_integer(0));
+        json_object_set_new(d, "terminated", x);
+    } else if (r) {
+        x = json_object();
+        copy_time(x, r, "startedAt");
+        json_object_set_new(d, "running", x);
+    } else if (w) {
+        x = json_object();
+        if (printable(str(w, "reason"), VKP_MAX_REASON))
+            json_object_set_new(x, "reason", json_string(str(w, "reason")));
+        copy_str(x, w, "message", VKP_MAX_MESSAGE);
+        json_object_set_new(d, "waiting", x);
+    }
+    return d;
+}
+
+static bool has_container(const json_t *list, const char *name)
+{
+    size_t i;
+    const json_t *c;
+
+    json_array_foreach(list, i, c)
+    {
+        if (name && str(c, "name") && strcmp(str(c, "name"), name) == 0)
+            return true;
+    }
+    return false;
+}
+
+static json_t *copy_statuses(const json_t *remote_list, const json_t *home_containers)
+{
+    json_t *out = json_array();
+    size_t i;
+    const json_t *c;
+
+    if (!out)
+        return NULL;
+    json_array_foreach(remote_list, i, c)
+    {
+        const char *name = str(c, "name");
+        json_t *d, *x;
+
+        if (i >= VKP_MAX_CONTAINERS)
+            break;
+        if (!has_container(home_containers, name) || has_container(out, name))
+            continue;
+        d = json_pack("{s:s}", "name", name);
+        if (!d)
+            continue;
+        json_object_set_new(d, "state", copy_state(obj(c, "state")));
+        json_object_set_new(d, "lastState", copy_state(obj(c, "lastState")));
+        json_object_set_new(d, "ready", json_boolean(json_is_true(json_object_get(c, "ready"))));
+        copy_int(d, c, "restartCount", 0, 1000000000);
+        if (!json_object_get(d, "restartCount"))
+            json_object_set_new(d, "restartCount", json_integer(0));
+        if (printable(str(c, "image"), VKP_MAX_STRING))
+            json_object_set_new(d, "image", json_string(str(c, "image")));
+        else
+            json_object_set_new(d, "image", json_string(""));
+        if (printable(str(c, "imageID"), VKP_MAX_STRING))
+            json_object_set_new(d, "imageID", json_string(str(c, "imageID")));
+        else
+            json_object_set_new(d, "imageID", json_string(""));
+        if ((x = prefixed_id(str(c, "containerID"))))
+            json_object_set_new(d, "containerID", x);
+        copy_bool(d, c, "started");
+        json_array_append_new(out, d);
+    }
+    return out;
+}
+
+json_t *vkp_home_status(const json_t *home, const json_t *remote, const struct vkp_status_ctx *ctx)
+{
+    static const char *const phases[] = {"Pending", "Running", "Succeeded",
+                                         "Failed",  "Unknown", NULL};
+    static const char *const qos[] = {"Guaranteed", "Burstable", "BestEffort", NULL};
+    const json_t *rs = obj(remote, "status"), *hs = obj(home, "spec"), *c;
+    json_t *st, *conds, *d;
+    size_t i;
+
+    if (!remote) {
+        st = json_deep_copy(obj(home, "status"));
+        if (!st)
+            st = json_object();
+        conds = json_object_get(st, "conditions");
+        if (!json_is_array(conds)) {
+            conds = json_array();
+            json_object_set_new(st, "conditions", conds);
+        }
+        for (i = 0; i < json_array_size(conds);) {
+            const char *t = str(json_array_get(conds, i), "type");
+
+            if (t && strcmp(t, VKP_COND_REACHABLE) == 0)
+                json_array_remove(conds, i);
+            else
+                i++;
+        }
+        json_array_append_new(conds, reach_condition(home, ctx));
+        return st;
+    }
+    st = json_object();
+    conds = json_array();
+    if (!st || !conds) {
+        json_decref(st);
+        json_decref(conds);
+        return NULL;
+    }
+    json_object_set_new(
+        st, "phase", json_string(one_of(str(rs, "phase"), phases) ? str(rs, "phase") : "Pending"));
+    json_array_foreach(json_object_get(rs, "conditions"), i, c)
+    {
+        bool dup = false;
+        size_t j;
+        const json_t *o;
+
+        if (i >= VKP_MAX_CONDITIONS)
+            break;
+        if (!(d = copy_condition(c)))
+            continue;
+        json_array_foreach(conds, j, o)
+        {
+            if (json_equal(json_object_get(o, "type"), json_object_get(d, "type")))
+                dup = true;
+        }
+        if (dup)
+            json_decref(d);
+        else
+            json_array_append_new(conds, d);
+    }
+    json_array_append_new(conds, reach_condition(home, ctx));
+    json_object_set_new(st, "conditions", conds);
+    copy_str(st, rs, "message", VKP_MAX_MESSAGE);
+    if (printable(str(rs, "reason"), VKP_MAX_REASON))
+        json_object_set_new(st, "reason", json_string(str(rs, "reason")));
+    if (ctx->node_address && ip_ok(ctx->node_address) && (str(rs, "hostIP") || str(rs, "podIP")))
+        json_object_set_new(st, "hostIP", json_string(ctx->node_address));
+    copy_ips(st, rs, ctx);
+    copy_time(st, rs, "startTime");
+    if (json_object_get(rs, "containerStatuses"))
+        json_object_set_new(st, "containerStatuses",
+                            copy_statuses(json_object_get(rs, "containerStatuses"),
+                                          json_object_get(hs, "containers")));
+    if (json_object_get(rs, "initContainerStatuses"))
+        json_object_set_new(st, "initContainerStatuses",
+                            copy_statuses(json_object_get(rs, "initContainerStatuses"),
+                                          json_object_get(hs, "initContainers")));
+    if (one_of(str(rs, "qosClass"), qos))
+        json_object_set_new(st, "qosClass", json_string(str(rs, "qosClass")));
+    return st;
+}
+
+json_t *vkp_unscheduled_status(const json_t *home, const char *reason, const char *message,
+                               const struct vkp_status_ctx *ctx)
+{
+    json_t *st = vkp_home_status(home, NULL, ctx), *conds, *c, *nc;
+    const char *since = ctx->now;
+    size_t i;
+
+    if (!st)
+        return NULL;
+    conds = json_object_get(st, "conditions");
+    for (i = 0; i < json_array_size(conds);) {
+        c = json_array_get(conds, i);
+        if (str(c, "type") && strcmp(str(c, "type"), "PodScheduled") == 0) {
+            if (str(c, "status") && strcmp(str(c, "status"), "False") == 0 &&
+                str(c, "lastTransitionTime"))
+                since = str(c, "lastTransitionTime");
+            break;
+        }
+        i++;
+    }
+    nc = json_pack("{s:s,s:s,s:s,s:o,s:s}", "type", "PodScheduled", "status", "False", "reason",
+                   reason, "message", cut(message ? message : "", VKP_MAX_MESSAGE),
+                   "lastTransitionTime", since ? since : "");
+    if (!nc) {
+        json_decref(st);
+        return NULL;
+    }
+    if (i < json_array_size(conds))
+        json_array_set_new(conds, i, nc);
+    else
+        json_array_insert_new(conds, 0, nc);
+    if (!json_object_get(st, "phase"))
+        json_object_set_new(st, "phase", json_string("Pending"));
+    return st;
+}
+
+/* The API server writes absent optional fields of a stored status as null (lastProbeTime, a zero
+ * startedAt): compared without them, what we wrote reads back equal. */
+static void strip_nulls(json_t *o)
+{
+    const char *k;
+    json_t *v;
+    void *tmp;
+    size_t i;
+
+    if (json_is_object(o)) {
+        json_object_foreach_safe(o, tmp, k, v)
+        {
+            if (json_is_null(v))
+                json_object_del(o, k);
+            else
+                strip_nulls(v);
+        }
+    } else if (json_is_array(o)) {
+        json_array_foreach(o, i, v)
+        {
+            strip_nulls(v);
+        }
+    }
+}
+
+json_t *vkp_status_patch(const json_t *home, const json_t *want)
+{
+    /* Managed keys; the last two are never nulled (set once, by the API server or the start). */
+    static const char *const keys[] = {"phase",
+                                       "conditions",
+                                       "message",
+                                       "reason",
+                                       "hostIP",
+                                       "podIP",
+                                       "podIPs",
+                                       "containerStatuses",
+                                       "initContainerStatuses",
+                                       "startTime",
+                                       "qosClass",
+                                       NULL};
+    json_t *cur = json_deep_copy(obj(home, "status"));
+    json_t *patch = json_object();
+
+    if (!patch) {
+        json_decref(cur);
+        return NULL;
+    }
+    strip_nulls(cur);
+    for (size_t i = 0; keys[i]; i++) {
+        const json_t *w = json_object_get(want, keys[i]), *c = json_object_get(cur, keys[i]);
+
+        if (w && !json_equal(w, c))
+            json_object_set(patch, keys[i], (json_t *)w);
+        else if (!w && c && !json_is_null(c) && strcmp(keys[i], "startTime") != 0 &&
+                 strcmp(keys[i], "qosClass") != 0)
+            json_object_set_new(patch, keys[i], json_null());
+    }
+    json_decref(cur);
+    if (json_object_size(patch) == 0) {
+        json_decref(patch);
+        return NULL;
+    }
+    return patch;
+}
+
+/* ---- Events
+ * -------------------------------------------------------------------------------------- */
+
+static uint64_t fnv1a64(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+json_t *vkp_home_event(const json_t *ev, const json_t *home, const char *remote_uid,
+                       const char *peer_id, char *ret_name)
+{
+    static const char *const types[] = {"Normal", "Warning", NULL};
+    const json_t *io = obj(ev, "involvedObject"), *series = obj(ev, "series");
+    const char *kind = str(io, "kind"), *name = str(io, "name"), *uid = str(meta(ev), "uid");
+    const char *io_uid = str(io, "uid"), *reason = str(ev, "reason"), *type = str(ev, "type");
+    const char *hname = str(meta(home), "name"), *hns = str(meta(home), "namespace");
+    const char *huid = str(meta(home), "uid");
+    char first[32], last[32], comp[96];
+    json_int_t count = 1;
+    json_t *out, *hio;
+
+    if (!kind || strcmp(kind, "Pod") != 0 || !name || !hname || strcmp(name, hname) != 0 || !hns ||
+        !huid || !printable(uid, 128) || !printable(reason, VKP_MAX_REASON) ||
+        !one_of(type, types) || !peer_id)
+        return NULL;
+    if (io_uid && remote_uid && strcmp(io_uid, remote_uid) != 0)
+        return NULL;
+    if (!vkp_rfc3339_seconds(str(ev, "lastTimestamp"), last, sizeof(last)) &&
+        !vkp_rfc3339_seconds(str(series, "lastObservedTime"), last, sizeof(last)) &&
+        !vkp_rfc3339_seconds(str(ev, "eventTime"), last, sizeof(last)))
+        return NULL;
+    if (!vkp_rfc3339_seconds(str(ev, "firstTimestamp"), first, sizeof(first)) &&
+        !vkp_rfc3339_seconds(str(ev, "eventTime"), first, sizeof(first)))
+        memcpy(first, last, sizeof(first));
+    if (json_is_integer(json_object_get(series, "count")))
+        count = json_integer_value(json_object_get(series, "count"));
+    else if (json_is_integer(json_object_get(ev, "count")))
+        count = json_integer_value(json_object_get(ev, "count"));
+    if (count < 1 || count > 1000000)
+        count = 1;
+    snprintf(ret_name, VKP_EVENT_NAME_MAX + 1, "%.200s.%016llx", hname,
+             (unsigned long long)fnv1a64(uid));
+    snprintf(comp, sizeof(comp), "cliqo-vk/%.64s", peer_id);
+    hio = json_pack("{s:s,s:s,s:s,s:s,s:s}", "apiVersion", "v1", "kind", "Pod", "name", hname,
+                    "namespace", hns, "uid", huid);
+    if (hio && printable(str(io, "fieldPath"), 256))
+        json_object_set_new(hio, "fieldPath", json_string(str(io, "fieldPath")));
+    out = json_pack("{s:s,s:s,s:{s:s,s:s},s:o,s:s,s:o,s:s,s:I,s:s,s:s,s:{s:s}}", "apiVersion", "v1",
+                    "kind", "Event", "metadata", "name", ret_name, "namespace", hns,
+                    "involvedObject", hio, "reason", reason, "message",
+                    cut(str(ev, "message") ? str(ev, "message") : "", VKP_MAX_MESSAGE), "type",
+                    type, "count", count, "firstTimestamp", first, "lastTimestamp", last, "source",
+                    "component", comp);
+    return out;
+}
+
+/* ---- what a reconcile pass does
+ * ------------------------------------------------------------------ */
+
+enum vkp_action vkp_decide(const struct vkp_situation *s)
+{
+    bool home_del, remote_del;
+    enum vkp_match m;
+
+    if (!s->home_synced)
+        return VKP_WAIT;
+    if (!s->home) {
+        /* An orphan: its home pod is gone or no longer bound here. */
+        if (!s->remote || !s->reachable)
+            return s->remote ? VKP_WAIT : VKP_NOTHING;
+        if (deleting(s->remote))
+            return VKP_WAIT;
+        return vkp_classify(NULL, s->remote, s->home_id) == VKP_FOREIGN ? VKP_NOTHING
+                                                                        : VKP_DELETE_REMOTE;
+    }
+    home_del = deleting(s->home);
+    if (vkp_is_daemonset(s->home) || !s->mapped) {
+        /* Never offloaded (or not now): a deletion is finished at once, as a kubelet would. A
+         * remote pod left in a namespace no longer mapped goes with that namespace. */
+        if (home_del)
+            return VKP_DELETE_HOME;
+        return s->status_differs ? VKP_STATUS : VKP_NOTHING;
+    }
+    if (!s->reachable) {
+        if (home_del)
+            return VKP_WAIT; /* finished when the provider answers again */
+        return s->status_differs ? VKP_STATUS : VKP_NOTHING;
+    }
+    m = s->remote ? vkp_classify(s->home, s->remote, s->home_id) : VKP_FOREIGN;
+    remote_del = s->remote && deleting(s->remote);
+    if (s->remote && m == VKP_FOREIGN)
+        return VKP_NOTHING;
+    if (home_del) {
+        if (!s->remote)
+            return s->remote_synced ? VKP_DELETE_HOME : VKP_WAIT;
+        return remote_del ? VKP_WAIT : VKP_DELETE_REMOTE;
+    }
+    if (!s->remote) {
+        if (!s->remote_synced)
+            return VKP_WAIT;
+        if (vkp_terminal(s->home))
+            return s->status_differs ? VKP_STATUS : VKP_NOTHING;
+        if (s->refused)
+            return s->status_differs ? VKP_STATUS : VKP_WAIT;
+        return VKP_CREATE;
+    }
+    if (m == VKP_STALE)
+        return remote_del ? VKP_WAIT : VKP_DELETE_REMOTE;
+    if (!remote_del && s->update_remote)
+        return VKP_UPDATE_REMOTE;
+    if (s->status_differs)
+        return VKP_STATUS;
+    return remote_del ? VKP_WAIT : VKP_NOTHING;
+}
+
+const char *vkp_action_name(enum vkp_action a)
+{
+    static const char *const names[] = {"nothing",     "wait",          "create", "delete-remote",
+                                        "delete-home", "update-remote", "status"};
+
+    return a >= 0 && a <= VKP_STATUS ? names[a] : "unknown";
+}
+
+/* ---- informer transforms
+ * ------------------------------------------------------------------------- */
+
+static void keep_only(json_t *o, const char *const *keys)
+{
+    const char *k;
+    json_t *v;
+    void *tmp;
+
+    if (!json_is_object(o))
+        return;
+    json_object_foreach_safe(o, tmp, k, v)
+    {
+        bool keep = false;
+
+        (void)v;
+        for (const char *const *p = keys; *p && !keep; p++)
+            keep = strcmp(*p, k) == 0;
+        if (!keep)
+            json_object_del(o, k);
+    }
+}
+
+static void trim_array(json_t *a, size_t max)
+{
+    while (json_is_array(a) && json_array_size(a) > max)
+        json_array_remove(a, json_array_size(a) - 1);
+}
+
+void vkp_home_transform(json_t *pod)
+{
+    static const char *const md_keys[] = {"name",
+                                          "namespace",
+                                          "uid",
+                                          "resourceVersion",
+                                          "labels",
+                                          "annotations",
+                                          "ownerReferences",
+                                          "deletionTimestamp",
+                                          "deletionGracePeriodSeconds",
+                                          NULL};
+    static const char *const ref_keys[] = {"apiVersion", "kind", "controller", NULL};
+    json_t *refs = json_object_get(json_object_get(pod, "metadata"), "ownerReferences"), *r;
+    size_t i;
+
+    keep_only(json_object_get(pod, "metadata"), md_keys);
+    for (i = 0; json_is_array(refs) && i < json_array_size(refs);) {
+        r = json_array_get(refs, i);
+        if (!json_is_true(json_object_get(r, "controller"))) {
+            json_array_remove(refs, i);
+            continue;
+        }
+        keep_only(r, ref_keys);
+        i++;
+    }
+    json_object_del(pod, "apiVersion");
+    json_object_del(pod, "kind");
+}
+
+static void trim_containers(json_t *list)
+{
+    static const char *const keys[] = {"name", "image", NULL};
+    size_t i;
+    json_t *c;
+
+    trim_array(list, VKP_MAX_CONTAINERS);
+    json_array_foreach(list, i, c)
+    {
+        keep_only(c, keys);
+    }
+}
+
+void vkp_remote_transform(json_t *pod)
+{
+    static const char *const top[] = {"metadata", "spec", "status", NULL};
+    static const char *const md_keys[] = {"name",
+                                          "namespace",
+                                          "uid",
+                                          "resourceVersion",
+                                          "labels",
+                                          "annotations",
+                                          "deletionTimestamp",
+                                          "deletionGracePeriodSeconds",
+                                          NULL};
+    static const char *const spec_keys[] = {"containers", "initContainers", "activeDeadlineSeconds",
+                                            NULL};
+    json_t *spec = json_object_get(pod, "spec"), *st = json_object_get(pod, "status");
+
+    keep_only(pod, top);
+    keep_only(json_object_get(pod, "metadata"), md_keys);
+    keep_only(spec, spec_keys);
+    trim_containers(json_object_get(spec, "containers"));
+    trim_containers(json_object_get(spec, "initContainers"));
+    trim_array(json_object_get(st, "conditions"), VKP_MAX_CONDITIONS);
+    trim_array(json_object_get(st, "containerStatuses"), VKP_MAX_CONTAINERS);
+    trim_array(json_object_get(st, "initContainerStatuses"), VKP_MAX_CONTAINERS);
+    json_object_del(st, "ephemeralContainerStatuses");
+    json_object_del(st, "nominatedNodeName");
+}
+
+void vkp_event_transform(json_t *ev)
+{
+    static const char *const top[] = {
+        "metadata",       "involvedObject", "reason",    "message", "type", "count",
+        "firstTimestamp", "lastTimestamp",  "eventTime", "series",  NULL};
+    static const char *const md_keys[] = {"name", "namespace", "uid", "resourceVersion", NULL};
+    static const char *const io_keys[] = {"kind", "name", "namespace", "uid", "fieldPath", NULL};
+    static const char *const series_keys[] = {"count", "lastObservedTime", NULL};
+
+    keep_only(ev, top);
+    keep_only(json_object_get(ev, "metadata"), md_keys);
+    keep_only(json_object_get(ev, "involvedObject"), io_keys);
+    keep_only(json_object_get(ev, "series"), series_keys);
+    if (json_is_string(json_object_get(ev, "message")) &&
+        strlen(json_string_value(json_object_get(ev, "message"))) > VKP_MAX_MESSAGE)
+        json_object_set_new(
+            ev, "message", cut(json_string_value(json_object_get(ev, "message")), VKP_MAX_MESSAGE));
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bash
+# The offer is enforced on B (docs/offloading.md, "Admission"): in a namespace B made for A through A's
+# NamespaceMap (the test adds the entry itself, as A's virtual kubelet would: A's agent is stopped meanwhile,
+# since its virtual kubelet would take the entry back and delete pods it did not make), pods created as A's
+# virtual kubelet (kubectl --as its ServiceAccount) are admitted while the requests of A's pods on B stay within what
+# B's Advertisement offered A, refused beyond with a one-line 403 naming the resource and amounts; pods without
+# requests count toward `pods` only; a burst cannot overshoot (reservations); any other identity is refused;
+# and A raising its own virtual node's capacity changes nothing on B. B offers A fixed amounts for the test
+# (ClusterConfig perCluster), so every number below is exact.
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/common.sh"
+HOME_NS=e2e-offer-home
+REMOTE_NS=e2e-offer-b
+T=$(mktemp -d)
+
+cleanup() {
+  kc "$B" delete pods -n "$REMOTE_NS" --all --grace-period=0 --force >/dev/null 2>&1 || true
+  [ -n "${T_B:-}" ] && kc "$B" patch namespacemap -n "$T_B" "$A_ID" --type=merge \
+    -p "{\"spec\":{\"desiredMapping\":{\"$HOME_NS\":null}}}" >/dev/null 2>&1
+  patch_config "$B" '{"spec":{"advertisementConfig":{"outgoingConfig":{"perCluster":null}}}}'
+  wait_for 60 "$REMOTE_NS gone from $B" eval "! kc $B get namespace $REMOTE_NS"
+  rm -rf "$T"
+  ensure_agents
+}
+on_exit() {
+  local rc=$?
+  cleanup >/dev/null 2>&1 || true
+  (exit "$rc")
+  off_on_exit
+}
+trap on_exit EXIT
+ensure_agents
+ids
+wait_shared 60
+
+T_B=$(kc "$B" get foreignclusters -o json |
+  jq -r --arg id "$A_ID" '.items[] | select(.spec.clusterIdentity.clusterID == $id) | .status.tenantNamespace.local')
+[ -n "$T_B" ] && [ "$T_B" != null ] || fail "no tenant namespace of $A on $B"
+VK_USER="system:serviceaccount:$T_B:vk-$A_ID"
+# vkpod NAME [CPU] [AS]: a pod in REMOTE_NS created as A's virtual kubelet (or AS), labelled as its pods are.
+vkpod() {
+  local req=""
+  [ -n "${2:-}" ] && req="resources: {requests: {cpu: \"$2\"}}"
+  kc "$B" --as="${3:-$VK_USER}" ${4:+--as-group=system:masters} create -n "$REMOTE_NS" -f - <<EOF
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  labels: {virtualkubelet.liqo.io/origin: $A_ID}
+spec:
+  containers: [{name: c, image: busybox, $req}]
+EOF
+}
+admitted() { vkpod "$@" >/dev/null 2>"$T/err" || fail "pod $1 refused: $(cat "$T/err")"; }
+# refused NAME CPU MESSAGE: refused with exactly this message (and 403).
+refused() {
+  local err
+  if err=$(vkpod "$1" "$2" 2>&1 >/dev/null); then fail "pod $1 admitted beyond the offer"; fi
+  [ "$err" = "Error from server (Forbidden): error when creating \"STDIN\": admission webhook \"offer.admission.cliqo.io\" denied the request: $3" ] ||
+    fail "pod $1: unexpected refusal: $err
+  want: $3"
+}
+sent() { kc "$B" get foreignclusters -o json | jq -cS --arg id "$A_ID" \
+  '.items[] | select(.spec.clusterIdentity.clusterID == $id) | .status.advertisement.sent.resources | {cpu, memory, pods}'; }
+
+say "$B offers $A exactly cpu 2, memory 1Gi, pods 3"
+patch_config "$B" "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":{\"perCluster\":[{\"clusterID\":\"$A_ID\",
+  \"resources\":{\"cpu\":\"2\",\"memory\":\"1Gi\",\"pods\":\"3\"}}]}}}}"
+wait_for 30 "the fixed offer sent (now: $(sent))" eval '[ "$(sent)" = "{\"cpu\":\"2\",\"memory\":\"1Gi\",\"pods\":\"3\"}" ]'
+wait_for 30 "$VNODE shows it" eval "[ \"\$(jget $A '{.status.allocatable.cpu}' node $VNODE)\" = 2 ]"
+
+say "$A's agent stopped: the test plays $A's virtual kubelet on $B"
+stop_agent "$A"
+say "a namespace for $A through its NamespaceMap"
+kc "$B" patch namespacemap -n "$T_B" "$A_ID" --type=merge -p "{\"spec\":{\"desiredMapping\":{\"$HOME_NS\":\"$REMOTE_NS\"}}}" \
+  >/dev/null || fail "cannot add the NamespaceMap entry"
+wait_for 30 "the entry Accepted" eval \
+  "[ \"\$(jget $B '{.status.currentMapping.$HOME_NS.phase}' namespacemap -n $T_B $A_ID)\" = Accepted ]"
+wait_for 20 "the virtual kubelet's role bound in $REMOTE_NS" eval \
+  "[ \"\$(kc $B auth can-i create pods -n $REMOTE_NS --as=$VK_USER)\" = yes ]"
+
+say "within the offer: admitted; beyond: refused with the resource and amounts"
+admitted p1 1500m
+refused p2 1 "offer exceeded: cpu 1500m requested + 1 > 2 offered to $A"
+refused p2 600m "offer exceeded: cpu 1500m requested + 600m > 2 offered to $A"
+admitted p2 500m
+refused p3 1m "offer exceeded: cpu 2 requested + 1m > 2 offered to $A"
+
+say "pods without requests count toward pods only"
+admitted p3
+refused p4 "" "offer exceeded: pods 3 requested + 1 > 3 offered to $A"
+
+say "a finished pod frees its share; a burst of three for one free slot admits exactly one"
+kc "$B" delete pod -n "$REMOTE_NS" p3 --wait=true --timeout=30s >/dev/null || fail "cannot delete p3"
+sleep 2 # the agent's pod informer sees the deletion (a watch event)
+# Three creations sent at once (curl --parallel, impersonating the virtual kubelet as kubectl --as does), so that
+# the webhook sees them before its pod informer can have seen any: only the reservations keep the count right.
+kc "$B" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$T/ca"
+kc "$B" config view --raw --minify -o jsonpath='{.users[0].user.client-certificate-data}' | base64 -d >"$T/crt"
+kc "$B" config view --raw --minify -o jsonpath='{.users[0].user.client-key-data}' | base64 -d >"$T/key"
+server=$(kc "$B" config view --minify -o jsonpath='{.clusters[0].cluster.server}')
+args=()
+for i in 1 2 3; do
+  jq -n --arg n "burst-$i" --arg o "$A_ID" \
+    '{apiVersion:"v1",kind:"Pod",metadata:{name:$n,labels:{"virtualkubelet.liqo.io/origin":$o}},
+      spec:{containers:[{name:"c",image:"busybox"}]}}' >"$T/burst-$i.json"
+  [ "$i" = 1 ] || args+=(--next)
+  args+=(-s -o "$T/burst-$i.out" -w '%{http_code}\n' --cacert "$T/ca" --cert "$T/crt" --key "$T/key"
+    -H "Impersonate-User: $VK_USER" -H 'Content-Type: application/json' --data-binary "@$T/burst-$i.json"
+    "$server/api/v1/namespaces/$REMOTE_NS/pods")
+done
+curl --parallel --parallel-immediate "${args[@]}" >"$T/codes" || true
+[ "$(sort "$T/codes" | tr '\n' ' ')" = "201 403 403 " ] ||
+  fail "three concurrent pods for one free slot: HTTP $(tr '\n' ' ' <"$T/codes"): $(cat "$T"/burst-*.out)"
+[ "$(cat "$T"/burst-*.out | jq -r 'select(.code == 403) | .message' | sort -u)" = \
+  "admission webhook \"offer.admission.cliqo.io\" denied the request: offer exceeded: pods 3 requested + 1 > 3 offered to $A" ] ||
+  fail "the two others were not refused for pods: $(cat "$T"/burst-*.out)"
+
+say "only A's virtual kubelet may create pods in $A's namespaces, even with every RBAC right"
+kc "$B" delete pods -n "$REMOTE_NS" -l virtualkubelet.liqo.io/origin --field-selector metadata.name!=p1 \
+  --wait=true --timeout=30s >/dev/null || fail "cannot delete the pods"
+for who in cliqo-dev-admin "system:serviceaccount:$T_B:remote-$A_ID" "system:serviceaccount:$T_B:vk-someone-else"; do
+  if err=$(vkpod intruder "" "$who" masters 2>&1 >/dev/null); then fail "$who created a pod in $REMOTE_NS"; fi
+  grep_q "denied the request: only the virtual kubelet of $A ($VK_USER) may create pods in $REMOTE_NS, not $who" <<<"$err" ||
+    fail "$who: unexpected refusal: $err"
+done
+
+say "$A raises its own virtual node's capacity: $B still holds to its offer"
+kc "$A" patch node "$VNODE" --subresource=status --type=merge \
+  -p '{"status":{"capacity":{"cpu":"64","pods":"500"},"allocatable":{"cpu":"64","pods":"500"}}}' >/dev/null ||
+  fail "cannot patch the virtual node's status on $A"
+refused p5 1 "offer exceeded: cpu 1500m requested + 1 > 2 offered to $A"
+admitted p5 500m
+m=$(curl -s "http://127.0.0.1:$(http_port "$B")/metrics")
+grep_q -E '^cliqo_admission_requests_total\{webhook="offer-enforcement",result="denied"\} [1-9]' <<<"$m" ||
+  fail "no denied count on $B: $(grep cliqo_admission <<<"$m")"
+pass "admitted within the offer, refused beyond (cpu, pods) with the amounts, burst held, other identities refused, the consumer's node capacity ignored"

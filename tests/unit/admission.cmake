@@ -1,0 +1,5 @@
+# Admission (src/admission/): the AdmissionReview codec and JSON patches, the certificates' plan, the
+# offer arithmetic. One test program per file.
+cliqo_unit_test(admission-review cliqo_admission)
+cliqo_unit_test(admission-certs cliqo_admission)
+cliqo_unit_test(admission-offer cliqo_admission)

@@ -1,0 +1,214 @@
+/* Unit tests of src/admission/offer.c: a pod's effective requests, sums and the offer check with
+ * its exact refusal message. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admission/offer.h"
+
+static json_t *js(const char *text)
+{
+    char *t = strdup(text);
+    json_error_t e;
+    json_t *j;
+
+    for (char *p = t; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    j = json_loads(t, JSON_DECODE_ANY, &e);
+    if (!j)
+        fail_msg("bad test JSON: %s: %s", e.text, t);
+    free(t);
+    return j;
+}
+
+static int64_t get(const struct shr_list *l, const char *name)
+{
+    bool found;
+    int64_t v = shr_list_get(l, name, &found);
+
+    return found ? v : -1;
+}
+
+static void test_requests(void **state)
+{
+    static const struct {
+        const char *pod;
+        int64_t cpu, memory, pods, gpu; /* -1: absent */
+        size_t n;
+    } cases[] = {
+        /* containers summed, the largest init container, overhead added */
+        {"{'spec':{'initContainers':[{'resources':{'requests':{'cpu':'2','memory':'512Mi'}}}],"
+         "'containers':[{'resources':{'requests':{'cpu':'500m','memory':'1Gi','nvidia.com/"
+         "gpu':'1'}}},"
+         "{'resources':{'requests':{'cpu':'250m','memory':'256Mi'}}}],"
+         "'overhead':{'cpu':'100m','memory':'64Mi'}}}",
+         2100, 1409286144, 1, 1, 4},
+        /* no requests: one pod, nothing else */
+        {"{'spec':{'containers':[{'name':'c'},{'resources':{}}]}}", -1, -1, 1, -1, 1},
+        {"{'spec':{}}", -1, -1, 1, -1, 1},
+        {"{}", -1, -1, 1, -1, 1},
+        /* a "pods" request is not how many pods a pod is */
+        {"{'spec':{'containers':[{'resources':{'requests':{'pods':'5','cpu':'0'}}}]}}", -1, -1, 1,
+         -1, 1},
+        /* fractions round up to the unit */
+        {"{'spec':{'containers':[{'resources':{'requests':{'cpu':'0.0001','memory':'1.5'}}}]}}", 1,
+         2, 1, -1, 3},
+        /* two init containers: the largest per resource */
+        {"{'spec':{'initContainers':[{'resources':{'requests':{'cpu':'3'}}},"
+         "{'resources':{'requests':{'memory':'1Ki'}}}],'containers':[{'resources':{'requests':"
+         "{'cpu':'1','memory':'2Ki'}}}]}}",
+         3000, 2048, 1, -1, 3},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *pod = js(cases[i].pod);
+        struct shr_list l;
+        char err[128];
+
+        assert_int_equal(adm_offer_pod_requests(pod, &l, err, sizeof(err)), 0);
+        if (get(&l, "cpu") != cases[i].cpu || get(&l, "memory") != cases[i].memory ||
+            get(&l, "pods") != cases[i].pods || get(&l, "nvidia.com/gpu") != cases[i].gpu ||
+            l.n != cases[i].n)
+            fail_msg("case %zu: cpu %lld memory %lld pods %lld gpu %lld n %zu", i,
+                     (long long)get(&l, "cpu"), (long long)get(&l, "memory"),
+                     (long long)get(&l, "pods"), (long long)get(&l, "nvidia.com/gpu"), l.n);
+        json_decref(pod);
+    }
+}
+
+static void test_requests_invalid(void **state)
+{
+    static const char *const pods[] = {
+        "{'spec':{'containers':[{'resources':{'requests':{'cpu':'lots'}}}]}}",
+        "{'spec':{'containers':[{'resources':{'requests':{'cpu':'-1'}}}]}}",
+        "{'spec':{'containers':[{'resources':{'requests':{'cpu':1}}}]}}",
+        "{'spec':{'containers':[{'resources':{'requests':[]}}]}}",
+        "{'spec':{'overhead':{'memory':'99999999999999999999'}}}",
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
+        json_t *pod = js(pods[i]);
+        struct shr_list l;
+        char err[128] = "";
+
+        if (adm_offer_pod_requests(pod, &l, err, sizeof(err)) != -EINVAL || !err[0])
+            fail_msg("case %zu accepted", i);
+        json_decref(pod);
+    }
+}
+
+static void test_live(void **state)
+{
+    json_t *a = js("{'status':{'phase':'Running'}}"), *b = js("{'status':{'phase':'Succeeded'}}"),
+           *c = js("{'status':{'phase':'Failed'}}"), *d = js("{}");
+
+    (void)state;
+    assert_true(adm_offer_pod_live(a));
+    assert_false(adm_offer_pod_live(b));
+    assert_false(adm_offer_pod_live(c));
+    assert_true(adm_offer_pod_live(d));
+    json_decref(a);
+    json_decref(b);
+    json_decref(c);
+    json_decref(d);
+}
+
+static void test_add_and_quantities(void **state)
+{
+    json_t *q = js("{'cpu':'2800m','memory':'1Gi','pods':'10','nvidia.com/gpu':'2','bad':'x',"
+                   "'worse':3}");
+    struct shr_list a = {0}, b = {0};
+    size_t bad = 0;
+
+    (void)state;
+    assert_int_equal(adm_offer_from_quantities(q, &a, &bad), 0);
+    assert_int_equal(bad, 2);
+    assert_int_equal(get(&a, "cpu"), 2800);
+    assert_int_equal(get(&a, "memory"), 1073741824);
+    assert_int_equal(get(&a, "pods"), 10);
+    assert_int_equal(get(&a, "nvidia.com/gpu"), 2);
+    assert_int_equal(adm_offer_from_quantities(NULL, &b, NULL), 0);
+    assert_int_equal(b.n, 0);
+    assert_int_equal(adm_offer_add(&b, &a), 0);
+    assert_int_equal(adm_offer_add(&b, &a), 0);
+    assert_int_equal(get(&b, "cpu"), 5600);
+    b.items[0].value = INT64_MAX - 1;
+    assert_int_equal(adm_offer_add(&b, &a), 0);
+    assert_int_equal(b.items[0].value, INT64_MAX); /* saturated */
+    json_decref(q);
+}
+
+static void list(struct shr_list *l, const char *spec)
+{
+    json_t *q = js(spec);
+
+    assert_int_equal(adm_offer_from_quantities(q, l, NULL), 0);
+    json_decref(q);
+}
+
+static void test_check(void **state)
+{
+    static const struct {
+        const char *used, *pod, *offer, *msg; /* msg NULL: fits */
+    } cases[] = {
+        {"{'cpu':'2500m','pods':'3'}", "{'cpu':'500m','pods':'1'}", "{'cpu':'2800m','pods':'10'}",
+         "offer exceeded: cpu 2500m requested + 500m > 2800m offered to cluster-1"},
+        {"{'cpu':'2300m','pods':'3'}", "{'cpu':'500m','pods':'1'}", "{'cpu':'2800m','pods':'10'}",
+         NULL},
+        {"{}", "{'cpu':'2800m','pods':'1'}", "{'cpu':'2800m','pods':'1'}", NULL},
+        {"{'memory':'1Gi'}", "{'memory':'512Mi','pods':'1'}",
+         "{'memory':'1Gi','pods':'10','cpu':'1'}",
+         "offer exceeded: memory 1Gi requested + 512Mi > 1Gi offered to cluster-1"},
+        {"{'pods':'10'}", "{'pods':'1'}", "{'pods':'10','cpu':'4'}",
+         "offer exceeded: pods 10 requested + 1 > 10 offered to cluster-1"},
+        /* a resource the offer does not list was offered nothing */
+        {"{}", "{'nvidia.com/gpu':'1','pods':'1'}", "{'pods':'10','cpu':'4'}",
+         "offer exceeded: nvidia.com/gpu 0 requested + 1 > 0 offered to cluster-1"},
+        /* the first resource in name order is reported */
+        {"{'cpu':'4','memory':'2Gi'}", "{'cpu':'1','memory':'1Gi','pods':'1'}",
+         "{'cpu':'4','memory':'2Gi','pods':'10'}",
+         "offer exceeded: cpu 4 requested + 1 > 4 offered to cluster-1"},
+        /* what the pod does not request does not matter, even if already over */
+        {"{'cpu':'9'}", "{'memory':'1','pods':'1'}", "{'cpu':'4','memory':'1Gi','pods':'10'}",
+         NULL},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct shr_list used, pod, offer;
+        char msg[256] = "";
+        int rc;
+
+        list(&used, cases[i].used);
+        list(&pod, cases[i].pod);
+        list(&offer, cases[i].offer);
+        rc = adm_offer_check(&used, &pod, &offer, "cluster-1", msg, sizeof(msg));
+        if (!cases[i].msg) {
+            if (rc != 0)
+                fail_msg("case %zu refused: %s", i, msg);
+        } else if (rc != -EDQUOT || strcmp(msg, cases[i].msg) != 0) {
+            fail_msg("case %zu: rc %d '%s'", i, rc, msg);
+        }
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_requests), cmocka_unit_test(test_requests_invalid),
+        cmocka_unit_test(test_live),     cmocka_unit_test(test_add_and_quantities),
+        cmocka_unit_test(test_check),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

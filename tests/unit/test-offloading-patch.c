@@ -1,0 +1,324 @@
+/* Unit tests of src/offloading/nsof_patch.c: the pod webhook's patch. Each case gives a pod, a
+ * strategy, a selector and a grace period, and the pod as it must look once the patch is applied
+ * (or the error). JSON is written with single quotes for readability. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "admission/review.h"
+#include "offloading/nsof.h"
+
+/* Single quotes to double quotes, then parse. */
+static json_t *js(const char *text)
+{
+    char *t = strdup(text);
+    json_error_t e;
+    json_t *j;
+
+    for (char *p = t; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    j = json_loads(t, JSON_DECODE_ANY, &e);
+    if (!j)
+        fail_msg("bad test JSON: %s: %s", e.text, t);
+    free(t);
+    return j;
+}
+
+#define VT "{'key':'virtual-node.liqo.io/not-allowed','operator':'Exists','effect':'NoExecute'}"
+#define UN(s)                                                                                      \
+    "{'key':'node.kubernetes.io/"                                                                  \
+    "unreachable','operator':'Exists','effect':'NoExecute','tolerationSeconds':" #s "}"
+#define NR(s)                                                                                      \
+    "{'key':'node.kubernetes.io/"                                                                  \
+    "not-ready','operator':'Exists','effect':'NoExecute','tolerationSeconds':" #s "}"
+#define IN     "{'key':'liqo.io/type','operator':'In','values':['virtual-node']}"
+#define NOTIN  "{'key':'liqo.io/type','operator':'NotIn','values':['virtual-node']}"
+#define REGION "{'key':'region','operator':'In','values':['eu']}"
+#define TIER   "{'key':'tier','operator':'Exists'}"
+#define SEL2                                                                                       \
+    "{'nodeSelectorTerms':[{'matchExpressions':[" REGION "]},{'matchExpressions':[" TIER "]}]}"
+#define C "'containers':[{'name':'c','image':'i'}]"
+#define REQ(terms)                                                                                 \
+    "{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms'"       \
+    ":" terms "}}}"
+
+struct pcase {
+    const char *what;
+    const char *pod;
+    enum nsof_pods pods;
+    const char *sel; /* NULL: none */
+    long long grace;
+    int rc;
+    const char *want; /* the patched pod (rc 0) */
+};
+
+static const struct pcase cases[] = {
+    {"Local changes nothing", "{'spec':{" C "}}", NSOF_PODS_LOCAL, SEL2, 300, 0,
+     "{'spec':{" C "}}"},
+    {"Remote, bare pod", "{'spec':{" C "}}", NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"LocalAndRemote, bare pod", "{'spec':{" C "}}", NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[" IN "]},{'matchExpressions':[" NOTIN "]}]") "}}"},
+    {"Remote, selector: each term ANDed with virtual-node", "{'spec':{" C "}}", NSOF_PODS_REMOTE,
+     SEL2, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[" REGION "," IN "]},{'matchExpressions':[" TIER "," IN "]}]") "}}"},
+    {"LocalAndRemote, selector: its terms plus NotIn", "{'spec':{" C "}}",
+     NSOF_PODS_LOCAL_AND_REMOTE, SEL2, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[" REGION "]},{'matchExpressions':[" TIER
+         "]},{'matchExpressions':[" NOTIN "]}]") "}}"},
+    {"an empty selector is the default", "{'spec':{" C "}}", NSOF_PODS_REMOTE,
+     "{'nodeSelectorTerms':[]}", 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"a selector matching nothing still constrains (Remote stays pending)", "{'spec':{" C "}}",
+     NSOF_PODS_REMOTE,
+     "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'region','operator':'In','values':['mars']}"
+     "]}]}",
+     300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[{'key':'region','operator':'In','values':['mars']}," IN
+         "]}]") "}}"},
+    {"Remote: the pod's two terms crossed with the selector's two",
+     "{'spec':{" C
+     ",'affinity':" REQ("[{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}]},{'"
+                        "matchExpressions':[{'key':'zone','operator':'In','values':['a']}]}]") "}}",
+     NSOF_PODS_REMOTE, SEL2, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "["
+         "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," REGION "," IN "]},"
+         "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," TIER "," IN "]},"
+         "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']}," REGION "," IN "]},"
+         "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']}," TIER "," IN
+         "]}]") "}}"},
+    {"LocalAndRemote: the pod's term crossed with both",
+     "{'spec':{" C ",'affinity':" REQ(
+         "[{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}]}]") "}}",
+     NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "["
+         "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," IN "]},"
+         "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," NOTIN "]}]") "}}"},
+    {"matchFields of the pod's term are kept",
+     "{'spec':{" C ",'affinity':" REQ(
+         "[{'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}]}]") "}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[" IN
+         "],'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}]}]") "}}"},
+    {"an already mutated pod gets no duplicates",
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"the pod's own tolerations are kept",
+     "{'spec':{" C ",'tolerations':[{'key':'foo','operator':'Exists'}]}}", NSOF_PODS_REMOTE, NULL,
+     300, 0,
+     "{'spec':{" C ",'tolerations':[{'key':'foo','operator':'Exists'}," VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"DefaultTolerationSeconds' 300 s become the grace period (600)",
+     "{'spec':{" C ",'tolerations':[" NR(300) "," UN(300) "]}}", NSOF_PODS_REMOTE, NULL, 600, 0,
+     "{'spec':{" C ",'tolerations':[" NR(600) "," UN(600) "," VT "],'affinity':" REQ(
+         "[{'matchExpressions':[" IN "]}]") "}}"},
+    {"... and a shorter grace period (60)",
+     "{'spec':{" C ",'tolerations':[" NR(300) "," UN(300) "]}}", NSOF_PODS_LOCAL_AND_REMOTE, NULL,
+     60, 0,
+     "{'spec':{" C ",'tolerations':[" NR(60) "," UN(60) "," VT "],'affinity':" REQ(
+         "[{'matchExpressions':[" IN "]},{'matchExpressions':[" NOTIN "]}]") "}}"},
+    {"... and stay when they equal it", "{'spec':{" C ",'tolerations':[" NR(300) "," UN(300) "]}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" NR(300) "," UN(300) "," VT "],'affinity':" REQ(
+         "[{'matchExpressions':[" IN "]}]") "}}"},
+    {"the pod's longer toleration is kept, a shorter one raised",
+     "{'spec':{" C ",'tolerations':[" UN(900) "," NR(30) "]}}", NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" UN(900) "," NR(300) "," VT "],'affinity':" REQ(
+         "[{'matchExpressions':[" IN "]}]") "}}"},
+    {"an unbounded toleration of the pod is kept, nothing added for that key",
+     "{'spec':{" C ",'tolerations':[{'key':'node.kubernetes.io/"
+     "not-ready','operator':'Exists','effect':'NoExecute'}]}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[{'key':'node.kubernetes.io/"
+     "not-ready','operator':'Exists','effect':'NoExecute'}," VT
+     "," UN(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"a toleration of everything leaves nothing to add",
+     "{'spec':{" C ",'tolerations':[{'operator':'Exists'}]}}", NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[{'operator':'Exists'}],'affinity':" REQ(
+         "[{'matchExpressions':[" IN "]}]") "}}"},
+    {"the virtual-node taint tolerated for every effect: not added again",
+     "{'spec':{" C
+     ",'tolerations':[{'key':'virtual-node.liqo.io/not-allowed','operator':'Exists'}]}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C
+     ",'tolerations':[{'key':'virtual-node.liqo.io/not-allowed','operator':'Exists'}," UN(
+         300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"a bounded virtual-node toleration does not count: ours is added",
+     "{'spec':{" C ",'tolerations':[{'key':'virtual-node.liqo.io/"
+     "not-allowed','operator':'Equal','value':'true','effect':'NoExecute','"
+     "tolerationSeconds':10}]}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[{'key':'virtual-node.liqo.io/"
+     "not-allowed','operator':'Equal','value':'true','effect':'NoExecute','"
+     "tolerationSeconds':10}," VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"tolerations: null", "{'spec':{" C ",'tolerations':null}}", NSOF_PODS_REMOTE, NULL, 0, 0,
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(0) "," NR(0) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"nodeSelector and preferred terms untouched",
+     "{'spec':{" C ",'nodeSelector':{'disk':'ssd'},'affinity':{'nodeAffinity':{'"
+     "preferredDuringSchedulingIgnoredDuringExecution':[{'weight':1,'preference':{'"
+     "matchExpressions':[{'key':'a','operator':'Exists'}]}}]}}}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'nodeSelector':{'disk':'ssd'},'tolerations':[" VT "," UN(300) "," NR(
+         300) "],'affinity':{'nodeAffinity':{'preferredDuringSchedulingIgnoredDuringExecution':[{'"
+              "weight':1,'preference':{'matchExpressions':[{'key':'a','operator':'Exists'}]}}],'"
+              "requiredDuringSchedulingIgnoredDuringExecution':{'nodeSelectorTerms':[{'"
+              "matchExpressions':[" IN "]}]}}}}}"},
+    {"pod anti-affinity untouched",
+     "{'spec':{" C ",'affinity':{'podAntiAffinity':{'"
+     "requiredDuringSchedulingIgnoredDuringExecution':[{'topologyKey':'h'}]}}}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':{'podAntiAffinity':{'"
+                             "requiredDuringSchedulingIgnoredDuringExecution':[{'topologyKey':'h'}]"
+                             "},'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{'"
+                             "nodeSelectorTerms':[{'matchExpressions':[" IN "]}]}}}}}"},
+    {"required affinity without terms",
+     "{'spec':{" C
+     ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{}}}}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"the pod's terms that match nothing stay as they are",
+     "{'spec':{" C ",'affinity':" REQ("[{}]") "}}", NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'affinity':" REQ("[{}]") ",'tolerations':[" VT "," UN(300) "," NR(300) "]}}"},
+    {"DaemonSet pods untouched",
+     "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'d','controller':true}]},'spec':"
+     "{" C "}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'d','controller':true}]},'spec':"
+     "{" C "}}"},
+    {"a ReplicaSet's pod is not a DaemonSet's",
+     "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'d'},{'kind':'ReplicaSet','name':'"
+     "r','controller':true}]},'spec':{" C "}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'metadata':{'ownerReferences':[{'kind':'DaemonSet','name':'d'},{'kind':'ReplicaSet','name':'"
+     "r','controller':true}]},'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"no spec", "{'metadata':{}}", NSOF_PODS_REMOTE, NULL, 300, -EINVAL, NULL},
+    {"tolerations not a list", "{'spec':{'tolerations':{}}}", NSOF_PODS_REMOTE, NULL, 300, -EINVAL,
+     NULL},
+    {"affinity not an object", "{'spec':{'affinity':[]}}", NSOF_PODS_REMOTE, NULL, 300, -EINVAL,
+     NULL},
+    {"a term not an object", "{'spec':{'affinity':" REQ("[1]") "}}", NSOF_PODS_REMOTE, NULL, 300,
+     -EINVAL, NULL},
+};
+
+static void test_cases(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const struct pcase *c = &cases[i];
+        json_t *pod = js(c->pod), *sel = c->sel ? js(c->sel) : NULL, *patch = NULL, *want, *got;
+        char err[256] = "", perr[256];
+        int rc = nsof_pod_patch(pod, c->pods, sel, c->grace, &patch, err, sizeof(err));
+
+        if (rc != c->rc)
+            fail_msg("%s: rc %d, want %d (%s)", c->what, rc, c->rc, err);
+        if (rc < 0) {
+            assert_true(err[0] != '\0');
+            assert_null(strchr(err, '\n'));
+        } else {
+            got = json_deep_copy(pod);
+            if (adm_patch_apply(got, patch, perr, sizeof(perr)) < 0)
+                fail_msg("%s: the patch does not apply: %s", c->what, perr);
+            want = js(c->want);
+            if (!json_equal(got, want)) {
+                char *g = json_dumps(got, JSON_SORT_KEYS), *w = json_dumps(want, JSON_SORT_KEYS);
+
+                fail_msg("%s:\n got %s\nwant %s", c->what, g, w);
+            }
+            /* Only add and replace: the pod's own data is never removed. */
+            for (size_t k = 0; k < json_array_size(patch); k++) {
+                const char *op = json_string_value(json_object_get(json_array_get(patch, k), "op"));
+
+                assert_true(strcmp(op, "add") == 0 || strcmp(op, "replace") == 0);
+            }
+            json_decref(got);
+            json_decref(want);
+        }
+        json_decref(patch);
+        json_decref(pod);
+        json_decref(sel);
+    }
+}
+
+/* Tolerations are appended one by one when the pod has some (JSON patch add per element), in a
+ * single add when it has none. */
+static void test_patch_shape(void **state)
+{
+    json_t *pod = js("{'spec':{'tolerations':[{'key':'foo','operator':'Exists'}]}}"), *patch;
+    char err[128];
+
+    (void)state;
+    assert_int_equal(nsof_pod_patch(pod, NSOF_PODS_REMOTE, NULL, 300, &patch, err, sizeof(err)), 0);
+    assert_int_equal(json_array_size(patch), 4);
+    for (size_t i = 0; i < 3; i++)
+        assert_string_equal(json_string_value(json_object_get(json_array_get(patch, i), "path")),
+                            "/spec/tolerations/-");
+    assert_string_equal(json_string_value(json_object_get(json_array_get(patch, 3), "path")),
+                        "/spec/affinity");
+    json_decref(patch);
+    json_decref(pod);
+    pod = js("{'spec':{}}");
+    assert_int_equal(nsof_pod_patch(pod, NSOF_PODS_REMOTE, NULL, 300, &patch, err, sizeof(err)), 0);
+    assert_int_equal(json_array_size(patch), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(patch, 0), "path")),
+                        "/spec/tolerations");
+    json_decref(patch);
+    json_decref(pod);
+}
+
+/* 20 terms of the pod crossed with 20 of the selector: refused with the reason, not truncated. */
+static void test_too_many_terms(void **state)
+{
+    json_t *terms = json_array(), *pod, *sel, *patch = NULL;
+    char err[256];
+
+    (void)state;
+    for (int i = 0; i < 20; i++)
+        json_array_append_new(terms, json_pack("{s:[{s:s,s:s}]}", "matchExpressions", "key", "k",
+                                               "operator", "Exists"));
+    pod = json_pack("{s:{s:{s:{s:{s:O}}}}}", "spec", "affinity", "nodeAffinity",
+                    "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", terms);
+    sel = json_pack("{s:O}", "nodeSelectorTerms", terms);
+    assert_int_equal(nsof_pod_patch(pod, NSOF_PODS_REMOTE, sel, 300, &patch, err, sizeof(err)),
+                     -E2BIG);
+    assert_null(patch);
+    assert_non_null(strstr(err, "more than 256"));
+    json_decref(terms);
+    json_decref(pod);
+    json_decref(sel);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_cases),
+        cmocka_unit_test(test_patch_shape),
+        cmocka_unit_test(test_too_many_terms),
+    };
+
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
