@@ -157,6 +157,10 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
         return;
     if (res->err < 0 && res->err != -ENOENT) {
         log_warn(MOD, "provider %s: %s", m->peer_id, res->status.message);
+        /* What was sent did not land: the next pass sends it again, even on the same version. */
+        json_object_clear(m->applied);
+        x_free(m->map_sent);
+        m->map_sent = NULL;
         pass_end(m, res->err == -ESTALE ? 100 : RETRY_MS);
         return;
     }
