@@ -5,6 +5,9 @@
 #include "agent/config.h"
 #include "agent/metrics.h"
 #include "common/log.h"
+#include "virtualkubelet/pods.h"
+
+#include <errno.h>
 
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +20,28 @@ static struct {
     void *resolve_data;
     struct metrics_family *serving, *expiry, *requests, *denied, *streams, *open, *upstream_errors;
 } st;
+
+/* ---- the resolver ------------------------------------------------------------------------- */
+
+int kla_vk_resolve(void *data, const char *ns, const char *pod, struct kla_target *ret)
+{
+    struct kapi_client *c = NULL;
+    int r;
+
+    (void)data;
+    r = vk_pod_target(ns, pod, ret->node, sizeof(ret->node), &c, ret->ns, sizeof(ret->ns), ret->pod,
+                      sizeof(ret->pod));
+    if (r < 0) {
+        /* -EAGAIN: the provider's credential is not there (yet); -ENAMETOOLONG cannot happen
+         * with names the API validated. Either way the relay cannot reach the pod. */
+        if (r != -ENOENT)
+            log_debug(MOD, "pod %s/%s: no target: %s", ns, pod, strerror(-r));
+        return -ENOENT;
+    }
+    ret->client = c;
+    ret->config = NULL;
+    return 0;
+}
 
 /* ---- metrics ------------------------------------------------------------------------------- */
 
@@ -108,7 +133,7 @@ int kla_module_start(struct agent *a)
         /* A bad address or name is a configuration error the flags' checks let through. */
         return log_errno(r, MOD, "cannot set up the kubelet API on %s for %s", o.listen_addr,
                          o.node_address);
-    kla_service_set_resolver(st.svc, st.resolve, st.resolve_data);
+    kla_service_set_resolver(st.svc, st.resolve ? st.resolve : kla_vk_resolve, st.resolve_data);
     return 0;
 }
 
@@ -132,7 +157,7 @@ void kla_agent_set_resolver(struct agent *a, kla_resolve_fn fn, void *data)
     st.resolve = fn;
     st.resolve_data = data;
     if (st.svc)
-        kla_service_set_resolver(st.svc, fn, data);
+        kla_service_set_resolver(st.svc, fn ? fn : kla_vk_resolve, data);
 }
 
 bool kla_agent_serving(struct agent *a)

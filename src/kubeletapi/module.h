@@ -4,9 +4,11 @@
  * address (--node-address) is the serving certificate's SAN; its CN is system:node:<name>, the
  * name being "cliqo-<identity>" made a DNS label (kla_service_label).
  *
- * kla_agent_set_resolver: how a home pod maps to its remote pod (the pods reflector of the virtual
- * kubelets implements it; docs/offloading.md). May be called before the module starts and at any
- * time after; NULL resets it (every pod is then unknown: 404). */
+ * The relay's resolver is kla_vk_resolve: the pods reflectors of the virtual kubelets of this
+ * process (vk_pod_target, src/virtualkubelet/pods.h) map a home pod to its virtual node, the
+ * provider's client (the unit's PU_VK credential), the remote namespace and pod. The standalone
+ * virtual kubelet uses it too. kla_agent_set_resolver replaces it (tests, another mapping); NULL
+ * puts it back. May be called before the module starts and at any time after. */
 #ifndef CLIQO_KUBELETAPI_MODULE_H
 #define CLIQO_KUBELETAPI_MODULE_H
 
@@ -20,6 +22,9 @@ int kla_module_start(struct agent *a);
 void kla_module_stop(struct agent *a);
 void kla_module_fini(struct agent *a);
 void kla_agent_set_resolver(struct agent *a, kla_resolve_fn fn, void *data);
+/* kla_resolve_fn over vk_pod_target (data unused): 0 with the target, or -ENOENT (not a pod of a
+ * virtual node of this process, not offloaded yet, or no credential for its provider now). */
+int kla_vk_resolve(void *data, const char *ns, const char *pod, struct kla_target *ret);
 /* The listener serves (certificate, client CA and bind all done). */
 bool kla_agent_serving(struct agent *a);
 

@@ -23,6 +23,7 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/kubeconfig.h"
+#include "kubeletapi/module.h"
 #include "kubeletapi/service.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -540,6 +541,7 @@ static int start(void)
         }
         if ((r = kla_service_new(&g.loop, g.local, &ko, &g.kla)) < 0)
             return log_errno(r, MOD, "cannot set up the kubelet API on %s", g.kla_addr);
+        kla_service_set_resolver(g.kla, kla_vk_resolve, NULL);
     }
     if ((r = inf_start(g.adv_inf)) < 0 || (r = inf_start(g.node_inf)) < 0 ||
         (r = inf_start(g.cc_inf)) < 0)

@@ -30,7 +30,7 @@ rc=0
 x shell -- sh -c 'exit 7' 2>/dev/null || rc=$?
 [ "$rc" = 7 ] || fail "sh -c 'exit 7' gave exit code $rc"
 [ "$(cat "$E2E_STATE/out")" = to-out ] || fail "stdout: $(cat "$E2E_STATE/out")"
-head -1 "$E2E_STATE/err" | grep -qx to-err || fail "stderr: $(cat "$E2E_STATE/err")"
+head -1 "$E2E_STATE/err" | grep_q -x to-err || fail "stderr: $(cat "$E2E_STATE/err")"
 grep -q 'command terminated with exit code 7' "$E2E_STATE/err" || fail "kubectl did not report exit code 7"
 rc=0
 x shell -- false 2>/dev/null || rc=$?
@@ -40,7 +40,7 @@ out=$(x shell -- no-such-command 2>&1) || rc=$?
 [ "$rc" = 127 ] && grep -q 'executable file not found' <<<"$out" || fail "unknown command: rc $rc, $out"
 [ "$(x shell -- hostname)" = shell ] || fail "hostname"
 [ "$(x shell -- printenv GREETING)" = "hello there" ] || fail "printenv GREETING"
-x shell -- env | grep -qx 'HOSTNAME=shell' || fail "env lacks HOSTNAME"
+x shell -- env | grep_q -x 'HOSTNAME=shell' || fail "env lacks HOSTNAME"
 [ "$(x shell -- sh -c 'false || echo "or: $?"; true && echo and; echo "${GREETING}"')" = "$(printf 'or: 1\nand\nhello there')" ] ||
   fail "sh -c lists and expansions"
 t0=$(date +%s%N)

@@ -89,16 +89,16 @@ wait_for 30 "ticker crash-looping" crashing
 for _ in $(seq 50); do pid_running "$follower" || break; sleep 0.2; done
 pid_running "$follower" && { kill "$follower"; fail "logs -f kept running after the container stopped"; }
 wait "$follower" || fail "logs -f ended with an error: $(cat "$E2E_STATE/follow.log")"
-tail -1 "$E2E_STATE/follow.log" | grep -qx 'nodesim: container main exited with code 3' ||
+tail -1 "$E2E_STATE/follow.log" | grep_q -x 'nodesim: container main exited with code 3' ||
   fail "logs -f did not end with the exit line: $(tail -3 "$E2E_STATE/follow.log")"
 out=$(kc "$c" -n "$ns" logs ticker 2>&1) && fail "logs of a waiting container succeeded: $out"
 grep -q 'is waiting to start: CrashLoopBackOff' <<<"$out" || fail "waiting container error: $out"
 prev=$(kc "$c" -n "$ns" logs ticker --previous) || fail "--previous after the restart failed"
-head -1 <<<"$prev" | grep -q 'started (image busybox:1.36, restart 0)$' || fail "--previous first line: $(head -1 <<<"$prev")"
+head -1 <<<"$prev" | grep_q 'started (image busybox:1.36, restart 0)$' || fail "--previous first line: $(head -1 <<<"$prev")"
 [ "$(tail -1 <<<"$prev")" = "nodesim: container main exited with code 3" ] || fail "--previous last line: $(tail -1 <<<"$prev")"
 kc "$c" -n "$ns" annotate pod ticker sim.cliqo.io/fail- >/dev/null
 wait_for 30 "ticker running again" bash -c "[ \"\$($KUBECTL --kubeconfig $E2E_STATE/$c/kubeconfig -n $ns get pod ticker -o jsonpath='{.status.containerStatuses[0].ready}')\" = true ]"
-head -1 <(kc "$c" -n "$ns" logs ticker) | grep -q 'restart 1)$' || fail "the new instance's log does not start with restart 1"
+head -1 <(kc "$c" -n "$ns" logs ticker) | grep_q 'restart 1)$' || fail "the new instance's log does not start with restart 1"
 [ "$(kc "$c" -n "$ns" logs ticker --previous | tail -1)" = "nodesim: container main exited with code 3" ] ||
   fail "--previous no longer shows the exited instance"
 say "--previous after a restart; -f ends when the container stops"

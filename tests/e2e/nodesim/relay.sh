@@ -103,7 +103,7 @@ say "logs, --tail, the provider's errors and -f reach cluster-2's pod"
 [ "$(h exec home -- hostname)" = target ] || fail "exec did not reach cluster-2's pod"
 rc=0
 h exec home -- sh -c 'echo to-err >&2; exit 9' 2>"$work/err" || rc=$?
-[ "$rc" = 9 ] && head -1 "$work/err" | grep -qx to-err || fail "exit code $rc, stderr $(cat "$work/err")"
+[ "$rc" = 9 ] && head -1 "$work/err" | grep_q -x to-err || fail "exit code $rc, stderr $(cat "$work/err")"
 head -c 2097152 /dev/urandom >"$work/in.bin"
 h exec -i home -- cat <"$work/in.bin" >"$work/out.bin" || fail "binary exec failed"
 cmp "$work/in.bin" "$work/out.bin" || fail "the 2 MiB binary round trip through the relay differs"
