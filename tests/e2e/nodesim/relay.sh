@@ -73,7 +73,8 @@ done
 h() { kc "$c" -n "$home_ns" "$@"; }
 
 # logs: the remote pod's log, its tail, its errors; -f keeps streaming.
-first=$(h logs home | head -1)
+first=$(h logs home) # whole: `| head -1` could end kubectl with SIGPIPE (pipefail)
+first=${first%%$'\n'*}
 [ "$first" = "nodesim: container target of pod $remote_ns/target started (image busybox:1.36, restart 0)" ] ||
   fail "logs did not come from cluster-2's pod: $first"
 remote_tail=$(kc cluster-2 -n "$remote_ns" logs target --tail 1 --timestamps)
