@@ -20,7 +20,12 @@ relay_pid=
 cleanup() {
   local rc=$?
   if [ -n "$relay_pid" ] && pid_running "$relay_pid"; then kill -TERM "$relay_pid"; wait "$relay_pid" || true; fi
-  [ "$rc" = 0 ] || kc "$c" delete node "$node" >/dev/null 2>&1 || true
+  if [ "$rc" != 0 ]; then # leave nothing that would hold a rerun on these clusters
+    kc "$c" delete node "$node" >/dev/null 2>&1 || true
+    kc "$c" -n "$home_ns" delete pods --all --grace-period=0 --force >/dev/null 2>&1 || true
+    kc "$c" delete namespace "$home_ns" --wait=false >/dev/null 2>&1 || true
+    kc cluster-2 delete namespace "$remote_ns" --wait=false >/dev/null 2>&1 || true
+  fi
   [ "$rc" = 0 ] || { echo "--- relay log" >&2; tail -30 "$work/relay.log" >&2 || true; }
   rm -rf "$work"
   exit "$rc"
