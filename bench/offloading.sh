@@ -121,6 +121,7 @@ gone() { # CLUSTER NS SELECTOR
   return 1
 }
 rss_mb() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
+rss_detail() { awk '/^Rss(Anon|File):/ { printf "%s%s=%.1f", sep, tolower(substr($1, 4, length($1) - 4)), $2 / 1024; sep = " " }' "/proc/$1/status"; }
 
 for n in $SIZES; do
   dir=$(run_deploy 2 bench-direct "dir-$n" "$n" "")
@@ -129,7 +130,8 @@ for n in $SIZES; do
   echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$(awk -v a="$off" -v b="$dir" 'BEGIN { printf "%.2f", a / b }') remote_pods=$remote"
   if [ "$n" = "$MAX" ]; then
     sleep 5
-    echo "FIGURE agent-rss-mb consumer=$(rss_mb "${PIDS[0]}") provider=$(rss_mb "${PIDS[1]}") offloaded_pods=$n"
+    echo "FIGURE agent-rss-mb consumer=$(rss_mb "${PIDS[0]}") provider=$(rss_mb "${PIDS[1]}") offloaded_pods=$n target=25 ratio=$(awk -v a="$(rss_mb "${PIDS[0]}")" 'BEGIN { printf "%.2f", a / 25 }')"
+    echo "FIGURE agent-rss-detail-mb consumer: $(rss_detail "${PIDS[0]}"); provider: $(rss_detail "${PIDS[1]}")"
   fi
   k 1 delete deployment -n bench "off-$n" --wait=false >/dev/null
   k 2 delete deployment -n bench-direct "dir-$n" --wait=false >/dev/null

@@ -24,17 +24,25 @@ done
 t0=$(date +%s)
 step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
 
-step "installing Debian packages"
-bash scripts/install-deps.sh
-step "Kubernetes binaries (built once from Debian's source package, then cached)"
-CLIQO_KUBE_BIN_DIR=$(bash scripts/build-kube.sh)
-export CLIQO_KUBE_BIN_DIR
-step "building cliqo"
-cmake --preset release -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" >/dev/null
-cmake --build --preset release >/dev/null
-CLIQOCTL=build/release/src/cliqoctl
-AGENT=build/release/src/cliqo-agent
-export CLIQO_NODESIM=build/release/src/cliqo-nodesim
+if [ -n "${CLIQO_DEMO_BIN_DIR:-}" ]; then
+  # Tests: the binaries of an existing build (and CLIQO_KUBE_BIN_DIR) are used as they are.
+  : "${CLIQO_KUBE_BIN_DIR:?CLIQO_DEMO_BIN_DIR needs CLIQO_KUBE_BIN_DIR}"
+  export CLIQO_KUBE_BIN_DIR
+  BIN=$CLIQO_DEMO_BIN_DIR
+else
+  step "installing Debian packages"
+  bash scripts/install-deps.sh
+  step "Kubernetes binaries (built once from Debian's source package, then cached)"
+  CLIQO_KUBE_BIN_DIR=$(bash scripts/build-kube.sh)
+  export CLIQO_KUBE_BIN_DIR
+  step "building cliqo"
+  cmake --preset release -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" >/dev/null
+  cmake --build --preset release >/dev/null
+  BIN=build/release/src
+fi
+CLIQOCTL=$BIN/cliqoctl
+AGENT=$BIN/cliqo-agent
+export CLIQO_NODESIM=$BIN/cliqo-nodesim
 BASE=${CLIQO_DEV_BASE_PORT:-16400}
 STATE=${CLIQO_DEV_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/cliqo/dev}
 export CLIQO_DEV_DIR=$STATE CLIQO_DEV_BASE_PORT=$BASE
@@ -167,7 +175,7 @@ done
 
 step "where each pod runs"
 # One row per home pod of cluster-1, with its remote copy on cluster-2 (found by the home UID label).
-printf '%-28s %-12s %-9s %-15s | %-28s %-22s %-9s %s\n' "CLUSTER-1 POD" NODE PHASE IP \
+printf '%-24s %-41s %-8s %-12s| %-24s %-17s %-8s %s\n' "CLUSTER-1 POD" NODE PHASE IP \
   "CLUSTER-2 POD" NODE PHASE IP
 "${K2[@]}" get pods -n "$RNS" -o \
   jsonpath='{range .items[*]}{.metadata.labels.offloading\.cliqo\.io/home-uid}{" "}{.metadata.name}{" "}{.spec.nodeName}{" "}{.status.phase}{" "}{.status.podIP}{"\n"}{end}' \
@@ -177,7 +185,7 @@ printf '%-28s %-12s %-9s %-15s | %-28s %-22s %-9s %s\n' "CLUSTER-1 POD" NODE PHA
   while read -r uid name node phase ip; do
     remote=$(awk -v u="$uid" '$1 == u {print $2, $3, $4, $5}' "$STATE/remote-pods.txt")
     read -r rname rnode rphase rip <<<"${remote:-- - - -}"
-    printf '%-28s %-12s %-9s %-15s | %-28s %-22s %-9s %s\n' "$name" "${node:0:12}" "$phase" "${ip:--}" \
+    printf '%-24s %-41s %-8s %-12s| %-24s %-17s %-8s %s\n' "$name" "$node" "$phase" "${ip:--}" \
       "$rname" "$rnode" "$rphase" "$rip"
   done
 echo

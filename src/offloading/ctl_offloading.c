@@ -372,10 +372,13 @@ static void mutate(const struct adm_request *req, struct adm_verdict *v, void *d
 static void enqueue(const char *ns, const char *name)
 {
     char key[192];
+    int n;
 
-    if (!st.q || !ns || !name || strlen(ns) + strlen(name) + 2 > sizeof(key))
+    if (!st.q || !ns || !name)
         return;
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
+    n = snprintf(key, sizeof(key), "%s/%s", ns, name);
+    if (n < 0 || (size_t)n >= sizeof(key))
+        return; /* longer than any valid namespace/name */
     wq_add(st.q, key);
 }
 
