@@ -5,6 +5,7 @@
 #include "admission/admission.h"
 #include "advertisement/advertisement.h"
 #include "discovery/module.h"
+#include "kubeletapi/module.h"
 #include "network/network.h"
 #include "offloading/offloading.h"
 #include "peering/ctl.h"
@@ -24,6 +25,7 @@ const struct agent_module agent_modules[] = {
     AGENT_MODULE_ADVOPERATOR,
     AGENT_MODULE_ADMISSION,
     AGENT_MODULE_OFFLOADING,
+    AGENT_MODULE_KUBELETAPI,
     {NULL, NULL, NULL, NULL, NULL, NULL},
 };
 /* clang-format on */

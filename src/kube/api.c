@@ -62,6 +62,7 @@ struct kapi_client {
     char *url_base;   /* server, or with the host replaced by tls-server-name (see connect_to) */
     char *connect_to; /* CURLOPT_CONNECT_TO entry "name:port:host:port" for tls-server-name */
     char *auth_header;
+    char *tls_server_name;
     char *token_file; /* re-read now and then: rotated tokens */
     uint64_t token_read_ms;
     bool token_stale; /* a 401 was seen: re-read the token file before the next request */
@@ -781,6 +782,9 @@ int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
         if (r < 0)
             goto fail;
         r = -ENOMEM;
+        c->tls_server_name = x_strdup(cfg->tls_server_name);
+        if (!c->tls_server_name)
+            goto fail;
     }
     c->rl = rl_new(loop, c->o.qps, c->o.burst);
     if (!c->rl)
@@ -807,6 +811,7 @@ fail:
     x_free(c->server);
     x_free(c->url_base);
     x_free(c->connect_to);
+    x_free(c->tls_server_name);
     x_free(c->token_file);
     free_secret_str(c->auth_header);
     x_free(c->ca);
@@ -842,6 +847,7 @@ static void maybe_finish_close(struct kapi_client *c)
     x_free(c->server);
     x_free(c->url_base);
     x_free(c->connect_to);
+    x_free(c->tls_server_name);
     x_free(c->token_file);
     free_secret_str(c->auth_header);
     x_free(c->ca);
@@ -919,6 +925,27 @@ const char *kapi_client_server(struct kapi_client *c)
 size_t kapi_client_pending(struct kapi_client *c)
 {
     return c->ncalls;
+}
+
+void kapi_client_conn_info(struct kapi_client *c, struct kapi_conn_info *ret)
+{
+    static const char prefix[] = "Authorization: Bearer ";
+
+    refresh_token(c);
+    *ret = (struct kapi_conn_info){
+        .server = c->server,
+        .tls_server_name = c->tls_server_name,
+        .ca = c->ca,
+        .ca_len = c->ca_len,
+        .cert = c->cert,
+        .cert_len = c->cert_len,
+        .key = c->key,
+        .key_len = c->key_len,
+        .token = c->auth_header && strncmp(c->auth_header, prefix, sizeof(prefix) - 1) == 0
+                     ? c->auth_header + sizeof(prefix) - 1
+                     : NULL,
+        .insecure = c->insecure,
+    };
 }
 
 /* ---------------------------------------------------------------------------------------------- */

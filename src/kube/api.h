@@ -103,6 +103,20 @@ const char *kapi_client_server(struct kapi_client *c);
 /* Number of requests queued or in flight. */
 size_t kapi_client_pending(struct kapi_client *c);
 
+/* How the client reaches its server, for code that must open a connection of its own to the same
+ * server with the same credential (the kubelet API relay upgrades a connection to SPDY, which
+ * libcurl cannot do). All borrowed: valid while the client lives and until the next request (a
+ * re-read token file replaces the token). */
+struct kapi_conn_info {
+    const char *server;                   /* as in the kubeconfig: scheme://host[:port][/path] */
+    const char *tls_server_name;          /* NULL: the server's host */
+    const unsigned char *ca, *cert, *key; /* PEM, NULL when absent */
+    size_t ca_len, cert_len, key_len;
+    const char *token; /* bearer token, NULL when none */
+    bool insecure;
+};
+void kapi_client_conn_info(struct kapi_client *c, struct kapi_conn_info *ret);
+
 /* Sends a request. On success returns 0 and, if ret_call is non-NULL, a handle valid until the
  * callback has run or the call is cancelled. */
 int kapi_send(struct kapi_client *c, const struct kapi_request *req, kapi_cb cb, void *data,

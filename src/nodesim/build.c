@@ -184,11 +184,12 @@ json_t *ns_build_node_status(const struct ns_config *cfg, const struct ns_node_v
         "capacity", resources(cfg, json_object_get(old_status, "capacity")), "allocatable",
         resources(cfg, json_object_get(old_status, "allocatable")), "conditions", conds,
         "addresses", "type", "InternalIP", "address", v->internal_ip, "type", "Hostname", "address",
-        v->name, "daemonEndpoints", "kubeletEndpoint", "Port", 10250, "nodeInfo", "machineID",
-        machine, "systemUUID", uuid, "bootID", boot + 32, "kernelVersion", "5.10.0-cliqo-nodesim",
-        "osImage", "cliqo simulated node", "containerRuntimeVersion", "containerd://1.4.13",
-        "kubeletVersion", NS_KUBELET_VER, "kubeProxyVersion", NS_KUBELET_VER, "operatingSystem",
-        "linux", "architecture", "amd64");
+        v->name, "daemonEndpoints", "kubeletEndpoint", "Port",
+        cfg->kubelet_port ? (int)cfg->kubelet_port : 10250, "nodeInfo", "machineID", machine,
+        "systemUUID", uuid, "bootID", boot + 32, "kernelVersion", "5.10.0-cliqo-nodesim", "osImage",
+        "cliqo simulated node", "containerRuntimeVersion", "containerd://1.4.13", "kubeletVersion",
+        NS_KUBELET_VER, "kubeProxyVersion", NS_KUBELET_VER, "operatingSystem", "linux",
+        "architecture", "amd64");
     if (st && (!json_object_get(st, "capacity") || !json_object_get(st, "allocatable"))) {
         json_decref(st);
         return NULL;

@@ -48,6 +48,10 @@ enum {
     OPT_BURST,
     OPT_CONCURRENCY,
     OPT_HEALTHZ,
+    OPT_KUBELET_ADDR,
+    OPT_TLS_CERT,
+    OPT_TLS_KEY,
+    OPT_CLIENT_CA,
     OPT_DELETE,
     OPT_LOG_LEVEL,
 };
@@ -73,6 +77,10 @@ static const struct option long_opts[] = {
     {"burst", required_argument, NULL, OPT_BURST},
     {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
     {"healthz-port", required_argument, NULL, OPT_HEALTHZ},
+    {"kubelet-addr", required_argument, NULL, OPT_KUBELET_ADDR},
+    {"tls-cert-file", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-private-key-file", required_argument, NULL, OPT_TLS_KEY},
+    {"client-ca-file", required_argument, NULL, OPT_CLIENT_CA},
     {"delete-nodes-on-exit", no_argument, NULL, OPT_DELETE},
     {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
     {"help", no_argument, NULL, 'h'},
@@ -115,7 +123,18 @@ void ns_usage(FILE *f)
         "  --qps X                    client-side API rate limit (default %.0f)\n"
         "  --burst N                  client-side API burst (default %d)\n"
         "  --concurrency N            pods processed at once, 1..%d (default %d)\n"
-        "  --healthz-port P           serve GET /healthz on 127.0.0.1:P (default: off)\n"
+        "  --healthz-port P           serve GET /healthz on 127.0.0.1:P, plain HTTP (default:\n"
+        "                             off)\n"
+        "  --kubelet-addr IP:PORT     serve the kubelet API (logs, exec, /healthz) over HTTPS on\n"
+        "                             IP:PORT for every node; the nodes then publish IP as their\n"
+        "                             InternalIP and PORT as their kubelet port (default: off;\n"
+        "                             nodes publish --node-ip-base + i and 10250)\n"
+        "  --tls-cert-file FILE       the kubelet API's serving certificate (PEM; with\n"
+        "                             --kubelet-addr)\n"
+        "  --tls-private-key-file F   its key (PEM)\n"
+        "  --client-ca-file FILE      CA bundle the API server's client certificate must chain\n"
+        "                             to; callers are then authorised with SubjectAccessReviews\n"
+        "                             (nodes/proxy)\n"
         "  --delete-nodes-on-exit     delete the nodes on SIGTERM/SIGINT (default: leave them,\n"
         "                             they go NotReady as when a kubelet stops)\n"
         "  --log-level L              debug, info, warn or error (default info)\n"
@@ -478,6 +497,14 @@ static int validate(struct ns_config *cfg, char *err, size_t errlen)
         return fail(err, errlen, "--node-ip-base: %u nodes do not fit after it", cfg->nodes);
     if (cfg->lease_duration_s * 1000 <= cfg->lease_ms)
         return fail(err, errlen, "--lease-duration must be longer than --heartbeat");
+    if (cfg->kubelet_addr && (!cfg->tls_cert_file || !cfg->tls_key_file || !cfg->client_ca_file))
+        return fail(err, errlen,
+                    "--kubelet-addr needs --tls-cert-file, --tls-private-key-file and "
+                    "--client-ca-file");
+    if (!cfg->kubelet_addr && (cfg->tls_cert_file || cfg->tls_key_file || cfg->client_ca_file))
+        return fail(err, errlen,
+                    "--tls-cert-file, --tls-private-key-file and --client-ca-file go with "
+                    "--kubelet-addr");
     return 0;
 }
 
@@ -570,6 +597,36 @@ int ns_config_parse(int argc, char **argv, struct ns_config *cfg, char *err, siz
             r = parse_uint("healthz-port", a, 0, 65535, &v, err, errlen);
             cfg->healthz_port = (unsigned)v;
             break;
+        case OPT_KUBELET_ADDR: {
+            const char *colon = strrchr(a, ':');
+            char host[NS_IP_LEN];
+
+            if (!colon || (size_t)(colon - a) >= sizeof(host) ||
+                parse_u64(colon + 1, 65535, &v) < 0 || v == 0) {
+                r = fail(err, errlen,
+                         "--kubelet-addr must be IP:PORT (e.g. 127.0.0.1:10250), got '%s'", a);
+                break;
+            }
+            memcpy(host, a, (size_t)(colon - a));
+            host[colon - a] = '\0';
+            if (ns_parse_ipv4(host, &cfg->kubelet_ip) < 0 || cfg->kubelet_ip == 0) {
+                r = fail(err, errlen,
+                         "--kubelet-addr: '%s' is not an IPv4 address nodes can publish", host);
+                break;
+            }
+            cfg->kubelet_port = (unsigned)v;
+            r = set_str(&cfg->kubelet_addr, a);
+            break;
+        }
+        case OPT_TLS_CERT:
+            r = set_str(&cfg->tls_cert_file, a);
+            break;
+        case OPT_TLS_KEY:
+            r = set_str(&cfg->tls_key_file, a);
+            break;
+        case OPT_CLIENT_CA:
+            r = set_str(&cfg->client_ca_file, a);
+            break;
         case OPT_DELETE:
             cfg->delete_nodes_on_exit = true;
             break;
@@ -601,6 +658,10 @@ void ns_config_done(struct ns_config *cfg)
     x_free(cfg->kubeconfig);
     x_free(cfg->context);
     x_free(cfg->node_prefix);
+    x_free(cfg->kubelet_addr);
+    x_free(cfg->tls_cert_file);
+    x_free(cfg->tls_key_file);
+    x_free(cfg->client_ca_file);
     for (size_t i = 0; i < cfg->n_ext; i++)
         x_free(cfg->ext[i].name);
     for (size_t i = 0; i < cfg->n_labels; i++) {

@@ -6,6 +6,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,8 @@ static void sim_close(struct ns_sim *sim)
     close_handle((uv_handle_t *)&sim->sigint);
     ns_health_close(sim->health);
     sim->health = NULL;
+    ns_kubelet_close(sim->kubelet);
+    sim->kubelet = NULL;
     kapi_client_close(sim->c);
     sim->c = NULL;
 }
@@ -113,6 +116,8 @@ int main(int argc, char **argv)
     uv_loop_t loop;
     int r;
 
+    /* A peer that closes its connection must not kill us on the next write (the kubelet API). */
+    signal(SIGPIPE, SIG_IGN);
     r = ns_config_parse(argc, argv, &cfg, err, sizeof(err));
     if (r == NS_CONFIG_HELP) {
         ns_usage(stdout);
@@ -162,6 +167,13 @@ int main(int argc, char **argv)
         r = ns_health_start(&sim, cfg.healthz_port, &sim.health);
         if (r < 0) {
             log_errno(r, MOD, "cannot serve /healthz on 127.0.0.1:%u", cfg.healthz_port);
+            goto fail;
+        }
+    }
+    if (cfg.kubelet_addr) {
+        r = ns_kubelet_start(&sim, &sim.kubelet);
+        if (r < 0) {
+            log_errno(r, MOD, "cannot serve the kubelet API on %s", cfg.kubelet_addr);
             goto fail;
         }
     }

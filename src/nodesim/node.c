@@ -423,7 +423,8 @@ int ns_nodes_init(struct ns_sim *sim)
         n->index = i;
         n->mode = NS_NODE_READY;
         snprintf(n->name, sizeof(n->name), "%s-%u", cfg->node_prefix, i);
-        ns_format_ipv4(cfg->node_ip_base + i, n->ip);
+        /* With the kubelet API, every node publishes its one listener. */
+        ns_format_ipv4(cfg->kubelet_addr ? cfg->kubelet_ip : cfg->node_ip_base + i, n->ip);
         r = ns_node_cidr(cfg, i, &cidr);
         if (r < 0)
             return r;

@@ -71,6 +71,13 @@ struct ns_config {
     int burst;
     unsigned concurrency;  /* pods processed at once */
     unsigned healthz_port; /* 0: no health endpoint */
+    /* The kubelet API (kubelet.c): one HTTPS listener for every node, whose nodes then publish
+     * InternalIP = kubelet_ip and kubeletEndpoint.Port = kubelet_port. NULL: none (nodes publish
+     * --node-ip-base + i and port 10250, and nothing listens). */
+    char *kubelet_addr;
+    uint32_t kubelet_ip;
+    unsigned kubelet_port;
+    char *tls_cert_file, *tls_key_file, *client_ca_file;
     bool delete_nodes_on_exit;
     enum log_level log_level;
 };
@@ -179,6 +186,35 @@ bool ns_status_differs(const json_t *status, const json_t *current);
 int ns_pod_fail_code(const json_t *pod, int *ret_code);
 /* The pod's phase is Succeeded or Failed. */
 bool ns_pod_terminal(const json_t *pod);
+
+/* ---- logs of simulated containers (logs.c) -------------------------------------------------- */
+
+/* One instance of a container (the current one, or the one before its last restart). Its log is
+ * deterministic: line 0 at `started` says it started, then line k at started + k seconds while it
+ * runs (before `finished`), and a last line at `finished` with the exit code. */
+struct ns_log_src {
+    const char *ns, *pod, *container, *image;
+    int64_t started;  /* seconds since the epoch */
+    int64_t finished; /* -1 while it runs */
+    int exit_code;
+    int restart; /* the restart count of this instance */
+};
+
+/* Lines that exist at `now` (for a running instance: up to now; a finished one: all). */
+int64_t ns_log_count(const struct ns_log_src *s, int64_t now);
+/* The time of line k. */
+int64_t ns_log_time(const struct ns_log_src *s, int64_t k);
+/* Line k, LF-terminated, prefixed with an RFC 3339 timestamp with nanoseconds when timestamps
+ * (as the kubelet: "2024-01-02T03:04:05.000000000Z "). Returns its length or -ENOSPC. */
+int ns_log_line(const struct ns_log_src *s, int64_t k, bool timestamps, char *buf, size_t size);
+/* The first line to send: since (seconds since the epoch, -1: none) drops older lines, then tail
+ * (-1: all) keeps the last lines among those that exist at now. */
+int64_t ns_log_first(const struct ns_log_src *s, int64_t now, int64_t since, int64_t tail);
+/* The instance of a container from a pod: previous = the terminated instance before the last
+ * restart (lastState.terminated). Strings point into pod. Returns 0, -ENOENT (no such container,
+ * or no previous instance), -EAGAIN (the container is waiting: *ret_reason says why). */
+int ns_log_source(const json_t *pod, const char *container, bool previous, struct ns_log_src *ret,
+                  const char **ret_reason);
 
 /* Borrowed string at a path of nested objects, or NULL: ns_json_str(obj, "status", "podIP", NULL).
  */

@@ -36,6 +36,7 @@ struct ns_node {
 };
 
 struct ns_health;
+struct ns_kubelet;
 
 /* The slot of one pod being processed (at most cfg.concurrency at once). */
 struct ns_pod_op {
@@ -61,6 +62,7 @@ struct ns_sim {
     uv_timer_t lease_timer, status_timer, stop_timer;
     uv_signal_t sigterm, sigint;
     struct ns_health *health;
+    struct ns_kubelet *kubelet;
     bool pods_started, pods_synced, stopping, closed, lease_ns_busy;
     unsigned deletes_pending;
     void (*deleted_all)(struct ns_sim *sim); /* --delete-nodes-on-exit: all deletes answered */
@@ -85,6 +87,11 @@ size_t ns_pods_managed(struct ns_sim *sim);
 /* health.c: GET /healthz on 127.0.0.1:port answers 200 "ok" once ready(sim) is true. */
 int ns_health_start(struct ns_sim *sim, unsigned port, struct ns_health **ret);
 void ns_health_close(struct ns_health *h);
+
+/* kubelet.c: the kubelet API (logs, exec, /healthz) on --kubelet-addr for every node. */
+int ns_kubelet_start(struct ns_sim *sim, struct ns_kubelet **ret);
+/* Closes the listener and every stream and session; NULL-safe. */
+void ns_kubelet_close(struct ns_kubelet *k);
 
 /* main.c */
 bool ns_sim_ready(const struct ns_sim *sim);

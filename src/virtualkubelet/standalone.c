@@ -2,9 +2,12 @@
  * docs/advertisement.md). The operator creates a Deployment running exactly this command with the
  * provider's credential mounted from its Secret; the process registers the virtual node and keeps
  * it, and when its Advertisement is deleted it tears down in order, removes the Advertisement's
- * finalizer and exits 0. SIGTERM stops it at once (the node stays, its Lease expires). */
+ * finalizer and exits 0. SIGTERM stops it at once (the node stays, its Lease expires). It serves
+ * its node's kubelet API (logs, exec: kla_service, src/kubeletapi/service.h) on --kubelet-addr,
+ * by default every address on the node's kubelet port. */
 #include "virtualkubelet/virtualkubelet.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -20,6 +23,8 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/kubeconfig.h"
+#include "kubeletapi/module.h"
+#include "kubeletapi/service.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
@@ -49,7 +54,10 @@ static const char usage[] =
     "  --kubeconfig PATH         the home cluster (default: $KUBECONFIG, ~/.kube/config, then\n"
     "                            the in-cluster service account)\n"
     "  --node-address IP         the virtual node's InternalIP (default $POD_IP, else 127.0.0.1)\n"
-    "  --kubelet-port PORT       the virtual node's kubelet port (default 10250)\n"
+    "  --kubelet-port PORT       the virtual node's kubelet port (default 10250, or the port\n"
+    "                            of --kubelet-addr)\n"
+    "  --kubelet-addr HOST:PORT  where its kubelet API (logs, exec) listens (default\n"
+    "                            every address, on the kubelet port)\n"
     "  --log-level LEVEL         debug, info, warn or error (default info)\n"
     "  --help                    print this help and exit\n"
     "\n"
@@ -58,8 +66,12 @@ static const char usage[] =
 
 static struct {
     uv_loop_t loop;
-    const char *peer, *home, *home_name, *adv_ns, *adv_name, *remote_path, *kubeconfig, *address;
+    const char *peer, *home, *home_name, *adv_ns, *adv_name, *remote_path, *kubeconfig, *address,
+        *kla_addr;
     unsigned port;
+    bool port_given;
+    char kla_addr_buf[16];
+    struct kla_service *kla;
     struct kc_config *kc;
     struct kapi_client *local;
     struct pu_registry *reg;
@@ -306,6 +318,10 @@ static void stop(int code)
         return;
     g.stopping = true;
     g.exit_code = code;
+    /* Before the clients: it cancels its requests and authorisations now (its listener and
+     * connections close on the next loop iterations). */
+    kla_service_close(g.kla, NULL, NULL);
+    g.kla = NULL;
     vk_free(g.vk);
     g.vk = NULL;
     inf_free(g.adv_inf);
@@ -341,6 +357,7 @@ static int parse(int argc, char **argv)
         {"kubeconfig", required_argument, NULL, 'k'},
         {"node-address", required_argument, NULL, 'n'},
         {"kubelet-port", required_argument, NULL, 'P'},
+        {"kubelet-addr", required_argument, NULL, 'A'},
         {"log-level", required_argument, NULL, 'l'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -382,6 +399,10 @@ static int parse(int argc, char **argv)
                 return 2;
             }
             g.port = (unsigned)port;
+            g.port_given = true;
+            break;
+        case 'A':
+            g.kla_addr = optarg;
             break;
         case 'l':
             if (log_level_from_string(optarg) == _LOG_LEVEL_INVALID) {
@@ -417,6 +438,31 @@ static int parse(int argc, char **argv)
     if (!g.remote_path || !*g.remote_path) {
         fprintf(stderr, "cliqo-agent virtual-kubelet: --remote-kubeconfig is required\n");
         return 2;
+    }
+    if (g.address) {
+        unsigned char ip[16];
+
+        if (inet_pton(AF_INET, g.address, ip) != 1 && inet_pton(AF_INET6, g.address, ip) != 1) {
+            fprintf(stderr,
+                    "cliqo-agent virtual-kubelet: --node-address: '%s' is not an IP address\n",
+                    g.address);
+            return 2;
+        }
+    }
+    if (g.kla_addr) {
+        const char *colon = strrchr(g.kla_addr, ':');
+
+        if (!colon || parse_u64(colon + 1, 65535, &port) < 0 || port == 0 ||
+            (g.port_given && port != g.port)) {
+            fprintf(stderr,
+                    "cliqo-agent virtual-kubelet: --kubelet-addr: want HOST:PORT with a port%s\n",
+                    g.port_given ? " equal to --kubelet-port" : "");
+            return 2;
+        }
+        g.port = (unsigned)port;
+    } else {
+        snprintf(g.kla_addr_buf, sizeof(g.kla_addr_buf), ":%u", g.port);
+        g.kla_addr = g.kla_addr_buf;
     }
     slash = adv ? strchr(adv, '/') : NULL;
     if (!slash || (size_t)(slash - adv) >= sizeof(g.adv_ns_buf) ||
@@ -485,6 +531,18 @@ static int start(void)
     p.src.node = src_node;
     if ((r = vk_new(&p, &g.vk)) < 0)
         return r;
+    {
+        struct kla_service_options ko = {
+            .listen_addr = g.kla_addr, .node_address = p.node_address, .name = node};
+
+        if (kla_service_check(&ko, err, sizeof(err)) < 0) {
+            log_error(MOD, "the kubelet API: %s", err);
+            return -EINVAL;
+        }
+        if ((r = kla_service_new(&g.loop, g.local, &ko, &g.kla)) < 0)
+            return log_errno(r, MOD, "cannot set up the kubelet API on %s", g.kla_addr);
+        kla_service_set_resolver(g.kla, kla_vk_resolve, NULL);
+    }
     if ((r = inf_start(g.adv_inf)) < 0 || (r = inf_start(g.node_inf)) < 0 ||
         (r = inf_start(g.cc_inf)) < 0)
         return r;

@@ -1,6 +1,6 @@
 # cliqo-agent against a real control plane (tests/e2e/agent/). Base port 18000 for the cluster; the
-# agents the tests start listen on 18050-18059. The tests stop and start the apiserver, so they run
-# one at a time (RESOURCE_LOCK).
+# agents the tests start listen on 18050-18059 (health and auth on 18050-18057, their kubelet API on
+# 18058 and 18059). The tests stop and start the apiserver, so they run one at a time (RESOURCE_LOCK).
 if(TARGET cliqo-agent)
     set(agent_e2e_tests basics leader apiserver)
     cliqo_e2e_group(agent 1 18000 ${agent_e2e_tests})

@@ -5,16 +5,21 @@
 # cliqo-agent-tenant to itself; it can bind only cliqo's own roles (peering, tenant, virtual kubelet), and
 # cluster-wide only the virtual kubelet's node rights, through the one ClusterRoleBinding it may edit. A peer's
 # identity acts only in its tenant namespace; a consumer's virtual kubelet only in its tenant namespace (its
-# NamespaceMap) and in the namespaces made for it.
+# NamespaceMap) and in the namespaces made for it. The kubelet API of the virtual nodes (the agent's and a
+# Deployment-mode virtual kubelet's): CSRs approved for the kubelet-serving signer only (a client-certificate request
+# stays unapprovable), SubjectAccessReviews, the client CA's ConfigMap and no other.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 AGENT=system:serviceaccount:cliqo:cliqo-agent
 ID_X=2f1c7a0e-1111-4a2b-9c3d-0000000000cc
 T=cliqo-tenant-x-0a1b2c  # the tenant namespace of peer X
 T2=cliqo-tenant-y-0d0e0f # another peer's
+CSR_SERVING=e2e-rbac-kla-serving
+CSR_CLIENT=e2e-rbac-kla-client
 REMOTE=system:serviceaccount:$T:remote-x
 
 cleanup() {
+  kc "$C" delete csr "$CSR_SERVING" "$CSR_CLIENT" --ignore-not-found >/dev/null 2>&1 || true
   kc "$C" delete -f "$DEPLOY_DIR/rbac.yaml" -f "$DEPLOY_DIR/serviceaccount.yaml" --ignore-not-found --wait=false \
     >/dev/null 2>&1 || true
   ns_remove "$T" "$T2" cliqo
@@ -32,6 +37,21 @@ can() {
   shift 2
   got=$(kc "$C" auth can-i --as="$as" "$@" 2>/dev/null) || true
   [ "$got" = "$want" ] || fail "can-i --as=$as $*: got '$got', want '$want'"
+}
+# signer USER yes|no SIGNER: may USER approve requests for SIGNER (a review with the signer's name, which
+# `kubectl auth can-i` cannot pass: the name has a '/')?
+signer() {
+  local got
+  got=$(kc "$C" create -o jsonpath='{.status.allowed}' -f - <<YAML 2>&1
+apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: $1
+  groups: [system:serviceaccounts, system:authenticated]
+  resourceAttributes: {group: certificates.k8s.io, resource: signers, verb: approve, name: "$3"}
+YAML
+  ) || fail "review of approve signers/$3 for $1: $got"
+  [ "$got" = "$([ "$2" = yes ] && echo true || echo false)" ] || fail "approve signers/$3 as $1: allowed=$got, want $2"
 }
 wait_for 30 "agent RoleBinding in effect" kc "$C" auth can-i --as="$AGENT" get secrets -n cliqo
 
@@ -87,7 +107,23 @@ can "$AGENT" no create leases.coordination.k8s.io -n default
 can "$AGENT" no create serviceaccounts -n default
 can "$AGENT" no create serviceaccounts/token -n cliqo
 can "$AGENT" no impersonate users
-can "$AGENT" no create certificatesigningrequests.certificates.k8s.io
+# The kubelet API: its serving certificate (kubelet-serving only), reviews, the client CA's ConfigMap and no other.
+can "$AGENT" yes create certificatesigningrequests.certificates.k8s.io
+can "$AGENT" yes get certificatesigningrequests.certificates.k8s.io
+can "$AGENT" yes update certificatesigningrequests.certificates.k8s.io --subresource=approval
+signer "$AGENT" yes kubernetes.io/kubelet-serving
+signer "$AGENT" no kubernetes.io/kube-apiserver-client
+signer "$AGENT" no kubernetes.io/kube-apiserver-client-kubelet
+signer "$AGENT" no "kubernetes.io/*"
+can "$AGENT" no list certificatesigningrequests.certificates.k8s.io
+can "$AGENT" no delete certificatesigningrequests.certificates.k8s.io
+can "$AGENT" no update certificatesigningrequests.certificates.k8s.io --subresource=status
+can "$AGENT" yes create subjectaccessreviews.authorization.k8s.io
+can "$AGENT" yes get configmaps/extension-apiserver-authentication -n kube-system
+can "$AGENT" yes watch configmaps/extension-apiserver-authentication -n kube-system
+can "$AGENT" no get configmaps/kube-root-ca.crt -n kube-system
+can "$AGENT" no list configmaps -n kube-system
+can "$AGENT" no update configmaps/extension-apiserver-authentication -n kube-system
 can "$AGENT" no update customresourcedefinitions.apiextensions.k8s.io
 say "agent: manages cliqo's kinds, tenant namespaces, virtual nodes; no cluster-wide Secrets, no pod writes, no escalation"
 
@@ -125,6 +161,13 @@ can "system:serviceaccount:$T:virtual-kubelet-x" no patch namespaceoffloadings.o
 can "system:serviceaccount:$T:virtual-kubelet-x" no get secrets -n "$T"
 can "system:serviceaccount:$T:virtual-kubelet-x" no create pods -n default
 can "system:serviceaccount:$T:virtual-kubelet-x" no update pods -n default
+# its node's kubelet API, as the agent's
+can "system:serviceaccount:$T:virtual-kubelet-x" yes create certificatesigningrequests.certificates.k8s.io
+signer "system:serviceaccount:$T:virtual-kubelet-x" yes kubernetes.io/kubelet-serving
+signer "system:serviceaccount:$T:virtual-kubelet-x" no kubernetes.io/kube-apiserver-client
+can "system:serviceaccount:$T:virtual-kubelet-x" yes create subjectaccessreviews.authorization.k8s.io
+can "system:serviceaccount:$T:virtual-kubelet-x" yes get configmaps/extension-apiserver-authentication -n kube-system
+can "system:serviceaccount:$T:virtual-kubelet-x" no get configmaps/kube-root-ca.crt -n kube-system
 ag patch clusterrolebinding cliqo-virtual-kubelet-local --type=merge -p '{"subjects":null}' >/dev/null
 say "agent: binds cliqo-agent-tenant and cliqo-remote-peering in a tenant namespace; cluster-admin and edit refused"
 
@@ -257,6 +300,47 @@ expect_reject "agent changes another webhook configuration" "forbidden" \
 expect_reject "agent deletes another webhook configuration" "forbidden" ag delete mutatingwebhookconfiguration e2e-other
 kc "$C" delete mutatingwebhookconfiguration e2e-other >/dev/null
 say "admission: its two webhook configurations by name (list, watch, apply, delete), no other one changed"
+
+# 6. The kubelet API's rights, used for real by the agent's identity.
+csr() { # NAME SIGNER USAGE... (a request for a new key, subject as a node's)
+  local name=$1 signer=$2 req
+  shift 2
+  req=$(openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout /dev/null \
+    -subj "/O=system:nodes/CN=system:node:cliqo-e2e" -addext "subjectAltName=IP:127.0.0.1" 2>/dev/null | base64 -w0)
+  printf 'apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata: {name: %s}\n' "$name"
+  printf 'spec:\n  request: %s\n  signerName: %s\n  usages: [%s]\n' "$req" "$signer" "$(IFS=,; echo "$*")"
+}
+csr "$CSR_SERVING" kubernetes.io/kubelet-serving "digital signature" "key encipherment" "server auth" | ag create -f - >/dev/null ||
+  fail "the agent cannot create a kubelet-serving CertificateSigningRequest"
+ag certificate approve "$CSR_SERVING" >/dev/null || fail "the agent cannot approve its kubelet-serving request"
+[ "$(ag get csr "$CSR_SERVING" -o jsonpath='{.status.conditions[0].type}')" = Approved ] || fail "not approved"
+csr "$CSR_CLIENT" kubernetes.io/kube-apiserver-client "digital signature" "key encipherment" "client auth" | ag create -f - >/dev/null ||
+  fail "the agent cannot create a CertificateSigningRequest"
+expect_reject "agent approves a client certificate" "forbidden" ag certificate approve "$CSR_CLIENT"
+[ -z "$(kc "$C" get csr "$CSR_CLIENT" -o jsonpath='{.status.conditions}')" ] || fail "the client request has a condition"
+expect_reject "agent lists CertificateSigningRequests" "forbidden" ag get csr
+ca=$(ag -n kube-system get configmap extension-apiserver-authentication -o jsonpath='{.data.client-ca-file}')
+grep_q 'BEGIN CERTIFICATE' <<<"$ca" || fail "the agent cannot read the client CA"
+# as the kubelet API follows it: a list and a watch with the name as field selector
+[ "$(ag -n kube-system get configmaps --field-selector metadata.name=extension-apiserver-authentication -o name)" = \
+  configmap/extension-apiserver-authentication ] || fail "the agent cannot list the client CA's ConfigMap by name"
+timeout 5 "$KUBECTL" --kubeconfig "$E2E_STATE/$C/kubeconfig" --as="$AGENT" -n kube-system get configmaps -w \
+  --field-selector metadata.name=extension-apiserver-authentication -o name >"$E2E_STATE/rbac-watch.out" 2>&1 || true
+grep_q '^configmap/extension-apiserver-authentication$' <"$E2E_STATE/rbac-watch.out" ||
+  fail "the agent cannot watch the client CA's ConfigMap: $(cat "$E2E_STATE/rbac-watch.out")"
+rm -f "$E2E_STATE/rbac-watch.out"
+expect_reject "agent lists kube-system's ConfigMaps" "forbidden" ag -n kube-system get configmaps
+expect_reject "agent reads another ConfigMap of kube-system" "forbidden" ag -n kube-system get configmap kube-root-ca.crt
+review=$(ag create -o jsonpath='{.status.allowed}' -f - <<'YAML'
+apiVersion: authorization.k8s.io/v1
+kind: SubjectAccessReview
+spec:
+  user: e2e-nobody
+  resourceAttributes: {resource: nodes, subresource: proxy, verb: get, name: liqo-x}
+YAML
+) || fail "the agent cannot create a SubjectAccessReview"
+[ "$review" = false ] || fail "SubjectAccessReview for e2e-nobody: allowed=$review"
+say "kubelet API: kubelet-serving requests approved, client ones not; reviews; the client CA's ConfigMap only"
 
 trap - EXIT
 cleanup

@@ -37,3 +37,10 @@ for p in pods:
 print(len(pods))' "$nodes"
 }
 wait_sa() { wait_for 60 "default service account in $1" kc "$c" -n "$1" get serviceaccount default; }
+# fresh_ns CLUSTER NS: creates the namespace, after waiting for a previous run's to be gone.
+fresh_ns() {
+  local cl=$1 n=$2
+  gone_ns() { ! kc "$cl" get namespace "$n" >/dev/null 2>&1; }
+  wait_for 90 "namespace $n of an earlier run deleted" gone_ns
+  kc "$cl" create namespace "$n" >/dev/null
+}

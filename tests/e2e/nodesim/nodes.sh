@@ -10,9 +10,11 @@ untainted() { [ -z "$(jp "node/$1" '{.spec.taints[*].key}')" ]; }
 for n in "${NODES[@]}"; do wait_for 30 "not-ready taint lifted from $n" untainted "$n"; done
 [ "$(kc "$c" get nodes -o name | wc -l)" = 3 ] || fail "want exactly 3 nodes: $(kc "$c" get nodes -o name)"
 nodes=$(kc "$c" get nodes -o json)
-python3 - "$nodes" <<'PY' || fail "node objects are wrong"
+port=$(($(awk '$1 == "cluster-1" {print $2}' "$E2E_STATE/clusters") + 5))
+python3 - "$nodes" "$port" <<'PY' || fail "node objects are wrong"
 import json, sys
 items = {n["metadata"]["name"]: n for n in json.loads(sys.argv[1])["items"]}
+port = int(sys.argv[2])
 for i in range(3):
     n = items["cluster-1-node-%d" % i]
     st, md = n["status"], n["metadata"]
@@ -29,7 +31,9 @@ for i in range(3):
     for t in ("MemoryPressure", "DiskPressure", "PIDPressure", "NetworkUnavailable"):
         assert conds[t]["status"] == "False", conds[t]
     addrs = {a["type"]: a["address"] for a in st["addresses"]}
-    assert addrs["InternalIP"] == "127.1.0.%d" % (i + 1) and addrs["Hostname"] == md["name"], addrs
+    # One kubelet API listener for all the simulator's nodes: its address and port.
+    assert addrs["InternalIP"] == "127.0.0.1" and addrs["Hostname"] == md["name"], addrs
+    assert st["daemonEndpoints"]["kubeletEndpoint"]["Port"] == port, st["daemonEndpoints"]
     assert st["nodeInfo"]["kubeletVersion"] == "v1.20.2", st["nodeInfo"]
     assert not [t for t in n["spec"].get("taints", []) if t["key"].startswith("node.kubernetes.io/not-ready")], n["spec"]
 PY
@@ -54,7 +58,8 @@ import json, sys
 d = json.loads(sys.argv[1])
 comps = {x["name"]: x for x in d["clusters"][0]["components"]}
 assert comps["nodesim"]["healthy"] and comps["nodesim"]["pid"] > 0, comps' "$json" || fail "status does not report a healthy nodesim"
-port=$(($(awk '$1 == "cluster-1" {print $2}' "$E2E_STATE/clusters") + 5))
-[ "$(curl -sS -m 5 "http://127.0.0.1:$port/healthz")" = ok ] || fail "nodesim /healthz on port $port is not ok"
+# /healthz on the kubelet API listener (HTTPS, the cluster CA signed its certificate).
+[ "$(curl -sS -m 5 --cacert "$E2E_STATE/cluster-1/pki/ca.crt" "https://127.0.0.1:$port/healthz")" = ok ] ||
+  fail "nodesim /healthz on port $port is not ok"
 grep -q 'all 3 nodes registered' "$E2E_STATE/cluster-1/logs/nodesim.log" || fail "nodesim log lacks registration"
 pass "nodes registered, Ready, leased and supervised"

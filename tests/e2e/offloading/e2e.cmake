@@ -5,8 +5,8 @@
 # node is Ready on A; the tests in between share that state and leave it as they found it; `teardown` unpeers,
 # checks that both sides are clean and stops the agents. They run one at a time, in this order.
 if(TARGET cliqo-agent)
-    set(off_tests setup namespaces webhook webhook-down offer mapping pods objects agent-restart provider-down
-        teardown)
+    set(off_tests setup namespaces webhook webhook-down offer mapping pods logs-exec objects agent-restart
+        provider-down teardown)
     cliqo_e2e_group(offloading 2 19400 ${off_tests})
     set_property(TEST e2e.offloading.up APPEND PROPERTY ENVIRONMENT
         "CLIQO_DEV_NODES=3"

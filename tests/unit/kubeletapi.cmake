@@ -1,0 +1,28 @@
+# The kubelet API (src/kubeletapi): the pure codecs and parsers (test-kubeletapi.c), the server on a
+# real loop with a TLS client of the test's own (test-kubeletapi-server.c), and the simulator's
+# container logs and shell (test-kubeletapi-nodesim.c), and the service of the agent and the standalone
+# virtual kubelet against a fake API server (test-kubeletapi-service.c).
+if(TARGET cliqo_kubeletapi_proto)
+    add_executable(test-kubeletapi unit/test-kubeletapi.c)
+    target_link_libraries(test-kubeletapi PRIVATE cliqo_kubeletapi_proto PkgConfig::CMOCKA)
+    add_test(NAME unit.kubeletapi COMMAND test-kubeletapi)
+    set_tests_properties(unit.kubeletapi PROPERTIES LABELS unit TIMEOUT 120)
+endif()
+if(TARGET cliqo_kubeletapi AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/unit/test-kubeletapi-server.c)
+    add_executable(test-kubeletapi-server unit/test-kubeletapi-server.c)
+    target_link_libraries(test-kubeletapi-server PRIVATE cliqo_kubeletapi cliqo_httpd PkgConfig::CMOCKA)
+    add_test(NAME unit.kubeletapi-server COMMAND test-kubeletapi-server)
+    set_tests_properties(unit.kubeletapi-server PROPERTIES LABELS unit TIMEOUT 120)
+endif()
+if(TARGET cliqo_kubeletapi AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/unit/test-kubeletapi-service.c)
+    add_executable(test-kubeletapi-service unit/test-kubeletapi-service.c)
+    target_link_libraries(test-kubeletapi-service PRIVATE cliqo_kubeletapi cliqo_httpd PkgConfig::CMOCKA)
+    add_test(NAME unit.kubeletapi-service COMMAND test-kubeletapi-service)
+    set_tests_properties(unit.kubeletapi-service PROPERTIES LABELS unit TIMEOUT 120)
+endif()
+if(TARGET cliqo_nodesim_core AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/unit/test-kubeletapi-nodesim.c)
+    add_executable(test-kubeletapi-nodesim unit/test-kubeletapi-nodesim.c)
+    target_link_libraries(test-kubeletapi-nodesim PRIVATE cliqo_nodesim_core PkgConfig::CMOCKA)
+    add_test(NAME unit.kubeletapi-nodesim COMMAND test-kubeletapi-nodesim)
+    set_tests_properties(unit.kubeletapi-nodesim PROPERTIES LABELS unit TIMEOUT 120)
+endif()
