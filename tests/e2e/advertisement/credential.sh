@@ -19,6 +19,7 @@ cleanup() {
   [ -n "${RNS:-}" ] && kc "$P1" patch namespacemap -n "$RNS" "$A_ID" --type=merge -p '{"spec":{"desiredMapping":null}}' >/dev/null 2>&1
   kc "$P1" delete namespace "$TAKEN" --wait=false >/dev/null 2>&1 || true
   rm -rf "$T"
+  ensure_agents >/dev/null 2>&1 || true
   (exit "$rc")
   adv_on_exit
 }
@@ -54,6 +55,9 @@ mustnt '*' '*' --all-namespaces
 mustnt impersonate users
 
 say "it asks for namespaces: reserved names and foreign namespaces refused"
+# The test plays A's virtual kubelet with its credential: A's agent is stopped meanwhile, since its own
+# virtual kubelet would take entries it did not ask for back out of the map.
+stop_agent "$A"
 kc "$P1" create namespace "$TAKEN" >/dev/null
 vk patch namespacemap -n "$RNS" "$A_ID" --type=merge -p "{\"spec\":{\"desiredMapping\":{
   \"app\":\"$OFF\",\"sys\":\"kube-system\",\"def\":\"default\",\"ten\":\"cliqo-tenant-x-abcdef\",
@@ -91,6 +95,7 @@ vk patch namespacemap -n "$RNS" "$A_ID" --type=merge -p '{"spec":{"desiredMappin
 wait_for 60 "$OFF gone" eval "! kc $P1 get namespace $OFF"
 [ -z "$(entry app | tr -d /)" ] || fail "the removed entry is still in the status: $(entry app)"
 vk patch namespacemap -n "$RNS" "$A_ID" --type=merge -p '{"spec":{"desiredMapping":null}}' >/dev/null
+ensure_agents
 
 say "the provider's credential on $A cannot accept its own Advertisement"
 kc "$P1" get secret -n "$RNS" "pr-$A_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$T/pr" ||
