@@ -1656,7 +1656,7 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
 {
     const json_t *meta;
     struct pod_spec spec;
-    const char *ns, *name, *node_name, *oname, *phase;
+    const char *ns, *name, *node_name = NULL, *oname = NULL, *phase;
     size_t ns_len = 0, name_len = 0, node_len = 0, olen = 0, phase_len = 0;
     char key[KEY_MAX];
     struct contrib c;
@@ -1672,23 +1672,27 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
     if (!s || !pod)
         return -EINVAL;
     /* First every member read, and the texts prefetched (see struct qtys): none of this has an
-     * effect, and the checks below come in the same order as if each were read when used. */
+     * effect, and the checks below come in the same order as if each were read when used. The
+     * spec of a terminal pod is not read: it contributes nothing. */
     meta = GET(pod, "metadata");
-    pod_spec_get(GET(pod, "spec"), &spec);
     phase = str_of(GET(GET(pod, "status"), "phase"), &phase_len);
     ns = str_of(GET(meta, "namespace"), &ns_len);
     name = str_of(GET(meta, "name"), &name_len);
-    node_name = str_of(spec.node_name, &node_len);
-    oname = str_of(GET(GET(meta, "labels"), SHR_LABEL_ORIGIN), &olen);
     prefetch_str(ns);
     prefetch_str(name);
     prefetch_str(phase);
-    prefetch_str(node_name);
-    prefetch_str(oname);
-    qtys_gather(&g, &spec);
-    if (node_name && node_len > 0 && node_len <= OBJ_NAME_MAX) {
-        node_hash = hash_bytes(s->seed, node_name, node_len);
-        tab_prefetch(&s->nodes, node_hash);
+    active = !pod_terminal(phase, phase_len);
+    if (active) {
+        pod_spec_get(GET(pod, "spec"), &spec);
+        node_name = str_of(spec.node_name, &node_len);
+        oname = str_of(GET(GET(meta, "labels"), SHR_LABEL_ORIGIN), &olen);
+        prefetch_str(node_name);
+        prefetch_str(oname);
+        qtys_gather(&g, &spec);
+        if (node_name && node_len > 0 && node_len <= OBJ_NAME_MAX) {
+            node_hash = hash_bytes(s->seed, node_name, node_len);
+            tab_prefetch(&s->nodes, node_hash);
+        }
     }
 
     key_len = pod_key_make(ns, ns_len, name, name_len, key);
@@ -1696,7 +1700,6 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
         return key_len;
     hash = hash_bytes(s->seed, key, (size_t)key_len);
     tab_prefetch(&s->pods, hash);
-    active = !pod_terminal(phase, phase_len);
     c.n = 0;
     c.max_slot = 0;
     if (active) {

@@ -1408,7 +1408,7 @@ static void test_memory(void **state)
     assert_int_equal(st2.pods, 0);
 
     /* Unscheduled pods moved to unknown nodes and back: the placeholder records and their
-     * per-origin entries go with the last pod (the node table kept its size from above). */
+     * per-origin entries go with the last pod. */
     for (int round = 0; round < 2; round++) {
         for (int pass = round == 0 ? 1 : 0; pass < 2; pass++) {
             for (int i = 0; i < 50; i++) {
@@ -1430,7 +1430,7 @@ static void test_memory(void **state)
         assert_int_equal(shr_pod_delete(s, "a", spec), 0);
     }
     shr_get_stats(s, &st2);
-    /* What remains: the two hash tables (kept for reuse) and the three origin records. */
+    /* What remains: the three origin records (emptied tables and record blocks are freed). */
     assert_true(st2.memory_bytes < st0.memory_bytes + 4096 + 3 * 1200);
     shr_free(s);
 }
