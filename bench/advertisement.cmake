@@ -3,12 +3,13 @@
 # program's target has its own name so that `ninja bench-broadcaster` runs it; pass options with
 # BENCH_BROADCASTER_ARGS. Use an optimised build (the release preset). The program keeps its target's
 # name (bin/bench-broadcaster-bin): with OUTPUT_NAME bench-broadcaster, the Ninja generator's alias
-# for the executable would take the name `bench-broadcaster` from the custom target.
-if(TARGET cliqo_advertisement)
+# for the executable would take the name `bench-broadcaster` from the custom target. It links the kube
+# API library for the informer's store (kstore), through which it feeds the objects as the agent does.
+if(TARGET cliqo_advertisement AND TARGET cliqo_kube_api)
     add_executable(bench-broadcaster-bin bench-broadcaster.c)
     set_target_properties(bench-broadcaster-bin PROPERTIES
                           RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/bin)
-    target_link_libraries(bench-broadcaster-bin PRIVATE cliqo_advertisement)
+    target_link_libraries(bench-broadcaster-bin PRIVATE cliqo_advertisement cliqo_kube_api)
     set(BENCH_BROADCASTER_ARGS "" CACHE STRING "Options for bench-broadcaster (e.g. --pods 50000 --rounds 3)")
     separate_arguments(bench_broadcaster_args UNIX_COMMAND "${BENCH_BROADCASTER_ARGS}")
     add_custom_target(bench-broadcaster

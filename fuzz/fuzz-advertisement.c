@@ -8,6 +8,9 @@
  *   - advcfg_read gives values in their documented ranges, whatever the input;
  *   - fed as a node and as a pod (then deleted), the computation's state stays consistent: after
  * the deletes it equals an empty state (no availability, no usage) and an offer is never negative;
+ *   - fed as a pod to a state that knows a node of the pod's nodeName, it gives the same result as
+ *     its copy trimmed by shr_pod_transform (what the informer hands over), and feeding it again
+ *     (an update that changes nothing) changes nothing;
  *   - every string value found is given to peer_parse_rfc3339 and, when it parses, it was a
  *     well-formed timestamp (formatting the result again parses back to the same second).
  * A violated invariant aborts, which libFuzzer reports as a crash.
@@ -54,6 +57,69 @@ static void strings(const json_t *j, int depth)
     }
     json_object_foreach((json_t *)j, k, v) strings(v, depth + 1);
     json_array_foreach(j, i, v) strings(v, depth + 1);
+}
+
+static void same_lists(const struct shr_list *a, const struct shr_list *b)
+{
+    check(a->n == b->n);
+    for (size_t i = 0; i < a->n; i++)
+        check(strcmp(a->items[i].name, b->items[i].name) == 0 &&
+              a->items[i].value == b->items[i].value);
+}
+
+static void same_states(const struct shr_state *a, const struct shr_state *b, const char *origin)
+{
+    struct shr_list la, lb, ua, ub;
+    struct shr_policy p = {.percent = 100};
+    struct shr_stats sa, sb;
+
+    shr_totals(a, &la, &ua);
+    shr_totals(b, &lb, &ub);
+    same_lists(&la, &lb);
+    same_lists(&ua, &ub);
+    check(shr_offer(a, origin, &p, &la) == 0 && shr_offer(b, origin, &p, &lb) == 0);
+    same_lists(&la, &lb);
+    shr_get_stats(a, &sa);
+    shr_get_stats(b, &sb);
+    check(sa.pods == sb.pods && sa.counted_pods == sb.counted_pods && sa.origins == sb.origins &&
+          sa.nodes == sb.nodes && sa.counted_nodes == sb.counted_nodes);
+}
+
+/* The input as a pod, on a Ready node of its nodeName, against its trimmed copy. */
+static void same_trimmed(const json_t *j)
+{
+    const char *node = json_string_value(json_object_get(json_object_get(j, "spec"), "nodeName"));
+    const char *origin = json_string_value(json_object_get(
+        json_object_get(json_object_get(j, "metadata"), "labels"), SHR_LABEL_ORIGIN));
+    struct shr_state *a = NULL, *b = NULL;
+    json_t *t = json_deep_copy(j), *n = NULL;
+    int ra, rb;
+
+    if (!t || shr_new(&a) < 0 || shr_new(&b) < 0)
+        goto out;
+    if (node && *node) {
+        n = json_pack("{s:{s:s},s:{s:{s:s,s:s,s:s},s:[{s:s,s:s}]}}", "metadata", "name", node,
+                      "status", "allocatable", "cpu", "64", "memory", "256Gi", "pods", "110",
+                      "conditions", "type", "Ready", "status", "True");
+        if (!n || shr_node_upsert(a, n) < 0 || shr_node_upsert(b, n) < 0)
+            goto out;
+    }
+    shr_pod_transform(t, NULL);
+    ra = shr_pod_upsert(a, j);
+    rb = shr_pod_upsert(b, t);
+    if (ra == -ENOMEM || rb == -ENOMEM)
+        goto out;
+    check(ra == rb);
+    same_states(a, b, origin);
+    if (ra == 0) {
+        check(shr_pod_upsert(a, j) == 0);
+        same_states(a, b, origin);
+    }
+out:
+    json_decref(n);
+    json_decref(t);
+    shr_free(a);
+    shr_free(b);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -103,6 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         shr_free(s);
     }
+    same_trimmed(j);
     strings(j, 0);
     json_decref(j);
     return 0;

@@ -17,10 +17,11 @@
  *              record also exists for a node that pods name but the state does not know (yet):
  *              it is not counted and disappears with its last pod. Unscheduled pods are bound to a
  *              permanent record inside the state that always counts.
- *   Pods       a hash table of pod records by namespace and name. A record is one allocation: the
- *              bound node, the origin, and the contribution as parallel arrays of values and slots
- *              (only non-zero amounts, "pods" included). A terminal pod has a record with no
- *              contribution and is bound to nothing.
+ *   Pods       a hash table of pod records by namespace and name. A record is one piece of memory
+ *              (carved from the state's mapped blocks, see rec_alloc): the bound node, the origin,
+ *              and the contribution as parallel arrays of values and slots (only non-zero amounts,
+ *              "pods" included). A terminal pod has a record with no contribution and is bound to
+ *              nothing.
  *   Totals     running sums over the counted objects: availability, usage, usage per origin, and
  *              per slot the number of counted nodes that list it (a resource is offered while that
  *              number is not zero).
@@ -38,14 +39,22 @@
  * released and the visible state is unchanged; an interned name or origin may remain (without
  * references, invisible) and the statistics counters may have advanced.
  *
- * Speed. Quantities of the usual forms (digits with no suffix, "m", k M G T or Ki Mi Gi Ti) are
- * converted without kq_parse, with the same results (a differential unit test checks it); others go
- * through kq_parse. Resource names are found through a small cache by length and first and last
- * bytes before the hash index. Each event makes one pass over the object's few fields of interest
- * (jansson's hashed lookups: iterating the members was measured slower).
+ * Speed (bench/bench-broadcaster.c, bench/README.md). Quantities of the usual forms (digits with no
+ * suffix, "m", k M G T or Ki Mi Gi Ti) are converted without kq_parse, with the same results (a
+ * differential unit test checks it); others go through kq_parse. Resource names are found through a
+ * small cache by length and first and last bytes before the hash index. Each event makes one pass
+ * over the object's few fields of interest, by jansson's hashed lookups (a pass over all members
+ * with jansson's iterator saves instructions on trimmed pods but was no faster, and slower on full
+ * objects); the texts of the quantities, the tables' slots and the node record are prefetched as
+ * soon as their addresses are known. The hash tables keep the hashes beside the slots, so a probe
+ * reads one dense array. A pod update that changes nothing the computation keeps (most: status
+ * changes) returns early. A pod's record comes from a mapped block, so a pod event makes no glibc
+ * allocation but when it brings a new node name, origin or resource slot, and none of 1 KiB or
+ * more (see map_alloc) but a new origin's record.
  *
  * Memory accounting: every allocation counts as the glibc chunk it occupies (request + 8-byte
- * header, rounded up to 16, at least 32), as in kube/store.c, plus the state structure itself. */
+ * header, rounded up to 16, at least 32), as in kube/store.c, and mapped memory as whole pages,
+ * plus the state structure itself. */
 #include "advertisement/share.h"
 #include "common/xalloc.h"
 #include "kube/quantity.h"
@@ -55,8 +64,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define SHR_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SHR_ASAN 1
+#endif
+#endif
+#ifdef SHR_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
 
 __extension__ typedef __int128 i128;
 __extension__ typedef unsigned __int128 u128;
@@ -74,9 +96,13 @@ __extension__ typedef unsigned __int128 u128;
 #define INT64_MAX_I128  ((i128)INT64_MAX)
 
 /* Open addressing with linear probing and backward-shift deletion; slots hold record pointers and
- * every record starts with its 32-bit hash. */
+ * every record starts with its 32-bit hash. The hashes are also kept beside the slots (0 marks an
+ * empty slot: hash_bytes never returns 0), so that a probe reads one dense array and dereferences
+ * a record only when its hash matches: with 150,000 pods the records are scattered over megabytes,
+ * and each dereference of a colliding one was a cache miss. Both arrays are one allocation. */
 struct tab {
     void **slots;
+    uint32_t *hashes;
     uint32_t cap; /* 0 or a power of two */
     uint32_t n;
 };
@@ -108,13 +134,12 @@ struct shr_node {
     char name[];
 };
 
-/* A pod record: header, then int64_t val[n], uint8_t slot[n], key[key_len + 1] (namespace, NUL,
- * name, NUL). */
+/* A pod record: a 16-byte header, then int64_t val[n], uint8_t slot[n], key[key_len + 1]
+ * (namespace, NUL, name, NUL). The key's length (at most 507) and n (at most 64) share 16 bits. */
 struct shr_pod {
     uint32_t hash;
-    uint16_t key_len;
-    uint8_t n;
-    uint8_t pad;
+    uint16_t key_len : 9;
+    uint16_t n : 7;
     uint16_t origin;       /* 0: none, else the origin's index + 1 */
     struct shr_node *node; /* NULL: terminal, contributes nothing */
     int64_t val[];
@@ -126,6 +151,19 @@ struct shr_origin {
     i128 used[SHR_MAX_RESOURCES]; /* usage of its counted pods */
     uint16_t len;
     char name[];
+};
+
+/* Pod records of up to REC_CLASSES words come from an arena of blocks mapped from the kernel, with
+ * one free list per size in words (see rec_alloc). */
+#define REC_CLASSES   32
+#define REC_BLOCK_MIN (16 * 1024)
+#define REC_BLOCK_MAX (1024 * 1024)
+#define MAP_MIN       (64 * 1024) /* tables at least this large are mapped (see map_alloc) */
+
+struct rec_block {
+    struct rec_block *next;
+    char *mem; /* mapped */
+    size_t size;
 };
 
 struct shr_state {
@@ -151,6 +189,12 @@ struct shr_state {
     size_t norig, live_origins;
     /* objects */
     struct tab nodes, pods;
+    /* pod records, see rec_alloc */
+    void *rec_free[REC_CLASSES];
+    char *rec_bump, *rec_end; /* the newest block's part not carved yet */
+    size_t rec_next_size;     /* of the next block: doubles from REC_BLOCK_MIN */
+    struct rec_block *rec_blocks;
+    size_t rec_live;
     size_t known_nodes, counted_nodes, counted_pods;
     size_t dropped_resources, dropped_origins, bad_quantities;
     /* The bucket of pods without nodeName: always counted. Last, because its name[] is a flexible
@@ -207,35 +251,211 @@ static void mem_free(struct shr_state *s, void *p, size_t n)
     x_free(p);
 }
 
+/* Memory mapped from the kernel, for the large and the many: the hash tables from MAP_MIN bytes
+ * and the blocks of pod records. glibc's malloc, asked for a block of 1 KiB or more, first merges
+ * every small chunk freed since it last did (malloc_consolidate): the informer frees hundreds per
+ * pod (the parts its transform drops, each page's trees), so an allocation of a table or a block
+ * in a handler paid for all of them, milliseconds at a time. Mapped memory is zeroed; it counts
+ * in memory_bytes as whole pages. */
+static size_t map_bytes(size_t n)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t p = page > 0 ? (size_t)page : 4096;
+
+    return (n + p - 1) / p * p;
+}
+
+static void *map_alloc(size_t n)
+{
+    void *p = mmap(NULL, map_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static void map_free(void *p, size_t n)
+{
+    if (p)
+        munmap(p, map_bytes(n));
+}
+
+/* Pod records: there is one per pod, and each is small (≈70 bytes), so they are carved out of
+ * mapped blocks instead of each being a malloc chunk: no malloc call per pod (whose cost depends
+ * on what else the heap holds: the informer's garbage), no per-chunk header and rounding
+ * (≈16 bytes per record), and records of pods fed in a row lie side by side. A record of n words
+ * (n <= REC_CLASSES) comes from the free list of its size, else from the newest block, else from a
+ * new block (16 KiB, doubling up to 1 MiB); larger records (many resources, long names) are malloc
+ * chunks. A freed record goes on its size's free list; the blocks are unmapped when the last record
+ * is freed (they are otherwise kept for reuse, and count in memory_bytes). */
+/* Under AddressSanitizer the blocks are poisoned but for the records handed out (and the link
+ * word of the free ones), and each record is followed by a poisoned red zone, so that a record
+ * overrun or a use after free is reported as for malloc chunks. */
+#ifdef SHR_ASAN
+#define REC_POISON(p, n)   ASAN_POISON_MEMORY_REGION((p), (n))
+#define REC_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION((p), (n))
+#define REC_REDZONE        16
+#else
+#define REC_REDZONE        0
+#define REC_POISON(p, n)   ((void)(p), (void)(n))
+#define REC_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
+static size_t rec_words(size_t n)
+{
+    return (n + sizeof(uint64_t) - 1) / sizeof(uint64_t);
+}
+
+static void *rec_alloc(struct shr_state *s, size_t n)
+{
+    size_t words = rec_words(n), bytes = words * sizeof(uint64_t);
+    void *p;
+
+    if (words > REC_CLASSES)
+        return mem_alloc(s, n);
+    if (s->rec_free[words - 1]) {
+        p = s->rec_free[words - 1];
+        memcpy(&s->rec_free[words - 1], p, sizeof(void *));
+    } else {
+        if ((size_t)(s->rec_end - s->rec_bump) < bytes + REC_REDZONE) {
+            size_t size = s->rec_next_size ? s->rec_next_size : REC_BLOCK_MIN;
+            struct rec_block *b = mem_alloc(s, sizeof(*b));
+
+            if (!b)
+                return NULL;
+            b->mem = map_alloc(size);
+            if (!b->mem) {
+                mem_free(s, b, sizeof(*b));
+                return NULL;
+            }
+            b->size = size;
+            b->next = s->rec_blocks;
+            s->rec_blocks = b;
+            s->mem += map_bytes(size);
+            s->rec_bump = b->mem;
+            s->rec_end = b->mem + size;
+            s->rec_next_size = size < REC_BLOCK_MAX ? size * 2 : size;
+            REC_POISON(b->mem, size);
+        }
+        p = s->rec_bump;
+        s->rec_bump += bytes + REC_REDZONE;
+    }
+    REC_UNPOISON(p, n);
+    s->rec_live++;
+    return p;
+}
+
+static void rec_release(struct shr_state *s)
+{
+    while (s->rec_blocks) {
+        struct rec_block *b = s->rec_blocks;
+
+        s->rec_blocks = b->next;
+        REC_UNPOISON(b->mem, b->size);
+        map_free(b->mem, b->size);
+        s->mem -= map_bytes(b->size);
+        mem_free(s, b, sizeof(*b));
+    }
+    memset(s->rec_free, 0, sizeof(s->rec_free));
+    s->rec_bump = s->rec_end = NULL;
+    s->rec_next_size = 0;
+    s->rec_live = 0;
+}
+
+/* Frees record p of n bytes (NULL-safe). */
+static void rec_free(struct shr_state *s, void *p, size_t n)
+{
+    size_t words = rec_words(n);
+
+    if (!p)
+        return;
+    if (words > REC_CLASSES) {
+        mem_free(s, p, n);
+        return;
+    }
+    REC_POISON((char *)p + sizeof(void *), words * sizeof(uint64_t) - sizeof(void *));
+    memcpy(p, &s->rec_free[words - 1], sizeof(void *));
+    s->rec_free[words - 1] = p;
+    if (--s->rec_live == 0)
+        rec_release(s);
+}
+
 /* ---- hashing and tables ---------------------------------------------------------------------- */
+
+/* Unaligned loads of 8, 4 and 2 bytes. */
+static uint64_t load64(const char *p)
+{
+    uint64_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static uint32_t load32(const char *p)
+{
+    uint32_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+static uint16_t load16(const char *p)
+{
+    uint16_t v;
+
+    memcpy(&v, p, sizeof(v));
+    return v;
+}
+
+/* Whether the n bytes at a and b are equal: an inline comparison for the short keys and names
+ * compared here (a call to memcmp costs more than the comparison itself). Words are compared, the
+ * last one overlapping the previous ones, so nothing is read outside the n bytes. Inlined where n
+ * is a constant, it folds to a few loads. */
+__attribute__((always_inline)) static inline bool bytes_eq(const char *a, const char *b, size_t n)
+{
+    if (n >= 8) {
+        for (; n > 8; a += 8, b += 8, n -= 8)
+            if (load64(a) != load64(b))
+                return false;
+        return load64(a + n - 8) == load64(b + n - 8);
+    }
+    if (n >= 4)
+        return load32(a) == load32(b) && load32(a + n - 4) == load32(b + n - 4);
+    if (n >= 2)
+        return load16(a) == load16(b) && load16(a + n - 2) == load16(b + n - 2);
+    return n == 0 || *a == *b;
+}
 
 /* A seeded hash of n bytes, eight at a time (names and keys are short: this is most of the cost
  * of a lookup). Each word is mixed by a multiplication and a shift, and the result by the murmur3
  * finaliser. Not a cryptographic hash: the seed, drawn at random per state, makes colliding names
- * hard to choose from outside. */
+ * hard to choose from outside. Never 0, which marks an empty slot of a table. */
 static uint32_t hash_bytes(uint64_t seed, const char *p, size_t n)
 {
     const uint64_t k = 0x9fb21c651e98df25ULL;
     uint64_t h = seed ^ ((uint64_t)n * 0x9e3779b97f4a7c15ULL), w;
 
-    for (; n >= 8; p += 8, n -= 8) {
-        memcpy(&w, p, 8);
-        h = (h ^ w) * k;
-        h ^= h >> 29;
+    if (n >= 8) {
+        /* Whole words, then the last eight bytes (overlapping the words before: the length is in
+         * the seed). */
+        for (; n > 8; p += 8, n -= 8) {
+            h = (h ^ load64(p)) * k;
+            h ^= h >> 29;
+        }
+        w = load64(p + n - 8);
+    } else if (n >= 4) {
+        w = load32(p) | (uint64_t)load32(p + n - 4) << 32;
+    } else if (n >= 2) {
+        w = load16(p) | (uint64_t)load16(p + n - 2) << 16;
+    } else {
+        w = n ? (unsigned char)p[0] : 0;
     }
-    if (n) {
-        w = 0;
-        for (size_t i = 0; i < n; i++)
-            w |= (uint64_t)(unsigned char)p[i] << (8 * i);
-        h = (h ^ w) * k;
-        h ^= h >> 29;
-    }
+    h = (h ^ w) * k;
+    h ^= h >> 29;
     h ^= h >> 33;
     h *= 0xff51afd7ed558ccdULL;
     h ^= h >> 33;
     h *= 0xc4ceb9fe1a85ec53ULL;
     h ^= h >> 33;
-    return (uint32_t)h;
+    return (uint32_t)h ? (uint32_t)h : 1;
 }
 
 static uint32_t rec_hash(const void *e)
@@ -246,9 +466,37 @@ static uint32_t rec_hash(const void *e)
     return h;
 }
 
+/* The bytes of a table of cap slots, and what they count for. */
+static size_t tab_size(uint32_t cap)
+{
+    return (size_t)cap * (sizeof(void *) + sizeof(uint32_t));
+}
+
 static size_t tab_bytes(const struct tab *t)
 {
-    return t->cap ? chunk((size_t)t->cap * sizeof(void *)) : 0;
+    size_t n = tab_size(t->cap);
+
+    if (!t->cap)
+        return 0;
+    return n >= MAP_MIN ? map_bytes(n) : chunk(n);
+}
+
+/* Zeroed slots for a table of cap slots: mapped from MAP_MIN bytes (see map_alloc). */
+static void **tab_alloc(uint32_t cap)
+{
+    size_t n = tab_size(cap);
+
+    return n >= MAP_MIN ? map_alloc(n) : x_calloc(1, n);
+}
+
+static void tab_free(struct tab *t)
+{
+    size_t n = tab_size(t->cap);
+
+    if (n >= MAP_MIN)
+        map_free(t->slots, n);
+    else
+        x_free(t->slots);
 }
 
 /* Makes room for `more` insertions without growth (load factor at most 3/4). */
@@ -256,6 +504,7 @@ static int tab_reserve(struct shr_state *s, struct tab *t, uint32_t more)
 {
     uint64_t need = (uint64_t)t->n + more;
     uint32_t ncap = t->cap ? t->cap : 16;
+    uint32_t *nh;
     void **ns;
 
     if (need * 4 <= (uint64_t)t->cap * 3)
@@ -265,20 +514,24 @@ static int tab_reserve(struct shr_state *s, struct tab *t, uint32_t more)
             return -ENOMEM;
         ncap *= 2;
     }
-    ns = x_calloc(ncap, sizeof(*ns));
+    ns = tab_alloc(ncap);
     if (!ns)
         return -ENOMEM;
+    nh = (uint32_t *)(ns + ncap);
     for (uint32_t i = 0; i < t->cap; i++) {
-        if (!t->slots[i])
+        uint32_t h = t->hashes[i], j;
+
+        if (!h)
             continue;
-        uint32_t j = rec_hash(t->slots[i]) & (ncap - 1);
-        while (ns[j])
-            j = (j + 1) & (ncap - 1);
+        for (j = h & (ncap - 1); nh[j]; j = (j + 1) & (ncap - 1))
+            ;
         ns[j] = t->slots[i];
+        nh[j] = h;
     }
     s->mem -= tab_bytes(t);
-    x_free(t->slots);
+    tab_free(t);
     t->slots = ns;
+    t->hashes = nh;
     t->cap = ncap;
     s->mem += tab_bytes(t);
     return 0;
@@ -287,48 +540,95 @@ static int tab_reserve(struct shr_state *s, struct tab *t, uint32_t more)
 /* Inserts a record known to be absent, after tab_reserve. */
 static void tab_insert(struct tab *t, void *e)
 {
-    uint32_t i = rec_hash(e) & (t->cap - 1);
+    uint32_t h = rec_hash(e), i = h & (t->cap - 1);
 
-    while (t->slots[i])
+    while (t->hashes[i])
         i = (i + 1) & (t->cap - 1);
     t->slots[i] = e;
+    t->hashes[i] = h;
     t->n++;
+}
+
+/* The slot of record e, or -1. */
+static int64_t tab_slot(const struct tab *t, const void *e)
+{
+    uint32_t h = rec_hash(e);
+
+    if (!t->cap)
+        return -1;
+    for (uint32_t i = h & (t->cap - 1); t->hashes[i]; i = (i + 1) & (t->cap - 1))
+        if (t->slots[i] == e)
+            return i;
+    return -1;
 }
 
 /* Replaces record `old` by `now` (same hash and key). */
 static void tab_replace(struct tab *t, const void *old, void *now)
 {
-    for (uint32_t i = rec_hash(old) & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1))
-        if (t->slots[i] == old) {
-            t->slots[i] = now;
-            return;
-        }
+    int64_t i = tab_slot(t, old);
+
+    if (i >= 0)
+        t->slots[i] = now;
 }
 
-static void tab_remove(struct tab *t, const void *e)
+/* Removes record e. A table left empty is freed (the next insertion makes a new one), so that
+ * a state whose objects are all gone holds little more than the state itself. */
+static void tab_remove(struct shr_state *s, struct tab *t, const void *e)
 {
+    int64_t at = tab_slot(t, e);
     uint32_t mask = t->cap - 1, i, j;
 
-    if (!t->cap)
+    if (at < 0)
         return;
-    for (i = rec_hash(e) & mask; t->slots[i] != e; i = (i + 1) & mask)
-        if (!t->slots[i])
-            return;
+    if (--t->n == 0) {
+        s->mem -= tab_bytes(t);
+        tab_free(t);
+        t->slots = NULL;
+        t->hashes = NULL;
+        t->cap = 0;
+        return;
+    }
+    i = (uint32_t)at;
     t->slots[i] = NULL;
-    t->n--;
+    t->hashes[i] = 0;
     /* Backward shift: move later records of the cluster into the hole when their home slot does
      * not lie cyclically in (hole, j]. */
     for (j = i;;) {
         j = (j + 1) & mask;
-        if (!t->slots[j])
+        if (!t->hashes[j])
             break;
-        uint32_t home = rec_hash(t->slots[j]) & mask;
+        uint32_t home = t->hashes[j] & mask;
         if (((j - home) & mask) >= ((j - i) & mask)) {
             t->slots[i] = t->slots[j];
+            t->hashes[i] = t->hashes[j];
             t->slots[j] = NULL;
+            t->hashes[j] = 0;
             i = j;
         }
     }
+}
+
+/* Prefetches the lines where a record of hash `hash` is looked up first. */
+static void tab_prefetch(const struct tab *t, uint32_t hash)
+{
+    if (t->cap) {
+        __builtin_prefetch(&t->hashes[hash & (t->cap - 1)]);
+        __builtin_prefetch(&t->slots[hash & (t->cap - 1)]);
+    }
+}
+
+/* Prefetches the first two lines of the first record of hash `hash`, which a lookup will compare
+ * (after tab_prefetch: this reads the table). */
+static void tab_prefetch_rec(const struct tab *t, uint32_t hash)
+{
+    if (!t->cap)
+        return;
+    for (uint32_t i = hash & (t->cap - 1), h; (h = t->hashes[i]) != 0; i = (i + 1) & (t->cap - 1))
+        if (h == hash) {
+            __builtin_prefetch(t->slots[i]);
+            __builtin_prefetch((const char *)t->slots[i] + 64);
+            return;
+        }
 }
 
 /* ---- records --------------------------------------------------------------------------------- */
@@ -370,9 +670,10 @@ static struct shr_pod *pod_find(const struct shr_state *s, uint32_t hash, const 
 
     if (!t->cap)
         return NULL;
-    for (uint32_t i = hash & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1)) {
+    for (uint32_t i = hash & (t->cap - 1), h; (h = t->hashes[i]) != 0; i = (i + 1) & (t->cap - 1)) {
         struct shr_pod *p = t->slots[i];
-        if (p->hash == hash && p->key_len == key_len && memcmp(pod_key(p), key, key_len) == 0)
+
+        if (h == hash && p->key_len == key_len && bytes_eq(pod_key(p), key, key_len))
             return p;
     }
     return NULL;
@@ -385,9 +686,10 @@ static struct shr_node *node_find(const struct shr_state *s, uint32_t hash, cons
 
     if (!t->cap)
         return NULL;
-    for (uint32_t i = hash & (t->cap - 1); t->slots[i]; i = (i + 1) & (t->cap - 1)) {
+    for (uint32_t i = hash & (t->cap - 1), h; (h = t->hashes[i]) != 0; i = (i + 1) & (t->cap - 1)) {
         struct shr_node *n = t->slots[i];
-        if (n->hash == hash && n->name_len == len && memcmp(n->name, name, len) == 0)
+
+        if (h == hash && n->name_len == len && bytes_eq(n->name, name, len))
             return n;
     }
     return NULL;
@@ -439,7 +741,7 @@ static int res_lookup(const struct shr_state *s, const char *name, size_t len, u
          i = (i + 1) & (RES_INDEX_SLOTS - 1)) {
         int slot = s->res_index[i];
         if (s->res_hash[slot] == hash && s->res_len[slot] == len &&
-            memcmp(s->res_name[slot], name, len) == 0)
+            bytes_eq(s->res_name[slot], name, len))
             return slot;
     }
     return -1;
@@ -468,24 +770,13 @@ static void res_reindex(struct shr_state *s)
     }
 }
 
-/* The slot of resource `name` (len bytes, not necessarily NUL-terminated), interned if new.
- * Slots in `protect` are being used by the caller and are not recycled even without references.
- * Returns the slot, or -1 when the name is invalid or the table is full (counted as dropped). */
-static int res_intern(struct shr_state *s, const char *name, size_t len, uint64_t protect)
+/* res_intern, past its cache (c: the name's cache entry). */
+static int res_intern_slow(struct shr_state *s, const char *name, size_t len, unsigned c,
+                           uint64_t protect)
 {
     uint32_t hash;
-    unsigned c = 0;
     int slot;
 
-    /* The last slot seen for this length and these first and last bytes, if it is the name: the
-     * same few names come again and again. */
-    if (len) {
-        c = ((unsigned)len * 31u + (unsigned char)name[0] * 7u + (unsigned char)name[len - 1]) &
-            (RES_CACHE_SLOTS - 1);
-        slot = s->res_cache[c];
-        if (slot >= 0 && s->res_len[slot] == len && memcmp(s->res_name[slot], name, len) == 0)
-            return slot;
-    }
     /* Looked up before validation: a stored name is valid, so an invalid one never matches. */
     hash = hash_bytes(s->seed, name, len);
     slot = res_lookup(s, name, len, hash);
@@ -533,6 +824,27 @@ static int res_intern(struct shr_state *s, const char *name, size_t len, uint64_
     return slot;
 }
 
+/* The slot of resource `name` (len bytes, not necessarily NUL-terminated), interned if new.
+ * Slots in `protect` are being used by the caller and are not recycled even without references.
+ * Returns the slot, or -1 when the name is invalid or the table is full (counted as dropped).
+ * First the last slot seen for this length and these first and last bytes, if it is the name: the
+ * same few names come again and again. */
+static inline int res_intern(struct shr_state *s, const char *name, size_t len, uint64_t protect)
+{
+    unsigned c = 0;
+
+    if (len) {
+        int slot;
+
+        c = ((unsigned)len * 31u + (unsigned char)name[0] * 7u + (unsigned char)name[len - 1]) &
+            (RES_CACHE_SLOTS - 1);
+        slot = s->res_cache[c];
+        if (slot >= 0 && s->res_len[slot] == len && bytes_eq(s->res_name[slot], name, len))
+            return slot;
+    }
+    return res_intern_slow(s, name, len, c, protect);
+}
+
 /* ---- origins --------------------------------------------------------------------------------- */
 
 static size_t origin_size(size_t len)
@@ -545,7 +857,7 @@ static int origin_lookup(const struct shr_state *s, const char *name, size_t len
     for (uint32_t i = hash & (ORG_INDEX_SLOTS - 1); s->org_index[i];
          i = (i + 1) & (ORG_INDEX_SLOTS - 1)) {
         const struct shr_origin *o = s->orig[s->org_index[i] - 1];
-        if (o->hash == hash && o->len == len && memcmp(o->name, name, len) == 0)
+        if (o->hash == hash && o->len == len && bytes_eq(o->name, name, len))
             return s->org_index[i] - 1;
     }
     return -1;
@@ -617,79 +929,81 @@ static int origin_intern(struct shr_state *s, const char *name, size_t len, int 
 
 /* ---- quantities ------------------------------------------------------------------------------ */
 
-/* Multipliers of the suffixes the fast path takes, in units and in thousandths of a unit: the
- * decimal ones (k M G T) and the binary ones (Ki Mi Gi Ti). "m" is handled apart; anything else
+/* The multiplier of a decimal suffix (k M G T) or, when `binary`, of a binary one (Ki Mi Gi Ti:
+ * c is the letter before the i), in units; 0 for any other. "m" is handled apart; anything else
  * goes to kq_parse. */
-static const struct {
-    char c;
-    bool binary;
-    uint64_t unit, milli;
-} fast_suffixes[] = {
-    {'k', false, UINT64_C(1000), UINT64_C(1000000)},
-    {'M', false, UINT64_C(1000000), UINT64_C(1000000000)},
-    {'G', false, UINT64_C(1000000000), UINT64_C(1000000000000)},
-    {'T', false, UINT64_C(1000000000000), UINT64_C(1000000000000000)},
-    {'K', true, UINT64_C(1) << 10, (UINT64_C(1) << 10) * 1000},
-    {'M', true, UINT64_C(1) << 20, (UINT64_C(1) << 20) * 1000},
-    {'G', true, UINT64_C(1) << 30, (UINT64_C(1) << 30) * 1000},
-    {'T', true, UINT64_C(1) << 40, (UINT64_C(1) << 40) * 1000},
-};
+static uint64_t suffix_mult(char c, bool binary)
+{
+    switch (c) {
+    case 'k':
+        return binary ? 0 : UINT64_C(1000);
+    case 'K':
+        return binary ? UINT64_C(1) << 10 : 0;
+    case 'M':
+        return binary ? UINT64_C(1) << 20 : UINT64_C(1000000);
+    case 'G':
+        return binary ? UINT64_C(1) << 30 : UINT64_C(1000000000);
+    case 'T':
+        return binary ? UINT64_C(1) << 40 : UINT64_C(1000000000000);
+    default:
+        return 0;
+    }
+}
 
 /* The fast path of quantity_value for the forms objects nearly always use: up to 18 digits (so no
- * overflow) and no suffix, "m", or one of fast_suffixes. Exactly what kq_parse followed by
- * kq_value or kq_milli_value gives: these quantities are integers times an integer factor, or
- * thousandths ("m", rounded up to units). Returns 1 with *ret set, or 0 when the text is not of
- * this form or the result would not fit (the caller then takes the general path, which also
- * applies upstream's cap of binary quantities). */
-static int quantity_fast(const char *t, size_t len, bool milli, int64_t *ret)
+ * overflow) and no suffix, "m", or one of the suffixes of suffix_mult. Exactly what kq_parse
+ * followed by kq_value or kq_milli_value gives: these quantities are integers times an integer
+ * factor, or thousandths ("m", rounded up to units). Returns 1 with *ret set, or 0 when the text
+ * is not of this form or the result would not fit (the caller then takes the general path, which
+ * also applies upstream's cap of binary quantities). */
+__attribute__((always_inline)) static inline int quantity_fast(const char *t, size_t len,
+                                                               bool milli, int64_t *ret)
 {
+    size_t i = 0, digits = len < 18 ? len : 18;
     uint64_t d = 0, mult;
-    size_t i = 0;
+    unsigned c;
     int64_t v;
 
-    while (i < len && i < 18 && t[i] >= '0' && t[i] <= '9')
-        d = d * 10 + (uint64_t)(t[i++] - '0');
+    while (i < digits && (c = (unsigned char)t[i] - '0') <= 9) {
+        d = d * 10 + c;
+        i++;
+    }
     if (i == 0)
         return 0;
-    if (i == len) {
-        mult = milli ? 1000 : 1;
-    } else if (i + 1 == len && t[i] == 'm') {
-        if (milli) {
-            *ret = (int64_t)d;
-        } else {
-            *ret = (int64_t)(d / 1000 + (d % 1000 != 0));
+    switch (len - i) {
+    case 0:
+        mult = 1;
+        break;
+    case 1:
+        if (t[i] == 'm') {
+            *ret = milli ? (int64_t)d : (int64_t)(d / 1000 + (d % 1000 != 0));
+            return 1;
         }
-        return 1;
-    } else {
-        bool binary = i + 2 == len && t[i + 1] == 'i';
-        size_t k;
-
-        if (i + 1 != len && !binary)
-            return 0;
-        for (k = 0; k < sizeof(fast_suffixes) / sizeof(fast_suffixes[0]); k++)
-            if (fast_suffixes[k].c == t[i] && fast_suffixes[k].binary == binary)
-                break;
-        if (k == sizeof(fast_suffixes) / sizeof(fast_suffixes[0]))
-            return 0;
-        mult = milli ? fast_suffixes[k].milli : fast_suffixes[k].unit;
+        mult = suffix_mult(t[i], false);
+        break;
+    case 2:
+        mult = t[i + 1] == 'i' ? suffix_mult(t[i], true) : 0;
+        break;
+    default:
+        return 0;
     }
+    if (mult == 0)
+        return 0;
+    if (milli)
+        mult *= 1000; /* at most 2^40 * 1000: no overflow */
     if (__builtin_mul_overflow(d, mult, &v))
         return 0;
     *ret = v;
     return 1;
 }
 
-/* The value of quantity text t (len bytes) in the smallest unit of a resource (thousandths when
- * `milli`, for cpu), rounded up as kq_value/kq_milli_value do. Returns 0, -EINVAL or -ERANGE
- * (a negative value is -ERANGE: no request or allocatable is negative). */
-static int quantity_value(const char *t, size_t len, bool milli, int64_t *ret)
+/* quantity_value past its fast path: kq_parse. */
+static int quantity_slow(const char *t, size_t len, bool milli, int64_t *ret)
 {
     struct kq q;
     int64_t v;
     int r;
 
-    if (quantity_fast(t, len, milli, ret))
-        return 0;
     if (len == 0 || memchr(t, '\0', len))
         return -EINVAL;
     r = kq_parse(t, &q);
@@ -704,14 +1018,24 @@ static int quantity_value(const char *t, size_t len, bool milli, int64_t *ret)
     return 0;
 }
 
-/* The amount of a JSON quantity for slot `slot`, or -1 (counted) when it is not a valid
- * non-negative quantity that fits an int64. */
-static int64_t amount_of(struct shr_state *s, int slot, const json_t *v)
+/* The value of quantity text t (len bytes) in the smallest unit of a resource (thousandths when
+ * `milli`, for cpu), rounded up as kq_value/kq_milli_value do. Returns 0, -EINVAL or -ERANGE
+ * (a negative value is -ERANGE: no request or allocatable is negative). */
+__attribute__((always_inline)) static inline int quantity_value(const char *t, size_t len,
+                                                                bool milli, int64_t *ret)
+{
+    if (quantity_fast(t, len, milli, ret))
+        return 0;
+    return quantity_slow(t, len, milli, ret);
+}
+
+/* The amount of quantity text t (len bytes; NULL when the JSON value is not a string) for slot
+ * `slot`, or -1 (counted) when it is not a valid non-negative quantity that fits an int64. */
+static int64_t amount_of(struct shr_state *s, int slot, const char *t, size_t len)
 {
     int64_t a;
 
-    if (!json_is_string(v) ||
-        quantity_value(json_string_value(v), json_string_length(v), s->res_cpu[slot], &a) < 0) {
+    if (!t || quantity_value(t, len, s->res_cpu[slot], &a) < 0) {
         s->bad_quantities++;
         return -1;
     }
@@ -720,28 +1044,53 @@ static int64_t amount_of(struct shr_state *s, int slot, const json_t *v)
 
 /* ---- object fields --------------------------------------------------------------------------- */
 
-static const char *str_field(const json_t *obj, const char *key, size_t *ret_len)
-{
-    const json_t *v = json_object_get(obj, key);
+/* The member `lit` (a string literal) of obj, or NULL (also when obj is not an object). The
+ * length is known, so jansson does not measure the key. Looked up rather than found by iterating
+ * the members: a scan of even a small object reads its ordered member list, which lies in another
+ * cache line than the hash table the lookups use, and the members not wanted; where the lookups'
+ * path is in cache (the informer's handlers get objects just decoded or read), the scan missed
+ * more than the lookups' extra instructions cost. */
+#define GET(obj, lit) json_object_getn((obj), (lit), sizeof(lit) - 1)
 
+/* The text and length of a JSON string, or NULL when v is not a string. */
+static const char *str_of(const json_t *v, size_t *ret_len)
+{
+    *ret_len = 0;
     if (!json_is_string(v))
         return NULL;
     *ret_len = json_string_length(v);
     return json_string_value(v);
 }
 
-static const char *label(const json_t *meta, const char *key, size_t *ret_len)
+static bool str_is(const json_t *v, const char *text, size_t len)
 {
-    return str_field(json_object_get(meta, "labels"), key, ret_len);
+    size_t vlen;
+    const char *p = str_of(v, &vlen);
+
+    return p && vlen == len && memcmp(p, text, len) == 0;
 }
 
-static bool label_is(const json_t *labels, const char *key, const char *value)
-{
-    size_t len;
-    const char *v = str_field(labels, key, &len);
+#define STR_IS(v, lit) str_is((v), (lit), sizeof(lit) - 1)
 
-    return v && len == strlen(value) && memcmp(v, value, len) == 0;
+/* Whether v is a string whose C string (up to its first NUL) is `text`, as strcmp sees it: the
+ * comparison includes text's terminating NUL, which lies within v's bytes when v is at least as
+ * long as text. */
+__attribute__((always_inline)) static inline bool cstr_eq(const char *p, size_t plen,
+                                                          const char *text, size_t len)
+{
+    return p && plen >= len && bytes_eq(p, text, len + 1);
 }
+
+static bool cstr_is(const json_t *v, const char *text, size_t len)
+{
+    size_t vlen;
+    const char *p = str_of(v, &vlen);
+
+    return cstr_eq(p, vlen, text, len);
+}
+
+#define CSTR_EQ(p, plen, lit) cstr_eq((p), (plen), (lit), sizeof(lit) - 1)
+#define CSTR_IS(v, lit)       cstr_is((v), (lit), sizeof(lit) - 1)
 
 /* ---- contributions --------------------------------------------------------------------------- */
 
@@ -756,52 +1105,118 @@ enum acc_op {
     ACC_MAX,
 };
 
-/* Adds (or takes the maximum with) the amounts of the quantity map `map` into a. `protect` holds
- * the slots the caller is already using. */
+/* Adds (or takes the maximum with) the amount of resource `name` (len bytes), quantity text t
+ * (tlen bytes, or NULL when not a string), into a. `protect` holds the slots the caller is already
+ * using. */
+__attribute__((always_inline)) static inline void acc_add(struct shr_state *s, struct acc *a,
+                                                          enum acc_op op, uint64_t protect,
+                                                          const char *name, size_t len,
+                                                          const char *t, size_t tlen)
+{
+    int slot = res_intern(s, name, len, protect | a->mask);
+    uint64_t bit;
+    int64_t x;
+
+    if (slot < 0)
+        return;
+    x = amount_of(s, slot, t, tlen);
+    if (x < 0)
+        return;
+    bit = UINT64_C(1) << slot;
+    if (!(a->mask & bit)) {
+        a->mask |= bit;
+        a->v[slot] = x;
+    } else if (op == ACC_SUM) {
+        a->v[slot] += x;
+    } else if (x > a->v[slot]) {
+        a->v[slot] = x;
+    }
+}
+
+/* Adds (or takes the maximum with) the amounts of the quantity map `map` into a. */
 static void acc_map(struct shr_state *s, const json_t *map, struct acc *a, enum acc_op op,
                     uint64_t protect)
 {
-    const char *key;
-    json_t *v;
+    json_t *m = (json_t *)map;
 
     if (!json_is_object(map))
         return;
-    json_object_foreach((json_t *)map, key, v)
-    {
-        int slot = res_intern(s, key, json_object_iter_key_len(json_object_key_to_iter(key)),
-                              protect | a->mask);
-        uint64_t bit;
-        int64_t x;
+    for (void *it = json_object_iter(m); it; it = json_object_iter_next(m, it)) {
+        const char *t = NULL;
+        size_t tlen = 0;
 
-        if (slot < 0)
-            continue;
-        x = amount_of(s, slot, v);
-        if (x < 0)
-            continue;
-        bit = UINT64_C(1) << slot;
-        if (!(a->mask & bit)) {
-            a->mask |= bit;
-            a->v[slot] = x;
-        } else if (op == ACC_SUM) {
-            a->v[slot] += x;
-        } else if (x > a->v[slot]) {
-            a->v[slot] = x;
-        }
+        t = str_of(json_object_iter_value(it), &tlen);
+        acc_add(s, a, op, protect, json_object_iter_key(it), json_object_iter_key_len(it), t, tlen);
     }
+}
+
+static const json_t *container_requests(const json_t *c)
+{
+    return GET(GET(c, "resources"), "requests");
 }
 
 static void acc_containers(struct shr_state *s, const json_t *list, struct acc *a, enum acc_op op,
                            uint64_t protect)
 {
-    size_t i;
-    json_t *c;
+    size_t n = json_array_size(list);
 
-    if (!json_is_array(list))
-        return;
-    json_array_foreach(list, i, c)
-    {
-        acc_map(s, json_object_get(json_object_get(c, "resources"), "requests"), a, op, protect);
+    for (size_t i = 0; i < n; i++)
+        acc_map(s, container_requests(json_array_get(list, i)), a, op, protect);
+}
+
+/* The quantities of a pod's requests and overhead, gathered (names and texts, in the order the
+ * computation takes them) before any is parsed, and their texts prefetched: a quantity's text is
+ * a separate allocation of jansson's, often not in cache when the rest of the object is (the
+ * lookups that bring a pod into cache do not read the texts), and fetching them all at once
+ * overlaps the misses instead of taking them one after the other. A pod with more quantities than
+ * QTY_MAX is taken the plain way (overflow set). */
+#define QTY_MAX 32
+
+enum qty_group {
+    QTY_CONTAINERS,
+    QTY_INIT_CONTAINERS,
+    QTY_OVERHEAD,
+};
+
+struct qtys {
+    unsigned n;
+    bool overflow;
+    struct {
+        const char *name, *text; /* text: NULL when the value is not a string */
+        size_t name_len, text_len;
+        enum qty_group group;
+    } q[QTY_MAX];
+};
+
+static void qtys_map(struct qtys *g, const json_t *map, enum qty_group group)
+{
+    json_t *m = (json_t *)map;
+
+    for (void *it = json_object_iter(m); it; it = json_object_iter_next(m, it)) {
+        const char *text;
+        size_t text_len;
+
+        if (g->n == QTY_MAX) {
+            g->overflow = true;
+            return;
+        }
+        text = str_of(json_object_iter_value(it), &text_len);
+        if (text)
+            __builtin_prefetch(text);
+        g->q[g->n].name = json_object_iter_key(it);
+        g->q[g->n].name_len = json_object_iter_key_len(it);
+        g->q[g->n].text = text;
+        g->q[g->n].text_len = text_len;
+        g->q[g->n].group = group;
+        g->n++;
     }
+}
+
+static void qtys_containers(struct qtys *g, const json_t *list, enum qty_group group)
+{
+    size_t n = json_array_size(list);
+    for (size_t i = 0; i < n && !g->overflow; i++)
+        qtys_map(g, container_requests(json_array_get(list, i)), group);
 }
 
 /* A pod's new contribution: slots and values of its non-zero amounts, "pods" included. */
@@ -812,17 +1227,70 @@ struct contrib {
     int64_t val[SHR_MAX_RESOURCES];
 };
 
-/* The effective requests of a pod: max(sum of containers, max of init containers) + overhead,
- * each saturated at INT64_MAX; "pods" is 1 whatever the object says. */
-static void pod_contrib(struct shr_state *s, const json_t *spec, struct contrib *ret)
+/* The members of a pod's spec that the computation reads. */
+struct pod_spec {
+    const json_t *node_name, *containers, *init_containers, *overhead;
+};
+
+/* Looks the members up until as many have been found as the spec has: the others are absent
+ * (the keys of an object are unique), so that the lookups of the members seldom present, init
+ * containers and overhead, are mostly saved. */
+static void pod_spec_get(const json_t *spec, struct pod_spec *ret)
+{
+    size_t size = json_object_size(spec), found;
+
+    ret->node_name = GET(spec, "nodeName");
+    ret->containers = GET(spec, "containers");
+    found = (ret->node_name != NULL) + (ret->containers != NULL);
+    ret->init_containers = found < size ? GET(spec, "initContainers") : NULL;
+    found += ret->init_containers != NULL;
+    ret->overhead = found < size ? GET(spec, "overhead") : NULL;
+}
+
+/* Gathers the quantities of a pod's spec. */
+static void qtys_gather(struct qtys *g, const struct pod_spec *spec)
+{
+    g->n = 0;
+    g->overflow = false;
+    qtys_containers(g, spec->containers, QTY_CONTAINERS);
+    qtys_containers(g, spec->init_containers, QTY_INIT_CONTAINERS);
+    qtys_map(g, spec->overhead, QTY_OVERHEAD);
+}
+
+/* The effective requests of a pod of spec `spec` (g: its quantities, see qtys_gather): max(sum of
+ * containers, max of init containers) + overhead, each saturated at INT64_MAX; "pods" is 1
+ * whatever the object says. */
+static void pod_contrib(struct shr_state *s, const struct pod_spec *spec, const struct qtys *g,
+                        struct contrib *ret)
 {
     struct acc sum, init, ov;
     uint64_t all;
 
     sum.mask = init.mask = ov.mask = 0;
-    acc_containers(s, json_object_get(spec, "containers"), &sum, ACC_SUM, 0);
-    acc_containers(s, json_object_get(spec, "initContainers"), &init, ACC_MAX, sum.mask);
-    acc_map(s, json_object_get(spec, "overhead"), &ov, ACC_SUM, sum.mask | init.mask);
+    if (g->overflow) {
+        acc_containers(s, spec->containers, &sum, ACC_SUM, 0);
+        acc_containers(s, spec->init_containers, &init, ACC_MAX, sum.mask);
+        acc_map(s, spec->overhead, &ov, ACC_SUM, sum.mask | init.mask);
+    } else {
+        /* The same calls in the same order: the groups follow each other, so the slots of the
+         * groups before are final when a group starts. */
+        for (unsigned i = 0; i < g->n; i++) {
+            switch (g->q[i].group) {
+            case QTY_CONTAINERS:
+                acc_add(s, &sum, ACC_SUM, 0, g->q[i].name, g->q[i].name_len, g->q[i].text,
+                        g->q[i].text_len);
+                break;
+            case QTY_INIT_CONTAINERS:
+                acc_add(s, &init, ACC_MAX, sum.mask, g->q[i].name, g->q[i].name_len, g->q[i].text,
+                        g->q[i].text_len);
+                break;
+            default:
+                acc_add(s, &ov, ACC_SUM, sum.mask | init.mask, g->q[i].name, g->q[i].name_len,
+                        g->q[i].text, g->q[i].text_len);
+                break;
+            }
+        }
+    }
     all = sum.mask | init.mask | ov.mask;
     ret->n = 1;
     ret->slot[0] = POD_SLOT;
@@ -916,7 +1384,7 @@ static void node_tidy(struct shr_state *s, struct shr_node *n)
         n->orgs[i] = n->orgs[--n->norgs];
     }
     if (n != &s->unsched && !(n->flags & NODE_KNOWN) && n->npods == 0) {
-        tab_remove(&s->nodes, n);
+        tab_remove(s, &s->nodes, n);
         node_destroy(s, n);
     }
 }
@@ -985,16 +1453,17 @@ struct shr_state *shr_free(struct shr_state *s)
         return NULL;
     for (uint32_t i = 0; i < s->pods.cap; i++) {
         struct shr_pod *p = s->pods.slots[i];
-        if (p)
+        if (p && rec_words(pod_size(p->n, p->key_len)) > REC_CLASSES)
             x_free(p);
     }
-    x_free(s->pods.slots);
+    tab_free(&s->pods);
+    rec_release(s);
     for (uint32_t i = 0; i < s->nodes.cap; i++) {
         struct shr_node *n = s->nodes.slots[i];
         if (n)
             node_destroy(s, n);
     }
-    x_free(s->nodes.slots);
+    tab_free(&s->nodes);
     node_destroy(s, &s->unsched);
     for (int i = 0; i < SHR_MAX_ORIGINS; i++)
         x_free(s->orig[i]);
@@ -1004,25 +1473,25 @@ struct shr_state *shr_free(struct shr_state *s)
 
 /* ---- nodes ----------------------------------------------------------------------------------- */
 
-static bool node_ready(const json_t *status)
+/* Whether a node's conditions say it is Ready (the first condition of type Ready decides). */
+static bool node_ready(const json_t *conds)
 {
-    const json_t *conds = json_object_get(status, "conditions"), *c;
-    size_t i;
+    size_t n = json_array_size(conds);
 
-    json_array_foreach(conds, i, c)
-    {
-        const char *type = json_string_value(json_object_get(c, "type"));
-        if (type && strcmp(type, "Ready") == 0) {
-            const char *st = json_string_value(json_object_get(c, "status"));
-            return st && strcmp(st, "True") == 0;
-        }
+    for (size_t i = 0; i < n; i++)
+        __builtin_prefetch(json_array_get(conds, i));
+    for (size_t i = 0; i < n; i++) {
+        const json_t *c = json_array_get(conds, i);
+
+        if (CSTR_IS(GET(c, "type"), "Ready"))
+            return CSTR_IS(GET(c, "status"), "True");
     }
     return false;
 }
 
 int shr_node_upsert(struct shr_state *s, const json_t *node)
 {
-    const json_t *meta, *spec, *status, *labels;
+    const json_t *meta, *spec, *status, *labels, *conds, *allocatable;
     struct shr_node *n, *fresh = NULL;
     struct acc al;
     int64_t *alloc = NULL;
@@ -1035,20 +1504,31 @@ int shr_node_upsert(struct shr_state *s, const json_t *node)
 
     if (!s || !node)
         return -EINVAL;
-    meta = json_object_get(node, "metadata");
-    name = str_field(meta, "name", &len);
+    /* The members are looked up level by level, each level's objects prefetched: a node object
+     * is seldom in cache (nodes change rarely), and this overlaps the misses of the different
+     * branches instead of taking them one after the other. */
+    meta = GET(node, "metadata");
+    spec = GET(node, "spec");
+    status = GET(node, "status");
+    __builtin_prefetch(meta);
+    __builtin_prefetch(spec);
+    __builtin_prefetch(status);
+    name = str_of(GET(meta, "name"), &len);
     if (!name || len == 0 || len > OBJ_NAME_MAX || memchr(name, '\0', len))
         return -EINVAL;
-    spec = json_object_get(node, "spec");
-    status = json_object_get(node, "status");
-    labels = json_object_get(meta, "labels");
-    counted = node_ready(status) && !json_is_true(json_object_get(spec, "unschedulable")) &&
-              !label_is(labels, LABEL_TYPE_LIQO, VIRTUAL_NODE) &&
-              !label_is(labels, LABEL_TYPE, VIRTUAL_NODE);
+    labels = GET(meta, "labels");
+    conds = GET(status, "conditions");
+    allocatable = GET(status, "allocatable");
+    __builtin_prefetch(labels);
+    __builtin_prefetch(conds);
+    __builtin_prefetch(allocatable);
+    counted = !json_is_true(GET(spec, "unschedulable")) &&
+              !STR_IS(GET(labels, LABEL_TYPE_LIQO), VIRTUAL_NODE) &&
+              !STR_IS(GET(labels, LABEL_TYPE), VIRTUAL_NODE) && node_ready(conds);
 
     /* The allocatable, as a sparse vector (a node lists each name once). */
     al.mask = 0;
-    acc_map(s, json_object_get(status, "allocatable"), &al, ACC_SUM, 0);
+    acc_map(s, allocatable, &al, ACC_SUM, 0);
     cnt = (unsigned)__builtin_popcountll(al.mask);
 
     hash = hash_bytes(s->seed, name, len);
@@ -1130,6 +1610,8 @@ int shr_node_delete(struct shr_state *s, const char *name)
 
 #define KEY_MAX (2 * OBJ_NAME_MAX + 2)
 
+_Static_assert(KEY_MAX - 1 < 512 && SHR_MAX_RESOURCES < 128, "struct shr_pod's bit fields");
+
 /* The key "namespace\0name" of a pod into buf (KEY_MAX bytes). Returns its length or -EINVAL. */
 static int pod_key_make(const char *ns, size_t ns_len, const char *name, size_t name_len, char *buf)
 {
@@ -1142,11 +1624,11 @@ static int pod_key_make(const char *ns, size_t ns_len, const char *name, size_t 
     return (int)(ns_len + 1 + name_len);
 }
 
-static bool pod_terminal(const json_t *pod)
+/* Whether a pod's phase (status.phase: its text, or NULL when not a string) says it has
+ * terminated. */
+static bool pod_terminal(const char *phase, size_t len)
 {
-    const char *phase = json_string_value(json_object_get(json_object_get(pod, "status"), "phase"));
-
-    return phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+    return CSTR_EQ(phase, len, "Succeeded") || CSTR_EQ(phase, len, "Failed");
 }
 
 /* Ensures v (cap slots) has at least `need` slots. */
@@ -1163,39 +1645,77 @@ static int ensure_cap(struct shr_state *s, i128 **v, uint8_t *cap, uint8_t need)
     return 0;
 }
 
+/* Prefetches the bytes of a string (see struct qtys). */
+static void prefetch_str(const char *p)
+{
+    if (p)
+        __builtin_prefetch(p);
+}
+
 int shr_pod_upsert(struct shr_state *s, const json_t *pod)
 {
-    const json_t *meta, *spec;
-    const char *ns, *name, *node_name = NULL, *oname;
-    size_t ns_len = 0, name_len = 0, node_len = 0, olen = 0;
+    const json_t *meta;
+    struct pod_spec spec;
+    const char *ns, *name, *node_name = NULL, *oname = NULL, *phase;
+    size_t ns_len = 0, name_len = 0, node_len = 0, olen = 0, phase_len = 0;
     char key[KEY_MAX];
     struct contrib c;
+    struct qtys g;
     struct shr_pod *old, *rec = NULL;
     struct shr_node *target = NULL, *fresh = NULL, *old_node;
     i128 *org_vec = NULL;
     uint8_t org_cap = 0;
     int key_len, origin = -1, r = -ENOMEM;
-    uint32_t hash;
+    uint32_t hash, node_hash = 0;
     bool active;
 
     if (!s || !pod)
         return -EINVAL;
-    meta = json_object_get(pod, "metadata");
-    ns = str_field(meta, "namespace", &ns_len);
-    name = str_field(meta, "name", &name_len);
+    /* First every member read, and the texts prefetched (see struct qtys): none of this has an
+     * effect, and the checks below come in the same order as if each were read when used. The
+     * spec of a terminal pod is not read: it contributes nothing. */
+    meta = GET(pod, "metadata");
+    phase = str_of(GET(GET(pod, "status"), "phase"), &phase_len);
+    ns = str_of(GET(meta, "namespace"), &ns_len);
+    name = str_of(GET(meta, "name"), &name_len);
+    prefetch_str(ns);
+    prefetch_str(name);
+    prefetch_str(phase);
+    active = !pod_terminal(phase, phase_len);
+    if (active) {
+        pod_spec_get(GET(pod, "spec"), &spec);
+        node_name = str_of(spec.node_name, &node_len);
+        oname = str_of(GET(GET(meta, "labels"), SHR_LABEL_ORIGIN), &olen);
+        prefetch_str(node_name);
+        prefetch_str(oname);
+        qtys_gather(&g, &spec);
+        if (node_name && node_len > 0 && node_len <= OBJ_NAME_MAX) {
+            node_hash = hash_bytes(s->seed, node_name, node_len);
+            tab_prefetch(&s->nodes, node_hash);
+        }
+    }
+
     key_len = pod_key_make(ns, ns_len, name, name_len, key);
     if (key_len < 0)
         return key_len;
-    spec = json_object_get(pod, "spec");
-    active = !pod_terminal(pod);
+    hash = hash_bytes(s->seed, key, (size_t)key_len);
+    tab_prefetch(&s->pods, hash);
     c.n = 0;
     c.max_slot = 0;
     if (active) {
-        node_name = str_field(spec, "nodeName", &node_len);
         if (node_name && (node_len > OBJ_NAME_MAX || memchr(node_name, '\0', node_len)))
             return -EINVAL;
-        pod_contrib(s, spec, &c);
-        oname = label(meta, SHR_LABEL_ORIGIN, &olen);
+        if (node_name && node_len > 0)
+            tab_prefetch_rec(&s->nodes, node_hash);
+        pod_contrib(s, &spec, &g, &c);
+        if (node_name && node_len > 0) {
+            /* Found now, and the line its pods' usage will be added to prefetched. */
+            target = node_find(s, node_hash, node_name, node_len);
+            if (target && target->used)
+                __builtin_prefetch(target->used, 1);
+        } else {
+            target = &s->unsched;
+        }
         if (oname && olen > 0) {
             r = origin_intern(s, oname, olen, &origin);
             if (r < 0)
@@ -1203,22 +1723,20 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
             r = -ENOMEM;
         }
     }
-    hash = hash_bytes(s->seed, key, (size_t)key_len);
     old = pod_find(s, hash, key, (size_t)key_len);
+    /* An update that changes nothing the computation keeps (as most pod updates: status changes)
+     * leaves the state as it is: removing and adding the same contribution would do the same. */
+    if (old && old->node == target && old->origin == (uint16_t)(origin + 1) && old->n == c.n &&
+        memcmp(old->val, c.val, c.n * sizeof(int64_t)) == 0 &&
+        memcmp(pod_slots(old), c.slot, c.n) == 0)
+        return 0;
 
     /* Prepare: every allocation, none visible. */
     if (active) {
-        if (node_name && node_len > 0) {
-            uint32_t nh = hash_bytes(s->seed, node_name, node_len);
-
-            target = node_find(s, nh, node_name, node_len);
-            if (!target) {
-                fresh = target = node_new(s, nh, node_name, node_len);
-                if (!fresh || tab_reserve(s, &s->nodes, 1) < 0)
-                    goto out;
-            }
-        } else {
-            target = &s->unsched;
+        if (!target) {
+            fresh = target = node_new(s, node_hash, node_name, node_len);
+            if (!fresh || tab_reserve(s, &s->nodes, 1) < 0)
+                goto out;
         }
         if (ensure_cap(s, &target->used, &target->ucap, vec_cap(c.max_slot)) < 0)
             goto out;
@@ -1246,7 +1764,7 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
         }
     }
     if (!old || old->n != c.n) {
-        rec = mem_alloc(s, pod_size(c.n, (size_t)key_len));
+        rec = rec_alloc(s, pod_size(c.n, (size_t)key_len));
         if (!rec)
             goto out;
         if (!old && tab_reserve(s, &s->pods, 1) < 0)
@@ -1254,7 +1772,6 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
         rec->hash = hash;
         rec->key_len = (uint16_t)key_len;
         rec->n = (uint8_t)c.n;
-        rec->pad = 0;
         memcpy(pod_key(rec), key, (size_t)key_len);
         pod_key(rec)[key_len] = '\0';
     }
@@ -1279,7 +1796,7 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
     if (rec) {
         if (old) {
             tab_replace(&s->pods, old, rec);
-            mem_free(s, old, pod_size(old->n, old->key_len));
+            rec_free(s, old, pod_size(old->n, old->key_len));
         } else {
             tab_insert(&s->pods, rec);
         }
@@ -1296,7 +1813,7 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
         node_tidy(s, old_node);
     r = 0;
 out:
-    mem_free(s, rec, pod_size(c.n, (size_t)key_len));
+    rec_free(s, rec, pod_size(c.n, (size_t)key_len));
     if (org_vec)
         mem_free(s, org_vec, org_cap * sizeof(i128));
     if (fresh)
@@ -1323,8 +1840,8 @@ int shr_pod_delete(struct shr_state *s, const char *ns, const char *name)
     n = p->node;
     if (n)
         pod_apply(s, p, -1);
-    tab_remove(&s->pods, p);
-    mem_free(s, p, pod_size(p->n, p->key_len));
+    tab_remove(s, &s->pods, p);
+    rec_free(s, p, pod_size(p->n, p->key_len));
     if (n)
         node_tidy(s, n);
     return 0;

@@ -106,8 +106,9 @@ static json_t *mk_node(const char *spec)
     return n;
 }
 
-/* "NS/NAME [node=N] [phase=P] [origin=O] [deleting] [label:K=V] [c:REQS] [i:REQS] [o:REQS]": one
- * container per c:, one init container per i:, overhead o:. NAME empty: no name. */
+/* "NS/NAME [node=N] [phase=P] [origin=O] [deleting] [label:K=V] [spec:K=V] [c:REQS] [i:REQS]
+ * [o:REQS]": one container per c:, one init container per i:, overhead o:, spec:K=V a member of
+ * spec that the computation does not read. NAME empty: no name. */
 static json_t *mk_pod(const char *spec)
 {
     char buf[4096], *p = buf, *tok;
@@ -139,6 +140,10 @@ static json_t *mk_pod(const char *spec)
             char *eq = strchr(tok, '=');
             *eq = '\0';
             json_object_set_new(obj_path(meta, "labels"), tok + 6, json_string(eq + 1));
+        } else if (strncmp(tok, "spec:", 5) == 0) {
+            char *eq = strchr(tok, '=');
+            *eq = '\0';
+            json_object_set_new(sp, tok + 5, json_string(eq + 1));
         } else if (tok[0] && tok[1] == ':') {
             json_t *c = json_pack("{s:s,s:s,s:{s:o,s:{s:s}}}", "name", "c", "image", "busybox",
                                   "resources", "requests", qty_map(tok + 2), "limits", "cpu", "64");
@@ -579,6 +584,22 @@ static const struct scenario scenarios[] = {
       S("bad_quantities", 4), N("n2 memory=100E cpu=1"), S("bad_quantities", 5), A("cpu", 1000),
       A("memory", 8 * GI), NE("- cpu=1", -EINVAL), PE("a/ c:cpu=1", -EINVAL), S("nodes", 2),
       S("pods", 1)}},
+    {"updates that change nothing the computation reads",
+     {N("n1 cpu=4 pods=110"), P("a/p1 node=n1 origin=c1 c:cpu=1"),
+      /* Labels, phase Pending, a zero request, an unread spec member: the same contribution. */
+      P("a/p1 node=n1 origin=c1 label:x=y phase=Pending spec:restartPolicy=Never c:cpu=1 c:cpu=0"),
+      U("cpu", 1000), U("pods", 1), S("pods", 1), S("counted_pods", 1), S("origins", 1),
+      O("c1", 100, "cpu", 4000), O(NULL, 100, "cpu", 3000),
+      /* Only the consumer changes. */
+      P("a/p1 node=n1 origin=c2 c:cpu=1"), O("c1", 100, "cpu", 3000), O("c2", 100, "cpu", 4000),
+      S("origins", 1),
+      /* Terminal, then terminal with other requests: nothing counts either time. */
+      P("a/p1 node=n1 phase=Failed c:cpu=1"), P("a/p1 node=n1 phase=Succeeded c:cpu=2"),
+      U("cpu", ABSENT), S("pods", 1), S("counted_pods", 0), S("origins", 0),
+      /* Unscheduled, with an unread spec member and overhead but no init containers. */
+      P("a/p1 spec:restartPolicy=Always c:cpu=2 o:cpu=500m"), U("cpu", 2500),
+      P("a/p1 spec:restartPolicy=Never c:cpu=2 o:cpu=500m"), U("cpu", 2500), U("pods", 1),
+      S("counted_pods", 1), DP("a/p1"), S("pods", 0), U("pods", ABSENT)}},
     {"overflow saturates",
      {N("n1 memory=8E pods=110"), N("n2 memory=8E"), A("memory", INT64_MAX),
       P("a/p1 node=n1 c:memory=8E c:memory=8E"), P("a/p2 node=n1 c:memory=8E"),
@@ -1101,6 +1122,122 @@ static void test_quantity_fast_path(void **state)
     }
 }
 
+/* ---- many objects ---------------------------------------------------------------------------- */
+
+static uint64_t bulk_rng = 42;
+
+static unsigned bulk_pick(unsigned n)
+{
+    bulk_rng ^= bulk_rng >> 12;
+    bulk_rng ^= bulk_rng << 25;
+    bulk_rng ^= bulk_rng >> 27;
+    return (unsigned)((bulk_rng * 0x2545F4914F6CDD1DULL) >> 33) % n;
+}
+
+/* The key of pod number i: names of many lengths, some 200 bytes long. */
+static void bulk_key(unsigned i, char *buf, size_t size)
+{
+    if (i % 97 == 0)
+        snprintf(buf, size, "ns-%u/%0200u", i % 7, i);
+    else
+        snprintf(buf, size, "ns-%u/p%0*u", i % 7, (int)(i % 31), i);
+}
+
+/* The spec of pod number i, with random placement, requests, extended resources and phase (so
+ * records of many sizes). Some pods have long names and a dozen resources (records too large for
+ * the state's record blocks). */
+static void bulk_pod(unsigned i, char *buf, size_t size)
+{
+    static const char *const phases[] = {"Running", "Running",   "Running",
+                                         "Pending", "Succeeded", "Failed"};
+    char key[256], node[32] = "", origin[32] = "", extra[256] = "";
+    unsigned n = 0;
+
+    bulk_key(i, key, sizeof(key));
+    if (bulk_pick(10) != 0)
+        snprintf(node, sizeof(node), "node=n%u", bulk_pick(24)); /* n20..n23: unknown */
+    if (bulk_pick(5) == 0)
+        snprintf(origin, sizeof(origin), "origin=c%u", 1 + bulk_pick(3));
+    for (unsigned k = 0, m = i % 13 == 0 ? 10 : bulk_pick(4); k < m; k++)
+        n += (unsigned)snprintf(extra + n, sizeof(extra) - n, ",example.com/r%u=%u", k, k + 1);
+    snprintf(buf, size, "%s %s %s phase=%s c:cpu=%um,memory=%uMi%s", key, node, origin,
+             phases[bulk_pick(6)], 10 * (1 + bulk_pick(100)), 1 + bulk_pick(512), extra);
+}
+
+static void bulk_round(struct shr_state *s, struct world *w, unsigned npods, unsigned steps)
+{
+    char spec[1024];
+
+    for (unsigned k = 0; k < steps; k++) {
+        unsigned i = bulk_pick(npods);
+
+        if (bulk_pick(10) < 2) {
+            bulk_key(i, spec, sizeof(spec));
+            assert_int_equal(del_pod(s, w, spec), 0);
+        } else {
+            json_t *o;
+
+            bulk_pod(i, spec, sizeof(spec));
+            o = mk_pod(spec);
+            assert_int_equal(feed_pod(s, w, o), 0);
+            json_decref(o);
+        }
+    }
+}
+
+/* Thousands of pods: past the sizes from which the hash tables and the pod records' blocks are
+ * mapped rather than allocated, with records of many sizes created, replaced and freed. The state
+ * equals fresh ones; emptied, it holds what an empty state holds plus its origins; fed again, it
+ * equals fresh ones again. */
+static void test_bulk(void **state)
+{
+    struct shr_state *s, *e;
+    struct shr_stats st, st0;
+    struct world w;
+    char spec[128];
+    const char *k;
+    json_t *v;
+    void *tmp;
+
+    (void)state;
+    world_init(&w);
+    assert_int_equal(shr_new(&s), 0);
+    for (int i = 0; i < 20; i++) {
+        json_t *o;
+
+        snprintf(spec, sizeof(spec), "n%d %scpu=16 memory=64Gi pods=500%s", i,
+                 i % 5 == 4 ? "cordon " : "", i % 3 == 0 ? " nvidia.com/gpu=4" : "");
+        o = mk_node(spec);
+        assert_int_equal(feed_node(s, &w, o), 0);
+        json_decref(o);
+    }
+    bulk_round(s, &w, 9000, 16000);
+    shr_get_stats(s, &st);
+    assert_true(st.pods > 5000);
+    assert_consistent(s, &w);
+
+    json_object_foreach_safe(w.pods, tmp, k, v)
+    {
+        assert_int_equal(del_pod(s, &w, k), 0);
+    }
+    json_object_foreach_safe(w.nodes, tmp, k, v)
+    {
+        assert_int_equal(del_node(s, &w, k), 0);
+    }
+    shr_get_stats(s, &st);
+    assert_int_equal(shr_new(&e), 0);
+    shr_get_stats(e, &st0);
+    shr_free(e);
+    assert_int_equal(st.pods, 0);
+    assert_int_equal(st.nodes, 0);
+    assert_true(st.memory_bytes < st0.memory_bytes + 3 * 1200);
+
+    bulk_round(s, &w, 300, 600);
+    assert_consistent(s, &w);
+    shr_free(s);
+    world_done(&w);
+}
+
 /* ---- allocation failures --------------------------------------------------------------------- */
 
 static const char *const fail_base[] = {
@@ -1271,7 +1408,7 @@ static void test_memory(void **state)
     assert_int_equal(st2.pods, 0);
 
     /* Unscheduled pods moved to unknown nodes and back: the placeholder records and their
-     * per-origin entries go with the last pod (the node table kept its size from above). */
+     * per-origin entries go with the last pod. */
     for (int round = 0; round < 2; round++) {
         for (int pass = round == 0 ? 1 : 0; pass < 2; pass++) {
             for (int i = 0; i < 50; i++) {
@@ -1293,7 +1430,7 @@ static void test_memory(void **state)
         assert_int_equal(shr_pod_delete(s, "a", spec), 0);
     }
     shr_get_stats(s, &st2);
-    /* What remains: the two hash tables (kept for reuse) and the three origin records. */
+    /* What remains: the three origin records (emptied tables and record blocks are freed). */
     assert_true(st2.memory_bytes < st0.memory_bytes + 4096 + 3 * 1200);
     shr_free(s);
 }
@@ -1310,6 +1447,7 @@ int main(void)
         cmocka_unit_test(test_list_moved),
         cmocka_unit_test(test_quantity_text),
         cmocka_unit_test(test_quantity_fast_path),
+        cmocka_unit_test(test_bulk),
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_memory),
     };
