@@ -78,7 +78,7 @@ stop_agent() { # CLUSTER [SIGNAL]: waits for the exit; a TERM must exit 0
   rm -f "$(agent_pidfile "$c")"
   # The exit status of a setsid'd process is not ours to wait for: its log says how it ended.
   if [ "$sig" = TERM ] && ! tail -3 "$(agent_log "$c")" | grep_q 'stopped (exit status 0)'; then
-    tail -30 "$(agent_log "$c")" >&2
+    log_report "$(agent_log "$c")"
     fail "agent of $c did not stop cleanly after SIGTERM"
   fi
   return "$rc"

@@ -11,6 +11,15 @@ TEST_NAME=${TEST_NAME:-$(basename "$0" .sh)}
 # whole pipeline (a false "no match" when the writer is still writing).
 grep_q() { grep "$@" >/dev/null; }
 export -f grep_q # also inside "bash -c" (wait_for)
+# log_report FILE: a sanitizer's report whole when the log has one (its stack is what tells the bug),
+# else the log's last 30 lines; on stderr.
+log_report() {
+  if grep_q -E 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$1"; then
+    grep -E -B5 -A70 'ERROR: (AddressSanitizer|LeakSanitizer)|runtime error:' "$1" | head -120 >&2
+  else
+    tail -30 "$1" >&2
+  fi
+}
 say() { printf '[%s] %s\n' "$TEST_NAME" "$*"; }
 fail() { printf '[%s] FAIL: %s\n' "$TEST_NAME" "$*" >&2; exit 1; }
 pass() { printf '[%s] PASS%s\n' "$TEST_NAME" "${1:+: $1}"; }

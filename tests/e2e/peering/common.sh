@@ -98,7 +98,7 @@ stop_agent() {
   if [ "$sig" != KILL ]; then wait "$pid" 2>/dev/null || rc=$?; fi
   AGENT_PID[$c]=""
   if [ "$sig" = TERM ] && [ "$rc" -ne 0 ]; then
-    tail -30 "$(agent_log "$c")" >&2
+    log_report "$(agent_log "$c")"
     fail "agent of $c exited $rc after SIGTERM"
   fi
 }
