@@ -116,21 +116,6 @@ out:
     return rc;
 }
 
-static char *cert_pem(X509 *x)
-{
-    BIO *bio = BIO_new(BIO_s_mem());
-    char *data = NULL, *out = NULL;
-    long n;
-
-    if (bio && PEM_write_bio_X509(bio, x) == 1 && (n = BIO_get_mem_data(bio, &data)) > 0 &&
-        (out = x_malloc((size_t)n + 1)) != NULL) {
-        memcpy(out, data, (size_t)n);
-        out[n] = '\0';
-    }
-    BIO_free(bio);
-    return out;
-}
-
 int adm_cert_list(const char *pem, size_t len, int64_t *not_after, char **ret_pems, size_t max)
 {
     BIO *bio;
@@ -168,10 +153,14 @@ int adm_cert_list(const char *pem, size_t len, int64_t *not_after, char **ret_pe
             rc = -E2BIG;
             break;
         }
-        if (ok && ret_pems && !(ret_pems[n] = cert_pem(x))) {
-            X509_free(x);
-            rc = -ENOMEM;
-            break;
+        if (ok && ret_pems) {
+            int e = peer_pki_cert_pem(x, &ret_pems[n]);
+
+            if (e < 0) {
+                X509_free(x);
+                rc = e;
+                break;
+            }
         }
         X509_free(x);
         if (!ok)

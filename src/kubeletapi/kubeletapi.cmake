@@ -7,7 +7,7 @@ cliqo_module(cliqo_kubeletapi_proto SOURCES kubeletapi/http.c kubeletapi/spdy.c
              DEPS PkgConfig::JANSSON PkgConfig::ZLIB)
 cliqo_module(cliqo_kubeletapi SOURCES kubeletapi/conn.c kubeletapi/tls.c kubeletapi/server.c
              kubeletapi/sar.c kubeletapi/relay.c kubeletapi/service.c
-             DEPS cliqo_kubeletapi_proto cliqo_kube_api PkgConfig::OPENSSL PkgConfig::LIBUV)
+             DEPS cliqo_kubeletapi_proto cliqo_kube_api cliqo_peering PkgConfig::OPENSSL PkgConfig::LIBUV)
 
 # The agent module (module.c, the one listener of the agent's virtual nodes) is agent code.
 if(TARGET cliqo_kubeletapi)

@@ -8,6 +8,7 @@
 #include "kube/api.h"
 #include "kube/backoff.h"
 #include "kube/informer.h"
+#include "peering/pki.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -190,26 +191,6 @@ static char *pem_of_req(X509_REQ *req)
 
     if (b && PEM_write_bio_X509_REQ(b, req) == 1 && (n = BIO_get_mem_data(b, &p)) > 0)
         out = x_strndup(p, (size_t)n);
-    BIO_free(b);
-    return out;
-}
-
-static char *pem_of_key(EVP_PKEY *k)
-{
-    BIO *b = BIO_new(BIO_s_mem());
-    char *p, *out = NULL;
-    long n;
-
-    if (b && PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL) == 1 &&
-        (n = BIO_get_mem_data(b, &p)) > 0)
-        out = x_strndup(p, (size_t)n);
-    if (b) {
-        BUF_MEM *m = NULL;
-
-        BIO_get_mem_ptr(b, &m);
-        if (m)
-            OPENSSL_cleanse(m->data, m->length);
-    }
     BIO_free(b);
     return out;
 }
@@ -466,7 +447,7 @@ static void csr_start(uv_timer_t *t)
         return;
     csr_clear(s);
     s->key = EVP_EC_gen("P-256");
-    if (!s->key || !(s->key_pem = pem_of_key(s->key)) || !(req_pem = build_request(s)) ||
+    if (!s->key || peer_pki_key_pem(s->key, &s->key_pem) < 0 || !(req_pem = build_request(s)) ||
         !(req64 = base64(req_pem, strlen(req_pem)))) {
         ERR_clear_error();
         x_free(req_pem);

@@ -83,7 +83,7 @@ static int pki_bio_str(BIO *bio, char **ret)
     return 0;
 }
 
-static int pki_cert_pem(X509 *x, char **ret)
+int peer_pki_cert_pem(X509 *x, char **ret)
 {
     BIO *bio = BIO_new(BIO_s_mem());
     int r = -EIO;
@@ -94,7 +94,7 @@ static int pki_cert_pem(X509 *x, char **ret)
     return r;
 }
 
-static int pki_key_pem(EVP_PKEY *key, char **ret)
+int peer_pki_key_pem(EVP_PKEY *key, char **ret)
 {
     BIO *bio = BIO_new(BIO_s_secmem()); /* wiped when freed */
     int r = -EIO;
@@ -111,10 +111,10 @@ static int pki_pair_pem(X509 *x, EVP_PKEY *key, char **ret_cert_pem, char **ret_
                         const char *what, char *err, size_t errlen)
 {
     char *cert_pem = NULL, *key_pem = NULL;
-    int r = pki_cert_pem(x, &cert_pem);
+    int r = peer_pki_cert_pem(x, &cert_pem);
 
     if (r >= 0)
-        r = pki_key_pem(key, &key_pem);
+        r = peer_pki_key_pem(key, &key_pem);
     if (r < 0) {
         x_free(cert_pem);
         return pki_ssl_fail(err, errlen, r, what);

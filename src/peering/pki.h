@@ -31,6 +31,7 @@
 #ifndef CLIQO_PEERING_PKI_H
 #define CLIQO_PEERING_PKI_H
 
+#include <openssl/types.h>
 #include <stddef.h>
 
 #define PEER_CA_HASH_PREFIX "sha256:"
@@ -39,6 +40,11 @@
 #define PEER_PKI_PEM_MAX    (64u << 10)
 #define PEER_PKI_MAX_YEARS  100
 #define PEER_PKI_MAX_DAYS   (PEER_PKI_MAX_YEARS * 366)
+
+/* A certificate, or a private key (unencrypted PKCS#8, its buffer wiped when freed), as PEM into a
+ * new string *ret (x_free). Returns 0, -EIO or -ENOMEM; *ret is untouched on failure. */
+int peer_pki_cert_pem(X509 *x, char **ret);
+int peer_pki_key_pem(EVP_PKEY *key, char **ret);
 
 int peer_pki_ca_create(const char *common_name, unsigned years, char **ret_cert_pem,
                        char **ret_key_pem, char *err, size_t errlen);

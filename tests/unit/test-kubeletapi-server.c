@@ -33,6 +33,7 @@
 #include "kubeletapi/internal.h"
 #include "kubeletapi/kubeletapi.h"
 #include "kubeletapi/spdy.h"
+#include "peering/pki.h"
 
 /* ---- certificates -------------------------------------------------------------------------- */
 
@@ -43,27 +44,17 @@ static EVP_PKEY *new_key(void)
 
 static char *pem_cert(X509 *x)
 {
-    BIO *b = BIO_new(BIO_s_mem());
-    char *p, *s;
-    long n;
+    char *s = NULL;
 
-    PEM_write_bio_X509(b, x);
-    n = BIO_get_mem_data(b, &p);
-    s = strndup(p, (size_t)n);
-    BIO_free(b);
+    assert_int_equal(peer_pki_cert_pem(x, &s), 0);
     return s;
 }
 
 static char *pem_key(EVP_PKEY *k)
 {
-    BIO *b = BIO_new(BIO_s_mem());
-    char *p, *s;
-    long n;
+    char *s = NULL;
 
-    PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL);
-    n = BIO_get_mem_data(b, &p);
-    s = strndup(p, (size_t)n);
-    BIO_free(b);
+    assert_int_equal(peer_pki_key_pem(k, &s), 0);
     return s;
 }
 

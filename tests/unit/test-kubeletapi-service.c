@@ -36,6 +36,7 @@
 #include "httpd/httpd.h"
 #include "kube/api.h"
 #include "kubeletapi/service.h"
+#include "peering/pki.h"
 
 /* ---- pure parts ---------------------------------------------------------------------------- */
 
@@ -224,27 +225,17 @@ static X509 *make_ca(EVP_PKEY *key, const char *cn)
 
 static char *pem_x509(X509 *x)
 {
-    BIO *b = BIO_new(BIO_s_mem());
-    char *p, *s;
-    long n;
+    char *s = NULL;
 
-    PEM_write_bio_X509(b, x);
-    n = BIO_get_mem_data(b, &p);
-    s = strndup(p, (size_t)n);
-    BIO_free(b);
+    assert_int_equal(peer_pki_cert_pem(x, &s), 0);
     return s;
 }
 
 static char *pem_pkey(EVP_PKEY *k)
 {
-    BIO *b = BIO_new(BIO_s_mem());
-    char *p, *s;
-    long n;
+    char *s = NULL;
 
-    PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL);
-    n = BIO_get_mem_data(b, &p);
-    s = strndup(p, (size_t)n);
-    BIO_free(b);
+    assert_int_equal(peer_pki_key_pem(k, &s), 0);
     return s;
 }
 
