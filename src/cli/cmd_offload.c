@@ -121,6 +121,31 @@ static bool current(const json_t *o)
            json_integer_value(og) >= json_integer_value(g);
 }
 
+/* The operands "namespace NAME" (or "ns NAME"), one at a time: 0, or 2 after a usage error. */
+static int ns_operand(const char *verb, const char *arg, bool *kind_seen, const char **ns)
+{
+    if (!*kind_seen) {
+        if (strcmp(arg, "namespace") != 0 && strcmp(arg, "ns") != 0)
+            return cli_misuse(verb, "what to %s? only 'namespace NAME' (not '%s')", verb, arg);
+        *kind_seen = true;
+    } else if (!*ns) {
+        *ns = arg;
+    } else {
+        return cli_misuse(verb, "unexpected argument '%s'", arg);
+    }
+    return 0;
+}
+
+/* Both operands were given and NAME is a namespace name: 0, or 2 after a usage error. */
+static int ns_operands_check(const char *verb, bool kind_seen, const char *ns)
+{
+    if (!kind_seen || !ns)
+        return cli_misuse(verb, "which namespace? (cliqoctl %s namespace NAME)", verb);
+    if (!dns_label(ns))
+        return cli_misuse(verb, "'%s' is not a valid namespace name", ns);
+    return 0;
+}
+
 static int offload(int argc, char **argv)
 {
     const char *verb = "offload";
@@ -165,21 +190,12 @@ static int offload(int argc, char **argv)
             wait = true;
         } else if (argv[a][0] == '-') {
             return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
-        } else if (!kind_seen) {
-            if (strcmp(argv[a], "namespace") != 0 && strcmp(argv[a], "ns") != 0)
-                return cli_misuse(verb, "what to offload? only 'namespace NAME' (not '%s')",
-                                  argv[a]);
-            kind_seen = true;
-        } else if (!ns) {
-            ns = argv[a];
-        } else {
-            return cli_misuse(verb, "unexpected argument '%s'", argv[a]);
+        } else if ((m = ns_operand(verb, argv[a], &kind_seen, &ns)) != 0) {
+            return m;
         }
     }
-    if (!kind_seen || !ns)
-        return cli_misuse(verb, "which namespace? (cliqoctl offload namespace NAME)");
-    if (!dns_label(ns))
-        return cli_misuse(verb, "'%s' is not a valid namespace name", ns);
+    if (ns_operands_check(verb, kind_seen, ns) != 0)
+        return 2;
     if (seltext && nsof_selector_from_text(seltext, &sel, err, sizeof(err)) < 0)
         return cli_misuse(
             verb, "--selector: %s",
@@ -343,21 +359,12 @@ static int unoffload(int argc, char **argv)
             wait = true;
         } else if (argv[a][0] == '-') {
             return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
-        } else if (!kind_seen) {
-            if (strcmp(argv[a], "namespace") != 0 && strcmp(argv[a], "ns") != 0)
-                return cli_misuse(verb, "what to unoffload? only 'namespace NAME' (not '%s')",
-                                  argv[a]);
-            kind_seen = true;
-        } else if (!ns) {
-            ns = argv[a];
-        } else {
-            return cli_misuse(verb, "unexpected argument '%s'", argv[a]);
+        } else if ((m = ns_operand(verb, argv[a], &kind_seen, &ns)) != 0) {
+            return m;
         }
     }
-    if (!kind_seen || !ns)
-        return cli_misuse(verb, "which namespace? (cliqoctl unoffload namespace NAME)");
-    if (!dns_label(ns))
-        return cli_misuse(verb, "'%s' is not a valid namespace name", ns);
+    if (ns_operands_check(verb, kind_seen, ns) != 0)
+        return 2;
     if (cli_kube_open(&k, &co) < 0)
         goto kerr;
     e = cli_delete(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME);
