@@ -2,6 +2,7 @@
  * large provider cluster.
  *
  *   bench-broadcaster [--nodes 5000] [--pods 150000] [--events 100000] [--rounds 5] [--seed 1]
+ *                     [--informer-only]
  *
  * Synthesises realistic Node and Pod objects in memory first (see mk_node and mk_pod: labels,
  * annotations, conditions, allocatable with GPUs on some nodes; 1-3 containers with requests and
@@ -12,11 +13,13 @@
  *      informer does before calling its handler (managedFields dropped, the pods' transform
  *      shr_pod_transform, the object cached in a compact kstore), then to the handler's
  *      function (shr_node_upsert, shr_pod_upsert), whose call alone is timed; nodes, then pods,
- *      then one shr_offer. The first feed of the process (nothing warmed up) is the figure,
- *      compared with the 100 ms target; `rounds` - 1 more feeds are the hot runs. The transform's
- *      time is reported apart. This phase runs in a child process forked before the world is
- *      built, so that its heap holds what the agent's would. The state so fed is checked against
- *      one fed the full objects;
+ *      then shr_flush (the broadcaster's call when its pod informer has synced: the staged pods
+ *      applied, see share.h), then one shr_offer. The first feed of the process (nothing warmed
+ *      up) is the figure, compared with the 100 ms target; `rounds` - 1 more feeds are the hot
+ *      runs, alternately with the stage ended before the feed (every pod applied as it comes) and
+ *      with it, compared (staged_vs_unstaged). The transform's time is reported apart. This phase
+ * runs in a child process forked before the world is built, so that its heap holds what the agent's
+ * would. The state so fed is checked against one fed the full objects;
  *   2. for reference, the full objects fed straight from memory, as cold as 2.4 GB of jansson
  *      trees make them (not what the informer hands over), with the same JSON lookups alone
  *      (json_walk), `rounds` times;
@@ -28,6 +31,7 @@
  *      of the changed object through the informer's steps); also node flips (cordon/uncordon)
  *      that move their pods' usage;
  *   5. consistency: the incremental state against a fresh state fed the final objects.
+ * --informer-only stops after phase 1.
  * Figures only, no assertions (except that the calls succeed). Every line is `phase key=value...`;
  * times include the clock reads (timer_overhead_ns). */
 #include <errno.h>
@@ -390,7 +394,7 @@ static bool lists_equal(const struct shr_list *a, const struct shr_list *b)
     return true;
 }
 
-static bool states_equal(const struct shr_state *a, const struct shr_state *b)
+static bool states_equal(struct shr_state *a, struct shr_state *b)
 {
     struct shr_list la, lb, ua, ub;
     struct shr_stats sa, sb;
@@ -437,6 +441,7 @@ static struct shr_state *feed_all(const struct world *w, double *ret_nodes_ns, d
     t1 = now_ns();
     for (unsigned i = 0; i < w->npods; i++)
         check("shr_pod_upsert", shr_pod_upsert(s, w->pods[i]));
+    check("shr_flush", shr_flush(s)); /* the staged pods applied (share.h, "Staging") */
     t2 = now_ns();
     if (ret_nodes_ns)
         *ret_nodes_ns = t1 - t0;
@@ -691,14 +696,17 @@ static void inf_prepare(struct kstore *store, bool pod, json_t *obj, double *tra
 
 struct feed_times {
     double nodes, pods, offer; /* sums of the handler calls' times */
+    double flush;              /* shr_flush, called when the pod informer has synced */
     double transform;          /* sum of the transform's calls' times (shr_pod_transform) */
     double wall;               /* the whole pipeline: decoding, informer, handlers */
 };
 
 /* A fresh state fed as the broadcaster's informers feed it at start-up: each page decoded, each
  * object prepared as the informer does (inf_prepare), then handed to the handler's function, whose
- * call alone is timed; nodes first, then pods, then one offer. */
-static struct shr_state *feed_informer(const struct pages *np, const struct pages *pp,
+ * call alone is timed; nodes first, then pods, then the flush the broadcaster makes when its pod
+ * informer has synced, then one offer. `stage` false: the state's stage is ended before the feed
+ * (shr_flush on the empty state), so that every pod is applied as it comes (the comparison). */
+static struct shr_state *feed_informer(const struct pages *np, const struct pages *pp, bool stage,
                                        struct feed_times *t, double *calls, size_t *ncalls)
 {
     struct shr_policy pol = {.percent = 50};
@@ -711,6 +719,8 @@ static struct shr_state *feed_informer(const struct pages *np, const struct page
     check("kstore_new", kstore_new(KSTORE_COMPACT, &nstore));
     check("kstore_new", kstore_new(KSTORE_COMPACT, &pstore));
     check("shr_new", shr_new(&s));
+    if (!stage)
+        check("shr_flush", shr_flush(s));
     for (int kind = 0; kind < 2; kind++) {
         const struct pages *pg = kind == 0 ? np : pp;
 
@@ -739,6 +749,9 @@ static struct shr_state *feed_informer(const struct pages *np, const struct page
             json_decref(body);
         }
     }
+    a = now_ns();
+    check("shr_flush", shr_flush(s));
+    t->flush = now_ns() - a;
     a = now_ns();
     check("shr_offer", shr_offer(s, consumers[0], &pol, &l));
     t->offer = now_ns() - a;
@@ -805,20 +818,32 @@ static void calls_summary(const char *what, double *v, size_t n)
 }
 
 /* The figure: the first feed of the process (nothing of the computation warmed up: code, state,
- * allocator), then `rounds` - 1 more (hot runs). Runs in a child process started before the world
- * is built, so that the heap holds what the agent's would (list pages, their trees, the stores and
- * the state) and not 2.4 GB of trees: glibc's malloc costs depend on what else the heap holds. */
+ * allocator), then `rounds` - 1 more (hot runs), alternately without and with the stage (the first
+ * hot run without it), so that the two compare in one run. Runs in a child process started before
+ * the world is built, so that the heap holds what the agent's would (list pages, their trees, the
+ * stores and the state) and not 2.4 GB of trees: glibc's malloc costs depend on what else the
+ * heap holds. */
+static double feed_total(const struct feed_times *t)
+{
+    return t->nodes + t->pods + t->flush + t->offer;
+}
+
 static void informer(unsigned nnodes, unsigned npods, unsigned rounds)
 {
     struct pages np, pp;
     struct feed_times first = {0}, t;
-    double *hot = calloc(rounds, sizeof(double)), *hot_pods = calloc(rounds, sizeof(double));
-    double mn = 1e300, wall = 0, tmr = timer_overhead_ns(), t0 = now_ns();
-    double *hot_tr = calloc(rounds, sizeof(double)), *calls = calloc(npods + 1, sizeof(double));
+    double *hot[2], *hot_pods[2], mn[2] = {1e300, 1e300}, *hot_tr = calloc(rounds, sizeof(double));
+    double wall = 0, tmr = timer_overhead_ns(), t0 = now_ns(), *calls = calloc(npods + 1, 8);
     struct shr_state *s = NULL, *ref;
-    size_t nhot = 0, bytes = 0, ncalls;
+    size_t nhot[2] = {0, 0}, ntr = 0, bytes = 0, ncalls;
 
-    if (!hot || !hot_pods || !hot_tr || !calls)
+    for (int k = 0; k < 2; k++) {
+        hot[k] = calloc(rounds, sizeof(double));
+        hot_pods[k] = calloc(rounds, sizeof(double));
+        if (!hot[k] || !hot_pods[k])
+            die("calloc", -ENOMEM);
+    }
+    if (!hot_tr || !calls)
         die("calloc", -ENOMEM);
     mk_shared();
     gen_pages(nnodes, npods, &np, &pp);
@@ -828,6 +853,7 @@ static void informer(unsigned nnodes, unsigned npods, unsigned rounds)
            (now_ns() - t0) / 1e9);
     malloc_trim(0);
     for (unsigned r = 0; r < rounds; r++) {
+        int staged = r == 0 || r % 2 == 0; /* index of hot[]: 1 staged, 0 not */
         double total;
 
         if (s) {
@@ -835,38 +861,45 @@ static void informer(unsigned nnodes, unsigned npods, unsigned rounds)
             malloc_trim(0); /* as the informer does after a list */
         }
         ncalls = 0;
-        s = feed_informer(&np, &pp, &t, calls, &ncalls);
-        total = t.nodes + t.pods + t.offer;
+        s = feed_informer(&np, &pp, staged, &t, calls, &ncalls);
+        total = feed_total(&t);
         wall += t.wall;
         if (r == 0) {
             first = t;
             calls_summary("informer first_calls", calls, ncalls);
             continue;
         }
-        hot_tr[nhot] = t.transform;
-        hot[nhot] = total;
-        hot_pods[nhot++] = t.pods;
-        if (total < mn)
-            mn = total;
+        hot_tr[ntr++] = t.transform;
+        hot[staged][nhot[staged]] = total;
+        hot_pods[staged][nhot[staged]++] = t.pods + t.flush;
+        if (total < mn[staged])
+            mn[staged] = total;
     }
     {
-        double ftotal = first.nodes + first.pods + first.offer;
+        double ftotal = feed_total(&first);
 
-        printf("informer first_ms=%.2f nodes_ms=%.2f pods_ms=%.2f offer_us=%.2f per_pod_ns=%.0f "
-               "per_node_ns=%.0f target_ms=100 ratio=%.2f\n",
-               ftotal / 1e6, first.nodes / 1e6, first.pods / 1e6, first.offer / 1e3,
-               npods ? first.pods / npods : 0, first.nodes / nnodes, ftotal / 1e8);
+        printf("informer first_ms=%.2f nodes_ms=%.2f pods_ms=%.2f flush_ms=%.2f offer_us=%.2f "
+               "per_pod_ns=%.0f per_node_ns=%.0f target_ms=100 ratio=%.2f\n",
+               ftotal / 1e6, first.nodes / 1e6, first.pods / 1e6, first.flush / 1e6,
+               first.offer / 1e3, npods ? (first.pods + first.flush) / npods : 0,
+               first.nodes / nnodes, ftotal / 1e8);
     }
-    if (nhot) {
-        double hmed = median(hot, nhot), pmed = median(hot_pods, nhot);
+    for (int k = 1; k >= 0; k--) {
+        if (!nhot[k])
+            continue;
+        double hmed = median(hot[k], nhot[k]), pmed = median(hot_pods[k], nhot[k]);
 
-        printf("informer hot_runs=%zu hot_median_ms=%.2f hot_min_ms=%.2f pods_median_ms=%.2f "
+        printf("informer hot_%s runs=%zu median_ms=%.2f min_ms=%.2f pods_median_ms=%.2f "
                "per_pod_ns=%.0f ratio=%.2f\n",
-               nhot, hmed / 1e6, mn / 1e6, pmed / 1e6, npods ? pmed / npods : 0, hmed / 1e8);
+               k ? "staged" : "unstaged", nhot[k], hmed / 1e6, mn[k] / 1e6, pmed / 1e6,
+               npods ? pmed / npods : 0, hmed / 1e8);
     }
+    if (nhot[0] && nhot[1])
+        printf("informer staged_vs_unstaged hot_median_ratio=%.2f\n",
+               median(hot[1], nhot[1]) / median(hot[0], nhot[0]));
     printf("informer transform first_ms=%.2f hot_median_ms=%.2f per_pod_ns=%.0f "
            "(shr_pod_transform, called by the informer before the handler: not in the figure)\n",
-           first.transform / 1e6, nhot ? median(hot_tr, nhot) / 1e6 : 0,
+           first.transform / 1e6, ntr ? median(hot_tr, ntr) / 1e6 : 0,
            npods ? first.transform / npods : 0);
     printf("informer timer_overhead_ns=%.0f per call (%.2f ms of each feed's figure) "
            "pipeline_mean_s=%.2f (decoding, informer and handlers, per feed)\n",
@@ -878,8 +911,10 @@ static void informer(unsigned nnodes, unsigned npods, unsigned rounds)
     shr_free(s);
     free_pages(&np);
     free_pages(&pp);
-    free(hot);
-    free(hot_pods);
+    for (int k = 0; k < 2; k++) {
+        free(hot[k]);
+        free(hot_pods[k]);
+    }
     free(hot_tr);
     free(calls);
 }
@@ -907,7 +942,7 @@ static void memory(const struct world *w)
     struct shr_state *s;
     struct shr_stats st;
     size_t base, after_nodes;
-    long rss0, rss_nodes, rss1;
+    long rss0, rss_nodes, rss_staged, rss1;
 
     malloc_trim(0);
     rss0 = rss_bytes();
@@ -921,11 +956,14 @@ static void memory(const struct world *w)
     rss_nodes = rss_bytes();
     for (unsigned i = 0; i < w->npods; i++)
         check("shr_pod_upsert", shr_pod_upsert(s, w->pods[i]));
+    rss_staged = rss_bytes();
+    check("shr_flush", shr_flush(s));
     rss1 = rss_bytes();
     shr_get_stats(s, &st);
-    printf("memory state_bytes=%zu state_per_pod=%.1f rss_delta=%ld rss_per_pod=%.1f\n",
+    printf("memory state_bytes=%zu state_per_pod=%.1f rss_delta=%ld rss_per_pod=%.1f "
+           "rss_staged_delta=%ld (before the flush: records not made yet, the stage)\n",
            st.memory_bytes, (double)st.memory_bytes / w->npods, rss1 - rss0,
-           (double)(rss1 - rss0) / w->npods);
+           (double)(rss1 - rss0) / w->npods, rss_staged - rss0);
     /* Nodes alone (before any pod), then what the pods added (their records, the pod table, and
      * the nodes' usage vectors and per-origin entries they make grow). */
     printf("memory empty_state_bytes=%zu nodes_state_bytes=%zu per_node=%.1f nodes_rss_delta=%ld "
@@ -1099,7 +1137,7 @@ static struct shr_state *events(struct world *w, unsigned nevents)
 static void usage(void)
 {
     fprintf(stderr, "usage: bench-broadcaster [--nodes N] [--pods N] [--events N] [--rounds N] "
-                    "[--seed N]\n");
+                    "[--seed N] [--informer-only]\n");
     exit(2);
 }
 
@@ -1108,12 +1146,17 @@ int main(int argc, char **argv)
     uint64_t nnodes = 5000, npods = 150000, nevents = 100000, rounds = 5, seed = 1;
     struct world w = {0};
     struct shr_state *s, *fresh;
+    bool informer_only = false;
     double t0;
     long rss0;
 
     for (int i = 1; i < argc; i++) {
         uint64_t *dst = NULL, max = 10000000;
 
+        if (strcmp(argv[i], "--informer-only") == 0) {
+            informer_only = true;
+            continue;
+        }
         if (strcmp(argv[i], "--nodes") == 0)
             dst = &nnodes;
         else if (strcmp(argv[i], "--pods") == 0)
@@ -1136,6 +1179,10 @@ int main(int argc, char **argv)
     print_load("start");
     /* The figure first, in a process of its own (see informer). */
     informer_phase(w.nnodes, w.npods, (unsigned)rounds);
+    if (informer_only) {
+        print_load("end");
+        return 0;
+    }
     rng_state = seed ? seed : 1;
 
     /* Objects, before any timing. */

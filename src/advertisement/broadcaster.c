@@ -382,6 +382,28 @@ static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
     arm_check();
 }
 
+/* The first list of pods is in: the pods it staged are applied (share.h, "Staging"). Offers are
+ * computed only from now on (see counted()), so no consumer is ever sent an offer made before the
+ * pods running here were all counted. */
+static void on_pods_synced(struct inf_informer *inf, void *data)
+{
+    int r;
+
+    (void)data;
+    r = shr_flush(st.shr);
+    if (r < 0)
+        log_warn(MOD, "pods not accounted for yet: %s (retried at the next computation)",
+                 strerror(-r));
+    log_info(MOD, "accounting for %zu pods on %zu nodes", inf_count(inf), inf_count(st.nodes));
+    arm_check();
+}
+
+/* Whether the computation has seen every node and pod once (both informers synced). */
+static bool counted(void)
+{
+    return inf_synced(st.nodes) && inf_synced(st.pods);
+}
+
 static void on_pr(struct inf_informer *inf, json_t *obj, void *data)
 {
     const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
@@ -462,7 +484,7 @@ static void on_adv_update(struct inf_informer *inf, json_t *old_obj, json_t *new
 static void check_moves(uv_timer_t *t)
 {
     (void)t;
-    if (!st.running)
+    if (!st.running || !counted())
         return;
     for (struct consumer *c = st.consumers; c; c = c->next) {
         struct shr_list fixed, offer;
@@ -865,6 +887,10 @@ static void share_advertisement(struct rec *r)
     bool synced = inf_synced(pu_inf_get(c->watch)), need;
     const char *why = NULL;
 
+    if (!counted()) {
+        rec_end(r, WAIT_MS); /* the nodes and pods running here are not all counted yet */
+        return;
+    }
     if (advcfg_policy_for(&st.cfg, c->id, &p, &fixed, r->sig, sizeof(r->sig)) < 0)
         log_warn(MOD, "perCluster entry of %s is invalid: using the global percentage", c->id);
     if (shr_offer(st.shr, c->id, &p, &r->offer) < 0) {
@@ -1060,8 +1086,10 @@ int bcast_init(struct agent *a)
     static const char *const send_labels[] = {"result", NULL};
     struct inf_handlers nh = {
         .on_add = on_node, .on_update = on_node_update, .on_delete = on_node_delete};
-    struct inf_handlers ph = {
-        .on_add = on_pod, .on_update = on_pod_update, .on_delete = on_pod_delete};
+    struct inf_handlers ph = {.on_add = on_pod,
+                              .on_update = on_pod_update,
+                              .on_delete = on_pod_delete,
+                              .on_synced = on_pods_synced};
     struct inf_handlers rh = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
     struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};

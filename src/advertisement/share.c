@@ -11,7 +11,8 @@
  *   Origins    consumers (label virtualkubelet.liqo.io/origin) are interned the same way, up to
  *              SHR_MAX_ORIGINS records, each with the usage of its counted pods; a record whose
  *              pods are all gone is recycled when the table is full.
- *   Nodes      a hash table of node records by name. A record holds the node's allocatable (sparse:
+ *   Nodes      a hash table of node records by name (carved from the same mapped blocks as pod
+ *              records, see node_new). A record holds the node's allocatable (sparse:
  *              slot and value), the summed usage of the pods bound to it (dense, by slot, grown on
  *              demand) and the same per origin (a short array of origins present on the node). A
  *              record also exists for a node that pods name but the state does not know (yet):
@@ -22,6 +23,9 @@
  *              and the contribution as parallel arrays of values and slots (only non-zero amounts,
  *              "pods" included). A terminal pod has a record with no contribution and is bound to
  *              nothing.
+ *   Stage      while the state is fresh, pod upserts are read and logged, not applied: the log
+ *              (mapped chunks) is applied in one pass by shr_flush (see share.h, "Staging"),
+ *              with cursors running ahead to prefetch what each entry will touch.
  *   Totals     running sums over the counted objects: availability, usage, usage per origin, and
  *              per slot the number of counted nodes that list it (a resource is offered while that
  *              number is not zero).
@@ -158,7 +162,13 @@ struct shr_origin {
 #define REC_CLASSES   32
 #define REC_BLOCK_MIN (16 * 1024)
 #define REC_BLOCK_MAX (1024 * 1024)
-#define MAP_MIN       (64 * 1024) /* tables at least this large are mapped (see map_alloc) */
+#define MAP_MIN       (64 * 1024)        /* tables at least this large are mapped (see map_alloc) */
+#define STG_CHUNK     (1024 * 1024)      /* the stage is kept in mapped chunks of this size */
+#define STG_MAX_BYTES (64 * 1024 * 1024) /* a stage this large is flushed (see shr_flush) */
+#define STG_FAR       16                 /* entries ahead of the flush, see shr_flush */
+#define STG_MID       8
+#define STG_NEAR      3
+#define STG_STREAM    1024 /* bytes of the stage prefetched ahead of those */
 
 struct rec_block {
     struct rec_block *next;
@@ -195,6 +205,10 @@ struct shr_state {
     size_t rec_next_size;     /* of the next block: doubles from REC_BLOCK_MIN */
     struct rec_block *rec_blocks;
     size_t rec_live;
+    /* the stage of pod upserts while the state is fresh (see shr_flush) */
+    bool staging;
+    struct stg_chunk *stg_head, *stg_tail;
+    size_t stg_bytes, stg_n; /* bytes staged; entries not applied yet */
     size_t known_nodes, counted_nodes, counted_pods;
     size_t dropped_resources, dropped_origins, bad_quantities;
     /* The bucket of pods without nodeName: always counted. Last, because its name[] is a flexible
@@ -267,7 +281,8 @@ static size_t map_bytes(size_t n)
 
 static void *map_alloc(size_t n)
 {
-    void *p = mmap(NULL, map_bytes(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, map_bytes(n), PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 
     return p == MAP_FAILED ? NULL : p;
 }
@@ -695,13 +710,17 @@ static struct shr_node *node_find(const struct shr_state *s, uint32_t hash, cons
     return NULL;
 }
 
-/* A fresh, unknown, uncounted node record (not in the table). */
+/* A fresh, unknown, uncounted node record (not in the table). Carved from the records' mapped
+ * blocks, as pod records are (see rec_alloc): the records of thousands of nodes, each read for
+ * every pod bound to it, lie side by side instead of each in its own heap chunk among the
+ * informer's garbage (a cache and TLB miss per access once the heap has grown). */
 static struct shr_node *node_new(struct shr_state *s, uint32_t hash, const char *name, size_t len)
 {
-    struct shr_node *n = mem_calloc(s, node_size(len));
+    struct shr_node *n = rec_alloc(s, node_size(len));
 
     if (!n)
         return NULL;
+    memset(n, 0, sizeof(*n));
     n->hash = hash;
     n->name_len = (uint16_t)len;
     memcpy(n->name, name, len);
@@ -717,7 +736,7 @@ static void node_destroy(struct shr_state *s, struct shr_node *n)
     mem_free(s, n->used, n->ucap * sizeof(i128));
     mem_free(s, n->alloc, alloc_size(n->nalloc));
     if (n != &s->unsched)
-        mem_free(s, n, node_size(n->name_len));
+        rec_free(s, n, node_size(n->name_len));
 }
 
 static struct norg *node_org(struct shr_node *n, uint16_t origin)
@@ -1422,6 +1441,8 @@ static uint8_t vec_cap(int max_slot)
 
 /* ---- lifecycle ------------------------------------------------------------------------------- */
 
+static void stg_release(struct shr_state *s);
+
 int shr_new(struct shr_state **ret)
 {
     struct shr_state *s;
@@ -1443,6 +1464,7 @@ int shr_new(struct shr_state **ret)
     (void)res_intern(s, "pods", 4, 0);
     s->res_refs[POD_SLOT] = 1; /* permanent */
     s->unsched.flags = NODE_KNOWN | NODE_COUNTED;
+    s->staging = true;
     *ret = s;
     return 0;
 }
@@ -1457,13 +1479,14 @@ struct shr_state *shr_free(struct shr_state *s)
             x_free(p);
     }
     tab_free(&s->pods);
-    rec_release(s);
+    stg_release(s);
     for (uint32_t i = 0; i < s->nodes.cap; i++) {
         struct shr_node *n = s->nodes.slots[i];
         if (n)
             node_destroy(s, n);
     }
     tab_free(&s->nodes);
+    rec_release(s); /* the pods' and the nodes' records */
     node_destroy(s, &s->unsched);
     for (int i = 0; i < SHR_MAX_ORIGINS; i++)
         x_free(s->orig[i]);
@@ -1652,28 +1675,31 @@ static void prefetch_str(const char *p)
         __builtin_prefetch(p);
 }
 
-int shr_pod_upsert(struct shr_state *s, const json_t *pod)
+/* A pod upsert as read from its object: what pod_commit applies. */
+struct pod_in {
+    const char *node_name, *oname; /* borrowed (from the object, or from the stage) */
+    size_t node_len, olen;
+    uint32_t hash, node_hash;
+    int key_len;
+    bool active; /* not terminal: it contributes */
+    struct contrib c;
+    char key[KEY_MAX];
+};
+
+/* Reads a pod: its key, whether it is active, its node, its origin and its contribution (which
+ * interns the resource names it requests). With `prefetch`, the lines of the tables that
+ * pod_commit will read are prefetched as soon as their addresses are known. First every member
+ * read, and the texts prefetched (see struct qtys): none of this has an effect, and the checks come
+ * in the same order as if each were read when used. The spec of a terminal pod is not read: it
+ * contributes nothing. */
+static int pod_read(struct shr_state *s, const json_t *pod, bool prefetch, struct pod_in *in)
 {
     const json_t *meta;
-    struct pod_spec spec;
-    const char *ns, *name, *node_name = NULL, *oname = NULL, *phase;
-    size_t ns_len = 0, name_len = 0, node_len = 0, olen = 0, phase_len = 0;
-    char key[KEY_MAX];
-    struct contrib c;
+    struct pod_spec spec = {0};
+    const char *ns, *name, *phase;
+    size_t ns_len = 0, name_len = 0, phase_len = 0;
     struct qtys g;
-    struct shr_pod *old, *rec = NULL;
-    struct shr_node *target = NULL, *fresh = NULL, *old_node;
-    i128 *org_vec = NULL;
-    uint8_t org_cap = 0;
-    int key_len, origin = -1, r = -ENOMEM;
-    uint32_t hash, node_hash = 0;
-    bool active;
 
-    if (!s || !pod)
-        return -EINVAL;
-    /* First every member read, and the texts prefetched (see struct qtys): none of this has an
-     * effect, and the checks below come in the same order as if each were read when used. The
-     * spec of a terminal pod is not read: it contributes nothing. */
     meta = GET(pod, "metadata");
     phase = str_of(GET(GET(pod, "status"), "phase"), &phase_len);
     ns = str_of(GET(meta, "namespace"), &ns_len);
@@ -1681,70 +1707,91 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
     prefetch_str(ns);
     prefetch_str(name);
     prefetch_str(phase);
-    active = !pod_terminal(phase, phase_len);
-    if (active) {
+    in->active = !pod_terminal(phase, phase_len);
+    in->node_name = in->oname = NULL;
+    in->node_len = in->olen = 0;
+    in->node_hash = 0;
+    if (in->active) {
         pod_spec_get(GET(pod, "spec"), &spec);
-        node_name = str_of(spec.node_name, &node_len);
-        oname = str_of(GET(GET(meta, "labels"), SHR_LABEL_ORIGIN), &olen);
-        prefetch_str(node_name);
-        prefetch_str(oname);
+        in->node_name = str_of(spec.node_name, &in->node_len);
+        in->oname = str_of(GET(GET(meta, "labels"), SHR_LABEL_ORIGIN), &in->olen);
+        prefetch_str(in->node_name);
+        prefetch_str(in->oname);
         qtys_gather(&g, &spec);
-        if (node_name && node_len > 0 && node_len <= OBJ_NAME_MAX) {
-            node_hash = hash_bytes(s->seed, node_name, node_len);
-            tab_prefetch(&s->nodes, node_hash);
+        if (in->node_name && in->node_len > 0 && in->node_len <= OBJ_NAME_MAX) {
+            in->node_hash = hash_bytes(s->seed, in->node_name, in->node_len);
+            if (prefetch)
+                tab_prefetch(&s->nodes, in->node_hash);
         }
     }
-
-    key_len = pod_key_make(ns, ns_len, name, name_len, key);
-    if (key_len < 0)
-        return key_len;
-    hash = hash_bytes(s->seed, key, (size_t)key_len);
-    tab_prefetch(&s->pods, hash);
-    c.n = 0;
-    c.max_slot = 0;
-    if (active) {
-        if (node_name && (node_len > OBJ_NAME_MAX || memchr(node_name, '\0', node_len)))
+    in->key_len = pod_key_make(ns, ns_len, name, name_len, in->key);
+    if (in->key_len < 0)
+        return in->key_len;
+    in->hash = hash_bytes(s->seed, in->key, (size_t)in->key_len);
+    if (prefetch)
+        tab_prefetch(&s->pods, in->hash);
+    in->c.n = 0;
+    in->c.max_slot = 0;
+    if (in->active) {
+        if (in->node_name &&
+            (in->node_len > OBJ_NAME_MAX || memchr(in->node_name, '\0', in->node_len)))
             return -EINVAL;
-        if (node_name && node_len > 0)
-            tab_prefetch_rec(&s->nodes, node_hash);
-        pod_contrib(s, &spec, &g, &c);
-        if (node_name && node_len > 0) {
+        if (prefetch && in->node_name && in->node_len > 0)
+            tab_prefetch_rec(&s->nodes, in->node_hash);
+        pod_contrib(s, &spec, &g, &in->c);
+    }
+    return 0;
+}
+
+/* Applies a pod read by pod_read: its record added or replaced, its contribution moved. Either
+ * the whole change or, on -ENOMEM, none of it (see "Failure atomicity"). */
+static int pod_commit(struct shr_state *s, const struct pod_in *in)
+{
+    const struct contrib *c = &in->c;
+    struct shr_pod *old, *rec = NULL;
+    struct shr_node *target = NULL, *fresh = NULL, *old_node;
+    i128 *org_vec = NULL;
+    uint8_t org_cap = 0;
+    int origin = -1, r = -ENOMEM;
+
+    if (in->active) {
+        if (in->node_name && in->node_len > 0) {
             /* Found now, and the line its pods' usage will be added to prefetched. */
-            target = node_find(s, node_hash, node_name, node_len);
+            target = node_find(s, in->node_hash, in->node_name, in->node_len);
             if (target && target->used)
                 __builtin_prefetch(target->used, 1);
         } else {
             target = &s->unsched;
         }
-        if (oname && olen > 0) {
-            r = origin_intern(s, oname, olen, &origin);
+        if (in->oname && in->olen > 0) {
+            r = origin_intern(s, in->oname, in->olen, &origin);
             if (r < 0)
                 return r;
             r = -ENOMEM;
         }
     }
-    old = pod_find(s, hash, key, (size_t)key_len);
+    old = pod_find(s, in->hash, in->key, (size_t)in->key_len);
     /* An update that changes nothing the computation keeps (as most pod updates: status changes)
      * leaves the state as it is: removing and adding the same contribution would do the same. */
-    if (old && old->node == target && old->origin == (uint16_t)(origin + 1) && old->n == c.n &&
-        memcmp(old->val, c.val, c.n * sizeof(int64_t)) == 0 &&
-        memcmp(pod_slots(old), c.slot, c.n) == 0)
+    if (old && old->node == target && old->origin == (uint16_t)(origin + 1) && old->n == c->n &&
+        memcmp(old->val, c->val, c->n * sizeof(int64_t)) == 0 &&
+        memcmp(pod_slots(old), c->slot, c->n) == 0)
         return 0;
 
     /* Prepare: every allocation, none visible. */
-    if (active) {
+    if (in->active) {
         if (!target) {
-            fresh = target = node_new(s, node_hash, node_name, node_len);
+            fresh = target = node_new(s, in->node_hash, in->node_name, in->node_len);
             if (!fresh || tab_reserve(s, &s->nodes, 1) < 0)
                 goto out;
         }
-        if (ensure_cap(s, &target->used, &target->ucap, vec_cap(c.max_slot)) < 0)
+        if (ensure_cap(s, &target->used, &target->ucap, vec_cap(c->max_slot)) < 0)
             goto out;
         if (origin >= 0) {
             struct norg *no = node_org(target, (uint16_t)origin);
 
             if (no) {
-                if (ensure_cap(s, &no->used, &no->cap, vec_cap(c.max_slot)) < 0)
+                if (ensure_cap(s, &no->used, &no->cap, vec_cap(c->max_slot)) < 0)
                     goto out;
             } else {
                 if (target->norgs == target->corgs) {
@@ -1758,22 +1805,22 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
                     target->orgs = a;
                     target->corgs = ncap;
                 }
-                if (ensure_cap(s, &org_vec, &org_cap, vec_cap(c.max_slot)) < 0)
+                if (ensure_cap(s, &org_vec, &org_cap, vec_cap(c->max_slot)) < 0)
                     goto out;
             }
         }
     }
-    if (!old || old->n != c.n) {
-        rec = rec_alloc(s, pod_size(c.n, (size_t)key_len));
+    if (!old || old->n != c->n) {
+        rec = rec_alloc(s, pod_size(c->n, (size_t)in->key_len));
         if (!rec)
             goto out;
         if (!old && tab_reserve(s, &s->pods, 1) < 0)
             goto out;
-        rec->hash = hash;
-        rec->key_len = (uint16_t)key_len;
-        rec->n = (uint8_t)c.n;
-        memcpy(pod_key(rec), key, (size_t)key_len);
-        pod_key(rec)[key_len] = '\0';
+        rec->hash = in->hash;
+        rec->key_len = (uint16_t)in->key_len;
+        rec->n = (uint8_t)c->n;
+        memcpy(pod_key(rec), in->key, (size_t)in->key_len);
+        pod_key(rec)[in->key_len] = '\0';
     }
 
     /* Commit: nothing fails from here on. */
@@ -1805,15 +1852,15 @@ int shr_pod_upsert(struct shr_state *s, const json_t *pod)
     }
     old->node = target;
     old->origin = (uint16_t)(origin + 1);
-    memcpy(old->val, c.val, c.n * sizeof(int64_t));
-    memcpy(pod_slots(old), c.slot, c.n);
+    memcpy(old->val, c->val, c->n * sizeof(int64_t));
+    memcpy(pod_slots(old), c->slot, c->n);
     if (target)
         pod_apply(s, old, 1);
     if (old_node)
         node_tidy(s, old_node);
     r = 0;
 out:
-    rec_free(s, rec, pod_size(c.n, (size_t)key_len));
+    rec_free(s, rec, pod_size(c->n, (size_t)in->key_len));
     if (org_vec)
         mem_free(s, org_vec, org_cap * sizeof(i128));
     if (fresh)
@@ -1821,12 +1868,244 @@ out:
     return r;
 }
 
+/* ---- the stage ------------------------------------------------------------------------------- */
+
+/* A staged pod upsert: this header, then int64_t val[n], uint8_t slot[n], the key, the node name
+ * and the origin (their lengths here), padded to 8 bytes. Its resource slots are referenced
+ * (res_refs) while it is staged, so that they are not recycled under it; its origin is kept as
+ * text and interned at the flush (an interned origin without pods may be recycled). */
+struct stg_ent {
+    uint32_t hash, node_hash;
+    uint16_t key_len;
+    uint8_t node_len, olen, n, active, max_slot, pad;
+};
+
+struct stg_chunk {
+    struct stg_chunk *next;
+    size_t used, done; /* bytes of entries after the header; of them, bytes already committed */
+};
+
+_Static_assert(OBJ_NAME_MAX <= UINT8_MAX && ORIGIN_MAX < UINT8_MAX && SHR_MAX_RESOURCES <= 255,
+               "struct stg_ent's fields");
+
+static size_t stg_ent_size(unsigned n, size_t key_len, size_t node_len, size_t olen)
+{
+    return (sizeof(struct stg_ent) + n * (sizeof(int64_t) + 1) + key_len + node_len + olen + 7) &
+           ~(size_t)7;
+}
+
+static char *stg_data(struct stg_chunk *k)
+{
+    return (char *)k + sizeof(*k);
+}
+
+static void stg_release(struct shr_state *s)
+{
+    while (s->stg_head) {
+        struct stg_chunk *k = s->stg_head;
+
+        s->stg_head = k->next;
+        map_free(k, STG_CHUNK);
+        s->mem -= map_bytes(STG_CHUNK);
+    }
+    s->stg_tail = NULL;
+    s->stg_bytes = 0;
+    s->stg_n = 0;
+}
+
+/* Appends a pod read by pod_read to the stage. 0 or -ENOMEM (nothing staged). */
+static int stg_add(struct shr_state *s, const struct pod_in *in)
+{
+    /* An origin longer than a label value is not interned (origin_intern): its first
+     * ORIGIN_MAX + 1 bytes say so as well as the whole. */
+    size_t olen = in->olen > ORIGIN_MAX ? ORIGIN_MAX + 1 : in->olen;
+    size_t node_len = in->node_name ? in->node_len : 0;
+    size_t size = stg_ent_size(in->c.n, (size_t)in->key_len, node_len, olen);
+    struct stg_chunk *k = s->stg_tail;
+    struct stg_ent *e;
+    char *p;
+
+    if (!k || STG_CHUNK - sizeof(*k) - k->used < size) {
+        k = map_alloc(STG_CHUNK);
+        if (!k)
+            return -ENOMEM;
+        s->mem += map_bytes(STG_CHUNK);
+        k->next = NULL;
+        k->used = k->done = 0;
+        if (s->stg_tail)
+            s->stg_tail->next = k;
+        else
+            s->stg_head = k;
+        s->stg_tail = k;
+    }
+    e = (struct stg_ent *)(stg_data(k) + k->used);
+    e->hash = in->hash;
+    e->node_hash = in->node_hash;
+    e->key_len = (uint16_t)in->key_len;
+    e->node_len = (uint8_t)node_len;
+    e->olen = (uint8_t)olen;
+    e->n = (uint8_t)in->c.n;
+    e->active = in->active;
+    e->max_slot = (uint8_t)in->c.max_slot;
+    e->pad = 0;
+    p = (char *)(e + 1);
+    memcpy(p, in->c.val, in->c.n * sizeof(int64_t));
+    p += in->c.n * sizeof(int64_t);
+    memcpy(p, in->c.slot, in->c.n);
+    p += in->c.n;
+    memcpy(p, in->key, (size_t)in->key_len);
+    p += in->key_len;
+    if (node_len)
+        memcpy(p, in->node_name, node_len);
+    p += node_len;
+    if (olen)
+        memcpy(p, in->oname, olen);
+    for (unsigned i = 0; i < in->c.n; i++)
+        s->res_refs[in->c.slot[i]]++;
+    k->used += size;
+    s->stg_bytes += size;
+    s->stg_n++;
+    return 0;
+}
+
+/* The entry at a position of the stage, or NULL past its end (moving to the next chunk). */
+static const struct stg_ent *stg_at(struct stg_chunk **k, size_t *off)
+{
+    while (*k && *off >= (*k)->used) {
+        *k = (*k)->next;
+        *off = *k ? (*k)->done : 0;
+    }
+    return *k ? (const struct stg_ent *)(stg_data(*k) + *off) : NULL;
+}
+
+static size_t stg_size_of(const struct stg_ent *e)
+{
+    return stg_ent_size(e->n, e->key_len, e->node_len, e->olen);
+}
+
+/* A cursor over the stage: the entry under it, then moved past it (NULL at the end). */
+struct stg_cur {
+    struct stg_chunk *k;
+    size_t off;
+};
+
+static const struct stg_ent *stg_next(struct stg_cur *c)
+{
+    const struct stg_ent *e = stg_at(&c->k, &c->off);
+
+    if (e)
+        c->off += stg_size_of(e);
+    return e;
+}
+
+int shr_flush(struct shr_state *s)
+{
+    /* Cursors in front of the one applying entries, each preparing what the next reads, so that
+     * the misses of many entries overlap instead of following each other: `far` prefetches the
+     * stage itself and the table lines (pods, nodes) of its entry, `mid` the node record its
+     * entry will be bound to (its table lines are in cache by then), `near` the node's usage
+     * vector (the record is in cache by then). */
+    struct stg_cur cur, far, mid, near;
+    const struct stg_ent *e, *a;
+    struct pod_in in;
+    int i;
+
+    if (!s)
+        return -EINVAL;
+    /* The pod table sized for every staged pod at once (no growth in between, so the lines
+     * prefetched stay the ones read); on failure it grows as needed. */
+    if (s->stg_n)
+        (void)tab_reserve(s, &s->pods, (uint32_t)(s->stg_n < UINT32_MAX ? s->stg_n : UINT32_MAX));
+    cur.k = s->stg_head;
+    cur.off = cur.k ? cur.k->done : 0;
+    far = mid = near = cur;
+    for (i = 0; i < STG_NEAR; i++)
+        (void)stg_next(&near);
+    for (i = 0; i < STG_MID; i++)
+        (void)stg_next(&mid);
+    for (i = 0; i < STG_FAR; i++)
+        (void)stg_next(&far);
+    while ((e = stg_at(&cur.k, &cur.off)) != NULL) {
+        const char *p = (const char *)(e + 1);
+        int r;
+
+        if ((a = stg_next(&far)) != NULL) {
+            __builtin_prefetch((const char *)a + STG_STREAM);
+            __builtin_prefetch((const char *)a + STG_STREAM + 64);
+            tab_prefetch(&s->pods, a->hash);
+            if (a->node_len)
+                tab_prefetch(&s->nodes, a->node_hash);
+        }
+        if ((a = stg_next(&mid)) != NULL && a->node_len)
+            tab_prefetch_rec(&s->nodes, a->node_hash);
+        if ((a = stg_next(&near)) != NULL && a->node_len && a->active) {
+            const char *name = (const char *)(a + 1) + a->n * (sizeof(int64_t) + 1) + a->key_len;
+            const struct shr_node *n = node_find(s, a->node_hash, name, a->node_len);
+
+            if (n && n->used)
+                __builtin_prefetch(n->used, 1);
+        }
+        in.hash = e->hash;
+        in.node_hash = e->node_hash;
+        in.key_len = e->key_len;
+        in.active = e->active;
+        in.c.n = e->n;
+        in.c.max_slot = e->max_slot;
+        memcpy(in.c.val, p, e->n * sizeof(int64_t));
+        p += e->n * sizeof(int64_t);
+        memcpy(in.c.slot, p, e->n);
+        p += e->n;
+        memcpy(in.key, p, e->key_len);
+        p += e->key_len;
+        in.node_name = e->node_len ? p : NULL;
+        in.node_len = e->node_len;
+        p += e->node_len;
+        in.oname = e->olen ? p : NULL;
+        in.olen = e->olen;
+        /* The stage's references go; pod_commit takes the record's. */
+        for (unsigned j = 0; j < in.c.n; j++)
+            s->res_refs[in.c.slot[j]]--;
+        r = pod_commit(s, &in);
+        if (r < 0) {
+            for (unsigned j = 0; j < in.c.n; j++)
+                s->res_refs[in.c.slot[j]]++;
+            return r; /* what is left stays staged for the next flush */
+        }
+        cur.off += stg_size_of(e);
+        cur.k->done = cur.off;
+        s->stg_n--;
+    }
+    stg_release(s);
+    s->staging = false;
+    return 0;
+}
+
+/* ---- pod events ------------------------------------------------------------------------------ */
+
+int shr_pod_upsert(struct shr_state *s, const json_t *pod)
+{
+    struct pod_in in;
+    int r;
+
+    if (!s || !pod)
+        return -EINVAL;
+    if (s->staging && s->stg_bytes >= STG_MAX_BYTES) {
+        r = shr_flush(s);
+        if (r < 0)
+            return r;
+    }
+    r = pod_read(s, pod, !s->staging, &in);
+    if (r < 0)
+        return r;
+    return s->staging ? stg_add(s, &in) : pod_commit(s, &in);
+}
+
 int shr_pod_delete(struct shr_state *s, const char *ns, const char *name)
 {
     char key[KEY_MAX];
     struct shr_pod *p;
     struct shr_node *n;
-    int key_len;
+    int key_len, r;
 
     if (!s || !ns || !name)
         return -EINVAL;
@@ -1834,6 +2113,8 @@ int shr_pod_delete(struct shr_state *s, const char *ns, const char *name)
         pod_key_make(ns, strnlen(ns, OBJ_NAME_MAX + 1), name, strnlen(name, OBJ_NAME_MAX + 1), key);
     if (key_len < 0)
         return key_len;
+    if (s->staging && (r = shr_flush(s)) < 0)
+        return r;
     p = pod_find(s, hash_bytes(s->seed, key, (size_t)key_len), key, (size_t)key_len);
     if (!p)
         return 0;
@@ -1865,7 +2146,7 @@ static void list_put(struct shr_list *l, const char *name, int64_t v)
     a->value = v;
 }
 
-void shr_totals(const struct shr_state *s, struct shr_list *ret_avail, struct shr_list *ret_used)
+void shr_totals(struct shr_state *s, struct shr_list *ret_avail, struct shr_list *ret_used)
 {
     if (ret_avail)
         ret_avail->n = 0;
@@ -1873,6 +2154,7 @@ void shr_totals(const struct shr_state *s, struct shr_list *ret_avail, struct sh
         ret_used->n = 0;
     if (!s)
         return;
+    (void)shr_flush(s); /* on failure, the totals of what is applied */
     for (unsigned k = 0; k < s->nres_sorted; k++) {
         uint8_t slot = s->res_sorted[k];
 
@@ -1888,13 +2170,17 @@ static int amount_cmp(const void *a, const void *b)
     return strcmp(((const struct shr_amount *)a)->name, ((const struct shr_amount *)b)->name);
 }
 
-int shr_offer(const struct shr_state *s, const char *origin, const struct shr_policy *p,
+int shr_offer(struct shr_state *s, const char *origin, const struct shr_policy *p,
               struct shr_list *ret)
 {
     const struct shr_origin *o = NULL;
+    int r;
 
     if (!s || !p || !ret)
         return -EINVAL;
+    r = shr_flush(s);
+    if (r < 0)
+        return r;
     if (p->fixed) {
         if (p->fixed->n > SHR_MAX_RESOURCES)
             return -EINVAL;
@@ -1948,13 +2234,14 @@ int64_t shr_list_get(const struct shr_list *l, const char *name, bool *ret_found
     return 0;
 }
 
-void shr_get_stats(const struct shr_state *s, struct shr_stats *ret)
+void shr_get_stats(struct shr_state *s, struct shr_stats *ret)
 {
     if (!ret)
         return;
     memset(ret, 0, sizeof(*ret));
     if (!s)
         return;
+    (void)shr_flush(s); /* on failure, the figures of what is applied */
     ret->nodes = s->known_nodes;
     ret->counted_nodes = s->counted_nodes;
     ret->pods = s->pods.n;

@@ -101,17 +101,34 @@ int shr_node_delete(struct shr_state *s, const char *name);
 int shr_pod_upsert(struct shr_state *s, const json_t *pod);
 int shr_pod_delete(struct shr_state *s, const char *ns, const char *name);
 
+/* Staging. A fresh state does not apply pod upserts one by one: it reads each object (its key,
+ * node, origin and contribution, as an upsert does) and appends the result to a stage, a log in
+ * mapped memory, without touching the pod and node tables; shr_flush applies the stage in order
+ * (so a pod staged twice ends as an upsert of both would leave it) and ends staging for good: from
+ * then on every upsert is applied at once. This is for the initial list, where the informer hands
+ * over 150,000 pods in a row with megabytes of JSON decoded between two of them: applied one by
+ * one, each pod's random accesses to the tables (the node's slot, record and usage vector, the
+ * pod's slot) missed the caches every time; applied in one pass they mostly hit (bench/README.md).
+ * The broadcaster calls shr_flush when its pod informer has synced. Every query (shr_totals,
+ * shr_offer, shr_get_stats) and every pod delete flushes first, so no caller ever sees a staged
+ * pod missing; node upserts and deletes need no flush (a staged pod is bound to its node, known
+ * or not, when it is applied, as if it had come after them: the result is the same). A stage that
+ * reaches 64 MiB is flushed. While staged, a pod holds references on its resource slots so that
+ * they are not recycled. Returns 0, or -ENOMEM: the pods applied so far stay applied, the rest
+ * stays staged for the next flush. NULL: -EINVAL. */
+int shr_flush(struct shr_state *s);
+
 /* Totals over the counted objects, sorted by name: availability (every resource a counted node
  * lists, even at 0) and usage by all counted pods (every resource in use, i.e. not 0). Either
  * pointer may be NULL. */
-void shr_totals(const struct shr_state *s, struct shr_list *ret_avail, struct shr_list *ret_used);
+void shr_totals(struct shr_state *s, struct shr_list *ret_avail, struct shr_list *ret_used);
 
 /* The offer for consumer `origin` (NULL: a consumer with no pods here). With a percentage: one
  * entry per resource name present in the availability (a resource only requested, never
  * allocatable, is not offered), sorted by name. With fixed amounts: a copy of them, sorted by
- * name (percent is then ignored). Returns 0 or -EINVAL (percent > 100, more than
- * SHR_MAX_RESOURCES fixed amounts, a NULL argument other than origin). */
-int shr_offer(const struct shr_state *s, const char *origin, const struct shr_policy *p,
+ * name (percent is then ignored). Returns 0, -ENOMEM (the stage could not be flushed) or -EINVAL
+ * (percent > 100, more than SHR_MAX_RESOURCES fixed amounts, a NULL argument other than origin). */
+int shr_offer(struct shr_state *s, const char *origin, const struct shr_policy *p,
               struct shr_list *ret);
 
 /* The amount of `name` in list l, or 0 when absent (ret_found false). */
@@ -137,7 +154,7 @@ bool shr_list_moved(const struct shr_list *before, const struct shr_list *now,
  * not be able to attract pods by impersonating well-known labels. */
 bool shr_label_shareable(const char *key);
 
-void shr_get_stats(const struct shr_state *s, struct shr_stats *ret);
+void shr_get_stats(struct shr_state *s, struct shr_stats *ret);
 
 /* An informer transform (inf_options.transform) for pods: keeps only what the computation reads
  * (metadata with the origin label only, spec.nodeName, the containers' and init containers'
