@@ -575,6 +575,10 @@ static void on_credential(int err, const char *message, const char *ns, const ch
     char name[96];
     json_t *sec;
 
+    if (err == -ECANCELED) { /* the agent stops: not an error of the peering */
+        rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
     if (err < 0) {
         if (!condition(r, COND_OUT, "Error", "CredentialFailed", message))
             rec_end(r, ERROR_RETRY_MS);
