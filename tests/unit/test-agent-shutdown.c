@@ -11,7 +11,11 @@
  *    broadcaster's fini freed the consumer whose virtual-kubelet credential was being issued, and
  *    the auth module's fini then ran the callback, which logged the consumer's ID): the agent
  *    shuts down cleanly (ASan checks that nothing is used after its free), both with the issuance
- *    sleeping between two polls of the token and with its poll in flight. */
+ *    sleeping between two polls of the token and with its poll in flight;
+ *  - with the real outgoing controller, whose POST /identity to a peer's auth endpoint runs on a
+ *    client of its own (not one the agent aborts): the request is cancelled when the module stops,
+ *    so its callback (which writes the ForeignCluster's AuthenticationStatus) never runs after the
+ *    module's fini, even when the peer answers later. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -19,7 +23,9 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +44,7 @@
 #define TENANT      "cliqo-tenant-consumer-0b6a1c" /* the consumer's tenant namespace here */
 #define REMOTE_NS   "cliqo-tenant-provider-5f0c2d" /* ours on the consumer */
 #define TOKEN_PATH  "/api/v1/namespaces/" TENANT "/secrets/vk-" CONSUMER_ID "-token"
+#define PEER_TOKEN  "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 #define MAX_HELD    64
 
 /* ---- the fake API server ------------------------------------------------------------------- */
@@ -55,6 +62,8 @@ static struct {
     struct httpd_request *held[MAX_HELD]; /* watches, and token reads when hold_token */
     bool hold_token;
     int token_gets, creates;
+    int identity_posts;             /* POST /identity (the fake is the peer's auth endpoint too) */
+    struct httpd_request *identity; /* the one held */
 } api;
 
 static void respond_json(struct httpd_request *req, unsigned status, json_t *o)
@@ -117,13 +126,49 @@ static json_t *peering_request(void)
                      "namespace", REMOTE_NS, "status", "phase", "Accepted");
 }
 
+/* A ForeignCluster we peer with (finalizer on, no identity yet): the outgoing controller asks the
+ * peer's auth endpoint (this fake server too) for one. */
+static json_t *foreign_cluster(void)
+{
+    return json_pack("[{s:s,s:s,s:{s:s,s:s,s:[s]},s:{s:{s:s,s:s},s:s,s:s,s:b}}]", "apiVersion",
+                     "discovery.liqo.io/v1alpha1", "kind", "ForeignCluster", "metadata", "name",
+                     "consumer", "resourceVersion", "7", "finalizers", "cliqo.io/peering", "spec",
+                     "clusterIdentity", "clusterID", CONSUMER_ID, "clusterName", "consumer",
+                     "outgoingPeeringEnabled", "Yes", "foreignAuthUrl", api.server,
+                     "insecureSkipTLSVerify", 1);
+}
+
+/* The peer's token, as cliqoctl add stores it. */
+static json_t *remote_auth_secret(void)
+{
+    char b64[128];
+
+    EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)PEER_TOKEN,
+                    (int)strlen(PEER_TOKEN));
+    return json_pack("[{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s}}]", "apiVersion", "v1", "kind", "Secret",
+                     "metadata", "name", "remote-auth-" CONSUMER_ID, "namespace", "cliqo",
+                     "resourceVersion", "8", "data", "token", b64);
+}
+
+static bool with_fc;
+
+static json_t *secrets(void)
+{
+    return with_fc ? remote_auth_secret() : json_array();
+}
+
+static json_t *foreign_clusters(void)
+{
+    return with_fc ? foreign_cluster() : json_array();
+}
+
 static const struct collection collections[] = {
     {"/api/v1/namespaces/cliqo/configmaps", "ConfigMapList", cluster_id_configmap},
-    {"/api/v1/namespaces/cliqo/secrets", "SecretList", no_items},
+    {"/api/v1/namespaces/cliqo/secrets", "SecretList", secrets},
     {"/api/v1/nodes", "NodeList", no_items},
     {"/api/v1/pods", "PodList", no_items},
     {"/apis/discovery.liqo.io/v1alpha1/peeringrequests", "PeeringRequestList", peering_request},
-    {"/apis/discovery.liqo.io/v1alpha1/foreignclusters", "ForeignClusterList", no_items},
+    {"/apis/discovery.liqo.io/v1alpha1/foreignclusters", "ForeignClusterList", foreign_clusters},
     {"/apis/config.liqo.io/v1alpha1/clusterconfigs", "ClusterConfigList", cluster_config},
     /* on the consumer (the requester credential points here too) */
     {"/apis/sharing.liqo.io/v1alpha1/namespaces/" REMOTE_NS "/advertisements", "AdvertisementList",
@@ -187,6 +232,25 @@ static void on_token(struct httpd_request *req, void *data)
                            "type", "kubernetes.io/service-account-token"));
 }
 
+static void on_identity_abort(struct httpd_request *req, void *data)
+{
+    (void)req, (void)data;
+    api.identity = NULL;
+}
+
+/* The peer's auth endpoint takes its time: answered by the test (or never). */
+static void on_identity(struct httpd_request *req, void *data)
+{
+    (void)data;
+    api.identity_posts++;
+    if (api.identity) {
+        httpd_respond_error(req, 429, "RateLimited", "one at a time");
+        return;
+    }
+    api.identity = req;
+    httpd_req_on_abort(req, on_identity_abort, NULL);
+}
+
 static void fake_start(bool hold_token)
 {
     struct httpd_options ho = {.addr = "127.0.0.1:0",
@@ -218,6 +282,7 @@ static void fake_start(bool hold_token)
                                  65536, on_create, NULL),
                      0);
     assert_int_equal(httpd_route(api.h, "GET", TOKEN_PATH, 0, on_token, NULL), 0);
+    assert_int_equal(httpd_route(api.h, "POST", "/identity", 65536, on_identity, NULL), 0);
     assert_int_equal(httpd_start(api.h, err, sizeof(err)), 0);
     snprintf(api.server, sizeof(api.server), "http://127.0.0.1:%u", httpd_port(api.h));
 }
@@ -283,7 +348,7 @@ static void sentinel_fini(struct agent *a)
         "sentinel", NULL, NULL, NULL, sentinel_fini, NULL                                          \
     }
 
-/* Runs the loop until *flag or the deadline; returns *flag. */
+/* Runs the loop until *flag, or *count >= min, or the deadline; returns whether it got there. */
 static bool run_until(const bool *flag, const int *count, int min, uint64_t ms)
 {
     uint64_t deadline = uv_hrtime() + ms * 1000000ull;
@@ -305,13 +370,20 @@ static void run_for(uint64_t ms)
     }
 }
 
-/* Shuts the agent down, waits for its end, closes the fake server; returns the exit status. */
+/* Shuts the agent down, waits for its end, closes the fake server; returns the exit status. A
+ * POST /identity still held is answered once the modules are finished: a client still waiting
+ * for it would run its callback now. */
 static int shutdown_agent(struct agent *a)
 {
     int code;
 
     agent_shutdown(a, 0);
     assert_true(run_until(&finished, NULL, 0, 30000));
+    if (api.identity) {
+        httpd_respond_error(api.identity, 500, "InternalError", "late answer");
+        api.identity = NULL;
+        run_for(200);
+    }
     httpd_close(api.h, NULL, NULL);
     code = agent_free(a); /* runs the loop until every handle is closed */
     uv_run(&api.loop, UV_RUN_DEFAULT);
@@ -472,6 +544,77 @@ static void test_broadcaster_in_flight(void **state)
     test_broadcaster(state, true);
 }
 
+/* ---- the real outgoing controller ------------------------------------------------------------ */
+
+static off_t fini_offset; /* of stderr when the outgoing controller was finished */
+
+static void outgoing_fini(struct agent *a)
+{
+    peer_outgoing_fini(a);
+    fflush(stderr);
+    fini_offset = lseek(2, 0, SEEK_CUR);
+}
+
+static void test_outgoing_identity_in_flight(void **state)
+{
+    static const struct agent_module modules[] = {
+        SENTINEL_MODULE,
+        AGENT_MODULE_IDENTITY,
+        {"outgoing", peer_outgoing_init, peer_outgoing_start, peer_outgoing_stop, outgoing_fini,
+         NULL},
+        {NULL, NULL, NULL, NULL, NULL, NULL},
+    };
+    struct agent_config cfg;
+    struct agent *a = NULL;
+    char path[] = "/tmp/test-agent-shutdown-log-XXXXXX", line[4096];
+    int saved, fd, code, late = 0;
+    FILE *f;
+
+    (void)state;
+    finished = false;
+    fini_offset = -1;
+    with_fc = true;
+    fake_start(false);
+    write_kubeconfig();
+    config(&cfg);
+    /* The controller logs its condition changes (info): stderr goes to a file, read below. */
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    saved = dup(2);
+    assert_true(saved >= 0);
+    dup2(fd, 2);
+    close(fd);
+    log_set_level(LOG_LEVEL_INFO);
+    assert_int_equal(agent_new(&api.loop, &cfg, modules, &a), 0);
+    assert_int_equal(agent_start(a), 0);
+    /* POST /identity reached the peer, which does not answer yet: it answers only once the
+     * modules are finished (shutdown_agent). */
+    assert_true(run_until(NULL, &api.identity_posts, 1, 20000));
+    code = shutdown_agent(a);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    log_set_level(LOG_LEVEL_WARN);
+    with_fc = false;
+    /* A callback run after the controller's fini would have written (and logged) the
+     * ForeignCluster's AuthenticationStatus from the late answer. */
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_true(fini_offset >= 0);
+    assert_int_equal(fseeko(f, fini_offset, SEEK_SET), 0);
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, "AuthenticationStatus=")) {
+            fprintf(stderr, "after the controller's fini: %s", line);
+            late++;
+        }
+    fclose(f);
+    unlink(path);
+    assert_int_equal(code, 0);
+    assert_int_equal(api.identity_posts, 1);
+    assert_int_equal(late, 0);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -479,6 +622,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_requester_in_flight),
         cmocka_unit_test(test_broadcaster_sleeping),
         cmocka_unit_test(test_broadcaster_in_flight),
+        cmocka_unit_test(test_outgoing_identity_in_flight),
     };
 
     if (argc > 1)
