@@ -660,14 +660,15 @@ void peer_auth_stop(struct agent *a)
 
     (void)a;
     st.stopped = true;
-    do {
+    for (;;) {
         /* A callback may change the list: look again from its head after each. */
         for (is = st.issues; is; is = is->next)
             if (is->timer && uv_is_active((uv_handle_t *)is->timer))
                 break;
-        if (is)
-            cancel(is);
-    } while (is);
+        if (!is)
+            break;
+        cancel(is);
+    }
 }
 
 void peer_auth_fini(struct agent *a)
