@@ -967,6 +967,11 @@ static void on_vk_credential(int err, const char *message, const char *ns, const
     struct rec *r = data;
 
     (void)ns;
+    /* The agent stops: nothing failed, the next leader goes on. */
+    if (err == -ECANCELED) {
+        rec_end(r, RETRY_MS);
+        return;
+    }
     if (err < 0) {
         log_warn(MOD, "cannot issue the virtual kubelet's identity for %s: %s", r->c->id, message);
         rec_fail(r);

@@ -103,7 +103,10 @@ int pu_set_credential(struct pu_unit *u, enum pu_role role, const char *kubeconf
 void pu_drop_credential(struct pu_unit *u, enum pu_role role);
 /* The client of a role, or NULL. */
 struct kapi_client *pu_client(const struct pu_unit *u, enum pu_role role);
-/* The namespace of the role's kubeconfig context (our tenant namespace on the peer), or NULL. */
+/* The namespace of the role's kubeconfig context (our tenant namespace on the peer), or NULL; a
+ * valid namespace name (the kubeconfig loader checks it). Borrowed from the credential: valid
+ * until the role's credential is replaced or removed (pu_set_credential, pu_drop_credential, the
+ * unit's teardown), so copy it to keep it across a call that may run callbacks. */
 const char *pu_namespace(const struct pu_unit *u, enum pu_role role);
 /* The version installed for a role, or NULL. */
 const char *pu_credential_version(const struct pu_unit *u, enum pu_role role);

@@ -398,8 +398,8 @@ static void sender(struct rec *r, struct net_peer_state *s)
     struct npeer *p = r->p;
     enum pu_role role;
     struct kapi_client *c = NULL;
-    const char *ns = NULL;
-    char name[128], pub[sizeof(p->published)];
+    const char *cred_ns = NULL;
+    char ns[sizeof(p->remote_ns)], name[128], pub[sizeof(p->published)];
     json_t *nc, *mine;
     int rc;
 
@@ -418,11 +418,11 @@ static void sender(struct rec *r, struct net_peer_state *s)
     }
     for (role = PU_PEERING; role <= PU_REQUESTER; role++) {
         c = pu_client(p->unit, role);
-        ns = pu_namespace(p->unit, role);
-        if (c && ns)
+        cred_ns = pu_namespace(p->unit, role);
+        if (c && cred_ns)
             break;
     }
-    if (!c || !ns || !st.own_cidr[0]) {
+    if (!c || !cred_ns || !st.own_cidr[0]) {
         snprintf(s->message, sizeof(s->message), "%s",
                  !st.own_cidr[0] ? "this cluster's pod CIDR is unknown (liqonetConfig.podCIDR, "
                                    "or nodes' spec.podCIDR)"
@@ -432,6 +432,9 @@ static void sender(struct rec *r, struct net_peer_state *s)
         rec_end(r, WAIT_MS * 3);
         return;
     }
+    /* Our own copy (a namespace name fits): cred_ns lives in the credential, which a call that
+     * runs callbacks (closing an informer, starting one, sending a request) may replace. */
+    snprintf(ns, sizeof(ns), "%s", cred_ns);
     snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", identity_cluster_id());
     if (!p->watch || p->role != role || strcmp(p->remote_ns, ns) != 0) {
         struct inf_options o = {.resource = &peer_res_networkconfigs, .namespace_ = ns};

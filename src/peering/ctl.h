@@ -66,7 +66,10 @@ void peer_incoming_fini(struct agent *a);
 /* Issues (or finds again) the credential of peer `cluster_id` on this cluster: its tenant
  * namespace, ServiceAccount, RoleBindings and token, as the auth endpoint does. done() gets 0 with
  * the tenant namespace and the kubeconfig (borrowed for the call), or a negative errno (-EAGAIN:
- * not ready yet, retry) and a message. Returns 0 or -EINVAL / -ENOMEM (done is then not called). */
+ * not ready yet, retry; -ECANCELED: the auth module stopped, the agent is shutting down) and a
+ * message. It runs exactly once, on the loop, and never after the agent aborted its requests
+ * (before any module's fini): a caller may free in its fini what data points to. Returns 0, or
+ * -EINVAL / -ENOMEM / -ESHUTDOWN (the auth module stopped); done is then not called. */
 typedef void (*peer_issue_cb)(int err, const char *message, const char *ns, const char *kubeconfig,
                               void *data);
 int peer_issue_credential(struct agent *a, const char *cluster_id, const char *cluster_name,

@@ -18,7 +18,15 @@
  *      rights), and the token Secret remote-<X>-token of that ServiceAccount;
  *   3. once the token controller has filled the Secret, a kubeconfig with this cluster's API URL,
  *      its CA and the token, limited to the tenant namespace by RBAC.
- * Failed token checks are counted per client address: after 5 in a minute the address gets 429. */
+ * Failed token checks are counted per client address: after 5 in a minute the address gets 429.
+ *
+ * An issuance waits on requests and, for the token, on a timer. The agent finishes its modules
+ * only after every request in flight completed (as cancelled), and its callers (the outgoing
+ * controller, the broadcaster) free what the callback uses in their fini, which runs before this
+ * module's: so every issuance ends, its caller told, no later than the agent's abort of its
+ * requests. When the module stops (shutdown, lost leadership), one waiting on its timer ends at
+ * once (-ECANCELED to a caller, 503 to an HTTP client), one with a request in flight when that
+ * request completes, and no new one starts. */
 #include "peering/ctl.h"
 
 #include <errno.h>
@@ -51,6 +59,7 @@ static struct {
     bool listening;
     struct metrics_family *requests;
     struct issue *issues; /* credentials being issued (a timer or a request pending) */
+    bool stopped;         /* issuances end (cancelled) instead of going on; none starts */
 } st;
 
 /* ---- the Secrets ---------------------------------------------------------------------------- */
@@ -240,16 +249,32 @@ static void on_abort(struct httpd_request *req, void *data)
     is->req = NULL;
 }
 
-/* Answers (if the client is still there) or reports, and frees. */
-static void finish(struct issue *is, unsigned status, const char *reason, const char *msg)
+/* Answers (if the client is still there) or reports err to the caller, and frees. */
+static void end(struct issue *is, int err, unsigned status, const char *reason, const char *msg)
 {
     if (is->req)
         httpd_respond_error(is->req, status, reason, msg);
     else if (!is->http && is->done)
-        is->done(status == 503 ? -EAGAIN : -EIO, msg, NULL, NULL, is->done_data);
+        is->done(err, msg, NULL, NULL, is->done_data);
+    issue_free(is);
+}
+
+static void finish(struct issue *is, unsigned status, const char *reason, const char *msg)
+{
     if (status >= 500)
         log_error("auth", "credential for cluster %s failed: %s", is->in.cluster_id, msg);
-    issue_free(is);
+    end(is, status == 503 ? -EAGAIN : -EIO, status, reason, msg);
+}
+
+/* Gives up on an issuance that must not go on (the module stopped, or its request was cancelled
+ * because the agent closes its client): its caller gets -ECANCELED, an HTTP client 503 (it
+ * retries, with the leader). */
+static void cancel(struct issue *is)
+{
+    log_debug("auth", "credential for cluster %s: cancelled (the agent stops issuing)",
+              is->in.cluster_id);
+    end(is, -ECANCELED, 503, PEER_WIRE_E_UNAVAILABLE,
+        "this replica stopped issuing credentials (shutting down or no longer the leader)");
 }
 
 /* Common check after a create: success or AlreadyExists go on, anything else fails. */
@@ -264,8 +289,14 @@ static bool created_or_exists(struct issue *is, const char *what)
     return false;
 }
 
+/* At each step: true when the issuance ended here, because its HTTP client went away, or it is
+ * cancelled (see cancel). */
 static bool gone(struct issue *is)
 {
+    if (st.stopped || is->ch.last.err == -ECANCELED) {
+        cancel(is);
+        return true;
+    }
     if (is->req || !is->http)
         return false;
     issue_free(is);
@@ -565,6 +596,8 @@ int peer_issue_credential_kind(struct agent *a, enum peer_cred_kind kind, const 
     (void)a;
     if (!cluster_id || !cluster_name || (kind != PEER_CRED_PEERING && kind != PEER_CRED_VK))
         return -EINVAL;
+    if (st.stopped)
+        return -ESHUTDOWN;
     is = issue_new();
     if (!is)
         return -ENOMEM;
@@ -615,21 +648,37 @@ int peer_auth_init(struct agent *a)
 int peer_auth_start(struct agent *a)
 {
     (void)a;
+    st.stopped = false;
     return 0;
 }
 
+/* Issuances end while their callers still exist (see the top of this file): those waiting on
+ * their timer now, those with a request in flight when it completes. Idempotent. */
 void peer_auth_stop(struct agent *a)
 {
+    struct issue *is;
+
     (void)a;
+    st.stopped = true;
+    for (;;) {
+        /* A callback may change the list: look again from its head after each. */
+        for (is = st.issues; is; is = is->next)
+            if (is->timer && uv_is_active((uv_handle_t *)is->timer))
+                break;
+        if (!is)
+            break;
+        cancel(is);
+    }
 }
 
 void peer_auth_fini(struct agent *a)
 {
     (void)a;
-    /* Requests were aborted before the modules' fini; what is left waits on a timer (the token
-     * poll): give up on it now, before the loop could run it against a finished module. */
+    /* Nothing is left (peer_auth_stop, then the agent's abort of its requests, ended every
+     * issuance); were something left, its caller may be finished already: free it silently
+     * rather than call back into freed state. */
     while (st.issues)
-        finish(st.issues, 503, PEER_WIRE_E_UNAVAILABLE, "the agent is shutting down");
+        issue_free(st.issues);
     st.lim = peer_limiter_free(st.lim);
     x_free(st.ca_pem);
     OPENSSL_cleanse(st.token, sizeof(st.token));

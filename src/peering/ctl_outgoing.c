@@ -54,6 +54,7 @@ static struct {
     struct wq_queue *q;
     struct peer peers[MAX_PEERS];
     bool running;
+    struct rec *authing; /* reconciles waiting for POST /identity on their own client */
 } st;
 
 /* One reconcile in flight (the queue never runs two for the same key). */
@@ -67,12 +68,29 @@ struct rec {
     const char *why; /* for logs */
     char *auth_ca;   /* from remote-auth-<id> */
     char *auth_token;
-    struct kapi_client *auth; /* client to the peer's auth endpoint */
+    struct kapi_client *auth; /* client to the peer's auth endpoint, while POST /identity runs */
     struct kc_config *auth_cfg;
-    char auth_url[1025]; /* ours, from ClusterConfig when no flag gives it */
+    struct rec *auth_next; /* st.authing */
+    char auth_url[1025];   /* ours, from ClusterConfig when no flag gives it */
 };
 
 static void rec_end(struct rec *r, int requeue_ms);
+
+/* POST /identity is over (or never started): its client goes (peer_outgoing_stop takes it out
+ * before aborting it: the abort frees it). */
+static void auth_client_done(struct rec *r)
+{
+    for (struct rec **pp = &st.authing; *pp; pp = &(*pp)->auth_next) {
+        if (*pp == r) {
+            *pp = r->auth_next;
+            break;
+        }
+    }
+    r->auth_next = NULL;
+    if (r->auth)
+        kapi_client_close(r->auth);
+    r->auth = NULL;
+}
 
 /* ClusterConfig configuration's spec.peeringConfig (a new reference, or NULL): what the agent's
  * flags do not say comes from there. */
@@ -359,6 +377,11 @@ static void after_identity(void *owner)
     int rc;
 
     memset(&resp, 0, sizeof(resp));
+    auth_client_done(r);
+    if (r->ch.last.err == -ECANCELED) { /* the module stops (peer_outgoing_stop) */
+        rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
     if (r->ch.last.http == 201 && r->ch.last.body) {
         raw_copy = json_dumps(r->ch.last.body, JSON_COMPACT);
         rc = raw_copy ? peer_wire_identity_response_decode(raw_copy, strlen(raw_copy), &resp, &werr)
@@ -456,6 +479,10 @@ static void authenticate(struct rec *r, const json_t *spec)
         rec_end(r, ERROR_RETRY_MS);
         return;
     }
+    /* The agent aborts only its own clients before the modules' fini: this one is ours to abort
+     * when the module stops, so that its callback never runs after our fini. */
+    r->auth_next = st.authing;
+    st.authing = r;
     memset(&in, 0, sizeof(in));
     snprintf(in.cluster_id, sizeof(in.cluster_id), "%s", r->own_id);
     snprintf(in.cluster_name, sizeof(in.cluster_name), "%s", r->own_name);
@@ -575,6 +602,10 @@ static void on_credential(int err, const char *message, const char *ns, const ch
     char name[96];
     json_t *sec;
 
+    if (err == -ECANCELED) { /* the agent stops: not an error of the peering */
+        rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
     if (err < 0) {
         if (!condition(r, COND_OUT, "Error", "CredentialFailed", message))
             rec_end(r, ERROR_RETRY_MS);
@@ -769,8 +800,7 @@ static void rec_end(struct rec *r, int requeue_ms)
             wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
         wq_done(st.q, r->key);
     }
-    if (r->auth)
-        kapi_client_close(r->auth);
+    auth_client_done(r);
     kc_config_free(r->auth_cfg);
     if (r->auth_token)
         OPENSSL_cleanse(r->auth_token, strlen(r->auth_token));
@@ -978,6 +1008,16 @@ void peer_outgoing_stop(struct agent *a)
 {
     (void)a;
     st.running = false;
+    /* POST /identity in flight completes now, as cancelled (after_identity ends its reconcile). */
+    while (st.authing) {
+        struct rec *r = st.authing;
+        struct kapi_client *c = r->auth;
+
+        st.authing = r->auth_next;
+        r->auth_next = NULL;
+        r->auth = NULL;
+        kapi_client_abort(c);
+    }
 }
 
 void peer_outgoing_fini(struct agent *a)

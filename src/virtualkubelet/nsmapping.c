@@ -142,7 +142,8 @@ static void ensure_map_informer(struct vkns *m)
     o.namespace_ = m->map_ns;
     o.field_selector = fs;
     if (pu_informer(m->p.unit, PU_VK, &o, &h, m, &m->map_inf) < 0)
-        log_warn(MOD, "provider %s: cannot watch NamespaceMap %s/%s", m->peer_id, ns, m->home_id);
+        log_warn(MOD, "provider %s: cannot watch NamespaceMap %s/%s", m->peer_id, m->map_ns,
+                 m->home_id);
 }
 
 /* ---- writes -----------------------------------------------------------------------------------

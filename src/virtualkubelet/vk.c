@@ -1056,11 +1056,14 @@ static void after_probe(struct kapi_client *c, const struct kapi_result *res, vo
 {
     struct vk *v = data;
     json_t *map;
-    const char *ns = pu_namespace(v->unit, PU_VK);
+    const char *ns;
 
     (void)c;
     if (unref_dead(v))
         return;
+    /* Only now: a freed vk's unit is its owner's no longer. Borrowed from the credential, used
+     * before anything here can replace it. */
+    ns = pu_namespace(v->unit, PU_VK);
     if (res->err == -ENOENT && ns && !v->tearing) {
         map = json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:{}}}", "apiVersion",
                         "virtualkubelet.liqo.io/v1alpha1", "kind", "NamespaceMap", "metadata",

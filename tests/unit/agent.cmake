@@ -20,3 +20,11 @@ if(TARGET cliqo_agent_core)
     add_test(NAME unit.agent.peers COMMAND test-agent-peers)
     set_tests_properties(unit.agent.peers PROPERTIES LABELS unit TIMEOUT 60)
 endif()
+# The shutdown contract with real modules against a fake API server (credential issuance cancelled
+# before the modules that asked for it are finished).
+if(TARGET cliqo_agent_core)
+    add_executable(test-agent-shutdown unit/test-agent-shutdown.c)
+    target_link_libraries(test-agent-shutdown PRIVATE cliqo_agent_core PkgConfig::CMOCKA)
+    add_test(NAME unit.agent.shutdown COMMAND test-agent-shutdown)
+    set_tests_properties(unit.agent.shutdown PROPERTIES LABELS unit TIMEOUT 120)
+endif()

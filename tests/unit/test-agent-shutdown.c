@@ -1,0 +1,632 @@
+/* Unit tests of the agent's shutdown contract (src/agent/agent.c, "Requests still in flight
+ * complete now, as cancelled, while the modules that issued them still exist") for the credential
+ * issuance of the auth module (src/peering/ctl_auth.c), which waits for the token controller on a
+ * timer, not only on requests. The agent runs with a few real modules against a fake API server
+ * (src/httpd, plain HTTP on loopback) that never fills the ServiceAccount token, so that an
+ * issuance is still waiting when the agent shuts down:
+ *  - with a stand-in module that asks for a credential and frees its state in fini (as the
+ *    broadcaster does): its callback runs exactly once, with -ECANCELED, before its fini; once
+ *    the auth module stopped, no new issuance is accepted (-ESHUTDOWN);
+ *  - with the real broadcaster (e2e.peering.peer-down aborted with a heap-use-after-free: the
+ *    broadcaster's fini freed the consumer whose virtual-kubelet credential was being issued, and
+ *    the auth module's fini then ran the callback, which logged the consumer's ID): the agent
+ *    shuts down cleanly (ASan checks that nothing is used after its free), both with the issuance
+ *    sleeping between two polls of the token and with its poll in flight;
+ *  - with the real outgoing controller, whose POST /identity to a peer's auth endpoint runs on a
+ *    client of its own (not one the agent aborts): the request is cancelled when the module stops,
+ *    so its callback (which writes the ForeignCluster's AuthenticationStatus) never runs after the
+ *    module's fini, even when the peer answers later. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "advertisement/advertisement.h"
+#include "agent/agent-internal.h"
+#include "agent/modules.h"
+#include "agent/peers.h"
+#include "common/log.h"
+#include "httpd/httpd.h"
+#include "peering/ctl.h"
+
+#define PROVIDER_ID "5f0c2d7e-9a41-4b6e-8d3c-2a7b9e1f4c60"
+#define CONSUMER_ID "0b6a1c2e-5d3f-4a8b-9c7d-1e2f3a4b5c6d"
+#define TENANT      "cliqo-tenant-consumer-0b6a1c" /* the consumer's tenant namespace here */
+#define REMOTE_NS   "cliqo-tenant-provider-5f0c2d" /* ours on the consumer */
+#define TOKEN_PATH  "/api/v1/namespaces/" TENANT "/secrets/vk-" CONSUMER_ID "-token"
+#define PEER_TOKEN  "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+#define MAX_HELD    64
+
+/* ---- the fake API server ------------------------------------------------------------------- */
+
+struct collection {
+    const char *path;
+    const char *kind;
+    json_t *(*items)(void);
+};
+
+static struct {
+    uv_loop_t loop;
+    struct httpd_server *h;
+    char server[64];
+    struct httpd_request *held[MAX_HELD]; /* watches, and token reads when hold_token */
+    bool hold_token;
+    int token_gets, creates;
+    int identity_posts;             /* POST /identity (the fake is the peer's auth endpoint too) */
+    struct httpd_request *identity; /* the one held */
+} api;
+
+static void respond_json(struct httpd_request *req, unsigned status, json_t *o)
+{
+    char *s = json_dumps(o, JSON_COMPACT);
+
+    httpd_respond(req, status, "application/json", s, strlen(s));
+    free(s);
+    json_decref(o);
+}
+
+static void on_held_abort(struct httpd_request *req, void *data)
+{
+    (void)data;
+    for (int i = 0; i < MAX_HELD; i++)
+        if (api.held[i] == req)
+            api.held[i] = NULL;
+}
+
+/* Never answered: the client sees a request in flight until it gives up or the server closes. */
+static void hold(struct httpd_request *req)
+{
+    for (int i = 0; i < MAX_HELD; i++) {
+        if (!api.held[i]) {
+            api.held[i] = req;
+            httpd_req_on_abort(req, on_held_abort, NULL);
+            return;
+        }
+    }
+    fail_msg("more than %d held requests", MAX_HELD);
+}
+
+static json_t *no_items(void)
+{
+    return json_array();
+}
+
+static json_t *cluster_id_configmap(void)
+{
+    return json_pack("[{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s,s:s}}]", "apiVersion", "v1", "kind",
+                     "ConfigMap", "metadata", "name", "cluster-id", "namespace", "cliqo",
+                     "resourceVersion", "2", "data", "cluster-id", PROVIDER_ID, "cluster-name",
+                     "provider");
+}
+
+static json_t *cluster_config(void)
+{
+    return json_pack("[{s:s,s:s,s:{s:s,s:s},s:{}}]", "apiVersion", "config.liqo.io/v1alpha1",
+                     "kind", "ClusterConfig", "metadata", "name", "configuration",
+                     "resourceVersion", "3", "spec");
+}
+
+/* The consumer's admitted PeeringRequest: the broadcaster shares with it. */
+static json_t *peering_request(void)
+{
+    return json_pack("[{s:s,s:s,s:{s:s,s:s,s:s},s:{s:{s:s,s:s},s:s},s:{s:s}}]", "apiVersion",
+                     "discovery.liqo.io/v1alpha1", "kind", "PeeringRequest", "metadata", "name",
+                     CONSUMER_ID, "namespace", TENANT, "resourceVersion", "5", "spec",
+                     "clusterIdentity", "clusterID", CONSUMER_ID, "clusterName", "consumer",
+                     "namespace", REMOTE_NS, "status", "phase", "Accepted");
+}
+
+/* A ForeignCluster we peer with (finalizer on, no identity yet): the outgoing controller asks the
+ * peer's auth endpoint (this fake server too) for one. */
+static json_t *foreign_cluster(void)
+{
+    return json_pack("[{s:s,s:s,s:{s:s,s:s,s:[s]},s:{s:{s:s,s:s},s:s,s:s,s:b}}]", "apiVersion",
+                     "discovery.liqo.io/v1alpha1", "kind", "ForeignCluster", "metadata", "name",
+                     "consumer", "resourceVersion", "7", "finalizers", "cliqo.io/peering", "spec",
+                     "clusterIdentity", "clusterID", CONSUMER_ID, "clusterName", "consumer",
+                     "outgoingPeeringEnabled", "Yes", "foreignAuthUrl", api.server,
+                     "insecureSkipTLSVerify", 1);
+}
+
+/* The peer's token, as cliqoctl add stores it. */
+static json_t *remote_auth_secret(void)
+{
+    char b64[128];
+
+    EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)PEER_TOKEN,
+                    (int)strlen(PEER_TOKEN));
+    return json_pack("[{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s}}]", "apiVersion", "v1", "kind", "Secret",
+                     "metadata", "name", "remote-auth-" CONSUMER_ID, "namespace", "cliqo",
+                     "resourceVersion", "8", "data", "token", b64);
+}
+
+static bool with_fc;
+
+static json_t *secrets(void)
+{
+    return with_fc ? remote_auth_secret() : json_array();
+}
+
+static json_t *foreign_clusters(void)
+{
+    return with_fc ? foreign_cluster() : json_array();
+}
+
+static const struct collection collections[] = {
+    {"/api/v1/namespaces/cliqo/configmaps", "ConfigMapList", cluster_id_configmap},
+    {"/api/v1/namespaces/cliqo/secrets", "SecretList", secrets},
+    {"/api/v1/nodes", "NodeList", no_items},
+    {"/api/v1/pods", "PodList", no_items},
+    {"/apis/discovery.liqo.io/v1alpha1/peeringrequests", "PeeringRequestList", peering_request},
+    {"/apis/discovery.liqo.io/v1alpha1/foreignclusters", "ForeignClusterList", foreign_clusters},
+    {"/apis/config.liqo.io/v1alpha1/clusterconfigs", "ClusterConfigList", cluster_config},
+    /* on the consumer (the requester credential points here too) */
+    {"/apis/sharing.liqo.io/v1alpha1/namespaces/" REMOTE_NS "/advertisements", "AdvertisementList",
+     no_items},
+};
+
+static void on_collection(struct httpd_request *req, void *data)
+{
+    const struct collection *c = data;
+
+    if (httpd_req_query(req, "watch")) {
+        hold(req);
+        return;
+    }
+    respond_json(req, 200,
+                 json_pack("{s:s,s:s,s:{s:s},s:o}", "apiVersion", "v1", "kind", c->kind, "metadata",
+                           "resourceVersion", "10", "items", c->items()));
+}
+
+static void on_version(struct httpd_request *req, void *data)
+{
+    (void)data;
+    respond_json(req, 200,
+                 json_pack("{s:s,s:s,s:s}", "major", "1", "minor", "20", "gitVersion", "v1.20.2"));
+}
+
+/* The tenant namespace exists and belongs to the consumer. */
+static void on_tenant(struct httpd_request *req, void *data)
+{
+    (void)data;
+    respond_json(req, 200,
+                 json_pack("{s:s,s:s,s:{s:s,s:{s:s}}}", "apiVersion", "v1", "kind", "Namespace",
+                           "metadata", "name", TENANT, "labels", "discovery.liqo.io/cluster-id",
+                           CONSUMER_ID));
+}
+
+/* ServiceAccount, RoleBindings, token Secret: created (the answer echoes the object). */
+static void on_create(struct httpd_request *req, void *data)
+{
+    size_t len;
+    const char *body = httpd_req_body(req, &len);
+    json_t *o = json_loadb(body, len, 0, NULL);
+
+    (void)data;
+    api.creates++;
+    respond_json(req, 201, o ? o : json_object());
+}
+
+/* The token controller never fills the token. */
+static void on_token(struct httpd_request *req, void *data)
+{
+    (void)data;
+    api.token_gets++;
+    if (api.hold_token) {
+        hold(req);
+        return;
+    }
+    respond_json(req, 200,
+                 json_pack("{s:s,s:s,s:{s:s,s:s},s:s}", "apiVersion", "v1", "kind", "Secret",
+                           "metadata", "name", "vk-" CONSUMER_ID "-token", "namespace", TENANT,
+                           "type", "kubernetes.io/service-account-token"));
+}
+
+static void on_identity_abort(struct httpd_request *req, void *data)
+{
+    (void)req, (void)data;
+    api.identity = NULL;
+}
+
+/* The peer's auth endpoint takes its time: answered by the test (or never). */
+static void on_identity(struct httpd_request *req, void *data)
+{
+    (void)data;
+    api.identity_posts++;
+    if (api.identity) {
+        httpd_respond_error(req, 429, "RateLimited", "one at a time");
+        return;
+    }
+    api.identity = req;
+    httpd_req_on_abort(req, on_identity_abort, NULL);
+}
+
+static void fake_start(bool hold_token)
+{
+    struct httpd_options ho = {.addr = "127.0.0.1:0",
+                               .handler_timeout_ms = 600000,
+                               .connection_limit = 256,
+                               .per_ip_connection_limit = 256};
+    char err[128];
+
+    memset(&api, 0, sizeof(api));
+    api.hold_token = hold_token;
+    assert_int_equal(uv_loop_init(&api.loop), 0);
+    assert_int_equal(httpd_new(&api.loop, &ho, &api.h), 0);
+    for (size_t i = 0; i < sizeof(collections) / sizeof(collections[0]); i++)
+        assert_int_equal(httpd_route(api.h, "GET", collections[i].path, 0, on_collection,
+                                     (void *)&collections[i]),
+                         0);
+    assert_int_equal(httpd_route(api.h, "GET", "/version", 0, on_version, NULL), 0);
+    assert_int_equal(httpd_route(api.h, "GET", "/api/v1/namespaces/" TENANT, 0, on_tenant, NULL),
+                     0);
+    assert_int_equal(httpd_route(api.h, "POST", "/api/v1/namespaces/" TENANT "/serviceaccounts",
+                                 65536, on_create, NULL),
+                     0);
+    assert_int_equal(
+        httpd_route(api.h, "POST", "/api/v1/namespaces/" TENANT "/secrets", 65536, on_create, NULL),
+        0);
+    assert_int_equal(httpd_route(api.h, "POST",
+                                 "/apis/rbac.authorization.k8s.io/v1/namespaces/" TENANT
+                                 "/rolebindings",
+                                 65536, on_create, NULL),
+                     0);
+    assert_int_equal(httpd_route(api.h, "GET", TOKEN_PATH, 0, on_token, NULL), 0);
+    assert_int_equal(httpd_route(api.h, "POST", "/identity", 65536, on_identity, NULL), 0);
+    assert_int_equal(httpd_start(api.h, err, sizeof(err)), 0);
+    snprintf(api.server, sizeof(api.server), "http://127.0.0.1:%u", httpd_port(api.h));
+}
+
+/* ---- the agent ------------------------------------------------------------------------------ */
+
+static char kc_dir[64], kc_path[128];
+
+static void kubeconfig_json(char *buf, size_t size, const char *ns)
+{
+    snprintf(buf, size,
+             "{\"apiVersion\":\"v1\",\"kind\":\"Config\",\"current-context\":\"c\","
+             "\"clusters\":[{\"name\":\"x\",\"cluster\":{\"server\":\"%s\"}}],"
+             "\"users\":[{\"name\":\"u\",\"user\":{\"token\":\"t\"}}],"
+             "\"contexts\":[{\"name\":\"c\",\"context\":{\"cluster\":\"x\",\"user\":\"u\","
+             "\"namespace\":\"%s\"}}]}",
+             api.server, ns);
+}
+
+static void write_kubeconfig(void)
+{
+    char text[1024];
+    FILE *f;
+
+    snprintf(kc_dir, sizeof(kc_dir), "/tmp/test-agent-shutdown-XXXXXX");
+    assert_non_null(mkdtemp(kc_dir));
+    snprintf(kc_path, sizeof(kc_path), "%s/kubeconfig", kc_dir);
+    kubeconfig_json(text, sizeof(text), "cliqo");
+    f = fopen(kc_path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void config(struct agent_config *cfg)
+{
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->kubeconfig = kc_path;
+    cfg->namespace_ = "cliqo";
+    cfg->http_addr = "127.0.0.1:0";
+    cfg->auth_addr = "127.0.0.1:0";
+    cfg->kubelet_addr = "127.0.0.1:10250";
+    cfg->kubelet_port = 10250;
+    cfg->webhook_addr = "127.0.0.1:0";
+    snprintf(cfg->identity, sizeof(cfg->identity), "test-agent");
+    cfg->leader_elect = false; /* the modules start at once */
+    cfg->lease_name = "cliqo-agent";
+    cfg->shutdown_timeout_ms = 20000;
+    cfg->log_level = LOG_LEVEL_WARN;
+}
+
+/* The first module of the tables below, so the last one finished: the agent's shutdown is over. */
+static bool finished;
+
+static void sentinel_fini(struct agent *a)
+{
+    (void)a;
+    finished = true;
+}
+
+#define SENTINEL_MODULE                                                                            \
+    {                                                                                              \
+        "sentinel", NULL, NULL, NULL, sentinel_fini, NULL                                          \
+    }
+
+/* Runs the loop until *flag, or *count >= min, or the deadline; returns whether it got there. */
+static bool run_until(const bool *flag, const int *count, int min, uint64_t ms)
+{
+    uint64_t deadline = uv_hrtime() + ms * 1000000ull;
+
+    while (!(flag && *flag) && !(count && *count >= min) && uv_hrtime() < deadline) {
+        uv_run(&api.loop, UV_RUN_NOWAIT);
+        uv_sleep(1);
+    }
+    return (flag && *flag) || (count && *count >= min);
+}
+
+static void run_for(uint64_t ms)
+{
+    uint64_t deadline = uv_hrtime() + ms * 1000000ull;
+
+    while (uv_hrtime() < deadline) {
+        uv_run(&api.loop, UV_RUN_NOWAIT);
+        uv_sleep(1);
+    }
+}
+
+/* Shuts the agent down, waits for its end, closes the fake server; returns the exit status. A
+ * POST /identity still held is answered once the modules are finished: a client still waiting
+ * for it would run its callback now. */
+static int shutdown_agent(struct agent *a)
+{
+    int code;
+
+    agent_shutdown(a, 0);
+    assert_true(run_until(&finished, NULL, 0, 30000));
+    if (api.identity) {
+        httpd_respond_error(api.identity, 500, "InternalError", "late answer");
+        api.identity = NULL;
+        run_for(200);
+    }
+    httpd_close(api.h, NULL, NULL);
+    code = agent_free(a); /* runs the loop until every handle is closed */
+    uv_run(&api.loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&api.loop), 0);
+    unlink(kc_path);
+    rmdir(kc_dir);
+    return code;
+}
+
+/* ---- a stand-in for the broadcaster: asks for a credential, frees its state in fini ---------- */
+
+struct requester_state {
+    bool alive;
+    char id[64];
+};
+
+static struct {
+    struct agent *a;
+    struct requester_state *state; /* NULL after fini */
+    bool fini_done;
+    int calls, err, reissue;
+    bool called_after_fini;
+} rq;
+
+static void on_credential(int err, const char *message, const char *ns, const char *kubeconfig,
+                          void *data)
+{
+    struct requester_state *s = data;
+
+    (void)message, (void)ns, (void)kubeconfig;
+    rq.calls++;
+    rq.err = err;
+    if (rq.fini_done) {
+        rq.called_after_fini = true;
+        return; /* s is freed */
+    }
+    assert_true(s->alive);
+    assert_string_equal(s->id, CONSUMER_ID);
+    /* The auth module stopped: a new issuance is refused, so nothing can outlive it. */
+    if (rq.calls == 1)
+        rq.reissue = peer_issue_credential_kind(rq.a, PEER_CRED_VK, CONSUMER_ID, "consumer", TENANT,
+                                                on_credential, s);
+}
+
+static int requester_init(struct agent *a)
+{
+    memset(&rq, 0, sizeof(rq));
+    rq.a = a;
+    rq.state = calloc(1, sizeof(*rq.state));
+    if (!rq.state)
+        return -ENOMEM;
+    rq.state->alive = true;
+    snprintf(rq.state->id, sizeof(rq.state->id), "%s", CONSUMER_ID);
+    return 0;
+}
+
+static int requester_start(struct agent *a)
+{
+    return peer_issue_credential_kind(a, PEER_CRED_VK, CONSUMER_ID, "consumer", TENANT,
+                                      on_credential, rq.state);
+}
+
+static void requester_fini(struct agent *a)
+{
+    (void)a;
+    rq.state->alive = false;
+    free(rq.state);
+    rq.state = NULL;
+    rq.fini_done = true;
+}
+
+static void test_issue_cancelled_before_fini(void **state, bool hold_token)
+{
+    /* In start order; fini runs in reverse: the requester's before auth's. */
+    static const struct agent_module modules[] = {
+        SENTINEL_MODULE,
+        AGENT_MODULE_PEER_AUTH,
+        {"requester", requester_init, requester_start, NULL, requester_fini, NULL},
+        {NULL, NULL, NULL, NULL, NULL, NULL},
+    };
+    struct agent_config cfg;
+    struct agent *a = NULL;
+
+    (void)state;
+    finished = false;
+    fake_start(hold_token);
+    write_kubeconfig();
+    config(&cfg);
+    assert_int_equal(agent_new(&api.loop, &cfg, modules, &a), 0);
+    assert_int_equal(agent_start(a), 0);
+    /* The issuance got as far as waiting for the token. */
+    assert_true(run_until(NULL, &api.token_gets, 1, 20000));
+    if (!hold_token)
+        run_for(50); /* the answer arrives: the issuance sleeps until its next poll */
+    assert_int_equal(rq.calls, 0);
+    assert_int_equal(shutdown_agent(a), 0);
+    assert_int_equal(api.creates, 4); /* two RoleBindings, the ServiceAccount, the token Secret */
+    assert_false(rq.called_after_fini);
+    assert_int_equal(rq.calls, 1);
+    assert_int_equal(rq.err, -ECANCELED);
+    assert_int_equal(rq.reissue, -ESHUTDOWN);
+}
+
+static void test_requester_sleeping(void **state)
+{
+    test_issue_cancelled_before_fini(state, false);
+}
+
+static void test_requester_in_flight(void **state)
+{
+    test_issue_cancelled_before_fini(state, true);
+}
+
+/* ---- the real broadcaster ------------------------------------------------------------------- */
+
+static void test_broadcaster(void **state, bool hold_token)
+{
+    static const struct agent_module modules[] = {
+        SENTINEL_MODULE,
+        AGENT_MODULE_IDENTITY,
+        AGENT_MODULE_PEER_AUTH,
+        AGENT_MODULE_BROADCASTER,
+        {NULL, NULL, NULL, NULL, NULL, NULL},
+    };
+    struct agent_config cfg;
+    struct agent *a = NULL;
+    struct pu_unit *u;
+    char kc[1024], err[256];
+
+    (void)state;
+    finished = false;
+    fake_start(hold_token);
+    write_kubeconfig();
+    config(&cfg);
+    assert_int_equal(agent_new(&api.loop, &cfg, modules, &a), 0);
+    /* The credential the consumer handed over with its request (the incoming controller installs
+     * it in the agent): here it points at the fake server too. */
+    kubeconfig_json(kc, sizeof(kc), REMOTE_NS);
+    assert_int_equal(pu_acquire(agent_peers(a), CONSUMER_ID, "test", &u), 0);
+    assert_int_equal(pu_set_credential(u, PU_REQUESTER, kc, strlen(kc), "1", err, sizeof(err)), 1);
+    assert_int_equal(agent_start(a), 0);
+    /* The broadcaster asked for the virtual kubelet's credential of the consumer, and the
+     * issuance waits for the token. */
+    assert_true(run_until(NULL, &api.token_gets, 1, 20000));
+    if (!hold_token)
+        run_for(50);
+    assert_int_equal(shutdown_agent(a), 0);
+    assert_int_equal(api.creates, 4);
+}
+
+static void test_broadcaster_sleeping(void **state)
+{
+    test_broadcaster(state, false);
+}
+
+static void test_broadcaster_in_flight(void **state)
+{
+    test_broadcaster(state, true);
+}
+
+/* ---- the real outgoing controller ------------------------------------------------------------ */
+
+static off_t fini_offset; /* of stderr when the outgoing controller was finished */
+
+static void outgoing_fini(struct agent *a)
+{
+    peer_outgoing_fini(a);
+    fflush(stderr);
+    fini_offset = lseek(2, 0, SEEK_CUR);
+}
+
+static void test_outgoing_identity_in_flight(void **state)
+{
+    static const struct agent_module modules[] = {
+        SENTINEL_MODULE,
+        AGENT_MODULE_IDENTITY,
+        {"outgoing", peer_outgoing_init, peer_outgoing_start, peer_outgoing_stop, outgoing_fini,
+         NULL},
+        {NULL, NULL, NULL, NULL, NULL, NULL},
+    };
+    struct agent_config cfg;
+    struct agent *a = NULL;
+    char path[] = "/tmp/test-agent-shutdown-log-XXXXXX", line[4096];
+    int saved, fd, code, late = 0;
+    FILE *f;
+
+    (void)state;
+    finished = false;
+    fini_offset = -1;
+    with_fc = true;
+    fake_start(false);
+    write_kubeconfig();
+    config(&cfg);
+    /* The controller logs its condition changes (info): stderr goes to a file, read below. */
+    fd = mkstemp(path);
+    assert_true(fd >= 0);
+    fflush(stderr);
+    saved = dup(2);
+    assert_true(saved >= 0);
+    dup2(fd, 2);
+    close(fd);
+    log_set_level(LOG_LEVEL_INFO);
+    assert_int_equal(agent_new(&api.loop, &cfg, modules, &a), 0);
+    assert_int_equal(agent_start(a), 0);
+    /* POST /identity reached the peer, which does not answer yet: it answers only once the
+     * modules are finished (shutdown_agent). */
+    assert_true(run_until(NULL, &api.identity_posts, 1, 20000));
+    code = shutdown_agent(a);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    log_set_level(LOG_LEVEL_WARN);
+    with_fc = false;
+    /* A callback run after the controller's fini would have written (and logged) the
+     * ForeignCluster's AuthenticationStatus from the late answer. */
+    f = fopen(path, "r");
+    assert_non_null(f);
+    assert_true(fini_offset >= 0);
+    assert_int_equal(fseeko(f, fini_offset, SEEK_SET), 0);
+    while (fgets(line, sizeof(line), f))
+        if (strstr(line, "AuthenticationStatus=")) {
+            fprintf(stderr, "after the controller's fini: %s", line);
+            late++;
+        }
+    fclose(f);
+    unlink(path);
+    assert_int_equal(code, 0);
+    assert_int_equal(api.identity_posts, 1);
+    assert_int_equal(late, 0);
+}
+
+int main(int argc, char **argv)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_requester_sleeping),
+        cmocka_unit_test(test_requester_in_flight),
+        cmocka_unit_test(test_broadcaster_sleeping),
+        cmocka_unit_test(test_broadcaster_in_flight),
+        cmocka_unit_test(test_outgoing_identity_in_flight),
+    };
+
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]); /* e.g. test_broadcaster_* */
+    log_set_level(LOG_LEVEL_WARN);
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
