@@ -68,7 +68,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -165,10 +164,8 @@ struct shr_origin {
 #define MAP_MIN       (64 * 1024)        /* tables at least this large are mapped (see map_alloc) */
 #define STG_CHUNK     (1024 * 1024)      /* the stage is kept in mapped chunks of this size */
 #define STG_MAX_BYTES (64 * 1024 * 1024) /* a stage this large is flushed (see shr_flush) */
-#define STG_FAR       16                 /* entries ahead of the flush, see shr_flush */
-#define STG_MID       8
-#define STG_NEAR      3
-#define STG_STREAM    1024 /* bytes of the stage prefetched ahead of those */
+#define STG_FAR       16                 /* entries the flush prefetches ahead (see shr_flush) */
+#define STG_STREAM    1024               /* bytes of the stage prefetched ahead of those */
 
 struct rec_block {
     struct rec_block *next;
@@ -233,15 +230,6 @@ static void *mem_alloc(struct shr_state *s, size_t n)
     return p;
 }
 
-static void *mem_calloc(struct shr_state *s, size_t n)
-{
-    void *p = x_calloc(1, n);
-
-    if (p)
-        s->mem += chunk(n);
-    return p;
-}
-
 /* Grows a zero-filled vector of i128 from `old` to `now` slots; the new slots are zero. */
 static int mem_grow_i128(struct shr_state *s, i128 **v, size_t old, size_t now)
 {
@@ -265,32 +253,27 @@ static void mem_free(struct shr_state *s, void *p, size_t n)
     x_free(p);
 }
 
-/* Memory mapped from the kernel, for the large and the many: the hash tables from MAP_MIN bytes
- * and the blocks of pod records. glibc's malloc, asked for a block of 1 KiB or more, first merges
- * every small chunk freed since it last did (malloc_consolidate): the informer frees hundreds per
- * pod (the parts its transform drops, each page's trees), so an allocation of a table or a block
- * in a handler paid for all of them, milliseconds at a time. Mapped memory is zeroed; it counts
- * in memory_bytes as whole pages. */
+/* Memory mapped from the kernel (x_map: prefaulted, zeroed), for the large and the many: the hash
+ * tables from MAP_MIN bytes, the blocks of pod and node records, the stage's chunks and the origin
+ * records. glibc's malloc, asked for a block of 1 KiB or more, first merges every small chunk freed
+ * since it last did (malloc_consolidate): the informer frees hundreds per pod (the parts its
+ * transform drops, each page's trees), so an allocation of a table, a block or an origin record in
+ * a handler paid for all of them, milliseconds at a time (an origin record allocated in the first
+ * flush merged every chunk freed during the whole first list). Mapped memory counts in
+ * memory_bytes as whole pages. */
 static size_t map_bytes(size_t n)
 {
-    long page = sysconf(_SC_PAGESIZE);
-    size_t p = page > 0 ? (size_t)page : 4096;
-
-    return (n + p - 1) / p * p;
+    return x_map_bytes(n);
 }
 
 static void *map_alloc(size_t n)
 {
-    void *p = mmap(NULL, map_bytes(n), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-
-    return p == MAP_FAILED ? NULL : p;
+    return x_map(n);
 }
 
 static void map_free(void *p, size_t n)
 {
-    if (p)
-        munmap(p, map_bytes(n));
+    x_unmap(p, n);
 }
 
 /* Pod records: there is one per pod, and each is small (≈70 bytes), so they are carved out of
@@ -871,6 +854,13 @@ static size_t origin_size(size_t len)
     return sizeof(struct shr_origin) + len + 1;
 }
 
+/* Origin records (over 1 KiB each) are mapped, not malloc'd: see map_alloc. A few per provider. */
+static void origin_free(struct shr_state *s, struct shr_origin *o)
+{
+    s->mem -= map_bytes(origin_size(o->len));
+    map_free(o, origin_size(o->len));
+}
+
 static int origin_lookup(const struct shr_state *s, const char *name, size_t len, uint32_t hash)
 {
     for (uint32_t i = hash & (ORG_INDEX_SLOTS - 1); s->org_index[i];
@@ -915,7 +905,7 @@ static int origin_intern(struct shr_state *s, const char *name, size_t len, int 
         /* Full: recycle the origins without pods (their usage is zero). */
         for (int i = 0; i < SHR_MAX_ORIGINS; i++) {
             if (s->orig[i] && s->orig[i]->refs == 0) {
-                mem_free(s, s->orig[i], origin_size(s->orig[i]->len));
+                origin_free(s, s->orig[i]);
                 s->orig[i] = NULL;
                 s->norig--;
             }
@@ -930,9 +920,10 @@ static int origin_intern(struct shr_state *s, const char *name, size_t len, int 
             if (s->orig[i])
                 origin_index_add(s, i);
     }
-    o = mem_calloc(s, origin_size(len));
+    o = map_alloc(origin_size(len)); /* zero-filled */
     if (!o)
         return -ENOMEM;
+    s->mem += map_bytes(origin_size(len));
     o->hash = hash;
     o->len = (uint16_t)len;
     memcpy(o->name, name, len);
@@ -1489,7 +1480,8 @@ struct shr_state *shr_free(struct shr_state *s)
     rec_release(s); /* the pods' and the nodes' records */
     node_destroy(s, &s->unsched);
     for (int i = 0; i < SHR_MAX_ORIGINS; i++)
-        x_free(s->orig[i]);
+        if (s->orig[i])
+            origin_free(s, s->orig[i]);
     x_free(s);
     return NULL;
 }
@@ -2000,12 +1992,11 @@ static const struct stg_ent *stg_next(struct stg_cur *c)
 
 int shr_flush(struct shr_state *s)
 {
-    /* Cursors in front of the one applying entries, each preparing what the next reads, so that
-     * the misses of many entries overlap instead of following each other: `far` prefetches the
-     * stage itself and the table lines (pods, nodes) of its entry, `mid` the node record its
-     * entry will be bound to (its table lines are in cache by then), `near` the node's usage
-     * vector (the record is in cache by then). */
-    struct stg_cur cur, far, mid, near;
+    /* A second cursor runs STG_FAR entries in front of the one applying entries, prefetching the
+     * stage itself and the table lines (pods, nodes) its entry will read, so that the misses of
+     * several entries overlap instead of following each other. (Two more cursors, prefetching
+     * the node record and then its usage vector, made no measurable difference.) */
+    struct stg_cur cur, far;
     const struct stg_ent *e, *a;
     struct pod_in in;
     int i;
@@ -2018,11 +2009,7 @@ int shr_flush(struct shr_state *s)
         (void)tab_reserve(s, &s->pods, (uint32_t)(s->stg_n < UINT32_MAX ? s->stg_n : UINT32_MAX));
     cur.k = s->stg_head;
     cur.off = cur.k ? cur.k->done : 0;
-    far = mid = near = cur;
-    for (i = 0; i < STG_NEAR; i++)
-        (void)stg_next(&near);
-    for (i = 0; i < STG_MID; i++)
-        (void)stg_next(&mid);
+    far = cur;
     for (i = 0; i < STG_FAR; i++)
         (void)stg_next(&far);
     while ((e = stg_at(&cur.k, &cur.off)) != NULL) {
@@ -2035,15 +2022,6 @@ int shr_flush(struct shr_state *s)
             tab_prefetch(&s->pods, a->hash);
             if (a->node_len)
                 tab_prefetch(&s->nodes, a->node_hash);
-        }
-        if ((a = stg_next(&mid)) != NULL && a->node_len)
-            tab_prefetch_rec(&s->nodes, a->node_hash);
-        if ((a = stg_next(&near)) != NULL && a->node_len && a->active) {
-            const char *name = (const char *)(a + 1) + a->n * (sizeof(int64_t) + 1) + a->key_len;
-            const struct shr_node *n = node_find(s, a->node_hash, name, a->node_len);
-
-            if (n && n->used)
-                __builtin_prefetch(n->used, 1);
         }
         in.hash = e->hash;
         in.node_hash = e->node_hash;

@@ -3,6 +3,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 static long fail_countdown = -1;
 
@@ -26,6 +28,31 @@ void *x_malloc(size_t size)
     if (should_fail())
         return NULL;
     return malloc(size ? size : 1);
+}
+
+size_t x_map_bytes(size_t size)
+{
+    long page = sysconf(_SC_PAGESIZE);
+    size_t p = page > 0 ? (size_t)page : 4096;
+
+    return (size + p - 1) / p * p;
+}
+
+void *x_map(size_t size)
+{
+    void *p;
+
+    if (should_fail() || size == 0 || size > SIZE_MAX / 2)
+        return NULL;
+    p = mmap(NULL, x_map_bytes(size), PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void x_unmap(void *ptr, size_t size)
+{
+    if (ptr)
+        munmap(ptr, x_map_bytes(size));
 }
 
 void *x_calloc(size_t nmemb, size_t size)

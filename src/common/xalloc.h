@@ -17,6 +17,16 @@ char *x_strdup(const char *s);
 char *x_strndup(const char *s, size_t n);
 void x_free(void *ptr);
 
+/* Memory mapped from the kernel (anonymous, private, zero-filled, prefaulted), in whole pages: for
+ * large or long-lived blocks that should not come from the heap (glibc's malloc, asked for 1 KiB or
+ * more, first merges every small chunk freed since it last did, which a process that frees many
+ * small chunks pays for at every such call). x_map counts as an allocation for xalloc_fail_after.
+ * x_unmap takes the size given to x_map; both NULL-safe. */
+void *x_map(size_t size);
+void x_unmap(void *ptr, size_t size);
+/* The bytes x_map(size) occupies (size rounded up to whole pages). */
+size_t x_map_bytes(size_t size);
+
 /* Testing: after `n` more successful allocations, every allocation fails until reset with -1. */
 void xalloc_fail_after(long n);
 
