@@ -9,8 +9,10 @@
  *   - fed as a node and as a pod (then deleted), the computation's state stays consistent: after
  * the deletes it equals an empty state (no availability, no usage) and an offer is never negative;
  *   - fed as a pod to a state that knows a node of the pod's nodeName, it gives the same result as
- *     its copy trimmed by shr_pod_transform (what the informer hands over), and feeding it again
- *     (an update that changes nothing) changes nothing;
+ *     its copy trimmed by shr_pod_transform (what the informer hands over) fed to a state that
+ *     applies it at once (its stage ended: shr_flush), while the first state stages it until the
+ *     comparison flushes it; and feeding it again (an update that changes nothing) changes
+ *     nothing;
  *   - every string value found is given to peer_parse_rfc3339 and, when it parses, it was a
  *     well-formed timestamp (formatting the result again parses back to the same second).
  * A violated invariant aborts, which libFuzzer reports as a crash.
@@ -67,7 +69,7 @@ static void same_lists(const struct shr_list *a, const struct shr_list *b)
               a->items[i].value == b->items[i].value);
 }
 
-static void same_states(const struct shr_state *a, const struct shr_state *b, const char *origin)
+static void same_states(struct shr_state *a, struct shr_state *b, const char *origin)
 {
     struct shr_list la, lb, ua, ub;
     struct shr_policy p = {.percent = 100};
@@ -95,7 +97,7 @@ static void same_trimmed(const json_t *j)
     json_t *t = json_deep_copy(j), *n = NULL;
     int ra, rb;
 
-    if (!t || shr_new(&a) < 0 || shr_new(&b) < 0)
+    if (!t || shr_new(&a) < 0 || shr_new(&b) < 0 || shr_flush(b) < 0)
         goto out;
     if (node && *node) {
         n = json_pack("{s:{s:s},s:{s:{s:s,s:s,s:s},s:[{s:s,s:s}]}}", "metadata", "name", node,
