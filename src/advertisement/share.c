@@ -162,7 +162,8 @@ struct shr_origin {
 #define REC_BLOCK_MIN (16 * 1024)
 #define REC_BLOCK_MAX (1024 * 1024)
 #define MAP_MIN       (64 * 1024)        /* tables at least this large are mapped (see map_alloc) */
-#define STG_CHUNK     (1024 * 1024)      /* the stage is kept in mapped chunks of this size */
+#define STG_CHUNK_MIN (64 * 1024)        /* the stage's mapped chunks: the first this large, */
+#define STG_CHUNK_MAX (1024 * 1024)      /* then doubling up to this */
 #define STG_MAX_BYTES (64 * 1024 * 1024) /* a stage this large is flushed (see shr_flush) */
 #define STG_FAR       16                 /* entries the flush prefetches ahead (see shr_flush) */
 #define STG_STREAM    1024               /* bytes of the stage prefetched ahead of those */
@@ -1874,6 +1875,7 @@ struct stg_ent {
 
 struct stg_chunk {
     struct stg_chunk *next;
+    size_t size;       /* mapped, this header included */
     size_t used, done; /* bytes of entries after the header; of them, bytes already committed */
 };
 
@@ -1897,8 +1899,8 @@ static void stg_release(struct shr_state *s)
         struct stg_chunk *k = s->stg_head;
 
         s->stg_head = k->next;
-        map_free(k, STG_CHUNK);
-        s->mem -= map_bytes(STG_CHUNK);
+        s->mem -= map_bytes(k->size);
+        map_free(k, k->size);
     }
     s->stg_tail = NULL;
     s->stg_bytes = 0;
@@ -1917,11 +1919,14 @@ static int stg_add(struct shr_state *s, const struct pod_in *in)
     struct stg_ent *e;
     char *p;
 
-    if (!k || STG_CHUNK - sizeof(*k) - k->used < size) {
-        k = map_alloc(STG_CHUNK);
+    if (!k || k->size - sizeof(*k) - k->used < size) {
+        size_t csize = k ? (k->size < STG_CHUNK_MAX ? k->size * 2 : k->size) : STG_CHUNK_MIN;
+
+        k = map_alloc(csize);
         if (!k)
             return -ENOMEM;
-        s->mem += map_bytes(STG_CHUNK);
+        s->mem += map_bytes(csize);
+        k->size = csize;
         k->next = NULL;
         k->used = k->done = 0;
         if (s->stg_tail)
