@@ -659,7 +659,7 @@ static size_t alloc_size(unsigned n)
 
 static uint8_t *alloc_slots(const struct shr_node *n)
 {
-    return (uint8_t *)(n->alloc + n->nalloc);
+    return n->alloc ? (uint8_t *)(n->alloc + n->nalloc) : NULL; /* no arithmetic on NULL */
 }
 
 static struct shr_pod *pod_find(const struct shr_state *s, uint32_t hash, const char *key,
