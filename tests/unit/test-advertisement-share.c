@@ -1399,6 +1399,20 @@ static void stage_compare(struct shr_state *staged, struct shr_state *direct)
     assert_snap_equal(&a, &b);
 }
 
+/* The allocation failures' base and operations, pod deletes left out, on both states. */
+static void fail_ops_both(struct shr_state *staged, struct shr_state *direct)
+{
+    for (size_t i = 0; i < ARRAY_SIZE(fail_base) + ARRAY_SIZE(fail_ops); i++) {
+        const char *op =
+            i < ARRAY_SIZE(fail_base) ? fail_base[i] : fail_ops[i - ARRAY_SIZE(fail_base)];
+
+        if (op[0] == 'p')
+            continue;
+        assert_int_equal(run_op(staged, NULL, op), 0);
+        assert_int_equal(run_op(direct, NULL, op), 0);
+    }
+}
+
 /* The same upserts and node deletes, staged then flushed, leave what they leave applied one by
  * one (a state flushed at once never stages): for every scenario's steps and for the operations of
  * the allocation failures, with their returns. */
@@ -1423,15 +1437,7 @@ static void test_stage_equivalence(void **state)
                                  stage_op(direct, st->kind, st->a));
             }
         } else {
-            for (size_t i = 0; i < ARRAY_SIZE(fail_base) + ARRAY_SIZE(fail_ops); i++) {
-                const char *op =
-                    i < ARRAY_SIZE(fail_base) ? fail_base[i] : fail_ops[i - ARRAY_SIZE(fail_base)];
-
-                if (op[0] == 'p')
-                    continue;
-                assert_int_equal(run_op(staged, NULL, op), 0);
-                assert_int_equal(run_op(direct, NULL, op), 0);
-            }
+            fail_ops_both(staged, direct);
         }
         stage_compare(staged, direct);
         shr_free(staged);
@@ -1500,15 +1506,7 @@ static void test_stage_alloc_failures(void **state)
         assert_int_equal(shr_new(&staged), 0);
         assert_int_equal(shr_new(&direct), 0);
         assert_int_equal(shr_flush(direct), 0);
-        for (size_t i = 0; i < ARRAY_SIZE(fail_base) + ARRAY_SIZE(fail_ops); i++) {
-            const char *op =
-                i < ARRAY_SIZE(fail_base) ? fail_base[i] : fail_ops[i - ARRAY_SIZE(fail_base)];
-
-            if (op[0] == 'p')
-                continue;
-            assert_int_equal(run_op(staged, NULL, op), 0);
-            assert_int_equal(run_op(direct, NULL, op), 0);
-        }
+        fail_ops_both(staged, direct);
         xalloc_fail_after(fail);
         r = shr_flush(staged);
         xalloc_fail_after(-1);
