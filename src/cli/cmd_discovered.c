@@ -157,19 +157,14 @@ int cmd_discovered_main(int argc, char **argv)
     }
     cli_common_init(&co, verb, 30000);
     for (int a = 1; a < argc; a++) {
-        const char *v;
         int m;
 
         if ((m = cli_common_opt(&co, argc, argv, &a)) != 0) {
             if (m < 0)
                 return 2;
-        } else if ((m = cli_opt(verb, "-o", argc, argv, &a, &v)) != 0 ||
-                   (m = cli_opt(verb, "--output", argc, argv, &a, &v)) != 0) {
+        } else if ((m = cli_output_opt(verb, argc, argv, &a, &json)) != 0) {
             if (m < 0)
                 return 2;
-            if (strcmp(v, "json") != 0)
-                return cli_misuse(verb, "unknown output format '%s' (only json)", v);
-            json = true;
         } else {
             return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
         }

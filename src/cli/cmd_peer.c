@@ -142,7 +142,6 @@ int cmd_generate_add_command_main(int argc, char **argv)
     }
     cli_common_init(&co, verb, 30000);
     for (int i = 1; i < argc; i++) {
-        const char *v;
         int m;
 
         if ((m = cli_common_opt(&co, argc, argv, &i)) != 0) {
@@ -153,13 +152,9 @@ int cmd_generate_add_command_main(int argc, char **argv)
                 return 2;
             if (!url_valid(flag_url))
                 return cli_misuse(verb, "--auth-url '%s' is not an https:// URL", flag_url);
-        } else if ((m = cli_opt(verb, "-o", argc, argv, &i, &v)) != 0 ||
-                   (m = cli_opt(verb, "--output", argc, argv, &i, &v)) != 0) {
+        } else if ((m = cli_output_opt(verb, argc, argv, &i, &json)) != 0) {
             if (m < 0)
                 return 2;
-            if (strcmp(v, "json") != 0)
-                return cli_misuse(verb, "unknown output format '%s' (only json)", v);
-            json = true;
         } else if (strcmp(argv[i], "--rotate-token") == 0) {
             rotate = true;
         } else {

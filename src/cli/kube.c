@@ -44,6 +44,24 @@ int cli_opt(const char *verb, const char *name, int argc, char **argv, int *i, c
     return 1;
 }
 
+int cli_output_opt(const char *verb, int argc, char **argv, int *i, bool *json)
+{
+    const char *v;
+    int m;
+
+    if ((m = cli_opt(verb, "-o", argc, argv, i, &v)) == 0 &&
+        (m = cli_opt(verb, "--output", argc, argv, i, &v)) == 0)
+        return 0;
+    if (m < 0)
+        return -1;
+    if (strcmp(v, "json") != 0) {
+        cli_misuse(verb, "unknown output format '%s' (only json)", v);
+        return -1;
+    }
+    *json = true;
+    return 1;
+}
+
 int cli_common_opt(struct cli_common *co, int argc, char **argv, int *i)
 {
     const char *v;

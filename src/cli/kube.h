@@ -47,6 +47,9 @@ int cli_opt(const char *verb, const char *name, int argc, char **argv, int *i, c
  * cli_opt; -1 also for a bad value. */
 int cli_common_opt(struct cli_common *co, int argc, char **argv, int *i);
 
+/* `-o json` / `--output json`: *json set. Same returns as cli_opt; -1 also for another format. */
+int cli_output_opt(const char *verb, int argc, char **argv, int *i, bool *json);
+
 /* "500ms", "30s", "2m", "1h", or a bare number of seconds, into milliseconds (at most 24 h).
  * Returns 0, -EINVAL or -ERANGE. */
 int cli_parse_duration(const char *s, uint64_t *ret_ms);
