@@ -54,7 +54,7 @@
  * reads one dense array. A pod update that changes nothing the computation keeps (most: status
  * changes) returns early. A pod's record comes from a mapped block, so a pod event makes no glibc
  * allocation but when it brings a new node name, origin or resource slot, and none of 1 KiB or
- * more (see map_alloc) but a new origin's record.
+ * more (see mem_map) but a new origin's record.
  *
  * Memory accounting: every allocation counts as the glibc chunk it occupies (request + 8-byte
  * header, rounded up to 16, at least 32), as in kube/store.c, and mapped memory as whole pages,
@@ -161,7 +161,7 @@ struct shr_origin {
 #define REC_CLASSES   32
 #define REC_BLOCK_MIN (16 * 1024)
 #define REC_BLOCK_MAX (1024 * 1024)
-#define MAP_MIN       (64 * 1024)        /* tables at least this large are mapped (see map_alloc) */
+#define MAP_MIN       (64 * 1024)        /* tables at least this large are mapped (see mem_map) */
 #define STG_CHUNK_MIN (64 * 1024)        /* the stage's mapped chunks: the first this large, */
 #define STG_CHUNK_MAX (1024 * 1024)      /* then doubling up to this */
 #define STG_MAX_BYTES (64 * 1024 * 1024) /* a stage this large is flushed (see shr_flush) */
@@ -262,18 +262,20 @@ static void mem_free(struct shr_state *s, void *p, size_t n)
  * a handler paid for all of them, milliseconds at a time (an origin record allocated in the first
  * flush merged every chunk freed during the whole first list). Mapped memory counts in
  * memory_bytes as whole pages. */
-static size_t map_bytes(size_t n)
+static void *mem_map(struct shr_state *s, size_t n)
 {
-    return x_map_bytes(n);
+    void *p = x_map(n);
+
+    if (p)
+        s->mem += x_map_bytes(n);
+    return p;
 }
 
-static void *map_alloc(size_t n)
+static void mem_unmap(struct shr_state *s, void *p, size_t n)
 {
-    return x_map(n);
-}
-
-static void map_free(void *p, size_t n)
-{
+    if (!p)
+        return;
+    s->mem -= x_map_bytes(n);
     x_unmap(p, n);
 }
 
@@ -320,7 +322,7 @@ static void *rec_alloc(struct shr_state *s, size_t n)
 
             if (!b)
                 return NULL;
-            b->mem = map_alloc(size);
+            b->mem = mem_map(s, size);
             if (!b->mem) {
                 mem_free(s, b, sizeof(*b));
                 return NULL;
@@ -328,7 +330,6 @@ static void *rec_alloc(struct shr_state *s, size_t n)
             b->size = size;
             b->next = s->rec_blocks;
             s->rec_blocks = b;
-            s->mem += map_bytes(size);
             s->rec_bump = b->mem;
             s->rec_end = b->mem + size;
             s->rec_next_size = size < REC_BLOCK_MAX ? size * 2 : size;
@@ -349,8 +350,7 @@ static void rec_release(struct shr_state *s)
 
         s->rec_blocks = b->next;
         REC_UNPOISON(b->mem, b->size);
-        map_free(b->mem, b->size);
-        s->mem -= map_bytes(b->size);
+        mem_unmap(s, b->mem, b->size);
         mem_free(s, b, sizeof(*b));
     }
     memset(s->rec_free, 0, sizeof(s->rec_free));
@@ -477,15 +477,15 @@ static size_t tab_bytes(const struct tab *t)
 
     if (!t->cap)
         return 0;
-    return n >= MAP_MIN ? map_bytes(n) : chunk(n);
+    return n >= MAP_MIN ? x_map_bytes(n) : chunk(n);
 }
 
-/* Zeroed slots for a table of cap slots: mapped from MAP_MIN bytes (see map_alloc). */
+/* Zeroed slots for a table of cap slots: mapped from MAP_MIN bytes (see mem_map). */
 static void **tab_alloc(uint32_t cap)
 {
     size_t n = tab_size(cap);
 
-    return n >= MAP_MIN ? map_alloc(n) : x_calloc(1, n);
+    return n >= MAP_MIN ? x_map(n) : x_calloc(1, n);
 }
 
 static void tab_free(struct tab *t)
@@ -493,7 +493,7 @@ static void tab_free(struct tab *t)
     size_t n = tab_size(t->cap);
 
     if (n >= MAP_MIN)
-        map_free(t->slots, n);
+        x_unmap(t->slots, n);
     else
         x_free(t->slots);
 }
@@ -855,11 +855,10 @@ static size_t origin_size(size_t len)
     return sizeof(struct shr_origin) + len + 1;
 }
 
-/* Origin records (over 1 KiB each) are mapped, not malloc'd: see map_alloc. A few per provider. */
+/* Origin records (over 1 KiB each) are mapped, not malloc'd: see mem_map. A few per provider. */
 static void origin_free(struct shr_state *s, struct shr_origin *o)
 {
-    s->mem -= map_bytes(origin_size(o->len));
-    map_free(o, origin_size(o->len));
+    mem_unmap(s, o, origin_size(o->len));
 }
 
 static int origin_lookup(const struct shr_state *s, const char *name, size_t len, uint32_t hash)
@@ -921,10 +920,9 @@ static int origin_intern(struct shr_state *s, const char *name, size_t len, int 
             if (s->orig[i])
                 origin_index_add(s, i);
     }
-    o = map_alloc(origin_size(len)); /* zero-filled */
+    o = mem_map(s, origin_size(len)); /* zero-filled */
     if (!o)
         return -ENOMEM;
-    s->mem += map_bytes(origin_size(len));
     o->hash = hash;
     o->len = (uint16_t)len;
     memcpy(o->name, name, len);
@@ -1899,8 +1897,7 @@ static void stg_release(struct shr_state *s)
         struct stg_chunk *k = s->stg_head;
 
         s->stg_head = k->next;
-        s->mem -= map_bytes(k->size);
-        map_free(k, k->size);
+        mem_unmap(s, k, k->size);
     }
     s->stg_tail = NULL;
     s->stg_bytes = 0;
@@ -1922,10 +1919,9 @@ static int stg_add(struct shr_state *s, const struct pod_in *in)
     if (!k || k->size - sizeof(*k) - k->used < size) {
         size_t csize = k ? (k->size < STG_CHUNK_MAX ? k->size * 2 : k->size) : STG_CHUNK_MIN;
 
-        k = map_alloc(csize);
+        k = mem_map(s, csize);
         if (!k)
             return -ENOMEM;
-        s->mem += map_bytes(csize);
         k->size = csize;
         k->next = NULL;
         k->used = k->done = 0;

@@ -18,7 +18,7 @@
 #include "advertisement/share.h"
 #include "common/xalloc.h"
 
-/* What an origin record occupies: one mapped page (share.c, map_alloc). */
+/* What an origin record occupies: one mapped page (share.c, mem_map). */
 #define ORIGIN_BYTES x_map_bytes(1200)
 /* What an emptied state keeps besides its origins: the unscheduled pods' bucket's vectors. */
 #define KEPT_BYTES 512
