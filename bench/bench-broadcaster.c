@@ -943,7 +943,6 @@ static void memory(const struct world *w)
     struct shr_stats st;
     size_t base, after_nodes;
     long rss0, rss_nodes, rss_staged, rss1;
-    struct shr_state *s2;
 
     malloc_trim(0);
     rss0 = rss_bytes();
@@ -979,19 +978,19 @@ static void memory(const struct world *w)
     /* The stage's cost at start-up: nodes and pods fed with no query in between (as the agent
      * does until its informers synced), RSS before and after the flush. */
     rss0 = rss_bytes();
-    check("shr_new", shr_new(&s2));
+    check("shr_new", shr_new(&s));
     for (unsigned i = 0; i < w->nnodes; i++)
-        check("shr_node_upsert", shr_node_upsert(s2, w->nodes[i]));
+        check("shr_node_upsert", shr_node_upsert(s, w->nodes[i]));
     for (unsigned i = 0; i < w->npods; i++)
-        check("shr_pod_upsert", shr_pod_upsert(s2, w->pods[i]));
+        check("shr_pod_upsert", shr_pod_upsert(s, w->pods[i]));
     rss_staged = rss_bytes();
-    check("shr_flush", shr_flush(s2));
+    check("shr_flush", shr_flush(s));
     rss1 = rss_bytes();
     printf("memory staged rss_delta_before_flush=%ld per_pod=%.1f (nodes + the stage) "
            "rss_delta_after_flush=%ld per_pod=%.1f\n",
            rss_staged - rss0, (double)(rss_staged - rss0) / w->npods, rss1 - rss0,
            (double)(rss1 - rss0) / w->npods);
-    shr_free(s2);
+    shr_free(s);
     malloc_trim(0);
 }
 

@@ -17,12 +17,12 @@
 
 #include "advertisement/share.h"
 #include "common/xalloc.h"
+#include "kube/quantity.h"
 
 /* What an origin record occupies: one mapped page (share.c, mem_map). */
 #define ORIGIN_BYTES x_map_bytes(1200)
 /* What an emptied state keeps besides its origins: the unscheduled pods' bucket's vectors. */
 #define KEPT_BYTES 512
-#include "kube/quantity.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define ABSENT        INT64_MIN /* expected: the resource is not listed */
