@@ -1492,6 +1492,23 @@ static void test_stage_keeps_slots(void **state)
     shr_free(s);
 }
 
+/* Flushes `staged` with its fail-th allocation failing (-ENOMEM; then the next flush finishes it),
+ * and compares it with `direct`. Returns the first flush's result. */
+static int flush_failing(struct shr_state *staged, struct shr_state *direct, long fail)
+{
+    int r;
+
+    xalloc_fail_after(fail);
+    r = shr_flush(staged);
+    xalloc_fail_after(-1);
+    if (r < 0) {
+        assert_int_equal(r, -ENOMEM);
+        assert_int_equal(shr_flush(staged), 0);
+    }
+    stage_compare(staged, direct);
+    return r;
+}
+
 /* The n-th allocation of a flush fails, for every n until none does: the flush returns -ENOMEM,
  * the next one finishes, and the result equals the same operations applied one by one; nothing
  * leaks (ASan/LSan). A staged state freed without a flush leaks nothing either. */
@@ -1507,14 +1524,7 @@ static void test_stage_alloc_failures(void **state)
         assert_int_equal(shr_new(&direct), 0);
         assert_int_equal(shr_flush(direct), 0);
         fail_ops_both(staged, direct);
-        xalloc_fail_after(fail);
-        r = shr_flush(staged);
-        xalloc_fail_after(-1);
-        if (r < 0) {
-            assert_int_equal(r, -ENOMEM);
-            assert_int_equal(shr_flush(staged), 0);
-        }
-        stage_compare(staged, direct);
+        r = flush_failing(staged, direct, fail);
         shr_free(staged);
         shr_free(direct);
         if (r == 0)
@@ -1573,14 +1583,7 @@ static void test_stage_chunks_recycled(void **state)
         assert_true(fail < 10000);
         assert_int_equal(shr_new(&staged), 0);
         recycled_fill(staged);
-        xalloc_fail_after(fail);
-        r = shr_flush(staged);
-        xalloc_fail_after(-1);
-        if (r < 0) {
-            assert_int_equal(r, -ENOMEM);
-            assert_int_equal(shr_flush(staged), 0);
-        }
-        stage_compare(staged, direct);
+        r = flush_failing(staged, direct, fail);
         for (int i = 0; i < RECYCLED_PODS; i++) {
             snprintf(op, sizeof(op), "a-pod-with-a-rather-long-name-%d", i);
             assert_int_equal(shr_pod_delete(staged, "a", op), 0);
