@@ -1902,20 +1902,21 @@ static char *stg_data(struct stg_chunk *k)
     return (char *)k + sizeof(*k);
 }
 
+/* Unmaps a list of chunks and empties it. */
+static void stg_unmap_all(struct shr_state *s, struct stg_chunk **list)
+{
+    while (*list) {
+        struct stg_chunk *k = *list;
+
+        *list = k->next;
+        mem_unmap(s, k, k->size);
+    }
+}
+
 static void stg_release(struct shr_state *s)
 {
-    while (s->stg_head) {
-        struct stg_chunk *k = s->stg_head;
-
-        s->stg_head = k->next;
-        mem_unmap(s, k, k->size);
-    }
-    while (s->rec_spare) {
-        struct stg_chunk *k = s->rec_spare;
-
-        s->rec_spare = k->next;
-        mem_unmap(s, k, k->size);
-    }
+    stg_unmap_all(s, &s->stg_head);
+    stg_unmap_all(s, &s->rec_spare);
     s->stg_tail = NULL;
     s->stg_bytes = 0;
     s->stg_n = 0;
