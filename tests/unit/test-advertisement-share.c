@@ -1546,6 +1546,7 @@ static void test_stage_alloc_failures(void **state)
  * records aside): the record blocks, stage chunks among them, are unmapped once (ASan/LSan). */
 #define RECYCLED_PODS  1500
 #define RECYCLED_NODES 4
+#define RECYCLED_NAME  "a-pod-with-a-rather-long-name-%d" /* in namespace a */
 
 static void recycled_fill(struct shr_state *s)
 {
@@ -1556,8 +1557,7 @@ static void recycled_fill(struct shr_state *s)
         assert_int_equal(stage_op(s, 'N', op), 0);
     }
     for (int i = 0; i < RECYCLED_PODS; i++) {
-        snprintf(op, sizeof(op),
-                 "a/a-pod-with-a-rather-long-name-%d node=n%d origin=c%d c:cpu=100m,memory=1Gi", i,
+        snprintf(op, sizeof(op), "a/" RECYCLED_NAME " node=n%d origin=c%d c:cpu=100m,memory=1Gi", i,
                  i % RECYCLED_NODES, i % 3);
         assert_int_equal(stage_op(s, 'P', op), 0);
     }
@@ -1585,7 +1585,7 @@ static void test_stage_chunks_recycled(void **state)
         recycled_fill(staged);
         r = flush_failing(staged, direct, fail);
         for (int i = 0; i < RECYCLED_PODS; i++) {
-            snprintf(op, sizeof(op), "a-pod-with-a-rather-long-name-%d", i);
+            snprintf(op, sizeof(op), RECYCLED_NAME, i);
             assert_int_equal(shr_pod_delete(staged, "a", op), 0);
         }
         for (int i = 0; i < RECYCLED_NODES; i++) {
