@@ -1,0 +1,39 @@
+# Helpers of the security group (tests/e2e/security/, docs/security.md): source after ../lib.sh.
+#
+# Three clusters: A = cluster-1 (a consumer), B = cluster-2 (the provider under attack) and C = cluster-3
+# (another consumer of B, the hostile peer). `setup` installs cliqo on all three with short test settings,
+# starts their agents, peers A with B until B's virtual node is Ready on A, and peers C with B. Each test
+# tries an attack with the credentials a hostile party really holds (C's, A's virtual kubelet's on B, or
+# none over the network) and checks that it fails with nothing changed; it leaves the shared state as it
+# found it.
+A=cluster-1
+B=cluster-2
+C=cluster-3
+PROVIDERS=("$B")
+ALL=("$A" "$B" "$C")
+AGENT_ID_PREFIX=sec-agent
+source "$(dirname "${BASH_SOURCE[0]}")/../agents.sh"
+sec_on_exit() { agents_on_exit; }
+
+ids() {
+  A_ID=$(cluster_id "$A")
+  B_ID=$(cluster_id "$B")
+  C_ID=$(cluster_id "$C")
+  [ -n "$A_ID" ] && [ -n "$B_ID" ] && [ -n "$C_ID" ] || fail "cluster IDs unknown"
+  VNODE="liqo-$B_ID"
+}
+# fc_field CLUSTER PEER_ID JQ: a field of CLUSTER's ForeignCluster of PEER_ID.
+fc_field() {
+  kc "$1" get foreignclusters -o json |
+    jq -r --arg id "$2" ".items[] | select(.spec.clusterIdentity.clusterID == \$id) | $3"
+}
+# tenant_on_b CONSUMER_ID: B's tenant namespace for that consumer.
+tenant_on_b() { fc_field "$B" "$1" .status.tenantNamespace.local; }
+tenant_of() { jget "$A" '{.status.tenantNamespace.local}' foreigncluster "$1"; }
+adv_status() { jget "$A" '{.status.advertisementStatus}' advertisement -n "$(tenant_of "$B")" "advertisement-$B_ID"; }
+vnode_ready() { [ "$(jget "$A" '{.status.conditions[?(@.type=="Ready")].status}' node "$VNODE")" = True ]; }
+shared() { [ "$(adv_status)" = Accepted ] && vnode_ready; }
+wait_shared() { wait_for "${1:-60}" "B's Advertisement Accepted and its virtual node Ready" shared; }
+patch_config() { kc "$1" patch clusterconfig configuration --type=merge -p "$2" >/dev/null || fail "cannot patch the ClusterConfig of $1"; }
+# vk_user CONSUMER_ID: the user name of that consumer's virtual kubelet on B.
+vk_user() { echo "system:serviceaccount:$(tenant_on_b "$1"):vk-$1"; }
