@@ -54,6 +54,7 @@ struct vkent {
     struct vk *vk;
     bool torn_down;
     bool deployment_ensured;
+    char copied_rv[32]; /* Deployment mode: the credential Secret's version the copy holds */
     struct vkent *next;
 };
 
@@ -446,8 +447,9 @@ static json_t *desired_status(struct rec *r)
             char dep[128];
 
             snprintf(dep, sizeof(dep), "virtual-kubelet-%s", r->peer);
-            json_object_set_new(s, "vkReference",
-                                json_pack("{s:s,s:s}", "name", dep, "namespace", r->ns));
+            json_object_set_new(
+                s, "vkReference",
+                json_pack("{s:s,s:s}", "name", dep, "namespace", agent_namespace(st.a)));
         }
     }
     if (net_peer_state(r->peer, &ns) == 0) {
@@ -610,29 +612,36 @@ static const char *vk_image(void)
     return st.cfg.vk_image[0] ? st.cfg.vk_image : "cliqo/cliqo-agent:" CLIQO_VERSION;
 }
 
+/* The name of the copy of a provider's virtual-kubelet credential in the agent's namespace. */
+static void copy_name(const char *peer, char *buf, size_t size)
+{
+    snprintf(buf, size, "vk-kubeconfig-%s", peer);
+}
+
+/* The Deployment of a virtual kubelet, in the agent's namespace (no peer can write there, so no
+ * peer can mint the token of its ServiceAccount, which holds node rights cluster-wide). It mounts
+ * the copy of the provider's credential that the operator keeps beside it. A Deployment cannot be
+ * owned across namespaces: the operator deletes it itself (cleanup_deployment_rbac). */
 static json_t *deployment(struct rec *r, const char *name)
 {
     char adv[256], secret[128];
-    const char *sname = json_string_value(
-        json_object_get(json_object_get(json_object_get(r->adv, "spec"), "kubeConfigRef"), "name"));
 
     snprintf(adv, sizeof(adv), "%s/%s", r->ns, r->name);
-    snprintf(secret, sizeof(secret), "%s", sname ? sname : "");
+    copy_name(r->peer, secret, sizeof(secret));
     return json_pack(
-        "{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s},s:[{s:s,s:s,s:s,s:s,s:b}]},"
+        "{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s,s:s}},"
         "s:{s:i,s:{s:{s:s,s:s}},s:{s:{s:{s:s,s:s,s:s}},s:{s:s,s:b,"
         "s:[{s:s,s:s,s:[s,s,s,s,s,s,s,s,s,s,s,s],s:[{s:s,s:{s:{s:s}}},{s:s,s:{s:{s:s}}}],"
         "s:[{s:s,s:s,s:b}],s:{s:{s:s,s:s},s:{s:s,s:s}},"
         "s:{s:b,s:b,s:b,s:{s:[s]}}}],"
         "s:[{s:s,s:{s:s,s:[{s:s,s:s}]}}]}}}}",
-        "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name, "namespace", r->ns,
-        "labels", "app.kubernetes.io/name", "cliqo-virtual-kubelet", PEER_LABEL_REMOTE_CLUSTER,
-        r->peer, "ownerReferences", "apiVersion", "sharing.liqo.io/v1alpha1", "kind",
-        "Advertisement", "name", r->name, "uid", kapi_obj_uid(r->adv), "blockOwnerDeletion", 0,
-        "spec", "replicas", 1, "selector", "matchLabels", "app.kubernetes.io/name",
-        "cliqo-virtual-kubelet", PEER_LABEL_REMOTE_CLUSTER, r->peer, "template", "metadata",
-        "labels", "app.kubernetes.io/name", "cliqo-virtual-kubelet", PEER_LABEL_REMOTE_CLUSTER,
-        r->peer, "app.kubernetes.io/part-of", "cliqo", "spec", "serviceAccountName", name,
+        "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name, "namespace",
+        agent_namespace(st.a), "labels", "app.kubernetes.io/name", "cliqo-virtual-kubelet",
+        PEER_LABEL_REMOTE_CLUSTER, r->peer, "app.kubernetes.io/managed-by", "cliqo-agent", "spec",
+        "replicas", 1, "selector", "matchLabels", "app.kubernetes.io/name", "cliqo-virtual-kubelet",
+        PEER_LABEL_REMOTE_CLUSTER, r->peer, "template", "metadata", "labels",
+        "app.kubernetes.io/name", "cliqo-virtual-kubelet", PEER_LABEL_REMOTE_CLUSTER, r->peer,
+        "app.kubernetes.io/part-of", "cliqo", "spec", "serviceAccountName", name,
         "automountServiceAccountToken", 1, "containers", "name", "virtual-kubelet", "image",
         vk_image(), "command", "cliqo-agent", "virtual-kubelet", "--peer", r->peer, "--home-id",
         identity_cluster_id(), "--home-name",
@@ -647,53 +656,153 @@ static json_t *deployment(struct rec *r, const char *name)
         "kubeconfig", "path", "kubeconfig");
 }
 
+/* The copy of the provider's credential (the Secret spec.kubeConfigRef names, in the tenant
+ * namespace) that the Deployment mounts. */
+static json_t *credential_copy(struct rec *r)
+{
+    char name[128];
+    const char *b64 =
+        json_string_value(json_object_get(json_object_get(r->secret, "data"), "kubeconfig"));
+
+    if (!b64)
+        return NULL;
+    copy_name(r->peer, name, sizeof(name));
+    return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s,s:s}},s:s,s:{s:s}}", "apiVersion", "v1",
+                     "kind", "Secret", "metadata", "name", name, "namespace", agent_namespace(st.a),
+                     "labels", "app.kubernetes.io/name", "cliqo-virtual-kubelet",
+                     PEER_LABEL_REMOTE_CLUSTER, r->peer, "app.kubernetes.io/managed-by",
+                     "cliqo-agent", "type", "Opaque", "data", "kubeconfig", b64);
+}
+
 static void deploy_step(struct rec *r);
+
+/* Steps of deploy_step (r->step is the next one). A GET of a RoleBinding or of the Deployment may
+ * find nothing, and so may the delete of a RoleBinding that binds another subject. */
+enum {
+    DS_COPY,
+    DS_SA,
+    DS_CRB_GET,
+    DS_CRB_PUT,
+    DS_RB_ADV_GET,
+    DS_RB_ADV,
+    DS_RB_LEASE_GET,
+    DS_RB_LEASE,
+    DS_DEPLOYMENT,
+    DS_CHECK,
+};
 
 static void after_deploy(void *owner)
 {
     struct rec *r = owner;
+    int err = r->ch.last.err;
+    bool get_step = r->step == DS_RB_ADV || r->step == DS_RB_LEASE || r->step == DS_CHECK ||
+                    r->step == DS_RB_ADV_GET || r->step == DS_RB_LEASE_GET;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
-        if (!(r->step == 6 && r->ch.last.err == -ENOENT)) {
-            log_warn(MOD, "%s: Deployment mode: %s", r->key, r->ch.last.message);
-            rec_end(r, RETRY_MS);
-            return;
-        }
+    if (err < 0 && err != -EEXIST && !(get_step && err == -ENOENT)) {
+        log_warn(MOD, "%s: Deployment mode: %s", r->key, r->ch.last.message);
+        if (r->step == DS_SA) /* the copy failed: write it again next time */
+            r->e->copied_rv[0] = '\0';
+        rec_end(r, RETRY_MS);
+        return;
     }
     deploy_step(r);
 }
 
-/* ServiceAccount, ClusterRoleBinding (nodes), RoleBindings (the Advertisement's namespace and
- * kube-node-lease), then the Deployment; afterwards only a check that the Deployment exists. */
+/* Steps DS_RB_ADV and DS_RB_LEASE: the RoleBinding GET before says whether it binds our
+ * ServiceAccount of the agent's namespace. Missing: created. Binding another subject (a virtual
+ * kubelet of an earlier version ran in the tenant namespace): deleted, then read again (a
+ * RoleBinding is recreated, never updated). */
+static void ensure_binding(struct rec *r, const char *name, const char *ns)
+{
+    const json_t *subj = json_array_get(json_object_get(r->ch.last.body, "subjects"), 0);
+    json_t *o;
+
+    if (r->ch.last.err == 0) {
+        if (json_array_size(json_object_get(r->ch.last.body, "subjects")) == 1 &&
+            strcmp(str(subj, "name"), name) == 0 &&
+            strcmp(str(subj, "namespace"), agent_namespace(st.a)) == 0) {
+            deploy_step(r);
+            return;
+        }
+        log_info(MOD, "%s: RoleBinding %s/%s binds another subject; recreating it", r->key, ns,
+                 name);
+        r->step -= 2; /* back to its GET, once deleted */
+        if (kapi_delete(agent_kube(st.a), &peer_res_rolebindings, ns, name, NULL, peer_call_cb, r) <
+            0)
+            rec_end(r, RETRY_MS);
+        return;
+    }
+    o = binding("RoleBinding", name, ns, PEER_VK_LOCAL_ROLE "-ns", name, agent_namespace(st.a));
+    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, ns, o, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    json_decref(o);
+}
+
+/* The Deployment mode of a virtual kubelet, one object per pass step: the copy of the credential,
+ * the ServiceAccount, its subject in the shared ClusterRoleBinding (nodes), RoleBindings in the
+ * Advertisement's namespace and kube-node-lease, then the Deployment; once ensured, only the copy
+ * (when the credential changed) and a check that the Deployment exists. The ServiceAccount, the
+ * copy and the Deployment live in the agent's namespace, never in the tenant namespace, where the
+ * provider may write Secrets (and so could mint a token of any ServiceAccount there). */
 static void deploy_step(struct rec *r)
 {
     char name[128];
+    const char *ans = agent_namespace(st.a);
     json_t *o = NULL;
     const struct kapi_resource *res = NULL;
-    const char *ns = NULL;
+    const char *ns = ans;
 
     snprintf(name, sizeof(name), "virtual-kubelet-%s", r->peer);
     r->ch.next = after_deploy;
     switch (r->step++) {
-    case 0:
+    case DS_COPY:
+        if (strcmp(r->e->copied_rv, kapi_obj_rv(r->secret)) == 0) {
+            deploy_step(r);
+            return;
+        }
+        o = credential_copy(r);
+        if (!o) {
+            log_warn(MOD, "%s: Deployment mode: the credential Secret holds no kubeconfig", r->key);
+            rec_end(r, RETRY_MS);
+            return;
+        }
+        snprintf(r->e->copied_rv, sizeof(r->e->copied_rv), "%s", kapi_obj_rv(r->secret));
+        if (kapi_apply(agent_kube(st.a), &kapi_secrets, ans, kapi_obj_name(o), NULL, o,
+                       "cliqo-agent", true, peer_call_cb, r) < 0) {
+            r->e->copied_rv[0] = '\0';
+            rec_end(r, RETRY_MS);
+        }
+        json_decref(o);
+        return;
+    case DS_SA:
         if (r->e->deployment_ensured) {
-            r->step = 6;
-            if (kapi_get(agent_kube(st.a), &kapi_deployments, r->ns, name, peer_call_cb, r) < 0)
+            r->step = DS_CHECK;
+            if (kapi_get(agent_kube(st.a), &kapi_deployments, ans, name, peer_call_cb, r) < 0)
                 rec_end(r, RETRY_MS);
             return;
         }
-        o = json_pack("{s:s,s:s,s:{s:s,s:s}}", "apiVersion", "v1", "kind", "ServiceAccount",
-                      "metadata", "name", name, "namespace", r->ns);
+        /* An earlier version ran the virtual kubelet in the tenant namespace: its ServiceAccount
+         * and Deployment go (its subject leaves the ClusterRoleBinding below). */
+        if (strcmp(r->ns, ans) != 0) {
+            kapi_delete(agent_kube(st.a), &kapi_serviceaccounts, r->ns, name, NULL, on_fc_written,
+                        NULL);
+            kapi_delete(agent_kube(st.a), &kapi_deployments, r->ns, name, NULL, on_fc_written,
+                        NULL);
+        }
+        o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}}}", "apiVersion", "v1", "kind",
+                      "ServiceAccount", "metadata", "name", name, "namespace", ans, "labels",
+                      PEER_LABEL_REMOTE_CLUSTER, r->peer, "app.kubernetes.io/managed-by",
+                      "cliqo-agent");
         res = &kapi_serviceaccounts;
-        ns = r->ns;
         break;
-    case 1: /* read the shared ClusterRoleBinding; step 2 adds our ServiceAccount to it */
+    case DS_CRB_GET: /* read the shared ClusterRoleBinding; the next step adds our ServiceAccount */
         if (kapi_get(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
                      peer_call_cb, r) < 0)
             rec_end(r, RETRY_MS);
         return;
-    case 2: {
+    case DS_CRB_PUT: {
         json_t *crb = json_deep_copy(r->ch.last.body);
+        bool changed;
 
         if (r->ch.last.err < 0 || !crb) {
             json_decref(crb);
@@ -702,7 +811,10 @@ static void deploy_step(struct rec *r)
             rec_end(r, RETRY_MS);
             return;
         }
-        if (!crb_set_subject(crb, name, r->ns, true)) {
+        changed = crb_set_subject(crb, name, ans, true);
+        if (strcmp(r->ns, ans) != 0 && crb_set_subject(crb, name, r->ns, false))
+            changed = true;
+        if (!changed) {
             json_decref(crb);
             deploy_step(r); /* already there */
             return;
@@ -714,30 +826,32 @@ static void deploy_step(struct rec *r)
         json_decref(crb);
         return;
     }
-    case 3:
-        o = binding("RoleBinding", name, r->ns, PEER_VK_LOCAL_ROLE "-ns", name, r->ns);
-        res = &peer_res_rolebindings;
-        ns = r->ns;
-        break;
-    case 4:
-        o = binding("RoleBinding", name, NODE_LEASE_NS, PEER_VK_LOCAL_ROLE "-ns", name, r->ns);
-        res = &peer_res_rolebindings;
-        ns = NODE_LEASE_NS;
-        break;
-    case 5:
+    case DS_RB_ADV_GET:
+    case DS_RB_LEASE_GET:
+        if (kapi_get(agent_kube(st.a), &peer_res_rolebindings,
+                     r->step - 1 == DS_RB_ADV_GET ? r->ns : NODE_LEASE_NS, name, peer_call_cb,
+                     r) < 0)
+            rec_end(r, RETRY_MS);
+        return;
+    case DS_RB_ADV:
+        ensure_binding(r, name, r->ns);
+        return;
+    case DS_RB_LEASE:
+        ensure_binding(r, name, NODE_LEASE_NS);
+        return;
+    case DS_DEPLOYMENT:
         o = deployment(r, name);
         res = &kapi_deployments;
-        ns = r->ns;
-        log_info(MOD, "%s: ensuring Deployment %s/%s of the virtual kubelet", r->key, r->ns, name);
+        log_info(MOD, "%s: ensuring Deployment %s/%s of the virtual kubelet", r->key, ans, name);
         break;
-    case 6:
+    case DS_CHECK:
     default:
-        /* After the GET of step 0 (or the create of step 4). */
+        /* After the GET of DS_SA (or the create of DS_DEPLOYMENT). */
         if (r->ch.last.err == -ENOENT) {
             log_warn(MOD, "%s: the virtual kubelet's Deployment is gone; creating it again",
                      r->key);
             r->e->deployment_ensured = false;
-            r->step = 0;
+            r->step = DS_COPY;
             deploy_step(r);
             return;
         }
@@ -753,7 +867,7 @@ static void deploy_step(struct rec *r)
 /* Removes the ServiceAccount of a Deployment-mode virtual kubelet from the shared
  * ClusterRoleBinding: a read, then a conditional update (a conflict is retried). */
 struct crb_removal {
-    char sa[128], ns[64];
+    char sa[128], ns[64], legacy_ns[64]; /* legacy_ns: "" or the tenant namespace */
     int tries;
 };
 
@@ -777,10 +891,12 @@ static void crb_remove_get(struct kapi_client *c, const struct kapi_result *res,
 {
     struct crb_removal *cr = data;
     json_t *crb = res->err == 0 ? json_deep_copy(res->body) : NULL;
+    bool changed = crb && crb_set_subject(crb, cr->sa, cr->ns, false);
 
-    if (crb && crb_set_subject(crb, cr->sa, cr->ns, false) &&
-        kapi_update(c, &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE, NULL, crb,
-                    crb_remove_put, cr) == 0) {
+    if (crb && cr->legacy_ns[0] && crb_set_subject(crb, cr->sa, cr->legacy_ns, false))
+        changed = true;
+    if (changed && kapi_update(c, &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE, NULL,
+                               crb, crb_remove_put, cr) == 0) {
         json_decref(crb);
         return;
     }
@@ -788,24 +904,47 @@ static void crb_remove_get(struct kapi_client *c, const struct kapi_result *res,
     x_free(cr);
 }
 
+/* A delete of the Deployment mode's objects, on its own: nothing waits for it. */
+static void on_cleanup(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    (void)c;
+    (void)data;
+    if (res->err < 0 && res->err != -ENOENT)
+        log_warn(MOD, "Deployment mode: a delete failed: %s", res->status.message);
+}
+
+/* Everything the Deployment mode made for a virtual kubelet: its subject in the shared
+ * ClusterRoleBinding, its RoleBindings (the Advertisement's namespace `ns`, kube-node-lease), and
+ * in the agent's namespace its Deployment, ServiceAccount and credential copy; and what an earlier
+ * version made in the tenant namespace. Requests in flight on their own. */
 static void cleanup_deployment_rbac(const char *peer, const char *ns)
 {
-    char name[128];
+    char name[128], copy[128];
+    const char *ans = agent_namespace(st.a);
     struct crb_removal *cr = x_calloc(1, sizeof(*cr));
 
     snprintf(name, sizeof(name), "virtual-kubelet-%s", peer);
-    if (cr && ns) {
+    copy_name(peer, copy, sizeof(copy));
+    if (cr) {
         snprintf(cr->sa, sizeof(cr->sa), "%s", name);
-        snprintf(cr->ns, sizeof(cr->ns), "%s", ns);
+        snprintf(cr->ns, sizeof(cr->ns), "%s", ans);
+        if (ns && strcmp(ns, ans) != 0)
+            snprintf(cr->legacy_ns, sizeof(cr->legacy_ns), "%s", ns);
         if (kapi_get(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
                      crb_remove_get, cr) == 0)
             cr = NULL;
     }
     x_free(cr);
-    kapi_delete(agent_kube(st.a), &peer_res_rolebindings, NODE_LEASE_NS, name, NULL, on_fc_written,
+    kapi_delete(agent_kube(st.a), &peer_res_rolebindings, NODE_LEASE_NS, name, NULL, on_cleanup,
                 NULL);
-    if (ns)
-        kapi_delete(agent_kube(st.a), &kapi_deployments, ns, name, NULL, on_fc_written, NULL);
+    kapi_delete(agent_kube(st.a), &kapi_deployments, ans, name, NULL, on_cleanup, NULL);
+    kapi_delete(agent_kube(st.a), &kapi_serviceaccounts, ans, name, NULL, on_cleanup, NULL);
+    kapi_delete(agent_kube(st.a), &kapi_secrets, ans, copy, NULL, on_cleanup, NULL);
+    if (ns && strcmp(ns, ans) != 0) {
+        kapi_delete(agent_kube(st.a), &peer_res_rolebindings, ns, name, NULL, on_cleanup, NULL);
+        kapi_delete(agent_kube(st.a), &kapi_deployments, ns, name, NULL, on_cleanup, NULL);
+        kapi_delete(agent_kube(st.a), &kapi_serviceaccounts, ns, name, NULL, on_cleanup, NULL);
+    }
 }
 
 /* ---- the passes
@@ -910,13 +1049,14 @@ static void accepted(struct rec *r)
     if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT) {
         vk_free(r->e->vk);
         r->e->vk = NULL;
-        r->step = 0;
+        r->step = DS_COPY;
         deploy_step(r);
         return;
     }
     if (r->e->deployment_ensured) {
         cleanup_deployment_rbac(r->peer, r->ns); /* switched back to Embedded */
         r->e->deployment_ensured = false;
+        r->e->copied_rv[0] = '\0';
     }
     if (ent_start_vk(r->e) < 0) {
         rec_end(r, RETRY_MS);
