@@ -4,11 +4,11 @@
  *   pod webhook     decode a ~3 KB AdmissionReview of a pod with two own node affinity terms and
  *                   four tolerations, build the Remote patch with a two-term selector, encode the
  *                   answer (base64 JSONPatch): per review.
- *   offer check     the offer enforcement's arithmetic for a consumer with N live pods on the
- *                   provider (pods trimmed as the broadcaster's informer keeps them): effective
- *                   requests of each pod summed, then the check. The agent does this per request
- *                   over the pods of the consumer's namespaces (plus one decode each from the
- *                   compact informer store, not counted here), so it grows with N.
+ *   offer check     the offer enforcement for a consumer with N live pods on the provider in 4
+ *                   namespaces, two ways side by side: recounting every pod's effective requests
+ *                   per admission (before issue 17: it grew with N), and summing the running
+ *                   totals the pod informer keeps per namespace (now: flat in N), with the cost
+ *                   of keeping them per pod event.
  *
  * Usage: bench-admission [--reviews N] [--pods N,N,...]. Use an optimised build (release preset).
  */
@@ -100,54 +100,98 @@ static int bench_reviews(long n)
     return 0;
 }
 
+#define BENCH_NAMESPACES 4 /* the consumer's namespaces on the provider */
+
+static void offer_all(struct shr_list *offer)
+{
+    static const char *const names[] = {"cpu", "memory", "pods"};
+
+    offer->n = 0;
+    for (size_t i = 0; i < 3; i++) {
+        snprintf(offer->items[i].name, SHR_NAME_MAX, "%s", names[i]);
+        offer->items[i].value = INT64_MAX / 2;
+        offer->n++;
+    }
+}
+
+/* The offer check for a consumer with npods live pods, both ways: recounting every pod per
+ * admission (what the agent did before issue 17), and from the running totals the pod informer
+ * keeps (what it does now: the totals of the consumer's namespaces summed, then the check). The
+ * cost of keeping the totals, one pod event each, is printed too. */
 static int bench_offer(long npods)
 {
     json_t **pods = calloc((size_t)npods, sizeof(*pods)), *newpod;
-    struct shr_list used = {0}, req, offer = {0};
-    int rounds = npods >= 10000 ? 20 : 200;
-    double t0, t;
-    char msg[256];
-    int rc;
+    struct shr_list used = {0}, req, offer;
+    struct adm_usage *usage = NULL;
+    int rounds = npods >= 10000 ? 20 : 200, trounds = 20000;
+    double t0, t_recount, t_totals, t_event;
+    char msg[256], ns[16];
+    int rc = 1;
 
-    if (!pods)
-        return 1;
-    for (long i = 0; i < npods; i++)
+    if (!pods || adm_usage_new(&usage) < 0)
+        goto out;
+    for (long i = 0; i < npods; i++) {
+        snprintf(ns, sizeof(ns), "n%ld", i % BENCH_NAMESPACES);
         pods[i] =
             json_pack("{s:{s:s,s:s,s:{s:s}},s:{s:[{s:{s:{s:s,s:s}}}]},s:{s:s}}", "metadata", "name",
-                      "p", "namespace", "n", "labels", "virtualkubelet.liqo.io/origin", "a", "spec",
+                      "p", "namespace", ns, "labels", "virtualkubelet.liqo.io/origin", "a", "spec",
                       "containers", "resources", "requests", "cpu", i % 2 ? "100m" : "0.25",
                       "memory", i % 3 ? "64Mi" : "128Mi", "status", "phase", "Running");
+        if (!pods[i])
+            goto out;
+    }
     newpod = pods[0];
-    snprintf(offer.items[0].name, SHR_NAME_MAX, "cpu");
-    offer.items[0].value = INT64_MAX / 2;
-    snprintf(offer.items[1].name, SHR_NAME_MAX, "memory");
-    offer.items[1].value = INT64_MAX / 2;
-    snprintf(offer.items[2].name, SHR_NAME_MAX, "pods");
-    offer.items[2].value = INT64_MAX / 2;
-    offer.n = 3;
+    offer_all(&offer);
+
     t0 = now_s();
     for (int r = 0; r < rounds; r++) {
-        memset(&used, 0, sizeof(used));
+        used.n = 0;
         for (long i = 0; i < npods; i++) {
             if (!adm_offer_pod_live(pods[i]) ||
                 adm_offer_pod_requests(pods[i], &req, msg, sizeof(msg)) < 0 ||
                 adm_offer_add(&used, &req) < 0)
-                return 1;
+                goto out;
         }
-        if (adm_offer_pod_requests(newpod, &req, msg, sizeof(msg)) < 0)
-            return 1;
-        rc = adm_offer_check(&used, &req, &offer, "c", msg, sizeof(msg));
-        if (rc != 0)
-            return 1;
+        if (adm_offer_pod_requests(newpod, &req, msg, sizeof(msg)) < 0 ||
+            adm_offer_check(&used, &req, &offer, "c", msg, sizeof(msg)) != 0)
+            goto out;
     }
-    t = (now_s() - t0) / rounds;
-    printf(
-        "offer check: consumer with %6ld pods: %.3f ms per admission (%.2f us per counted pod)\n",
-        npods, t * 1e3, t / (double)npods * 1e6);
+    t_recount = (now_s() - t0) / rounds;
+
+    t0 = now_s();
     for (long i = 0; i < npods; i++)
+        if (adm_usage_pod(usage, pods[i], 1) < 0)
+            goto out;
+    t_event = (now_s() - t0) / (double)npods;
+
+    t0 = now_s();
+    for (int r = 0; r < trounds; r++) {
+        used.n = 0;
+        for (int n = 0; n < BENCH_NAMESPACES; n++) {
+            snprintf(ns, sizeof(ns), "n%d", n);
+            if (adm_usage_add_ns(usage, ns, &used) < 0)
+                goto out;
+        }
+        if (adm_offer_pod_requests(newpod, &req, msg, sizeof(msg)) < 0 ||
+            adm_offer_check(&used, &req, &offer, "c", msg, sizeof(msg)) != 0)
+            goto out;
+    }
+    t_totals = (now_s() - t0) / trounds;
+    if (adm_usage_pods(usage) != (size_t)npods)
+        goto out;
+    printf("offer check: consumer with %6ld pods in %d namespaces: recounting %.3f ms, running "
+           "totals %.4f ms per admission (%.0fx); keeping the totals %.2f us per pod event\n",
+           npods, BENCH_NAMESPACES, t_recount * 1e3, t_totals * 1e3, t_recount / t_totals,
+           t_event * 1e6);
+    rc = 0;
+out:
+    if (rc)
+        fprintf(stderr, "bench-admission: offer check failed at %ld pods\n", npods);
+    for (long i = 0; pods && i < npods; i++)
         json_decref(pods[i]);
     free(pods);
-    return 0;
+    adm_usage_free(usage);
+    return rc;
 }
 
 int main(int argc, char **argv)

@@ -8,10 +8,13 @@
  *    configurations (server-side apply, only when a field we set differs). Secret and
  *    configuration events requeue it; so does the time of the next planned step.
  *  - The offer enforcement (handler of /validate-pods): namespaces (index by origin label), pods
- *    (the broadcaster's trimmed informer, index by namespace), ForeignClusters (the offer as
- *    recorded when this replica is not the broadcaster), and a reservation ledger of pods admitted
- *    but not yet seen in the pod informer (LEDGER_TTL_MS), so that a burst of creations cannot
- *    overshoot the offer between admission and the watch event. */
+ *    (the broadcaster's trimmed informer, whose events keep running totals of the live pods'
+ *    requests per namespace: a check sums the consumer's namespaces, whatever its number of pods),
+ *    ForeignClusters (the offer as recorded when this replica is not the broadcaster), and a
+ *    reservation ledger of pods admitted but not yet seen in the pod informer (LEDGER_TTL_MS),
+ *    named ones and those created with generateName alike (a validating webhook sees the
+ *    generated name), so that a burst of creations cannot overshoot the offer between admission
+ *    and the watch event. */
 #include "admission/admission.h"
 #include "admission/certs.h"
 #include "admission/offer.h"
@@ -82,6 +85,7 @@ static struct {
     struct httpd_server *srv;
     char *cert, *key; /* the pair the server uses */
     struct inf_informer *secret, *mcfg, *vcfg, *nss, *pods, *fcs;
+    struct adm_usage *usage; /* running totals of the pods' requests per namespace */
     struct wq_queue *q;
     bool running;
     const char *sans[ADM_MAX_SANS];
@@ -806,47 +810,52 @@ static void ledger_seen(const char *ns, const char *name)
     }
 }
 
+/* Pod events keep the running totals (admission/offer.h) and end the reservations of the pods
+ * they show. A count that fails (a quantity beyond int64, too many names) is logged: the pod was
+ * validated by the API server, so this does not happen in practice. */
+static void count_pod(const json_t *pod, int sign)
+{
+    int rc = st.usage ? adm_usage_pod(st.usage, pod, sign) : 0;
+
+    if (rc < 0)
+        log_warn(MOD, "cannot count pod %s/%s in the offer's running totals: %s",
+                 kapi_obj_namespace(pod) ? kapi_obj_namespace(pod) : "?",
+                 kapi_obj_name(pod) ? kapi_obj_name(pod) : "?", strerror(-rc));
+}
+
 static void on_pod(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
     (void)data;
+    count_pod(obj, 1);
     if (st.ledger)
         ledger_seen(kapi_obj_namespace(obj), kapi_obj_name(obj));
 }
 
 static void on_pod_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
-    (void)old_obj;
+    count_pod(old_obj, -1);
     on_pod(inf, new_obj, data);
 }
 
+static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    count_pod(obj, -1);
+}
+
 struct usage {
-    const char *skip_ns, *skip_name;
     struct shr_list used;
     int err;
 };
-
-static void sum_pod(json_t *pod, void *data)
-{
-    struct usage *u = data;
-    struct shr_list req;
-
-    if (!adm_offer_pod_live(pod) || u->err)
-        return;
-    if (strcmp(kapi_obj_namespace(pod) ? kapi_obj_namespace(pod) : "", u->skip_ns) == 0 &&
-        strcmp(kapi_obj_name(pod) ? kapi_obj_name(pod) : "", u->skip_name) == 0)
-        return; /* the same name again: the create will be refused as AlreadyExists */
-    if (adm_offer_pod_requests(pod, &req, NULL, 0) < 0)
-        return; /* the API server validated it: only a quantity beyond int64 gets here */
-    if (adm_offer_add(&u->used, &req) < 0)
-        u->err = -ENOSPC;
-}
 
 static void sum_namespace(json_t *ns, void *data)
 {
     struct usage *u = data;
 
-    inf_index_foreach(st.pods, IDX_NAMESPACE, kapi_obj_name(ns), sum_pod, u);
+    if (!u->err && st.usage && adm_usage_add_ns(st.usage, kapi_obj_name(ns), &u->used) < 0)
+        u->err = -ENOSPC;
 }
 
 struct fc_find {
@@ -910,14 +919,21 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
     json_t *ns = NULL, *tenant = NULL;
     const char *origin, *map, *slash;
     char tns[64], expected[256], cname[64], shown[64], err[200];
-    struct shr_list pod, offer;
+    struct shr_list pod, offer, counted;
     struct usage u = {0};
     struct reservation *res;
+    json_t *same;
+    const char *name;
     bool has_offer;
 
     (void)data;
     if (strcmp(req->operation, "CREATE") != 0 || strcmp(req->kind, "Pod") != 0 || req->group[0])
         return;
+    /* A pod created with generateName has its name by the time validating webhooks see it (the
+     * request's name is still empty): it is reserved like any other. */
+    name = req->name[0] ? req->name : kapi_obj_name(req->object);
+    if (!name || strlen(name) > ADM_NAME_MAX)
+        name = "";
     ns = inf_get(st.nss, NULL, req->ns);
     if (!ns) {
         deny(v, 403, "namespace %s is not known to the provider's agent yet: try again",
@@ -965,15 +981,18 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
         deny(v, 403, "offer exceeded: nothing has been offered to %s yet", cname);
         goto out;
     }
-    u.skip_ns = req->ns;
-    u.skip_name = req->name;
     inf_index_foreach(st.nss, IDX_ORIGIN, origin, sum_namespace, &u);
+    /* A pod of the same name is counted, but this create will be refused as AlreadyExists. */
+    same = name[0] ? inf_get(st.pods, req->ns, name) : NULL;
+    if (same && adm_offer_pod_live(same) && adm_offer_pod_requests(same, &counted, NULL, 0) == 0)
+        adm_offer_sub(&u.used, &counted);
+    json_decref(same);
     ledger_purge();
     for (struct reservation *r = st.ledger; r && !u.err; r = r->next) {
         json_t *seen;
 
         if (strcmp(r->origin, origin) != 0 ||
-            (strcmp(r->ns, req->ns) == 0 && strcmp(r->name, req->name) == 0))
+            (strcmp(r->ns, req->ns) == 0 && strcmp(r->name, name) == 0))
             continue;
         seen = inf_get(st.pods, r->ns, r->name);
         if (!seen && adm_offer_add(&u.used, r->amounts) < 0)
@@ -989,10 +1008,10 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
         v->code = 403;
         goto out;
     }
-    if (req->dry_run || !req->name[0])
+    if (req->dry_run || !name[0])
         goto out;
     /* Admitted: reserve until the pod informer has it. */
-    ledger_seen(req->ns, req->name);
+    ledger_seen(req->ns, name);
     if (st.nledger >= LEDGER_MAX) {
         deny(v, 429, "too many pod creations in flight on this provider: try again");
         goto out;
@@ -1008,7 +1027,7 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
     }
     snprintf(res->origin, sizeof(res->origin), "%s", origin);
     snprintf(res->ns, sizeof(res->ns), "%s", req->ns);
-    snprintf(res->name, sizeof(res->name), "%s", req->name);
+    snprintf(res->name, sizeof(res->name), "%s", name);
     *res->amounts = pod;
     res->expires_ms = now_ms() + LEDGER_TTL_MS;
     res->next = st.ledger;
@@ -1102,7 +1121,8 @@ int adm_init(struct agent *a)
         .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret_delete};
     struct inf_handlers ch = {
         .on_add = on_config, .on_update = on_config_update, .on_delete = on_config};
-    struct inf_handlers ph = {.on_add = on_pod, .on_update = on_pod_update};
+    struct inf_handlers ph = {
+        .on_add = on_pod, .on_update = on_pod_update, .on_delete = on_pod_delete};
     struct inf_options so = {.resource = &kapi_secrets,
                              .namespace_ = ns,
                              .field_selector = "metadata.name=" ADM_CERTS_SECRET,
@@ -1136,6 +1156,8 @@ int adm_init(struct agent *a)
         add_san(host);
     }
     r = adm_webhook_register("offer-enforcement", ADM_PATH_VALIDATE, offer_check, NULL);
+    if (r == 0)
+        r = adm_usage_new(&st.usage);
     if (r == 0)
         r = agent_informer_ex(a, &so, AGENT_INF_ALWAYS, &sh, NULL, &st.secret);
     if (r == 0)
@@ -1195,6 +1217,8 @@ void adm_fini(struct agent *a)
         x_free(r);
     }
     st.nledger = 0;
+    adm_usage_free(st.usage);
+    st.usage = NULL;
     st.q = NULL;
 }
 

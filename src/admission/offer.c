@@ -1,5 +1,6 @@
 #include "admission/offer.h"
 #include "admission/review.h"
+#include "common/xalloc.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -90,44 +91,90 @@ static void copy_list(struct shr_list *dst, const struct shr_list *src)
     memcpy(dst->items, src->items, src->n * sizeof(src->items[0]));
 }
 
+/* A sidecar: an init container with restartPolicy Always, which runs for the pod's whole life. */
+static bool is_sidecar(const json_t *c)
+{
+    const char *p = json_string_value(json_object_get(c, "restartPolicy"));
+
+    return p && strcmp(p, "Always") == 0;
+}
+
+/* dst[name] = max(dst[name], value) for every name of src, plus add[name] when add is not NULL. */
+static int max_into(struct shr_list *dst, const struct shr_list *src, const struct shr_list *add,
+                    char *err, size_t errlen)
+{
+    for (size_t i = 0; i < src->n; i++) {
+        struct shr_amount *a = find(dst, src->items[i].name, true);
+        bool found;
+        int64_t v = src->items[i].value;
+
+        if (!a) {
+            snprintf(err, errlen, "too many resource names");
+            return -ENOSPC;
+        }
+        if (add)
+            v = sat_add(v, shr_list_get(add, src->items[i].name, &found));
+        if (v > a->value)
+            a->value = v;
+    }
+    return 0;
+}
+
+/* The init containers in their order, as the scheduler counts them: a regular one needs its
+ * request on top of the sidecars started before it; a sidecar adds its request to those of the
+ * sidecars before it, from its start to the pod's end. *init is the largest need while
+ * initialising, *side the sidecars' sum (which the app containers run beside). */
+static int acc_init(struct shr_list *init, struct shr_list *side, const json_t *list, char *err,
+                    size_t errlen)
+{
+    for (size_t i = 0; i < json_array_size(list); i++) {
+        const json_t *c = json_array_get(list, i);
+        struct shr_list one;
+        int rc;
+
+        one.n = 0;
+        rc = acc_map(&one, json_object_get(json_object_get(c, "resources"), "requests"), ACC_SUM,
+                     err, errlen);
+        if (rc < 0)
+            return rc;
+        if (!is_sidecar(c)) {
+            if ((rc = max_into(init, &one, side, err, errlen)) < 0)
+                return rc;
+            continue;
+        }
+        if (adm_offer_add(side, &one) < 0) {
+            snprintf(err, errlen, "too many resource names");
+            return -ENOSPC;
+        }
+        if ((rc = max_into(init, side, NULL, err, errlen)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
 int adm_offer_pod_requests(const json_t *pod, struct shr_list *ret, char *err, size_t errlen)
 {
     const json_t *spec = json_object_get(pod, "spec");
-    struct shr_list sum, init, ov, out;
+    struct shr_list sum, init, side, ov, out;
     char dummy[8];
     int rc;
 
-    sum.n = init.n = ov.n = out.n = 0;
+    sum.n = init.n = side.n = ov.n = out.n = 0;
     if (!err) {
         err = dummy;
         errlen = sizeof(dummy);
     }
     if ((rc = acc_containers(&sum, json_object_get(spec, "containers"), ACC_SUM, err, errlen)) <
             0 ||
-        (rc = acc_containers(&init, json_object_get(spec, "initContainers"), ACC_MAX, err,
-                             errlen)) < 0 ||
+        (rc = acc_init(&init, &side, json_object_get(spec, "initContainers"), err, errlen)) < 0 ||
         (rc = acc_map(&ov, json_object_get(spec, "overhead"), ACC_SUM, err, errlen)) < 0)
         return rc;
-    /* max(sum, init) + overhead; zero amounts say nothing and are left out */
+    /* max(sum + sidecars, init) + overhead; zero amounts say nothing and are left out */
     copy_list(&out, &sum);
-    for (size_t i = 0; i < init.n; i++) {
-        struct shr_amount *a = find(&out, init.items[i].name, true);
-
-        if (!a) {
-            snprintf(err, errlen, "too many resource names");
-            return -ENOSPC;
-        }
-        if (init.items[i].value > a->value)
-            a->value = init.items[i].value;
-    }
-    for (size_t i = 0; i < ov.n; i++) {
-        struct shr_amount *a = find(&out, ov.items[i].name, true);
-
-        if (!a) {
-            snprintf(err, errlen, "too many resource names");
-            return -ENOSPC;
-        }
-        a->value = sat_add(a->value, ov.items[i].value);
+    if (adm_offer_add(&out, &side) < 0 || max_into(&out, &init, NULL, err, errlen) < 0 ||
+        adm_offer_add(&out, &ov) < 0) {
+        snprintf(err, errlen, "too many resource names");
+        return -ENOSPC;
     }
     rc = 0;
     for (size_t i = 0; i < out.n; i++)
@@ -162,6 +209,16 @@ int adm_offer_add(struct shr_list *a, const struct shr_list *b)
         x->value = sat_add(x->value, b->items[i].value);
     }
     return 0;
+}
+
+void adm_offer_sub(struct shr_list *a, const struct shr_list *b)
+{
+    for (size_t i = 0; i < b->n; i++) {
+        struct shr_amount *x = find(a, b->items[i].name, false);
+
+        if (x)
+            x->value = x->value > b->items[i].value ? x->value - b->items[i].value : 0;
+    }
 }
 
 int adm_offer_from_quantities(const json_t *q, struct shr_list *ret, size_t *ret_bad)
@@ -229,4 +286,203 @@ int adm_offer_check(const struct shr_list *used, const struct shr_list *pod,
         return -EDQUOT;
     }
     return 0;
+}
+
+/* ---- running totals ------------------------------------------------------------------------ */
+
+struct usage_ns {
+    struct usage_ns *next; /* in its bucket */
+    size_t pods;           /* counted pods */
+    size_t n, cap;         /* amounts */
+    struct shr_amount *items;
+    char name[]; /* the namespace */
+};
+
+struct adm_usage {
+    struct usage_ns **buckets;
+    size_t nbuckets, count, pods;
+};
+
+static uint64_t hash_name(const char *s)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    return h;
+}
+
+int adm_usage_new(struct adm_usage **ret)
+{
+    struct adm_usage *u = x_calloc(1, sizeof(*u));
+
+    if (!u)
+        return -ENOMEM;
+    u->nbuckets = 64;
+    u->buckets = x_calloc(u->nbuckets, sizeof(*u->buckets));
+    if (!u->buckets) {
+        x_free(u);
+        return -ENOMEM;
+    }
+    *ret = u;
+    return 0;
+}
+
+static void usage_ns_free(struct usage_ns *e)
+{
+    x_free(e->items);
+    x_free(e);
+}
+
+void adm_usage_free(struct adm_usage *u)
+{
+    if (!u)
+        return;
+    for (size_t i = 0; i < u->nbuckets; i++)
+        for (struct usage_ns *e = u->buckets[i], *next; e; e = next) {
+            next = e->next;
+            usage_ns_free(e);
+        }
+    x_free(u->buckets);
+    x_free(u);
+}
+
+static struct usage_ns **usage_slot(const struct adm_usage *u, const char *ns)
+{
+    struct usage_ns **p = &u->buckets[hash_name(ns) & (u->nbuckets - 1)];
+
+    while (*p && strcmp((*p)->name, ns) != 0)
+        p = &(*p)->next;
+    return p;
+}
+
+/* Doubles the buckets when the table is full (a failed growth keeps the table as it is). */
+static void usage_grow(struct adm_usage *u)
+{
+    size_t n = u->nbuckets * 2;
+    struct usage_ns **b;
+
+    if (u->count < u->nbuckets || n > ADM_USAGE_MAX_NAMESPACES)
+        return;
+    b = x_calloc(n, sizeof(*b));
+    if (!b)
+        return;
+    for (size_t i = 0; i < u->nbuckets; i++)
+        for (struct usage_ns *e = u->buckets[i], *next; e; e = next) {
+            size_t h = hash_name(e->name) & (n - 1);
+
+            next = e->next;
+            e->next = b[h];
+            b[h] = e;
+        }
+    x_free(u->buckets);
+    u->buckets = b;
+    u->nbuckets = n;
+}
+
+static int usage_apply(struct usage_ns *e, const struct shr_list *req, int sign)
+{
+    for (size_t i = 0; i < req->n; i++) {
+        struct shr_amount *a = NULL;
+
+        for (size_t j = 0; j < e->n && !a; j++)
+            if (strcmp(e->items[j].name, req->items[i].name) == 0)
+                a = &e->items[j];
+        if (!a && sign < 0)
+            continue;
+        if (!a) {
+            if (e->n == e->cap) {
+                size_t cap = e->cap ? e->cap * 2 : 4;
+                struct shr_amount *items;
+
+                if (cap > SHR_MAX_RESOURCES)
+                    cap = SHR_MAX_RESOURCES;
+                if (e->n >= cap)
+                    return -ENOSPC;
+                items = x_reallocarray(e->items, cap, sizeof(*items));
+                if (!items)
+                    return -ENOMEM;
+                e->items = items;
+                e->cap = cap;
+            }
+            a = &e->items[e->n++];
+            snprintf(a->name, sizeof(a->name), "%s", req->items[i].name);
+            a->value = 0;
+        }
+        if (sign > 0)
+            a->value = sat_add(a->value, req->items[i].value);
+        else
+            a->value = a->value > req->items[i].value ? a->value - req->items[i].value : 0;
+    }
+    return 0;
+}
+
+int adm_usage_pod(struct adm_usage *u, const json_t *pod, int sign)
+{
+    const char *ns =
+        json_string_value(json_object_get(json_object_get(pod, "metadata"), "namespace"));
+    struct usage_ns **p, *e;
+    struct shr_list req;
+    size_t len;
+    int rc;
+
+    if (!ns || !ns[0] || !adm_offer_pod_live(pod))
+        return 0;
+    if ((rc = adm_offer_pod_requests(pod, &req, NULL, 0)) < 0)
+        return rc;
+    p = usage_slot(u, ns);
+    e = *p;
+    if (!e) {
+        if (sign < 0)
+            return 0;
+        if (u->count >= ADM_USAGE_MAX_NAMESPACES)
+            return -ENOSPC;
+        len = strlen(ns);
+        e = x_calloc(1, sizeof(*e) + len + 1);
+        if (!e)
+            return -ENOMEM;
+        memcpy(e->name, ns, len + 1);
+        *p = e;
+        u->count++;
+    }
+    rc = usage_apply(e, &req, sign);
+    if (rc == 0 && sign > 0) {
+        e->pods++;
+        u->pods++;
+    } else if (rc == 0 && e->pods > 0) {
+        e->pods--;
+        u->pods--;
+    }
+    if (e->pods == 0) {
+        *p = e->next;
+        usage_ns_free(e);
+        u->count--;
+    } else {
+        usage_grow(u);
+    }
+    return rc;
+}
+
+int adm_usage_add_ns(const struct adm_usage *u, const char *ns, struct shr_list *used)
+{
+    const struct usage_ns *e = ns ? *usage_slot(u, ns) : NULL;
+
+    for (size_t i = 0; e && i < e->n; i++) {
+        struct shr_amount *a = find(used, e->items[i].name, true);
+
+        if (!a)
+            return -ENOSPC;
+        a->value = sat_add(a->value, e->items[i].value);
+    }
+    return 0;
+}
+
+size_t adm_usage_namespaces(const struct adm_usage *u)
+{
+    return u ? u->count : 0;
+}
+
+size_t adm_usage_pods(const struct adm_usage *u)
+{
+    return u ? u->pods : 0;
 }

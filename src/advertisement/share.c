@@ -1190,6 +1190,49 @@ static void acc_containers(struct shr_state *s, const json_t *list, struct acc *
         acc_map(s, container_requests(json_array_get(list, i)), a, op, protect);
 }
 
+/* A sidecar: an init container with restartPolicy Always, running for the pod's whole life. */
+static bool is_sidecar(const json_t *c)
+{
+    const char *p = json_string_value(GET(c, "restartPolicy"));
+
+    return p && strcmp(p, "Always") == 0;
+}
+
+/* The init containers in their order, as the scheduler counts them (admission/offer.h says the
+ * same): a regular one needs its request on top of the sidecars started before it, a sidecar adds
+ * its request to theirs. *init gets the largest need, *side the sidecars' sum. */
+static void acc_init(struct shr_state *s, const json_t *list, struct acc *init, struct acc *side,
+                     uint64_t protect)
+{
+    size_t n = json_array_size(list);
+
+    for (size_t i = 0; i < n; i++) {
+        const json_t *c = json_array_get(list, i);
+        bool sidecar = is_sidecar(c);
+        struct acc one;
+        uint64_t m;
+
+        one.mask = 0;
+        acc_map(s, container_requests(c), &one, ACC_SUM, protect | init->mask | side->mask);
+        for (m = one.mask; m; m &= m - 1) {
+            int slot = __builtin_ctzll(m);
+            uint64_t bit = UINT64_C(1) << slot;
+            i128 v = one.v[slot];
+
+            if (side->mask & bit)
+                v += side->v[slot];
+            if (sidecar) {
+                side->mask |= bit;
+                side->v[slot] = v;
+            }
+            if (!(init->mask & bit) || v > init->v[slot]) {
+                init->mask |= bit;
+                init->v[slot] = v;
+            }
+        }
+    }
+}
+
 /* The quantities of a pod's requests and overhead, gathered (names and texts, in the order the
  * computation takes them) before any is parsed, and their texts prefetched: a quantity's text is
  * a separate allocation of jansson's, often not in cache when the rest of the object is (the
@@ -1241,8 +1284,15 @@ static void qtys_map(struct qtys *g, const json_t *map, enum qty_group group)
 static void qtys_containers(struct qtys *g, const json_t *list, enum qty_group group)
 {
     size_t n = json_array_size(list);
-    for (size_t i = 0; i < n && !g->overflow; i++)
-        qtys_map(g, container_requests(json_array_get(list, i)), group);
+    for (size_t i = 0; i < n && !g->overflow; i++) {
+        const json_t *c = json_array_get(list, i);
+
+        if (group == QTY_INIT_CONTAINERS && is_sidecar(c)) {
+            g->overflow = true; /* sidecars are counted the plain way (acc_init) */
+            return;
+        }
+        qtys_map(g, container_requests(c), group);
+    }
 }
 
 /* A pod's new contribution: slots and values of its non-zero amounts, "pods" included. */
@@ -1284,19 +1334,19 @@ static void qtys_gather(struct qtys *g, const struct pod_spec *spec)
 }
 
 /* The effective requests of a pod of spec `spec` (g: its quantities, see qtys_gather): max(sum of
- * containers, max of init containers) + overhead, each saturated at INT64_MAX; "pods" is 1
- * whatever the object says. */
+ * containers + sum of sidecars, largest need of an init container) + overhead (acc_init), each
+ * saturated at INT64_MAX; "pods" is 1 whatever the object says. */
 static void pod_contrib(struct shr_state *s, const struct pod_spec *spec, const struct qtys *g,
                         struct contrib *ret)
 {
-    struct acc sum, init, ov;
+    struct acc sum, init, side, ov;
     uint64_t all;
 
-    sum.mask = init.mask = ov.mask = 0;
+    sum.mask = init.mask = side.mask = ov.mask = 0;
     if (g->overflow) {
         acc_containers(s, spec->containers, &sum, ACC_SUM, 0);
-        acc_containers(s, spec->init_containers, &init, ACC_MAX, sum.mask);
-        acc_map(s, spec->overhead, &ov, ACC_SUM, sum.mask | init.mask);
+        acc_init(s, spec->init_containers, &init, &side, sum.mask);
+        acc_map(s, spec->overhead, &ov, ACC_SUM, sum.mask | init.mask | side.mask);
     } else {
         /* The same calls in the same order: the groups follow each other, so the slots of the
          * groups before are final when a group starts. */
@@ -1331,6 +1381,8 @@ static void pod_contrib(struct shr_state *s, const struct pod_spec *spec, const 
         all &= all - 1;
         if (sum.mask & bit)
             e = sum.v[slot];
+        if (side.mask & bit)
+            e += side.v[slot];
         if ((init.mask & bit) && init.v[slot] > e)
             e = init.v[slot];
         if (ov.mask & bit)
@@ -2448,7 +2500,10 @@ static json_t *slim_containers(const json_t *list)
     {
         json_t *req = json_object_get(json_object_get(c, "resources"), "requests");
         json_t *slim = req ? json_pack("{s:{s:O}}", "resources", "requests", req) : json_object();
+        json_t *policy = json_object_get(c, "restartPolicy");
 
+        if (slim && json_is_string(policy)) /* an init container's: a sidecar's is Always */
+            json_object_set(slim, "restartPolicy", policy);
         if (slim)
             json_array_append_new(out, slim);
     }

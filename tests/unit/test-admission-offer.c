@@ -66,6 +66,30 @@ static void test_requests(void **state)
          "{'resources':{'requests':{'memory':'1Ki'}}}],'containers':[{'resources':{'requests':"
          "{'cpu':'1','memory':'2Ki'}}}]}}",
          3000, 2048, 1, -1, 3},
+        /* a sidecar (restartPolicy Always) runs beside the containers: 1 + 0.5 = 1.5 cpu */
+        {"{'spec':{'initContainers':[{'restartPolicy':'Always','resources':{'requests':{'cpu':"
+         "'500m'}}}],'containers':[{'resources':{'requests':{'cpu':'1'}}}]}}",
+         1500, -1, 1, -1, 2},
+        /* an init container after a sidecar needs its request on top of it: 0.5 + 2 = 2.5 > 1.5 */
+        {"{'spec':{'initContainers':[{'restartPolicy':'Always','resources':{'requests':{'cpu':"
+         "'500m'}}},{'resources':{'requests':{'cpu':'2'}}}],'containers':[{'resources':{"
+         "'requests':{'cpu':'1'}}}]}}",
+         2500, -1, 1, -1, 2},
+        /* ... but not one before it: max(2, 1 + 0.5) = 2 */
+        {"{'spec':{'initContainers':[{'resources':{'requests':{'cpu':'2'}}},{'restartPolicy':"
+         "'Always','resources':{'requests':{'cpu':'500m'}}}],'containers':[{'resources':{"
+         "'requests':{'cpu':'1'}}}]}}",
+         2000, -1, 1, -1, 2},
+        /* two sidecars add up, also toward the init need: memory 1Ki + 2Ki beside 1Ki = 4Ki;
+         * init: max(1Ki, 1Ki + 2Ki) = 3Ki < 4Ki; overhead on top */
+        {"{'spec':{'initContainers':[{'restartPolicy':'Always','resources':{'requests':{'memory':"
+         "'1Ki'}}},{'restartPolicy':'Always','resources':{'requests':{'memory':'2Ki'}}}],"
+         "'containers':[{'resources':{'requests':{'memory':'1Ki'}}}],'overhead':{'memory':'1'}}}",
+         -1, 4097, 1, -1, 2},
+        /* restartPolicy other than Always: an ordinary init container */
+        {"{'spec':{'initContainers':[{'restartPolicy':'OnFailure','resources':{'requests':{'cpu':"
+         "'500m'}}}],'containers':[{'resources':{'requests':{'cpu':'1'}}}]}}",
+         1000, -1, 1, -1, 2},
     };
 
     (void)state;
@@ -202,12 +226,106 @@ static void test_check(void **state)
     }
 }
 
+/* Running totals against the sum recomputed from scratch, over a random sequence of pod events
+ * (new pods, phase changes, deletions) in a few namespaces; entries go with their last pod. */
+static void test_usage(void **state)
+{
+    enum { SLOTS = 40, STEPS = 3000 };
+    static const char *const phases[] = {"Pending", "Running", "Succeeded", "Failed", NULL};
+    static const char *const cpus[] = {"100m", "0.25", "1", "0"};
+    json_t *pods[SLOTS] = {0};
+    struct adm_usage *u;
+    unsigned seed = 17;
+
+    (void)state;
+    assert_int_equal(adm_usage_new(&u), 0);
+    for (int step = 0; step < STEPS; step++) {
+        int i = (int)(rand_r(&seed) % SLOTS), op = (int)(rand_r(&seed) % 3);
+        char ns[16];
+        struct shr_list want[4], got;
+        size_t live_ns = 0, live_pods = 0;
+
+        if (pods[i]) { /* the informer hands the old object to remove */
+            assert_int_equal(adm_usage_pod(u, pods[i], -1), 0);
+            json_decref(pods[i]);
+            pods[i] = NULL;
+        }
+        if (op > 0) {
+            const char *phase = phases[rand_r(&seed) % 5];
+
+            snprintf(ns, sizeof(ns), "ns%d", i % 4);
+            pods[i] = json_pack("{s:{s:s,s:s},s:{s:[{s:{s:{s:s,s:s}}}],s:[{s:s,s:{s:{s:s}}}]}}",
+                                "metadata", "name", "p", "namespace", ns, "spec", "containers",
+                                "resources", "requests", "cpu", cpus[rand_r(&seed) % 4], "memory",
+                                "1Ki", "initContainers", "restartPolicy", "Always", "resources",
+                                "requests", "cpu", "10m");
+            if (phase)
+                json_object_set_new(pods[i], "status", json_pack("{s:s}", "phase", phase));
+            assert_int_equal(adm_usage_pod(u, pods[i], 1), 0);
+        }
+        for (int n = 0; n < 4; n++)
+            want[n].n = 0;
+        for (int k = 0; k < SLOTS; k++) {
+            struct shr_list req;
+
+            if (!pods[k] || !adm_offer_pod_live(pods[k]))
+                continue;
+            assert_int_equal(adm_offer_pod_requests(pods[k], &req, NULL, 0), 0);
+            assert_int_equal(adm_offer_add(&want[k % 4], &req), 0);
+            live_pods++;
+        }
+        for (int n = 0; n < 4; n++) {
+            snprintf(ns, sizeof(ns), "ns%d", n);
+            got.n = 0;
+            assert_int_equal(adm_usage_add_ns(u, ns, &got), 0);
+            live_ns += want[n].n > 0;
+            if (get(&got, "cpu") != get(&want[n], "cpu") ||
+                get(&got, "memory") != get(&want[n], "memory") ||
+                get(&got, "pods") != get(&want[n], "pods"))
+                fail_msg("step %d, %s: cpu %lld/%lld memory %lld/%lld pods %lld/%lld", step, ns,
+                         (long long)get(&got, "cpu"), (long long)get(&want[n], "cpu"),
+                         (long long)get(&got, "memory"), (long long)get(&want[n], "memory"),
+                         (long long)get(&got, "pods"), (long long)get(&want[n], "pods"));
+        }
+        assert_int_equal(adm_usage_namespaces(u), live_ns);
+        assert_int_equal(adm_usage_pods(u), live_pods);
+    }
+    for (int k = 0; k < SLOTS; k++)
+        json_decref(pods[k]);
+    adm_usage_free(u);
+}
+
+/* adm_offer_sub: per name, never below 0. */
+static void test_sub(void **state)
+{
+    struct shr_list a = {0}, b = {0};
+
+    (void)state;
+    snprintf(a.items[0].name, SHR_NAME_MAX, "cpu");
+    a.items[0].value = 500;
+    snprintf(a.items[1].name, SHR_NAME_MAX, "pods");
+    a.items[1].value = 2;
+    a.n = 2;
+    snprintf(b.items[0].name, SHR_NAME_MAX, "pods");
+    b.items[0].value = 1;
+    snprintf(b.items[1].name, SHR_NAME_MAX, "cpu");
+    b.items[1].value = 900;
+    snprintf(b.items[2].name, SHR_NAME_MAX, "memory");
+    b.items[2].value = 7;
+    b.n = 3;
+    adm_offer_sub(&a, &b);
+    assert_int_equal(get(&a, "cpu"), 0);
+    assert_int_equal(get(&a, "pods"), 1);
+    assert_int_equal(get(&a, "memory"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_requests), cmocka_unit_test(test_requests_invalid),
         cmocka_unit_test(test_live),     cmocka_unit_test(test_add_and_quantities),
-        cmocka_unit_test(test_check),
+        cmocka_unit_test(test_check),    cmocka_unit_test(test_usage),
+        cmocka_unit_test(test_sub),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -112,8 +112,9 @@ static json_t *mk_node(const char *spec)
 }
 
 /* "NS/NAME [node=N] [phase=P] [origin=O] [deleting] [label:K=V] [spec:K=V] [c:REQS] [i:REQS]
- * [o:REQS]": one container per c:, one init container per i:, overhead o:, spec:K=V a member of
- * spec that the computation does not read. NAME empty: no name. */
+ * [s:REQS] [o:REQS]": one container per c:, one init container per i:, one sidecar (an init
+ * container with restartPolicy Always) per s:, in their order among the i:, overhead o:, spec:K=V
+ * a member of spec that the computation does not read. NAME empty: no name. */
 static json_t *mk_pod(const char *spec)
 {
     char buf[4096], *p = buf, *tok;
@@ -156,11 +157,13 @@ static json_t *mk_pod(const char *spec)
 
             snprintf(cname, sizeof(cname), "c%d", nc++);
             json_object_set_new(c, "name", json_string(cname));
-            if (tok[0] == 'c')
+            if (tok[0] == 'c') {
                 json_array_append_new(containers, c);
-            else if (tok[0] == 'i')
+            } else if (tok[0] == 'i' || tok[0] == 's') {
+                if (tok[0] == 's')
+                    json_object_set_new(c, "restartPolicy", json_string("Always"));
                 json_array_append_new(inits, c);
-            else {
+            } else {
                 json_object_set_new(sp, "overhead", qty_map(tok + 2));
                 json_decref(c);
             }
@@ -438,6 +441,15 @@ static const struct scenario scenarios[] = {
       /* A request of "pods" is ignored: a pod uses one. */
       P("a/p4 node=n1 c:pods=5"), U("pods", 4), O(NULL, 100, "cpu", 1000),
       O(NULL, 100, "pods", 106)}},
+    {"sidecars run beside the containers and under later init containers",
+     {N("n1 cpu=16 memory=8Gi pods=110"), P("a/p1 node=n1 s:cpu=500m c:cpu=1"), U("cpu", 1500),
+      /* An init container after a sidecar needs its request on top of it: 2 + 0.5. */
+      P("a/p2 node=n1 s:cpu=500m i:cpu=2 c:cpu=1"), U("cpu", 4000),
+      /* ... not one before it: max(2, 1 + 0.5). */
+      P("a/p3 node=n1 i:cpu=2 s:cpu=500m c:cpu=1"), U("cpu", 6000),
+      /* Sidecars add up: 1Ki + 2Ki beside 1Ki, overhead on top. */
+      P("a/p4 node=n1 s:memory=1Ki s:memory=2Ki c:memory=1Ki o:memory=1"), U("memory", 4097),
+      U("pods", 4), O(NULL, 100, "cpu", 10000)}},
     {"pod overhead",
      {N("n1 cpu=4 memory=8Gi pods=110"), P("a/p1 node=n1 c:cpu=250m o:cpu=250m,memory=120Mi"),
       U("cpu", 500), U("memory", 120 * MI), P("a/p2 node=n1 c:cpu=100m i:cpu=1 o:cpu=100m"),

@@ -4,7 +4,7 @@
 # since its virtual kubelet would take the entry back and delete pods it did not make), pods created as A's
 # virtual kubelet (kubectl --as its ServiceAccount) are admitted while the requests of A's pods on B stay within what
 # B's Advertisement offered A, refused beyond with a one-line 403 naming the resource and amounts; pods without
-# requests count toward `pods` only; a burst cannot overshoot (reservations); any other identity is refused;
+# requests count toward `pods` only; a burst cannot overshoot (reservations, generateName pods too); any other identity is refused;
 # and A raising its own virtual node's capacity changes nothing on B. B offers A fixed amounts for the test
 # (ClusterConfig perCluster), so every number below is exact.
 source "$(dirname "$0")/../lib.sh"
@@ -116,6 +116,25 @@ curl --parallel --parallel-immediate "${args[@]}" >"$T/codes" || true
   "admission webhook \"offer.admission.cliqo.io\" denied the request: offer exceeded: pods 3 requested + 1 > 3 offered to $A" ] ||
   fail "the two others were not refused for pods: $(cat "$T"/burst-*.out)"
 
+say "the same burst with generateName (no name in the review's request): exactly one admitted"
+winner=$(kc "$B" get pods -n "$REMOTE_NS" -o name | grep '/burst-') || fail "no burst pod admitted"
+kc "$B" delete -n "$REMOTE_NS" "$winner" --wait=true --timeout=30s >/dev/null || fail "cannot delete $winner"
+# The freed slot is seen once a server-side dry run (checked, never reserved) is admitted.
+wait_for 20 "the freed slot seen by $B's agent" eval \
+  "kc $B --as=$VK_USER create -n $REMOTE_NS --dry-run=server -f $T/burst-1.json"
+args=()
+for i in 1 2 3; do
+  jq '.metadata += {generateName: "gen-"} | del(.metadata.name)' "$T/burst-$i.json" >"$T/gen-$i.json"
+  [ "$i" = 1 ] || args+=(--next)
+  args+=(-s -o "$T/gen-$i.out" -w '%{http_code}\n' --cacert "$T/ca" --cert "$T/crt" --key "$T/key"
+    -H "Impersonate-User: $VK_USER" -H 'Content-Type: application/json' --data-binary "@$T/gen-$i.json"
+    "$server/api/v1/namespaces/$REMOTE_NS/pods")
+done
+curl --parallel --parallel-immediate "${args[@]}" >"$T/codes" || true
+[ "$(sort "$T/codes" | tr '\n' ' ')" = "201 403 403 " ] ||
+  fail "three concurrent generateName pods for one free slot: HTTP $(tr '\n' ' ' <"$T/codes"): $(cat "$T"/gen-*.out)"
+[ "$(kc "$B" get pods -n "$REMOTE_NS" -o name | grep -c '/gen-')" = 1 ] || fail "not exactly one gen- pod on $B"
+
 say "only A's virtual kubelet may create pods in $A's namespaces, even with every RBAC right"
 kc "$B" delete pods -n "$REMOTE_NS" -l virtualkubelet.liqo.io/origin --field-selector metadata.name!=p1 \
   --wait=true --timeout=30s >/dev/null || fail "cannot delete the pods"
@@ -134,4 +153,4 @@ admitted p5 500m
 m=$(curl -s "http://127.0.0.1:$(http_port "$B")/metrics")
 grep_q -E '^cliqo_admission_requests_total\{webhook="offer-enforcement",result="denied"\} [1-9]' <<<"$m" ||
   fail "no denied count on $B: $(grep cliqo_admission <<<"$m")"
-pass "admitted within the offer, refused beyond (cpu, pods) with the amounts, burst held, other identities refused, the consumer's node capacity ignored"
+pass "admitted within the offer, refused beyond (cpu, pods) with the amounts, bursts held (named and generateName), other identities refused, the consumer's node capacity ignored"
