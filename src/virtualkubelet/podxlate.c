@@ -625,10 +625,14 @@ static json_t *home_ip(const char *ip, const struct vkp_status_ctx *ctx)
 
     if (!ip_ok(ip))
         return NULL;
-    if (ctx->remote_to_home && ctx->remote_to_home(ctx->ip_data, ip, out, sizeof(out)) == 0 &&
-        ip_ok(out))
+    if (!ctx->remote_to_home)
+        return json_string(ip);
+    /* The provider's word: an address outside its pod CIDR as remapped here (or any, while the
+     * remapping is not settled) is dropped, never shown on the home pod, where EndpointSlices and
+     * Services would send traffic to it. */
+    if (ctx->remote_to_home(ctx->ip_data, ip, out, sizeof(out)) == 0 && ip_ok(out))
         return json_string(out);
-    return json_string(ip);
+    return NULL;
 }
 
 static void copy_ips(json_t *st, const json_t *rs, const struct vkp_status_ctx *ctx)

@@ -80,7 +80,8 @@ json_t *vkp_remote_update(const json_t *home, const json_t *remote, const struct
 
 struct vkp_status_ctx {
     const char *node_address; /* hostIP of home pods: the virtual node's address */
-    vkp_ip_fn remote_to_home; /* may be NULL: addresses shown as they are */
+    vkp_ip_fn remote_to_home; /* an address it does not translate is dropped; NULL: addresses
+                                 shown as they are */
     void *ip_data;
     bool reachable;          /* the provider answers (keepalive) */
     const char *unreachable; /* why not, for the condition's message */
