@@ -44,6 +44,7 @@ static struct {
     struct ipam *ipam;
     bool restored, running, cfg_seen;
     char own_cidr[CIDR_STR_MAX];
+    unsigned min_prefix4, min_prefix6; /* liqonetConfig.peerPodCIDRMinPrefix{V4,V6} */
     char cfg_sig[2048];
     struct npeer *peers;
     size_t npeers;
@@ -222,6 +223,20 @@ static void reserve_one(const char *text, const char *what)
         log_warn(MOD, "cannot reserve %s %s: %s", what, text, strerror(-r));
 }
 
+/* An integer of liqonetConfig between 0 and max, else the default. */
+static unsigned config_prefix(const json_t *ln, const char *key, unsigned def, unsigned max)
+{
+    const json_t *v = json_object_get(ln, key);
+
+    if (!json_is_integer(v))
+        return def;
+    if (json_integer_value(v) < 0 || json_integer_value(v) > (json_int_t)max) {
+        log_warn(MOD, "ClusterConfig: liqonetConfig.%s out of range; using %u", key, def);
+        return def;
+    }
+    return (unsigned)json_integer_value(v);
+}
+
 /* Reads the configuration into the IPAM; enqueues every peer when something changed. */
 static void apply_config(void)
 {
@@ -248,6 +263,8 @@ static void apply_config(void)
     if (strcmp(ownbuf, st.own_cidr) != 0)
         log_info(MOD, "this cluster's pod CIDR: %s", *ownbuf ? ownbuf : "unknown");
     snprintf(st.own_cidr, sizeof(st.own_cidr), "%s", ownbuf);
+    st.min_prefix4 = config_prefix(ln, "peerPodCIDRMinPrefixV4", IPAM_DEFAULT_MIN_PREFIX4, 32);
+    st.min_prefix6 = config_prefix(ln, "peerPodCIDRMinPrefixV6", IPAM_DEFAULT_MIN_PREFIX6, 128);
     ipam_clear_reserved(st.ipam);
     if (*ownbuf)
         ipam_reserve(st.ipam, &own, "the pod CIDR");
@@ -537,6 +554,20 @@ static void receiver(struct rec *r)
         return;
     }
     cidr_format(&remote, s.remote_cidr, sizeof(s.remote_cidr));
+    if (!cidr_size_allowed(&remote, st.min_prefix4, st.min_prefix6)) {
+        snprintf(s.message, sizeof(s.message),
+                 "the peer's pod CIDR %s is larger than this cluster accepts (prefix at least /%u: "
+                 "liqonetConfig.peerPodCIDRMinPrefixV%c)",
+                 s.remote_cidr, remote.family == 4 ? st.min_prefix4 : st.min_prefix6,
+                 remote.family == 4 ? '4' : '6');
+        log_warn(MOD, "peer %s: %s", p->id, s.message);
+        if (ipam_lookup(st.ipam, p->id, NULL, NULL) == 0)
+            ipam_release_peer(st.ipam, p->id);
+        s.remote_mapped[0] = '\0';
+        json_decref(nc);
+        sender(r, &s);
+        return;
+    }
     rc = ipam_map_peer(st.ipam, p->id, &remote, &mapped, &remapped);
     if (rc < 0) {
         snprintf(s.message, sizeof(s.message),
@@ -709,6 +740,8 @@ int net_init(struct agent *a)
 
     memset(&st, 0, sizeof(st));
     st.a = a;
+    st.min_prefix4 = IPAM_DEFAULT_MIN_PREFIX4;
+    st.min_prefix6 = IPAM_DEFAULT_MIN_PREFIX6;
     r = ipam_new(&st.ipam);
     if (r == 0)
         r = agent_informer(a, &peer_res_networkconfigs, NULL, NULL, 0, &nh, NULL, &st.ncs);

@@ -246,6 +246,13 @@ bool cidr_contains(const struct cidr *outer, const struct cidr *inner)
     return of <= inf && inl <= ol;
 }
 
+bool cidr_size_allowed(const struct cidr *c, unsigned min_prefix4, unsigned min_prefix6)
+{
+    if (!cidr_valid(c))
+        return false;
+    return c->prefix >= (c->family == 4 ? min_prefix4 : min_prefix6);
+}
+
 static unsigned clz128(ipam_u128 v)
 {
     uint64_t hi = (uint64_t)(v >> 64), lo = (uint64_t)v;

@@ -52,6 +52,12 @@ bool cidr_equal(const struct cidr *a, const struct cidr *b);
 bool cidr_overlaps(const struct cidr *a, const struct cidr *b);
 /* outer contains every address of inner (same family). False for an invalid CIDR. */
 bool cidr_contains(const struct cidr *outer, const struct cidr *inner);
+/* A peer's pod CIDR is accepted for remapping only when it is no larger than the operator allows:
+ * its prefix at least min_prefix4 (IPv4) or min_prefix6 (IPv6), so that one peer cannot take the
+ * remapping pool with a /1. False for an invalid CIDR. */
+#define IPAM_DEFAULT_MIN_PREFIX4 16
+#define IPAM_DEFAULT_MIN_PREFIX6 64
+bool cidr_size_allowed(const struct cidr *c, unsigned min_prefix4, unsigned min_prefix6);
 /* The smallest CIDR containing all of list[0..n) (n >= 1, one family). Returns 0 or -EINVAL. */
 int cidr_covering(const struct cidr *list, size_t n, struct cidr *ret);
 /* Rewrites the network part of address `ip` (text, same family as `from`) from `from` into `to`

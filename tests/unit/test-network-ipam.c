@@ -321,6 +321,38 @@ static const struct {
     {{"::1/128"}, "::1/128"},
 };
 
+/* A peer's pod CIDR no larger than the operator allows (issue 17, point 12). */
+static void test_size_allowed(void **state)
+{
+    static const struct {
+        const char *cidr;
+        unsigned min4, min6;
+        bool allowed;
+    } cases[] = {
+        {"10.0.0.0/16", 16, 64, true}, {"10.0.0.0/8", 16, 64, false},
+        {"10.0.0.0/24", 16, 64, true}, {"0.0.0.0/0", 16, 64, false},
+        {"0.0.0.0/0", 0, 64, true},    {"10.1.0.0/17", 17, 64, true},
+        {"10.0.0.0/15", 16, 0, false}, {"fd00::/64", 32, 64, true},
+        {"fd00::/48", 16, 64, false},  {"fd00::/48", 16, 48, true},
+        {"::/0", 0, 1, false},         {"10.0.0.0/32", 32, 128, true},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct cidr c;
+
+        assert_int_equal(cidr_parse(cases[i].cidr, &c), 0);
+        if (cidr_size_allowed(&c, cases[i].min4, cases[i].min6) != cases[i].allowed)
+            fail_msg("%s with /%u, /%u: expected %s", cases[i].cidr, cases[i].min4, cases[i].min6,
+                     cases[i].allowed ? "allowed" : "refused");
+    }
+    {
+        struct cidr bad = {.family = 5, .prefix = 8};
+
+        assert_false(cidr_size_allowed(&bad, 0, 0));
+    }
+}
+
 static void test_covering(void **state)
 {
     struct cidr list[4], got = poison;
@@ -1374,6 +1406,7 @@ int main(void)
         cmocka_unit_test(test_format),
         cmocka_unit_test(test_overlaps_contains),
         cmocka_unit_test(test_covering),
+        cmocka_unit_test(test_size_allowed),
         cmocka_unit_test(test_translate),
         cmocka_unit_test(test_translate_args),
         cmocka_unit_test(test_keep_own),
