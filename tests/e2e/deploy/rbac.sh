@@ -105,7 +105,10 @@ can "$AGENT" no update rolebindings -n "$T"
 can "$AGENT" no create roles -n "$T"
 can "$AGENT" no create leases.coordination.k8s.io -n default
 can "$AGENT" no create serviceaccounts -n default
-can "$AGENT" no create serviceaccounts/token -n cliqo
+# (serviceaccounts/token would name a ServiceAccount "token": the TokenRequest API is the subresource)
+can "$AGENT" no create serviceaccounts --subresource=token -n cliqo
+can "$AGENT" no create serviceaccounts --subresource=token -n "$T"
+can "$AGENT" yes create serviceaccounts -n cliqo
 can "$AGENT" no impersonate users
 # The kubelet API: its serving certificate (kubelet-serving only), reviews, the client CA's ConfigMap and no other.
 can "$AGENT" yes create certificatesigningrequests.certificates.k8s.io

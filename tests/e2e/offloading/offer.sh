@@ -99,17 +99,22 @@ kc "$B" config view --raw --minify -o jsonpath='{.clusters[0].cluster.certificat
 kc "$B" config view --raw --minify -o jsonpath='{.users[0].user.client-certificate-data}' | base64 -d >"$T/crt"
 kc "$B" config view --raw --minify -o jsonpath='{.users[0].user.client-key-data}' | base64 -d >"$T/key"
 server=$(kc "$B" config view --minify -o jsonpath='{.clusters[0].cluster.server}')
-args=()
-for i in 1 2 3; do
-  jq -n --arg n "burst-$i" --arg o "$A_ID" \
-    '{apiVersion:"v1",kind:"Pod",metadata:{name:$n,labels:{"virtualkubelet.liqo.io/origin":$o}},
-      spec:{containers:[{name:"c",image:"busybox"}]}}' >"$T/burst-$i.json"
-  [ "$i" = 1 ] || args+=(--next)
-  args+=(-s -o "$T/burst-$i.out" -w '%{http_code}\n' --cacert "$T/ca" --cert "$T/crt" --key "$T/key"
-    -H "Impersonate-User: $VK_USER" -H 'Content-Type: application/json' --data-binary "@$T/burst-$i.json"
-    "$server/api/v1/namespaces/$REMOTE_NS/pods")
-done
-curl --parallel --parallel-immediate "${args[@]}" >"$T/codes" || true
+# burst PREFIX JQ: three pods created at once, their bodies the base pod (named PREFIX-i) through jq filter
+# JQ; HTTP codes in $T/codes, answers in $T/PREFIX-i.out.
+burst() {
+  local args=() i
+  for i in 1 2 3; do
+    jq -n --arg n "$1-$i" --arg o "$A_ID" \
+      '{apiVersion:"v1",kind:"Pod",metadata:{name:$n,labels:{"virtualkubelet.liqo.io/origin":$o}},
+        spec:{containers:[{name:"c",image:"busybox"}]}}' | jq "$2" >"$T/$1-$i.json"
+    [ "$i" = 1 ] || args+=(--next)
+    args+=(-s -o "$T/$1-$i.out" -w '%{http_code}\n' --cacert "$T/ca" --cert "$T/crt" --key "$T/key"
+      -H "Impersonate-User: $VK_USER" -H 'Content-Type: application/json' --data-binary "@$T/$1-$i.json"
+      "$server/api/v1/namespaces/$REMOTE_NS/pods")
+  done
+  curl --parallel --parallel-immediate "${args[@]}" >"$T/codes" || true
+}
+burst burst .
 [ "$(sort "$T/codes" | tr '\n' ' ')" = "201 403 403 " ] ||
   fail "three concurrent pods for one free slot: HTTP $(tr '\n' ' ' <"$T/codes"): $(cat "$T"/burst-*.out)"
 [ "$(cat "$T"/burst-*.out | jq -r 'select(.code == 403) | .message' | sort -u)" = \
@@ -122,15 +127,7 @@ kc "$B" delete -n "$REMOTE_NS" "$winner" --wait=true --timeout=30s >/dev/null ||
 # The freed slot is seen once a server-side dry run (checked, never reserved) is admitted.
 wait_for 20 "the freed slot seen by $B's agent" eval \
   "kc $B --as=$VK_USER create -n $REMOTE_NS --dry-run=server -f $T/burst-1.json"
-args=()
-for i in 1 2 3; do
-  jq '.metadata += {generateName: "gen-"} | del(.metadata.name)' "$T/burst-$i.json" >"$T/gen-$i.json"
-  [ "$i" = 1 ] || args+=(--next)
-  args+=(-s -o "$T/gen-$i.out" -w '%{http_code}\n' --cacert "$T/ca" --cert "$T/crt" --key "$T/key"
-    -H "Impersonate-User: $VK_USER" -H 'Content-Type: application/json' --data-binary "@$T/gen-$i.json"
-    "$server/api/v1/namespaces/$REMOTE_NS/pods")
-done
-curl --parallel --parallel-immediate "${args[@]}" >"$T/codes" || true
+burst gen '.metadata += {generateName: "gen-"} | del(.metadata.name)'
 [ "$(sort "$T/codes" | tr '\n' ' ')" = "201 403 403 " ] ||
   fail "three concurrent generateName pods for one free slot: HTTP $(tr '\n' ' ' <"$T/codes"): $(cat "$T"/gen-*.out)"
 [ "$(kc "$B" get pods -n "$REMOTE_NS" -o name | grep -c '/gen-')" = 1 ] || fail "not exactly one gen- pod on $B"

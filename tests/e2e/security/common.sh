@@ -14,6 +14,12 @@ ALL=("$A" "$B" "$C")
 AGENT_ID_PREFIX=sec-agent
 source "$(dirname "${BASH_SOURCE[0]}")/../agents.sh"
 sec_on_exit() { agents_on_exit; }
+# sec_cleanup_on_exit FN: when the test exits, FN undoes what it changed (whatever the status; its output
+# is dropped), then the agents' logs are shown on failure. FN must be idempotent.
+sec_cleanup_on_exit() {
+  SEC_CLEANUP=$1
+  trap 'sec_rc=$?; "$SEC_CLEANUP" >/dev/null 2>&1 || true; (exit "$sec_rc"); sec_on_exit' EXIT
+}
 
 ids() {
   A_ID=$(cluster_id "$A")

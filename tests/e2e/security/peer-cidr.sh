@@ -11,14 +11,11 @@ restore() {
     --type=merge -p "{\"spec\":{\"podCIDR\":\"$orig\"}}" >/dev/null 2>&1
   start_agent "$C"
 }
-on_exit() {
-  local rc=$?
+cleanup() {
   restore
   rm -rf "$T"
-  (exit "$rc")
-  sec_on_exit
 }
-trap on_exit EXIT
+sec_cleanup_on_exit cleanup
 ensure_agents
 ids
 kc "$C" get secret -n cliqo "remote-identity-$B_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$T/c-identity"

@@ -9,17 +9,11 @@ source "$(dirname "$0")/common.sh"
 NS=e2e-sec-ips
 HOSTILE=192.168.77.7
 cleanup() {
-  [ -n "${BNODE:-}" ] && kc "$B" annotate node "$BNODE" sim.cliqo.io/ready- >/dev/null 2>&1
-  cq "$A" unoffload namespace "$NS" >/dev/null 2>&1
-  kc "$A" delete namespace "$NS" --wait=false >/dev/null 2>&1
+  [ -n "${BNODE:-}" ] && kc "$B" annotate node "$BNODE" sim.cliqo.io/ready-
+  cq "$A" unoffload namespace "$NS"
+  kc "$A" delete namespace "$NS" --wait=false
 }
-on_exit() {
-  local rc=$?
-  cleanup
-  (exit "$rc")
-  sec_on_exit
-}
-trap on_exit EXIT
+sec_cleanup_on_exit cleanup
 ensure_agents
 ids
 wait_shared 60

@@ -8,18 +8,12 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 T=$(mktemp -d)
 HOME_NS=e2e-sec-tokens
-cleanup_ns() {
-  cq "$A" unoffload namespace "$HOME_NS" >/dev/null 2>&1
-  kc "$A" delete namespace "$HOME_NS" --wait=false >/dev/null 2>&1
-}
-on_exit() {
-  local rc=$?
-  [ "$rc" = 0 ] || cleanup_ns
+cleanup() {
+  cq "$A" unoffload namespace "$HOME_NS"
+  kc "$A" delete namespace "$HOME_NS" --wait=false
   rm -rf "$T"
-  (exit "$rc")
-  sec_on_exit
 }
-trap on_exit EXIT
+sec_cleanup_on_exit cleanup
 ensure_agents
 ids
 wait_shared 60
@@ -84,6 +78,7 @@ attack "$T/b-on-a" "$A" "B's credential on A"
 # The virtual kubelet must have been able to write in the namespace made for A (else the attack was not tried there).
 [ "$("$KUBECTL" --kubeconfig "$T/a-vk" auth can-i create secrets -n "$REMOTE_NS")" = yes ] ||
   fail "A's virtual kubelet cannot write Secrets in $REMOTE_NS: the test did not reach that namespace"
-cleanup_ns
+cq "$A" unoffload namespace "$HOME_NS" >/dev/null || fail "cannot unoffload $HOME_NS"
+kc "$A" delete namespace "$HOME_NS" --wait=false >/dev/null
 wait_for 60 "$REMOTE_NS gone from $B" eval "! kc $B get namespace $REMOTE_NS"
 pass "$tried attempts to obtain a ServiceAccount token with a peer's credential, all refused"
