@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "peering/identity.h"
+#include "peering/idkey.h"
 #include "peering/resources.h"
 #include "peering/wire.h"
 
@@ -399,6 +400,11 @@ static void after_identity(void *owner)
                         "Secret", "metadata", "name", name, "namespace", agent_namespace(st.a),
                         "labels", PEER_LABEL_CLUSTER_ID, r->id, PEER_LABEL_REMOTE_ID, "true",
                         "stringData", "kubeconfig", resp.kubeconfig, "namespace", resp.namespace);
+        /* The peer's key ID, as it told us over the pinned connection: the auth endpoint binds
+         * the peer's tenant namespace here to it (docs/peering.md, "Identity keys"). */
+        if (sec && resp.key_id[0])
+            json_object_set_new(json_object_get(sec, "stringData"), "key-id",
+                                json_string(resp.key_id));
         peer_identity_response_done(&resp);
         r->ch.next = after_identity_secret;
         if (!sec || kapi_create(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), sec,
@@ -417,7 +423,12 @@ static void after_identity(void *owner)
         if (txt && peer_wire_error_decode(txt, strlen(txt), &perr, &werr) == 0)
             msg = perr.message;
         if (r->ch.last.http == 403) {
-            if (!condition(r, COND_AUTH, "Denied", "TokenRefused", msg))
+            const char *why = strcmp(perr.reason, PEER_WIRE_E_MISMATCH) == 0    ? "IdentityMismatch"
+                              : strcmp(perr.reason, PEER_WIRE_E_SIGNATURE) == 0 ? "SignatureRefused"
+                              : strcmp(perr.reason, PEER_WIRE_E_STALE) == 0     ? "ClockSkew"
+                                                                                : "TokenRefused";
+
+            if (!condition(r, COND_AUTH, "Denied", why, msg))
                 rec_end(r, 30000);
         } else if (!condition(r, COND_AUTH, "Error",
                               r->ch.last.http ? "AuthEndpointError" : "AuthEndpointUnreachable",
@@ -487,7 +498,16 @@ static void authenticate(struct rec *r, const json_t *spec)
     snprintf(in.cluster_id, sizeof(in.cluster_id), "%s", r->own_id);
     snprintf(in.cluster_name, sizeof(in.cluster_name), "%s", r->own_name);
     snprintf(in.token, sizeof(in.token), "%s", r->auth_token);
-    if (peer_wire_identity_request_encode(&in, &body) < 0) {
+    /* The proof of our identity key, for this provider only (peering/idkey.h). */
+    if (!identity_key()) {
+        peer_identity_request_clear(&in);
+        if (!condition(r, COND_AUTH, "Pending", "NoIdentityKey",
+                       "this cluster has no identity key yet (Secret identity-key)"))
+            rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    if (peer_idkey_sign_request(identity_key(), r->id, (int64_t)time(NULL), &in) < 0 ||
+        peer_wire_identity_request_encode(&in, &body) < 0) {
         peer_identity_request_clear(&in);
         rec_end(r, ERROR_RETRY_MS);
         return;
