@@ -63,6 +63,7 @@
 
 #define TOKEN_WAIT_MS   15000
 #define TOKEN_POLL_MS   250
+#define TOKEN_GC_MS     60000 /* sweep of expired single-use tokens */
 #define AGENT_SA        "cliqo-agent"
 #define AGENT_TENANT_CR "cliqo-agent-tenant"
 
@@ -76,6 +77,7 @@ static struct {
     bool listening;
     struct metrics_family *requests;
     struct issue *issues; /* credentials being issued (a timer or a request pending) */
+    uv_timer_t *gc;       /* sweeps expired single-use tokens (leader) */
     bool stopped;         /* issuances end (cancelled) instead of going on; none starts */
 } st;
 
@@ -499,8 +501,12 @@ static void learned_key_id(const char *cluster_id, char ret[PEER_KEY_ID_LEN + 1]
 
 static void refuse(struct issue *is, const char *reason, const char *msg)
 {
-    log_warn("auth", "refused the request of cluster %s from %s: %s", is->in.cluster_id,
-             is->req ? httpd_req_peer_ip(is->req) : "?", msg);
+    if (strcmp(reason, PEER_WIRE_E_FORBIDDEN) == 0)
+        log_warn("auth", "wrong peering token from %s (cluster %s): %s",
+                 is->req ? httpd_req_peer_ip(is->req) : "?", is->in.cluster_id, msg);
+    else
+        log_warn("auth", "refused the request of cluster %s from %s: %s", is->in.cluster_id,
+                 is->req ? httpd_req_peer_ip(is->req) : "?", msg);
     if (is->req)
         peer_limiter_fail(st.lim, httpd_req_peer_ip(is->req), uv_now(agent_loop(st.a)));
     end(is, -EACCES, 403, reason, msg);
@@ -1063,10 +1069,24 @@ int peer_auth_init(struct agent *a)
                           &st.secrets);
 }
 
+static void gc_visit(json_t *obj, void *data)
+{
+    (void)data;
+    token_gc(obj);
+}
+
+static void on_gc_timer(uv_timer_t *t)
+{
+    (void)t;
+    inf_foreach(st.secrets, gc_visit, NULL);
+}
+
 int peer_auth_start(struct agent *a)
 {
-    (void)a;
     st.stopped = false;
+    if (!st.gc && !(st.gc = ktimer_new(agent_loop(a), NULL)))
+        return -ENOMEM;
+    uv_timer_start(st.gc, on_gc_timer, TOKEN_GC_MS, TOKEN_GC_MS);
     return 0;
 }
 
@@ -1078,6 +1098,8 @@ void peer_auth_stop(struct agent *a)
 
     (void)a;
     st.stopped = true;
+    if (st.gc)
+        uv_timer_stop(st.gc);
     for (;;) {
         /* A callback may change the list: look again from its head after each. */
         for (is = st.issues; is; is = is->next)
@@ -1098,6 +1120,7 @@ void peer_auth_fini(struct agent *a)
     while (st.issues)
         issue_free(st.issues);
     st.lim = peer_limiter_free(st.lim);
+    ktimer_free(st.gc);
     x_free(st.ca_pem);
     OPENSSL_cleanse(st.token, sizeof(st.token));
     memset(&st, 0, sizeof(st));

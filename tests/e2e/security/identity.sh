@@ -30,13 +30,7 @@ SHARED=$(cq "$B" generate-add-command --shared-token | sed -n 's/.* --token \([0
 # post KEY CLUSTER-ID CLUSTER-NAME TOKEN [TIMESTAMP [PROVIDER-ID]]: a signed POST /identity to B;
 # sets CODE and REASON (the error field), the body in $tmp/out.
 post() {
-  local key=$1 id=$2 name=$3 tok=$4 ts=${5:-$(date +%s)} prov=${6:-$B_ID} kid pub sig
-  kid=$(key_id "$key")
-  pub=$(openssl pkey -in "$key" -pubout -outform der | base64 -w0)
-  printf 'cliqo-identity-v1\n%s\n%s\n%s\n%s\n%s\n' "$prov" "$id" "$name" "$ts" "$kid" >"$tmp/msg"
-  sig=$(openssl dgst -sha256 -sign "$key" "$tmp/msg" | base64 -w0)
-  jq -nc --arg id "$id" --arg n "$name" --arg t "$tok" --arg p "$pub" --argjson ts "$ts" --arg s "$sig" \
-    '{clusterID:$id, clusterName:$n, token:$t, publicKey:$p, timestamp:$ts, signature:$s}' >"$tmp/body"
+  identity_body "$1" "${6:-$B_ID}" "$2" "$3" "$4" "${5:-$(date +%s)}" >"$tmp/body"
   CODE=$(curl -sS --max-time 20 --cacert "$tmp/ca.crt" -o "$tmp/out" -w '%{http_code}' \
     -H 'Content-Type: application/json' --data-binary @"$tmp/body" "$B_URL/identity")
   REASON=$(jq -r '.error // empty' "$tmp/out" 2>/dev/null || true)
