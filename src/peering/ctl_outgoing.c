@@ -51,7 +51,7 @@ struct peer {
 
 static struct {
     struct agent *a;
-    struct inf_informer *fcs, *secrets, *config;
+    struct inf_informer *fcs, *secrets, *config, *tenants;
     struct wq_queue *q;
     struct peer peers[MAX_PEERS];
     bool running;
@@ -831,6 +831,42 @@ static void rec_end(struct rec *r, int requeue_ms)
     x_free(r);
 }
 
+struct tenant_find {
+    const char *id;
+    char name[64];
+    char created[32];
+};
+
+static void tenant_visit(json_t *obj, void *data)
+{
+    struct tenant_find *f = data;
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *id =
+        json_string_value(json_object_get(json_object_get(meta, "labels"), PEER_LABEL_CLUSTER_ID));
+    const char *ts = json_string_value(json_object_get(meta, "creationTimestamp"));
+    const char *name = kapi_obj_name(obj);
+    int c;
+
+    if (!id || !name || strcmp(id, f->id) != 0 || strlen(name) >= sizeof(f->name))
+        return;
+    c = f->name[0] ? strcmp(ts ? ts : "", f->created) : -1;
+    if (c < 0 || (c == 0 && strcmp(name, f->name) < 0)) {
+        snprintf(f->name, sizeof(f->name), "%s", name);
+        snprintf(f->created, sizeof(f->created), "%s", ts ? ts : "");
+    }
+}
+
+/* The peer's tenant namespace is the oldest one labelled with its ID, if any (the auth endpoint
+ * chooses the same one), else the name derived from its ID and name. */
+static void find_tenant(struct rec *r)
+{
+    struct tenant_find f = {.id = r->id};
+
+    inf_foreach(st.tenants, tenant_visit, &f);
+    if (f.name[0])
+        snprintf(r->local_ns, sizeof(r->local_ns), "%s", f.name);
+}
+
 static void reconcile(struct wq_queue *q, const char *key, void *data)
 {
     struct rec *r;
@@ -903,6 +939,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         rec_end(r, -1);
         return;
     }
+    find_tenant(r); /* one tenant namespace per peer: an existing one wins over the derived name */
     want = out && strcmp(out, "Yes") == 0 && !deleting;
     peered = peer_has_finalizer(r->fc, PEER_FINALIZER) ||
              strcmp(peer_fc_condition(r->fc, COND_OUT), "None") != 0;
@@ -1012,6 +1049,9 @@ int peer_outgoing_init(struct agent *a)
         r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, 0, &sh, NULL, &st.secrets);
     if (r == 0)
         r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &st.config);
+    if (r == 0)
+        r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
+                           &st.tenants);
     if (r == 0)
         r = agent_queue(a, "foreignclusters", &qo, reconcile, NULL, &st.q);
     return r;
