@@ -232,10 +232,10 @@ int cmd_generate_add_command_main(int argc, char **argv)
             return cli_misuse(verb, "unknown option '%s' (try --help)", argv[i]);
         }
     }
-    if (cli_kube_open(&k, &co) < 0 || read_identity(&k, id, name) < 0)
-        goto kerr;
     if (shared && flag_ttl)
         return cli_misuse(verb, "--ttl applies to single-use tokens, not with --shared-token");
+    if (cli_kube_open(&k, &co) < 0 || read_identity(&k, id, name) < 0)
+        goto kerr;
     if (rotate) {
         if (rotate_token(&k) < 0 || revoke_single_use(&k, &revoked) < 0)
             goto kerr;
