@@ -1,6 +1,9 @@
-/* libFuzzer harness for the auth endpoint's JSON decoders (src/peering/wire.c). The first byte
+/* libFuzzer harness for the auth endpoint's JSON decoders (src/peering/wire.c) and the check of a
+ * request's proof (src/peering/idkey.c: public key parsing, signature verification). The first byte
  * chooses the decoder ('0' + n works well in seeds), the rest is the body:
  *   0: POST /identity request   1: its 201 response   2: GET /ids   3: error body
+ * A decoded request is verified as if made to provider "prov-1" at its own timestamp: it must be
+ * refused (-EBADMSG) unless it carries a valid P-256 signature, and never crash.
  * Every successful decode must give valid fields that encode and decode again to the same value;
  * every failure must explain itself with a known reason.
  *
@@ -9,6 +12,7 @@
 #include "../src/peering/identity.c"
 #include "../src/peering/token.c"
 #include "../src/peering/wire.c"
+#include "../src/peering/idkey.c"
 
 #include <stdint.h>
 
@@ -22,7 +26,8 @@ static void check_failure(int r, const struct peer_wire_error *e)
         __builtin_trap();
     if (r == -ENOMEM)
         return;
-    if (e->reason[0] == '\0' || e->message[0] == '\0' || (st != 400 && st != 413))
+    if (e->reason[0] == '\0' || e->message[0] == '\0' ||
+        (st != 400 && st != 413 && strcmp(e->reason, PEER_WIRE_E_SIGNATURE) != 0))
         __builtin_trap();
     if ((r == -E2BIG) != (st == 413))
         __builtin_trap();
@@ -59,9 +64,24 @@ static void fuzz_request(const uint8_t *data, size_t size)
     if (peer_wire_identity_request_encode(&req, &json) < 0)
         __builtin_trap();
     if (peer_wire_identity_request_decode(json, strlen(json), &back, &e) < 0 ||
-        memcmp(&req, &back, sizeof req) != 0)
+        strcmp(req.cluster_id, back.cluster_id) != 0 ||
+        strcmp(req.cluster_name, back.cluster_name) != 0 || strcmp(req.token, back.token) != 0 ||
+        req.public_key_len != back.public_key_len ||
+        memcmp(req.public_key, back.public_key, req.public_key_len) != 0 ||
+        req.timestamp != back.timestamp || req.signature_len != back.signature_len ||
+        memcmp(req.signature, back.signature, req.signature_len) != 0)
         __builtin_trap();
     x_free(json);
+    {
+        char id[PEER_KEY_ID_LEN + 1], msg[PEER_WIRE_MESSAGE_MAX + 1];
+        int v = peer_idkey_verify_request(&req, "prov-1", req.timestamp, PEER_IDKEY_WINDOW, id, msg,
+                                          sizeof msg);
+
+        if (v != 0 && v != -EBADMSG && v != -ENOMEM && v != -EIO)
+            __builtin_trap();
+        if (v == 0 && !peer_idkey_id_valid(id))
+            __builtin_trap();
+    }
 }
 
 static void fuzz_response(const uint8_t *data, size_t size)
@@ -79,10 +99,11 @@ static void fuzz_response(const uint8_t *data, size_t size)
     }
     if (!peer_label_valid(resp.namespace) || !resp.kubeconfig)
         __builtin_trap();
-    if (peer_wire_identity_response_encode(resp.namespace, resp.kubeconfig, &json) < 0)
+    if (peer_wire_identity_response_encode(resp.namespace, resp.kubeconfig, resp.key_id, &json) < 0)
         __builtin_trap();
     if (peer_wire_identity_response_decode(json, strlen(json), &back, &e) < 0 ||
-        strcmp(resp.namespace, back.namespace) != 0 || strcmp(resp.kubeconfig, back.kubeconfig))
+        strcmp(resp.namespace, back.namespace) != 0 || strcmp(resp.kubeconfig, back.kubeconfig) ||
+        strcmp(resp.key_id, back.key_id) != 0)
         __builtin_trap();
     x_free(json);
     peer_identity_response_done(&resp);

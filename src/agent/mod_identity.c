@@ -2,10 +2,24 @@
  * (keys cluster-id and cluster-name, docs/peering.md). Runs on every replica (the auth endpoint
  * answers /ids on any of them), so its informer handlers are AGENT_INF_ALWAYS. Ready once the
  * informer has synced; a missing ConfigMap is logged (the agent is not installed yet), not fatal.
+ *
+ * It also keeps the cluster's identity key (peering/idkey.h): the Secret identity-key of the
+ * agent's namespace, key tls.key. When the Secrets are synced and it is missing (a new install, or
+ * an upgrade from before identity keys), this replica makes one (AlreadyExists: another replica
+ * was first, and the informer brings its key). The key is never sent anywhere; its key ID is
+ * published by GET /ids and bound by providers to the identities they issue to this cluster, so
+ * replacing it makes every provider refuse this cluster's next POST /identity (docs/peering.md).
  */
 #include "agent/modules.h"
 #include "common/log.h"
+#include "common/xalloc.h"
+#include "peering/idkey.h"
+#include "peering/objects.h"
+#include "peering/resources.h"
 
+#include <errno.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,6 +31,10 @@ static struct {
     struct metrics_family *info;
     char id[128], name[128];
     bool warned_missing;
+    struct inf_informer *secrets;
+    EVP_PKEY *key;
+    char key_id[PEER_KEY_ID_LEN + 1];
+    bool creating;
 } st;
 
 static void load(json_t *obj)
@@ -92,10 +110,147 @@ static void collect(struct metrics_registry *r, void *data)
         metrics_set(st.info, labels, 1);
 }
 
+/* ---- the identity key ------------------------------------------------------------------------ */
+
+static void key_load(const json_t *obj)
+{
+    const char *b64 = json_string_value(json_object_get(json_object_get(obj, "data"), "tls.key"));
+    unsigned char spki[PEER_WIRE_KEY_MAX];
+    char *pem = NULL, key_id[PEER_KEY_ID_LEN + 1], err[128];
+    EVP_PKEY *key = NULL;
+    size_t len = 0, spki_len = 0;
+
+    if (!b64 || peer_base64_decode(b64, PEER_IDKEY_PEM_MAX, &pem, &len) < 0 ||
+        peer_idkey_load(pem, len, &key, err, sizeof(err)) < 0 ||
+        peer_idkey_spki(key, spki, sizeof(spki), &spki_len) < 0 ||
+        peer_idkey_id(spki, spki_len, key_id) < 0) {
+        log_error("identity",
+                  "Secret %s/%s holds no usable EC P-256 key in tls.key: this cluster cannot "
+                  "prove its identity to providers (delete the Secret to make a new key)",
+                  agent_namespace(st.a), PEER_IDENTITY_KEY_SECRET);
+        goto out;
+    }
+    if (st.key && strcmp(st.key_id, key_id) == 0)
+        goto out;
+    EVP_PKEY_free(st.key);
+    st.key = key;
+    key = NULL;
+    snprintf(st.key_id, sizeof(st.key_id), "%s", key_id);
+    log_info("identity", "identity key loaded: key ID %s", st.key_id);
+out:
+    if (pem)
+        OPENSSL_cleanse(pem, len);
+    x_free(pem);
+    EVP_PKEY_free(key);
+}
+
+static void on_key_created(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    (void)c;
+    (void)data;
+    st.creating = false;
+    if (res->err == -ECANCELED)
+        return;
+    if (res->err < 0 && res->err != -EEXIST)
+        log_error("identity", "cannot create Secret %s/%s: %s", agent_namespace(st.a),
+                  PEER_IDENTITY_KEY_SECRET, res->status.message);
+    else if (res->err == 0)
+        log_info("identity", "made the cluster's identity key (Secret %s/%s)",
+                 agent_namespace(st.a), PEER_IDENTITY_KEY_SECRET);
+}
+
+/* Makes the key Secret when it is missing (the informer then loads it). */
+static void key_ensure(void)
+{
+    json_t *sec, *o = NULL;
+    char *pem = NULL;
+
+    if (st.creating || !inf_synced(st.secrets))
+        return;
+    sec = inf_get(st.secrets, agent_namespace(st.a), PEER_IDENTITY_KEY_SECRET);
+    if (sec) {
+        json_decref(sec);
+        return;
+    }
+    if (peer_idkey_generate(&pem) < 0) {
+        log_error("identity", "cannot generate the identity key");
+        return;
+    }
+    o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
+                  "metadata", "name", PEER_IDENTITY_KEY_SECRET, "namespace", agent_namespace(st.a),
+                  "labels", "app.kubernetes.io/managed-by", "cliqo-agent", "type", "Opaque",
+                  "stringData", "tls.key", pem);
+    if (o && kapi_create(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), o, on_key_created,
+                         NULL) == 0)
+        st.creating = true;
+    else
+        log_error("identity", "cannot create Secret %s/%s", agent_namespace(st.a),
+                  PEER_IDENTITY_KEY_SECRET);
+    json_decref(o);
+    OPENSSL_cleanse(pem, strlen(pem));
+    x_free(pem);
+}
+
+static bool is_key(const json_t *obj)
+{
+    const char *name = kapi_obj_name(obj);
+
+    return name && strcmp(name, PEER_IDENTITY_KEY_SECRET) == 0;
+}
+
+static void on_key_add(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    if (is_key(obj))
+        key_load(obj);
+}
+
+static void on_key_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_key_add(inf, new_obj, data);
+}
+
+static void on_key_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)data;
+    if (!is_key(obj))
+        return;
+    log_warn("identity",
+             "Secret %s/%s was deleted: making a new identity key (providers that bound this "
+             "cluster's identity to the old one will refuse it)",
+             agent_namespace(st.a), PEER_IDENTITY_KEY_SECRET);
+    EVP_PKEY_free(st.key);
+    st.key = NULL;
+    st.key_id[0] = '\0';
+    key_ensure();
+}
+
+static void on_key_synced(struct inf_informer *inf, void *data)
+{
+    (void)inf;
+    (void)data;
+    key_ensure();
+}
+
+struct evp_pkey_st *identity_key(void)
+{
+    return st.key;
+}
+
+const char *identity_key_id(void)
+{
+    return st.key ? st.key_id : NULL;
+}
+
 int identity_init(struct agent *a)
 {
     static const char *const labels[] = {"cluster_id", "cluster_name", NULL};
     static const struct inf_handlers h = {on_add, on_update, on_delete, on_synced, NULL};
+    static const struct inf_handlers kh = {on_key_add, on_key_update, on_key_delete, on_key_synced,
+                                           NULL};
     int r;
 
     memset(&st, 0, sizeof(st));
@@ -108,19 +263,26 @@ int identity_init(struct agent *a)
     if (r == 0)
         r = agent_informer(a, &kapi_configmaps, agent_namespace(a), NULL, AGENT_INF_ALWAYS, &h,
                            NULL, &st.inf);
+    if (r == 0)
+        r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, AGENT_INF_ALWAYS, &kh, NULL,
+                           &st.secrets);
     return r;
 }
 
 void identity_fini(struct agent *a)
 {
     (void)a;
-    st.inf = NULL; /* the agent frees the shared informer */
+    st.inf = NULL; /* the agent frees the shared informers */
+    st.secrets = NULL;
+    EVP_PKEY_free(st.key);
+    st.key = NULL;
+    st.key_id[0] = '\0';
 }
 
 bool identity_ready(struct agent *a)
 {
     (void)a;
-    return st.inf && inf_synced(st.inf);
+    return st.inf && inf_synced(st.inf) && st.secrets && inf_synced(st.secrets);
 }
 
 const char *identity_cluster_id(void)

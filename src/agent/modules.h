@@ -13,6 +13,11 @@ bool identity_ready(struct agent *a);
  * iteration. */
 const char *identity_cluster_id(void);
 const char *identity_cluster_name(void);
+/* The cluster's identity key (Secret identity-key of the agent's namespace, made by the first
+ * replica that finds it missing; peering/idkey.h) and its key ID, or NULL while there is none.
+ * Borrowed until the next loop iteration. */
+struct evp_pkey_st *identity_key(void);
+const char *identity_key_id(void);
 #define AGENT_MODULE_IDENTITY                                                                      \
     {                                                                                              \
         "identity", identity_init, NULL, NULL, identity_fini, identity_ready                       \

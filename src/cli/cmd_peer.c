@@ -14,6 +14,7 @@
 #include "common/strutil.h"
 #include "common/xalloc.h"
 #include "peering/identity.h"
+#include "peering/objects.h"
 #include "peering/pki.h"
 #include "peering/resources.h"
 #include "peering/token.h"
@@ -24,6 +25,7 @@
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #define URL_MAX             2048
 #define CONNECT_TIMEOUT_MS  5000L
@@ -80,15 +82,22 @@ static int read_identity(struct cli_kube *k, char id[PEER_NAME_MAX + 1],
 /* ---- generate-add-command ----------------------------------------------------------------- */
 
 static const char gen_usage[] =
-    "Usage: cliqoctl generate-add-command [--auth-url URL] [--rotate-token] [-o json]\n"
+    "Usage: cliqoctl generate-add-command [--auth-url URL] [--ttl DURATION] [--shared-token]\n"
+    "                                     [--rotate-token] [-o json]\n"
     "\n"
     "Prints the 'cliqoctl add' command that another cluster runs to peer with this one: this\n"
-    "cluster's name and ID, its auth URL, its token and the hash of its auth CA.\n"
+    "cluster's name and ID, its auth URL, a token and the hash of its auth CA. The token is a\n"
+    "new single-use one that expires (a Secret peering-token-* in cliqo's namespace keeps only\n"
+    "its SHA-256 and expiry): the first cluster that uses it owns it.\n"
     "\n"
     "Options:\n"
     "  --auth-url URL          the auth URL peers use (default: ClusterConfig\n"
     "                          spec.peeringConfig.authUrl)\n"
-    "  --rotate-token          replace the token first (the old one stops working)\n"
+    "  --ttl DURATION          how long the single-use token is valid (default 1h, at most 24h)\n"
+    "  --shared-token          print the cluster-wide token instead (any number of peers may\n"
+    "                          use it until it is rotated)\n"
+    "  --rotate-token          replace the cluster-wide token first and revoke every\n"
+    "                          single-use token not used yet (the old ones stop working)\n"
     "  -o json                 print a JSON object instead of the command line\n"
     "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
     "  --context NAME          kubeconfig context (default: the current context)\n"
@@ -122,13 +131,68 @@ static int rotate_token(struct cli_kube *k)
     return e;
 }
 
+/* Deletes the single-use tokens no cluster has used yet (used ones go at their expiry). */
+static int revoke_single_use(struct cli_kube *k, unsigned *ret_count)
+{
+    json_t *items = NULL, *it;
+    unsigned n = 0;
+    size_t i;
+    int e = cli_list(k, &kapi_secrets, k->ns, PEER_LABEL_TOKEN "=single-use", &items);
+
+    if (e < 0)
+        return e;
+    json_array_foreach(items, i, it)
+    {
+        if (cli_json_str(it, "metadata", "annotations", PEER_ANN_TOKEN_CLUSTER, NULL))
+            continue;
+        e = cli_delete(k, &kapi_secrets, k->ns, kapi_obj_name(it));
+        if (e < 0 && e != -ENOENT)
+            break;
+        e = 0;
+        n++;
+    }
+    json_decref(items);
+    *ret_count = n;
+    return e;
+}
+
+/* Makes a single-use token valid for ttl_ms: a Secret holding its SHA-256 and expiry only. */
+static int make_single_use(struct cli_kube *k, uint64_t ttl_ms, char token[PEER_TOKEN_LEN + 1],
+                           char expires[32])
+{
+    char digest[PEER_TOKEN_DIGEST_LEN + 1], name[96];
+    json_t *o;
+    int e;
+
+    if (peer_token_generate(token) < 0 || peer_token_digest(token, digest) < 0) {
+        snprintf(k->err, sizeof(k->err), "cannot generate a token (random generator failed)");
+        return -EIO;
+    }
+    peer_time_rfc3339((int64_t)time(NULL) + (int64_t)((ttl_ms + 999) / 1000), expires, 32);
+    snprintf(name, sizeof(name), "%s%.*s", PEER_TOKEN_SECRET_PREFIX, PEER_TOKEN_NAME_HEX, digest);
+    o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:s,s:{s:s,s:s}}", "apiVersion", "v1", "kind",
+                  "Secret", "metadata", "name", name, "namespace", k->ns, "labels",
+                  PEER_LABEL_TOKEN, "single-use", "app.kubernetes.io/managed-by", "cliqoctl",
+                  "type", "Opaque", "stringData", "sha256", digest, "expires", expires);
+    if (!o) {
+        snprintf(k->err, sizeof(k->err), "out of memory");
+        return -ENOMEM;
+    }
+    e = cli_create(k, &kapi_secrets, k->ns, o, NULL);
+    json_decref(o);
+    return e;
+}
+
 int cmd_generate_add_command_main(int argc, char **argv)
 {
     const char *verb = "generate-add-command";
     struct cli_common co;
     struct cli_kube k;
-    const char *flag_url = NULL, *url;
-    bool rotate = false, json = false;
+    const char *flag_url = NULL, *url, *flag_ttl = NULL;
+    bool rotate = false, json = false, shared = false;
+    uint64_t ttl_ms = 3600000;
+    char single[PEER_TOKEN_LEN + 1] = "", expires[32] = "";
+    unsigned revoked = 0;
     char id[PEER_NAME_MAX + 1], name[PEER_NAME_MAX + 1], hash[PEER_CA_HASH_LEN + 1];
     char err[512];
     json_t *tok = NULL, *tls = NULL, *cc = NULL;
@@ -155,18 +219,30 @@ int cmd_generate_add_command_main(int argc, char **argv)
         } else if ((m = cli_output_opt(verb, argc, argv, &i, &json)) != 0) {
             if (m < 0)
                 return 2;
+        } else if ((m = cli_opt(verb, "--ttl", argc, argv, &i, &flag_ttl)) != 0) {
+            if (m < 0)
+                return 2;
+            if (cli_parse_duration(flag_ttl, &ttl_ms) < 0 || ttl_ms < 1000)
+                return cli_misuse(verb, "--ttl '%s' is not a duration from 1s to 24h", flag_ttl);
         } else if (strcmp(argv[i], "--rotate-token") == 0) {
             rotate = true;
+        } else if (strcmp(argv[i], "--shared-token") == 0) {
+            shared = true;
         } else {
             return cli_misuse(verb, "unknown option '%s' (try --help)", argv[i]);
         }
     }
+    if (shared && flag_ttl)
+        return cli_misuse(verb, "--ttl applies to single-use tokens, not with --shared-token");
     if (cli_kube_open(&k, &co) < 0 || read_identity(&k, id, name) < 0)
         goto kerr;
     if (rotate) {
-        if (rotate_token(&k) < 0)
+        if (rotate_token(&k) < 0 || revoke_single_use(&k, &revoked) < 0)
             goto kerr;
-        cli_progress(verb, "token rotated: the previous token no longer works");
+        cli_progress(verb,
+                     "token rotated: the previous token no longer works (%u unused single-use "
+                     "token(s) revoked)",
+                     revoked);
     }
     if (cli_get(&k, &kapi_secrets, k.ns, PEER_AUTH_TOKEN_SECRET, &tok) < 0 ||
         cli_get(&k, &kapi_secrets, k.ns, PEER_AUTH_TLS_SECRET, &tls) < 0)
@@ -197,9 +273,25 @@ int cmd_generate_add_command_main(int argc, char **argv)
             goto out;
         }
     }
+    if (!shared) {
+        if (make_single_use(&k, ttl_ms, single, expires) < 0)
+            goto kerr;
+        OPENSSL_cleanse(token, token_len);
+        x_free(token);
+        token = x_strdup(single);
+        OPENSSL_cleanse(single, sizeof(single));
+        if (!token) {
+            rc = cli_error(verb, "out of memory");
+            goto out;
+        }
+        token_len = strlen(token);
+        cli_progress(verb, "single-use token, valid until %s", expires);
+    }
     if (json) {
         json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "clusterName", name, "clusterID", id,
                               "authUrl", url, "token", token, "caCertHash", hash);
+        if (o && !shared)
+            json_object_set_new(o, "expires", json_string(expires));
         char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
 
         printf("%s\n", s ? s : "{}");

@@ -2,17 +2,32 @@
  *
  *   GET  /ca        the auth CA (PEM), which clients pin with --ca-cert-hash
  *   GET  /ids       {"clusterId","clusterName"}
- *   POST /identity  {"clusterID","clusterName","token"} -> 201 {"namespace","kubeconfig"}
+ *   POST /identity  {"clusterID","clusterName","token","publicKey","timestamp","signature"}
+ *                   -> 201 {"namespace","kubeconfig","keyId"}
  *
  * The certificate, the CA and the token come from the Secrets auth-tls and auth-token of the
  * agent's namespace, followed by an informer on every replica (a rotated token is used at once).
  * Every replica serves /ca and /ids; /identity writes to the cluster, so a standby answers it 503
  * (the client retries) and only the leader issues credentials.
  *
+ * An identity belongs to the peer that first obtained it (docs/peering.md, "Identity keys"): a
+ * request proves possession of the caller's identity key (peering/idkey.h), and the key ID is
+ * bound to X's tenant namespace (annotation cliqo.io/identity-key-id) when it is made. Later
+ * requests for X must prove the same key; they need no token. A tenant namespace of X without a
+ * key ID is bound by the first request whose key matches the one this cluster learned from X
+ * itself (the keyId of X's answer to our own POST /identity, kept in remote-identity-<X>), or,
+ * when nothing was learned (made before identity keys), by the first proven request with a valid
+ * token. A token is the shared one (Secret auth-token) or a single-use one (a Secret per token,
+ * holding its SHA-256 and expiry, see docs/peering.md "Tokens"): used once, it is bound to the
+ * caller's cluster ID and key by a resourceVersion-conditional update before anything is made, so
+ * two requests cannot both use it; expired ones are refused and deleted.
+ *
  * Issuing a credential for peer X (idempotent: a second request returns the same credential; the
  * outgoing controller uses the same steps, through peer_issue_credential, for the credential it
  * hands back to a provider):
- *   1. the tenant namespace of X (created, or checked to belong to X by its cluster-id label);
+ *   1. the tenant namespace of X: looked up by its cluster-id label (whatever its name), the
+ *      oldest one if several; made only when there is none, then looked up again, and a younger
+ *      duplicate made by a concurrent request is deleted, so X never keeps two;
  *   2. in it, RoleBinding cliqo-agent (the agent's own rights there, ClusterRole
  *      cliqo-agent-tenant), ServiceAccount remote-<X>, RoleBinding cliqo-remote-peering (X's
  *      rights), and the token Secret remote-<X>-token of that ServiceAccount;
@@ -33,12 +48,14 @@
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "agent/modules.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "peering/identity.h"
+#include "peering/idkey.h"
 #include "peering/kubeconfig_out.h"
 #include "peering/resources.h"
 #include "peering/token.h"
@@ -46,6 +63,7 @@
 
 #define TOKEN_WAIT_MS   15000
 #define TOKEN_POLL_MS   250
+#define TOKEN_GC_MS     60000 /* sweep of expired single-use tokens */
 #define AGENT_SA        "cliqo-agent"
 #define AGENT_TENANT_CR "cliqo-agent-tenant"
 
@@ -59,6 +77,7 @@ static struct {
     bool listening;
     struct metrics_family *requests;
     struct issue *issues; /* credentials being issued (a timer or a request pending) */
+    uv_timer_t *gc;       /* sweeps expired single-use tokens (leader) */
     bool stopped;         /* issuances end (cancelled) instead of going on; none starts */
 } st;
 
@@ -76,6 +95,7 @@ static const char *secret_value(const json_t *obj, const char *key, char **owned
 }
 
 static void handle_identity(struct httpd_request *req, void *data);
+static void token_gc(const json_t *obj);
 static void handle_ids(struct httpd_request *req, void *data);
 static void handle_ca(struct httpd_request *req, void *data);
 
@@ -148,6 +168,8 @@ static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
         x_free(tok);
     } else if (strcmp(name, PEER_AUTH_TLS_SECRET) == 0) {
         start_server(obj);
+    } else if (strncmp(name, PEER_TOKEN_SECRET_PREFIX, strlen(PEER_TOKEN_SECRET_PREFIX)) == 0) {
+        token_gc(obj);
     }
 }
 
@@ -190,6 +212,7 @@ static void handle_ids(struct httpd_request *req, void *data)
     snprintf(ids.cluster_id, sizeof(ids.cluster_id), "%s", identity_cluster_id());
     snprintf(ids.cluster_name, sizeof(ids.cluster_name), "%s",
              identity_cluster_name() ? identity_cluster_name() : "");
+    snprintf(ids.key_id, sizeof(ids.key_id), "%s", identity_key_id() ? identity_key_id() : "");
     if (peer_wire_ids_encode(&ids, &json) < 0) {
         httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "cannot encode the identity");
         return;
@@ -210,6 +233,15 @@ struct issue {
     enum peer_cred_kind kind;
     const char *role, *binding; /* the ClusterRole the identity gets in the tenant namespace */
     char ns[64], sa[80], secret[96];
+    bool lookup;  /* the tenant namespace is found by its cluster-id label (not given) */
+    bool created; /* this issuance made the tenant namespace */
+    bool rechecked;
+    char key_id[PEER_KEY_ID_LEN + 1]; /* HTTP: the caller's proven key */
+    enum { TOK_NONE, TOK_SHARED, TOK_SINGLE, TOK_SINGLE_FRESH } tok;
+    const char *tok_why; /* TOK_NONE: why the token is refused */
+    json_t *tok_secret;  /* TOK_SINGLE_FRESH: our copy of its Secret, to consume */
+    void (*after_consume)(struct issue *is);
+    char found_rv[32]; /* the unbound tenant namespace found, to bind */
     uv_timer_t *timer;
     uint64_t deadline;
     struct issue *next, **pprev; /* st.issues */
@@ -237,6 +269,7 @@ static void issue_free(struct issue *is)
     ktimer_free(is->timer);
     peer_call_reset(&is->ch.last);
     peer_identity_request_clear(&is->in);
+    json_decref(is->tok_secret);
     x_free(is);
 }
 
@@ -305,6 +338,7 @@ static bool gone(struct issue *is)
 
 static void step_reply(struct issue *is);
 static void step_poll_token(void *owner);
+static void create_namespace(struct issue *is, const char *key_id, void (*next)(void *));
 
 static void on_poll_timer(uv_timer_t *t)
 {
@@ -422,7 +456,6 @@ static void step_agent_binding(void *owner)
 static void step_namespace(void *owner)
 {
     struct issue *is = owner;
-    json_t *o;
 
     if (gone(is))
         return;
@@ -445,13 +478,308 @@ static void step_namespace(void *owner)
         finish(is, 500, PEER_WIRE_E_INTERNAL, is->ch.last.message);
         return;
     }
+    create_namespace(is, NULL, step_agent_binding);
+}
+
+/* ---- the tenant namespace of X, found by its label and bound to X's key ------------------- */
+
+/* The key ID this cluster learned from X itself (the keyId of X's answer to our POST /identity,
+ * kept in our Secret remote-identity-<X>), into ret; "" when none. */
+static void learned_key_id(const char *cluster_id, char ret[PEER_KEY_ID_LEN + 1])
+{
+    char name[128], *v = NULL;
+    json_t *sec;
+
+    ret[0] = '\0';
+    snprintf(name, sizeof(name), "remote-identity-%s", cluster_id);
+    sec = inf_get(st.secrets, agent_namespace(st.a), name);
+    if (sec && secret_value(sec, "key-id", &v) && peer_idkey_id_valid(v))
+        snprintf(ret, PEER_KEY_ID_LEN + 1, "%s", v);
+    x_free(v);
+    json_decref(sec);
+}
+
+static void refuse(struct issue *is, const char *reason, const char *msg)
+{
+    if (strcmp(reason, PEER_WIRE_E_FORBIDDEN) == 0)
+        log_warn("auth", "wrong peering token from %s (cluster %s): %s",
+                 is->req ? httpd_req_peer_ip(is->req) : "?", is->in.cluster_id, msg);
+    else
+        log_warn("auth", "refused the request of cluster %s from %s: %s", is->in.cluster_id,
+                 is->req ? httpd_req_peer_ip(is->req) : "?", msg);
+    if (is->req)
+        peer_limiter_fail(st.lim, httpd_req_peer_ip(is->req), uv_now(agent_loop(st.a)));
+    end(is, -EACCES, 403, reason, msg);
+}
+
+static void refuse_token(struct issue *is)
+{
+    char msg[256];
+
+    snprintf(msg, sizeof(msg), "the peering token is not valid%s%s", is->tok_why ? ": " : "",
+             is->tok_why ? is->tok_why : "");
+    refuse(is, PEER_WIRE_E_FORBIDDEN, msg);
+}
+
+static void refuse_mismatch(struct issue *is)
+{
+    char msg[384];
+
+    snprintf(msg, sizeof(msg),
+             "the identity of cluster %s on this cluster is bound to another key than %s (only "
+             "the cluster that first obtained it may ask for it)",
+             is->in.cluster_id, is->key_id);
+    refuse(is, PEER_WIRE_E_MISMATCH, msg);
+}
+
+static void create_namespace(struct issue *is, const char *key_id, void (*next)(void *))
+{
+    json_t *o;
+
     o = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}}}", "apiVersion", "v1", "kind", "Namespace",
                   "metadata", "name", is->ns, "labels", PEER_LABEL_CLUSTER_ID, is->in.cluster_id,
                   PEER_LABEL_TENANT, "true");
-    is->ch.next = step_agent_binding;
+    if (o && key_id && *key_id &&
+        json_object_set_new(json_object_get(o, "metadata"), "annotations",
+                            json_pack("{s:s}", PEER_ANN_KEY_ID, key_id)) < 0) {
+        json_decref(o);
+        o = NULL;
+    }
+    is->ch.next = next;
     if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, peer_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the tenant namespace");
     json_decref(o);
+}
+
+static void step_lookup(void *owner);
+
+/* Made (or AlreadyExists): look again, so that a namespace made by a concurrent request for the
+ * same cluster (under another name) is seen. */
+static void step_ns_created(void *owner)
+{
+    struct issue *is = owner;
+    char sel[160];
+    struct kapi_list_opts lo = {.label_selector = sel};
+
+    if (gone(is))
+        return;
+    if (is->ch.last.err < 0 && is->ch.last.err != -EEXIST) {
+        char msg[384];
+
+        snprintf(msg, sizeof(msg), "cannot create the tenant namespace: %s", is->ch.last.message);
+        finish(is, 500, PEER_WIRE_E_INTERNAL, msg);
+        return;
+    }
+    is->created = is->ch.last.err == 0;
+    is->rechecked = true;
+    snprintf(sel, sizeof(sel), "%s=%s", PEER_LABEL_CLUSTER_ID, is->in.cluster_id);
+    is->ch.next = step_lookup;
+    if (kapi_list(agent_kube(st.a), &kapi_namespaces, NULL, &lo, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot list the tenant namespaces");
+}
+
+static void create_for_request(struct issue *is)
+{
+    create_namespace(is, is->key_id, step_ns_created);
+}
+
+static void step_bound(void *owner)
+{
+    struct issue *is = owner;
+
+    if (gone(is))
+        return;
+    if (is->ch.last.err < 0) {
+        finish(is, 503, PEER_WIRE_E_UNAVAILABLE,
+               "the tenant namespace changed while its identity was being bound; retry");
+        return;
+    }
+    log_info("auth", "bound the identity of cluster %s (namespace %s) to key %s", is->in.cluster_id,
+             is->ns, is->key_id);
+    is->ch.last.err = -EEXIST;
+    step_agent_binding(is);
+}
+
+/* Binds the tenant namespace found (unbound) to the caller's key; conditional on its
+ * resourceVersion, so that two requests cannot both bind it. */
+static void bind_namespace(struct issue *is)
+{
+    char patch[512];
+
+    snprintf(patch, sizeof(patch),
+             "{\"metadata\":{\"resourceVersion\":\"%s\",\"annotations\":{\"%s\":\"%s\"}}}",
+             is->found_rv, PEER_ANN_KEY_ID, is->key_id);
+    is->ch.next = step_bound;
+    if (kapi_patch(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, NULL, KAPI_PATCH_MERGE, patch,
+                   peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot bind the tenant namespace");
+}
+
+static void step_consumed(void *owner)
+{
+    struct issue *is = owner;
+
+    if (gone(is))
+        return;
+    if (is->ch.last.err == -ESTALE || is->ch.last.err == -ENOENT) {
+        is->tok_why = "it was used meanwhile by another request";
+        refuse_token(is);
+        return;
+    }
+    if (is->ch.last.err < 0) {
+        finish(is, 500, PEER_WIRE_E_INTERNAL, is->ch.last.message);
+        return;
+    }
+    log_info("auth", "single-use token %s used by cluster %s (key %s)",
+             kapi_obj_name(is->tok_secret), is->in.cluster_id, is->key_id);
+    is->tok = TOK_SINGLE;
+    is->after_consume(is);
+}
+
+/* Uses the single-use token: binds its Secret to the caller's cluster ID and key by an update
+ * conditional on the resourceVersion read, then goes on with next. */
+static void consume_token(struct issue *is, void (*next)(struct issue *))
+{
+    json_t *meta = json_object_get(is->tok_secret, "metadata"), *ann;
+
+    if (is->tok != TOK_SINGLE_FRESH) {
+        next(is);
+        return;
+    }
+    ann = json_object_get(meta, "annotations");
+    if (!json_is_object(ann)) {
+        ann = json_object();
+        if (ann && json_object_set_new(meta, "annotations", ann) < 0)
+            ann = NULL;
+    }
+    if (!ann || json_object_set_new(ann, PEER_ANN_TOKEN_CLUSTER, json_string(is->in.cluster_id)) ||
+        json_object_set_new(ann, PEER_ANN_TOKEN_KEY, json_string(is->key_id))) {
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "out of memory");
+        return;
+    }
+    is->after_consume = next;
+    is->ch.next = step_consumed;
+    if (kapi_update(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a),
+                    kapi_obj_name(is->tok_secret), NULL, is->tok_secret, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot use the token");
+}
+
+/* The oldest of the namespaces listed (creationTimestamp, then name), or NULL. */
+static json_t *oldest_namespace(const json_t *items)
+{
+    json_t *best = NULL, *it;
+    size_t i;
+
+    json_array_foreach(items, i, it)
+    {
+        const char *ts = json_string_value(
+            json_object_get(json_object_get(it, "metadata"), "creationTimestamp"));
+        const char *bts = best ? json_string_value(json_object_get(
+                                     json_object_get(best, "metadata"), "creationTimestamp"))
+                               : NULL;
+        int c;
+
+        if (!kapi_obj_name(it))
+            continue;
+        if (!best) {
+            best = it;
+            continue;
+        }
+        c = strcmp(ts ? ts : "", bts ? bts : "");
+        if (c < 0 || (c == 0 && strcmp(kapi_obj_name(it), kapi_obj_name(best)) < 0))
+            best = it;
+    }
+    return best;
+}
+
+static void on_duplicate_deleted(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    (void)c;
+    (void)data;
+    if (res->err < 0 && res->err != -ENOENT && res->err != -ECANCELED)
+        log_error("auth", "cannot delete a duplicate tenant namespace: %s", res->status.message);
+}
+
+/* The tenant namespaces of X (by label): decides which one serves, and whether the caller may
+ * have it (see the top of this file). */
+static void step_lookup(void *owner)
+{
+    struct issue *is = owner;
+    json_t *found;
+    const char *bound;
+    char learned[PEER_KEY_ID_LEN + 1];
+
+    if (gone(is))
+        return;
+    if (is->ch.last.err < 0) {
+        finish(is, 500, PEER_WIRE_E_INTERNAL, is->ch.last.message);
+        return;
+    }
+    found = oldest_namespace(json_object_get(is->ch.last.body, "items"));
+    if (found && is->created && strcmp(kapi_obj_name(found), is->ns) != 0) {
+        /* A concurrent request made another one first: ours goes. */
+        log_warn("auth", "cluster %s: deleting the duplicate tenant namespace %s (%s is older)",
+                 is->in.cluster_id, is->ns, kapi_obj_name(found));
+        if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, NULL,
+                        on_duplicate_deleted, NULL) < 0)
+            log_error("auth", "cannot delete the duplicate tenant namespace %s", is->ns);
+        is->created = false;
+    }
+    if (!found) {
+        if (is->rechecked) {
+            char msg[256];
+
+            snprintf(msg, sizeof(msg),
+                     "namespace %s exists and does not belong to cluster %s (no cluster-id label)",
+                     is->ns, is->in.cluster_id);
+            finish(is, 500, PEER_WIRE_E_INTERNAL, msg);
+        } else if (!is->http) {
+            learned_key_id(is->in.cluster_id, learned);
+            create_namespace(is, learned, step_ns_created);
+        } else if (is->tok == TOK_NONE) {
+            refuse_token(is);
+        } else {
+            consume_token(is, create_for_request);
+        }
+        return;
+    }
+    snprintf(is->ns, sizeof(is->ns), "%s", kapi_obj_name(found));
+    if (!is->http) {
+        is->ch.last.err = -EEXIST;
+        step_agent_binding(is);
+        return;
+    }
+    bound = json_string_value(json_object_get(
+        json_object_get(json_object_get(found, "metadata"), "annotations"), PEER_ANN_KEY_ID));
+    if (bound) {
+        if (strcmp(bound, is->key_id) != 0) {
+            refuse_mismatch(is);
+            return;
+        }
+        is->ch.last.err = -EEXIST;
+        step_agent_binding(is);
+        return;
+    }
+    /* Unbound: made by our outgoing controller towards X, or before identity keys. */
+    snprintf(is->found_rv, sizeof(is->found_rv), "%s",
+             kapi_obj_rv(found) ? kapi_obj_rv(found) : "");
+    learned_key_id(is->in.cluster_id, learned);
+    if (learned[0]) {
+        if (strcmp(learned, is->key_id) != 0)
+            refuse_mismatch(is);
+        else
+            bind_namespace(is);
+        return;
+    }
+    if (is->tok == TOK_NONE) {
+        refuse_token(is);
+        return;
+    }
+    log_warn("auth",
+             "cluster %s: tenant namespace %s has no identity key and none was learned from the "
+             "cluster: binding it to the key of this request (%s), which holds a valid token",
+             is->in.cluster_id, is->ns, is->key_id);
+    consume_token(is, bind_namespace);
 }
 
 static void step_reply(struct issue *is)
@@ -477,15 +805,16 @@ static void step_reply(struct issue *is)
     p.cluster_name = identity_cluster_name() && *identity_cluster_name() ? identity_cluster_name()
                                                                          : identity_cluster_id();
     if (peer_kubeconfig_build(&p, &kubeconfig, err, sizeof(err)) < 0 ||
-        peer_wire_identity_response_encode(is->ns, kubeconfig, &json) < 0) {
+        peer_wire_identity_response_encode(is->ns, kubeconfig, identity_key_id(), &json) < 0) {
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot build the credential");
     } else {
         log_info("auth", "issued a %s credential to cluster %s (%s) in namespace %s",
                  is->kind == PEER_CRED_VK ? "virtual-kubelet" : "peering", is->in.cluster_id,
                  is->in.cluster_name, is->ns);
-        if (is->req)
+        if (is->req) {
+            peer_limiter_reset(st.lim, httpd_req_peer_ip(is->req));
             httpd_respond(is->req, 201, "application/json", json, strlen(json));
-        else if (!is->http && is->done)
+        } else if (!is->http && is->done)
             is->done(0, "", is->ns, kubeconfig, is->done_data);
         issue_free(is);
     }
@@ -507,9 +836,87 @@ static void issue_start(struct issue *is)
     is->binding = is->role;
     snprintf(is->sa, sizeof(is->sa), "%s%s", prefix, is->in.cluster_id);
     snprintf(is->secret, sizeof(is->secret), "%s%s-token", prefix, is->in.cluster_id);
+    if (is->lookup) {
+        char sel[160];
+        struct kapi_list_opts lo = {.label_selector = sel};
+
+        snprintf(sel, sizeof(sel), "%s=%s", PEER_LABEL_CLUSTER_ID, is->in.cluster_id);
+        is->ch.next = step_lookup;
+        if (kapi_list(agent_kube(st.a), &kapi_namespaces, NULL, &lo, peer_call_cb, is) < 0)
+            finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
+        return;
+    }
     is->ch.next = step_namespace;
     if (kapi_get(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, peer_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
+}
+
+/* ---- tokens --------------------------------------------------------------------------------- */
+
+static void on_token_deleted(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    (void)c;
+    (void)data;
+    if (res->err < 0 && res->err != -ENOENT && res->err != -ECANCELED)
+        log_warn("auth", "cannot delete an expired peering token: %s", res->status.message);
+}
+
+/* Deletes an expired single-use token Secret (leader only; conditional on its UID). */
+static void token_gc(const json_t *obj)
+{
+    struct kapi_delete_opts o = {.precondition_uid = kapi_obj_uid(obj), .grace_period_seconds = -1};
+
+    if (!agent_is_leader(st.a) || st.stopped ||
+        peer_token_secret_check(obj, NULL, (int64_t)time(NULL), NULL) != -EKEYEXPIRED)
+        return;
+    log_info("auth", "deleting expired peering token Secret %s/%s", agent_namespace(st.a),
+             kapi_obj_name(obj));
+    if (kapi_delete(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), kapi_obj_name(obj), &o,
+                    on_token_deleted, NULL) < 0)
+        log_warn("auth", "cannot delete expired peering token Secret %s", kapi_obj_name(obj));
+}
+
+/* Which token the request holds: the shared one, a single-use one (fresh, or already used by this
+ * very cluster and key: a retry), or none that is valid (is->tok_why says why). */
+static void token_classify(struct issue *is)
+{
+    char digest[PEER_TOKEN_DIGEST_LEN + 1], name[96];
+    const char *ucid, *ukey;
+    json_t *sec = NULL, *ann;
+    int r;
+
+    is->tok = TOK_NONE;
+    is->tok_why = NULL;
+    if (st.token[0] && peer_token_equal(is->in.token, st.token)) {
+        is->tok = TOK_SHARED;
+        return;
+    }
+    if (peer_token_digest(is->in.token, digest) < 0)
+        return;
+    snprintf(name, sizeof(name), "%s%.*s", PEER_TOKEN_SECRET_PREFIX, PEER_TOKEN_NAME_HEX, digest);
+    sec = inf_get(st.secrets, agent_namespace(st.a), name);
+    r = sec ? peer_token_secret_check(sec, digest, (int64_t)time(NULL), NULL) : -ENOENT;
+    if (r == -EKEYEXPIRED) {
+        is->tok_why = "it expired";
+        token_gc(sec);
+    }
+    if (r < 0)
+        goto out;
+    ann = json_object_get(json_object_get(sec, "metadata"), "annotations");
+    ucid = json_string_value(json_object_get(ann, PEER_ANN_TOKEN_CLUSTER));
+    ukey = json_string_value(json_object_get(ann, PEER_ANN_TOKEN_KEY));
+    if (ucid || ukey) {
+        if (ucid && ukey && strcmp(ucid, is->in.cluster_id) == 0 && strcmp(ukey, is->key_id) == 0)
+            is->tok = TOK_SINGLE;
+        else
+            is->tok_why = "it was already used";
+        goto out;
+    }
+    is->tok_secret = json_deep_copy(sec);
+    if (is->tok_secret)
+        is->tok = TOK_SINGLE_FRESH;
+out:
+    json_decref(sec);
 }
 
 static void handle_identity(struct httpd_request *req, void *data)
@@ -520,7 +927,8 @@ static void handle_identity(struct httpd_request *req, void *data)
     struct issue *is;
     size_t len;
     const char *body = httpd_req_body(req, &len);
-    char retry[32];
+    char retry[32], msg[PEER_WIRE_MESSAGE_MAX + 1];
+    int r;
 
     (void)data;
     if (peer_limiter_check(st.lim, ip, now, &retry_ms)) {
@@ -542,21 +950,14 @@ static void handle_identity(struct httpd_request *req, void *data)
     }
     if (peer_wire_identity_request_decode(body, len, &is->in, &werr) < 0) {
         log_warn("auth", "malformed peering request from %s: %s", ip, werr.message);
-        if (strcmp(werr.reason, PEER_WIRE_E_TOKEN) == 0)
+        if (strcmp(werr.reason, PEER_WIRE_E_TOKEN) == 0 ||
+            strcmp(werr.reason, PEER_WIRE_E_SIGNATURE) == 0)
             peer_limiter_fail(st.lim, ip, now);
         httpd_respond_error(req, (unsigned)peer_wire_http_status(werr.reason), werr.reason,
                             werr.message);
         issue_free(is);
         return;
     }
-    if (!st.token[0] || !peer_token_equal(is->in.token, st.token)) {
-        peer_limiter_fail(st.lim, ip, now);
-        log_warn("auth", "wrong peering token from %s (cluster %s)", ip, is->in.cluster_id);
-        httpd_respond_error(req, 403, PEER_WIRE_E_FORBIDDEN, "the peering token is not valid");
-        issue_free(is);
-        return;
-    }
-    peer_limiter_reset(st.lim, ip);
     if (!identity_cluster_id()) {
         httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE, "the cluster has no identity yet");
         issue_free(is);
@@ -579,11 +980,32 @@ static void handle_identity(struct httpd_request *req, void *data)
         issue_free(is);
         return;
     }
+    r = peer_idkey_verify_request(&is->in, identity_cluster_id(), (int64_t)time(NULL),
+                                  PEER_IDKEY_WINDOW, is->key_id, msg, sizeof(msg));
+    if (r < 0) {
+        const char *reason = r == -ETIME ? PEER_WIRE_E_STALE : PEER_WIRE_E_SIGNATURE;
+
+        if (r == -ENOMEM || r == -EIO) {
+            httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "cannot verify the signature");
+        } else {
+            peer_limiter_fail(st.lim, ip, now);
+            log_warn("auth", "refused a peering request from %s (cluster %s): %s", ip,
+                     is->in.cluster_id, msg);
+            httpd_respond_error(req, 403, reason, msg);
+        }
+        issue_free(is);
+        return;
+    }
+    token_classify(is);
+    is->lookup = true;
     is->req = req;
     is->http = true;
     httpd_req_on_abort(req, on_abort, is);
-    log_info("auth", "peering request from %s: cluster %s (%s)", ip, is->in.cluster_id,
-             is->in.cluster_name);
+    log_info("auth", "peering request from %s: cluster %s (%s), key %s, %s token", ip,
+             is->in.cluster_id, is->in.cluster_name, is->key_id,
+             is->tok == TOK_SHARED ? "the shared"
+             : is->tok == TOK_NONE ? "no valid"
+                                   : "a single-use");
     issue_start(is);
 }
 
@@ -613,6 +1035,8 @@ int peer_issue_credential_kind(struct agent *a, enum peer_cred_kind kind, const 
     } else if (peer_tenant_namespace(cluster_id, cluster_name, is->ns) < 0) {
         issue_free(is);
         return -EINVAL;
+    } else {
+        is->lookup = true;
     }
     is->done = done;
     is->done_data = data;
@@ -645,10 +1069,24 @@ int peer_auth_init(struct agent *a)
                           &st.secrets);
 }
 
+static void gc_visit(json_t *obj, void *data)
+{
+    (void)data;
+    token_gc(obj);
+}
+
+static void on_gc_timer(uv_timer_t *t)
+{
+    (void)t;
+    inf_foreach(st.secrets, gc_visit, NULL);
+}
+
 int peer_auth_start(struct agent *a)
 {
-    (void)a;
     st.stopped = false;
+    if (!st.gc && !(st.gc = ktimer_new(agent_loop(a), NULL)))
+        return -ENOMEM;
+    uv_timer_start(st.gc, on_gc_timer, TOKEN_GC_MS, TOKEN_GC_MS);
     return 0;
 }
 
@@ -660,6 +1098,8 @@ void peer_auth_stop(struct agent *a)
 
     (void)a;
     st.stopped = true;
+    if (st.gc)
+        uv_timer_stop(st.gc);
     for (;;) {
         /* A callback may change the list: look again from its head after each. */
         for (is = st.issues; is; is = is->next)
@@ -680,6 +1120,7 @@ void peer_auth_fini(struct agent *a)
     while (st.issues)
         issue_free(st.issues);
     st.lim = peer_limiter_free(st.lim);
+    ktimer_free(st.gc);
     x_free(st.ca_pem);
     OPENSSL_cleanse(st.token, sizeof(st.token));
     memset(&st, 0, sizeof(st));

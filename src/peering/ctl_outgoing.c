@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "peering/identity.h"
+#include "peering/idkey.h"
 #include "peering/resources.h"
 #include "peering/wire.h"
 
@@ -50,7 +51,7 @@ struct peer {
 
 static struct {
     struct agent *a;
-    struct inf_informer *fcs, *secrets, *config;
+    struct inf_informer *fcs, *secrets, *config, *tenants;
     struct wq_queue *q;
     struct peer peers[MAX_PEERS];
     bool running;
@@ -399,6 +400,11 @@ static void after_identity(void *owner)
                         "Secret", "metadata", "name", name, "namespace", agent_namespace(st.a),
                         "labels", PEER_LABEL_CLUSTER_ID, r->id, PEER_LABEL_REMOTE_ID, "true",
                         "stringData", "kubeconfig", resp.kubeconfig, "namespace", resp.namespace);
+        /* The peer's key ID, as it told us over the pinned connection: the auth endpoint binds
+         * the peer's tenant namespace here to it (docs/peering.md, "Identity keys"). */
+        if (sec && resp.key_id[0])
+            json_object_set_new(json_object_get(sec, "stringData"), "key-id",
+                                json_string(resp.key_id));
         peer_identity_response_done(&resp);
         r->ch.next = after_identity_secret;
         if (!sec || kapi_create(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), sec,
@@ -417,7 +423,12 @@ static void after_identity(void *owner)
         if (txt && peer_wire_error_decode(txt, strlen(txt), &perr, &werr) == 0)
             msg = perr.message;
         if (r->ch.last.http == 403) {
-            if (!condition(r, COND_AUTH, "Denied", "TokenRefused", msg))
+            const char *why = strcmp(perr.reason, PEER_WIRE_E_MISMATCH) == 0    ? "IdentityMismatch"
+                              : strcmp(perr.reason, PEER_WIRE_E_SIGNATURE) == 0 ? "SignatureRefused"
+                              : strcmp(perr.reason, PEER_WIRE_E_STALE) == 0     ? "ClockSkew"
+                                                                                : "TokenRefused";
+
+            if (!condition(r, COND_AUTH, "Denied", why, msg))
                 rec_end(r, 30000);
         } else if (!condition(r, COND_AUTH, "Error",
                               r->ch.last.http ? "AuthEndpointError" : "AuthEndpointUnreachable",
@@ -487,7 +498,16 @@ static void authenticate(struct rec *r, const json_t *spec)
     snprintf(in.cluster_id, sizeof(in.cluster_id), "%s", r->own_id);
     snprintf(in.cluster_name, sizeof(in.cluster_name), "%s", r->own_name);
     snprintf(in.token, sizeof(in.token), "%s", r->auth_token);
-    if (peer_wire_identity_request_encode(&in, &body) < 0) {
+    /* The proof of our identity key, for this provider only (peering/idkey.h). */
+    if (!identity_key()) {
+        peer_identity_request_clear(&in);
+        if (!condition(r, COND_AUTH, "Pending", "NoIdentityKey",
+                       "this cluster has no identity key yet (Secret identity-key)"))
+            rec_end(r, ERROR_RETRY_MS);
+        return;
+    }
+    if (peer_idkey_sign_request(identity_key(), r->id, (int64_t)time(NULL), &in) < 0 ||
+        peer_wire_identity_request_encode(&in, &body) < 0) {
         peer_identity_request_clear(&in);
         rec_end(r, ERROR_RETRY_MS);
         return;
@@ -811,6 +831,42 @@ static void rec_end(struct rec *r, int requeue_ms)
     x_free(r);
 }
 
+struct tenant_find {
+    const char *id;
+    char name[64];
+    char created[32];
+};
+
+static void tenant_visit(json_t *obj, void *data)
+{
+    struct tenant_find *f = data;
+    const json_t *meta = json_object_get(obj, "metadata");
+    const char *id =
+        json_string_value(json_object_get(json_object_get(meta, "labels"), PEER_LABEL_CLUSTER_ID));
+    const char *ts = json_string_value(json_object_get(meta, "creationTimestamp"));
+    const char *name = kapi_obj_name(obj);
+    int c;
+
+    if (!id || !name || strcmp(id, f->id) != 0 || strlen(name) >= sizeof(f->name))
+        return;
+    c = f->name[0] ? strcmp(ts ? ts : "", f->created) : -1;
+    if (c < 0 || (c == 0 && strcmp(name, f->name) < 0)) {
+        snprintf(f->name, sizeof(f->name), "%s", name);
+        snprintf(f->created, sizeof(f->created), "%s", ts ? ts : "");
+    }
+}
+
+/* The peer's tenant namespace is the oldest one labelled with its ID, if any (the auth endpoint
+ * chooses the same one), else the name derived from its ID and name. */
+static void find_tenant(struct rec *r)
+{
+    struct tenant_find f = {.id = r->id};
+
+    inf_foreach(st.tenants, tenant_visit, &f);
+    if (f.name[0])
+        snprintf(r->local_ns, sizeof(r->local_ns), "%s", f.name);
+}
+
 static void reconcile(struct wq_queue *q, const char *key, void *data)
 {
     struct rec *r;
@@ -883,6 +939,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         rec_end(r, -1);
         return;
     }
+    find_tenant(r); /* one tenant namespace per peer: an existing one wins over the derived name */
     want = out && strcmp(out, "Yes") == 0 && !deleting;
     peered = peer_has_finalizer(r->fc, PEER_FINALIZER) ||
              strcmp(peer_fc_condition(r->fc, COND_OUT), "None") != 0;
@@ -992,6 +1049,9 @@ int peer_outgoing_init(struct agent *a)
         r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, 0, &sh, NULL, &st.secrets);
     if (r == 0)
         r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &st.config);
+    if (r == 0)
+        r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
+                           &st.tenants);
     if (r == 0)
         r = agent_queue(a, "foreignclusters", &qo, reconcile, NULL, &st.q);
     return r;

@@ -10,6 +10,8 @@
 #include <time.h>
 
 #include "common/xalloc.h"
+#include "peering/resources.h"
+#include "peering/token.h"
 
 void peer_now_rfc3339(char *buf, size_t size)
 {
@@ -242,4 +244,62 @@ int peer_base64_decode(const char *s, size_t max, char **ret, size_t *ret_len)
     *ret = (char *)buf;
     *ret_len = (size_t)n;
     return 0;
+}
+
+int peer_base64_encode(const void *data, size_t len, char **ret)
+{
+    char *buf;
+
+    if (len > (1u << 20))
+        return -E2BIG;
+    buf = x_malloc((len + 2) / 3 * 4 + 1);
+    if (!buf)
+        return -ENOMEM;
+    EVP_EncodeBlock((unsigned char *)buf, data, (int)len);
+    *ret = buf;
+    return 0;
+}
+
+/* The decoded data[key] of a Secret, at most max bytes, into *ret (x_free); NULL when absent. */
+static char *obj_secret_str(const json_t *secret, const char *key, size_t max)
+{
+    const char *b64 = json_string_value(json_object_get(json_object_get(secret, "data"), key));
+    char *v = NULL;
+    size_t len;
+
+    if (!b64 || peer_base64_decode(b64, max, &v, &len) < 0)
+        return NULL;
+    if (strlen(v) != len) {
+        x_free(v);
+        return NULL;
+    }
+    return v;
+}
+
+int peer_token_secret_check(const json_t *secret, const char *digest, int64_t now,
+                            int64_t *ret_expires)
+{
+    const char *kind = json_string_value(json_object_get(
+        json_object_get(json_object_get(secret, "metadata"), "labels"), PEER_LABEL_TOKEN));
+    char *sha = NULL, *exp = NULL;
+    int64_t t = 0;
+    int r = -ENOENT;
+
+    if (!kind || strcmp(kind, "single-use") != 0)
+        return -ENOENT;
+    sha = obj_secret_str(secret, "sha256", 128);
+    if (digest && (!sha || !peer_token_digest_equal(sha, digest)))
+        goto out;
+    exp = obj_secret_str(secret, "expires", 64);
+    if (!exp || peer_parse_rfc3339(exp, &t) < 0 || t <= now) {
+        r = -EKEYEXPIRED;
+        goto out;
+    }
+    if (ret_expires)
+        *ret_expires = t;
+    r = 0;
+out:
+    x_free(sha);
+    x_free(exp);
+    return r;
 }

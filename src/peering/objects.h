@@ -30,5 +30,16 @@ int peer_parse_rfc3339(const char *s, int64_t *ret);
  * *ret (x_malloc'd, NUL-terminated; wipe secrets before x_free). Returns 0, -EINVAL, -E2BIG or
  * -ENOMEM. */
 int peer_base64_decode(const char *s, size_t max, char **ret, size_t *ret_len);
+/* Checks a single-use token Secret (docs/peering.md, "Tokens": label cliqo.io/peering-token=
+ * single-use, data sha256 and expires) at Unix time now. digest NULL: any token's; else the hex
+ * SHA-256 of the token presented (peer_token_digest), compared in constant time. Returns 0 (valid
+ * until *ret_expires, may be NULL), -EKEYEXPIRED (expired, or no readable expiry: such a Secret
+ * is garbage), -ENOENT (not a single-use token Secret, or another token's). */
+int peer_token_secret_check(const json_t *secret, const char *digest, int64_t now,
+                            int64_t *ret_expires);
+
+/* Standard base64 with padding of len bytes (at most 1 MiB) into *ret (x_malloc'd). Returns 0,
+ * -E2BIG or -ENOMEM. */
+int peer_base64_encode(const void *data, size_t len, char **ret);
 
 #endif

@@ -33,6 +33,13 @@ const struct kapi_resource *peer_res_by_kind(const char *api_version, const char
 #define PEER_LABEL_AUTH_TOKEN  "discovery.liqo.io/auth-token"
 #define PEER_LABEL_REMOTE_ID   "discovery.liqo.io/remote-identity"
 #define PEER_FINALIZER         "cliqo.io/peering"
+/* Identity keys and single-use tokens (docs/peering.md, "Identity keys", "Tokens"). */
+#define PEER_IDENTITY_KEY_SECRET "identity-key" /* key tls.key: the cluster's P-256 key */
+#define PEER_ANN_KEY_ID          "cliqo.io/identity-key-id" /* on a tenant namespace: its peer's */
+#define PEER_TOKEN_SECRET_PREFIX "peering-token-" /* + first 32 hex digits of SHA-256(token) */
+#define PEER_LABEL_TOKEN         "cliqo.io/peering-token" /* "single-use" */
+#define PEER_ANN_TOKEN_CLUSTER   "cliqo.io/token-used-by-cluster-id"
+#define PEER_ANN_TOKEN_KEY       "cliqo.io/token-used-by-key-id"
 
 /* The advertisement protocol (docs/advertisement.md). */
 #define PEER_VK_SA_PREFIX         "vk-"

@@ -2,6 +2,7 @@
 #include "common/xalloc.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <openssl/crypto.h>
@@ -53,6 +54,30 @@ bool peer_token_equal(const char *a, const char *b)
     OPENSSL_cleanse(da, sizeof da);
     OPENSSL_cleanse(db, sizeof db);
     return eq;
+}
+
+int peer_token_digest(const char *token, char ret_hex[PEER_TOKEN_DIGEST_LEN + 1])
+{
+    unsigned char d[32];
+    unsigned int l = 0;
+
+    if (!peer_token_valid(token))
+        return -EINVAL;
+    if (EVP_Digest(token, PEER_TOKEN_LEN, d, &l, EVP_sha256(), NULL) != 1 || l != sizeof d)
+        return -EIO;
+    for (size_t i = 0; i < sizeof d; i++)
+        snprintf(ret_hex + 2 * i, 3, "%02x", d[i]);
+    OPENSSL_cleanse(d, sizeof d);
+    return 0;
+}
+
+bool peer_token_digest_equal(const char *a, const char *b)
+{
+    size_t n;
+
+    if (!a || !b || (n = strlen(a)) != strlen(b) || n == 0)
+        return false;
+    return CRYPTO_memcmp(a, b, n) == 0;
 }
 
 /* One address: a ring of its last max_failures failure times (oldest at `head`). */

@@ -44,6 +44,17 @@ bool peer_token_valid(const char *s);
  * equals anything. Does not check the format. */
 bool peer_token_equal(const char *a, const char *b);
 
+/* Single-use tokens (docs/peering.md, "Tokens"): `cliqoctl generate-add-command` keeps only the
+ * token's SHA-256 (64 lowercase hex digits) in a Secret named PEER_TOKEN_SECRET_PREFIX followed by
+ * the first PEER_TOKEN_NAME_HEX digits of it. ret_hex gets the digest of `token` (which must have
+ * the token format). Returns 0, -EINVAL or -EIO. */
+#define PEER_TOKEN_DIGEST_LEN 64
+#define PEER_TOKEN_NAME_HEX   32
+int peer_token_digest(const char *token, char ret_hex[PEER_TOKEN_DIGEST_LEN + 1]);
+
+/* True when two digests (hex, any length) are equal, in constant time for equal lengths. */
+bool peer_token_digest_equal(const char *a, const char *b);
+
 struct peer_limiter;
 
 /* Creates a limiter; 0 in any argument takes the default. Returns 0, -EINVAL (max_failures over

@@ -2,6 +2,7 @@
 #include "peering/internal.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
+#include "peering/objects.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -42,6 +43,9 @@ static const struct {
     {PEER_WIRE_E_CLUSTER_NAME, 400}, {PEER_WIRE_E_TOKEN, 400},
     {PEER_WIRE_E_NAMESPACE, 400},    {PEER_WIRE_E_KUBECONFIG, 400},
     {PEER_WIRE_E_ERROR_REASON, 400}, {PEER_WIRE_E_OWN_ID, 400},
+    {PEER_WIRE_E_PUBLIC_KEY, 400},   {PEER_WIRE_E_TIMESTAMP, 400},
+    {PEER_WIRE_E_KEY_ID, 400},       {PEER_WIRE_E_SIGNATURE, 403},
+    {PEER_WIRE_E_STALE, 403},        {PEER_WIRE_E_MISMATCH, 403},
     {PEER_WIRE_E_FORBIDDEN, 403},    {PEER_WIRE_E_NOT_FOUND, 404},
     {PEER_WIRE_E_METHOD, 405},       {PEER_WIRE_E_MEDIA_TYPE, 415},
     {PEER_WIRE_E_RATE_LIMITED, 429}, {PEER_WIRE_E_UNAVAILABLE, 503},
@@ -228,6 +232,77 @@ static int wire_name_field(const json_t *obj, const char *key, char out[PEER_NAM
     return 0;
 }
 
+/* A required field of strict base64 of 1 to max bytes, decoded into out. */
+static int wire_b64_field(const json_t *obj, const char *key, const char *reason,
+                          unsigned char *out, size_t max, size_t *ret_len,
+                          struct peer_wire_error *err)
+{
+    const char *s;
+    char *bytes = NULL;
+    size_t n = 0;
+    int r = wire_str(obj, key, &s, NULL, err);
+
+    if (r < 0)
+        return r;
+    r = strlen(s) > 4 * max ? -E2BIG : peer_base64_decode(s, max, &bytes, &n);
+    if (r == -ENOMEM)
+        return r;
+    if (r < 0 || n == 0) {
+        x_free(bytes);
+        return wire_fail(err, reason, "field \"%s\" must be base64 of 1 to %zu bytes", key, max);
+    }
+    memcpy(out, bytes, n);
+    *ret_len = n;
+    x_free(bytes);
+    return 0;
+}
+
+static int wire_ts_field(const json_t *obj, const char *key, int64_t *ret,
+                         struct peer_wire_error *err)
+{
+    const json_t *v = json_object_get(obj, key);
+    json_int_t t;
+
+    if (!v)
+        return wire_fail(err, PEER_WIRE_E_MISSING, "field \"%s\" is required", key);
+    if (!json_is_integer(v))
+        return wire_fail(err, PEER_WIRE_E_FIELD_TYPE, "field \"%s\" must be an integer", key);
+    t = json_integer_value(v);
+    if (t < 0 || t > PEER_WIRE_TS_MAX)
+        return wire_fail(err, PEER_WIRE_E_TIMESTAMP,
+                         "field \"%s\" must be Unix seconds from 0 to %lld", key,
+                         (long long)PEER_WIRE_TS_MAX);
+    *ret = (int64_t)t;
+    return 0;
+}
+
+/* The optional "keyId" of answers: absent, or a key ID. */
+static int wire_key_id_field(const json_t *obj, char out[PEER_KEY_ID_LEN + 1],
+                             struct peer_wire_error *err)
+{
+    const char *s;
+    size_t n;
+    int r;
+
+    out[0] = '\0';
+    if (!json_object_get(obj, "keyId"))
+        return 0;
+    r = wire_str(obj, "keyId", &s, &n, err);
+    if (r < 0)
+        return r;
+    if (n != PEER_KEY_ID_LEN || strspn(s, "0123456789abcdef") != PEER_KEY_ID_LEN)
+        return wire_fail(err, PEER_WIRE_E_KEY_ID, "field \"keyId\" must be %d lowercase hex digits",
+                         PEER_KEY_ID_LEN);
+    memcpy(out, s, n + 1);
+    return 0;
+}
+
+static bool wire_key_id_ok(const char *s)
+{
+    return !s || !*s ||
+           (strlen(s) == PEER_KEY_ID_LEN && strspn(s, "0123456789abcdef") == PEER_KEY_ID_LEN);
+}
+
 int peer_wire_identity_request_decode(const void *buf, size_t len,
                                       struct peer_identity_request *ret,
                                       struct peer_wire_error *err)
@@ -256,6 +331,17 @@ int peer_wire_identity_request_decode(const void *buf, size_t len,
         goto out;
     }
     memcpy(req.token, tok, PEER_TOKEN_LEN + 1);
+    r = wire_b64_field(j, "publicKey", PEER_WIRE_E_PUBLIC_KEY, req.public_key, PEER_WIRE_KEY_MAX,
+                       &req.public_key_len, err);
+    if (r < 0)
+        goto out;
+    r = wire_ts_field(j, "timestamp", &req.timestamp, err);
+    if (r < 0)
+        goto out;
+    r = wire_b64_field(j, "signature", PEER_WIRE_E_SIGNATURE, req.signature, PEER_WIRE_SIG_MAX,
+                       &req.signature_len, err);
+    if (r < 0)
+        goto out;
     *ret = req;
     r = 0;
 out:
@@ -266,17 +352,28 @@ out:
 
 int peer_wire_identity_request_encode(const struct peer_identity_request *req, char **ret_json)
 {
-    json_t *j;
+    char *key = NULL, *sig = NULL;
+    json_t *j = NULL;
     int r;
 
     if (!req || !peer_cluster_id_valid(req->cluster_id) ||
-        !peer_cluster_name_valid(req->cluster_name) || !peer_token_valid(req->token))
+        !peer_cluster_name_valid(req->cluster_name) || !peer_token_valid(req->token) ||
+        req->public_key_len == 0 || req->public_key_len > PEER_WIRE_KEY_MAX ||
+        req->signature_len == 0 || req->signature_len > PEER_WIRE_SIG_MAX || req->timestamp < 0 ||
+        req->timestamp > PEER_WIRE_TS_MAX)
         return -EINVAL;
-    j = json_pack("{s:s, s:s, s:s}", "clusterID", req->cluster_id, "clusterName", req->cluster_name,
-                  "token", req->token);
-    if (!j)
-        return -ENOMEM;
-    r = peer__json_dump(j, ret_json);
+    r = peer_base64_encode(req->public_key, req->public_key_len, &key);
+    if (r == 0)
+        r = peer_base64_encode(req->signature, req->signature_len, &sig);
+    if (r < 0)
+        goto out;
+    j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s}", "clusterID", req->cluster_id, "clusterName",
+                  req->cluster_name, "token", req->token, "publicKey", key, "timestamp",
+                  (json_int_t)req->timestamp, "signature", sig);
+    r = j ? peer__json_dump(j, ret_json) : -ENOMEM;
+out:
+    x_free(key);
+    x_free(sig);
     json_decref(j);
     return r;
 }
@@ -314,7 +411,7 @@ int peer_wire_identity_response_decode(const void *buf, size_t len,
     json_t *j = NULL;
     const char *ns, *kc;
     size_t kclen;
-    char *copy = NULL;
+    char *copy = NULL, key_id[PEER_KEY_ID_LEN + 1];
     int r;
 
     r = wire_parse(buf, len, PEER_WIRE_RESPONSE_MAX, &j, err);
@@ -334,6 +431,9 @@ int peer_wire_identity_response_decode(const void *buf, size_t len,
     r = wire_check_kubeconfig(kc, kclen, ns, err);
     if (r < 0)
         goto out;
+    r = wire_key_id_field(j, key_id, err);
+    if (r < 0)
+        goto out;
     copy = x_strndup(kc, kclen);
     if (!copy) {
         r = -ENOMEM;
@@ -341,6 +441,7 @@ int peer_wire_identity_response_decode(const void *buf, size_t len,
     }
     memcpy(ret->namespace, ns, strlen(ns) + 1);
     ret->kubeconfig = copy;
+    memcpy(ret->key_id, key_id, sizeof key_id);
     r = 0;
 out:
     json_decref(j);
@@ -348,12 +449,12 @@ out:
 }
 
 int peer_wire_identity_response_encode(const char *namespace, const char *kubeconfig,
-                                       char **ret_json)
+                                       const char *key_id, char **ret_json)
 {
     json_t *j;
     int r;
 
-    if (!peer_label_valid(namespace) || !kubeconfig || !*kubeconfig)
+    if (!peer_label_valid(namespace) || !kubeconfig || !*kubeconfig || !wire_key_id_ok(key_id))
         return -EINVAL;
     j = json_object();
     if (!j)
@@ -361,6 +462,8 @@ int peer_wire_identity_response_encode(const char *namespace, const char *kubeco
     r = json_object_set_new(j, "namespace", json_string(namespace));
     if (r == 0)
         r = json_object_set_new(j, "kubeconfig", json_string(kubeconfig)); /* NULL: bad UTF-8 */
+    if (r == 0 && key_id && *key_id)
+        r = json_object_set_new(j, "keyId", json_string(key_id));
     r = r == 0 ? peer__json_dump(j, ret_json) : -EINVAL;
     json_decref(j);
     return r;
@@ -376,6 +479,7 @@ void peer_identity_response_done(struct peer_identity_response *resp)
     }
     resp->kubeconfig = NULL;
     resp->namespace[0] = '\0';
+    resp->key_id[0] = '\0';
 }
 
 int peer_wire_ids_decode(const void *buf, size_t len, struct peer_ids *ret,
@@ -393,6 +497,8 @@ int peer_wire_ids_decode(const void *buf, size_t len, struct peer_ids *ret,
     if (r >= 0)
         r = wire_name_field(j, "clusterName", ids.cluster_name, err);
     if (r >= 0)
+        r = wire_key_id_field(j, ids.key_id, err);
+    if (r >= 0)
         *ret = ids;
     json_decref(j);
     return r;
@@ -404,11 +510,15 @@ int peer_wire_ids_encode(const struct peer_ids *ids, char **ret_json)
     int r;
 
     if (!ids || !peer_cluster_id_valid(ids->cluster_id) ||
-        !peer_cluster_name_valid(ids->cluster_name))
+        !peer_cluster_name_valid(ids->cluster_name) || !wire_key_id_ok(ids->key_id))
         return -EINVAL;
     j = json_pack("{s:s, s:s}", "clusterId", ids->cluster_id, "clusterName", ids->cluster_name);
     if (!j)
         return -ENOMEM;
+    if (ids->key_id[0] && json_object_set_new(j, "keyId", json_string(ids->key_id)) < 0) {
+        json_decref(j);
+        return -ENOMEM;
+    }
     r = peer__json_dump(j, ret_json);
     json_decref(j);
     return r;

@@ -2,9 +2,12 @@
  * encoded. Both sides use it: the agent's endpoint decodes requests and encodes answers, the
  * peering controller and cliqoctl encode requests and decode answers.
  *
- *   POST /identity  request   {"clusterID": "...", "clusterName": "...", "token": "..."}
- *                   201       {"namespace": "...", "kubeconfig": "<kubeconfig text>"}
- *   GET /ids        200       {"clusterId": "...", "clusterName": "..."}
+ *   POST /identity  request   {"clusterID": "...", "clusterName": "...", "token": "...",
+ *                              "publicKey": "<base64 DER SPKI>", "timestamp": <Unix seconds>,
+ *                              "signature": "<base64 DER ECDSA>"}       (peering/idkey.h)
+ *                   201       {"namespace": "...", "kubeconfig": "<kubeconfig text>",
+ *                              "keyId": "<the provider's key ID>"}
+ *   GET /ids        200       {"clusterId": "...", "clusterName": "...", "keyId": "..."}
  *   any error                 {"error": "<reason>", "message": "<human text>"}
  * (The field names follow Liqo's: "clusterID" in the request, "clusterId" in /ids.)
  *
@@ -21,7 +24,12 @@
  *    "invalid-namespace"; the kubeconfig must load with kc_load_mem() with no base directory (so it
  *    refers to no local file) and its context's namespace must be the answer's namespace:
  *    "invalid-kubeconfig"; an error body's reason must look like one ([a-z0-9-], 1 to 63):
- *    "invalid-error-reason".
+ *    "invalid-error-reason"; "publicKey" and "signature" must be strict base64 of 1 to
+ *    PEER_WIRE_KEY_MAX / PEER_WIRE_SIG_MAX bytes: "invalid-public-key" / "invalid-signature"
+ *    (whether they are a P-256 key and a valid signature is peering/idkey.c's check);
+ *    "timestamp" must be an integer from 0 to PEER_WIRE_TS_MAX: "invalid-timestamp".
+ *  - "keyId" (answers only) is optional, for answers from older peers; when present it must be a
+ *    key ID (64 lowercase hex digits): "invalid-key-id".
  *  - Unknown fields are ignored, so that a newer peer may add fields (forward compatibility). Only
  *    the documented fields are ever read.
  *  - An error body's message is display text from a peer: it is cut to PEER_WIRE_MESSAGE_MAX bytes
@@ -40,6 +48,7 @@
 #define CLIQO_PEERING_WIRE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "peering/identity.h"
 #include "peering/token.h"
@@ -48,6 +57,10 @@
 #define PEER_WIRE_RESPONSE_MAX (64u << 10)
 #define PEER_WIRE_REASON_MAX   63
 #define PEER_WIRE_MESSAGE_MAX  511
+#define PEER_WIRE_KEY_MAX      256            /* DER SPKI of the public key (P-256: 91) */
+#define PEER_WIRE_SIG_MAX      80             /* DER ECDSA signature (P-256: at most 72) */
+#define PEER_WIRE_TS_MAX       253402300799LL /* 9999-12-31T23:59:59Z */
+#define PEER_KEY_ID_LEN        64             /* hex SHA-256 of the DER SPKI */
 
 /* Reasons (the "error" field). The first group comes from the decoders; the second is for the
  * endpoint's own answers, so that every program uses the same words. */
@@ -62,6 +75,12 @@
 #define PEER_WIRE_E_NAMESPACE    "invalid-namespace"
 #define PEER_WIRE_E_KUBECONFIG   "invalid-kubeconfig"
 #define PEER_WIRE_E_ERROR_REASON "invalid-error-reason"
+#define PEER_WIRE_E_PUBLIC_KEY   "invalid-public-key" /* 400 */
+#define PEER_WIRE_E_TIMESTAMP    "invalid-timestamp"  /* 400 */
+#define PEER_WIRE_E_KEY_ID       "invalid-key-id"
+#define PEER_WIRE_E_SIGNATURE    "invalid-signature"      /* 403: no proof of the key */
+#define PEER_WIRE_E_STALE        "request-expired"        /* 403: timestamp outside the window */
+#define PEER_WIRE_E_MISMATCH     "identity-mismatch"      /* 403: the ID is bound to another key */
 #define PEER_WIRE_E_OWN_ID       "own-cluster-id"         /* 400 */
 #define PEER_WIRE_E_FORBIDDEN    "forbidden"              /* 403 */
 #define PEER_WIRE_E_NOT_FOUND    "not-found"              /* 404 */
@@ -80,16 +99,23 @@ struct peer_identity_request {
     char cluster_id[PEER_NAME_MAX + 1];
     char cluster_name[PEER_NAME_MAX + 1];
     char token[PEER_TOKEN_LEN + 1];
+    unsigned char public_key[PEER_WIRE_KEY_MAX];
+    size_t public_key_len;
+    int64_t timestamp;
+    unsigned char signature[PEER_WIRE_SIG_MAX];
+    size_t signature_len;
 };
 
 struct peer_identity_response {
     char namespace[PEER_NAME_MAX + 1];
-    char *kubeconfig; /* owned; NUL-terminated */
+    char *kubeconfig;                 /* owned; NUL-terminated */
+    char key_id[PEER_KEY_ID_LEN + 1]; /* the provider's; empty when the answer had none */
 };
 
 struct peer_ids {
     char cluster_id[PEER_NAME_MAX + 1];
     char cluster_name[PEER_NAME_MAX + 1];
+    char key_id[PEER_KEY_ID_LEN + 1]; /* empty: none (not sent, or not yet made) */
 };
 
 /* The HTTP status for a reason above: 400, 403, 404, 405, 413, 415, 429, 503; 500 for
@@ -106,8 +132,9 @@ void peer_identity_request_clear(struct peer_identity_request *req);
 int peer_wire_identity_response_decode(const void *buf, size_t len,
                                        struct peer_identity_response *ret,
                                        struct peer_wire_error *err);
+/* key_id NULL or "": no "keyId". */
 int peer_wire_identity_response_encode(const char *namespace, const char *kubeconfig,
-                                       char **ret_json);
+                                       const char *key_id, char **ret_json);
 /* Wipes and frees the kubeconfig; the struct may be reused. NULL-safe. */
 void peer_identity_response_done(struct peer_identity_response *resp);
 

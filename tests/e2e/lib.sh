@@ -58,3 +58,15 @@ pid_running() {
   st=$(sed -e 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
   [ "$st" != Z ] && [ "$st" != X ]
 }
+
+# identity_body KEY-PEM PROVIDER-ID CLUSTER-ID CLUSTER-NAME TOKEN [TIMESTAMP]: a POST /identity body signed with
+# openssl as docs/peering.md ("Identity keys") says, on stdout (for requests made by hand to an auth endpoint).
+identity_body() {
+  local key=$1 prov=$2 id=$3 name=$4 tok=$5 ts=${6:-$(date +%s)} kid pub sig
+  kid=$(openssl pkey -in "$key" -pubout -outform der | sha256sum | cut -d' ' -f1)
+  pub=$(openssl pkey -in "$key" -pubout -outform der | base64 -w0)
+  sig=$(printf 'cliqo-identity-v1\n%s\n%s\n%s\n%s\n%s\n' "$prov" "$id" "$name" "$ts" "$kid" |
+    openssl dgst -sha256 -sign "$key" | base64 -w0)
+  jq -nc --arg id "$id" --arg n "$name" --arg t "$tok" --arg p "$pub" --argjson ts "$ts" --arg s "$sig" \
+    '{clusterID:$id, clusterName:$n, token:$t, publicKey:$p, timestamp:$ts, signature:$s}'
+}

@@ -1,5 +1,5 @@
 # Peering support library (src/peering/): one test program per file.
-foreach(t identity token pki wire kubeconfig)
+foreach(t identity token pki wire kubeconfig idkey)
     cliqo_unit_test(peering-${t} cliqo_peering)
 endforeach()
 # The PKI and kubeconfig tests cross-check with the openssl and kubectl commands (skipped if absent).

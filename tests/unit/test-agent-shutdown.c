@@ -36,8 +36,11 @@
 #include "agent/modules.h"
 #include "agent/peers.h"
 #include "common/log.h"
+#include "common/xalloc.h"
 #include "httpd/httpd.h"
 #include "peering/ctl.h"
+#include "peering/idkey.h"
+#include "peering/objects.h"
 
 #define PROVIDER_ID "5f0c2d7e-9a41-4b6e-8d3c-2a7b9e1f4c60"
 #define CONSUMER_ID "0b6a1c2e-5d3f-4a8b-9c7d-1e2f3a4b5c6d"
@@ -152,9 +155,29 @@ static json_t *remote_auth_secret(void)
 
 static bool with_fc;
 
+/* The cluster's identity key (the identity module loads it; the outgoing controller signs its
+ * POST /identity with it). */
+static json_t *identity_key_secret(void)
+{
+    char *pem = NULL, *b64 = NULL;
+    json_t *o;
+
+    assert_int_equal(peer_idkey_generate(&pem), 0);
+    assert_int_equal(peer_base64_encode(pem, strlen(pem), &b64), 0);
+    o = json_pack("{s:s,s:s,s:{s:s,s:s,s:s},s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
+                  "metadata", "name", "identity-key", "namespace", "cliqo", "resourceVersion", "9",
+                  "data", "tls.key", b64);
+    x_free(pem);
+    x_free(b64);
+    return o;
+}
+
 static json_t *secrets(void)
 {
-    return with_fc ? remote_auth_secret() : json_array();
+    json_t *a = with_fc ? remote_auth_secret() : json_array();
+
+    json_array_append_new(a, identity_key_secret());
+    return a;
 }
 
 static json_t *foreign_clusters(void)

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <jansson.h>
+
 #include "common/xalloc.h"
 #include "peering/kubeconfig_out.h"
 #include "peering/wire.h"
@@ -21,6 +23,10 @@
 
 #define ID  "7d3f4c5e-8a2b-4c1d-9e0f-123456789abc"
 #define TOK "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+/* The proof fields with values of the right format (the signature itself is peering/idkey's). */
+#define PROOF      ",\"publicKey\":\"AAEC\",\"timestamp\":1700000000,\"signature\":\"AwQF\""
+#define KEYID      "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+#define REQ_PREFIX "{\"clusterID\":\"" ID "\",\"clusterName\":\"a\",\"token\":\"" TOK "\""
 
 static int req_decode(const char *s, struct peer_identity_request *req, struct peer_wire_error *e)
 {
@@ -37,7 +43,9 @@ static void expect_req_error(const char *body, const char *reason, const char *m
         fail_msg("decoded: %s", body);
     assert_string_equal(e.reason, reason);
     assert_contains(e.message, msg_part);
-    assert_int_equal(peer_wire_http_status(e.reason), 400);
+    /* A signature that is not even base64 is no proof: 403, as one that does not verify. */
+    assert_int_equal(peer_wire_http_status(e.reason),
+                     strcmp(reason, "invalid-signature") == 0 ? 403 : 400);
     assert_int_equal((unsigned char)req.cluster_id[0], 0x5a); /* not written */
 }
 
@@ -48,12 +56,17 @@ static void test_request_decode(void **state)
 
     (void)state;
     assert_int_equal(req_decode("{\"clusterID\":\"" ID "\",\"clusterName\":\"cluster-a\","
-                                "\"token\":\"" TOK "\"}",
+                                "\"token\":\"" TOK "\"" PROOF "}",
                                 &req, &e),
                      0);
     assert_string_equal(req.cluster_id, ID);
     assert_string_equal(req.cluster_name, "cluster-a");
     assert_string_equal(req.token, TOK);
+    assert_int_equal(req.public_key_len, 3);
+    assert_memory_equal(req.public_key, "\x00\x01\x02", 3);
+    assert_int_equal(req.timestamp, 1700000000);
+    assert_int_equal(req.signature_len, 3);
+    assert_memory_equal(req.signature, "\x03\x04\x05", 3);
     assert_string_equal(e.reason, "");
     assert_string_equal(e.message, "");
     peer_identity_request_clear(&req);
@@ -61,7 +74,8 @@ static void test_request_decode(void **state)
 
     /* Unknown fields are ignored, whatever their type; whitespace anywhere. */
     assert_int_equal(req_decode(" {\n\"future\": {\"x\": [1, null]}, \"token\": \"" TOK "\",\n"
-                                "\"clusterName\": \"b\", \"clusterID\": \"c1\", \"n\": 1.5e3}\r\n",
+                                "\"clusterName\": \"b\", \"clusterID\": \"c1\", \"n\": 1.5e3" PROOF
+                                "}\r\n",
                                 &req, &e),
                      0);
     assert_string_equal(req.cluster_id, "c1");
@@ -100,13 +114,60 @@ static void test_request_decode(void **state)
                      "invalid-token", "64 lowercase hex");
     expect_req_error("{\"clusterID\":\"" ID "\",\"clusterName\":\"a\",\"token\":\"" TOK " \"}",
                      "invalid-token", "64 lowercase hex");
+    /* The proof: every field required, strictly typed and bounded. */
+    expect_req_error(REQ_PREFIX "}", "missing-field", "\"publicKey\"");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"AAEC\"}", "missing-field", "\"timestamp\"");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"AAEC\",\"timestamp\":1}", "missing-field",
+                     "\"signature\"");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":1}", "invalid-field-type", "publicKey");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"\"}", "invalid-public-key", "base64");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"AAE\"}", "invalid-public-key", "base64");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"A=EC\"}", "invalid-public-key", "base64");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"AAEC\",\"timestamp\":\"1\"}",
+                     "invalid-field-type", "\"timestamp\" must be an integer");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"AAEC\",\"timestamp\":1.5}", "invalid-field-type",
+                     "timestamp");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"AAEC\",\"timestamp\":-1}", "invalid-timestamp",
+                     "Unix seconds");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"AAEC\",\"timestamp\":253402300800}",
+                     "invalid-timestamp", "Unix seconds");
+    expect_req_error(REQ_PREFIX ",\"publicKey\":\"AAEC\",\"timestamp\":1,\"signature\":\"*\"}",
+                     "invalid-signature", "base64");
+    {
+        /* Bounds: PEER_WIRE_KEY_MAX bytes of key are fine, one more is not. */
+        char body[2048], b64[700];
+        struct peer_identity_request r2;
+
+        memset(b64, 'A', sizeof b64);
+        b64[344] = '\0'; /* 258 bytes */
+        snprintf(body, sizeof body,
+                 REQ_PREFIX ",\"publicKey\":\"%s\",\"timestamp\":1,\"signature\":\"AwQF\"}", b64);
+        expect_req_error(body, "invalid-public-key", "1 to 256 bytes");
+        b64[340] = 'A';
+        b64[341] = 'A';
+        b64[342] = '=';
+        b64[343] = '=';
+        b64[344] = '\0'; /* 256 bytes */
+        snprintf(body, sizeof body,
+                 REQ_PREFIX ",\"publicKey\":\"%s\",\"timestamp\":1,\"signature\":\"AwQF\"}", b64);
+        assert_int_equal(req_decode(body, &r2, &e), 0);
+        assert_int_equal(r2.public_key_len, 256);
+        memset(b64, 'A', sizeof b64);
+        b64[112] = '\0'; /* 84 bytes of signature */
+        snprintf(body, sizeof body,
+                 REQ_PREFIX ",\"publicKey\":\"AAEC\",\"timestamp\":1,\"signature\":\"%s\"}", b64);
+        if (req_decode(body, &r2, &e) != -EINVAL)
+            fail_msg("an 84-byte signature decoded");
+        assert_string_equal(e.reason, "invalid-signature");
+        assert_int_equal(peer_wire_http_status(e.reason), 403);
+    }
 }
 
 static void test_request_size(void **state)
 {
     struct peer_identity_request req;
     struct peer_wire_error e;
-    const char *core = "{\"clusterID\":\"" ID "\",\"clusterName\":\"a\",\"token\":\"" TOK "\"}";
+    const char *core = REQ_PREFIX PROOF "}";
     char *big = malloc(PEER_WIRE_REQUEST_MAX + 2);
 
     (void)state;
@@ -129,14 +190,16 @@ static void test_request_size(void **state)
 
 static void test_request_encode(void **state)
 {
-    struct peer_identity_request req = {ID, "cluster-a", TOK}, back;
+    struct peer_identity_request req = {ID, "cluster-a", TOK,       {0, 1, 2},
+                                        3,  1700000000,  {3, 4, 5}, 3},
+                                 back;
     struct peer_wire_error e;
     char *json = NULL;
 
     (void)state;
     assert_int_equal(peer_wire_identity_request_encode(&req, &json), 0);
     assert_string_equal(json, "{\"clusterID\":\"" ID
-                              "\",\"clusterName\":\"cluster-a\",\"token\":\"" TOK "\"}");
+                              "\",\"clusterName\":\"cluster-a\",\"token\":\"" TOK "\"" PROOF "}");
     assert_int_equal(req_decode(json, &back, &e), 0);
     assert_memory_equal(&req, &back, sizeof req);
     x_free(json);
@@ -148,6 +211,17 @@ static void test_request_encode(void **state)
     assert_int_equal(peer_wire_identity_request_encode(&req, &json), -EINVAL);
     assert_null(json);
     assert_int_equal(peer_wire_identity_request_encode(NULL, &json), -EINVAL);
+    req.cluster_name[0] = 'c';
+    req.signature_len = 0;
+    assert_int_equal(peer_wire_identity_request_encode(&req, &json), -EINVAL);
+    req.signature_len = PEER_WIRE_SIG_MAX + 1;
+    assert_int_equal(peer_wire_identity_request_encode(&req, &json), -EINVAL);
+    req.signature_len = 3;
+    req.timestamp = -1;
+    assert_int_equal(peer_wire_identity_request_encode(&req, &json), -EINVAL);
+    req.timestamp = 1;
+    assert_int_equal(peer_wire_identity_request_encode(&req, &json), 0);
+    x_free(json);
 }
 
 static void test_status(void **state)
@@ -190,7 +264,8 @@ static void test_response(void **state)
     char *json = NULL, body[4096];
 
     (void)state;
-    assert_int_equal(peer_wire_identity_response_encode("cliqo-tenant-a-123456", kc, &json), 0);
+    assert_int_equal(peer_wire_identity_response_encode("cliqo-tenant-a-123456", kc, NULL, &json),
+                     0);
     assert_int_equal(peer_wire_identity_response_decode(json, strlen(json), &resp, &e), 0);
     assert_string_equal(resp.namespace, "cliqo-tenant-a-123456");
     assert_string_equal(resp.kubeconfig, kc);
@@ -201,7 +276,7 @@ static void test_response(void **state)
     x_free(json);
 
     /* Namespace of the kubeconfig differs. */
-    assert_int_equal(peer_wire_identity_response_encode("other", kc, &json), 0);
+    assert_int_equal(peer_wire_identity_response_encode("other", kc, NULL, &json), 0);
     assert_int_equal(peer_wire_identity_response_decode(json, strlen(json), &resp, &e), -EINVAL);
     assert_string_equal(e.reason, "invalid-kubeconfig");
     assert_contains(e.message, "namespace");
@@ -220,7 +295,7 @@ static void test_response(void **state)
     assert_contains(e.message, "does not load");
     /* Plain http is accepted for a loopback server only (kc_load_mem's rule; tests use it). */
     kc = make_kubeconfig("ns", "http://127.0.0.1:8080");
-    assert_int_equal(peer_wire_identity_response_encode("ns", kc, &json), 0);
+    assert_int_equal(peer_wire_identity_response_encode("ns", kc, NULL, &json), 0);
     assert_int_equal(peer_wire_identity_response_decode(json, strlen(json), &resp, &e), 0);
     peer_identity_response_done(&resp);
     x_free(json);
@@ -243,15 +318,48 @@ static void test_response(void **state)
         peer_wire_identity_response_decode(body, PEER_WIRE_RESPONSE_MAX + 1, &resp, &e), -E2BIG);
     assert_null(resp.kubeconfig);
 
-    assert_int_equal(peer_wire_identity_response_encode("Bad", "x", &json), -EINVAL);
-    assert_int_equal(peer_wire_identity_response_encode("ns", "", &json), -EINVAL);
-    assert_int_equal(peer_wire_identity_response_encode("ns", NULL, &json), -EINVAL);
-    assert_int_equal(peer_wire_identity_response_encode("ns", "\xc3(", &json), -EINVAL);
+    assert_int_equal(peer_wire_identity_response_encode("Bad", "x", NULL, &json), -EINVAL);
+    assert_int_equal(peer_wire_identity_response_encode("ns", "", NULL, &json), -EINVAL);
+    assert_int_equal(peer_wire_identity_response_encode("ns", NULL, NULL, &json), -EINVAL);
+    assert_int_equal(peer_wire_identity_response_encode("ns", "\xc3(", NULL, &json), -EINVAL);
+
+    /* keyId: optional; when present, a key ID. */
+    kc = make_kubeconfig("ns", "https://h");
+    assert_int_equal(peer_wire_identity_response_encode("ns", kc, KEYID, &json), 0);
+    assert_contains(json, "\"keyId\":\"" KEYID "\"");
+    assert_int_equal(peer_wire_identity_response_decode(json, strlen(json), &resp, &e), 0);
+    assert_string_equal(resp.key_id, KEYID);
+    peer_identity_response_done(&resp);
+    assert_string_equal(resp.key_id, "");
+    x_free(json);
+    assert_int_equal(peer_wire_identity_response_encode("ns", kc, "", &json), 0);
+    assert_null(strstr(json, "keyId"));
+    x_free(json);
+    assert_int_equal(peer_wire_identity_response_encode("ns", kc, "ABC", &json), -EINVAL);
+    x_free(kc);
+    static const char *const bad_ids[] = {"\"abc\"", "\"" KEYID "0\"", "1", "null"};
+    for (size_t i = 0; i < sizeof bad_ids / sizeof bad_ids[0]; i++) {
+        char *k2 = make_kubeconfig("ns", "https://h");
+        json_t *o = json_pack("{s:s,s:s}", "namespace", "ns", "kubeconfig", k2);
+        char *txt = json_dumps(o, JSON_COMPACT), *full = malloc(strlen(txt) + 128);
+
+        assert_non_null(full);
+        snprintf(full, strlen(txt) + 128, "%.*s,\"keyId\":%s}", (int)strlen(txt) - 1, txt,
+                 bad_ids[i]);
+        assert_int_equal(peer_wire_identity_response_decode(full, strlen(full), &resp, &e),
+                         -EINVAL);
+        assert_true(strcmp(e.reason, "invalid-key-id") == 0 ||
+                    strcmp(e.reason, "invalid-field-type") == 0);
+        free(full);
+        free(txt);
+        json_decref(o);
+        x_free(k2);
+    }
 }
 
 static void test_ids(void **state)
 {
-    struct peer_ids ids = {ID, "cluster-b"}, back;
+    struct peer_ids ids = {ID, "cluster-b", ""}, back;
     struct peer_wire_error e;
     char *json = NULL;
     const char *lower = "{\"clusterID\":\"" ID "\",\"clusterName\":\"b\"}";
@@ -269,6 +377,17 @@ static void test_ids(void **state)
     lower = "{\"clusterId\":\"x\",\"clusterName\":\"B\"}";
     assert_int_equal(peer_wire_ids_decode(lower, strlen(lower), &back, &e), -EINVAL);
     assert_string_equal(e.reason, "invalid-cluster-name");
+    /* keyId, optional. */
+    snprintf(ids.key_id, sizeof ids.key_id, "%s", KEYID);
+    assert_int_equal(peer_wire_ids_encode(&ids, &json), 0);
+    assert_string_equal(json, "{\"clusterId\":\"" ID
+                              "\",\"clusterName\":\"cluster-b\",\"keyId\":\"" KEYID "\"}");
+    assert_int_equal(peer_wire_ids_decode(json, strlen(json), &back, &e), 0);
+    assert_string_equal(back.key_id, KEYID);
+    x_free(json);
+    lower = "{\"clusterId\":\"x\",\"clusterName\":\"b\",\"keyId\":\"" KEYID "X\"}";
+    assert_int_equal(peer_wire_ids_decode(lower, strlen(lower), &back, &e), -EINVAL);
+    assert_string_equal(e.reason, "invalid-key-id");
     ids.cluster_id[0] = '\0';
     assert_int_equal(peer_wire_ids_encode(&ids, &json), -EINVAL);
 }
@@ -353,8 +472,8 @@ static void test_sanitize(void **state)
 
 static void test_oom(void **state)
 {
-    struct peer_identity_request req = {ID, "cluster-a", TOK};
-    struct peer_ids ids = {ID, "b"};
+    struct peer_identity_request req = {ID, "cluster-a", TOK, {0, 1, 2}, 3, 1, {3}, 1};
+    struct peer_ids ids = {ID, "b", ""};
     char *kc = make_kubeconfig("ns", "https://h");
     int r = -ENOMEM;
 
@@ -371,7 +490,7 @@ static void test_oom(void **state)
         if (r == 0)
             r = peer_wire_error_encode("x", "y", &c);
         if (r == 0)
-            r = peer_wire_identity_response_encode("ns", kc, &d);
+            r = peer_wire_identity_response_encode("ns", kc, NULL, &d);
         if (r == 0)
             r = peer_wire_identity_response_decode(d, strlen(d), &resp, &e);
         xalloc_fail_after(-1);

@@ -9,6 +9,9 @@ source "$(dirname "$0")/common.sh"
 setup
 add_command
 URL=$(auth_url "$B")
+# Requests by hand are signed with A's identity key, as A's agent signs them (docs/peering.md).
+wait_for 30 "A's identity key" kc "$A" -n cliqo get secret identity-key
+kc "$A" -n cliqo get secret identity-key -o jsonpath='{.data.tls\.key}' | base64 -d >"$PEER_TMP/a.key"
 # with_flag FLAG VALUE: ADD_CMD with one flag's value replaced, in ARGS.
 with_flag() {
   local i
@@ -82,7 +85,7 @@ nothing_changed "oversized body"
 say "rate limit: 5 wrong tokens are refused with 403, the 6th attempt with 429"
 restart_agent "$B"
 for i in 1 2 3 4 5 6; do
-  printf '{"clusterID":"%s","clusterName":"probe","token":"%s"}' "$A_ID" "$(openssl rand -hex 32)" >"$PEER_TMP/wrong.json"
+  identity_body "$PEER_TMP/a.key" "$B_ID" "$A_ID" probe "$(openssl rand -hex 32)" >"$PEER_TMP/wrong.json"
   post "$PEER_TMP/wrong.json"
   if [ "$i" -le 5 ]; then
     [ "$POST_CODE" = 403 ] || fail "wrong token attempt $i: $POST_CODE, want 403"
@@ -98,13 +101,13 @@ say "429 with $(grep -i '^retry-after' "$PEER_TMP/post.h" | tr -d '\r')"
 current_log "$B" | grep_q 'refused a peering request from 127.0.0.1: too many failed attempts' ||
   fail "$B's agent did not log the rate limit"
 # Even the right token is refused while the address is blocked.
-printf '{"clusterID":"%s","clusterName":"%s","token":"%s"}' "$A_ID" "$A" "$(add_flag --token)" >"$PEER_TMP/right.json"
+identity_body "$PEER_TMP/a.key" "$B_ID" "$A_ID" "$A" "$(add_flag --token)" >"$PEER_TMP/right.json"
 post "$PEER_TMP/right.json"
 [ "$POST_CODE" = 429 ] || fail "the right token while blocked: $POST_CODE, want 429"
 nothing_changed "rate limit"
 say "restart $B's agent: the limiter is in memory, other tests add from 127.0.0.1"
 restart_agent "$B"
-printf '{"clusterID":"%s","clusterName":"probe","token":"%s"}' "$A_ID" "$(openssl rand -hex 32)" >"$PEER_TMP/wrong.json"
+identity_body "$PEER_TMP/a.key" "$B_ID" "$A_ID" probe "$(openssl rand -hex 32)" >"$PEER_TMP/wrong.json"
 post "$PEER_TMP/wrong.json"
 [ "$POST_CODE" = 403 ] || fail "after the restart: $POST_CODE, want 403 (not blocked any more)"
 nothing_changed "probes"

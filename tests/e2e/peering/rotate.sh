@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Token rotation and unpeering by policy: B rotates its peering token (generate-add-command
-# --rotate-token); the old printed command is then refused and changes nothing, the new one peers.
+# Token rotation and unpeering by policy: B rotates its shared peering token (generate-add-command
+# --rotate-token --shared-token), which also revokes the unused single-use token of the old printed command:
+# that command is then refused and changes nothing, the new one peers.
 # Then `cliqoctl unpeer --keep` sets outgoingPeeringEnabled to "No": the peering is undone on both
 # sides while A keeps its ForeignCluster; setting it back to "Yes" peers again.
 source "$(dirname "$0")/../lib.sh"
@@ -12,7 +13,7 @@ old_cmd=("${ADD_CMD[@]}")
 old_token=$(add_flag --token)
 
 say "rotate B's token"
-line=$(cq "$B" generate-add-command --rotate-token) || fail "generate-add-command --rotate-token failed"
+line=$(cq "$B" generate-add-command --rotate-token --shared-token) || fail "generate-add-command --rotate-token failed"
 read -r -a ADD_CMD <<<"$line"
 ADD_CMD=("${ADD_CMD[@]:1}")
 new_token=$(add_flag --token)
