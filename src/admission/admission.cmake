@@ -2,7 +2,7 @@
 # codec and JSON patches, certs.c the webhooks' certificates and their rotation plan, offer.c the
 # arithmetic of the offer enforcement. Pure, no event loop. mod_admission.c is the agent module (the
 # HTTPS server, the Secret, the webhook configurations, the offer enforcement).
-cliqo_module(cliqo_admission SOURCES admission/review.c admission/certs.c admission/offer.c
+cliqo_module(cliqo_admission SOURCES admission/review.c admission/certs.c admission/offer.c admission/podsec.c
              DEPS cliqo_advertisement cliqo_peering PkgConfig::OPENSSL PkgConfig::JANSSON)
 if(TARGET cliqo_admission)
     set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/admission/mod_admission.c)
