@@ -33,7 +33,7 @@ static json_t *js(const char *text)
 /* A pod: metadata extra (annotations), spec extra, the container "c" extra. */
 #define POD_A(ann, spec, c)                                                                        \
     "{'metadata':{'name':'p'" ann "},'spec':{" spec "'containers':[{'name':'c','image':'i'" c "}]" \
-                                                                                              "}}"
+    "}}"
 #define POD(spec, c) POD_A("", spec, c)
 /* A container securityContext that restricted allows, with extra fields. */
 #define RSC_CAPS(caps, extra)                                                                      \
