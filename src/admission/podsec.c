@@ -530,8 +530,8 @@ static void check_run_as_non_root(const struct pod *p, struct report *r)
 static const char *const selinux_types[] = {"container_t", "container_init_t", "container_kvm_t",
                                             "container_engine_t", NULL};
 
-/* The forbidden parts of one seLinuxOptions, or nothing; who is "pod" or `container "c"`. */
-static bool selinux_one(struct sb *d, bool first, const char *who, const json_t *o)
+/* The forbidden parts of one seLinuxOptions, or nothing; container NULL: the pod's. */
+static bool selinux_one(struct sb *d, bool first, const char *container, const json_t *o)
 {
     static const char *const fields[] = {"type", "user", "role"};
     char s[SHOWN_MAX];
@@ -542,9 +542,11 @@ static bool selinux_one(struct sb *d, bool first, const char *who, const json_t 
 
         if (!v || !*v || (i == 0 && in_set(v, selinux_types)))
             continue;
-        if (n++ == 0)
-            sb_add(d, "%s%s set forbidden securityContext.seLinuxOptions: ", first ? "" : "; ",
-                   who);
+        if (n++ == 0 && !container)
+            sb_add(d, "%spod set forbidden securityContext.seLinuxOptions: ", first ? "" : "; ");
+        else if (n == 1)
+            sb_add(d, "%scontainer \"%s\" set forbidden securityContext.seLinuxOptions: ",
+                   first ? "" : "; ", adm_printable(container, s, sizeof(s)));
         else
             sb_add(d, ", ");
         sb_add(d, "%s \"%s\"", fields[i], adm_printable(v, s, sizeof(s)));
@@ -555,16 +557,14 @@ static bool selinux_one(struct sb *d, bool first, const char *who, const json_t 
 static void check_selinux(const struct pod *p, struct report *r)
 {
     const json_t *c;
-    char who[SHOWN_MAX + 16], s[SHOWN_MAX];
     struct sb *d;
     size_t n = 0;
 
     d = detail(r);
-    n += selinux_one(d, true, "pod", json_object_get(p->sc, "seLinuxOptions"));
+    n += selinux_one(d, true, NULL, json_object_get(p->sc, "seLinuxOptions"));
     FOR_EACH_CONTAINER(p->spec, k, i, c)
     {
-        snprintf(who, sizeof(who), "container \"%s\"", adm_printable(name_of(c), s, sizeof(s)));
-        n += selinux_one(d, n == 0, who, json_object_get(sc_of(c), "seLinuxOptions"));
+        n += selinux_one(d, n == 0, name_of(c), json_object_get(sc_of(c), "seLinuxOptions"));
     }
     if (n)
         violation(r, "seLinuxOptions");
@@ -579,7 +579,7 @@ static const char *seccomp_type(const json_t *sc, const json_t *ann, const char 
     const char *t = str_at(json_object_get(sc, "seccompProfile"), "type"), *a;
     char key[sizeof(SECCOMP_CONTAINER_ANNOTATION) + 256];
 
-    if (t)
+    if (t || !ann)
         return t;
     if (!container) {
         a = str_at(ann, SECCOMP_POD_ANNOTATION);
