@@ -105,41 +105,67 @@ CASES=(
   ""
   ""
 )
-# The manifests, per consumer: every case's pod, labelled as a virtual kubelet's pods are.
-for id in "$A_ID" "$C_ID"; do
-  for ((i = 0; i < ${#CASES[@]}; i += 3)); do
-    name=${CASES[i]%%|*}
-    jq -n --arg n "$name" --arg o "$id" '{apiVersion:"v1",kind:"Pod",
-      metadata:{name:$n,labels:{"virtualkubelet.liqo.io/origin":$o}},
-      spec:{containers:[{name:"c",image:"busybox",securityContext:{allowPrivilegeEscalation:false,
-        capabilities:{drop:["ALL"]},runAsNonRoot:true,seccompProfile:{type:"RuntimeDefault"}}}]}}' |
-      jq "${CASES[i]#*|}" >"$T/$id-$name.json" || fail "cannot build the pod of case $name"
-  done
+# The manifests, per consumer, in one jq run: every case's pod ("NAME<tab>JSON" lines), labelled as a virtual
+# kubelet's pods are.
+prog=
+for ((i = 0; i < ${#CASES[@]}; i += 3)); do
+  prog+="${prog:+, }[\"${CASES[i]%%|*}\", (\$base | ${CASES[i]#*|})]"
 done
-# try CONSUMER_ID NAMESPACE CASE LEVEL WANT: the case's pod created (dry run) as that consumer's virtual kubelet
-# is admitted (WANT empty) or refused with exactly WANT at LEVEL.
-try() {
-  local out rc=0
-  out=$(kc "$B" --as="$(vk_user "$1")" create --dry-run=server -n "$2" -f - <"$T/$1-$3.json" 2>&1 >/dev/null) || rc=$?
-  if [ -z "$5" ]; then
-    [ "$rc" = 0 ] || fail "$3 at $4: refused: $out"
+for id in "$A_ID" "$C_ID"; do
+  jq -nr --arg o "$id" '{apiVersion:"v1",kind:"Pod",metadata:{labels:{"virtualkubelet.liqo.io/origin":$o}},
+    spec:{containers:[{name:"c",image:"busybox",securityContext:{allowPrivilegeEscalation:false,
+      capabilities:{drop:["ALL"]},runAsNonRoot:true,seccompProfile:{type:"RuntimeDefault"}}}]}} as $base |
+    '"$prog"' | .[1].metadata.name = .[0] | "\(.[0])\t\(.[1] | tojson)"' >"$T/$id.tsv" ||
+    fail "cannot build the pods of the cases"
+  while IFS=$'\t' read -r name json; do printf '%s\n' "$json" >"$T/$id-$name.json"; done <"$T/$id.tsv"
+done
+[ "$(ls "$T"/*.json | wc -l)" = $((2 * ${#CASES[@]} / 3)) ] || fail "not every case has its pod: $(ls "$T")"
+VK_A=$(vk_user "$A_ID")
+VK_C=$(vk_user "$C_ID")
+# create CONSUMER_ID NAMESPACE CASE: the case's pod created (dry run) as that consumer's virtual kubelet; the
+# answer in $T/CASE.rc and .err.
+create() {
+  local as=$VK_A
+  [ "$1" = "$A_ID" ] || as=$VK_C
+  kc "$B" --as="$as" create --dry-run=server -n "$2" -f - <"$T/$1-$3.json" >/dev/null 2>"$T/$3.err"
+  echo $? >"$T/$3.rc"
+}
+# check CASE LEVEL WANT: the answer is admitted (WANT empty) or refused with exactly WANT at LEVEL.
+check() {
+  local rc out
+  rc=$(cat "$T/$1.rc")
+  out=$(cat "$T/$1.err")
+  if [ -z "$3" ]; then
+    [ "$rc" = 0 ] || fail "$1 at $2: refused: $out"
   else
-    [ "$rc" != 0 ] || fail "$3 at $4: admitted"
-    [ "$out" = "Error from server (Forbidden): error when creating \"STDIN\": $HOOK: violates PodSecurity \"$4:latest\": $5" ] ||
-      fail "$3 at $4: unexpected refusal: $out
-  want: violates PodSecurity \"$4:latest\": $5"
+    [ "$rc" != 0 ] || fail "$1 at $2: admitted"
+    [ "$out" = "Error from server (Forbidden): error when creating \"STDIN\": $HOOK: violates PodSecurity \"$2:latest\": $3" ] ||
+      fail "$1 at $2: unexpected refusal: $out
+  want: violates PodSecurity \"$2:latest\": $3"
   fi
 }
-# every LEVEL COLUMN: every case for A at LEVEL (COLUMN 1: the baseline reasons, 2: restricted, none: admitted).
+# try CONSUMER_ID NAMESPACE CASE LEVEL WANT: create, then check.
+try() {
+  create "$1" "$2" "$3"
+  check "$3" "$4" "$5"
+}
+# every LEVEL COLUMN: every case for A at LEVEL (COLUMN 1: the baseline reasons, 2: restricted, none: admitted),
+# the kubectl calls at once, then the answers checked in order.
 every() {
+  local pids=()
   for ((i = 0; i < ${#CASES[@]}; i += 3)); do
-    try "$A_ID" "$RA" "${CASES[i]%%|*}" "$1" "${2:+${CASES[i + $2]}}"
+    create "$A_ID" "$RA" "${CASES[i]%%|*}" &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  for ((i = 0; i < ${#CASES[@]}; i += 3)); do
+    check "${CASES[i]%%|*}" "$1" "${2:+${CASES[i + $2]}}"
   done
 }
 # level_is NS LEVEL: B's namespace NS labelled LEVEL.
 level_is() { wait_for 30 "$1 labelled pod-security.kubernetes.io/enforce=$2 (now $(level_of "$1"))" eval "[ \"\$(level_of $1)\" = $2/latest ]"; }
 
-say "baseline, the default: one refusal per control, each with its reason"
+say "baseline, the default: one refusal per control, each with its reason (at ${SECONDS} s)"
 every baseline 1
 try "$C_ID" "$RC" hostns baseline "${CASES[1]}"
 
@@ -162,7 +188,7 @@ out=$(kc "$B" patch clusterconfig configuration --type=merge \
   -p '{"spec":{"offloadingConfig":{"podSecurity":{"level":"lax"}}}}' 2>&1) && fail "level lax accepted"
 grep -q 'Unsupported value: "lax"' <<<"$out" || fail "level lax: unexpected answer: $out"
 
-say "the ClusterConfig restored: back to baseline"
+say "the ClusterConfig restored: back to baseline (at ${SECONDS} s)"
 patch_config "$B" '{"spec":{"offloadingConfig":{"podSecurity":null}}}'
 level_is "$RA" baseline
 try "$A_ID" "$RA" hostns baseline "${CASES[1]}"
