@@ -127,8 +127,11 @@ VK_C=$(vk_user "$C_ID")
 create() {
   local as=$VK_A
   [ "$1" = "$A_ID" ] || as=$VK_C
-  kc "$B" --as="$as" create --dry-run=server -n "$2" -f - <"$T/$1-$3.json" >/dev/null 2>"$T/$3.err"
-  echo $? >"$T/$3.rc"
+  if kc "$B" --as="$as" create --dry-run=server -n "$2" -f - <"$T/$1-$3.json" >/dev/null 2>"$T/$3.err"; then
+    echo 0 >"$T/$3.rc"
+  else
+    echo "$?" >"$T/$3.rc"
+  fi
 }
 # check CASE LEVEL WANT: the answer is admitted (WANT empty) or refused with exactly WANT at LEVEL.
 check() {
