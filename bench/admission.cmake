@@ -1,5 +1,6 @@
 # The cost of one admission decision without the network (bench/bench-admission.c): the pod webhook's
-# decode + patch + answer, and the offer enforcement's arithmetic for consumers of 100 to 10,000 pods.
+# decode + patch + answer, the Pod Security check (a typical pod, a pod of 100 containers), and the
+# offer enforcement's arithmetic for consumers of 100 to 10,000 pods.
 # `ninja bench-admission` runs it (options with BENCH_ADMISSION_ARGS); use the release preset.
 if(TARGET cliqo_offloading)
     add_executable(bench-admission-bin bench-admission.c)

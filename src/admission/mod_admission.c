@@ -17,6 +17,7 @@
  *    and the watch event. */
 #include "admission/admission.h"
 #include "admission/certs.h"
+#include "admission/mod_podsec.h"
 #include "admission/offer.h"
 #include "advertisement/advertisement.h"
 #include "advertisement/share.h"
@@ -973,6 +974,8 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
              expected, req->ns, adm_printable(req->username, who, sizeof(who)));
         goto out;
     }
+    if (adm_podsec_enforce(req, origin, v) < 0)
+        goto out;
     if (adm_offer_pod_requests(req->object, &pod, err, sizeof(err)) < 0) {
         deny(v, 400, "cannot count the pod's requests: %s", err);
         goto out;
@@ -1170,6 +1173,8 @@ int adm_init(struct agent *a)
         r = agent_informer_ex(a, &po, AGENT_INF_ALWAYS, &ph, NULL, &st.pods);
     if (r == 0)
         r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &st.fcs);
+    if (r == 0)
+        r = adm_podsec_init(a);
     if (r == 0 && (r = inf_add_index(st.nss, IDX_ORIGIN, idx_origin)) == -EEXIST)
         r = 0;
     if (r == 0 && (r = inf_add_index(st.pods, IDX_NAMESPACE, inf_index_by_namespace)) == -EEXIST)

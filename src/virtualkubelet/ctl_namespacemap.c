@@ -9,7 +9,14 @@
  * map), binds cliqo-virtual-kubelet-remote there to the consumer's virtual kubelet (ServiceAccount
  * vk-<consumer> of the tenant namespace), and reports the entry Accepted. Namespaces of the
  * consumer no longer asked for are deleted (Terminating until gone). A deleted map (finalizer
- * cliqo.io/namespacemap) deletes them all first. Level-triggered: one write per pass, requeued. */
+ * cliqo.io/namespacemap) deletes them all first. Level-triggered: one write per pass, requeued.
+ *
+ * Every namespace of a consumer carries the consumer's Pod Security level from the ClusterConfig
+ * (admission/podsec.h; labels pod-security.kubernetes.io/enforce=<level> and enforce-version=
+ * latest), set at creation and patched when the ClusterConfig changes it (a ClusterConfig event
+ * requeues every map): Kubernetes' own PodSecurity admission enforces it where the cluster has it,
+ * the agent's pod webhook enforces it everywhere. */
+#include "admission/podsec.h"
 #include "agent/agent.h"
 #include "agent/modules.h"
 
@@ -31,7 +38,7 @@
 
 static struct {
     struct agent *a;
-    struct inf_informer *maps, *nss;
+    struct inf_informer *maps, *nss, *config;
     struct wq_queue *q;
     bool running;
 } st;
@@ -225,13 +232,50 @@ static void remove_all(struct rec *r)
     rec_end(r, -1);
 }
 
+/* The consumer's Pod Security level now. */
+static const char *podsec_level(const struct rec *r)
+{
+    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    enum adm_podsec_level l = adm_podsec_level_for(cc, r->name, NULL);
+
+    json_decref(cc);
+    return adm_podsec_level_name(l);
+}
+
+/* Patches the Pod Security labels of ns when they are not the consumer's level. Returns true
+ * when a write was started (or failed: the pass has ended either way). */
+static bool podsec_labels(struct rec *r, const json_t *ns)
+{
+    const char *want = podsec_level(r), *have = label(ns, ADM_PODSEC_LABEL),
+               *ver = label(ns, ADM_PODSEC_VERSION_LABEL), *name = kapi_obj_name(ns);
+    json_t *patch;
+    char *body;
+
+    if (have && strcmp(have, want) == 0 && ver && strcmp(ver, "latest") == 0)
+        return false;
+    log_info(MOD, "%s: namespace %s: Pod Security level %s (was %s), from the ClusterConfig",
+             r->key, name, want, have ? have : "unset");
+    patch = json_pack("{s:{s:{s:s,s:s}}}", "metadata", "labels", ADM_PODSEC_LABEL, want,
+                      ADM_PODSEC_VERSION_LABEL, "latest");
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    r->ch.next = after_write;
+    if (!body || kapi_patch(agent_kube(st.a), &kapi_namespaces, NULL, name, NULL, KAPI_PATCH_MERGE,
+                            body, peer_call_cb, r) < 0)
+        rec_end(r, RETRY_MS);
+    x_free(body);
+    return true;
+}
+
 static void create_ns(struct rec *r, const char *name)
 {
-    json_t *o = json_pack("{s:s,s:s,s:{s:s,s:{s:s},s:{s:s}}}", "apiVersion", "v1", "kind",
+    json_t *o = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s,s:s},s:{s:s}}}", "apiVersion", "v1", "kind",
                           "Namespace", "metadata", "name", name, "labels", PEER_LABEL_ORIGIN,
-                          r->name, "annotations", PEER_ANNOT_NSMAP, r->key);
+                          r->name, ADM_PODSEC_LABEL, podsec_level(r), ADM_PODSEC_VERSION_LABEL,
+                          "latest", "annotations", PEER_ANNOT_NSMAP, r->key);
 
-    log_info(MOD, "%s: creating namespace %s for the consumer", r->key, name);
+    log_info(MOD, "%s: creating namespace %s for the consumer (Pod Security level %s)", r->key,
+             name, podsec_level(r));
     r->ch.next = after_write;
     if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, peer_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
@@ -379,6 +423,11 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
             create_ns(r, remote);
             return;
         }
+        if (podsec_labels(r, existing)) {
+            json_decref(existing);
+            json_decref(list);
+            return;
+        }
         json_decref(existing);
         phase = json_string_value(json_object_get(old_entry, "phase"));
         set_entry(cur, local, remote, "Accepted", "", "");
@@ -441,6 +490,28 @@ static void on_map_update(struct inf_informer *inf, json_t *old_obj, json_t *new
     on_map(inf, new_obj, data);
 }
 
+/* The ClusterConfig changed: every map looks again (Pod Security levels). */
+static void requeue_map(json_t *map, void *data)
+{
+    (void)data;
+    enqueue_map(kapi_obj_namespace(map), kapi_obj_name(map));
+}
+
+static void on_config(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)obj;
+    (void)data;
+    if (st.q)
+        inf_foreach(st.maps, requeue_map, NULL);
+}
+
+static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_config(inf, new_obj, data);
+}
+
 /* A namespace of a consumer changed (created, terminating, gone): its map looks again. */
 static void on_ns(struct inf_informer *inf, json_t *obj, void *data)
 {
@@ -462,6 +533,8 @@ int nsmap_init(struct agent *a)
 {
     struct inf_handlers mh = {.on_add = on_map, .on_update = on_map_update, .on_delete = on_map};
     struct inf_handlers nh = {.on_add = on_ns, .on_update = on_ns_update, .on_delete = on_ns};
+    struct inf_handlers ch = {
+        .on_add = on_config, .on_update = on_config_update, .on_delete = on_config};
     struct wq_options qo = {.max_concurrent = 8, .base_delay_ms = 200, .max_delay_ms = 60000};
     int r;
 
@@ -470,6 +543,8 @@ int nsmap_init(struct agent *a)
     r = agent_informer(a, &peer_res_namespacemaps, NULL, NULL, 0, &mh, NULL, &st.maps);
     if (r == 0)
         r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, &nh, NULL, &st.nss);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, NULL, &st.config);
     if (r == 0)
         r = agent_queue(a, "namespacemaps", &qo, reconcile, NULL, &st.q);
     return r;

@@ -1,5 +1,6 @@
 # Admission (src/admission/): the AdmissionReview codec and JSON patches, the certificates' plan, the
-# offer arithmetic. One test program per file.
+# offer arithmetic, the Pod Security Standards. One test program per file.
 cliqo_unit_test(admission-review cliqo_admission)
 cliqo_unit_test(admission-certs cliqo_admission)
 cliqo_unit_test(admission-offer cliqo_admission)
+cliqo_unit_test(admission-podsec cliqo_admission)
