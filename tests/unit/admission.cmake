@@ -3,3 +3,5 @@
 cliqo_unit_test(admission-review cliqo_admission)
 cliqo_unit_test(admission-certs cliqo_admission)
 cliqo_unit_test(admission-offer cliqo_admission)
+cliqo_unit_test(admission-placement cliqo_admission)
+cliqo_unit_test(admission-objects cliqo_admission)
