@@ -11,7 +11,7 @@
 #define SA_PREFIX "system:serviceaccount:"
 #define IP_MAX    64
 
-static const char *jstr(const json_t *o, const char *k)
+static const char *ostr(const json_t *o, const char *k)
 {
     return json_string_value(json_object_get(o, k));
 }
@@ -33,7 +33,7 @@ int adm_objects_sa_namespace(const char *username, char *ns, size_t size)
 int adm_objects_service_check(const json_t *svc, char *msg, size_t len)
 {
     const json_t *spec = json_object_get(svc, "spec");
-    const char *type = jstr(spec, "type");
+    const char *type = ostr(spec, "type");
     char shown[64];
 
     if (type && (strcmp(type, "NodePort") == 0 || strcmp(type, "LoadBalancer") == 0))
@@ -77,7 +77,7 @@ static bool in_cidrs(const char *ip, const struct cidr *cidrs, size_t n)
 int adm_objects_slice_check(const json_t *slice, const char *ns, const struct cidr *cidrs, size_t n,
                             adm_pod_ip_fn is_pod_ip, void *data, char *msg, size_t len)
 {
-    const char *at = jstr(slice, "addressType");
+    const char *at = ostr(slice, "addressType");
     const json_t *eps = json_object_get(slice, "endpoints");
     char shown[IP_MAX], shown_ns[64];
 
@@ -89,7 +89,7 @@ int adm_objects_slice_check(const json_t *slice, const char *ns, const struct ci
         return adm__refuse(msg, len, "endpoints: more than %d", ADM_OBJ_MAX_ENDPOINTS);
     for (size_t i = 0; i < json_array_size(eps); i++) {
         const json_t *ep = json_array_get(eps, i), *addrs = json_object_get(ep, "addresses");
-        const char *tns = jstr(json_object_get(ep, "targetRef"), "namespace");
+        const char *tns = ostr(json_object_get(ep, "targetRef"), "namespace");
 
         if (tns && *tns && strcmp(tns, ns ? ns : "") != 0)
             return adm__refuse(
@@ -117,7 +117,7 @@ int adm_objects_slice_check(const json_t *slice, const char *ns, const struct ci
 
 int adm_objects_secret_check(const json_t *secret, char *msg, size_t len)
 {
-    const char *type = jstr(secret, "type");
+    const char *type = ostr(secret, "type");
 
     if (type && strcmp(type, ADM_SA_TOKEN_TYPE) == 0)
         return adm__refuse(msg, len,
