@@ -606,14 +606,15 @@ static json_t *desired_config(bool mutating, const char *bundle)
         /* What a peer's credentials write in its namespaces, and Secrets in tenant namespaces. */
         json_array_append_new(
             hooks,
-            webhook("objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
-                    json_pack("[{s:[s,s],s:[s],s:[s],s:[s,s],s:s},{s:[s,s],s:[s],s:[s],s:[s],s:s}]",
-                              "operations", "CREATE", "UPDATE", "apiGroups", "", "apiVersions",
-                              "v1", "resources", "services", "secrets", "scope", "Namespaced",
-                              "operations", "CREATE", "UPDATE", "apiGroups", "discovery.k8s.io",
-                              "apiVersions", "v1", "resources", "endpointslices", "scope",
-                              "Namespaced"),
-                    json_incref(origin_sel)));
+            webhook(
+                "objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
+                /* discovery.k8s.io v1 is served from 1.21; 1.20 has v1beta1 only. */
+                json_pack("[{s:[s,s],s:[s],s:[s],s:[s,s],s:s},{s:[s,s],s:[s],s:[s,s],s:[s],s:s}]",
+                          "operations", "CREATE", "UPDATE", "apiGroups", "", "apiVersions", "v1",
+                          "resources", "services", "secrets", "scope", "Namespaced", "operations",
+                          "CREATE", "UPDATE", "apiGroups", "discovery.k8s.io", "apiVersions", "v1",
+                          "v1beta1", "resources", "endpointslices", "scope", "Namespaced"),
+                json_incref(origin_sel)));
         json_array_append_new(
             hooks, webhook("tenant-secrets.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
                            json_pack("[{s:[s,s],s:[s],s:[s],s:[s],s:s}]", "operations", "CREATE",
