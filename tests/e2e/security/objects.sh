@@ -45,11 +45,14 @@ refused --as="$VK" "spec.type LoadBalancer" "$(svc '"type":"LoadBalancer",')"
 refused --as="$VK" "spec.type ExternalName" \
   "$(printf '{"apiVersion":"v1","kind":"Service","metadata":{"name":"sec-ext","namespace":"%s"},"spec":{"type":"ExternalName","externalName":"kubernetes.default.svc.cluster.local"}}' "$RNS")"
 
-say "EndpointSlices as $A's virtual kubelet: B's API server, another namespace refused"
-APISERVER=$(kc "$B" get endpoints kubernetes -n default -o jsonpath='{.subsets[0].addresses[0].ip}')
+say "EndpointSlices as $A's virtual kubelet: B's API server, B's own pods, another namespace refused"
 SVCIP=$(kc "$B" get service kubernetes -n default -o jsonpath='{.spec.clusterIP}')
-refused --as="$VK" "addresses[0] $APISERVER is neither" "$(slice "$APISERVER")"
+B_POD=$(jget "$B" '{.spec.liqonetConfig.podCIDR}' clusterconfig configuration)
+B_POD=${B_POD%/*}
+B_POD=${B_POD%.*}.$((${B_POD##*.} + 7)) # an address of B's own pod CIDR
+[ -n "$SVCIP" ] && [ "$B_POD" != .7 ] || fail "B's service IP or pod CIDR unknown"
 refused --as="$VK" "addresses[0] $SVCIP is neither" "$(slice "$SVCIP")"
+refused --as="$VK" "addresses[0] $B_POD is neither" "$(slice "$B_POD")"
 MAPPED=$(jget "$B" '{.status.podCIDRNAT}' networkconfig -n "$TNS" "net-config-$A_ID")
 OWN=$(jget "$B" '{.spec.podCIDR}' networkconfig -n "$TNS" "net-config-$A_ID")
 [ -n "$MAPPED" ] && [ "$MAPPED" != None ] || MAPPED=$OWN
