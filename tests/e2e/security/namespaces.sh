@@ -15,7 +15,7 @@ cleanup() {
   wait_for 90 "namespace $NS gone from $B" eval "! kc \"$B\" get namespace \"$NS\""
   patch_config "$B" '{"spec":{"offloadingConfig":{"allowedRemoteNamespaces":null}}}'
 }
-trap 'cleanup >/dev/null 2>&1 || true; sec_on_exit' EXIT
+trap 'rc=$?; cleanup >/dev/null 2>&1 || true; (exit $rc); sec_on_exit' EXIT # keeps the test's exit status
 ensure_agents
 ids
 wait_shared 60

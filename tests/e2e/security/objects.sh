@@ -15,7 +15,7 @@ cleanup() {
   [ -z "$KCFG" ] || rm -f "$KCFG"
   unoffload_ns "$NS"
 }
-trap 'cleanup >/dev/null 2>&1 || true; sec_on_exit' EXIT
+trap 'rc=$?; cleanup >/dev/null 2>&1 || true; (exit $rc); sec_on_exit' EXIT # keeps the test's exit status
 ensure_agents
 ids
 wait_shared 60

@@ -16,7 +16,7 @@ cleanup() {
   kc "$B" delete runtimeclass "$RC" --ignore-not-found >/dev/null
   unoffload_ns "$NS"
 }
-trap 'cleanup >/dev/null 2>&1 || true; sec_on_exit' EXIT
+trap 'rc=$?; cleanup >/dev/null 2>&1 || true; (exit $rc); sec_on_exit' EXIT # keeps the test's exit status
 ensure_agents
 ids
 wait_shared 60
