@@ -3,3 +3,6 @@
 cliqo_fuzzer(admission-review cliqo_offloading)
 # The Pod Security Standards checked on a pod (src/admission/podsec.c).
 cliqo_fuzzer(admission-podsec cliqo_admission)
+# The provider's checks of what a consumer's credentials write (placement, Services, EndpointSlices,
+# Secrets) and of who writes it.
+cliqo_fuzzer(admission-objects cliqo_admission)

@@ -7,7 +7,10 @@
  *   MutatingWebhookConfiguration cliqo-pod-offloading    pods CREATE in namespaces labelled
  *       liqo.io/scheduling-enabled=true -> POST /mutate-pods (the offloading module's handler)
  *   ValidatingWebhookConfiguration cliqo-offer-enforcement  pods CREATE in namespaces labelled
- *       virtualkubelet.liqo.io/origin -> POST /validate-pods (the offer enforcement, here)
+ *       virtualkubelet.liqo.io/origin -> POST /validate-pods (the offer enforcement and the
+ *       placement check, here); services, endpointslices and secrets CREATE/UPDATE in those
+ *       namespaces, and secrets CREATE/UPDATE in tenant namespaces -> POST /validate-objects (what
+ *       a peer's credentials write: admission/objects.h)
  * both failurePolicy Fail, sideEffects None, timeoutSeconds 5, clientConfig.url = --webhook-url +
  * path when given, else Service cliqo-agent-webhook (port 443) in the agent's namespace.
  *
@@ -30,6 +33,7 @@
 #define ADM_VALIDATING_CONFIG "cliqo-offer-enforcement"
 #define ADM_PATH_MUTATE       "/mutate-pods"
 #define ADM_PATH_VALIDATE     "/validate-pods"
+#define ADM_PATH_OBJECTS      "/validate-objects"
 
 /* What a handler decides. allowed starts true with no patch; a handler that refuses sets allowed
  * false, code (403 by default) and a one-line message; one that mutates sets patch (a JSON array

@@ -18,7 +18,9 @@
 #include "admission/admission.h"
 #include "admission/certs.h"
 #include "admission/mod_podsec.h"
+#include "admission/objects.h"
 #include "admission/offer.h"
+#include "admission/placement.h"
 #include "advertisement/advertisement.h"
 #include "advertisement/share.h"
 #include "agent/config.h"
@@ -33,6 +35,7 @@
 
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "network/network.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/pki.h"
@@ -85,7 +88,7 @@ static struct {
     size_t nhooks;
     struct httpd_server *srv;
     char *cert, *key; /* the pair the server uses */
-    struct inf_informer *secret, *mcfg, *vcfg, *nss, *pods, *fcs;
+    struct inf_informer *secret, *mcfg, *vcfg, *nss, *pods, *fcs, *config;
     struct adm_usage *usage; /* running totals of the pods' requests per namespace */
     struct wq_queue *q;
     bool running;
@@ -558,54 +561,106 @@ static json_t *client_config(const char *path, const char *bundle)
     return cc;
 }
 
+/* One webhook of a configuration: name, path, rules (taken) and namespaceSelector (taken). */
+static json_t *webhook(const char *name, const char *path, const char *bundle, json_t *rules,
+                       json_t *selector)
+{
+    json_t *cc = client_config(path, bundle), *hook = NULL;
+
+    if (cc && rules && selector)
+        hook = json_pack("{s:s,s:[s],s:s,s:s,s:i,s:s,s:o,s:o,s:o}", "name", name,
+                         "admissionReviewVersions", "v1", "sideEffects", "None", "failurePolicy",
+                         "Fail", "timeoutSeconds", 5, "matchPolicy", "Equivalent", "clientConfig",
+                         cc, "rules", rules, "namespaceSelector", selector);
+    else {
+        json_decref(cc);
+        json_decref(rules);
+        json_decref(selector);
+    }
+    return hook;
+}
+
 static json_t *desired_config(bool mutating, const char *bundle)
 {
-    json_t *cc = client_config(mutating ? ADM_PATH_MUTATE : ADM_PATH_VALIDATE, bundle), *hook, *obj;
+    json_t *hooks = json_array(), *obj;
+    json_t *origin_sel = json_pack("{s:[{s:s,s:s}]}", "matchExpressions", "key", PEER_LABEL_ORIGIN,
+                                   "operator", "Exists");
+    const char *pod_rule = "[{s:[s],s:[s],s:[s],s:[s],s:s}]";
 
-    if (!cc)
+    if (!hooks || !origin_sel) {
+        json_decref(hooks);
+        json_decref(origin_sel);
         return NULL;
-    hook = json_pack("{s:s,s:[s],s:s,s:s,s:i,s:s,s:o,s:[{s:[s],s:[s],s:[s],s:[s],s:s}]}", "name",
-                     mutating ? "pods.offloading.cliqo.io" : "offer.admission.cliqo.io",
-                     "admissionReviewVersions", "v1", "sideEffects", "None", "failurePolicy",
-                     "Fail", "timeoutSeconds", 5, "matchPolicy", "Equivalent", "clientConfig", cc,
-                     "rules", "operations", "CREATE", "apiGroups", "", "apiVersions", "v1",
-                     "resources", "pods", "scope", "Namespaced");
-    if (!hook)
-        return NULL;
-    if (mutating) {
-        json_object_set_new(hook, "reinvocationPolicy", json_string("Never"));
-        json_object_set_new(
-            hook, "namespaceSelector",
-            json_pack("{s:{s:s}}", "matchLabels", "liqo.io/scheduling-enabled", "true"));
-    } else {
-        json_object_set_new(hook, "namespaceSelector",
-                            json_pack("{s:[{s:s,s:s}]}", "matchExpressions", "key",
-                                      PEER_LABEL_ORIGIN, "operator", "Exists"));
     }
-    obj = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:[o]}", "apiVersion",
+    if (mutating) {
+        json_t *h =
+            webhook("pods.offloading.cliqo.io", ADM_PATH_MUTATE, bundle,
+                    json_pack(pod_rule, "operations", "CREATE", "apiGroups", "", "apiVersions",
+                              "v1", "resources", "pods", "scope", "Namespaced"),
+                    json_pack("{s:{s:s}}", "matchLabels", "liqo.io/scheduling-enabled", "true"));
+
+        if (h)
+            json_object_set_new(h, "reinvocationPolicy", json_string("Never"));
+        json_array_append_new(hooks, h);
+    } else {
+        json_array_append_new(hooks, webhook("offer.admission.cliqo.io", ADM_PATH_VALIDATE, bundle,
+                                             json_pack(pod_rule, "operations", "CREATE",
+                                                       "apiGroups", "", "apiVersions", "v1",
+                                                       "resources", "pods", "scope", "Namespaced"),
+                                             json_incref(origin_sel)));
+        /* What a peer's credentials write in its namespaces, and Secrets in tenant namespaces. */
+        json_array_append_new(
+            hooks,
+            webhook(
+                "objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
+                /* discovery.k8s.io v1 is served from 1.21; 1.20 has v1beta1 only. */
+                json_pack("[{s:[s,s],s:[s],s:[s],s:[s,s],s:s},{s:[s,s],s:[s],s:[s,s],s:[s],s:s}]",
+                          "operations", "CREATE", "UPDATE", "apiGroups", "", "apiVersions", "v1",
+                          "resources", "services", "secrets", "scope", "Namespaced", "operations",
+                          "CREATE", "UPDATE", "apiGroups", "discovery.k8s.io", "apiVersions", "v1",
+                          "v1beta1", "resources", "endpointslices", "scope", "Namespaced"),
+                json_incref(origin_sel)));
+        json_array_append_new(
+            hooks, webhook("tenant-secrets.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
+                           json_pack("[{s:[s,s],s:[s],s:[s],s:[s],s:s}]", "operations", "CREATE",
+                                     "UPDATE", "apiGroups", "", "apiVersions", "v1", "resources",
+                                     "secrets", "scope", "Namespaced"),
+                           json_pack("{s:{s:s}}", "matchLabels", PEER_LABEL_TENANT, "true")));
+    }
+    json_decref(origin_sel);
+    for (size_t i = 0; i < json_array_size(hooks); i++)
+        if (!json_is_object(json_array_get(hooks, i))) {
+            json_decref(hooks);
+            return NULL;
+        }
+    obj = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:o}", "apiVersion",
                     "admissionregistration.k8s.io/v1", "kind",
                     mutating ? "MutatingWebhookConfiguration" : "ValidatingWebhookConfiguration",
                     "metadata", "name", mutating ? ADM_MUTATING_CONFIG : ADM_VALIDATING_CONFIG,
                     "labels", "app.kubernetes.io/part-of", "cliqo", "app.kubernetes.io/managed-by",
-                    "cliqo-agent", "webhooks", hook);
+                    "cliqo-agent", "webhooks", hooks);
     return obj;
 }
 
-/* Does the observed configuration have every webhook field we set, with our value? */
+/* Does the observed configuration have our webhooks, in order, each with every field we set with
+ * our value? */
 static bool config_matches(const json_t *desired, const json_t *observed)
 {
-    const json_t *dw = json_array_get(json_object_get(desired, "webhooks"), 0);
-    const json_t *ow = json_object_get(observed, "webhooks");
+    const json_t *dws = json_object_get(desired, "webhooks");
+    const json_t *ows = json_object_get(observed, "webhooks");
     const char *k;
     json_t *v;
 
-    if (!observed || json_array_size(ow) != 1)
+    if (!observed || json_array_size(ows) != json_array_size(dws))
         return false;
-    ow = json_array_get(ow, 0);
-    json_object_foreach((json_t *)dw, k, v)
-    {
-        if (!json_equal(v, json_object_get(ow, k)))
-            return false;
+    for (size_t i = 0; i < json_array_size(dws); i++) {
+        const json_t *ow = json_array_get(ows, i);
+
+        json_object_foreach((json_t *)json_array_get(dws, i), k, v)
+        {
+            if (!json_equal(v, json_object_get(ow, k)))
+                return false;
+        }
     }
     return true;
 }
@@ -915,6 +970,22 @@ __attribute__((format(printf, 3, 4))) static void deny(struct adm_verdict *v, in
     va_end(ap);
 }
 
+/* The placement of a consumer's pod (admission/placement.h) against the ClusterConfig's
+ * spec.offloadingConfig.placement. */
+static bool placement_ok(const struct adm_request *req, struct adm_verdict *v)
+{
+    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    const json_t *pl = json_object_get(
+        json_object_get(json_object_get(cc, "spec"), "offloadingConfig"), "placement");
+    char msg[ADM_MESSAGE_MAX + 1];
+    bool ok = adm_placement_check(req->object, pl, msg, sizeof(msg)) == 0;
+
+    if (!ok)
+        deny(v, 403, "%s", msg);
+    json_decref(cc);
+    return ok;
+}
+
 static void offer_check(const struct adm_request *req, struct adm_verdict *v, void *data)
 {
     json_t *ns = NULL, *tenant = NULL;
@@ -974,7 +1045,7 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
              expected, req->ns, adm_printable(req->username, who, sizeof(who)));
         goto out;
     }
-    if (adm_podsec_enforce(req, origin, v) < 0)
+    if (adm_podsec_enforce(req, origin, v) < 0 || !placement_ok(req, v))
         goto out;
     if (adm_offer_pod_requests(req->object, &pod, err, sizeof(err)) < 0) {
         deny(v, 400, "cannot count the pod's requests: %s", err);
@@ -1039,6 +1110,118 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
 out:
     json_decref(ns);
     json_decref(tenant);
+}
+
+/* ---- the objects webhook: what a peer's credentials write (admission/objects.h) ----------------
+ */
+
+struct pod_ips {
+    json_t *set; /* ip -> true */
+};
+
+static void ip_visit_pod(json_t *pod, void *data)
+{
+    struct pod_ips *p = data;
+    const json_t *ips = json_object_get(json_object_get(pod, "status"), "podIPs");
+
+    for (size_t i = 0; i < json_array_size(ips) && i < 8; i++) {
+        const char *ip = json_string_value(json_object_get(json_array_get(ips, i), "ip"));
+
+        if (ip && strlen(ip) < 64)
+            json_object_set_new(p->set, ip, json_true());
+    }
+}
+
+static void ip_visit_ns(json_t *ns, void *data)
+{
+    inf_index_foreach(st.pods, IDX_NAMESPACE, kapi_obj_name(ns), ip_visit_pod, data);
+}
+
+static bool is_pod_ip(const char *ip, void *data)
+{
+    struct pod_ips *p = data;
+
+    return json_object_get(p->set, ip) != NULL;
+}
+
+/* The consumer a ServiceAccount namespace belongs to: its tenant namespace (cluster-id label) or a
+ * namespace made for it (origin label); NULL when the namespace is neither (not a peer). */
+static const char *peer_of(const json_t *ns)
+{
+    const char *t = label_of(ns, PEER_LABEL_TENANT);
+
+    if (t && strcmp(t, "true") == 0)
+        return label_of(ns, PEER_LABEL_CLUSTER_ID) ? label_of(ns, PEER_LABEL_CLUSTER_ID) : "";
+    return label_of(ns, PEER_LABEL_ORIGIN);
+}
+
+static void slice_check(const struct adm_request *req, const char *origin, struct adm_verdict *v)
+{
+    struct net_peer_state ps;
+    struct pod_ips ips = {json_object()};
+    struct cidr c;
+    size_t n = 0;
+
+    if (!ips.set) {
+        deny(v, 500, "out of memory");
+        return;
+    }
+    if (net_peer_state(origin, &ps) == 0 && ps.remote_mapped[0] &&
+        cidr_parse(ps.remote_mapped, &c) == 0)
+        n = 1;
+    inf_index_foreach(st.nss, IDX_ORIGIN, origin, ip_visit_ns, &ips);
+    if (adm_objects_slice_check(req->object, req->ns, &c, n, is_pod_ip, &ips, v->message,
+                                sizeof(v->message)) < 0) {
+        v->allowed = false;
+        v->code = 403;
+    }
+    json_decref(ips.set);
+}
+
+/* Only requests of a peer's credentials are checked: a ServiceAccount of a tenant namespace or of
+ * a namespace made for a consumer. The provider's own controllers (the endpointslice controller
+ * writes the slices of Services with a selector) are not ServiceAccounts of those namespaces, and
+ * labels or owner references on the object prove nothing: the writer sets them. */
+static void objects_check(const struct adm_request *req, struct adm_verdict *v, void *data)
+{
+    json_t *sa_ns = NULL, *ns = NULL;
+    const char *peer, *origin;
+    char nsname[64], shown[64];
+
+    (void)data;
+    if ((strcmp(req->operation, "CREATE") != 0 && strcmp(req->operation, "UPDATE") != 0) ||
+        adm_objects_sa_namespace(req->username, nsname, sizeof(nsname)) < 0)
+        return;
+    sa_ns = inf_get(st.nss, NULL, nsname);
+    peer = sa_ns ? peer_of(sa_ns) : NULL;
+    if (!peer)
+        goto out;
+    if (!req->group[0] && strcmp(req->kind, "Secret") == 0) {
+        if (adm_objects_secret_check(req->object, v->message, sizeof(v->message)) < 0) {
+            v->allowed = false;
+            v->code = 403;
+        }
+        goto out;
+    }
+    ns = inf_get(st.nss, NULL, req->ns);
+    origin = label_of(ns, PEER_LABEL_ORIGIN);
+    if (!origin || strcmp(origin, peer) != 0) {
+        deny(v, 403, "namespace %s was not made for the consumer whose credential this is",
+             adm_printable(req->ns, shown, sizeof(shown)));
+        goto out;
+    }
+    if (!req->group[0] && strcmp(req->kind, "Service") == 0) {
+        if (adm_objects_service_check(req->object, v->message, sizeof(v->message)) < 0) {
+            v->allowed = false;
+            v->code = 403;
+        }
+    } else if (strcmp(req->group, "discovery.k8s.io") == 0 &&
+               strcmp(req->kind, "EndpointSlice") == 0) {
+        slice_check(req, origin, v);
+    }
+out:
+    json_decref(sa_ns);
+    json_decref(ns);
 }
 
 /* ---- module ----------------------------------------------------------------------------------
@@ -1161,6 +1344,10 @@ int adm_init(struct agent *a)
     r = adm_webhook_register("offer-enforcement", ADM_PATH_VALIDATE, offer_check, NULL);
     if (r == 0)
         r = adm_usage_new(&st.usage);
+    if (r == 0)
+        r = adm_webhook_register("objects", ADM_PATH_OBJECTS, objects_check, NULL);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &st.config);
     if (r == 0)
         r = agent_informer_ex(a, &so, AGENT_INF_ALWAYS, &sh, NULL, &st.secret);
     if (r == 0)

@@ -2539,6 +2539,7 @@ void shr_pod_transform(json_t *pod, void *data)
         json_object_set_new(sp, "initContainers",
                             slim_containers(json_object_get(spec, "initContainers")));
     keep(st, status, "phase");
+    keep(st, status, "podIPs"); /* the objects webhook: a consumer's pod IPs (admission) */
     json_object_clear(pod);
     json_object_set_new(pod, "metadata", m);
     json_object_set_new(pod, "spec", sp);

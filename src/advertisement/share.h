@@ -158,7 +158,8 @@ void shr_get_stats(struct shr_state *s, struct shr_stats *ret);
 
 /* An informer transform (inf_options.transform) for pods: keeps only what the computation reads
  * (metadata with the origin label only, spec.nodeName, the containers' and init containers'
- * requests, spec.overhead, status.phase) and drops the rest in place, so that the broadcaster's pod
+ * requests, spec.overhead, status.phase, and status.podIPs for the admission module's
+ * EndpointSlice check) and drops the rest in place, so that the broadcaster's pod
  * cache stays small; the computation's result is the same for the trimmed object. data is unused.
  */
 void shr_pod_transform(json_t *pod, void *data);

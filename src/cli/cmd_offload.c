@@ -9,7 +9,8 @@
  * current spec (status.observedGeneration) that is final: Ready (exit 0) or Invalid,
  * NoClusterSelected, SomeFailed, AllFailed (exit 1); then the phase and the providers' conditions
  * are printed. unoffload deletes it; --wait waits until it is gone (every provider released the
- * namespace). */
+ * namespace). Reserved namespaces (the agent's, default, kube-*, tenant namespaces: nsof_reserved)
+ * are refused before anything is written. */
 #include "cli/cli.h"
 #include "cli/kube.h"
 #include "cli/offload.h"
@@ -201,6 +202,8 @@ static int offload(int argc, char **argv)
             verb, "--selector: %s",
             err + (strncmp(err, "selector: ", 10) == 0 || strncmp(err, "selector, ", 10) == 0 ? 10
                                                                                               : 0));
+    if (nsof_home_offloadable(ns, co.ns, false, err, sizeof(err)) < 0)
+        return cli_error(verb, "%s", err);
     if (cli_kube_open(&k, &co) < 0)
         goto kerr;
     e = cli_get(&k, &kapi_namespaces, NULL, ns, &nsobj);
@@ -210,6 +213,12 @@ static int offload(int argc, char **argv)
     }
     if (e < 0)
         goto kerr;
+    if (nsof_home_offloadable(
+            ns, co.ns, cli_json_str(nsobj, "metadata", "labels", PEER_LABEL_TENANT, NULL) != NULL,
+            err, sizeof(err)) < 0) {
+        rc = cli_error(verb, "%s", err);
+        goto out;
+    }
     e = cli_get(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME, &obj);
     if (e < 0 && e != -ENOENT)
         goto kerr;

@@ -126,3 +126,26 @@ char *sbuf_steal(struct sbuf *b)
     b->cap = 0;
     return s;
 }
+
+bool str_glob(const char *p, const char *s)
+{
+    const char *star = NULL, *retry = NULL;
+
+    while (*s) {
+        if (*p == '*') {
+            star = p++;
+            retry = s;
+        } else if (*p == *s) {
+            p++;
+            s++;
+        } else if (star) {
+            p = star + 1;
+            s = ++retry;
+        } else {
+            return false;
+        }
+    }
+    while (*p == '*')
+        p++;
+    return *p == '\0';
+}

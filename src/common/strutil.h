@@ -7,12 +7,17 @@
 #define CLIQO_STRUTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 /* Parses a whole decimal string into *ret (no sign, no spaces, no trailing text).
  * Returns 0, -EINVAL (not a number) or -ERANGE (above max). *ret is written only on success. */
 int parse_u64(const char *s, uint64_t max, uint64_t *ret);
+
+/* Whole-string glob: '*' in pattern matches any run of characters (none included), everything
+ * else itself. Greedy with one backtracking point: O(len(pattern) * len(s)) at worst. */
+bool str_glob(const char *pattern, const char *s);
 
 struct sbuf {
     char *buf;

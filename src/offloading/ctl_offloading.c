@@ -281,6 +281,15 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         reconcile_deleting(r, obj, nsobj);
         goto out;
     }
+    /* Reserved namespaces are never labelled (the pod webhook would act in them) nor asked of
+     * providers (mapxlate.c refuses them too). */
+    if (nsof_home_offloadable(r->ns, agent_namespace(st.a), false, err, sizeof(err)) < 0) {
+        if (nsobj && label_of(nsobj, NSOF_LABEL_SCHEDULING))
+            set_label(r, r->ns, false);
+        else if (!write_status(r, obj, NSOF_PHASE_INVALID, NULL, err))
+            rec_end(r, -1);
+        goto out;
+    }
     if (!peer_has_finalizer(obj, NSOF_FINALIZER)) {
         set_finalizer(r, obj, true);
         goto out;

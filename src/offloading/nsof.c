@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/strutil.h"
+
 #define NAME_PART_MAX 20
 #define HASH_HEX      6
 
@@ -100,14 +102,31 @@ static bool label_key(const char *s)
     return dns_subdomain(s, (size_t)(slash - s)) && label_value(slash + 1, false);
 }
 
-int nsof_remote_namespace(const char *ns, enum nsof_mapping m, const char *home_name,
-                          const char *home_id, char *buf, size_t size)
+/* The first HASH_HEX hex digits of sha256(id). Returns 0, -EINVAL (empty id) or -EIO. */
+static int id_hash(const char *id, char hash[HASH_HEX + 1])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     static const char hex[] = "0123456789abcdef";
+
+    if (!id || !*id)
+        return -EINVAL;
+    if (EVP_Digest(id, strlen(id), md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen < HASH_HEX / 2)
+        return -EIO;
+    for (size_t i = 0; i < HASH_HEX / 2; i++) {
+        hash[2 * i] = hex[md[i] >> 4];
+        hash[2 * i + 1] = hex[md[i] & 0x0f];
+    }
+    hash[HASH_HEX] = '\0';
+    return 0;
+}
+
+int nsof_remote_namespace(const char *ns, enum nsof_mapping m, const char *home_name,
+                          const char *home_id, char *buf, size_t size)
+{
     char part[NAME_PART_MAX + 1], hash[HASH_HEX + 1];
     size_t n = 0, start = 0, room, nslen;
+    int r;
 
     if (!dns_label(ns) || !buf || size < NSOF_NS_MAX + 1)
         return -EINVAL;
@@ -115,16 +134,8 @@ int nsof_remote_namespace(const char *ns, enum nsof_mapping m, const char *home_
         snprintf(buf, size, "%s", ns);
         return 0;
     }
-    if (!home_id || !*home_id)
-        return -EINVAL;
-    if (EVP_Digest(home_id, strlen(home_id), md, &mdlen, EVP_sha256(), NULL) != 1 ||
-        mdlen < HASH_HEX / 2)
-        return -EIO;
-    for (size_t i = 0; i < HASH_HEX / 2; i++) {
-        hash[2 * i] = hex[md[i] >> 4];
-        hash[2 * i + 1] = hex[md[i] & 0x0f];
-    }
-    hash[HASH_HEX] = '\0';
+    if ((r = id_hash(home_id, hash)) < 0)
+        return r;
     for (const char *p = home_name ? home_name : ""; *p && n < NAME_PART_MAX; p++) {
         char c = *p >= 'A' && *p <= 'Z' ? (char)(*p - 'A' + 'a') : *p;
 
@@ -147,6 +158,106 @@ int nsof_remote_namespace(const char *ns, enum nsof_mapping m, const char *home_
     else
         snprintf(buf, size, "%.*s-%s", (int)nslen, ns, hash);
     return 0;
+}
+
+/* ---- reserved names and the provider's allow list -------------------------------------------
+ */
+
+/* Names no consumer may offload to nor claim on a provider, whatever an allow list says: the
+ * cluster's own, its control plane's and well-known system add-ons'. "*" ends a prefix. */
+static const char *const system_names[] = {
+    "default",
+    "kube-*",
+    "cliqo",
+    "cliqo-*",
+    "liqo",
+    "liqo-*",
+    "openshift",
+    "openshift-*",
+    "local-path-storage",
+    "calico-system",
+    "calico-apiserver",
+    "tigera-operator",
+    "gatekeeper-system",
+    "cattle-system",
+    NULL,
+};
+
+bool nsof_reserved(const char *name, const char *agent_ns)
+{
+    if (!dns_label(name) || (agent_ns && strcmp(name, agent_ns) == 0))
+        return true;
+    for (const char *const *n = system_names; *n; n++)
+        if (str_glob(*n, name))
+            return true;
+    return false;
+}
+
+int nsof_home_offloadable(const char *ns, const char *agent_ns, bool tenant, char *err,
+                          size_t errlen)
+{
+    if (!dns_label(ns)) {
+        snprintf(err, errlen, "namespace name is not a DNS label");
+        return -EINVAL;
+    }
+    if (tenant) {
+        snprintf(err, errlen,
+                 "namespace %s is a tenant namespace (a peer's credentials live there): it "
+                 "cannot be offloaded",
+                 ns);
+        return -EPERM;
+    }
+    if (nsof_reserved(ns, agent_ns)) {
+        snprintf(err, errlen,
+                 "namespace %s is reserved (the agent's namespace, default, kube-* or another "
+                 "system namespace): it cannot be offloaded",
+                 ns);
+        return -EPERM;
+    }
+    return 0;
+}
+
+bool nsof_default_shaped(const char *local, const char *remote, const char *home_id)
+{
+    char hash[HASH_HEX + 1];
+    size_t n = local ? strlen(local) : 0, rn = remote ? strlen(remote) : 0, k;
+
+    if (!dns_label(local) || !dns_label(remote) || id_hash(home_id, hash) < 0)
+        return false;
+    /* nsof_remote_namespace keeps at least NSOF_NS_MAX - HASH_HEX - 1 - (NAME_PART_MAX + 1)
+     * characters of the namespace's name. */
+    k = n < NSOF_NS_MAX - HASH_HEX - 2 - NAME_PART_MAX ? n
+                                                       : NSOF_NS_MAX - HASH_HEX - 2 - NAME_PART_MAX;
+    while (k > 0 && local[k - 1] == '-')
+        k--;
+    return rn >= k + HASH_HEX + 1 && strncmp(remote, local, k) == 0 &&
+           remote[rn - HASH_HEX - 1] == '-' && strcmp(remote + rn - HASH_HEX, hash) == 0;
+}
+
+int nsof_remote_allowed(const char *local, const char *remote, const char *home_id,
+                        const json_t *patterns, const char *agent_ns, char *err, size_t errlen)
+{
+    size_t n = json_array_size(patterns);
+
+    if (!remote || nsof_reserved(remote, agent_ns)) {
+        snprintf(err, errlen, "the name is reserved on this cluster or not a valid namespace name");
+        return -EPERM;
+    }
+    if (nsof_default_shaped(local, remote, home_id))
+        return 0;
+    if (n > NSOF_MAX_NS_PATTERNS)
+        n = NSOF_MAX_NS_PATTERNS;
+    for (size_t i = 0; i < n; i++) {
+        const char *p = json_string_value(json_array_get(patterns, i));
+
+        if (p && strlen(p) <= NSOF_NS_MAX && str_glob(p, remote))
+            return 0;
+    }
+    snprintf(err, errlen,
+             "only the consumer's DefaultName namespaces (<namespace>-<cluster>-<hash of its ID>) "
+             "and the names ClusterConfig spec.offloadingConfig.allowedRemoteNamespaces lists may "
+             "be claimed on this cluster");
+    return -EACCES;
 }
 
 /* ---- selectors --------------------------------------------------------------------------------

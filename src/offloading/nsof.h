@@ -69,6 +69,35 @@ bool nsof_selector_match(const json_t *sel, const char *node_name, const json_t 
 int nsof_remote_namespace(const char *ns, enum nsof_mapping m, const char *home_name,
                           const char *home_id, char *buf, size_t size);
 
+/* ---- which namespaces may be offloaded, and claimed on a provider (docs/security.md,
+ * "Namespaces") ---------------------------------------------------------------------------------
+ */
+#define NSOF_MAX_NS_PATTERNS 64
+
+/* True for a name that is not a DNS label, agent_ns (may be NULL), default, kube-*, cliqo,
+ * cliqo-* (tenant namespaces among them), liqo, liqo-*, openshift, openshift-* and a few
+ * well-known system add-ons' namespaces (local-path-storage, calico-system, calico-apiserver,
+ * tigera-operator, gatekeeper-system, cattle-system). */
+bool nsof_reserved(const char *name, const char *agent_ns);
+
+/* Home: may namespace ns be offloaded? tenant: it is labelled a tenant namespace. Returns 0, or
+ * -EPERM (reserved, tenant) / -EINVAL (not a DNS label) with a one-line reason in err. */
+int nsof_home_offloadable(const char *ns, const char *agent_ns, bool tenant, char *err,
+                          size_t errlen);
+
+/* Provider: is remote what nsof_remote_namespace gives for local with DefaultName and consumer
+ * home_id, whatever the consumer's cluster name: it keeps the start of local and ends with
+ * "-<6 hex of sha256(home_id)>", a suffix only that consumer's names have. */
+bool nsof_default_shaped(const char *local, const char *remote, const char *home_id);
+
+/* Provider: may consumer home_id claim namespace remote for its namespace local? Never a reserved
+ * name (-EPERM); then its DefaultName shape, or a match of one of patterns (a JSON array of
+ * strings where '*' matches any run of characters: ClusterConfig
+ * spec.offloadingConfig.allowedRemoteNamespaces, may be NULL; at most NSOF_MAX_NS_PATTERNS read);
+ * else -EACCES. The reason is in err. */
+int nsof_remote_allowed(const char *local, const char *remote, const char *home_id,
+                        const json_t *patterns, const char *agent_ns, char *err, size_t errlen);
+
 const char *nsof_mapping_name(enum nsof_mapping m);
 const char *nsof_pods_name(enum nsof_pods p);
 

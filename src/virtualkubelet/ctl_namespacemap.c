@@ -3,8 +3,11 @@
  *
  * A NamespaceMap named <consumer ID> in the consumer's tenant namespace lists, in
  * spec.desiredMapping, "consumer namespace -> namespace here". For each entry this controller
- * refuses a name that is not a DNS label, a reserved name (default, kube-*, the agent's namespace,
- * cliqo-tenant-*) or a namespace that exists and was not created for that consumer; otherwise it
+ * refuses a name that is not a DNS label, a reserved name (nsof_reserved: default, kube-*, the
+ * agent's namespace, cliqo-*, well-known system namespaces), a namespace that exists and was not
+ * created for that consumer, or a name that is neither the consumer's DefaultName shape nor allowed
+ * by ClusterConfig spec.offloadingConfig.allowedRemoteNamespaces (docs/security.md, "Namespaces");
+ * otherwise it
  * creates the namespace (label virtualkubelet.liqo.io/origin=<consumer>, annotation naming the
  * map), binds cliqo-virtual-kubelet-remote there to the consumer's virtual kubelet (ServiceAccount
  * vk-<consumer> of the tenant namespace), and reports the entry Accepted. Namespaces of the
@@ -26,6 +29,7 @@
 
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "offloading/nsof.h"
 #include "peering/ctl.h"
 #include "peering/identity.h"
 #include "peering/resources.h"
@@ -77,9 +81,21 @@ static void after_write(void *owner)
 
 bool nsmap_reserved(const char *name, const char *agent_ns)
 {
-    return !peer_label_valid(name) || strcmp(name, "default") == 0 ||
-           strncmp(name, "kube-", 5) == 0 || (agent_ns && strcmp(name, agent_ns) == 0) ||
+    return !peer_label_valid(name) || nsof_reserved(name, agent_ns) ||
            strncmp(name, PEER_TENANT_PREFIX, strlen(PEER_TENANT_PREFIX)) == 0;
+}
+
+/* spec.offloadingConfig.allowedRemoteNamespaces of the ClusterConfig (a new reference, NULL when
+ * absent). */
+static json_t *allowed_patterns(void)
+{
+    json_t *cc = st.config ? inf_get(st.config, NULL, PEER_CLUSTER_CONFIG) : NULL;
+    json_t *p = json_object_get(json_object_get(json_object_get(cc, "spec"), "offloadingConfig"),
+                                "allowedRemoteNamespaces");
+
+    json_incref(p);
+    json_decref(cc);
+    return p;
 }
 
 static const char *label(const json_t *obj, const char *key)
@@ -316,8 +332,9 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 {
     const char *slash = strchr(key, '/');
     struct rec *r;
-    json_t *cached, *tenant, *desired, *cur, *old_cur, *list, *ns, *v;
+    json_t *cached, *tenant, *desired, *cur, *old_cur, *list, *ns, *v, *patterns;
     const char *local, *id;
+    char why[320];
     size_t i, n = 0;
 
     (void)data;
@@ -370,6 +387,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         return;
     }
     list = namespaces_of(r->key, r->name);
+    patterns = allowed_patterns();
     json_object_foreach(desired, local, v)
     {
         const char *remote = json_string_value(v);
@@ -411,6 +429,16 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
                       "for this consumer");
             continue;
         }
+        if (nsof_remote_allowed(local, remote, r->name, patterns, agent_namespace(st.a), why,
+                                sizeof(why)) < 0) {
+            const char *was = json_string_value(json_object_get(old_entry, "reason"));
+
+            json_decref(existing);
+            if (!was || strcmp(was, "NotAllowed") != 0)
+                log_info(MOD, "%s: namespace %s refused for %s: %s", r->key, remote, local, why);
+            set_entry(cur, local, remote, "Refused", "NotAllowed", why);
+            continue;
+        }
         if (existing &&
             json_object_get(json_object_get(existing, "metadata"), "deletionTimestamp")) {
             json_decref(existing);
@@ -420,6 +448,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         }
         if (!existing) {
             json_decref(list);
+            json_decref(patterns);
             create_ns(r, remote);
             return;
         }
@@ -434,10 +463,12 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         if (!phase || strcmp(phase, "Accepted") != 0) {
             /* Newly created: bind the virtual kubelet's role before reporting it usable. */
             json_decref(list);
+            json_decref(patterns);
             bind_role(r, remote);
             return;
         }
     }
+    json_decref(patterns);
     /* Namespaces of this consumer nobody asks for any more. */
     json_array_foreach(list, i, ns)
     {
@@ -527,6 +558,28 @@ static void on_ns_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 {
     (void)old_obj;
     on_ns(inf, new_obj, data);
+}
+
+static void map_visit(json_t *map, void *data)
+{
+    (void)data;
+    enqueue_map(kapi_obj_namespace(map), kapi_obj_name(map));
+}
+
+/* The allow list may have changed: every map looks again. */
+static void on_config(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)obj;
+    (void)data;
+    if (st.maps)
+        inf_foreach(st.maps, map_visit, NULL);
+}
+
+static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_config(inf, new_obj, data);
 }
 
 int nsmap_init(struct agent *a)

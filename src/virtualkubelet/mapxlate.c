@@ -42,6 +42,8 @@ int vkm_nsof_wants(const json_t *nsof, const char *node_name, const json_t *node
     }
     if (nsof_spec_parse(nsof, &spec, err, errlen) < 0)
         return -EINVAL;
+    if (nsof_home_offloadable(ns, NULL, false, err, errlen) < 0)
+        return -EINVAL;
     if (json_object_get(md, "deletionTimestamp"))
         return 0;
     if (!nsof_selector_match(spec.selector, node_name, node_labels))

@@ -14,7 +14,8 @@
 #define VKM_MAX_REASON  128
 
 /* Whether a NamespaceOffloading (nsof) asks for namespace offloading on this virtual node: it is
- * named "offloading", not being deleted, its spec valid, and its clusterSelector matches the node
+ * named "offloading", not being deleted, its spec valid, its namespace not reserved
+ * (nsof_home_offloadable), and its clusterSelector matches the node
  * (name, labels). Returns 1 with the remote namespace name in remote (size >= 64), 0 when it does
  * not, or -EINVAL when it is invalid (an error in err). */
 int vkm_nsof_wants(const json_t *nsof, const char *node_name, const json_t *node_labels,

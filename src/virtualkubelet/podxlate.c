@@ -311,14 +311,6 @@ static void drop_mounts(json_t *containers, const json_t *dropped)
     }
 }
 
-static bool home_toleration(const json_t *t)
-{
-    const char *k = str(t, "key");
-
-    return k &&
-           (strcmp(k, PEER_VNODE_TAINT_KEY) == 0 || strncmp(k, "node.kubernetes.io/", 19) == 0);
-}
-
 static json_t *no_loop_affinity(void)
 {
     return json_pack("{s:{s:[{s:[{s:s,s:s,s:[s]}]}]}}",
@@ -335,13 +327,15 @@ static json_t *remote_spec(const json_t *home)
                                           "serviceAccount",
                                           "priority",
                                           "priorityClassName",
+                                          "runtimeClassName",
+                                          "tolerations",
                                           "schedulerName",
                                           "preemptionPolicy",
                                           "ephemeralContainers",
                                           "overhead",
                                           NULL};
     const json_t *hs = obj(home, "spec");
-    json_t *spec = json_deep_copy(hs), *vols, *tols, *aff, *gone = json_array();
+    json_t *spec = json_deep_copy(hs), *vols, *aff, *gone = json_array();
     const char *sa = str(hs, "serviceAccountName");
     size_t i;
 
@@ -371,15 +365,6 @@ static json_t *remote_spec(const json_t *home)
     drop_mounts(json_object_get(spec, "containers"), gone);
     drop_mounts(json_object_get(spec, "initContainers"), gone);
     json_decref(gone);
-    tols = json_object_get(spec, "tolerations");
-    for (i = 0; json_is_array(tols) && i < json_array_size(tols);) {
-        if (home_toleration(json_array_get(tols, i)))
-            json_array_remove(tols, i);
-        else
-            i++;
-    }
-    if (json_is_array(tols) && json_array_size(tols) == 0)
-        json_object_del(spec, "tolerations");
     for (const char *const *d = dropped; *d; d++)
         json_object_del(spec, *d);
     json_object_set_new(spec, "automountServiceAccountToken", json_false());

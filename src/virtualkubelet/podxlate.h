@@ -54,10 +54,12 @@ bool vkp_is_daemonset(const json_t *pod);
 bool vkp_terminal(const json_t *pod);
 
 /* The pod to create in remote_ns for a home pod: same name, remote_ns, home labels and annotations
- * plus ours, the spec without what only makes sense at home (see docs/offloading.md: nodeName,
- * nodeSelector, the node affinity, tolerations of the virtual-node and node.kubernetes.io taints,
- * the service account and its token volumes and mounts, priority, scheduler, preemption,
- * ephemeral containers, overhead) and with node affinity liqo.io/type NotIn [virtual-node].
+ * plus ours, the spec without what only makes sense at home or would choose the provider's nodes,
+ * priorities or runtimes (see docs/offloading.md: nodeName, nodeSelector, the node affinity, every
+ * toleration, the service account and its token volumes and mounts, priority, priorityClassName,
+ * runtimeClassName, scheduler, preemption, ephemeral containers, overhead) and with node affinity
+ * liqo.io/type NotIn [virtual-node]: nothing the provider's placement check refuses
+ * (admission/placement.h).
  * Returns 0, or -EINVAL with a reason in err (no name, UID, namespace or containers), -ENOMEM. */
 int vkp_remote_pod(const json_t *home, const char *remote_ns, const struct vkp_ids *ids,
                    json_t **ret, char *err, size_t errlen);

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/strutil.h"
 #include "common/xalloc.h"
 
 static const char *const kind_names[_VK_REFLECT_KINDS] = {
@@ -171,34 +172,10 @@ int vk_reflect_filters_from_config(const json_t *clusterconfig,
     return r;
 }
 
-/* Whole-string glob: '*' matches any run of characters, everything else itself. */
-static bool glob_match(const char *p, const char *s)
-{
-    const char *star = NULL, *retry = NULL;
-
-    while (*s) {
-        if (*p == '*') {
-            star = p++;
-            retry = s;
-        } else if (*p == *s) {
-            p++;
-            s++;
-        } else if (star) {
-            p = star + 1;
-            s = ++retry;
-        } else {
-            return false;
-        }
-    }
-    while (*p == '*')
-        p++;
-    return *p == '\0';
-}
-
 static bool any_match(char *const *pats, size_t n, const char *subject)
 {
     for (size_t i = 0; i < n && i < VK_REFLECT_MAX_PATTERNS; i++)
-        if (pats[i] && glob_match(pats[i], subject))
+        if (pats[i] && str_glob(pats[i], subject))
             return true;
     return false;
 }

@@ -217,7 +217,11 @@ static int service_spec(const json_t *spec, bool translate, json_t **ret)
         type = "ClusterIP";
     if (translate && !service_type_ok(type))
         return VKR_SKIP_INVALID;
-    if (translate && strcmp(type, "LoadBalancer") == 0)
+    /* The provider refuses what would expose its nodes or alias its names (docs/security.md,
+     * "Services and EndpointSlices"): a copy is ClusterIP (or headless), never ExternalName. */
+    if (translate && strcmp(type, "ExternalName") == 0)
+        return VKR_SKIP_EXCLUDED;
+    if (translate && (strcmp(type, "LoadBalancer") == 0 || strcmp(type, "NodePort") == 0))
         type = "ClusterIP";
     out = json_object();
     ports = json_array();
@@ -384,6 +388,10 @@ static int slice_body(const json_t *s, enum vkr_slice_version from, enum vkr_sli
 
     if (!ports || !eps)
         goto out;
+    if (ctx && at && strcmp(at, "FQDN") == 0) {
+        r = VKR_SKIP_EXCLUDED; /* names resolve anywhere: the provider refuses them */
+        goto out;
+    }
     if ((ctx && !at) || json_array_size(json_object_get(s, "endpoints")) > VKR_MAX_ENDPOINTS ||
         json_array_size(json_object_get(s, "ports")) > VKR_MAX_PORTS) {
         r = VKR_SKIP_INVALID;
@@ -437,13 +445,19 @@ static int slice_body(const json_t *s, enum vkr_slice_version from, enum vkr_sli
                 const char *orig = json_string_value(a);
 
                 buf[0] = '\0';
+                /* An address the peering does not translate is not the consumer's pod: the
+                 * provider would refuse the slice (admission/objects.h), so it is left out. */
                 if (ctx->home_to_remote_ip(ctx->ip_data, orig, buf, sizeof(buf)) < 0 ||
                     !memchr(buf, '\0', sizeof(buf)) || !buf[0])
-                    snprintf(buf, sizeof(buf), "%s", orig);
+                    continue;
                 if (json_array_append_new(tr, json_string(buf)) < 0) {
                     json_decref(ne);
                     goto out;
                 }
+            }
+            if (json_array_size(tr) == 0) {
+                json_decref(ne);
+                continue;
             }
         }
         if (json_array_append_new(eps, ne) < 0)

@@ -21,7 +21,8 @@
  *               endpointslice.reflection.cliqo.io (neither side's controller touches it);
  *               addressType, ports, endpoints in the provider's version (v1beta1 topology vs v1
  *               nodeName/zone/deprecatedTopology); addresses of IPv4/IPv6 slices translated with
- *               ctx->home_to_remote_ip (untranslatable ones kept); targetRef and hints dropped
+ *               ctx->home_to_remote_ip (untranslatable ones dropped, and endpoints left without
+ *               any; FQDN slices never reflected: docs/security.md); targetRef and hints dropped
  *               (they name home pods and home zones); endpoints on the virtual node dropped (those
  *               pods run on the provider, whose own controller lists them); no copy when no
  *               endpoint is left.
@@ -83,11 +84,11 @@ struct vkr_ctx {
 /* Why there is no copy (0: there is one). */
 enum vkr_verdict {
     VKR_REFLECT = 0,
-    VKR_SKIP_INVALID,    /* not an object of the kind (no name, wrong types) */
-    VKR_SKIP_COPY,       /* itself a copy (reflected label, our managed-by) */
-    VKR_SKIP_FILTERED,   /* the kind's allow/deny lists */
-    VKR_SKIP_EXCLUDED,   /* never reflected: kube-root-ca.crt, service-account tokens */
-    VKR_SKIP_TOO_BIG,    /* above the API's limit */
+    VKR_SKIP_INVALID,  /* not an object of the kind (no name, wrong types) */
+    VKR_SKIP_COPY,     /* itself a copy (reflected label, our managed-by) */
+    VKR_SKIP_FILTERED, /* the kind's allow/deny lists */
+    VKR_SKIP_EXCLUDED, /* never reflected: kube-root-ca.crt, service-account tokens, ExternalName */
+    VKR_SKIP_TOO_BIG,  /* above the API's limit */
     VKR_SKIP_NO_SERVICE, /* a slice without service, or its Service has no copy */
     VKR_SKIP_EMPTY,      /* a slice with no endpoint left */
     _VKR_VERDICTS,

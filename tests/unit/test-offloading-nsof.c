@@ -359,12 +359,156 @@ static void test_phase(void **state)
     json_decref(conds);
 }
 
+/* Reserved names, at home and on a provider. */
+static void test_reserved(void **state)
+{
+    static const struct {
+        const char *name, *agent_ns;
+        bool reserved;
+    } cases[] = {
+        {"default", NULL, true},
+        {"kube-system", NULL, true},
+        {"kube-public", NULL, true},
+        {"kube-node-lease", NULL, true},
+        {"kube", NULL, false},
+        {"cliqo", NULL, true},
+        {"cliqo-tenant-abc", NULL, true},
+        {"liqo", NULL, true},
+        {"liqo-storage", NULL, true},
+        {"openshift-etcd", NULL, true},
+        {"local-path-storage", NULL, true},
+        {"calico-system", NULL, true},
+        {"my-agent", "my-agent", true},
+        {"my-agent", "other", false},
+        {"monitoring", NULL, false},
+        {"cert-manager", NULL, false},
+        {"web", NULL, false},
+        {"defaults", NULL, false},
+        {"Web", NULL, true},
+        {"", NULL, true},
+        {"a-", NULL, true},
+        {"a0123456789012345678901234567890123456789012345678901234567890123", NULL, true},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (nsof_reserved(cases[i].name, cases[i].agent_ns) != cases[i].reserved)
+            fail_msg("case %zu (%s): reserved %d", i, cases[i].name, !cases[i].reserved);
+}
+
+static void test_home_offloadable(void **state)
+{
+    static const struct {
+        const char *ns, *agent_ns;
+        bool tenant;
+        int rc;
+        const char *msg;
+    } cases[] = {
+        {"web", "cliqo", false, 0, NULL},
+        {"cliqo", "cliqo", false, -EPERM, "namespace cliqo is reserved"},
+        {"agents", "agents", false, -EPERM, "namespace agents is reserved"},
+        {"kube-system", "cliqo", false, -EPERM, "namespace kube-system is reserved"},
+        {"default", NULL, false, -EPERM, "namespace default is reserved"},
+        {"peers", "cliqo", true, -EPERM, "namespace peers is a tenant namespace"},
+        {"Bad_Name", "cliqo", false, -EINVAL, "not a DNS label"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char err[256] = "";
+        int r = nsof_home_offloadable(cases[i].ns, cases[i].agent_ns, cases[i].tenant, err,
+                                      sizeof(err));
+
+        if (r != cases[i].rc)
+            fail_msg("case %zu: %d (%s)", i, r, err);
+        if (cases[i].msg && !strstr(err, cases[i].msg))
+            fail_msg("case %zu: '%s' does not contain '%s'", i, err, cases[i].msg);
+    }
+}
+
+/* The provider's rule: DefaultName shape of this consumer, else the allow list; never reserved. */
+static void test_remote_allowed(void **state)
+{
+    static const char *const id = "11111111-2222-4333-8444-555555555555"; /* hash cf4c47 */
+    static const struct {
+        const char *local, *remote, *patterns; /* patterns NULL: none */
+        int rc;
+    } cases[] = {
+        {"web", "web-cluster-1-cf4c47", NULL, 0},
+        {"web", "web-cf4c47", NULL, 0},
+        {"web", "web-anything-cf4c47", NULL, 0},
+        /* another consumer's suffix, another namespace's prefix, no suffix */
+        {"web", "web-cluster-1-000000", NULL, -EACCES},
+        {"web", "db-cluster-1-cf4c47", NULL, -EACCES},
+        {"web", "web", NULL, -EACCES},
+        {"web", "cf4c47", NULL, -EACCES},
+        {"monitoring", "monitoring", NULL, -EACCES},
+        {"cert-manager", "cert-manager", "[]", -EACCES},
+        /* the allow list */
+        {"monitoring", "monitoring", "[\"monitoring\"]", 0},
+        {"x", "team-a-x", "[\"team-*\"]", 0},
+        {"x", "teamx", "[\"team-*\"]", -EACCES},
+        {"x", "anything", "[\"*\"]", 0},
+        {"x", "anything", "[5, \"*\"]", 0},
+        /* reserved beats everything */
+        {"kube-system", "kube-system", "[\"*\"]", -EPERM},
+        {"default", "default", "[\"*\"]", -EPERM},
+        {"x", "cliqo-tenant-other", "[\"*\"]", -EPERM},
+        {"x", "agent-ns", "[\"*\"]", -EPERM},
+        {"kube-x", "kube-x-cluster-1-cf4c47", NULL, -EPERM},
+        {"x", "Not_A_Label", "[\"*\"]", -EPERM},
+        /* a long namespace, cut by nsof_remote_namespace */
+        {"a123456789012345678901234567890123456789012345678901234567890",
+         "a12345678901234567890123456789012345678-cluster-1-cf4c47", NULL, 0},
+        {"a123456789012345678901234567890123456789012345678901234567890",
+         "a1234567890123456789012345678901234-cf4c47", NULL, 0},
+        {"a123456789012345678901234567890123456789012345678901234567890",
+         "a123456789012345678901234567890123-cf4c47", NULL, -EACCES},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *p = cases[i].patterns ? js(cases[i].patterns) : NULL;
+        char err[320] = "";
+        int r = nsof_remote_allowed(cases[i].local, cases[i].remote, id, p, "agent-ns", err,
+                                    sizeof(err));
+
+        if (r != cases[i].rc)
+            fail_msg("case %zu (%s -> %s): %d (%s)", i, cases[i].local, cases[i].remote, r, err);
+        if (r < 0 && (!err[0] || strchr(err, '\n')))
+            fail_msg("case %zu: no one-line reason", i);
+        json_decref(p);
+    }
+    /* Every name nsof_remote_namespace gives has the shape. */
+    {
+        static const char *const names[] = {"cluster-1", "", "Cluster_One!",
+                                            "a-very-long-cluster-name-indeed", NULL};
+        static const char *const nss[] = {
+            "web", "a", "a123456789012345678901234567890123456789012345678901234567890",
+            "abcdefghijklmnopqrstuvwxyzabcdefghi-jklmnop", NULL};
+
+        for (const char *const *n = names; *n; n++)
+            for (const char *const *ns = nss; *ns; ns++) {
+                char remote[NSOF_NS_MAX + 1];
+
+                assert_int_equal(nsof_remote_namespace(*ns, NSOF_MAP_DEFAULT_NAME, *n, id, remote,
+                                                       sizeof(remote)),
+                                 0);
+                if (!nsof_default_shaped(*ns, remote, id))
+                    fail_msg("%s of %s (%s) is not DefaultName-shaped", remote, *ns, *n);
+                assert_false(nsof_default_shaped(*ns, remote, "another-id"));
+            }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_remote_namespace), cmocka_unit_test(test_selector_validate),
         cmocka_unit_test(test_selector_bounds),  cmocka_unit_test(test_selector_match),
         cmocka_unit_test(test_spec_parse),       cmocka_unit_test(test_phase),
+        cmocka_unit_test(test_reserved),         cmocka_unit_test(test_home_offloadable),
+        cmocka_unit_test(test_remote_allowed),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

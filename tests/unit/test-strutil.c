@@ -71,6 +71,33 @@ static void test_sbuf_steal_and_oom(void **state)
     sbuf_done(&b);
 }
 
+static void test_glob(void **state)
+{
+    static const struct {
+        const char *p, *s;
+        bool match;
+    } cases[] = {
+        {"abc", "abc", true},
+        {"abc", "abcd", false},
+        {"*", "", true},
+        {"*", "anything", true},
+        {"a*", "a", true},
+        {"a*c", "abbbc", true},
+        {"a*c", "abbbd", false},
+        {"*-system", "kube-system", true},
+        {"kube-*", "kube", false},
+        {"a*b*c", "aXbYbZc", true},
+        {"", "", true},
+        {"", "a", false},
+        {"**", "x", true},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (str_glob(cases[i].p, cases[i].s) != cases[i].match)
+            fail_msg("case %zu: '%s' ~ '%s'", i, cases[i].p, cases[i].s);
+}
+
 static void test_xalloc(void **state)
 {
     char *s;
@@ -95,6 +122,7 @@ int main(void)
         cmocka_unit_test(test_sbuf_bounded),
         cmocka_unit_test(test_sbuf_steal_and_oom),
         cmocka_unit_test(test_xalloc),
+        cmocka_unit_test(test_glob),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

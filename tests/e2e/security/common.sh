@@ -43,3 +43,19 @@ wait_shared() { wait_for "${1:-60}" "B's Advertisement Accepted and its virtual 
 patch_config() { kc "$1" patch clusterconfig configuration --type=merge -p "$2" >/dev/null || fail "cannot patch the ClusterConfig of $1"; }
 # vk_user CONSUMER_ID: the user name of that consumer's virtual kubelet on B.
 vk_user() { echo "system:serviceaccount:$(tenant_on_b "$1"):vk-$1"; }
+remote_name_of() { jget "$A" '{.status.remoteNamespaceName}' namespaceoffloading -n "$1" offloading; }
+has_remote_name() { [ -n "$(remote_name_of "$1")" ]; }
+# offload_ns NS: namespace NS made on A and offloaded (Remote); sets RNS to its namespace on B once B has it.
+offload_ns() {
+  kc "$A" create namespace "$1" >/dev/null || fail "cannot create $1 on $A"
+  cq "$A" offload namespace "$1" --strategy Remote >/dev/null || fail "offload $1 failed"
+  wait_for 30 "the remote name of $1" has_remote_name "$1"
+  RNS=$(remote_name_of "$1")
+  wait_for 60 "namespace $RNS on $B" kc "$B" get namespace "$RNS"
+}
+# unoffload_ns NS: undoes offload_ns (RNS, when set, waited for until gone from B).
+unoffload_ns() {
+  cq "$A" unoffload namespace "$1" >/dev/null 2>&1
+  kc "$A" delete namespace "$1" --ignore-not-found --wait=false >/dev/null
+  [ -z "${RNS:-}" ] || wait_for 90 "namespace $RNS gone from $B" eval "! kc \"$B\" get namespace \"$RNS\""
+}
