@@ -18,7 +18,8 @@
  *      rights), and the token Secret remote-<X>-token of that ServiceAccount;
  *   3. once the token controller has filled the Secret, a kubeconfig with this cluster's API URL,
  *      its CA and the token, limited to the tenant namespace by RBAC.
- * Failed token checks are counted per client address: after 5 in a minute the address gets 429.
+ * Wrong tokens are counted per client address: after 5 in a minute its wrong tokens get 429; a
+ * right token is checked first and never refused by that count (peer_token_verdict).
  *
  * An issuance waits on requests and, for the token, on a timer. The agent finishes its modules
  * only after every request in flight completed (as cancelled), and its callers (the outgoing
@@ -517,20 +518,14 @@ static void handle_identity(struct httpd_request *req, void *data)
     const char *ip = httpd_req_peer_ip(req), *ct = httpd_req_header(req, "Content-Type");
     uint64_t now = uv_now(agent_loop(st.a)), retry_ms = 0;
     struct peer_wire_error werr;
+    enum peer_verdict verdict;
     struct issue *is;
     size_t len;
     const char *body = httpd_req_body(req, &len);
     char retry[32];
+    int r;
 
     (void)data;
-    if (peer_limiter_check(st.lim, ip, now, &retry_ms)) {
-        snprintf(retry, sizeof(retry), "%llu", (unsigned long long)(retry_ms + 999) / 1000);
-        httpd_add_header(req, "Retry-After", retry);
-        log_warn("auth", "refused a peering request from %s: too many failed attempts", ip);
-        httpd_respond_error(req, 429, PEER_WIRE_E_RATE_LIMITED,
-                            "too many failed attempts from this address; retry later");
-        return;
-    }
     if (ct && strncmp(ct, "application/json", 16) != 0) {
         httpd_respond_error(req, 415, PEER_WIRE_E_MEDIA_TYPE, "the body must be application/json");
         return;
@@ -540,23 +535,39 @@ static void handle_identity(struct httpd_request *req, void *data)
         httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "out of memory");
         return;
     }
-    if (peer_wire_identity_request_decode(body, len, &is->in, &werr) < 0) {
+    /* The token is judged before the limiter is asked (peering/token.h): a right token is never
+     * refused because its source address, perhaps shared, is over the limit of failures. */
+    r = peer_wire_identity_request_decode(body, len, &is->in, &werr);
+    if (r < 0 && strcmp(werr.reason, PEER_WIRE_E_TOKEN) != 0) {
         log_warn("auth", "malformed peering request from %s: %s", ip, werr.message);
-        if (strcmp(werr.reason, PEER_WIRE_E_TOKEN) == 0)
-            peer_limiter_fail(st.lim, ip, now);
         httpd_respond_error(req, (unsigned)peer_wire_http_status(werr.reason), werr.reason,
                             werr.message);
         issue_free(is);
         return;
     }
-    if (!st.token[0] || !peer_token_equal(is->in.token, st.token)) {
-        peer_limiter_fail(st.lim, ip, now);
+    verdict = peer_token_verdict(st.lim, ip, st.token, r < 0 ? NULL : is->in.token, now, &retry_ms);
+    if (verdict == PEER_VERDICT_LIMITED) {
+        snprintf(retry, sizeof(retry), "%llu", (unsigned long long)(retry_ms + 999) / 1000);
+        httpd_add_header(req, "Retry-After", retry);
+        log_debug("auth", "refused a peering request from %s: too many failed attempts", ip);
+        httpd_respond_error(req, 429, PEER_WIRE_E_RATE_LIMITED,
+                            "too many failed attempts from this address; retry later");
+        issue_free(is);
+        return;
+    }
+    if (r < 0) {
+        log_warn("auth", "malformed peering request from %s: %s", ip, werr.message);
+        httpd_respond_error(req, (unsigned)peer_wire_http_status(werr.reason), werr.reason,
+                            werr.message);
+        issue_free(is);
+        return;
+    }
+    if (verdict == PEER_VERDICT_WRONG) {
         log_warn("auth", "wrong peering token from %s (cluster %s)", ip, is->in.cluster_id);
         httpd_respond_error(req, 403, PEER_WIRE_E_FORBIDDEN, "the peering token is not valid");
         issue_free(is);
         return;
     }
-    peer_limiter_reset(st.lim, ip);
     if (!identity_cluster_id()) {
         httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE, "the cluster has no identity yet");
         issue_free(is);
