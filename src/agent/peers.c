@@ -282,7 +282,7 @@ int pu_set_credential(struct pu_unit *u, enum pu_role role, const char *kubeconf
         return -E2BIG;
     }
     snprintf(origin, sizeof(origin), "%s credential of peer %s", role_names[role], u->id);
-    r = kc_load_mem(kubeconfig, len, origin, NULL, NULL, &cfg, kerr, sizeof(kerr));
+    r = kc_load_peer(kubeconfig, len, origin, &cfg, kerr, sizeof(kerr));
     if (r < 0) {
         if (err)
             snprintf(err, errlen, "%s", kerr);

@@ -585,6 +585,14 @@ static int job_start(struct job *j, const struct kla_target *t, const char *path
     } else {
         return -EINVAL;
     }
+    /* The provider's credential came from a peer: it must not weaken TLS (https://, a pinned
+     * CA, verification on), whatever client it was loaded into. */
+    e = kc_check_peer_conn("provider credential", ci.server, ci.ca ? ci.ca_len : 0, ci.insecure,
+                           err, sizeof(err));
+    if (e < 0) {
+        log_warn(MOD, "%s: %s", j->desc, err);
+        return e;
+    }
     e = parse_server(ci.server, j->host, sizeof(j->host), j->port, sizeof(j->port), &prefix);
     if (e < 0)
         return e;
@@ -708,8 +716,10 @@ static int relay_start(struct kla_relay *rl, struct kla_request *r, const struct
     if (e < 0) {
         fail_client(j, 502,
                     e == -EPROTONOSUPPORT ? "the provider's API server is not HTTPS"
-                                          : "cannot open a connection to the provider: ",
-                    e == -EPROTONOSUPPORT ? NULL : strerror(-e));
+                    : e == -EPERM
+                        ? "the provider's credential does not verify its server (see the agent log)"
+                        : "cannot open a connection to the provider: ",
+                    e == -EPROTONOSUPPORT || e == -EPERM ? NULL : strerror(-e));
         job_maybe_free(j);
         return 0;
     }

@@ -287,13 +287,14 @@ void peer_identity_request_clear(struct peer_identity_request *req)
         OPENSSL_cleanse(req, sizeof *req);
 }
 
-/* The kubeconfig must stand alone and point at `ns`. */
+/* The kubeconfig must stand alone, verify its server against a pinned CA (kc_check_peer) and
+ * point at `ns`. */
 static int wire_check_kubeconfig(const char *kubeconfig, size_t len, const char *ns,
                                  struct peer_wire_error *err)
 {
     char kerr[KC_ERR_LEN];
     struct kc_config *c = NULL;
-    int r = kc_load_mem(kubeconfig, len, "kubeconfig", NULL, NULL, &c, kerr, sizeof kerr);
+    int r = kc_load_peer(kubeconfig, len, "kubeconfig", &c, kerr, sizeof kerr);
 
     if (r == -ENOMEM)
         return r;
