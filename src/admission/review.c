@@ -1,4 +1,5 @@
 #include "admission/review.h"
+#include "common/jsonb.h"
 #include "common/xalloc.h"
 
 #include <errno.h>
@@ -100,8 +101,7 @@ int adm_review_decode(const char *body, size_t len, struct adm_request *ret, cha
         snprintf(err, errlen, "the review is larger than %u bytes", ADM_REVIEW_MAX);
         return -E2BIG;
     }
-    r.review = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!r.review) {
+    if (jsonb_load(body, len, 0, 0, JSON_REJECT_DUPLICATES, &r.review, &je) < 0) {
         char shown[120];
 
         rc = bad(err, errlen, "the body is not JSON: %s (line %d, column %d)",

@@ -14,7 +14,7 @@
 #define DEFAULT_BURST      40
 #define DEFAULT_TIMEOUT_MS 10000
 /* A peer is not trusted to be small: bounded answers and collections. */
-#define PEER_MAX_BODY    (16u << 20)
+#define PEER_MAX_BODY    (8u << 20) /* a list page from a peer; one object: KAPI_MAX_OBJECT_BODY */
 #define PEER_MAX_OBJECTS 100000
 
 struct pu_inf {

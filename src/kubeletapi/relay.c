@@ -20,6 +20,7 @@
 #include "kubeletapi/http.h"
 #include "kubeletapi/internal.h"
 
+#include "common/jsonb.h"
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
@@ -211,9 +212,11 @@ static void error_done(struct job *j)
         const char *type = kla_http_header(&j->rh, "Content-Type", ct, sizeof(ct)) > 0
                                ? ct
                                : "text/plain; charset=utf-8";
-        json_t *st = strncmp(type, "application/json", 16) == 0
-                         ? json_loadb(sbuf_str(&j->body), sbuf_len(&j->body), 0, NULL)
-                         : NULL;
+        json_t *st = NULL;
+
+        if (strncmp(type, "application/json", 16) == 0 &&
+            jsonb_load(sbuf_str(&j->body), sbuf_len(&j->body), 0, 0, 0, &st, NULL) < 0)
+            st = NULL;
         const char *kind = json_string_value(json_object_get(st, "kind"));
         const char *msg = json_string_value(json_object_get(st, "message"));
 

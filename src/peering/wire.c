@@ -1,4 +1,5 @@
 #include "peering/wire.h"
+#include "common/jsonb.h"
 #include "peering/internal.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
@@ -159,8 +160,9 @@ static int wire_parse(const void *buf, size_t len, size_t max, json_t **ret,
     }
     if (!buf && len > 0)
         return wire_fail(err, PEER_WIRE_E_MALFORMED, "body is missing");
-    j = json_loadb(buf ? buf : "", len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    if (!j)
+    j = NULL;
+    if (jsonb_load(buf ? buf : "", len, 0, 0, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &j, &jerr) <
+        0)
         return wire_fail(err, PEER_WIRE_E_MALFORMED,
                          "body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
                          jerr.column);
