@@ -101,7 +101,12 @@ int adm_review_decode(const char *body, size_t len, struct adm_request *ret, cha
         snprintf(err, errlen, "the review is larger than %u bytes", ADM_REVIEW_MAX);
         return -E2BIG;
     }
-    if (jsonb_load(body, len, 0, 0, JSON_REJECT_DUPLICATES, &r.review, &je) < 0) {
+    rc = jsonb_load(body, len, 0, 0, JSON_REJECT_DUPLICATES, &r.review, &je);
+    if (rc == -E2BIG) {
+        rc = bad(err, errlen, "the review is refused: %s", je.text);
+        goto out;
+    }
+    if (rc < 0) {
         char shown[120];
 
         rc = bad(err, errlen, "the body is not JSON: %s (line %d, column %d)",
