@@ -4,7 +4,7 @@
 # and C with B; every test in between tries attacks with the credentials a hostile party really holds and
 # leaves the shared state as it found it; `teardown` unpeers and checks B is clean. One at a time, in order.
 if(TARGET cliqo-agent)
-    set(sec_tests setup limiter peer-tls teardown)
+    set(sec_tests setup limiter peer-tls limits teardown)
     cliqo_e2e_group(security 3 19800 ${sec_tests})
     set_property(TEST e2e.security.up APPEND PROPERTY ENVIRONMENT "CLIQO_DEV_NODES=1")
     set(prev "")
