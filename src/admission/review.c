@@ -101,7 +101,8 @@ int adm_review_decode(const char *body, size_t len, struct adm_request *ret, cha
         snprintf(err, errlen, "the review is larger than %u bytes", ADM_REVIEW_MAX);
         return -E2BIG;
     }
-    rc = jsonb_load(body, len, 0, 0, JSON_REJECT_DUPLICATES, &r.review, &je);
+    rc = jsonb_load(body, len, jsonb_budget(len, JSONB_RATIO_KUBE), 0, JSON_REJECT_DUPLICATES,
+                    &r.review, &je);
     if (rc == -E2BIG) {
         rc = bad(err, errlen, "the review is refused: %s", je.text);
         goto out;

@@ -342,7 +342,8 @@ static void complete(struct kapi_call *call, CURLcode cc)
     res.status.message = "";
 
     if (res.raw_len > 0)
-        jr = jsonb_load(res.raw, res.raw_len, 0, 0, 0, &body, &jerr);
+        jr = jsonb_load(res.raw, res.raw_len, jsonb_budget(res.raw_len, JSONB_RATIO_KUBE), 0, 0,
+                        &body, &jerr);
     res.body = body;
 
     if (call->abort_err) {

@@ -11,7 +11,7 @@
  * by options.max_body (default 32 MiB: a page of 500 pods), one object (get, create, update,
  * patch, delete) by KAPI_MAX_OBJECT_BODY or less (etcd stores at most 1.5 MiB per object); a larger
  * body fails the request with -E2BIG, never grows memory without bound. Bodies are decoded with
- * jsonb_load() (common/jsonb.h): a body whose decoding would take more than 16 times its size in
+ * jsonb_load() (common/jsonb.h): a body whose decoding would take more than 32 times its size in
  * heap fails with -E2BIG too.
  *
  * Errors: a request's result carries `err`, 0 for a 2xx answer, otherwise a negative errno that

@@ -98,7 +98,7 @@ static int handle_line(struct kw_watch *w, const char *s, size_t len)
     const char *type;
     json_t *obj;
     enum kw_event_type t;
-    int r = jsonb_load(s, len, 0, 0, 0, &ev, &jerr);
+    int r = jsonb_load(s, len, jsonb_budget(len, JSONB_RATIO_KUBE), 0, 0, &ev, &jerr);
 
     if (r < 0) {
         snprintf(w->stream_msg, sizeof(w->stream_msg), "malformed watch event: %s", jerr.text);

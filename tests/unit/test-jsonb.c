@@ -128,6 +128,44 @@ static void test_budget(void **state)
     json_set_alloc_funcs(malloc, free);
 }
 
+/* A realistic pod (with managedFields, whose empty objects are the densest Kubernetes text) fits
+ * the Kubernetes budget with room to spare, and so does a list of 500 of them. */
+static void test_kubernetes_objects(void **state)
+{
+    FILE *f = fopen(CLIQO_TEST_DATA "/jsonb/pod-managed-fields.json", "rb");
+    char *pod, *list;
+    size_t len, llen = 0;
+    struct jsonb_count c;
+    json_t *j = NULL;
+
+    (void)state;
+    assert_non_null(f);
+    pod = malloc(1 << 16);
+    assert_non_null(pod);
+    len = fread(pod, 1, (1 << 16) - 1, f);
+    fclose(f);
+    while (len > 0 && (pod[len - 1] == '\n' || pod[len - 1] == ' '))
+        len--;
+    assert_int_equal(jsonb_scan(pod, len, SIZE_MAX, 100, &c), 0);
+    print_message("pod: %zu bytes, estimate %zu (%.1fx)\n", len, c.cost,
+                  (double)c.cost / (double)len);
+    assert_true(c.cost <= jsonb_budget(len, JSONB_RATIO_KUBE) - JSONB_BASE_COST);
+    list = malloc(500 * (len + 1) + 64);
+    assert_non_null(list);
+    llen += (size_t)sprintf(list, "{\"items\":[");
+    for (int i = 0; i < 500; i++) {
+        memcpy(list + llen, pod, len);
+        llen += len;
+        list[llen++] = i < 499 ? ',' : ']';
+    }
+    list[llen++] = '}';
+    assert_int_equal(jsonb_load(list, llen, jsonb_budget(llen, JSONB_RATIO_KUBE), 0, 0, &j, NULL),
+                     0);
+    json_decref(j);
+    free(list);
+    free(pod);
+}
+
 /* Exact counts of the scan: a table of texts. */
 static void test_scan(void **state)
 {
@@ -195,9 +233,8 @@ static void test_limits_and_errors(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_cost_model),
-        cmocka_unit_test(test_budget),
-        cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_cost_model),         cmocka_unit_test(test_budget),
+        cmocka_unit_test(test_kubernetes_objects), cmocka_unit_test(test_scan),
         cmocka_unit_test(test_limits_and_errors),
     };
 
