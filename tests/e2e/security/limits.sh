@@ -40,8 +40,9 @@ import socket, ssl, sys, time
 ctx = ssl.create_default_context()
 ctx.check_hostname = False
 ctx.verify_mode = ssl.CERT_NONE
-s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="x")
 t0 = time.monotonic()
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", int(sys.argv[1]))), server_hostname="x")
+print("connected", flush=True)
 head = b"GET /ids HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 60
 try:
     for b in head:
@@ -59,7 +60,7 @@ except (OSError, ssl.SSLError):
 print("closed after %.1f" % (time.monotonic() - t0))
 PY
 SLOW=$!
-wait_for 5 "the slow client to connect" eval '[ -n "$(ss -Htn state established "( dport = :$(auth_port "$B") )" 2>/dev/null)" ]'
+wait_for 10 "the slow client to connect" grep_q -x connected "$WORK/slow"
 code=$(curl -sk -o /dev/null -w '%{http_code}' --max-time 5 "https://127.0.0.1:$(auth_port "$B")/ids") || true
 [ "$code" = 200 ] || fail "another client was answered HTTP $code while the slow one held a connection"
 wait "$SLOW" || true
