@@ -1,4 +1,5 @@
 #include "admission/review.h"
+#include "common/jsonb.h"
 #include "common/xalloc.h"
 
 #include <errno.h>
@@ -100,8 +101,13 @@ int adm_review_decode(const char *body, size_t len, struct adm_request *ret, cha
         snprintf(err, errlen, "the review is larger than %u bytes", ADM_REVIEW_MAX);
         return -E2BIG;
     }
-    r.review = json_loadb(body, len, JSON_REJECT_DUPLICATES, &je);
-    if (!r.review) {
+    rc = jsonb_load(body, len, jsonb_budget(len, JSONB_RATIO_KUBE), 0, JSON_REJECT_DUPLICATES,
+                    &r.review, &je);
+    if (rc == -E2BIG) {
+        rc = bad(err, errlen, "the review is refused: %s", je.text);
+        goto out;
+    }
+    if (rc < 0) {
         char shown[120];
 
         rc = bad(err, errlen, "the body is not JSON: %s (line %d, column %d)",

@@ -33,6 +33,7 @@
 #include "advertisement/policy.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "kube/kubeconfig.h"
 #include "network/network.h"
 #include "peering/ctl.h"
 #include "peering/identity.h"
@@ -952,6 +953,26 @@ static void cleanup_deployment_rbac(const char *peer, const char *ns)
 
 static void accepted(struct rec *r);
 
+/* The provider's credential must not weaken TLS (kc_load_peer): a refused one makes the
+ * Advertisement invalid (InvalidCredential, with the field in the message), like a missing one. */
+static void check_credential(struct rec *r)
+{
+    const char *b64 =
+        json_string_value(json_object_get(json_object_get(r->secret, "data"), "kubeconfig"));
+    struct kc_config *c = NULL;
+    char *kubeconfig = NULL;
+    size_t len = 0;
+
+    if (!b64 || peer_base64_decode(b64, PEER_SECRET_MAX, &kubeconfig, &len) < 0)
+        return; /* said below, when it is installed */
+    if (kc_load_peer(kubeconfig, len, "the credential Secret", &c, r->invalid_msg,
+                     sizeof(r->invalid_msg)) == -EPERM)
+        r->invalid_reason = "InvalidCredential";
+    explicit_bzero(kubeconfig, len);
+    x_free(kubeconfig);
+    kc_config_free(c);
+}
+
 /* The credential Secret (spec.kubeConfigRef) was read. */
 static void after_secret(void *owner)
 {
@@ -969,6 +990,8 @@ static void after_secret(void *owner)
         return;
     } else {
         r->secret = json_incref(r->ch.last.body);
+        if (!r->invalid_reason)
+            check_credential(r);
     }
     cnt.key = r->key;
     cnt.created = str(json_object_get(r->adv, "metadata"), "creationTimestamp");

@@ -15,9 +15,11 @@
 #include "agent/peers.h"
 #include "kube/leader.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +69,8 @@ struct agent {
     struct kapi_client *kube;
     struct pu_registry *peers;
     struct httpd_server *http, *auth;
+    struct httpd_server *metrics_http; /* NULL: /metrics is served by http */
+    const char *metrics_addr;
     struct le_elector *le;
     bool leading;
 
@@ -859,6 +863,8 @@ static void finish_shutdown(struct agent *a)
     /* Servers first: aborting their pending requests calls into modules that still exist. */
     httpd_close(a->http, NULL, NULL);
     a->http = NULL;
+    httpd_close(a->metrics_http, NULL, NULL);
+    a->metrics_http = NULL;
     httpd_close(a->auth, NULL, NULL);
     a->auth = NULL;
     /* Requests still in flight complete now, as cancelled, while the modules that issued them
@@ -965,6 +971,20 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ---- creation, start, free ------------------------------------------------------------------ */
 
+/* Whether a listen address (httpd_parse_addr) is on a loopback interface. */
+static bool addr_is_loopback(const char *addr)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+
+    if (httpd_parse_addr(addr, &ss, &len) < 0)
+        return false;
+    if (ss.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+    return ss.ss_family == AF_INET6 &&
+           IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+}
+
 int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agent_module *modules,
               struct agent **ret)
 {
@@ -1023,10 +1043,24 @@ int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agen
         r = httpd_route(a->http, "GET", "/livez", 0, handle_healthz, a);
     if (r == 0)
         r = httpd_route(a->http, "GET", "/readyz", 0, handle_readyz, a);
-    if (r == 0)
-        r = httpd_route(a->http, "GET", "/metrics", 0, handle_metrics, a);
     if (r < 0)
         return log_errno(r, "agent", "cannot set up the HTTP server on %s", cfg->http_addr);
+    /* /metrics tells a lot about the cluster and its peers: on loopback unless configured. */
+    a->metrics_addr = cfg->metrics_addr                  ? cfg->metrics_addr
+                      : addr_is_loopback(cfg->http_addr) ? cfg->http_addr
+                                                         : AGENT_METRICS_ADDR;
+    if (strcmp(a->metrics_addr, cfg->http_addr) == 0) {
+        r = httpd_route(a->http, "GET", "/metrics", 0, handle_metrics, a);
+    } else {
+        struct httpd_options mo = {
+            .name = "metrics", .addr = a->metrics_addr, .on_response = on_http_response, .data = a};
+
+        r = httpd_new(loop, &mo, &a->metrics_http);
+        if (r == 0)
+            r = httpd_route(a->metrics_http, "GET", "/metrics", 0, handle_metrics, a);
+    }
+    if (r < 0)
+        return log_errno(r, "agent", "cannot set up /metrics on %s", a->metrics_addr);
 
     log_info("agent",
              "starting cliqo-agent %s: identity=%s namespace=%s apiserver=%s context=%s "
@@ -1073,8 +1107,15 @@ int agent_start(struct agent *a)
         agent_shutdown(a, 1);
         return r;
     }
-    log_info("agent", "serving /healthz, /readyz and /metrics on %s (port %u)", a->cfg->http_addr,
-             (unsigned)httpd_port(a->http));
+    if (a->metrics_http && (r = httpd_start(a->metrics_http, err, sizeof(err))) < 0) {
+        log_error("agent", "cannot serve metrics: %s", err);
+        agent_shutdown(a, 1);
+        return r;
+    }
+    log_info("agent",
+             "serving /healthz, /livez and /readyz on %s (port %u), /metrics on %s (port %u)",
+             a->cfg->http_addr, (unsigned)httpd_port(a->http), a->metrics_addr,
+             (unsigned)httpd_port(a->metrics_http ? a->metrics_http : a->http));
     uv_timer_start(&a->probe_timer, probe, 0, 0);
 
     a->infs_started = true;

@@ -22,7 +22,9 @@ const char *agent_usage(void)
            "                            then the in-cluster service account)\n"
            "  --namespace NS            namespace of the agent's objects and Lease (default "
            "cliqo)\n"
-           "  --http-addr HOST:PORT     health (/healthz, /readyz) and /metrics (default :8080)\n"
+           "  --http-addr HOST:PORT     health (/healthz, /livez, /readyz) (default :8080)\n"
+           "  --metrics-addr HOST:PORT  /metrics (default 127.0.0.1:9090; the --http-addr\n"
+           "                            listener when that is a loopback address or the same)\n"
            "  --auth-addr HOST:PORT     the peering auth HTTPS endpoint (default :8443)\n"
            "  --identity NAME           leader election identity (default $POD_NAME, else\n"
            "                            <hostname>_<pid>)\n"
@@ -143,6 +145,7 @@ enum {
     OPT_KUBECONFIG = 256,
     OPT_NAMESPACE,
     OPT_HTTP_ADDR,
+    OPT_METRICS_ADDR,
     OPT_AUTH_ADDR,
     OPT_IDENTITY,
     OPT_LEADER_ELECT,
@@ -168,6 +171,7 @@ static const struct option options[] = {
     {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
     {"namespace", required_argument, NULL, OPT_NAMESPACE},
     {"http-addr", required_argument, NULL, OPT_HTTP_ADDR},
+    {"metrics-addr", required_argument, NULL, OPT_METRICS_ADDR},
     {"auth-addr", required_argument, NULL, OPT_AUTH_ADDR},
     {"identity", required_argument, NULL, OPT_IDENTITY},
     {"leader-elect", optional_argument, NULL, OPT_LEADER_ELECT},
@@ -259,6 +263,7 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
             cfg->namespace_ = v;
             break;
         case OPT_HTTP_ADDR:
+        case OPT_METRICS_ADDR:
         case OPT_AUTH_ADDR:
         case OPT_KUBELET_ADDR:
         case OPT_WEBHOOK_ADDR:
@@ -271,6 +276,8 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
             }
             if (c == OPT_HTTP_ADDR)
                 cfg->http_addr = v;
+            else if (c == OPT_METRICS_ADDR)
+                cfg->metrics_addr = v;
             else if (c == OPT_AUTH_ADDR)
                 cfg->auth_addr = v;
             else if (c == OPT_WEBHOOK_ADDR)

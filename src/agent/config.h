@@ -7,6 +7,8 @@
 #ifndef CLIQO_AGENT_CONFIG_H
 #define CLIQO_AGENT_CONFIG_H
 
+#define AGENT_METRICS_ADDR "127.0.0.1:9090" /* /metrics stays on loopback unless configured */
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,6 +21,8 @@ struct agent_config {
     const char *kubeconfig; /* NULL: $KUBECONFIG, ~/.kube/config, in-cluster */
     const char *namespace_;
     const char *http_addr;
+    const char
+        *metrics_addr; /* NULL: http_addr when it is a loopback address, else AGENT_METRICS_ADDR */
     const char *auth_addr;
     char identity[AGENT_MAX_IDENTITY + 1];
     bool leader_elect;

@@ -14,7 +14,7 @@
 #define DEFAULT_BURST      40
 #define DEFAULT_TIMEOUT_MS 10000
 /* A peer is not trusted to be small: bounded answers and collections. */
-#define PEER_MAX_BODY    (16u << 20)
+#define PEER_MAX_BODY    (8u << 20) /* a list page from a peer; one object: KAPI_MAX_OBJECT_BODY */
 #define PEER_MAX_OBJECTS 100000
 
 struct pu_inf {
@@ -282,7 +282,7 @@ int pu_set_credential(struct pu_unit *u, enum pu_role role, const char *kubeconf
         return -E2BIG;
     }
     snprintf(origin, sizeof(origin), "%s credential of peer %s", role_names[role], u->id);
-    r = kc_load_mem(kubeconfig, len, origin, NULL, NULL, &cfg, kerr, sizeof(kerr));
+    r = kc_load_peer(kubeconfig, len, origin, &cfg, kerr, sizeof(kerr));
     if (r < 0) {
         if (err)
             snprintf(err, errlen, "%s", kerr);

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 struct route {
@@ -77,6 +78,14 @@ struct tls_creds {
     struct tls_creds *next;
 };
 
+/* One connection, for the request deadline: fd is MHD's socket, deadline 0 while a request is
+ * being answered (the handler's own deadline applies then). */
+struct hconn {
+    struct hconn *prev, *next;
+    int fd;
+    uint64_t deadline;
+};
+
 struct httpd_server {
     uv_loop_t *loop;
     char *name;
@@ -85,7 +94,7 @@ struct httpd_server {
     char *cert, *key;
     unsigned connection_limit, per_ip_limit, timeout_s;
     size_t memory_limit;
-    uint64_t handler_timeout_ms;
+    uint64_t handler_timeout_ms, request_timeout_ms;
     httpd_response_fn on_response;
     void *data;
 
@@ -97,6 +106,9 @@ struct httpd_server {
     uv_poll_t poll;
     uv_timer_t run_timer;
     uv_timer_t deadline_timer;
+    uv_timer_t conn_timer; /* request deadlines of the connections */
+    struct hconn *conns;
+    uint64_t request_timeouts;
     int open_handles;
     bool poll_started;
     bool closing;
@@ -512,6 +524,88 @@ static void on_deadline(uv_timer_t *t)
     arm_deadline(s);
 }
 
+/* ---- request deadlines ---------------------------------------------------------------------
+ *
+ * MHD only has an idle timeout. Every connection gets a deadline for its next whole request
+ * (handshake, head and body), set when it is accepted and again when an answer completes; a
+ * timer closes the ones past it by shutting their socket down, which MHD sees as the peer going
+ * away on its next pass (in the handshake too). */
+
+static struct hconn *conn_of(struct MHD_Connection *conn)
+{
+    const union MHD_ConnectionInfo *i =
+        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+    return i ? i->socket_context : NULL;
+}
+
+static void conn_deadline(struct MHD_Connection *conn, uint64_t deadline)
+{
+    struct hconn *hc = conn_of(conn);
+
+    if (hc)
+        hc->deadline = deadline;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_context,
+                          enum MHD_ConnectionNotificationCode code)
+{
+    struct httpd_server *s = cls;
+    struct hconn *hc = *socket_context;
+
+    if (code == MHD_CONNECTION_NOTIFY_STARTED) {
+        const union MHD_ConnectionInfo *i =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+        hc = x_calloc(1, sizeof(*hc));
+        if (!hc)
+            return; /* no deadline for this one: the idle timeout still applies */
+        hc->fd = i ? i->connect_fd : -1;
+        hc->deadline = uv_now(s->loop) + s->request_timeout_ms;
+        hc->next = s->conns;
+        if (s->conns)
+            s->conns->prev = hc;
+        s->conns = hc;
+        *socket_context = hc;
+        return;
+    }
+    if (!hc)
+        return;
+    if (hc->prev)
+        hc->prev->next = hc->next;
+    else
+        s->conns = hc->next;
+    if (hc->next)
+        hc->next->prev = hc->prev;
+    x_free(hc);
+    *socket_context = NULL;
+}
+
+static void on_conn_timer(uv_timer_t *t)
+{
+    struct httpd_server *s = t->data;
+    uint64_t now = uv_now(s->loop);
+    bool closed = false;
+
+    for (struct hconn *hc = s->conns; hc; hc = hc->next) {
+        if (hc->deadline == 0 || hc->deadline > now || hc->fd < 0)
+            continue;
+        hc->deadline = 0;
+        s->request_timeouts++;
+        closed = true;
+        log_debug("httpd", "%s: a request did not arrive within %llu ms, closing its connection",
+                  s->name, (unsigned long long)s->request_timeout_ms);
+        shutdown(hc->fd, SHUT_RDWR);
+    }
+    if (closed)
+        run_soon(s);
+}
+
+uint64_t httpd_request_timeouts(const struct httpd_server *s)
+{
+    return s ? s->request_timeouts : 0;
+}
+
 static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const char *url,
                                  const char *method, const char *version, const char *upload_data,
                                  size_t *upload_data_size, void **con_cls)
@@ -562,6 +656,7 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     if (req->state == REQ_PENDING)
         return MHD_YES; /* resumed without an answer: cannot happen, be safe */
     /* The body is complete: run the handler. */
+    conn_deadline(conn, 0);
     req->state = REQ_PENDING;
     req->in_handler = true;
     req->route->fn(req, req->route->data);
@@ -588,7 +683,9 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     struct httpd_server *s = cls;
     struct httpd_request *req = *con_cls;
 
-    (void)conn;
+    /* The next request on this connection has its own deadline. */
+    if (!s->closing)
+        conn_deadline(conn, uv_now(s->loop) + s->request_timeout_ms);
     if (!req)
         return;
     if (toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
@@ -927,6 +1024,8 @@ int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_serve
     s->timeout_s = o->connection_timeout_s ? o->connection_timeout_s : HTTPD_DEFAULT_TIMEOUT_S;
     s->handler_timeout_ms =
         o->handler_timeout_ms ? o->handler_timeout_ms : HTTPD_DEFAULT_HANDLER_TIMEOUT_MS;
+    s->request_timeout_ms =
+        o->request_timeout_ms ? o->request_timeout_ms : HTTPD_DEFAULT_REQUEST_TIMEOUT_MS;
     s->on_response = o->on_response;
     s->data = o->data;
     *ret = s;
@@ -1038,6 +1137,7 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
             {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)s->memory_limit, NULL},
             {MHD_OPTION_CONNECTION_TIMEOUT, (intptr_t)s->timeout_s, NULL},
             {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)on_completed, s},
+            {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, s},
             {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)on_mhd_log, s},
             /* TLS options last: they are cut off for plain HTTP (MHD refuses them there). */
             {MHD_OPTION_HTTPS_MEM_KEY, 0, s->key},
@@ -1047,7 +1147,7 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
             {MHD_OPTION_END, 0, NULL},
         };
         if (!s->cert)
-            opts[7].option = MHD_OPTION_END;
+            opts[8].option = MHD_OPTION_END;
         s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_ARRAY, opts,
                                 MHD_OPTION_END);
     }
@@ -1071,9 +1171,13 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
     }
     uv_timer_init(s->loop, &s->run_timer);
     uv_timer_init(s->loop, &s->deadline_timer);
+    uv_timer_init(s->loop, &s->conn_timer);
     s->run_timer.data = s;
     s->deadline_timer.data = s;
-    s->open_handles = 2;
+    s->conn_timer.data = s;
+    s->open_handles = 3;
+    uv_timer_start(&s->conn_timer, on_conn_timer, 250, 250);
+    uv_unref((uv_handle_t *)&s->conn_timer); /* it alone does not keep a loop running */
     r = uv_poll_init(s->loop, &s->poll, info->epoll_fd);
     if (r == 0) {
         s->poll.data = s;
@@ -1158,6 +1262,7 @@ void httpd_close(struct httpd_server *s, void (*done)(void *data), void *data)
             uv_close((uv_handle_t *)&s->poll, on_handle_closed);
         uv_close((uv_handle_t *)&s->run_timer, on_handle_closed);
         uv_close((uv_handle_t *)&s->deadline_timer, on_handle_closed);
+        uv_close((uv_handle_t *)&s->conn_timer, on_handle_closed);
         MHD_stop_daemon(s->d);
         s->d = NULL;
         return;

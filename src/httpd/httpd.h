@@ -42,6 +42,7 @@ struct httpd_request;
 #define HTTPD_DEFAULT_MEMORY_LIMIT       (32u * 1024)
 #define HTTPD_DEFAULT_TIMEOUT_S          30
 #define HTTPD_DEFAULT_HANDLER_TIMEOUT_MS 30000
+#define HTTPD_DEFAULT_REQUEST_TIMEOUT_MS 10000
 #define HTTPD_MAX_ROUTES                 64
 #define HTTPD_MAX_EXTRA_HEADERS          8
 #define HTTPD_ADDR_STRLEN                64 /* "[ipv6]:port" and a NUL */
@@ -66,8 +67,14 @@ struct httpd_options {
     size_t connection_memory_limit;   /* bytes per connection; default 32 KiB */
     unsigned connection_timeout_s;    /* idle connections are closed; default 30 */
     uint64_t handler_timeout_ms;      /* pending requests get 504 after this; default 30 s */
-    httpd_response_fn on_response;    /* optional */
-    void *data;                       /* for on_response */
+    /* Total deadline to receive a whole request (TLS handshake, head and body) from the moment the
+     * connection is accepted, or the previous answer was sent on it; the connection is closed
+     * when it passes. Unlike connection_timeout_s (an idle timeout, which a client sending one
+     * byte a second never triggers), it bounds how long a slow client holds a connection.
+     * Default 10 s. */
+    uint64_t request_timeout_ms;
+    httpd_response_fn on_response; /* optional */
+    void *data;                    /* for on_response */
 };
 
 /* Parses a listen address "HOST:PORT": HOST is empty (every IPv4 address), a numeric IPv4 address,
@@ -100,6 +107,8 @@ int httpd_set_tls(struct httpd_server *s, const char *cert_pem, const char *key_
 uint16_t httpd_port(const struct httpd_server *s);
 /* Requests pending in asynchronous handlers. */
 size_t httpd_pending(const struct httpd_server *s);
+/* Connections closed because a request did not arrive within request_timeout_ms. */
+uint64_t httpd_request_timeouts(const struct httpd_server *s);
 /* Aborts pending requests (abort callbacks, then 503), stops listening, closes every connection and
  * frees the server once its loop handles have closed; then done(data) runs (done may be NULL).
  * NULL-safe. Not from inside one of the server's own callbacks: defer it (e.g. with a timer). */

@@ -1,4 +1,5 @@
 #include "kube/api.h"
+#include "common/jsonb.h"
 #include "kube/ratelimit.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -10,7 +11,7 @@
 
 #define DEFAULT_QPS        50.0
 #define DEFAULT_BURST      100
-#define DEFAULT_MAX_BODY   ((size_t)64 << 20)
+#define DEFAULT_MAX_BODY   ((size_t)32 << 20)
 #define DEFAULT_TIMEOUT_MS 30000L
 #define MAX_PATH_LEN       8192
 /* A token file is re-read at most this often, and after any 401 (as client-go does), so that a
@@ -42,6 +43,7 @@ struct kapi_call {
     kapi_chunk_cb on_chunk;
     void *data;
     struct sbuf resp;
+    size_t max_body;   /* the bound of resp */
     uint64_t start_ns; /* when the transfer started (uv_hrtime) */
     int abort_err;
     char errbuf[CURL_ERROR_SIZE];
@@ -326,7 +328,9 @@ static void complete(struct kapi_call *call, CURLcode cc)
     struct kapi_client *c = call->c;
     struct kapi_result res = {0};
     json_t *body = NULL;
+    json_error_t jerr;
     char msg[CURL_ERROR_SIZE + 64];
+    int jr = 0;
 
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &res.http_status);
     if (res.http_status == 401 && c->token_file)
@@ -338,14 +342,15 @@ static void complete(struct kapi_call *call, CURLcode cc)
     res.status.message = "";
 
     if (res.raw_len > 0)
-        body = json_loadb(res.raw, res.raw_len, 0, NULL);
+        jr = jsonb_load(res.raw, res.raw_len, jsonb_budget(res.raw_len, JSONB_RATIO_KUBE), 0, 0,
+                        &body, &jerr);
     res.body = body;
 
     if (call->abort_err) {
         res.err = call->abort_err;
         if (call->abort_err == -E2BIG)
             snprintf(msg, sizeof(msg), "response body larger than the limit of %zu bytes",
-                     c->o.max_body);
+                     call->max_body);
         else
             snprintf(msg, sizeof(msg), "request aborted: %s", strerror(-call->abort_err));
         res.status.message = msg;
@@ -368,6 +373,10 @@ static void complete(struct kapi_call *call, CURLcode cc)
             res.status.message = msg;
         }
         res.err = kapi_err_from_status(res.http_status, res.status.reason);
+    } else if (jr == -E2BIG && !call->on_chunk) {
+        res.err = -E2BIG;
+        snprintf(msg, sizeof(msg), "response body refused: %s", jerr.text);
+        res.status.message = msg;
     } else if (res.raw_len > 0 && !body && !call->on_chunk) {
         res.err = -EBADMSG;
         res.status.message = "response body is not valid JSON";
@@ -645,7 +654,8 @@ int kapi_send(struct kapi_client *c, const struct kapi_request *req, kapi_cb cb,
     call->data = data;
     call->timeout_ms = req->timeout_ms == 0 ? c->o.timeout_ms : req->timeout_ms;
     call->low_speed_secs = req->low_speed_secs;
-    sbuf_init(&call->resp, c->o.max_body);
+    call->max_body = req->max_body && req->max_body < c->o.max_body ? req->max_body : c->o.max_body;
+    sbuf_init(&call->resp, call->max_body);
     sbuf_init(&url, MAX_PATH_LEN + 1024);
     if (sbuf_adds(&url, c->url_base ? c->url_base : c->server) < 0 ||
         sbuf_adds(&url, req->path) < 0)
@@ -1045,8 +1055,10 @@ int kapi_query_add(struct sbuf *b, const char *key, const char *value)
 static int send_json(struct kapi_client *c, const char *method, struct sbuf *path, json_t *obj,
                      const char *content_type, kapi_cb cb, void *data)
 {
-    struct kapi_request req = {
-        .method = method, .path = sbuf_str(path), .content_type = content_type};
+    struct kapi_request req = {.method = method,
+                               .path = sbuf_str(path),
+                               .content_type = content_type,
+                               .max_body = KAPI_MAX_OBJECT_BODY};
     char *body = NULL;
     int r;
 
@@ -1106,8 +1118,11 @@ int kapi_list(struct kapi_client *c, const struct kapi_resource *r, const char *
 
     sbuf_init(&p, MAX_PATH_LEN);
     e = kapi_list_path(&p, r, ns, o);
-    if (e >= 0)
-        e = send_json(c, "GET", &p, NULL, NULL, cb, data);
+    if (e >= 0) {
+        struct kapi_request req = {.method = "GET", .path = sbuf_str(&p)}; /* max_body: a list */
+
+        e = kapi_send(c, &req, cb, data, NULL);
+    }
     sbuf_done(&p);
     return e;
 }

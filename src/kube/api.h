@@ -7,9 +7,12 @@
  * response is complete.
  *
  * TLS is always verified against the kubeconfig's CA (or the system store when none is given)
- * unless the kubeconfig says insecure-skip-tls-verify. Response bodies are bounded
- * (options.max_body); a larger body fails the request with -E2BIG, never grows memory without
- * bound.
+ * unless the kubeconfig says insecure-skip-tls-verify. Response bodies are bounded per kind: a list
+ * by options.max_body (default 32 MiB: a page of 500 pods), one object (get, create, update,
+ * patch, delete) by KAPI_MAX_OBJECT_BODY or less (etcd stores at most 1.5 MiB per object); a larger
+ * body fails the request with -E2BIG, never grows memory without bound. Bodies are decoded with
+ * jsonb_load() (common/jsonb.h): a body whose decoding would take more than 32 times its size in
+ * heap fails with -E2BIG too.
  *
  * Errors: a request's result carries `err`, 0 for a 2xx answer, otherwise a negative errno that
  * names the class of failure (see kapi_err_from_status) and, for API errors, the decoded Status
@@ -46,7 +49,7 @@ typedef void (*kapi_observe_fn)(struct kapi_client *c, const struct kapi_observa
 struct kapi_client_options {
     double qps;             /* client-side rate limit; default 50 */
     int burst;              /* default 100 */
-    size_t max_body;        /* largest response body accepted; default 64 MiB */
+    size_t max_body;        /* largest response body accepted (lists); default 32 MiB */
     long timeout_ms;        /* per request (not watches); default 30 s */
     const char *user_agent; /* default "cliqo/<version>" */
     /* Called on the loop for every request that ends (also failed and cancelled-by-abort ones),
@@ -86,7 +89,10 @@ struct kapi_request {
     kapi_chunk_cb on_chunk;   /* streaming body (watches); NULL buffers the whole body */
     long timeout_ms;          /* 0: the client default; -1: none (watches) */
     long low_speed_secs;      /* abort when nothing arrives for this long (watches); 0: off */
+    size_t max_body;          /* 0: the client's max_body; else the smaller of the two */
 };
+
+#define KAPI_MAX_OBJECT_BODY ((size_t)3 << 20) /* a response of one object */
 
 int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
                     const struct kapi_client_options *opts, struct kapi_client **ret);

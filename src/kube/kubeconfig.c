@@ -1579,6 +1579,89 @@ int kc_load_mem(const char *data, size_t len, const char *origin_name, const cha
     return r;
 }
 
+/* ---- peers' kubeconfigs ---- */
+
+static bool peer_loopback_http; /* kc_peer_allow_loopback_http(): unit tests only */
+
+void kc_peer_allow_loopback_http(bool allow)
+{
+    peer_loopback_http = allow;
+}
+
+int kc_check_peer_conn(const char *origin, const char *server, size_t ca_len, bool insecure,
+                       char *err, size_t errlen)
+{
+    const char *o = origin ? origin : ORIGIN_MEMORY;
+
+    clear_err(err, errlen);
+    if (!server) {
+        set_err(err, errlen, "%s: a peer's kubeconfig must name its server", o);
+        return -EINVAL;
+    }
+    if (strncasecmp(server, "https://", 8) != 0) {
+        if (peer_loopback_http && strncasecmp(server, "http://", 7) == 0 && !insecure)
+            return 0;
+        set_err(err, errlen,
+                "%s: server \"%.200s\" is refused: a peer's kubeconfig must use https:// "
+                "with a pinned CA",
+                o, server);
+        return -EPERM;
+    }
+    if (insecure) {
+        set_err(err, errlen,
+                "%s: insecure-skip-tls-verify: true is refused: a peer's kubeconfig must verify "
+                "its server against a pinned CA",
+                o);
+        return -EPERM;
+    }
+    if (ca_len == 0) {
+        set_err(err, errlen,
+                "%s: certificate-authority-data is missing: a peer's kubeconfig must pin the CA "
+                "of its server (the system trust store is not used for peers)",
+                o);
+        return -EPERM;
+    }
+    return 0;
+}
+
+int kc_check_peer(const struct kc_config *c, const char *origin, char *err, size_t errlen)
+{
+    const char *o = origin ? origin : ORIGIN_MEMORY;
+
+    clear_err(err, errlen);
+    if (!c) {
+        set_err(err, errlen, "%s: no configuration", o);
+        return -EINVAL;
+    }
+    /* kc_load_mem() without a base directory refuses file references, exec plugins and auth
+     * providers already; a configuration from elsewhere (kc_load_file) may still carry a file. */
+    if (c->token_file) {
+        set_err(err, errlen, "%s: tokenFile is refused: a peer's kubeconfig must be self-contained",
+                o);
+        return -EPERM;
+    }
+    return kc_check_peer_conn(o, c->server, c->ca_pem ? c->ca_pem_len : 0,
+                              c->insecure_skip_tls_verify, err, errlen);
+}
+
+int kc_load_peer(const char *data, size_t len, const char *origin_name, struct kc_config **ret,
+                 char *err, size_t errlen)
+{
+    struct kc_config *c = NULL;
+    int r;
+
+    r = kc_load_mem(data, len, origin_name, NULL, NULL, &c, err, errlen);
+    if (r < 0)
+        return r;
+    r = kc_check_peer(c, origin_name, err, errlen);
+    if (r < 0) {
+        kc_config_free(c);
+        return r;
+    }
+    *ret = c;
+    return 0;
+}
+
 int kc_load_file(const char *path, const char *context, struct kc_config **ret, char *err,
                  size_t errlen)
 {

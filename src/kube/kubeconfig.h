@@ -89,6 +89,25 @@ int kc_load_file(const char *path, const char *context, struct kc_config **ret, 
 int kc_load_mem(const char *data, size_t len, const char *origin_name, const char *base_dir,
                 const char *context, struct kc_config **ret, char *err, size_t errlen);
 
+/* A peer's kubeconfig (a credential received from another cluster) must not weaken TLS:
+ * kc_check_peer() refuses, with -EPERM and a message naming the field, a server that is not
+ * https://, insecure-skip-tls-verify: true, a missing CA (the system trust store is never used for
+ * a peer: its kubeconfig pins the CA of its server) and a tokenFile; kc_load_mem() without a
+ * base directory, as kc_load_peer() calls it, has already refused every other file reference,
+ * exec plugins and auth providers. `origin` (NULL: "<memory>") prefixes the message.
+ * kc_check_peer_conn() is the same check on the parts of a connection (for a client built
+ * elsewhere). kc_load_peer() is kc_load_mem(data, len, origin, NULL, NULL, ...) followed by
+ * kc_check_peer(). */
+int kc_check_peer(const struct kc_config *c, const char *origin, char *err, size_t errlen);
+int kc_check_peer_conn(const char *origin, const char *server, size_t ca_len, bool insecure,
+                       char *err, size_t errlen);
+int kc_load_peer(const char *data, size_t len, const char *origin_name, struct kc_config **ret,
+                 char *err, size_t errlen);
+
+/* Unit tests only (never called by the programs): lets the checks above accept plain http:// to
+ * the loopback host the loader allows, for tests whose fake API server speaks plain HTTP. */
+void kc_peer_allow_loopback_http(bool allow);
+
 /* What kubectl does: the files listed in $KUBECONFIG (colon-separated; empty, repeated and missing
  * entries are skipped; a file that exists but is broken is an error; merged first-wins per
  * cluster/user/context name, current-context from the first file that sets it), else

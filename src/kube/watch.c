@@ -1,4 +1,5 @@
 #include "kube/watch.h"
+#include "common/jsonb.h"
 #include "kube/backoff.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -8,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DEFAULT_MAX_LINE ((size_t)16 << 20)
+#define DEFAULT_MAX_LINE ((size_t)3 << 20) /* one object (etcd: <= 1.5 MiB) and its envelope */
 #define MAX_RV_LEN       64
 
 struct kw_watch {
@@ -93,13 +94,13 @@ static void set_rv(struct kw_watch *w, const json_t *obj)
 static int handle_line(struct kw_watch *w, const char *s, size_t len)
 {
     json_error_t jerr;
-    json_t *ev = json_loadb(s, len, 0, &jerr);
+    json_t *ev = NULL;
     const char *type;
     json_t *obj;
     enum kw_event_type t;
-    int r = 0;
+    int r = jsonb_load(s, len, jsonb_budget(len, JSONB_RATIO_KUBE), 0, 0, &ev, &jerr);
 
-    if (!ev) {
+    if (r < 0) {
         snprintf(w->stream_msg, sizeof(w->stream_msg), "malformed watch event: %s", jerr.text);
         return -EBADMSG;
     }

@@ -8,7 +8,7 @@
  * resourceVersion is too old (HTTP 410 or an ERROR event with code 410), the watch stops and end_cb
  * receives -EIDRM: the owner must relist.
  *
- * Every line of the stream is bounded (opts.max_line, default 16 MiB): a longer line ends the watch
+ * Every line of the stream is bounded (opts.max_line, default 3 MiB): a longer line ends the watch
  * with -E2BIG. Event objects are borrowed by the callback (json_incref to keep). */
 #ifndef CLIQO_KUBE_WATCH_H
 #define CLIQO_KUBE_WATCH_H
@@ -29,7 +29,7 @@ struct kw_options {
     const char *label_selector;
     const char *field_selector;
     const char *resource_version; /* start after this version; NULL or "" = "now" (no replay) */
-    size_t max_line;              /* default 16 MiB */
+    size_t max_line;              /* default 3 MiB */
     long server_timeout_secs;     /* timeoutSeconds asked of the server; default 300..600 random */
     uint64_t backoff_base_ms;     /* default 200 */
     uint64_t backoff_max_ms;      /* default 30000 */

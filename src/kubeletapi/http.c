@@ -1,6 +1,7 @@
 /* kla_http: see http.h. */
 #include "kubeletapi/http.h"
 
+#include "common/jsonb.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 
@@ -1019,13 +1020,13 @@ int kla_rc_status(enum kla_rc_proto p, int exit_code, const char *message, char 
 
 int kla_rc_status_decode(const char *json, size_t len, int *ret_exit_code, char *msg, size_t msize)
 {
-    json_t *st = json_loadb(json, len, 0, NULL), *causes;
+    json_t *st = NULL, *causes;
     const char *status, *reason, *message;
     int r = -EPROTO;
 
     if (msg && msize)
         msg[0] = '\0';
-    if (!json_is_object(st))
+    if (jsonb_load(json, len, 0, 0, 0, &st, NULL) < 0 || !json_is_object(st))
         goto out;
     status = json_string_value(json_object_get(st, "status"));
     reason = json_string_value(json_object_get(st, "reason"));
@@ -1085,10 +1086,12 @@ const char *kla_rc_stream_name(enum kla_stream s)
 static int resize_message(struct kla_rc_resize *st,
                           void (*cb)(void *data, unsigned width, unsigned height), void *data)
 {
-    json_t *o = json_loadb(st->buf, st->len, 0, NULL), *v;
+    json_t *o = NULL, *v;
     json_int_t w = 0, h = 0;
     const char *key;
 
+    if (jsonb_load(st->buf, st->len, 0, 0, 0, &o, NULL) < 0)
+        o = NULL;
     st->len = 0;
     if (!json_is_object(o)) {
         json_decref(o);

@@ -178,7 +178,8 @@ struct kla_server_options {
     const char *name;            /* for logs; default "kubelet-api" */
     unsigned max_connections;    /* default 256 */
     unsigned max_per_ip;         /* default 64 */
-    uint64_t handshake_ms;       /* TLS handshake and request head; default 10 s */
+    uint64_t handshake_ms;       /* TLS handshake; and each request (head and body) from its
+                                    first byte, in total; default 10 s */
     uint64_t idle_ms;            /* keep-alive connections without a request; default 60 s */
     uint64_t stream_idle_ms;     /* an exec session without traffic; default 4 h (the kubelet's) */
     uint64_t stream_create_ms;   /* exec: all streams must be created within; default 30 s */
@@ -194,6 +195,7 @@ struct kla_server_options {
 
 struct kla_server_stats {
     uint64_t connections, tls_failures, unauthenticated, forbidden, requests;
+    uint64_t head_timeouts; /* connections closed: a request not received in handshake_ms */
     uint64_t logs, execs;
     size_t open_connections, open_execs;
     size_t peak_queued; /* most bytes ever buffered towards one client (the bound at work) */

@@ -20,6 +20,7 @@
 #include "kubeletapi/http.h"
 #include "kubeletapi/internal.h"
 
+#include "common/jsonb.h"
 #include "common/log.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
@@ -211,9 +212,11 @@ static void error_done(struct job *j)
         const char *type = kla_http_header(&j->rh, "Content-Type", ct, sizeof(ct)) > 0
                                ? ct
                                : "text/plain; charset=utf-8";
-        json_t *st = strncmp(type, "application/json", 16) == 0
-                         ? json_loadb(sbuf_str(&j->body), sbuf_len(&j->body), 0, NULL)
-                         : NULL;
+        json_t *st = NULL;
+
+        if (strncmp(type, "application/json", 16) == 0 &&
+            jsonb_load(sbuf_str(&j->body), sbuf_len(&j->body), 0, 0, 0, &st, NULL) < 0)
+            st = NULL;
         const char *kind = json_string_value(json_object_get(st, "kind"));
         const char *msg = json_string_value(json_object_get(st, "message"));
 
@@ -585,6 +588,14 @@ static int job_start(struct job *j, const struct kla_target *t, const char *path
     } else {
         return -EINVAL;
     }
+    /* The provider's credential came from a peer: it must not weaken TLS (https://, a pinned
+     * CA, verification on), whatever client it was loaded into. */
+    e = kc_check_peer_conn("provider credential", ci.server, ci.ca ? ci.ca_len : 0, ci.insecure,
+                           err, sizeof(err));
+    if (e < 0) {
+        log_warn(MOD, "%s: %s", j->desc, err);
+        return e;
+    }
     e = parse_server(ci.server, j->host, sizeof(j->host), j->port, sizeof(j->port), &prefix);
     if (e < 0)
         return e;
@@ -708,8 +719,10 @@ static int relay_start(struct kla_relay *rl, struct kla_request *r, const struct
     if (e < 0) {
         fail_client(j, 502,
                     e == -EPROTONOSUPPORT ? "the provider's API server is not HTTPS"
-                                          : "cannot open a connection to the provider: ",
-                    e == -EPROTONOSUPPORT ? NULL : strerror(-e));
+                    : e == -EPERM
+                        ? "the provider's credential does not verify its server (see the agent log)"
+                        : "cannot open a connection to the provider: ",
+                    e == -EPROTONOSUPPORT || e == -EPERM ? NULL : strerror(-e));
         job_maybe_free(j);
         return 0;
     }

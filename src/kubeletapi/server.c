@@ -93,6 +93,9 @@ struct sconn {
     enum conn_state state;
     struct sbuf in;
     uint64_t body_left;
+    /* When the request being received (head and body) must be complete: set by its first bytes,
+     * cleared when it is; the idle timeout alone lets a client send a byte every few seconds. */
+    uint64_t head_deadline;
     bool authenticated, auth_done;
     struct kla_user user;
     char auth_err[160];
@@ -574,6 +577,7 @@ static void parse_input(struct sconn *sc)
             if (sc->body_left > 0)
                 return;
             sc->state = CS_BUSY;
+            sc->head_deadline = 0;
             kla_conn_set_idle(sc->c, 0);
             dispatch(sc, sc->req);
             return;
@@ -591,6 +595,7 @@ static void parse_input(struct sconn *sc)
         r->sc = sc;
         sc->req = r;
         sc->state = CS_BUSY;
+        sc->head_deadline = 0;
         if (e < 0) {
             /* Answer on a minimal request object, then close. */
             sc->close_after = true;
@@ -1071,6 +1076,10 @@ static void conn_data(struct kla_conn *c, const char *buf, size_t len, void *dat
             kla_conn_shutdown(sc->c);
             return;
         }
+        if (sc->head_deadline == 0) {
+            sc->head_deadline = uv_now(sc->s->loop) + sc->s->o.handshake_ms;
+            arm_tick(sc->s, sc->s->o.handshake_ms);
+        }
         if (sbuf_add(&sc->in, buf, len) < 0) {
             kla_conn_close(sc->c, -ENOBUFS);
             return;
@@ -1185,6 +1194,16 @@ static void on_tick(uv_timer_t *t)
         next = sc->next;
         if (kla_conn_closing(sc->c))
             continue;
+        if ((sc->state == CS_HTTP || sc->state == CS_BODY) && sc->head_deadline) {
+            if (now >= sc->head_deadline) {
+                log_debug(MOD, "%s: request not received within %llu ms, closing", sc->ip,
+                          (unsigned long long)s->o.handshake_ms);
+                s->st.head_timeouts++;
+                kla_conn_close(sc->c, -ETIMEDOUT);
+                continue;
+            }
+            any_exec = true; /* keep ticking */
+        }
         if (sc->soon) {
             sc->soon = false;
             if (sc->state == CS_HTTP || sc->state == CS_BODY) {

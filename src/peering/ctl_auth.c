@@ -33,7 +33,8 @@
  *      rights), and the token Secret remote-<X>-token of that ServiceAccount;
  *   3. once the token controller has filled the Secret, a kubeconfig with this cluster's API URL,
  *      its CA and the token, limited to the tenant namespace by RBAC.
- * Failed token checks are counted per client address: after 5 in a minute the address gets 429.
+ * Failures are counted per client address: after 5 in a minute its requests without a right token
+ * get 429; a right token is never refused by that count (handle_identity says which is which).
  *
  * An issuance waits on requests and, for the token, on a timer. The agent finishes its modules
  * only after every request in flight completed (as cancelled), and its callers (the outgoing
@@ -812,7 +813,6 @@ static void step_reply(struct issue *is)
                  is->kind == PEER_CRED_VK ? "virtual-kubelet" : "peering", is->in.cluster_id,
                  is->in.cluster_name, is->ns);
         if (is->req) {
-            peer_limiter_reset(st.lim, httpd_req_peer_ip(is->req));
             httpd_respond(is->req, 201, "application/json", json, strlen(json));
         } else if (!is->http && is->done)
             is->done(0, "", is->ns, kubeconfig, is->done_data);
@@ -919,6 +919,26 @@ out:
     json_decref(sec);
 }
 
+/* 429 for a request from an address over the limit of failures (not counted again). */
+static void refuse_limited(struct httpd_request *req, const char *ip, uint64_t retry_ms)
+{
+    char retry[32];
+
+    snprintf(retry, sizeof(retry), "%llu", (unsigned long long)(retry_ms + 999) / 1000);
+    httpd_add_header(req, "Retry-After", retry);
+    log_warn("auth", "refused a peering request from %s: too many failed attempts", ip);
+    httpd_respond_error(req, 429, PEER_WIRE_E_RATE_LIMITED,
+                        "too many failed attempts from this address; retry later");
+}
+
+/* The failure limiter (peering/token.h) and this endpoint: a request with a right token (the
+ * shared one, or a single-use one that is fresh or already this caller's) is never refused by it,
+ * whatever its address's count, since that address may be shared (a NodePort, a NAT). Everything
+ * else that fails (a wrong or malformed token, a signature that does not verify, an identity bound
+ * to another key) is counted; once an address is over the limit, its requests without a right
+ * token get 429 before any further work. A success does not reset the count, so a guesser behind
+ * the same address gets no fresh budget. Malformed bodies other than the token get their 400
+ * uncounted. */
 static void handle_identity(struct httpd_request *req, void *data)
 {
     const char *ip = httpd_req_peer_ip(req), *ct = httpd_req_header(req, "Content-Type");
@@ -927,18 +947,11 @@ static void handle_identity(struct httpd_request *req, void *data)
     struct issue *is;
     size_t len;
     const char *body = httpd_req_body(req, &len);
-    char retry[32], msg[PEER_WIRE_MESSAGE_MAX + 1];
+    char msg[PEER_WIRE_MESSAGE_MAX + 1];
+    bool limited;
     int r;
 
     (void)data;
-    if (peer_limiter_check(st.lim, ip, now, &retry_ms)) {
-        snprintf(retry, sizeof(retry), "%llu", (unsigned long long)(retry_ms + 999) / 1000);
-        httpd_add_header(req, "Retry-After", retry);
-        log_warn("auth", "refused a peering request from %s: too many failed attempts", ip);
-        httpd_respond_error(req, 429, PEER_WIRE_E_RATE_LIMITED,
-                            "too many failed attempts from this address; retry later");
-        return;
-    }
     if (ct && strncmp(ct, "application/json", 16) != 0) {
         httpd_respond_error(req, 415, PEER_WIRE_E_MEDIA_TYPE, "the body must be application/json");
         return;
@@ -948,11 +961,18 @@ static void handle_identity(struct httpd_request *req, void *data)
         httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "out of memory");
         return;
     }
-    if (peer_wire_identity_request_decode(body, len, &is->in, &werr) < 0) {
-        log_warn("auth", "malformed peering request from %s: %s", ip, werr.message);
-        if (strcmp(werr.reason, PEER_WIRE_E_TOKEN) == 0 ||
-            strcmp(werr.reason, PEER_WIRE_E_SIGNATURE) == 0)
+    limited = peer_limiter_check(st.lim, ip, now, &retry_ms);
+    r = peer_wire_identity_request_decode(body, len, &is->in, &werr);
+    if (r < 0) {
+        if (strcmp(werr.reason, PEER_WIRE_E_TOKEN) == 0) { /* a malformed token is a wrong one */
+            if (limited) {
+                refuse_limited(req, ip, retry_ms);
+                issue_free(is);
+                return;
+            }
             peer_limiter_fail(st.lim, ip, now);
+        }
+        log_warn("auth", "malformed peering request from %s: %s", ip, werr.message);
         httpd_respond_error(req, (unsigned)peer_wire_http_status(werr.reason), werr.reason,
                             werr.message);
         issue_free(is);
@@ -987,6 +1007,8 @@ static void handle_identity(struct httpd_request *req, void *data)
 
         if (r == -ENOMEM || r == -EIO) {
             httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "cannot verify the signature");
+        } else if (limited) {
+            refuse_limited(req, ip, retry_ms);
         } else {
             peer_limiter_fail(st.lim, ip, now);
             log_warn("auth", "refused a peering request from %s (cluster %s): %s", ip,
@@ -997,6 +1019,11 @@ static void handle_identity(struct httpd_request *req, void *data)
         return;
     }
     token_classify(is);
+    if (limited && is->tok == TOK_NONE) {
+        refuse_limited(req, ip, retry_ms);
+        issue_free(is);
+        return;
+    }
     is->lookup = true;
     is->req = req;
     is->http = true;

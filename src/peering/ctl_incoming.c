@@ -20,6 +20,7 @@
 #include "agent/peers.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "kube/kubeconfig.h"
 #include "peering/identity.h"
 #include "peering/resources.h"
 
@@ -304,12 +305,14 @@ static void decide(struct rec *r, const char *phase, const char *reason, const c
     json_t *status = json_object_get(r->pr, "status");
     const char *old = json_string_value(json_object_get(status, "phase"));
     const char *old_reason = json_string_value(json_object_get(status, "reason"));
+    const char *old_msg = json_string_value(json_object_get(status, "message"));
 
-    if (old && strcmp(old, phase) == 0 && old_reason && strcmp(old_reason, reason) == 0) {
+    if (old && strcmp(old, phase) == 0 && old_reason && strcmp(old_reason, reason) == 0 &&
+        old_msg && strcmp(old_msg, msg) == 0) {
         if (strcmp(phase, "Accepted") == 0 && r->secret)
             verify_requester(r);
         else
-            rec_end(r, -1);
+            rec_end(r, r->requeue_ms);
         return;
     }
     log_info("incoming", "PeeringRequest %s from cluster %s: %s (%s) %s", r->key, r->id, phase,
@@ -355,10 +358,47 @@ static void create_fc(struct rec *r)
     json_decref(fc);
 }
 
+/* Whether the requester's kubeconfig (r->secret) is one we refuse to use: it must load and
+ * verify its server against a pinned CA (kc_load_peer). A refusal is logged once per message and
+ * written to `msg` for the PeeringRequest's status, where the requester's operator looks. */
+static bool requester_refused(struct rec *r, char *msg, size_t size)
+{
+    const char *b64 =
+        json_string_value(json_object_get(json_object_get(r->secret, "data"), "kubeconfig"));
+    const char *old =
+        json_string_value(json_object_get(json_object_get(r->pr, "status"), "message"));
+    struct kc_config *c = NULL;
+    char *kubeconfig = NULL, origin[160];
+    size_t len = 0;
+    int rc;
+
+    snprintf(origin, sizeof(origin), "Secret %s/%s key kubeconfig", r->ns,
+             kapi_obj_name(r->secret) ? kapi_obj_name(r->secret) : "?");
+    if (!b64 || peer_base64_decode(b64, PEER_SECRET_MAX, &kubeconfig, &len) < 0) {
+        snprintf(msg, size, "%s: missing or not valid base64", origin);
+        rc = -EINVAL;
+    } else {
+        rc = kc_load_peer(kubeconfig, len, origin, &c, msg, size);
+    }
+    if (kubeconfig)
+        OPENSSL_cleanse(kubeconfig, len);
+    x_free(kubeconfig);
+    kc_config_free(c);
+    if (rc == -ENOMEM) {
+        snprintf(msg, size, "%s: out of memory", origin);
+        return false; /* not the requester's fault: install_requester() tries again */
+    }
+    if (rc < 0 && (!old || strcmp(old, msg) != 0))
+        log_warn("incoming", "PeeringRequest %s: refusing the requester's credential: %s", r->key,
+                 msg);
+    return rc < 0;
+}
+
 static void after_cc(void *owner);
 static void after_secret(void *owner)
 {
     struct rec *r = owner;
+    char msg[KC_ERR_LEN];
 
     if (r->ch.last.err == -ENOENT) {
         decide(r, "Pending", "NoKubeconfig",
@@ -370,6 +410,12 @@ static void after_secret(void *owner)
         return;
     }
     r->secret = json_incref(r->ch.last.body);
+    if (requester_refused(r, msg, sizeof(msg))) {
+        /* Checked again every resync period: a rewritten Secret fires no PeeringRequest event. */
+        r->requeue_ms = (int)peer_ctl_options()->resync_ms;
+        decide(r, "Pending", "InvalidKubeconfig", msg);
+        return;
+    }
     r->ch.next = after_cc;
     if (kapi_get(agent_kube(st.a), &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG,
                  peer_call_cb, r) < 0)

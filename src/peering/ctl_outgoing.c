@@ -26,6 +26,7 @@
 #include "agent/peers.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "kube/kubeconfig.h"
 #include "peering/identity.h"
 #include "peering/idkey.h"
 #include "peering/resources.h"
@@ -194,10 +195,11 @@ static char *secret_field(const json_t *secret, const char *key)
 }
 
 /* The client to the peer's apiserver, installed in the peer's unit from Secret
- * remote-identity-<id> (a changed Secret replaces it). */
-static struct kapi_client *peer_client(struct rec *r)
+ * remote-identity-<id> (a changed Secret replaces it). When there is none, `why` (may be NULL) says
+ * why, for the ForeignCluster's condition. */
+static struct kapi_client *peer_client(struct rec *r, char *why, size_t whylen)
 {
-    char name[128], err[256];
+    char name[128], err[KC_ERR_LEN];
     json_t *sec;
     char *kubeconfig = NULL, *ns = NULL;
     const char *rv;
@@ -227,6 +229,8 @@ static struct kapi_client *peer_client(struct rec *r)
                            err, sizeof(err));
     if (rc < 0) {
         log_error("outgoing", "remote identity for %s: %s", r->id, err);
+        if (why)
+            snprintf(why, whylen, "the remote identity is not usable: %s", err);
         goto out;
     }
     snprintf(r->p->remote_ns, sizeof(r->p->remote_ns), "%s", ns);
@@ -646,14 +650,17 @@ static void on_credential(int err, const char *message, const char *ns, const ch
 static void peer_outgoing(struct rec *r)
 {
     const char *local = tenant(r->fc, "local"), *remote;
+    char why[KC_ERR_LEN + 64];
 
     if (!local || strcmp(local, r->local_ns) != 0) {
         set_tenant(r, "local", r->local_ns);
         write_status(r);
         return;
     }
-    if (!peer_client(r)) {
-        if (!condition(r, COND_OUT, "Error", "NoIdentity", "the remote identity is not usable"))
+    why[0] = '\0';
+    if (!peer_client(r, why, sizeof(why))) {
+        if (!condition(r, COND_OUT, "Error", "NoIdentity",
+                       why[0] ? why : "the remote identity is not usable"))
             rec_end(r, ERROR_RETRY_MS);
         return;
     }
@@ -800,7 +807,7 @@ static void unpeer(struct rec *r)
                       "removing the request on the peer"))
             return;
     }
-    if (!peer_client(r)) {
+    if (!peer_client(r, NULL, 0)) {
         unpeer_local(r, "NoIdentity");
         return;
     }

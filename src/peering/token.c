@@ -264,3 +264,19 @@ size_t peer_limiter_size(const struct peer_limiter *l)
 {
     return l->n;
 }
+
+enum peer_verdict peer_token_verdict(struct peer_limiter *l, const char *addr, const char *expected,
+                                     const char *given, uint64_t now_ms, uint64_t *ret_retry_ms)
+{
+    /* The comparison comes first, in constant time, whether or not the address is blocked. A
+     * blocked client can still tell a right token (201) from a wrong one (429): with 256 bits
+     * that is no help to a guesser, and the limiter's job is to bound what wrong ones cost. */
+    bool ok = expected && expected[0] && peer_token_equal(given, expected);
+
+    if (ok)
+        return PEER_VERDICT_OK;
+    if (peer_limiter_check(l, addr, now_ms, ret_retry_ms))
+        return PEER_VERDICT_LIMITED;
+    (void)peer_limiter_fail(l, addr, now_ms);
+    return PEER_VERDICT_WRONG;
+}

@@ -12,10 +12,15 @@
  * Time is given by the caller (`now_ms`, any monotonic millisecond clock), so the limiter is
  * deterministic and testable; a clock that goes backwards makes entries count longer, never less.
  * Addresses are opaque strings chosen by the caller (the peer's IP without the port), 1 to
- * PEER_LIMITER_ADDR_MAX bytes. Intended use by the endpoint, per request:
- *     if (peer_limiter_check(l, addr, now, &retry)) -> 429 (Retry-After: retry / 1000 rounded up)
- *     bad token (or malformed request)               -> peer_limiter_fail(l, addr, now), 403/400
- *     good token                                     -> peer_limiter_reset(l, addr)
+ * PEER_LIMITER_ADDR_MAX bytes.
+ *
+ * The limiter never refuses a right token: many clients can share one source address (a NodePort,
+ * a NAT), so a blocked address must not lock out the legitimate peer behind it. The endpoint calls
+ * peer_token_verdict() per request: it compares the token first (constant time) and returns
+ * PEER_VERDICT_OK for a right one without looking at the limiter; only a wrong token is counted
+ * (PEER_VERDICT_WRONG: 403) or, once its address is over the limit, refused without being counted
+ * (PEER_VERDICT_LIMITED: 429, Retry-After). A right token does not reset the count of its address
+ * either: that would give a wrong-token guesser behind the same address a fresh budget.
  * Not thread-safe: one limiter belongs to one event loop. */
 #ifndef CLIQO_PEERING_TOKEN_H
 #define CLIQO_PEERING_TOKEN_H
@@ -77,6 +82,18 @@ int peer_limiter_fail(struct peer_limiter *l, const char *addr, uint64_t now_ms)
 
 /* Forgets `addr` (after a successful attempt). Unknown addresses are ignored. */
 void peer_limiter_reset(struct peer_limiter *l, const char *addr);
+
+enum peer_verdict {
+    PEER_VERDICT_OK,      /* right token: go on, whatever the limiter says */
+    PEER_VERDICT_WRONG,   /* wrong token, counted as a failure of addr: 403 */
+    PEER_VERDICT_LIMITED, /* wrong token from an address over the limit, not counted: 429 */
+};
+
+/* Judges one attempt that presents `given` (NULL or "" allowed: wrong) where `expected` is the
+ * current token (NULL or "": every token is wrong, e.g. before the token Secret was read). On
+ * PEER_VERDICT_LIMITED and ret_retry_ms not NULL, *ret_retry_ms is as for peer_limiter_check(). */
+enum peer_verdict peer_token_verdict(struct peer_limiter *l, const char *addr, const char *expected,
+                                     const char *given, uint64_t now_ms, uint64_t *ret_retry_ms);
 
 /* How many addresses the table holds (for tests and metrics). */
 size_t peer_limiter_size(const struct peer_limiter *l);

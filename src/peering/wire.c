@@ -1,4 +1,5 @@
 #include "peering/wire.h"
+#include "common/jsonb.h"
 #include "peering/internal.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
@@ -163,8 +164,9 @@ static int wire_parse(const void *buf, size_t len, size_t max, json_t **ret,
     }
     if (!buf && len > 0)
         return wire_fail(err, PEER_WIRE_E_MALFORMED, "body is missing");
-    j = json_loadb(buf ? buf : "", len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
-    if (!j)
+    j = NULL;
+    if (jsonb_load(buf ? buf : "", len, 0, 0, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &j, &jerr) <
+        0)
         return wire_fail(err, PEER_WIRE_E_MALFORMED,
                          "body is not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
                          jerr.column);
@@ -384,13 +386,14 @@ void peer_identity_request_clear(struct peer_identity_request *req)
         OPENSSL_cleanse(req, sizeof *req);
 }
 
-/* The kubeconfig must stand alone and point at `ns`. */
+/* The kubeconfig must stand alone, verify its server against a pinned CA (kc_check_peer) and
+ * point at `ns`. */
 static int wire_check_kubeconfig(const char *kubeconfig, size_t len, const char *ns,
                                  struct peer_wire_error *err)
 {
     char kerr[KC_ERR_LEN];
     struct kc_config *c = NULL;
-    int r = kc_load_mem(kubeconfig, len, "kubeconfig", NULL, NULL, &c, kerr, sizeof kerr);
+    int r = kc_load_peer(kubeconfig, len, "kubeconfig", &c, kerr, sizeof kerr);
 
     if (r == -ENOMEM)
         return r;

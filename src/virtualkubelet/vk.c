@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "advertisement/share.h"
+#include "common/jsonb.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
@@ -794,8 +795,8 @@ static bool fix_node(struct vk *v, const json_t *node, const json_t *adv)
             drift = true;
         }
     }
-    if (old_keys_s)
-        old_keys = json_loads(old_keys_s, 0, NULL);
+    if (old_keys_s && jsonb_load(old_keys_s, strlen(old_keys_s), 0, 0, 0, &old_keys, NULL) < 0)
+        old_keys = NULL;
     json_array_foreach(old_keys, i, val)
     {
         const char *ok = json_string_value(val);

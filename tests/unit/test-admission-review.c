@@ -157,6 +157,16 @@ static void test_decode_limits(void **state)
     (void)state;
     memset(big, ' ', n);
     assert_int_equal(adm_review_decode(big, n, &r, err, sizeof(err)), -E2BIG);
+    /* Within the size, but small values that would take more than 16 times it in heap: refused
+     * before they are decoded (common/jsonb.h). */
+    n = ADM_REVIEW_MAX - 1;
+    for (size_t i = 0; i < n; i += 3)
+        memcpy(big + i, "{},", n - i >= 3 ? 3 : n - i);
+    big[0] = '[';
+    big[n - 1] = ']';
+    assert_int_equal(adm_review_decode(big, n, &r, err, sizeof(err)), -EINVAL);
+    assert_non_null(strstr(err, "the review is refused: "));
+    assert_non_null(strstr(err, "would take more than"));
     free(big);
     /* A uid of 129 bytes is refused, 128 accepted. */
     memset(uid, 'u', ADM_UID_MAX + 1);

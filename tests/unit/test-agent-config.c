@@ -48,6 +48,7 @@ static void test_defaults(void **state)
     assert_null(cfg.kubeconfig);
     assert_string_equal(cfg.namespace_, "cliqo");
     assert_string_equal(cfg.http_addr, ":8080");
+    assert_null(cfg.metrics_addr); /* the agent picks loopback (AGENT_METRICS_ADDR) */
     assert_string_equal(cfg.auth_addr, ":8443");
     assert_true(cfg.leader_elect);
     assert_string_equal(cfg.lease_name, "cliqo-agent");
@@ -75,13 +76,15 @@ static void test_flags(void **state)
     (void)state;
     assert_int_equal(parse(&cfg, err, sizeof(err), "--kubeconfig", "/k", "--namespace=ns-1",
                            "--http-addr", "127.0.0.1:1", "--auth-addr=[::1]:2", "--identity", "me",
-                           "--leader-elect=false", "--lease-name", "a.b-c", "--lease-duration",
-                           "1m", "--renew-deadline", "30s", "--retry-period=500ms",
-                           "--shutdown-timeout", "3s", "--log-level", "debug", NULL),
+                           "--metrics-addr", ":9090", "--leader-elect=false", "--lease-name",
+                           "a.b-c", "--lease-duration", "1m", "--renew-deadline", "30s",
+                           "--retry-period=500ms", "--shutdown-timeout", "3s", "--log-level",
+                           "debug", NULL),
                      0);
     assert_string_equal(cfg.kubeconfig, "/k");
     assert_string_equal(cfg.namespace_, "ns-1");
     assert_string_equal(cfg.http_addr, "127.0.0.1:1");
+    assert_string_equal(cfg.metrics_addr, ":9090");
     assert_string_equal(cfg.auth_addr, "[::1]:2");
     assert_string_equal(cfg.identity, "me");
     assert_false(cfg.leader_elect);
@@ -119,6 +122,7 @@ static void test_errors(void **state)
         {{"--namespace"}, "--namespace: missing value"},
         {{"--namespace", "Bad_NS"}, "--namespace: 'Bad_NS' is not a valid namespace name"},
         {{"--http-addr", "8080"}, "--http-addr: invalid address '8080'"},
+        {{"--metrics-addr", "9090"}, "--metrics-addr: invalid address '9090'"},
         {{"--auth-addr", "host:1"}, "--auth-addr: invalid address 'host:1'"},
         {{"--identity="}, "--identity: must be 1 to 128 characters"},
         {{"--leader-elect=yes"}, "--leader-elect: expected true or false, not 'yes'"},

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kube/kubeconfig.h"
 #include "agent/metrics.h"
 #include "agent/peers.h"
 #include "common/strutil.h"
@@ -26,8 +27,8 @@ static void make_kubeconfigs(void)
         snprintf(
             kubeconfig[i], sizeof(kubeconfig[i]),
             "{\"apiVersion\":\"v1\",\"kind\":\"Config\",\"current-context\":\"c\","
-            "\"clusters\":[{\"name\":\"x\",\"cluster\":{\"server\":\"https://127.0.0.1:1\","
-            "\"insecure-skip-tls-verify\":true}}],\"users\":[{\"name\":\"u\",\"user\":"
+            "\"clusters\":[{\"name\":\"x\",\"cluster\":{\"server\":\"http://127.0.0.1:1\""
+            "}}],\"users\":[{\"name\":\"u\",\"user\":"
             "{\"token\":\"t%d\"}}],\"contexts\":[{\"name\":\"c\",\"context\":{\"cluster\":\"x\","
             "\"user\":\"u\",\"namespace\":\"tenant-%d\"}}]}",
             i, i);
@@ -154,6 +155,24 @@ static void test_credentials_and_abort(void **state)
     assert_string_equal(pu_credential_version(u, PU_VK), "v1");
     assert_true(pu_set_credential(u, PU_VK, kubeconfig[0], PU_CONFIG_MAX + 1, "v3", err,
                                   sizeof(err)) == -E2BIG);
+    /* A peer's kubeconfig that weakens TLS is refused for every role (kc_check_peer), with the
+     * field in the error, and the old client stays. */
+    {
+        static const char insecure[] =
+            "{\"apiVersion\":\"v1\",\"kind\":\"Config\",\"current-context\":\"c\","
+            "\"clusters\":[{\"name\":\"x\",\"cluster\":{\"server\":\"https://127.0.0.1:1\","
+            "\"insecure-skip-tls-verify\":true}}],\"users\":[{\"name\":\"u\",\"user\":"
+            "{\"token\":\"t\"}}],\"contexts\":[{\"name\":\"c\",\"context\":{\"cluster\":"
+            "\"x\",\"user\":\"u\",\"namespace\":\"t\"}}]}";
+
+        for (int role = 0; role < PU_ROLE_MAX; role++) {
+            assert_int_equal(pu_set_credential(u, (enum pu_role)role, insecure,
+                                               sizeof(insecure) - 1, "v5", err, sizeof(err)),
+                             -EPERM);
+            assert_non_null(strstr(err, "insecure-skip-tls-verify"));
+        }
+        assert_string_equal(pu_credential_version(u, PU_VK), "v1");
+    }
 
     /* A request in flight when the client is replaced completes as cancelled. */
     assert_int_equal(kapi_get(pu_client(u, PU_VK), &kapi_nodes, NULL, "n", on_result, &r1), 0);
@@ -308,5 +327,7 @@ int main(void)
     };
 
     make_kubeconfigs();
+    /* The kubeconfigs above use plain http to a loopback port that nothing serves. */
+    kc_peer_allow_loopback_http(true);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

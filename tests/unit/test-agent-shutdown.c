@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "kube/kubeconfig.h"
 #include "advertisement/advertisement.h"
 #include "agent/agent-internal.h"
 #include "agent/modules.h"
@@ -651,5 +652,7 @@ int main(int argc, char **argv)
     if (argc > 1)
         cmocka_set_test_filter(argv[1]); /* e.g. test_broadcaster_* */
     log_set_level(LOG_LEVEL_WARN);
+    /* The fake API server speaks plain HTTP on loopback; peers' kubeconfigs point at it too. */
+    kc_peer_allow_loopback_http(true);
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -31,6 +31,8 @@ struct job {
     size_t chunk_total; /* chunked: how many bytes to offer */
     const char *cafile; /* https with this CA */
     bool raw_idle;      /* raw socket: send a partial request and wait for the server to close */
+    bool raw_slow;      /* raw socket: send a request head a byte at a time (see raw_slow) */
+    bool no_wake;       /* do not wake the loop when done (a request inside another client) */
     long timeout_s;     /* default 20 */
     /* out */
     CURLcode cc;
@@ -130,6 +132,46 @@ out:
         close(fd);
 }
 
+static void *client(void *data);
+
+/* A slowloris: the head of a request, one byte every 100 ms (never finished), while a second
+ * connection asks GET /hello; until the server closes the slow one (idle_closed_after). */
+static void raw_slow(struct job *j)
+{
+    static const char head[] = "GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaa";
+    struct sockaddr_in sa = {.sin_family = AF_INET};
+    struct timespec t0, t1, pause = {.tv_nsec = 100 * 1000 * 1000};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    char buf[64];
+
+    j->idle_closed_after = -1;
+    sa.sin_port = htons(httpd_port(srv));
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+        goto out;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (size_t i = 0; i < sizeof(head) - 1; i++) {
+        if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1 ||
+            recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 0)
+            break;
+        if (i == 2) {
+            /* Meanwhile, another client is served. */
+            struct job other = {.path = "/hello", .no_wake = true};
+
+            client(&other);
+            j->status = other.status;
+        }
+        nanosleep(&pause, NULL);
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) == 0 || errno == ECONNRESET || errno == EPIPE)
+        j->idle_closed_after =
+            (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+out:
+    if (fd >= 0)
+        close(fd);
+}
+
 static void *client(void *data)
 {
     struct job *j = data;
@@ -137,8 +179,11 @@ static void *client(void *data)
     char url[256];
     CURL *c;
 
-    if (j->raw_idle) {
-        raw_idle(j);
+    if (j->raw_idle || j->raw_slow) {
+        if (j->raw_idle)
+            raw_idle(j);
+        else
+            raw_slow(j);
         uv_async_send(&async);
         return NULL;
     }
@@ -176,7 +221,8 @@ static void *client(void *data)
     curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &j->uploaded);
     curl_easy_cleanup(c);
     curl_slist_free_all(hdrs);
-    uv_async_send(&async);
+    if (!j->no_wake)
+        uv_async_send(&async);
     return NULL;
 }
 
@@ -285,6 +331,8 @@ static void on_response(const struct httpd_request *req, const char *route, unsi
     snprintf(last_route, sizeof(last_route), "%s", route ? route : "(none)");
 }
 
+static uint64_t request_timeout_ms; /* 0: the default */
+
 static void start_server(const char *cert, const char *key, unsigned timeout_s,
                          uint64_t handler_timeout_ms)
 {
@@ -295,6 +343,7 @@ static void start_server(const char *cert, const char *key, unsigned timeout_s,
         .tls_key_pem = key,
         .connection_timeout_s = timeout_s,
         .handler_timeout_ms = handler_timeout_ms,
+        .request_timeout_ms = request_timeout_ms,
         .on_response = on_response,
     };
     char err[256];
@@ -319,6 +368,7 @@ static int setup(void **state)
     assert_int_equal(uv_loop_init(&loop), 0);
     assert_int_equal(uv_async_init(&loop, &async, on_async), 0);
     responses = last_status = aborts = big_handler_calls = 0;
+    request_timeout_ms = 0;
     memset(&later, 0, sizeof(later));
     return 0;
 }
@@ -540,6 +590,22 @@ static void test_idle_timeout(void **state)
     assert_true(j.idle_closed_after < 10);
 }
 
+/* A client that sends its request head one byte every 100 ms is cut off at the request deadline
+ * (not at the idle timeout, which it never triggers), while another client is served. */
+static void test_request_deadline(void **state)
+{
+    struct job j = {.raw_slow = true};
+
+    (void)state;
+    request_timeout_ms = 1000;
+    start_server(NULL, NULL, 30, 0);
+    perform(&j);
+    assert_int_equal(j.status, 200);
+    if (j.idle_closed_after < 0.9 || j.idle_closed_after > 3)
+        fail_msg("the slow client was closed after %.2f s (deadline 1 s)", j.idle_closed_after);
+    assert_int_equal(httpd_request_timeouts(srv), 1);
+}
+
 static char *slurp(const char *path)
 {
     FILE *f = fopen(path, "r");
@@ -679,6 +745,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_handler_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_close_with_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_request_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_error, setup, teardown),
     };

@@ -427,6 +427,100 @@ static void test_insecure(void **state)
                "are both set; specify only one");
 }
 
+/* A peer's kubeconfig (kc_load_peer, kc_check_peer): every way to weaken TLS is refused with a
+ * message that names the field; a self-contained https:// kubeconfig with a pinned CA passes. */
+static void test_peer(void **state)
+{
+    static const struct {
+        const char *cluster; /* the cluster's fields, YAML flow style */
+        const char *user;    /* NULL: the token user of ctx */
+        int want;
+        const char *msg; /* a part of the error */
+    } cases[] = {
+        {"server: https://h, certificate-authority-data: QUJD", NULL, 0, ""},
+        {"server: https://h:6443/p, certificate-authority-data: QUJD, tls-server-name: k", NULL, 0,
+         ""},
+        {"server: https://h, insecure-skip-tls-verify: true", NULL, -EPERM,
+         "peer: insecure-skip-tls-verify: true is refused"},
+        {"server: https://h, insecure-skip-tls-verify: false", NULL, -EPERM,
+         "peer: certificate-authority-data is missing"},
+        {"server: https://h", NULL, -EPERM, "certificate-authority-data is missing"},
+        {"server: http://127.0.0.1:8080", NULL, -EPERM,
+         "peer: server \"http://127.0.0.1:8080\" is refused: a peer's kubeconfig must use "
+         "https://"},
+        {"server: http://localhost, certificate-authority-data: QUJD", NULL, -EPERM,
+         "must use https://"},
+        {"server: http://k.example.com, certificate-authority-data: QUJD", NULL, -EINVAL,
+         "plain http:// is accepted only for a loopback host"},
+        {"server: https://h, certificate-authority: /etc/ca.crt", NULL, -EINVAL,
+         "certificate-authority"},
+        {"server: https://h, certificate-authority-data: QUJD",
+         "users:\n- name: u\n  user: {tokenFile: /var/run/t}\n", -EINVAL, "tokenFile"},
+        {"server: https://h, certificate-authority-data: QUJD",
+         "users:\n- name: u\n  user: {exec: {command: /bin/sh, apiVersion: "
+         "client.authentication.k8s.io/v1}}\n",
+         -EINVAL, "exec"},
+        {"server: https://h, certificate-authority-data: QUJD",
+         "users:\n- name: u\n  user: {auth-provider: {name: gcp}}\n", -EINVAL, "auth-provider"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct kc_config *c = NULL;
+        char yaml[1024], err[KC_ERR_LEN];
+        int r;
+
+        snprintf(yaml, sizeof yaml,
+                 "current-context: d\ncontexts:\n- name: d\n  context: {cluster: c, user: u}\n"
+                 "clusters:\n- name: c\n  cluster: {%s}\n%s",
+                 cases[i].cluster,
+                 cases[i].user ? cases[i].user : "users:\n- name: u\n  user: {token: t}\n");
+        r = kc_load_peer(yaml, strlen(yaml), "peer", &c, err, sizeof err);
+        if (r != cases[i].want || !strstr(err, cases[i].msg))
+            fail_msg("case %zu: got %d \"%s\", expected %d with \"%s\"", i, r, err, cases[i].want,
+                     cases[i].msg);
+        if (r == 0) {
+            assert_non_null(c);
+            assert_string_equal(err, "");
+        } else {
+            assert_null(c);
+        }
+        c = kc_config_free(c);
+    }
+}
+
+/* The checks on a configuration built elsewhere (the relay's client); the tests' switch. */
+static void test_peer_conn(void **state)
+{
+    struct kc_config cfg = {.server = "https://h", .namespace = "default"};
+    unsigned char ca[] = "CA";
+    char err[KC_ERR_LEN];
+
+    (void)state;
+    assert_int_equal(kc_check_peer(&cfg, NULL, err, sizeof err), -EPERM);
+    assert_contains(err, "<memory>: certificate-authority-data is missing");
+    cfg.ca_pem = ca;
+    cfg.ca_pem_len = 2;
+    assert_int_equal(kc_check_peer(&cfg, NULL, err, sizeof err), 0);
+    cfg.token_file = "/var/run/secrets/token";
+    assert_int_equal(kc_check_peer(&cfg, "x", err, sizeof err), -EPERM);
+    assert_contains(err, "x: tokenFile is refused");
+    assert_int_equal(kc_check_peer(NULL, "x", err, sizeof err), -EINVAL);
+    assert_int_equal(kc_check_peer_conn("x", NULL, 2, false, err, sizeof err), -EINVAL);
+    assert_int_equal(kc_check_peer_conn("x", "HTTPS://h", 2, false, err, sizeof err), 0);
+    assert_int_equal(kc_check_peer_conn("x", "https://h", 2, true, NULL, 0), -EPERM);
+    assert_int_equal(kc_check_peer_conn("x", "ftp://h", 2, false, err, sizeof err), -EPERM);
+    /* Unit tests with a plain-HTTP fake: only http://, and never with insecure. */
+    kc_peer_allow_loopback_http(true);
+    assert_int_equal(kc_check_peer_conn("x", "http://127.0.0.1:1", 0, false, err, sizeof err), 0);
+    assert_int_equal(kc_check_peer_conn("x", "http://127.0.0.1:1", 0, true, err, sizeof err),
+                     -EPERM);
+    assert_int_equal(kc_check_peer_conn("x", "https://h", 0, false, err, sizeof err), -EPERM);
+    kc_peer_allow_loopback_http(false);
+    assert_int_equal(kc_check_peer_conn("x", "http://127.0.0.1:1", 0, false, err, sizeof err),
+                     -EPERM);
+}
+
 static void test_malformed_yaml(void **state)
 {
     (void)state;
@@ -1051,6 +1145,8 @@ int main(void)
         cmocka_unit_test(test_named_and_current_context),
         cmocka_unit_test(test_missing_context),
         cmocka_unit_test(test_insecure),
+        cmocka_unit_test(test_peer),
+        cmocka_unit_test(test_peer_conn),
         cmocka_unit_test(test_malformed_yaml),
         cmocka_unit_test(test_wrong_types),
         cmocka_unit_test(test_bad_base64),

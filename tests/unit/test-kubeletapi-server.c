@@ -509,9 +509,12 @@ static unsigned request(struct client *cl, const char *method, const char *targe
 
 /* ---- server setup -------------------------------------------------------------------------- */
 
+static uint64_t handshake_ms; /* 0: the default */
+
 static int setup_server(void **state)
 {
     struct kla_server_options o = {
+        .handshake_ms = handshake_ms,
         .addr = "127.0.0.1:0",
         .backend = {.node_of = fake_node_of, .logs = fake_logs, .exec = fake_exec},
         .authz = {.check = fake_check, .cancel = fake_cancel},
@@ -870,6 +873,47 @@ static void test_exec(void **state)
     sbuf_done(&body);
 }
 
+/* A request head sent a byte every 400 ms (never idle for the idle timeout) is cut off when the
+ * request deadline passes, while another client is served. */
+static void test_head_deadline(void **state)
+{
+    static const char head[] = "GET /containerLogs/ns/web/small HTTP/1.1\r\nHost: x\r\nX-Slow: yes";
+    struct kla_server_stats st;
+    struct client slow, other;
+    struct sbuf body;
+    uint64_t t0;
+    size_t i;
+
+    (void)state;
+    sbuf_init(&body, 1 << 20);
+    client_open(&slow, &pki.alice, pki.ca);
+    client_open(&other, &pki.alice, pki.ca);
+    t0 = uv_now(&t.loop);
+    for (i = 0; i < sizeof(head) - 1 && !slow.closed; i++) {
+        assert_int_equal(kla_conn_write(slow.c, head + i, 1), 0);
+        if (i == 1)
+            assert_int_equal(request(&other, "GET", "/containerLogs/ns/web/small", NULL, &body),
+                             200);
+        run_for(400);
+    }
+    assert_true(slow.closed);
+    if (uv_now(&t.loop) - t0 < 1500 || uv_now(&t.loop) - t0 > 6000)
+        fail_msg("closed after %llu ms (deadline 1.5 s)",
+                 (unsigned long long)(uv_now(&t.loop) - t0));
+    kla_server_stats(t.srv, &st);
+    assert_int_equal(st.head_timeouts, 1);
+    client_close(&slow);
+    client_close(&other);
+    sbuf_done(&body);
+    handshake_ms = 0;
+}
+
+static int setup_short_deadline(void **state)
+{
+    handshake_ms = 1500;
+    return setup_server(state);
+}
+
 static void test_connection_limit(void **state)
 {
     struct client cl[8];
@@ -1084,6 +1128,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_streaming_backpressure, setup_server, teardown_server),
         cmocka_unit_test_setup_teardown(test_exec, setup_server, teardown_server),
         cmocka_unit_test_setup_teardown(test_connection_limit, setup_server, teardown_server),
+        cmocka_unit_test_setup_teardown(test_head_deadline, setup_short_deadline, teardown_server),
         cmocka_unit_test(test_sar),
         cmocka_unit_test(test_sar_key),
     };

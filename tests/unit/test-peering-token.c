@@ -208,6 +208,77 @@ static void test_limiter_args(void **state)
     peer_limiter_free(l);
 }
 
+/* A sequence of attempts from one address (limit 3 per 1000 ms); a right token passes at every
+ * point, even while the address is blocked, and neither counts nor resets the failures. */
+static void test_verdict_shared_address(void **state)
+{
+    static const char right[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    static const char wrong[] = "ffeeddccbbaa99887766554433221100ffeeddccbbaa99887766554433221100";
+    static const struct {
+        const char *given;
+        uint64_t now;
+        enum peer_verdict want;
+        uint64_t retry; /* expected when LIMITED */
+    } steps[] = {
+        {right, 0, PEER_VERDICT_OK, 0},
+        {wrong, 0, PEER_VERDICT_WRONG, 0},
+        {wrong, 10, PEER_VERDICT_WRONG, 0},
+        {right, 15, PEER_VERDICT_OK, 0}, /* does not reset the count */
+        {wrong, 20, PEER_VERDICT_WRONG, 0},
+        {wrong, 30, PEER_VERDICT_LIMITED, 970},
+        {NULL, 40, PEER_VERDICT_LIMITED, 960},
+        {"", 40, PEER_VERDICT_LIMITED, 960},
+        {"short", 50, PEER_VERDICT_LIMITED, 950},
+        {right, 60, PEER_VERDICT_OK, 0}, /* blocked address, right token */
+        {right, 61, PEER_VERDICT_OK, 0},
+        {wrong, 999, PEER_VERDICT_LIMITED, 1},
+        {wrong, 1000, PEER_VERDICT_WRONG, 0}, /* the first failure left the window */
+        {wrong, 1005, PEER_VERDICT_LIMITED, 5},
+        {right, 1005, PEER_VERDICT_OK, 0},
+    };
+    struct peer_limiter *l = NULL;
+
+    (void)state;
+    assert_int_equal(peer_limiter_new(3, 1000, 0, &l), 0);
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        uint64_t retry = 0;
+
+        print_message("step %zu\n", i);
+        assert_int_equal(
+            peer_token_verdict(l, "10.0.0.1", right, steps[i].given, steps[i].now, &retry),
+            steps[i].want);
+        if (steps[i].want == PEER_VERDICT_LIMITED)
+            assert_int_equal(retry, steps[i].retry);
+        /* Another address is never affected. */
+        assert_false(peer_limiter_check(l, "10.0.0.2", steps[i].now, NULL));
+    }
+    peer_limiter_free(l);
+}
+
+/* No current token (the Secret was not read yet, or holds none): everything is wrong. */
+static void test_verdict_no_token(void **state)
+{
+    static const char tok[] = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+    static const char *const expected[] = {NULL, ""};
+    struct peer_limiter *l = NULL;
+
+    (void)state;
+    assert_int_equal(peer_limiter_new(2, 1000, 0, &l), 0);
+    for (size_t i = 0; i < 2; i++) {
+        const char *addr = i == 0 ? "a" : "b";
+
+        assert_int_equal(peer_token_verdict(l, addr, expected[i], tok, 0, NULL),
+                         PEER_VERDICT_WRONG);
+        assert_int_equal(peer_token_verdict(l, addr, expected[i], "", 0, NULL), PEER_VERDICT_WRONG);
+        assert_int_equal(peer_token_verdict(l, addr, expected[i], NULL, 0, NULL),
+                         PEER_VERDICT_LIMITED);
+    }
+    /* An invalid address is counted nowhere and never blocked, but its wrong token stays wrong. */
+    assert_int_equal(peer_token_verdict(l, NULL, tok, "x", 0, NULL), PEER_VERDICT_WRONG);
+    assert_int_equal(peer_token_verdict(l, NULL, tok, tok, 0, NULL), PEER_VERDICT_OK);
+    peer_limiter_free(l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -219,6 +290,8 @@ int main(void)
         cmocka_unit_test(test_limiter_eviction),
         cmocka_unit_test(test_limiter_clock_back),
         cmocka_unit_test(test_limiter_args),
+        cmocka_unit_test(test_verdict_shared_address),
+        cmocka_unit_test(test_verdict_no_token),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

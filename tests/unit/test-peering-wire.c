@@ -283,21 +283,36 @@ static void test_response(void **state)
     x_free(json);
     x_free(kc);
 
-    /* A kubeconfig that reads a local file. */
-    snprintf(body, sizeof body,
-             "{\"namespace\":\"ns\",\"kubeconfig\":\"{\\\"clusters\\\":[{\\\"name\\\":\\\"c\\\","
-             "\\\"cluster\\\":{\\\"server\\\":\\\"https://x\\\",\\\"certificate-authority\\\":"
-             "\\\"/etc/passwd\\\"}}],\\\"contexts\\\":[{\\\"name\\\":\\\"c\\\",\\\"context\\\":{"
-             "\\\"cluster\\\":\\\"c\\\",\\\"namespace\\\":\\\"ns\\\"}}],\\\"current-context\\\":"
-             "\\\"c\\\"}\"}");
-    assert_int_equal(peer_wire_identity_response_decode(body, strlen(body), &resp, &e), -EINVAL);
-    assert_string_equal(e.reason, "invalid-kubeconfig");
-    assert_contains(e.message, "does not load");
-    /* Plain http is accepted for a loopback server only (kc_load_mem's rule; tests use it). */
+    /* Kubeconfigs refused: one that reads a local file; one that does not pin a CA (a peer's
+     * kubeconfig must not weaken TLS, kc_check_peer). */
+    {
+        static const struct {
+            const char *cluster, *msg;
+        } bad[] = {
+            {",\\\"certificate-authority\\\":\\\"/etc/passwd\\\"", "does not load"},
+            {"", "certificate-authority-data is missing"},
+        };
+
+        for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+            snprintf(
+                body, sizeof body,
+                "{\"namespace\":\"ns\",\"kubeconfig\":\"{\\\"clusters\\\":[{\\\"name\\\":"
+                "\\\"c\\\",\\\"cluster\\\":{\\\"server\\\":\\\"https://x\\\"%s}}],"
+                "\\\"contexts\\\":[{\\\"name\\\":\\\"c\\\",\\\"context\\\":{\\\"cluster\\\":"
+                "\\\"c\\\",\\\"namespace\\\":\\\"ns\\\"}}],\\\"current-context\\\":\\\"c\\\"}\"}",
+                bad[i].cluster);
+            assert_int_equal(peer_wire_identity_response_decode(body, strlen(body), &resp, &e),
+                             -EINVAL);
+            assert_string_equal(e.reason, "invalid-kubeconfig");
+            assert_contains(e.message, bad[i].msg);
+        }
+    }
+    /* Plain http is refused even for a loopback server, which kc_load_mem() alone accepts. */
     kc = make_kubeconfig("ns", "http://127.0.0.1:8080");
     assert_int_equal(peer_wire_identity_response_encode("ns", kc, NULL, &json), 0);
-    assert_int_equal(peer_wire_identity_response_decode(json, strlen(json), &resp, &e), 0);
-    peer_identity_response_done(&resp);
+    assert_int_equal(peer_wire_identity_response_decode(json, strlen(json), &resp, &e), -EINVAL);
+    assert_string_equal(e.reason, "invalid-kubeconfig");
+    assert_contains(e.message, "https://");
     x_free(json);
     x_free(kc);
 

@@ -80,7 +80,7 @@ start_agent() {
   printf -- '--- start %s\n' "$(now_rfc3339)" >>"$(agent_log "$i")"
   # nsenter itself, not the nsx function: $! must be the agent's PID (nsenter execs it).
   nsenter --net="/run/netns/$(net_ns "$i")" "$CLIQO_AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "0.0.0.0:$(http_port "$i")" \
-    --auth-addr "0.0.0.0:$(auth_port "$i")" --auth-url "$(auth_url "$i")" \
+    --metrics-addr "0.0.0.0:$(http_port "$i")" --auth-addr "0.0.0.0:$(auth_port "$i")" --auth-url "$(auth_url "$i")" \
     --api-server-url "https://$(net_addr "$i"):$(base_port "$i")" --identity "agent-$i" \
     --unpeer-timeout 8s --peer-check-interval 3s --log-level "${AGENT_LOG_LEVEL:-debug}" \
     >>"$(agent_log "$i")" 2>&1 &

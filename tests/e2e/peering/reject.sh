@@ -100,10 +100,17 @@ say "429 with $(grep -i '^retry-after' "$PEER_TMP/post.h" | tr -d '\r')"
   fail "$B's agent did not log the 5 wrong tokens"
 current_log "$B" | grep_q 'refused a peering request from 127.0.0.1: too many failed attempts' ||
   fail "$B's agent did not log the rate limit"
-# Even the right token is refused while the address is blocked.
-identity_body "$PEER_TMP/a.key" "$B_ID" "$A_ID" "$A" "$(add_flag --token)" >"$PEER_TMP/right.json"
+# A right token is never refused by the limiter (issue 17, point 6: the address may be shared): B's shared
+# token gets the answer its request deserves, here 403 identity-mismatch (A's identity on B is bound to A's
+# key, not to this test's); a wrong token is still refused with 429.
+shared_token=$(kc "$B" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
+identity_body "$PEER_TMP/a.key" "$B_ID" "$A_ID" "$A" "$shared_token" >"$PEER_TMP/right.json"
 post "$PEER_TMP/right.json"
-[ "$POST_CODE" = 429 ] || fail "the right token while blocked: $POST_CODE, want 429"
+[ "$POST_CODE" = 403 ] || fail "the shared token while blocked: $POST_CODE, want 403 (not 429)"
+error_is identity-mismatch
+identity_body "$PEER_TMP/a.key" "$B_ID" "$A_ID" probe "$(openssl rand -hex 32)" >"$PEER_TMP/wrong.json"
+post "$PEER_TMP/wrong.json"
+[ "$POST_CODE" = 429 ] || fail "a wrong token after it: $POST_CODE, want 429"
 nothing_changed "rate limit"
 say "restart $B's agent: the limiter is in memory, other tests add from 127.0.0.1"
 restart_agent "$B"

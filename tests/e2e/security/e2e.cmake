@@ -4,7 +4,8 @@
 # and C with B; every test in between tries attacks with the credentials a hostile party really holds and
 # leaves the shared state as it found it; `teardown` unpeers and checks B is clean. One at a time, in order.
 if(TARGET cliqo-agent)
-    set(sec_tests setup identity sa-tokens podsec placement objects namespaces provider-ips peer-cidr teardown)
+    set(sec_tests setup identity limiter peer-tls limits sa-tokens podsec placement objects namespaces provider-ips
+                  peer-cidr teardown)
     cliqo_e2e_group(security 3 19800 ${sec_tests})
     set_property(TEST e2e.security.up APPEND PROPERTY ENVIRONMENT "CLIQO_DEV_NODES=1")
     set(prev "")
