@@ -521,7 +521,8 @@ static void on_map_update(struct inf_informer *inf, json_t *old_obj, json_t *new
     on_map(inf, new_obj, data);
 }
 
-/* The ClusterConfig changed: every map looks again (Pod Security levels). */
+/* The ClusterConfig changed: every map looks again (Pod Security levels, the allow list of
+ * remote namespace names). */
 static void requeue_map(json_t *map, void *data)
 {
     (void)data;
@@ -533,7 +534,7 @@ static void on_config(struct inf_informer *inf, json_t *obj, void *data)
     (void)inf;
     (void)obj;
     (void)data;
-    if (st.q)
+    if (st.q && st.maps)
         inf_foreach(st.maps, requeue_map, NULL);
 }
 
@@ -558,28 +559,6 @@ static void on_ns_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 {
     (void)old_obj;
     on_ns(inf, new_obj, data);
-}
-
-static void map_visit(json_t *map, void *data)
-{
-    (void)data;
-    enqueue_map(kapi_obj_namespace(map), kapi_obj_name(map));
-}
-
-/* The allow list may have changed: every map looks again. */
-static void on_config(struct inf_informer *inf, json_t *obj, void *data)
-{
-    (void)inf;
-    (void)obj;
-    (void)data;
-    if (st.maps)
-        inf_foreach(st.maps, map_visit, NULL);
-}
-
-static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
-{
-    (void)old_obj;
-    on_config(inf, new_obj, data);
 }
 
 int nsmap_init(struct agent *a)
