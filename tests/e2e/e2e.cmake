@@ -31,6 +31,32 @@ function(cliqo_e2e_group name clusters base_port)
     endforeach()
 endfunction()
 
+# cliqo_e2e_shared_group(NAME CLUSTERS BASE_PORT TESTS...): a group whose first test makes a state every other
+# test shares (setup) and whose last undoes it (teardown: it runs even after a failure); the tests run one at a
+# time, in order, each with CLIQO_AGENT set. A group's own fragment adds what else it needs (nodes, CIDRs).
+function(cliqo_e2e_shared_group name clusters base_port)
+    cliqo_e2e_group(${name} ${clusters} ${base_port} ${ARGN})
+    list(GET ARGN 0 first)
+    list(GET ARGN -1 last)
+    set(prev "")
+    foreach(t ${ARGN})
+        set_property(TEST e2e.${name}.${t} APPEND PROPERTY ENVIRONMENT "CLIQO_AGENT=$<TARGET_FILE:cliqo-agent>")
+        set_property(TEST e2e.${name}.${t} PROPERTY RESOURCE_LOCK e2e_${name}_clusters)
+        set_property(TEST e2e.${name}.${t} PROPERTY TIMEOUT 240)
+        if(prev)
+            set_property(TEST e2e.${name}.${t} APPEND PROPERTY DEPENDS e2e.${name}.${prev})
+        endif()
+        set(prev ${t})
+        if(t STREQUAL first)
+            set_property(TEST e2e.${name}.${t} APPEND PROPERTY FIXTURES_SETUP e2e_${name}_shared)
+        elseif(t STREQUAL last)
+            set_property(TEST e2e.${name}.${t} APPEND PROPERTY FIXTURES_CLEANUP e2e_${name}_shared)
+        else()
+            set_property(TEST e2e.${name}.${t} APPEND PROPERTY FIXTURES_REQUIRED e2e_${name}_shared)
+        endif()
+    endforeach()
+endfunction()
+
 # The foundation group: two clusters, checked with kubectl.
 cliqo_e2e_group(foundation 2 17400 api scheduler gc isolation status)
 

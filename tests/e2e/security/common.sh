@@ -1,4 +1,4 @@
-# Helpers of the security group (tests/e2e/security/, docs/security.md): source after ../lib.sh.
+# Helpers of the security groups (tests/e2e/security/ and secadmit/, docs/security.md): source after ../lib.sh.
 #
 # Three clusters: A = cluster-1 (a consumer), B = cluster-2 (the provider under attack) and C = cluster-3
 # (another consumer of B, the hostile peer). `setup` installs cliqo on all three with short test settings,

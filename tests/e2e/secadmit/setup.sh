@@ -1,0 +1,1 @@
+../security/setup.sh
