@@ -41,17 +41,18 @@
 #include "peering/pki.h"
 #include "peering/resources.h"
 
-#define MOD           "admission"
-#define KEY           "sync"
-#define FIELD_MANAGER "cliqo-agent-admission"
-#define MAX_WEBHOOKS  4
-#define LEDGER_TTL_MS 15000
-#define LEDGER_MAX    4096
-#define RETRY_MS      1000
-#define MAX_REQUEUE_S 3600
-#define IDX_ORIGIN    "origin"
-#define IDX_NAMESPACE "namespace"
-#define SECRET_MAX    (PEER_PKI_PEM_MAX * (ADM_MAX_PREVIOUS + 1))
+#define MOD                  "admission"
+#define KEY                  "sync"
+#define FIELD_MANAGER        "cliqo-agent-admission"
+#define MAX_WEBHOOKS         4
+#define ADM_CONNECTION_LIMIT 256
+#define LEDGER_TTL_MS        15000
+#define LEDGER_MAX           4096
+#define RETRY_MS             1000
+#define MAX_REQUEUE_S        3600
+#define IDX_ORIGIN           "origin"
+#define IDX_NAMESPACE        "namespace"
+#define SECRET_MAX           (PEER_PKI_PEM_MAX * (ADM_MAX_PREVIOUS + 1))
 
 static const struct kapi_resource res_mutating = {"admissionregistration.k8s.io", "v1",
                                                   "mutatingwebhookconfigurations",
@@ -215,6 +216,11 @@ static int start_server(const char *cert, const char *key)
         .tls_key_pem = key,
         .handler_timeout_ms = 10000,
         .on_response = on_response,
+        /* The API servers are the clients, from a few addresses, one connection per concurrent
+         * review: the defaults (16 per address) would refuse a burst of pod creations, and with
+         * failurePolicy Fail refuse the pods. Slow clients are cut by httpd's request deadline. */
+        .connection_limit = ADM_CONNECTION_LIMIT,
+        .per_ip_connection_limit = ADM_CONNECTION_LIMIT,
     };
     char err[256];
     int r;
