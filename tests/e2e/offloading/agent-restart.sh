@@ -15,7 +15,7 @@ cleanup() {
   unoffload "$NS"
   [ -z "$old_share" ] || share_percent "$old_share"
 }
-trap 'cleanup >/dev/null 2>&1 || true; off_on_exit' EXIT
+trap 'rc=$?; cleanup >/dev/null 2>&1 || true; (exit $rc); off_on_exit' EXIT # the test's status, not cleanup's
 ensure_agents
 ids
 wait_shared 60

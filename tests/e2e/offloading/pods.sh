@@ -15,7 +15,7 @@ cleanup() {
   kc "$A" delete daemonset -n "$NS" ds --ignore-not-found >/dev/null 2>&1 || true
   unoffload "$NS"
 }
-trap 'rc=$?; [ $rc = 0 ] || { kc "$A" get pods -n "$NS" -o wide 2>&1 | tail -5; }; cleanup >/dev/null 2>&1 || true; off_on_exit' EXIT
+trap 'rc=$?; [ $rc = 0 ] || { kc "$A" get pods -n "$NS" -o wide 2>&1 | tail -5; }; cleanup >/dev/null 2>&1 || true; (exit $rc); off_on_exit' EXIT # the test's status, not cleanup's
 ensure_agents
 ids
 wait_shared 60

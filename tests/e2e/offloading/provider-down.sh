@@ -13,7 +13,7 @@ cleanup() {
   ensure_agents
   unoffload "$NS"
 }
-trap 'cleanup >/dev/null 2>&1 || true; off_on_exit' EXIT
+trap 'rc=$?; cleanup >/dev/null 2>&1 || true; (exit $rc); off_on_exit' EXIT # the test's status, not cleanup's
 ensure_agents
 ids
 wait_shared 60
