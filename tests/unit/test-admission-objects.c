@@ -6,28 +6,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testjson.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admission/objects.h"
-
-static json_t *js(const char *text)
-{
-    char *t = strdup(text);
-    json_error_t e;
-    json_t *j;
-
-    for (char *p = t; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    j = json_loads(t, JSON_DECODE_ANY, &e);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", e.text, t);
-    free(t);
-    return j;
-}
 
 static void expect(int r, const char *msg, const char *want, size_t i)
 {
@@ -102,7 +88,7 @@ static void test_services(void **state)
         json_t *svc;
 
         snprintf(text, sizeof(text), "{'metadata':{'name':'s'},'spec':%s}", cases[i].spec);
-        svc = js(text);
+        svc = test_js(text);
         expect(adm_objects_service_check(svc, msg, sizeof(msg)), msg, cases[i].msg, i);
         json_decref(svc);
     }
@@ -155,7 +141,7 @@ static void test_slices(void **state)
     assert_int_equal(cidr_parse("fd01::/64", &c[1]), 0);
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char msg[512] = "";
-        json_t *s = js(cases[i].slice);
+        json_t *s = test_js(cases[i].slice);
 
         expect(adm_objects_slice_check(s, "web-a-123456", c, 2, pod_ip, NULL, msg, sizeof(msg)),
                msg, cases[i].msg, i);
@@ -166,7 +152,7 @@ static void test_slices(void **state)
 /* Without a known CIDR, only the consumer's pods; too many endpoints are refused, not walked. */
 static void test_slice_bounds(void **state)
 {
-    json_t *s = js("{'addressType':'IPv4','endpoints':[{'addresses':['10.70.0.5']}]}"), *eps;
+    json_t *s = test_js("{'addressType':'IPv4','endpoints':[{'addresses':['10.70.0.5']}]}"), *eps;
     char msg[256];
 
     (void)state;
@@ -198,7 +184,7 @@ static void test_secrets(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char msg[512] = "";
-        json_t *s = js(cases[i].secret);
+        json_t *s = test_js(cases[i].secret);
 
         expect(adm_objects_secret_check(s, msg, sizeof(msg)), msg, cases[i].msg, i);
         json_decref(s);

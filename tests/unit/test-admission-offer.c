@@ -6,28 +6,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testjson.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admission/offer.h"
-
-static json_t *js(const char *text)
-{
-    char *t = strdup(text);
-    json_error_t e;
-    json_t *j;
-
-    for (char *p = t; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    j = json_loads(t, JSON_DECODE_ANY, &e);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", e.text, t);
-    free(t);
-    return j;
-}
 
 static int64_t get(const struct shr_list *l, const char *name)
 {
@@ -94,7 +80,7 @@ static void test_requests(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_t *pod = js(cases[i].pod);
+        json_t *pod = test_js(cases[i].pod);
         struct shr_list l;
         char err[128];
 
@@ -121,7 +107,7 @@ static void test_requests_invalid(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
-        json_t *pod = js(pods[i]);
+        json_t *pod = test_js(pods[i]);
         struct shr_list l;
         char err[128] = "";
 
@@ -133,8 +119,9 @@ static void test_requests_invalid(void **state)
 
 static void test_live(void **state)
 {
-    json_t *a = js("{'status':{'phase':'Running'}}"), *b = js("{'status':{'phase':'Succeeded'}}"),
-           *c = js("{'status':{'phase':'Failed'}}"), *d = js("{}");
+    json_t *a = test_js("{'status':{'phase':'Running'}}"),
+           *b = test_js("{'status':{'phase':'Succeeded'}}"),
+           *c = test_js("{'status':{'phase':'Failed'}}"), *d = test_js("{}");
 
     (void)state;
     assert_true(adm_offer_pod_live(a));
@@ -149,8 +136,8 @@ static void test_live(void **state)
 
 static void test_add_and_quantities(void **state)
 {
-    json_t *q = js("{'cpu':'2800m','memory':'1Gi','pods':'10','nvidia.com/gpu':'2','bad':'x',"
-                   "'worse':3}");
+    json_t *q = test_js("{'cpu':'2800m','memory':'1Gi','pods':'10','nvidia.com/gpu':'2','bad':'x',"
+                        "'worse':3}");
     struct shr_list a = {0}, b = {0};
     size_t bad = 0;
 
@@ -174,7 +161,7 @@ static void test_add_and_quantities(void **state)
 
 static void list(struct shr_list *l, const char *spec)
 {
-    json_t *q = js(spec);
+    json_t *q = test_js(spec);
 
     assert_int_equal(adm_offer_from_quantities(q, l, NULL), 0);
     json_decref(q);

@@ -6,28 +6,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testjson.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admission/placement.h"
-
-static json_t *js(const char *text)
-{
-    char *t = strdup(text);
-    json_error_t e;
-    json_t *j;
-
-    for (char *p = t; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    j = json_loads(t, JSON_DECODE_ANY, &e);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", e.text, t);
-    free(t);
-    return j;
-}
 
 #define ALLOW_ALL                                                                                  \
     "{'allowNodeNames':true,'allowedTolerations':['*'],'allowedPriorityClasses':['high'],"         \
@@ -120,11 +106,11 @@ static void test_check(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         char text[4096], msg[512] = "";
-        json_t *pod, *pl = cases[i].placement ? js(cases[i].placement) : NULL;
+        json_t *pod, *pl = cases[i].placement ? test_js(cases[i].placement) : NULL;
         int r;
 
         snprintf(text, sizeof(text), "{'metadata':{'name':'p'},'spec':%s}", cases[i].spec);
-        pod = js(text);
+        pod = test_js(text);
         r = adm_placement_check(pod, pl, msg, sizeof(msg));
         if (!cases[i].msg) {
             if (r != 0)
@@ -144,7 +130,7 @@ static void test_check(void **state)
 /* A long toleration list is refused, not walked. */
 static void test_bounds(void **state)
 {
-    json_t *pod = js("{'spec':{'tolerations':[]}}");
+    json_t *pod = test_js("{'spec':{'tolerations':[]}}");
     json_t *tols = json_object_get(json_object_get(pod, "spec"), "tolerations");
     char msg[256];
 

@@ -7,28 +7,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testjson.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "admission/podsec.h"
-
-static json_t *js(const char *text)
-{
-    char *t = strdup(text);
-    json_error_t e;
-    json_t *j;
-
-    for (char *p = t; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    j = json_loads(t, JSON_DECODE_ANY, &e);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", e.text, t);
-    free(t);
-    return j;
-}
 
 /* A pod: metadata extra (annotations), spec extra, the container "c" extra. */
 #define POD_A(ann, spec, c)                                                                        \
@@ -332,7 +318,7 @@ static void test_rows(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
         const struct row *r = &rows[i];
-        json_t *pod = js(r->pod);
+        json_t *pod = test_js(r->pod);
         char msg[4096] = "";
         int rc = adm_podsec_check(r->level, pod, msg, sizeof(msg));
 
@@ -366,13 +352,14 @@ static void test_levels(void **state)
     /* no ClusterConfig, no podSecurity: baseline */
     assert_int_equal(adm_podsec_level_for(NULL, "a", &bad), ADM_PODSEC_BASELINE);
     assert_false(bad);
-    cc = js("{'spec':{'offloadingConfig':{}}}");
+    cc = test_js("{'spec':{'offloadingConfig':{}}}");
     assert_int_equal(adm_podsec_level_for(cc, "a", NULL), ADM_PODSEC_BASELINE);
     json_decref(cc);
 
-    cc = js("{'spec':{'offloadingConfig':{'podSecurity':{'level':'privileged','perCluster':[{"
-            "'clusterID':'a','level':'restricted'},{'clusterID':'b'},{'clusterID':'c','level':'"
-            "bogus'}]}}}}");
+    cc =
+        test_js("{'spec':{'offloadingConfig':{'podSecurity':{'level':'privileged','perCluster':[{"
+                "'clusterID':'a','level':'restricted'},{'clusterID':'b'},{'clusterID':'c','level':'"
+                "bogus'}]}}}}");
     assert_int_equal(adm_podsec_level_for(cc, "a", &bad), ADM_PODSEC_RESTRICTED);
     assert_false(bad);
     assert_int_equal(adm_podsec_level_for(cc, "b", &bad), ADM_PODSEC_PRIVILEGED); /* default */
@@ -382,7 +369,7 @@ static void test_levels(void **state)
     assert_true(bad);
     json_decref(cc);
 
-    cc = js("{'spec':{'offloadingConfig':{'podSecurity':{'level':7}}}}");
+    cc = test_js("{'spec':{'offloadingConfig':{'podSecurity':{'level':7}}}}");
     assert_int_equal(adm_podsec_level_for(cc, "a", &bad), ADM_PODSEC_RESTRICTED);
     assert_true(bad);
     json_decref(cc);
@@ -391,7 +378,7 @@ static void test_levels(void **state)
 /* Many containers with long names: lists stop at ADM_PODSEC_LIST_MAX, the message at the buffer. */
 static void test_bounds(void **state)
 {
-    json_t *pod = js(POD("", "")), *cs = json_array();
+    json_t *pod = test_js(POD("", "")), *cs = json_array();
     char msg[512], small[40], name[80];
     int rc;
 
@@ -430,12 +417,12 @@ static void test_bounds(void **state)
     json_decref(pod);
 
     /* not a pod */
-    pod = js("[1]");
+    pod = test_js("[1]");
     assert_int_equal(adm_podsec_check(ADM_PODSEC_BASELINE, pod, msg, sizeof(msg)), -EINVAL);
     json_decref(pod);
     /* a pod of the wrong types everywhere is read as absent fields, never trusted */
-    pod = js("{'metadata':{'annotations':[1]},'spec':{'containers':{'name':'c'},'volumes':'x',"
-             "'securityContext':[],'hostNetwork':'true'}}");
+    pod = test_js("{'metadata':{'annotations':[1]},'spec':{'containers':{'name':'c'},'volumes':'x',"
+                  "'securityContext':[],'hostNetwork':'true'}}");
     assert_int_equal(adm_podsec_check(ADM_PODSEC_BASELINE, pod, msg, sizeof(msg)), 0);
     json_decref(pod);
 }

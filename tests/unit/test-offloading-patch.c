@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testjson.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,22 +18,6 @@
 #include "offloading/nsof.h"
 
 /* Single quotes to double quotes, then parse. */
-static json_t *js(const char *text)
-{
-    char *t = strdup(text);
-    json_error_t e;
-    json_t *j;
-
-    for (char *p = t; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    j = json_loads(t, JSON_DECODE_ANY, &e);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", e.text, t);
-    free(t);
-    return j;
-}
-
 #define VT "{'key':'virtual-node.liqo.io/not-allowed','operator':'Exists','effect':'NoExecute'}"
 #define UN(s)                                                                                      \
     "{'key':'node.kubernetes.io/"                                                                  \
@@ -230,7 +216,8 @@ static void test_cases(void **state)
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const struct pcase *c = &cases[i];
-        json_t *pod = js(c->pod), *sel = c->sel ? js(c->sel) : NULL, *patch = NULL, *want, *got;
+        json_t *pod = test_js(c->pod), *sel = c->sel ? test_js(c->sel) : NULL, *patch = NULL, *want,
+               *got;
         char err[256] = "", perr[256];
         int rc = nsof_pod_patch(pod, c->pods, sel, c->grace, &patch, err, sizeof(err));
 
@@ -243,7 +230,7 @@ static void test_cases(void **state)
             got = json_deep_copy(pod);
             if (adm_patch_apply(got, patch, perr, sizeof(perr)) < 0)
                 fail_msg("%s: the patch does not apply: %s", c->what, perr);
-            want = js(c->want);
+            want = test_js(c->want);
             if (!json_equal(got, want)) {
                 char *g = json_dumps(got, JSON_SORT_KEYS), *w = json_dumps(want, JSON_SORT_KEYS);
 
@@ -268,7 +255,7 @@ static void test_cases(void **state)
  * single add when it has none. */
 static void test_patch_shape(void **state)
 {
-    json_t *pod = js("{'spec':{'tolerations':[{'key':'foo','operator':'Exists'}]}}"), *patch;
+    json_t *pod = test_js("{'spec':{'tolerations':[{'key':'foo','operator':'Exists'}]}}"), *patch;
     char err[128];
 
     (void)state;
@@ -281,7 +268,7 @@ static void test_patch_shape(void **state)
                         "/spec/affinity");
     json_decref(patch);
     json_decref(pod);
-    pod = js("{'spec':{}}");
+    pod = test_js("{'spec':{}}");
     assert_int_equal(nsof_pod_patch(pod, NSOF_PODS_REMOTE, NULL, 300, &patch, err, sizeof(err)), 0);
     assert_int_equal(json_array_size(patch), 2);
     assert_string_equal(json_string_value(json_object_get(json_array_get(patch, 0), "path")),

@@ -5,28 +5,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "testjson.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "offloading/nsof.h"
-
-static json_t *js(const char *text)
-{
-    char *t = strdup(text);
-    json_error_t e;
-    json_t *j;
-
-    for (char *p = t; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    j = json_loads(t, JSON_DECODE_ANY, &e);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", e.text, t);
-    free(t);
-    return j;
-}
 
 static void test_valid(void **state)
 {
@@ -65,7 +51,8 @@ static void test_valid(void **state)
             assert_null(sel);
             continue;
         }
-        want = json_pack("{s:[{s:o}]}", "nodeSelectorTerms", "matchExpressions", js(cases[i].want));
+        want = json_pack("{s:[{s:o}]}", "nodeSelectorTerms", "matchExpressions",
+                         test_js(cases[i].want));
         if (!json_equal(sel, want)) {
             char *g = json_dumps(sel, JSON_SORT_KEYS);
 
