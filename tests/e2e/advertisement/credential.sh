@@ -12,12 +12,10 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 T=$(mktemp -d)
 SUFFIX=$(head -c4 /dev/urandom | od -An -tx1 | tr -d ' \n')
-OFF=e2e-offload-$SUFFIX
-TAKEN=e2e-taken-$SUFFIX
 cleanup() {
   local rc=$?
   [ -n "${RNS:-}" ] && kc "$P1" patch namespacemap -n "$RNS" "$A_ID" --type=merge -p '{"spec":{"desiredMapping":null}}' >/dev/null 2>&1
-  kc "$P1" delete namespace "$TAKEN" --wait=false >/dev/null 2>&1 || true
+  [ -n "${TAKEN:-}" ] && kc "$P1" delete namespace "$TAKEN" --wait=false >/dev/null 2>&1
   rm -rf "$T"
   ensure_agents >/dev/null 2>&1 || true
   (exit "$rc")
@@ -27,6 +25,11 @@ trap cleanup EXIT
 ensure_agents
 ids
 wait_all_shared
+# Names of A's DefaultName shape (<namespace>-<...>-<hash of A's ID>): the only ones a provider lets a
+# consumer claim by default (docs/security.md, "Namespaces").
+HASH=$(printf %s "$A_ID" | sha256sum | cut -c1-6)
+OFF=app-e2e$SUFFIX-$HASH
+TAKEN=taken-e2e$SUFFIX-$HASH
 TNS=$(tenant_of "$P1")
 RNS=$(jget "$A" '{.status.tenantNamespace.remote}' foreigncluster "$P1")
 
