@@ -367,7 +367,8 @@ static void step_poll_token(void *owner)
     if (uv_now(agent_loop(st.a)) >= is->deadline) {
         finish(is, 503, PEER_WIRE_E_UNAVAILABLE,
                "the service-account token was not issued in time (is the token controller of "
-               "kube-controller-manager running?)");
+               "kube-controller-manager running, and can the API server reach this agent's "
+               "webhooks, which check Secrets in tenant namespaces?)");
         return;
     }
     if (!is->timer && !(is->timer = ktimer_new(agent_loop(st.a), is))) {

@@ -20,6 +20,7 @@ base_port() { echo $((CLIQO_DEV_BASE_PORT + 10 * ($1 - 1))); }
 http_port() { echo $(($(base_port "$1") + 6)); }
 auth_port() { echo $(($(base_port "$1") + 7)); }
 auth_url() { echo "https://$(net_addr "$1"):$(auth_port "$1")"; }
+webhook_port() { echo $(($(base_port "$1") + 9)); }
 # nsx I command...: runs a command on test host I.
 nsx() {
   local i=$1
@@ -82,6 +83,7 @@ start_agent() {
   nsenter --net="/run/netns/$(net_ns "$i")" "$CLIQO_AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "0.0.0.0:$(http_port "$i")" \
     --metrics-addr "0.0.0.0:$(http_port "$i")" --auth-addr "0.0.0.0:$(auth_port "$i")" --auth-url "$(auth_url "$i")" \
     --api-server-url "https://$(net_addr "$i"):$(base_port "$i")" --identity "agent-$i" \
+    --webhook-addr "$(net_addr "$i"):$(webhook_port "$i")" --webhook-url "https://$(net_addr "$i"):$(webhook_port "$i")" \
     --unpeer-timeout 8s --peer-check-interval 3s --log-level "${AGENT_LOG_LEVEL:-debug}" \
     >>"$(agent_log "$i")" 2>&1 &
   AGENT_PID[$i]=$!

@@ -65,6 +65,7 @@ start_agent() {
   "$CLIQO_AGENT" --kubeconfig "$(kcfg "$c")" --http-addr "127.0.0.1:$(http_port "$c")" --auth-addr "127.0.0.1:$ap" \
     --auth-url "https://127.0.0.1:$ap" --identity "agent-${c#cluster-}" --unpeer-timeout 8s --peer-check-interval 3s \
     --kubelet-addr "127.0.0.1:$(($(http_port "$c") + 2))" --webhook-addr "127.0.0.1:$(($(http_port "$c") + 3))" \
+    --webhook-url "https://127.0.0.1:$(($(http_port "$c") + 3))" \
     >>"$(agent_log "$c")" 2>&1 &
   AGENT_PID[$c]=$!
 }
