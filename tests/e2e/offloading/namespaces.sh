@@ -14,6 +14,8 @@ FAKE=e2e-fake-provider
 FAKE_NODE=liqo-$FAKE
 
 cleanup() {
+  kc "$B" patch clusterconfig configuration --type=merge \
+    -p '{"spec":{"offloadingConfig":{"allowedRemoteNamespaces":null}}}'
   kc "$A" delete node "$FAKE_NODE" --ignore-not-found --wait=false
   for n in "$NS" "$NS2"; do
     kc "$A" patch namespaceoffloading -n "$n" offloading --subresource=status --type=merge \
@@ -31,6 +33,11 @@ trap on_exit EXIT
 ensure_agents
 ids
 cleanup >/dev/null 2>&1 || true
+# EnforceSameName below asks B for a namespace named as A's own: B lets consumers claim only their
+# DefaultName namespaces unless its operator allows more (docs/security.md, "Namespaces").
+kc "$B" patch clusterconfig configuration --type=merge \
+  -p "{\"spec\":{\"offloadingConfig\":{\"allowedRemoteNamespaces\":[\"$NS\"]}}}" >/dev/null ||
+  fail "cannot allow $NS on $B"
 
 nsof() { jget "$A" "$1" namespaceoffloading -n "${2:-$NS}" offloading; }
 phase() { nsof '{.status.offloadingPhase}' "$@"; }
