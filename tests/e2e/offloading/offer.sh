@@ -10,10 +10,11 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 HOME_NS=e2e-offer-home
-REMOTE_NS=e2e-offer-b
+REMOTE_NS= # of A's DefaultName shape, once A's ID is known (the only names B lets A claim by default)
 T=$(mktemp -d)
 
 cleanup() {
+  [ -n "$REMOTE_NS" ] || return 0
   kc "$B" delete pods -n "$REMOTE_NS" --all --grace-period=0 --force >/dev/null 2>&1 || true
   [ -n "${T_B:-}" ] && kc "$B" patch namespacemap -n "$T_B" "$A_ID" --type=merge \
     -p "{\"spec\":{\"desiredMapping\":{\"$HOME_NS\":null}}}" >/dev/null 2>&1
@@ -32,6 +33,7 @@ trap on_exit EXIT
 ensure_agents
 ids
 wait_shared 60
+REMOTE_NS=$HOME_NS-b-$(printf %s "$A_ID" | sha256sum | cut -c1-6)
 
 T_B=$(kc "$B" get foreignclusters -o json |
   jq -r --arg id "$A_ID" '.items[] | select(.spec.clusterIdentity.clusterID == $id) | .status.tenantNamespace.local')
