@@ -101,13 +101,15 @@ say "429 with $(grep -i '^retry-after' "$PEER_TMP/post.h" | tr -d '\r')"
 current_log "$B" | grep_q 'refused a peering request from 127.0.0.1: too many failed attempts' ||
   fail "$B's agent did not log the rate limit"
 # A right token is never refused by the limiter (issue 17, point 6: the address may be shared): B's shared
-# token gets the answer its request deserves, here 403 identity-mismatch (A's identity on B is bound to A's
-# key, not to this test's); a wrong token is still refused with 429.
+# token, for a cluster ID of the test's own, is issued (201); its tenant namespace is deleted right after. A wrong
+# token after it is still refused with 429 (a success does not reset the count).
 shared_token=$(kc "$B" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
-identity_body "$PEER_TMP/a.key" "$B_ID" "$A_ID" "$A" "$shared_token" >"$PEER_TMP/right.json"
+probe_id=$(cat /proc/sys/kernel/random/uuid)
+identity_body "$PEER_TMP/a.key" "$B_ID" "$probe_id" probe-ok "$shared_token" >"$PEER_TMP/right.json"
 post "$PEER_TMP/right.json"
-[ "$POST_CODE" = 403 ] || fail "the shared token while blocked: $POST_CODE, want 403 (not 429)"
-error_is identity-mismatch
+[ "$POST_CODE" = 201 ] || fail "the shared token while blocked: $POST_CODE, want 201: $(cat "$PEER_TMP/post.b")"
+kc "$B" delete namespace -l "discovery.liqo.io/cluster-id=$probe_id" --wait=true --timeout=60s >/dev/null ||
+  fail "cannot delete the probe's tenant namespace"
 identity_body "$PEER_TMP/a.key" "$B_ID" "$A_ID" probe "$(openssl rand -hex 32)" >"$PEER_TMP/wrong.json"
 post "$PEER_TMP/wrong.json"
 [ "$POST_CODE" = 429 ] || fail "a wrong token after it: $POST_CODE, want 429"
