@@ -35,12 +35,7 @@ fc_field() {
 }
 # tenant_on_b CONSUMER_ID: B's tenant namespace for that consumer.
 tenant_on_b() { fc_field "$B" "$1" .status.tenantNamespace.local; }
-tenant_of() { jget "$A" '{.status.tenantNamespace.local}' foreigncluster "$1"; }
-adv_status() { jget "$A" '{.status.advertisementStatus}' advertisement -n "$(tenant_of "$B")" "advertisement-$B_ID"; }
-vnode_ready() { [ "$(jget "$A" '{.status.conditions[?(@.type=="Ready")].status}' node "$VNODE")" = True ]; }
-shared() { [ "$(adv_status)" = Accepted ] && vnode_ready; }
-wait_shared() { wait_for "${1:-60}" "B's Advertisement Accepted and its virtual node Ready" shared; }
-patch_config() { kc "$1" patch clusterconfig configuration --type=merge -p "$2" >/dev/null || fail "cannot patch the ClusterConfig of $1"; }
+source "$(dirname "${BASH_SOURCE[0]}")/../pair.sh"
 # vk_user CONSUMER_ID: the user name of that consumer's virtual kubelet on B.
 vk_user() { echo "system:serviceaccount:$(tenant_on_b "$1"):vk-$1"; }
 remote_name_of() { jget "$A" '{.status.remoteNamespaceName}' namespaceoffloading -n "$1" offloading; }
