@@ -29,10 +29,12 @@ void kla__raw_shutdown(struct kla__raw *x);
 
 /* ---- TLS material (tls.c) ------------------------------------------------------------------ */
 
-/* A server context from PEM certificate chain and key (ALPN http/1.1, TLS >= 1.2, client
- * certificates requested and accepted unverified: kla__authenticate verifies them). */
-int kla__tls_server_ctx(const char *cert_pem, const char *key_pem, STACK_OF(X509_NAME) * ca_names,
-                        SSL_CTX **ret, char *err, size_t errlen);
+/* A server context from PEM certificate chain and key (ALPN http/1.1, TLS >= 1.2). Client
+ * certificates are requested (ca_names advertised) and optional; one that is sent is verified
+ * against ca_store in the handshake (a failure ends the handshake; NULL store: none verifies).
+ * kla__authenticate verifies again when a request arrives (the bundle may have changed). */
+int kla__tls_server_ctx(const char *cert_pem, const char *key_pem, X509_STORE *ca_store,
+                        STACK_OF(X509_NAME) * ca_names, SSL_CTX **ret, char *err, size_t errlen);
 /* A store and the subject names of a PEM CA bundle. */
 int kla__tls_ca_store(const char *pem, X509_STORE **ret_store, STACK_OF(X509_NAME) * *ret_names,
                       char *err, size_t errlen);

@@ -1318,7 +1318,8 @@ int kla_server_set_tls(struct kla_server *s, const char *cert_pem, const char *k
         goto fail;
     }
     if (cert[0]) {
-        r = kla__tls_server_ctx(cert, key, names ? names : s->ca_names, &ctx, err, errlen);
+        r = kla__tls_server_ctx(cert, key, store ? store : s->ca_store, names ? names : s->ca_names,
+                                &ctx, err, errlen);
         if (r < 0)
             goto fail;
     }

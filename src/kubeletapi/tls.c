@@ -42,18 +42,8 @@ static int alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outle
     return SSL_TLSEXT_ERR_NOACK; /* no ALPN: HTTP/1.1 all the same */
 }
 
-/* Client certificates are requested and taken as they are; kla__authenticate decides later, with
- * the CA bundle current at that time (a failed verification is a 401, not a failed handshake, as
- * with a kubelet). */
-static int accept_any(int ok, X509_STORE_CTX *ctx)
-{
-    (void)ok;
-    (void)ctx;
-    return 1;
-}
-
-int kla__tls_server_ctx(const char *cert_pem, const char *key_pem, STACK_OF(X509_NAME) * ca_names,
-                        SSL_CTX **ret, char *err, size_t errlen)
+int kla__tls_server_ctx(const char *cert_pem, const char *key_pem, X509_STORE *ca_store,
+                        STACK_OF(X509_NAME) * ca_names, SSL_CTX **ret, char *err, size_t errlen)
 {
     SSL_CTX *ctx = NULL;
     BIO *b = NULL;
@@ -98,7 +88,16 @@ int kla__tls_server_ctx(const char *cert_pem, const char *key_pem, STACK_OF(X509
         ssl_err(err, errlen, "serving key does not match the certificate");
         goto out;
     }
-    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, accept_any);
+    /* A client certificate is optional (/healthz needs none, and a request without one is
+     * answered 401), but one that is sent is verified in the handshake: chained to the client CA
+     * bundle, valid now, usable for client authentication. A client with another CA's
+     * certificate never gets to send a request head. */
+    SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_purpose(ctx, X509_PURPOSE_SSL_CLIENT);
+    if (ca_store && SSL_CTX_set1_verify_cert_store(ctx, ca_store) != 1) {
+        ssl_err(err, errlen, "client CA bundle");
+        goto out;
+    }
     if (ca_names) {
         STACK_OF(X509_NAME) *dup = SSL_dup_CA_list(ca_names);
 
