@@ -6,7 +6,7 @@
 # Secret, the webhook configurations, the offer enforcement, the objects webhook), mod_podsec.c the
 # consumers' Pod Security levels it applies.
 cliqo_module(cliqo_admission SOURCES admission/review.c admission/certs.c admission/offer.c
-             admission/podsec.c admission/placement.c admission/objects.c
+             admission/podsec.c admission/placement.c admission/objects.c admission/quota.c
              DEPS cliqo_advertisement cliqo_peering cliqo_network PkgConfig::OPENSSL PkgConfig::JANSSON)
 if(TARGET cliqo_admission)
     set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/admission/mod_admission.c

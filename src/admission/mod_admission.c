@@ -90,7 +90,8 @@ static struct {
     struct httpd_server *srv;
     char *cert, *key; /* the pair the server uses */
     struct inf_informer *secret, *mcfg, *vcfg, *nss, *pods, *fcs, *config;
-    struct adm_usage *usage; /* running totals of the pods' requests per namespace */
+    struct inf_informer *tenant_objs[4]; /* tenant_kinds[i]: counted per tenant namespace */
+    struct adm_usage *usage;             /* running totals of the pods' requests per namespace */
     struct wq_queue *q;
     bool running;
     const char *sans[ADM_MAX_SANS];
@@ -626,6 +627,15 @@ static json_t *desired_config(bool mutating, const char *bundle)
                           "CREATE", "UPDATE", "apiGroups", "discovery.k8s.io", "apiVersions", "v1",
                           "v1beta1", "resources", "endpointslices", "scope", "Namespaced"),
                 json_incref(origin_sel)));
+        /* cliqo's kinds a peer creates in its tenant namespace: counted. */
+        json_array_append_new(
+            hooks, webhook("tenant-objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
+                           json_pack("[{s:[s],s:[s,s,s,s],s:[s],s:[s,s,s,s],s:s}]", "operations",
+                                     "CREATE", "apiGroups", "discovery.liqo.io", "sharing.liqo.io",
+                                     "net.liqo.io", "virtualkubelet.liqo.io", "apiVersions", "*",
+                                     "resources", "peeringrequests", "advertisements",
+                                     "networkconfigs", "namespacemaps", "scope", "Namespaced"),
+                           json_pack("{s:{s:s}}", "matchLabels", PEER_LABEL_TENANT, "true")));
         json_array_append_new(
             hooks, webhook("tenant-secrets.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
                            json_pack("[{s:[s,s],s:[s],s:[s],s:[s],s:s}]", "operations", "CREATE",
@@ -1184,6 +1194,81 @@ static void slice_check(const struct adm_request *req, const char *origin, struc
     json_decref(ips.set);
 }
 
+/* cliqo's kinds a peer creates in its tenant namespace, counted there (admission/objects.h). */
+static const struct kapi_resource *const tenant_kinds[] = {
+    &peer_res_peeringrequests, &peer_res_advertisements, &peer_res_networkconfigs,
+    &peer_res_namespacemaps};
+
+/* Creates admitted and not seen by the informer yet, so that a burst cannot overshoot the count
+ * between admission and the watch event (as the offer's ledger). */
+#define TENANT_PENDING_MAX    256
+#define TENANT_PENDING_TTL_MS 15000
+static struct tenant_pending {
+    size_t kind;
+    char ns[64], name[ADM_NAME_MAX + 1];
+    uint64_t expires_ms;
+} tenant_pending[TENANT_PENDING_MAX];
+
+static void count_visit(json_t *obj, void *data)
+{
+    (void)obj;
+    (*(size_t *)data)++;
+}
+
+/* A create of one of tenant_kinds: refused when the namespace has its limit already. */
+static void tenant_count_check(const struct adm_request *req, struct adm_verdict *v)
+{
+    const char *name = req->name[0] ? req->name : kapi_obj_name(req->object);
+    struct tenant_pending *slot = NULL;
+    uint64_t now = now_ms();
+    size_t i, n = 0;
+
+    for (i = 0; i < sizeof(tenant_kinds) / sizeof(tenant_kinds[0]); i++)
+        if (strcmp(req->group, tenant_kinds[i]->group) == 0 &&
+            strcmp(req->resource, tenant_kinds[i]->resource) == 0)
+            break;
+    if (i == sizeof(tenant_kinds) / sizeof(tenant_kinds[0]))
+        return;
+    if (!st.tenant_objs[i] || !inf_synced(st.tenant_objs[i])) {
+        deny(v, 503, "the provider's agent has not read its %s yet: try again",
+             tenant_kinds[i]->resource);
+        return;
+    }
+    inf_index_foreach(st.tenant_objs[i], IDX_NAMESPACE, req->ns, count_visit, &n);
+    for (struct tenant_pending *p = tenant_pending; p < tenant_pending + TENANT_PENDING_MAX; p++) {
+        json_t *seen;
+
+        if (p->expires_ms <= now) {
+            slot = slot ? slot : p;
+            continue;
+        }
+        if (p->kind != i || strcmp(p->ns, req->ns) != 0)
+            continue;
+        seen = inf_get(st.tenant_objs[i], p->ns, p->name);
+        if (seen)
+            p->expires_ms = 0; /* counted by the informer now */
+        else
+            n++;
+        json_decref(seen);
+    }
+    if (adm_objects_tenant_check(req->group, req->resource, n, v->message, sizeof(v->message)) <
+        0) {
+        v->allowed = false;
+        v->code = 403;
+        return;
+    }
+    if (req->dry_run || !name || !*name || strlen(name) > ADM_NAME_MAX)
+        return;
+    if (!slot) {
+        deny(v, 429, "too many creations in flight in tenant namespaces: try again");
+        return;
+    }
+    slot->kind = i;
+    snprintf(slot->ns, sizeof(slot->ns), "%s", req->ns);
+    snprintf(slot->name, sizeof(slot->name), "%s", name);
+    slot->expires_ms = now + TENANT_PENDING_TTL_MS;
+}
+
 /* Only requests of a peer's credentials are checked: a ServiceAccount of a tenant namespace or of
  * a namespace made for a consumer. The provider's own controllers (the endpointslice controller
  * writes the slices of Services with a selector) are not ServiceAccounts of those namespaces, and
@@ -1202,6 +1287,11 @@ static void objects_check(const struct adm_request *req, struct adm_verdict *v, 
     peer = sa_ns ? peer_of(sa_ns) : NULL;
     if (!peer)
         goto out;
+    if (strcmp(req->operation, "CREATE") == 0 &&
+        adm_objects_tenant_limit(req->group, req->resource) >= 0) {
+        tenant_count_check(req, v);
+        goto out;
+    }
     if (!req->group[0] && strcmp(req->kind, "Secret") == 0) {
         if (adm_objects_secret_check(req->object, v->message, sizeof(v->message)) < 0) {
             v->allowed = false;
@@ -1366,6 +1456,12 @@ int adm_init(struct agent *a)
         r = agent_informer_ex(a, &po, AGENT_INF_ALWAYS, &ph, NULL, &st.pods);
     if (r == 0)
         r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &st.fcs);
+    for (size_t i = 0; r == 0 && i < sizeof(tenant_kinds) / sizeof(tenant_kinds[0]); i++) {
+        r = agent_informer(a, tenant_kinds[i], NULL, NULL, 0, NULL, NULL, &st.tenant_objs[i]);
+        if (r == 0 && (r = inf_add_index(st.tenant_objs[i], IDX_NAMESPACE,
+                                         inf_index_by_namespace)) == -EEXIST)
+            r = 0;
+    }
     if (r == 0)
         r = adm_podsec_init(a);
     if (r == 0 && (r = inf_add_index(st.nss, IDX_ORIGIN, idx_origin)) == -EEXIST)

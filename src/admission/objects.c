@@ -126,3 +126,37 @@ int adm_objects_secret_check(const json_t *secret, char *msg, size_t len)
                            "for ServiceAccount tokens");
     return 0;
 }
+
+static const struct {
+    const char *group, *resource;
+    int limit;
+} tenant_limits[] = {
+    /* One of each per peer in normal use; room for a few more (a rename, a retry). */
+    {"discovery.liqo.io", "peeringrequests", 4},
+    {"sharing.liqo.io", "advertisements", 8},
+    {"net.liqo.io", "networkconfigs", 8},
+    {"virtualkubelet.liqo.io", "namespacemaps", 4},
+};
+
+int adm_objects_tenant_limit(const char *group, const char *resource)
+{
+    if (!group || !resource)
+        return -1;
+    for (size_t i = 0; i < sizeof(tenant_limits) / sizeof(tenant_limits[0]); i++)
+        if (strcmp(group, tenant_limits[i].group) == 0 &&
+            strcmp(resource, tenant_limits[i].resource) == 0)
+            return tenant_limits[i].limit;
+    return -1;
+}
+
+int adm_objects_tenant_check(const char *group, const char *resource, size_t count, char *msg,
+                             size_t len)
+{
+    int limit = adm_objects_tenant_limit(group, resource);
+
+    if (limit < 0 || count < (size_t)limit)
+        return 0;
+    snprintf(msg, len, "at most %d %s.%s in a tenant namespace (%zu exist): delete one first",
+             limit, resource, group, count);
+    return -EDQUOT;
+}

@@ -20,6 +20,11 @@
  *     any namespace the webhook sees: the token controller would fill it with a token of any
  *     ServiceAccount of that namespace.
  *
+ * Tenant namespaces: how many objects of each of cliqo's kinds a peer's credential may create in
+ * its tenant namespace (adm_objects_tenant_limit); the webhook counts those of the namespace in
+ * the agent's informers and refuses a create beyond the limit, so that a peer cannot fill the
+ * agent's caches. (The built-in kinds there are held by a ResourceQuota: peering/resources.h.)
+ *
  * Pure: objects borrowed, no state. */
 #ifndef CLIQO_ADMISSION_OBJECTS_H
 #define CLIQO_ADMISSION_OBJECTS_H
@@ -51,5 +56,14 @@ int adm_objects_slice_check(const json_t *slice, const char *ns, const struct ci
 
 /* 0 unless the Secret (new) is of type service-account-token: -EPERM with the reason in msg. */
 int adm_objects_secret_check(const json_t *secret, char *msg, size_t len);
+
+/* The most objects of kind (API group, resource) a peer's credential may have in its tenant
+ * namespace, or -1 when the kind is not limited here. */
+int adm_objects_tenant_limit(const char *group, const char *resource);
+
+/* The refusal when count objects already exist (count >= limit): -EDQUOT with the reason in msg;
+ * 0 when one more fits. */
+int adm_objects_tenant_check(const char *group, const char *resource, size_t count, char *msg,
+                             size_t len);
 
 #endif

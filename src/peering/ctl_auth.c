@@ -429,7 +429,7 @@ static void step_sa(void *owner)
     struct issue *is = owner;
     json_t *o;
 
-    if (gone(is) || !created_or_exists(is, "the agent's RoleBinding"))
+    if (gone(is) || !created_or_exists(is, "the tenant namespace's ResourceQuota"))
         return;
     o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}}}", "apiVersion", "v1", "kind", "ServiceAccount",
                   "metadata", "name", is->sa, "namespace", is->ns, "labels", PEER_LABEL_CLUSTER_ID,
@@ -437,6 +437,83 @@ static void step_sa(void *owner)
     is->ch.next = step_peer_binding;
     if (!o || kapi_create(agent_kube(st.a), &kapi_serviceaccounts, is->ns, o, peer_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the ServiceAccount");
+    json_decref(o);
+}
+
+/* The object-count quota of the tenant namespace, before any credential for it exists: created,
+ * then read until kube-controller-manager has counted every name of it (until then the API server
+ * refuses every create it covers, the agent's own Secrets included). */
+static void step_quota_counted(void *owner);
+
+static void on_quota_timer(uv_timer_t *t)
+{
+    struct issue *is = t->data;
+
+    if (gone(is))
+        return;
+    is->ch.next = step_quota_counted;
+    if (kapi_get(agent_kube(st.a), &kapi_resourcequotas, is->ns, PEER_TENANT_QUOTA, peer_call_cb,
+                 is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot read the tenant namespace's ResourceQuota");
+}
+
+static void step_quota_counted(void *owner)
+{
+    struct issue *is = owner;
+    const json_t *hard, *used;
+    const char *k;
+    json_t *v;
+    bool counted;
+
+    if (gone(is))
+        return;
+    if (is->ch.last.err < 0 && is->ch.last.err != -EEXIST && is->ch.last.err != -ENOENT) {
+        created_or_exists(is, "the tenant namespace's ResourceQuota");
+        return;
+    }
+    hard = json_object_get(json_object_get(is->ch.last.body, "spec"), "hard");
+    used = json_object_get(json_object_get(is->ch.last.body, "status"), "used");
+    counted = is->ch.last.err == 0 && json_is_object(hard);
+    json_object_foreach((json_t *)hard, k, v)
+    {
+        if (!json_object_get(used, k))
+            counted = false;
+    }
+    if (counted) {
+        is->ch.last.err = 0;
+        step_sa(is);
+        return;
+    }
+    if (uv_now(agent_loop(st.a)) >= is->deadline) {
+        finish(is, 503, PEER_WIRE_E_UNAVAILABLE,
+               "the tenant namespace's ResourceQuota " PEER_TENANT_QUOTA
+               " was not counted in time (is the resourcequota controller of "
+               "kube-controller-manager running?)");
+        return;
+    }
+    if (!is->timer && !(is->timer = ktimer_new(agent_loop(st.a), is))) {
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "out of memory");
+        return;
+    }
+    uv_timer_start(is->timer, on_quota_timer, TOKEN_POLL_MS, 0);
+}
+
+static void step_quota(void *owner)
+{
+    struct issue *is = owner;
+    json_t *o;
+
+    if (gone(is) || !created_or_exists(is, "the agent's RoleBinding"))
+        return;
+    o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:o}}", "apiVersion", "v1", "kind",
+                  "ResourceQuota", "metadata", "name", PEER_TENANT_QUOTA, "namespace", is->ns,
+                  "labels", "app.kubernetes.io/managed-by", "cliqo-agent",
+                  "app.kubernetes.io/part-of", "cliqo", "spec", "hard", peer_tenant_quota_hard());
+    is->ch.next = step_quota_counted;
+    is->deadline = uv_now(agent_loop(st.a)) + TOKEN_WAIT_MS;
+    /* Created (its status is not counted yet: read it again) or already there (read it). */
+    if (!o || kapi_create(agent_kube(st.a), &kapi_resourcequotas, is->ns, o, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the ResourceQuota");
     json_decref(o);
 }
 
@@ -448,7 +525,7 @@ static void step_agent_binding(void *owner)
     if (gone(is) || !created_or_exists(is, "the tenant namespace"))
         return;
     o = rolebinding(is->ns, AGENT_SA, AGENT_TENANT_CR, agent_namespace(st.a), AGENT_SA);
-    is->ch.next = step_sa;
+    is->ch.next = step_quota;
     if (!o ||
         kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, peer_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the RoleBinding");

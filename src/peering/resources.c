@@ -80,3 +80,9 @@ const struct kapi_resource *peer_res_by_kind(const char *api_version, const char
     }
     return NULL;
 }
+
+json_t *peer_tenant_quota_hard(void)
+{
+    return json_pack("{s:s,s:s,s:s}", "count/secrets", "64", "count/configmaps", "16",
+                     "count/serviceaccounts", "16");
+}

@@ -7,6 +7,8 @@
 
 #include <stddef.h>
 
+#include <jansson.h>
+
 #include "kube/api.h"
 
 extern const struct kapi_resource peer_res_foreignclusters, peer_res_peeringrequests,
@@ -19,6 +21,16 @@ extern const struct kapi_resource peer_res_roles, peer_res_rolebindings, peer_re
 /* The resource of an object by its apiVersion and kind (for applying manifests); NULL if unknown.
  */
 const struct kapi_resource *peer_res_by_kind(const char *api_version, const char *kind);
+
+/* spec.hard of the ResourceQuota PEER_TENANT_QUOTA in each tenant namespace: counts of the built-in
+ * kinds a peer's credentials may create there (Secrets; ConfigMaps and ServiceAccounts, which
+ * Kubernetes puts there), with room for what the agent and Kubernetes put there, so that a peer
+ * cannot fill the agent's caches with objects (docs/security.md). cliqo's own kinds are counted
+ * by the agent's objects webhook instead (admission/objects.h, adm_objects_tenant_limit): a
+ * quota on a custom resource is "status unknown", refusing every create, until
+ * kube-controller-manager has discovered the kind. A new object, NULL when out of memory. */
+json_t *peer_tenant_quota_hard(void);
+#define PEER_TENANT_QUOTA "cliqo-tenant-objects"
 
 /* Well-known names (docs/peering.md). */
 #define PEER_NAMESPACE_DEFAULT "cliqo"

@@ -20,6 +20,7 @@
  * requeues every map): Kubernetes' own PodSecurity admission enforces it where the cluster has it,
  * the agent's pod webhook enforces it everywhere. */
 #include "admission/podsec.h"
+#include "admission/quota.h"
 #include "agent/agent.h"
 #include "agent/modules.h"
 
@@ -35,14 +36,15 @@
 #include "peering/resources.h"
 #include "virtualkubelet/virtualkubelet.h"
 
-#define MOD         "namespacemap"
-#define RETRY_MS    1000
-#define MAX_ENTRIES 512
-#define VK_BINDING  "cliqo-virtual-kubelet"
+#define MOD            "namespacemap"
+#define RETRY_MS       1000
+#define MAX_ENTRIES    512
+#define VK_BINDING     "cliqo-virtual-kubelet"
+#define GUARD_SELECTOR "app.kubernetes.io/managed-by=cliqo-agent"
 
 static struct {
     struct agent *a;
-    struct inf_informer *maps, *nss, *config;
+    struct inf_informer *maps, *nss, *config, *fcs, *quotas, *limits;
     struct wq_queue *q;
     bool running;
 } st;
@@ -283,6 +285,138 @@ static bool podsec_labels(struct rec *r, const json_t *ns)
     return true;
 }
 
+/* ---- what Kubernetes enforces behind the webhook (admission/quota.h) ----------------------- */
+
+static json_t *managed_meta(const char *name, const char *ns)
+{
+    return json_pack("{s:s,s:s,s:{s:s,s:s}}", "name", name, "namespace", ns, "labels",
+                     "app.kubernetes.io/managed-by", "cliqo-agent", "app.kubernetes.io/part-of",
+                     "cliqo");
+}
+
+struct fc_find {
+    const char *id;
+    json_t *fc;
+};
+
+static void fc_visit(json_t *fc, void *data)
+{
+    struct fc_find *f = data;
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(fc, "spec"), "clusterIdentity"), "clusterID"));
+
+    if (!f->fc && id && strcmp(id, f->id) == 0)
+        f->fc = json_incref(fc);
+}
+
+/* The consumer's offer as its ForeignCluster records it (status.advertisement.sent), NULL when
+ * none is in force. A new reference. */
+static json_t *offer_of(const char *id)
+{
+    struct fc_find f = {id, NULL};
+    const json_t *sent;
+    const char *status;
+    json_t *res = NULL;
+
+    if (!st.fcs)
+        return NULL;
+    inf_foreach(st.fcs, fc_visit, &f);
+    sent =
+        json_object_get(json_object_get(json_object_get(f.fc, "status"), "advertisement"), "sent");
+    status = json_string_value(json_object_get(sent, "status"));
+    if (json_is_object(json_object_get(sent, "resources")) &&
+        !(status && strcmp(status, "Withdrawn") == 0))
+        res = json_incref(json_object_get(sent, "resources"));
+    json_decref(f.fc);
+    return res;
+}
+
+/* Creates kind `res` named `name` in ns with spec, or merge-patches its spec. */
+static void write_guard(struct rec *r, const struct kapi_resource *res, const char *ns,
+                        const char *name, bool exists, json_t *spec_patch, json_t *spec)
+{
+    json_t *o = NULL;
+    char *body = NULL;
+    int e = -ENOMEM;
+
+    r->ch.next = after_write;
+    if (exists) {
+        o = json_pack("{s:O}", "spec", spec_patch);
+        body = o ? json_dumps(o, JSON_COMPACT) : NULL;
+        if (body)
+            e = kapi_patch(agent_kube(st.a), res, ns, name, NULL, KAPI_PATCH_MERGE, body,
+                           peer_call_cb, r);
+    } else {
+        o = json_pack("{s:s,s:s,s:o,s:O}", "apiVersion", "v1", "kind", res->kind, "metadata",
+                      managed_meta(name, ns), "spec", spec);
+        if (o)
+            e = kapi_create(agent_kube(st.a), res, ns, o, peer_call_cb, r);
+    }
+    if (e < 0)
+        rec_end(r, RETRY_MS);
+    x_free(body);
+    json_decref(o);
+}
+
+/* The LimitRange of defaults and the ResourceQuota of the offer in namespace ns of the consumer.
+ * Returns true when a write was started (or failed: the pass has ended either way). */
+static bool guards(struct rec *r, const char *ns)
+{
+    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_t *want = adm_limitrange_spec(cc, NULL), *have, *offer, *hard, *patch;
+    const json_t *have_hard;
+    bool wrote = false;
+
+    json_decref(cc);
+    if (!want) {
+        rec_end(r, RETRY_MS);
+        return true;
+    }
+    have = inf_get(st.limits, ns, ADM_LIMITRANGE_NAME);
+    if (!have || !adm_limitrange_equal(want, json_object_get(have, "spec"))) {
+        log_info(MOD,
+                 "%s: namespace %s: %s LimitRange " ADM_LIMITRANGE_NAME
+                 " (default requests of containers that set none)",
+                 r->key, ns, have ? "updating" : "creating");
+        write_guard(r, &kapi_limitranges, ns, ADM_LIMITRANGE_NAME, have != NULL, want, want);
+        wrote = true;
+    }
+    json_decref(have);
+    json_decref(want);
+    if (wrote)
+        return true;
+    offer = offer_of(r->name);
+    hard = adm_quota_consumer_hard(offer, NULL);
+    json_decref(offer);
+    if (!hard) {
+        rec_end(r, RETRY_MS);
+        return true;
+    }
+    have = inf_get(st.quotas, ns, ADM_QUOTA_OFFER_NAME);
+    have_hard = json_object_get(json_object_get(have, "spec"), "hard");
+    if (!have || !adm_quantities_equal(hard, have_hard)) {
+        json_t *spec = json_pack("{s:O}", "hard", hard);
+
+        patch = json_pack("{s:o}", "hard", adm_quantities_merge_patch(hard, have_hard));
+        log_info(MOD,
+                 "%s: namespace %s: %s ResourceQuota " ADM_QUOTA_OFFER_NAME
+                 " (the consumer's offer%s and object counts)",
+                 r->key, ns, have ? "updating" : "creating",
+                 json_object_get(hard, "pods") ? "" : ": none yet");
+        if (spec && patch)
+            write_guard(r, &kapi_resourcequotas, ns, ADM_QUOTA_OFFER_NAME, have != NULL, patch,
+                        spec);
+        else
+            rec_end(r, RETRY_MS);
+        json_decref(spec);
+        json_decref(patch);
+        wrote = true;
+    }
+    json_decref(have);
+    json_decref(hard);
+    return wrote;
+}
+
 static void create_ns(struct rec *r, const char *name)
 {
     json_t *o = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s,s:s},s:{s:s}}}", "apiVersion", "v1", "kind",
@@ -452,9 +586,10 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
             create_ns(r, remote);
             return;
         }
-        if (podsec_labels(r, existing)) {
+        if (podsec_labels(r, existing) || guards(r, remote)) {
             json_decref(existing);
             json_decref(list);
+            json_decref(patterns);
             return;
         }
         json_decref(existing);
@@ -561,12 +696,68 @@ static void on_ns_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
     on_ns(inf, new_obj, data);
 }
 
+/* A consumer's offer changed: the maps of that consumer look again (their quotas). */
+struct id_match {
+    const char *id;
+};
+
+static void requeue_if_named(json_t *map, void *data)
+{
+    const struct id_match *m = data;
+
+    if (kapi_obj_name(map) && strcmp(kapi_obj_name(map), m->id) == 0)
+        requeue_map(map, NULL);
+}
+
+static const json_t *sent_of(const json_t *fc)
+{
+    return json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"), "sent");
+}
+
+static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct id_match m = {json_string_value(json_object_get(
+        json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"))};
+
+    (void)inf;
+    (void)data;
+    if (m.id && st.q && st.maps)
+        inf_foreach(st.maps, requeue_if_named, &m);
+}
+
+static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    if (!json_equal(sent_of(old_obj), sent_of(new_obj)))
+        on_fc(inf, new_obj, data);
+}
+
+/* One of our LimitRanges or ResourceQuotas changed (or was deleted): the map of its namespace
+ * looks again. */
+static void on_guard(struct inf_informer *inf, json_t *obj, void *data)
+{
+    json_t *ns = st.nss ? inf_get(st.nss, NULL, kapi_obj_namespace(obj)) : NULL;
+
+    (void)inf;
+    if (ns)
+        on_ns(NULL, ns, data);
+    json_decref(ns);
+}
+
+static void on_guard_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_guard(inf, new_obj, data);
+}
+
 int nsmap_init(struct agent *a)
 {
     struct inf_handlers mh = {.on_add = on_map, .on_update = on_map_update, .on_delete = on_map};
     struct inf_handlers nh = {.on_add = on_ns, .on_update = on_ns_update, .on_delete = on_ns};
     struct inf_handlers ch = {
         .on_add = on_config, .on_update = on_config_update, .on_delete = on_config};
+    struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update, .on_delete = on_fc};
+    struct inf_handlers gh = {
+        .on_add = on_guard, .on_update = on_guard_update, .on_delete = on_guard};
     struct wq_options qo = {.max_concurrent = 8, .base_delay_ms = 200, .max_delay_ms = 60000};
     int r;
 
@@ -577,6 +768,12 @@ int nsmap_init(struct agent *a)
         r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, &nh, NULL, &st.nss);
     if (r == 0)
         r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, NULL, &st.config);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, NULL, &st.fcs);
+    if (r == 0)
+        r = agent_informer(a, &kapi_limitranges, NULL, GUARD_SELECTOR, 0, &gh, NULL, &st.limits);
+    if (r == 0)
+        r = agent_informer(a, &kapi_resourcequotas, NULL, GUARD_SELECTOR, 0, &gh, NULL, &st.quotas);
     if (r == 0)
         r = agent_queue(a, "namespacemaps", &qo, reconcile, NULL, &st.q);
     return r;

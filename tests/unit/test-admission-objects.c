@@ -191,12 +191,49 @@ static void test_secrets(void **state)
     }
 }
 
+static void test_tenant_limits(void **state)
+{
+    static const struct {
+        const char *group, *resource;
+        size_t count;
+        const char *msg; /* NULL: one more fits */
+    } cases[] = {
+        {"discovery.liqo.io", "peeringrequests", 0, NULL},
+        {"discovery.liqo.io", "peeringrequests", 3, NULL},
+        {"discovery.liqo.io", "peeringrequests", 4, "at most 4 peeringrequests.discovery.liqo.io"},
+        {"sharing.liqo.io", "advertisements", 7, NULL},
+        {"sharing.liqo.io", "advertisements", 8, "at most 8 advertisements.sharing.liqo.io"},
+        {"net.liqo.io", "networkconfigs", 100, "at most 8 networkconfigs.net.liqo.io in a tenant namespace (100 exist)"},
+        {"virtualkubelet.liqo.io", "namespacemaps", 4, "at most 4 namespacemaps"},
+        /* Not counted by the webhook (the built-in kinds have a ResourceQuota). */
+        {"", "secrets", 1000, NULL},
+        {"discovery.liqo.io", "foreignclusters", 1000, NULL},
+        {"sharing.liqo.io", "peeringrequests", 1000, NULL},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char msg[256] = "";
+        int r = adm_objects_tenant_check(cases[i].group, cases[i].resource, cases[i].count, msg,
+                                         sizeof(msg));
+
+        if (!cases[i].msg) {
+            if (r != 0)
+                fail_msg("case %zu: refused: %s", i, msg);
+            continue;
+        }
+        if (r != -EDQUOT || !strstr(msg, cases[i].msg))
+            fail_msg("case %zu: got %d '%s', want '%s'", i, r, msg, cases[i].msg);
+    }
+    assert_int_equal(adm_objects_tenant_limit(NULL, "x"), -1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_users),   cmocka_unit_test(test_services),
         cmocka_unit_test(test_slices),  cmocka_unit_test(test_slice_bounds),
-        cmocka_unit_test(test_secrets),
+        cmocka_unit_test(test_secrets), cmocka_unit_test(test_tenant_limits),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

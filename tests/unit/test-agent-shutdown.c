@@ -241,6 +241,20 @@ static void on_create(struct httpd_request *req, void *data)
     respond_json(req, 201, o ? o : json_object());
 }
 
+/* The tenant namespace's ResourceQuota, counted by kube-controller-manager. */
+static void on_quota(struct httpd_request *req, void *data)
+{
+    json_t *hard = json_pack("{s:s}", "count/secrets", "64");
+
+    (void)data;
+    respond_json(req, 200,
+                 json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:O},s:{s:O,s:{s:s}}}", "apiVersion", "v1",
+                           "kind", "ResourceQuota", "metadata", "name", "cliqo-tenant-objects",
+                           "namespace", TENANT, "spec", "hard", hard, "status", "hard", hard,
+                           "used", "count/secrets", "1"));
+    json_decref(hard);
+}
+
 /* The token controller never fills the token. */
 static void on_token(struct httpd_request *req, void *data)
 {
@@ -304,6 +318,14 @@ static void fake_start(bool hold_token)
                                  "/apis/rbac.authorization.k8s.io/v1/namespaces/" TENANT
                                  "/rolebindings",
                                  65536, on_create, NULL),
+                     0);
+    assert_int_equal(httpd_route(api.h, "POST", "/api/v1/namespaces/" TENANT "/resourcequotas",
+                                 65536, on_create, NULL),
+                     0);
+    assert_int_equal(httpd_route(api.h, "GET",
+                                 "/api/v1/namespaces/" TENANT
+                                 "/resourcequotas/cliqo-tenant-objects",
+                                 0, on_quota, NULL),
                      0);
     assert_int_equal(httpd_route(api.h, "GET", TOKEN_PATH, 0, on_token, NULL), 0);
     assert_int_equal(httpd_route(api.h, "POST", "/identity", 65536, on_identity, NULL), 0);
@@ -504,7 +526,8 @@ static void test_issue_cancelled_before_fini(void **state, bool hold_token)
         run_for(50); /* the answer arrives: the issuance sleeps until its next poll */
     assert_int_equal(rq.calls, 0);
     assert_int_equal(shutdown_agent(a), 0);
-    assert_int_equal(api.creates, 4); /* two RoleBindings, the ServiceAccount, the token Secret */
+    /* two RoleBindings, the ResourceQuota, the ServiceAccount, the token Secret */
+    assert_int_equal(api.creates, 5);
     assert_false(rq.called_after_fini);
     assert_int_equal(rq.calls, 1);
     assert_int_equal(rq.err, -ECANCELED);
@@ -555,7 +578,7 @@ static void test_broadcaster(void **state, bool hold_token)
     if (!hold_token)
         run_for(50);
     assert_int_equal(shutdown_agent(a), 0);
-    assert_int_equal(api.creates, 4);
+    assert_int_equal(api.creates, 5);
 }
 
 static void test_broadcaster_sleeping(void **state)
