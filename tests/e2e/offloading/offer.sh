@@ -3,10 +3,12 @@
 # NamespaceMap (the test adds the entry itself, as A's virtual kubelet would: A's agent is stopped meanwhile,
 # since its virtual kubelet would take the entry back and delete pods it did not make), pods created as A's
 # virtual kubelet (kubectl --as its ServiceAccount) are admitted while the requests of A's pods on B stay within what
-# B's Advertisement offered A, refused beyond with a one-line 403 naming the resource and amounts; pods without
-# requests count toward `pods` only; a burst cannot overshoot (reservations, generateName pods too); any other identity is refused;
-# and A raising its own virtual node's capacity changes nothing on B. B offers A fixed amounts for the test
-# (ClusterConfig perCluster), so every number below is exact.
+# B's Advertisement offered A, refused beyond with a one-line 403 naming the resource and amounts; containers without
+# requests get B's default requests (LimitRange cliqo-defaults) and count with them; a burst cannot overshoot
+# (reservations, generateName pods too); any other identity is refused; A raising its own virtual node's capacity
+# changes nothing on B; and the ResourceQuota cliqo-offer, equal to the offer, refuses what the webhook would while
+# the webhook is gone. B offers A fixed amounts for the test (ClusterConfig perCluster), so every number below is
+# exact.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 HOME_NS=e2e-offer-home
@@ -39,7 +41,8 @@ T_B=$(kc "$B" get foreignclusters -o json |
   jq -r --arg id "$A_ID" '.items[] | select(.spec.clusterIdentity.clusterID == $id) | .status.tenantNamespace.local')
 [ -n "$T_B" ] && [ "$T_B" != null ] || fail "no tenant namespace of $A on $B"
 VK_USER="system:serviceaccount:$T_B:vk-$A_ID"
-# vkpod NAME [CPU] [AS]: a pod in REMOTE_NS created as A's virtual kubelet (or AS), labelled as its pods are.
+# vkpod NAME [CPU] [AS]: a pod in REMOTE_NS created as A's virtual kubelet (or AS), labelled as its pods are; no CPU:
+# the container requests nothing.
 vkpod() {
   local req=""
   [ -n "${2:-}" ] && req="resources: {requests: {cpu: \"$2\"}}"
@@ -85,12 +88,21 @@ say "within the offer: admitted; beyond: refused with the resource and amounts"
 admitted p1 1500m
 refused p2 1 "offer exceeded: cpu 1500m requested + 1 > 2 offered to $A"
 refused p2 600m "offer exceeded: cpu 1500m requested + 600m > 2 offered to $A"
-admitted p2 500m
-refused p3 1m "offer exceeded: cpu 2 requested + 1m > 2 offered to $A"
+admitted p2 400m
+refused p3 101m "offer exceeded: cpu 1900m requested + 101m > 2 offered to $A"
 
-say "pods without requests count toward pods only"
+say "the namespace has B's LimitRange of default requests and a ResourceQuota equal to the offer"
+[ "$(jget "$B" '{.spec.limits[0].defaultRequest.cpu} {.spec.limits[0].defaultRequest.memory}' limitrange -n "$REMOTE_NS" cliqo-defaults)" = "100m 128Mi" ] ||
+  fail "no LimitRange cliqo-defaults with 100m/128Mi in $REMOTE_NS: $(kc "$B" get limitrange -n "$REMOTE_NS" -o json)"
+quota_hard() { jget "$B" '{.spec.hard.requests\.cpu} {.spec.hard.requests\.memory} {.spec.hard.pods}' resourcequota -n "$REMOTE_NS" cliqo-offer; }
+[ "$(quota_hard)" = "2 1Gi 3" ] || fail "ResourceQuota cliqo-offer is not the offer: $(quota_hard)"
+
+say "a container without requests gets the defaults, and counts with them"
 admitted p3
-refused p4 "" "offer exceeded: pods 3 requested + 1 > 3 offered to $A"
+[ "$(jget "$B" '{.spec.containers[0].resources.requests.cpu} {.spec.containers[0].resources.requests.memory}' pod -n "$REMOTE_NS" p3)" = "100m 128Mi" ] ||
+  fail "p3 did not get the default requests: $(kc "$B" get pod -n "$REMOTE_NS" p3 -o jsonpath='{.spec.containers[0].resources}')"
+refused p4 "" "offer exceeded: cpu 2 requested + 100m > 2 offered to $A"
+refused p4 0 "offer exceeded: pods 3 requested + 1 > 3 offered to $A"
 
 say "a finished pod frees its share; a burst of three for one free slot admits exactly one"
 kc "$B" delete pod -n "$REMOTE_NS" p3 --wait=true --timeout=30s >/dev/null || fail "cannot delete p3"
@@ -120,8 +132,8 @@ burst burst .
 [ "$(sort "$T/codes" | tr '\n' ' ')" = "201 403 403 " ] ||
   fail "three concurrent pods for one free slot: HTTP $(tr '\n' ' ' <"$T/codes"): $(cat "$T"/burst-*.out)"
 [ "$(cat "$T"/burst-*.out | jq -r 'select(.code == 403) | .message' | sort -u)" = \
-  "admission webhook \"offer.admission.cliqo.io\" denied the request: offer exceeded: pods 3 requested + 1 > 3 offered to $A" ] ||
-  fail "the two others were not refused for pods: $(cat "$T"/burst-*.out)"
+  "admission webhook \"offer.admission.cliqo.io\" denied the request: offer exceeded: cpu 2 requested + 100m > 2 offered to $A" ] ||
+  fail "the two others were not refused for cpu: $(cat "$T"/burst-*.out)"
 
 say "the same burst with generateName (no name in the review's request): exactly one admitted"
 winner=$(kc "$B" get pods -n "$REMOTE_NS" -o name | grep '/burst-') || fail "no burst pod admitted"
@@ -152,4 +164,16 @@ admitted p5 500m
 m=$(curl -s "http://127.0.0.1:$(http_port "$B")/metrics")
 grep_q -E '^cliqo_admission_requests_total\{webhook="offer-enforcement",result="denied"\} [1-9]' <<<"$m" ||
   fail "no denied count on $B: $(grep cliqo_admission <<<"$m")"
-pass "admitted within the offer, refused beyond (cpu, pods) with the amounts, bursts held (named and generateName), other identities refused, the consumer's node capacity ignored"
+
+say "$B's webhook gone (agent stopped, its configuration deleted): the ResourceQuota still holds the offer"
+stop_agent "$B"
+vwc=$(kc "$B" get validatingwebhookconfigurations -l app.kubernetes.io/managed-by=cliqo-agent -o name)
+[ -n "$vwc" ] || fail "no validating webhook configuration of cliqo on $B"
+kc "$B" delete $vwc >/dev/null || fail "cannot delete $vwc"
+if err=$(vkpod p6 1 2>&1 >/dev/null); then fail "p6 admitted beyond the offer without the webhook"; fi
+grep_q 'exceeded quota: cliqo-offer' <<<"$err" || fail "p6: not refused by the quota: $err"
+admitted p6 0 # within the quota: the quota refuses what exceeds, nothing else
+start_agent "$B"
+wait_agent_ready "$B"
+wait_for 30 "$B's agent configured its webhooks again" kc "$B" get $vwc
+pass "admitted within the offer, refused beyond (cpu, pods) with the amounts, default requests counted, bursts held (named and generateName), other identities refused, the consumer's node capacity ignored, the quota holding without the webhook"
