@@ -203,7 +203,8 @@ static void test_tenant_limits(void **state)
         {"discovery.liqo.io", "peeringrequests", 4, "at most 4 peeringrequests.discovery.liqo.io"},
         {"sharing.liqo.io", "advertisements", 7, NULL},
         {"sharing.liqo.io", "advertisements", 8, "at most 8 advertisements.sharing.liqo.io"},
-        {"net.liqo.io", "networkconfigs", 100, "at most 8 networkconfigs.net.liqo.io in a tenant namespace (100 exist)"},
+        {"net.liqo.io", "networkconfigs", 100,
+         "at most 8 networkconfigs.net.liqo.io in a tenant namespace (100 exist)"},
         {"virtualkubelet.liqo.io", "namespacemaps", 4, "at most 4 namespacemaps"},
         /* Not counted by the webhook (the built-in kinds have a ResourceQuota). */
         {"", "secrets", 1000, NULL},
