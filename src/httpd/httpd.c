@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <gnutls/abstract.h>
 #include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <stdio.h>
@@ -78,6 +79,16 @@ struct tls_creds {
     struct tls_creds *next;
 };
 
+/* Client authentication: the trust list the client certificates must chain to and the common names
+ * accepted (none: any). Replaced whole by httpd_set_client_ca; nothing keeps a pointer into it
+ * between two calls of the verify function (both run on the loop's thread), so the old one is
+ * freed at once. */
+struct client_auth {
+    gnutls_x509_trust_list_t tl;
+    char cn[HTTPD_MAX_CLIENT_CNS][HTTPD_CN_MAX + 1];
+    size_t ncn;
+};
+
 /* One connection, for the request deadline: fd is MHD's socket, deadline 0 while a request is
  * being answered (the handler's own deadline applies then). */
 struct hconn {
@@ -119,6 +130,8 @@ struct httpd_server {
     struct tls_creds *creds;   /* what the certificate callback hands out */
     struct tls_creds *retired; /* replaced ones, newest first */
     size_t nretired;
+    struct client_auth *client_auth; /* NULL: no client certificate asked for */
+    uint64_t auth_failures;
     struct httpd_server *tls_next; /* on the list of listening TLS servers */
 };
 
@@ -907,32 +920,206 @@ static bool same_host(const struct sockaddr_storage *bound, const struct sockadd
     return false;
 }
 
-static int on_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
-                   const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
-                   gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *key)
+/* The listening TLS server a handshake belongs to, by the local address of its socket. */
+static struct httpd_server *server_of_session(gnutls_session_t session)
 {
     struct sockaddr_storage local;
     socklen_t len = sizeof(local);
     int fd = gnutls_transport_get_int(session);
     uint16_t port;
 
+    if (fd < 0 || getsockname(fd, (struct sockaddr *)&local, &len) < 0)
+        return NULL;
+    port = ntohs(local.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&local)->sin6_port
+                                             : ((struct sockaddr_in *)&local)->sin_port);
+    for (struct httpd_server *s = tls_servers; s; s = s->tls_next)
+        if (s->port == port && same_host(&s->addr, &local))
+            return s;
+    return NULL;
+}
+
+static struct client_auth *client_auth_free(struct client_auth *ca)
+{
+    if (ca) {
+        if (ca->tl)
+            gnutls_x509_trust_list_deinit(ca->tl, 1);
+        x_free(ca);
+    }
+    return NULL;
+}
+
+/* A common name as accepted in a list: 1 to HTTPD_CN_MAX printable ASCII bytes. */
+static bool cn_valid(const char *cn)
+{
+    size_t n = cn ? strlen(cn) : 0;
+
+    if (n == 0 || n > HTTPD_CN_MAX)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if ((unsigned char)cn[i] < 0x20 || (unsigned char)cn[i] >= 0x7f)
+            return false;
+    return true;
+}
+
+static int client_auth_new(const char *pem, const char *const *cn, struct client_auth **ret)
+{
+    struct client_auth *ca;
+    gnutls_datum_t d;
+    size_t len = pem ? strlen(pem) : 0;
+    int r;
+
+    if (!pem || len > HTTPD_CLIENT_CA_MAX)
+        return -EINVAL;
+    for (size_t i = 0; cn && cn[i]; i++)
+        if (i >= HTTPD_MAX_CLIENT_CNS || !cn_valid(cn[i]))
+            return -EINVAL;
+    ca = x_calloc(1, sizeof(*ca));
+    if (!ca)
+        return -ENOMEM;
+    for (size_t i = 0; cn && cn[i]; i++)
+        snprintf(ca->cn[ca->ncn++], sizeof(ca->cn[0]), "%s", cn[i]);
+    if (gnutls_x509_trust_list_init(&ca->tl, 0) < 0) {
+        ca->tl = NULL;
+        client_auth_free(ca);
+        return -ENOMEM;
+    }
+    d.data = (unsigned char *)pem;
+    d.size = (unsigned)len;
+    /* The number of CA certificates added: none is an error (nothing could ever verify). */
+    r = gnutls_x509_trust_list_add_trust_mem(ca->tl, &d, NULL, GNUTLS_X509_FMT_PEM, 0, 0);
+    if (r <= 0) {
+        client_auth_free(ca);
+        return -EPROTO;
+    }
+    *ret = ca;
+    return 0;
+}
+
+/* Verifies the client's certificate chain of session against ca. Returns 0, or -EACCES with the
+ * reason in why. */
+static int client_verify(const struct client_auth *ca, gnutls_session_t session, char *why,
+                         size_t whylen)
+{
+    gnutls_x509_crt_t chain[TLS_MAX_CHAIN];
+    gnutls_typed_vdata_st purpose = {GNUTLS_DT_KEY_PURPOSE_OID,
+                                     (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT, 0};
+    const gnutls_datum_t *peers;
+    unsigned n = 0, imported = 0, status = 0;
+    char cn[HTTPD_CN_MAX + 2];
+    size_t cnlen = sizeof(cn);
+    int r = -EACCES;
+
+    if (gnutls_certificate_type_get2(session, GNUTLS_CTYPE_PEERS) != GNUTLS_CRT_X509) {
+        snprintf(why, whylen, "not an X.509 certificate");
+        return -EACCES;
+    }
+    peers = gnutls_certificate_get_peers(session, &n);
+    if (!peers || n == 0) {
+        snprintf(why, whylen, "no client certificate");
+        return -EACCES;
+    }
+    if (n > TLS_MAX_CHAIN) {
+        snprintf(why, whylen, "a chain of %u certificates (at most %d)", n, TLS_MAX_CHAIN);
+        return -EACCES;
+    }
+    for (; imported < n; imported++) {
+        if (gnutls_x509_crt_init(&chain[imported]) < 0) {
+            snprintf(why, whylen, "out of memory");
+            goto out;
+        }
+        if (gnutls_x509_crt_import(chain[imported], &peers[imported], GNUTLS_X509_FMT_DER) < 0) {
+            gnutls_x509_crt_deinit(chain[imported]);
+            snprintf(why, whylen, "certificate %u does not parse", imported);
+            goto out;
+        }
+    }
+    if (gnutls_x509_trust_list_verify_crt2(ca->tl, chain, n, &purpose, 1, 0, &status, NULL) < 0 ||
+        status != 0) {
+        gnutls_datum_t text = {NULL, 0};
+
+        if (status &&
+            gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text, 0) == 0)
+            snprintf(why, whylen, "%s", (const char *)text.data);
+        else
+            snprintf(why, whylen, "the certificate does not verify");
+        gnutls_free(text.data);
+        goto out;
+    }
+    if (ca->ncn) {
+        size_t other = sizeof(cn);
+        char dummy[HTTPD_CN_MAX + 2];
+        bool ok = false;
+
+        /* Exactly one CN, of a length we accept, without a NUL inside. */
+        if (gnutls_x509_crt_get_dn_by_oid(chain[0], GNUTLS_OID_X520_COMMON_NAME, 0, 0, cn, &cnlen) <
+                0 ||
+            strlen(cn) != cnlen ||
+            gnutls_x509_crt_get_dn_by_oid(chain[0], GNUTLS_OID_X520_COMMON_NAME, 1, 0, dummy,
+                                          &other) != GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE) {
+            snprintf(why, whylen, "the certificate does not have exactly one usable common name");
+            goto out;
+        }
+        for (size_t i = 0; i < ca->ncn && !ok; i++)
+            ok = strcmp(ca->cn[i], cn) == 0;
+        if (!ok) {
+            char shown[HTTPD_CN_MAX + 1];
+            size_t k = 0;
+
+            for (; cn[k] && k < HTTPD_CN_MAX; k++)
+                shown[k] =
+                    (unsigned char)cn[k] < 0x20 || (unsigned char)cn[k] >= 0x7f ? '?' : cn[k];
+            shown[k] = '\0';
+            snprintf(why, whylen, "common name \"%s\" is not accepted", shown);
+            goto out;
+        }
+    }
+    r = 0;
+out:
+    for (unsigned i = 0; i < imported; i++)
+        gnutls_x509_crt_deinit(chain[i]);
+    return r;
+}
+
+/* GnuTLS calls it with the client's certificate, inside the handshake: non-zero fails the
+ * handshake. Fails closed when the server is not found (closing). */
+static int on_verify(gnutls_session_t session)
+{
+    struct httpd_server *s = server_of_session(session);
+    char why[256] = "";
+
+    if (!s || !s->client_auth)
+        return GNUTLS_E_CERTIFICATE_ERROR;
+    if (client_verify(s->client_auth, session, why, sizeof(why)) < 0) {
+        s->auth_failures++;
+        log_debug("httpd", "%s: client certificate refused: %s", s->name, why);
+        return GNUTLS_E_CERTIFICATE_ERROR;
+    }
+    return 0;
+}
+
+/* MHD's certificate callback: GnuTLS calls it while it processes the ClientHello, before it sends
+ * its own certificate and, in TLS 1.2 and 1.3 alike, before the CertificateRequest: the place to
+ * require a client certificate for this session and to set the function that verifies it. */
+static int on_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_dn, int nreqs,
+                   const gnutls_pk_algorithm_t *pk_algos, int pk_algos_length,
+                   gnutls_pcert_st **pcert, unsigned int *pcert_length, gnutls_privkey_t *key)
+{
+    struct httpd_server *s = server_of_session(session);
+
     (void)req_ca_dn;
     (void)nreqs;
     (void)pk_algos;
     (void)pk_algos_length;
-    if (fd < 0 || getsockname(fd, (struct sockaddr *)&local, &len) < 0)
+    if (!s || !s->creds)
         return -1;
-    port = ntohs(local.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&local)->sin6_port
-                                             : ((struct sockaddr_in *)&local)->sin_port);
-    for (struct httpd_server *s = tls_servers; s; s = s->tls_next) {
-        if (s->port != port || !s->creds || !same_host(&s->addr, &local))
-            continue;
-        *pcert = s->creds->pcert;
-        *pcert_length = s->creds->n;
-        *key = s->creds->key;
-        return 0;
+    if (s->client_auth) {
+        gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUIRE);
+        gnutls_session_set_verify_function(session, on_verify);
     }
-    return -1;
+    *pcert = s->creds->pcert;
+    *pcert_length = s->creds->n;
+    *key = s->creds->key;
+    return 0;
 }
 
 static void tls_unlist(struct httpd_server *s)
@@ -985,6 +1172,31 @@ int httpd_set_tls(struct httpd_server *s, const char *cert_pem, const char *key_
     return 0;
 }
 
+int httpd_set_client_ca(struct httpd_server *s, const char *ca_pem, const char *const *cn)
+{
+    struct client_auth *ca = NULL;
+    int r;
+
+    if (!s || !ca_pem || !s->cert || s->closing)
+        return -EINVAL;
+    r = client_auth_new(ca_pem, cn, &ca);
+    if (r < 0)
+        return r;
+    client_auth_free(s->client_auth);
+    s->client_auth = ca;
+    return 0;
+}
+
+bool httpd_client_auth(const struct httpd_server *s)
+{
+    return s && s->client_auth;
+}
+
+uint64_t httpd_client_auth_failures(const struct httpd_server *s)
+{
+    return s ? s->auth_failures : 0;
+}
+
 /* ---- server --------------------------------------------------------------------------------- */
 
 int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_server **ret)
@@ -995,6 +1207,8 @@ int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_serve
     if (!loop || !o || !o->addr || !ret)
         return -EINVAL;
     if (!o->tls_cert_pem != !o->tls_key_pem)
+        return -EINVAL;
+    if ((o->client_ca_pem && !o->tls_cert_pem) || (o->client_cn && !o->client_ca_pem))
         return -EINVAL;
     if (o->tls_cert_pem && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
         return -ENOTSUP;
@@ -1015,6 +1229,11 @@ int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_serve
         if (!s->cert || !s->key)
             goto out;
     }
+    if (o->client_ca_pem) {
+        r = client_auth_new(o->client_ca_pem, o->client_cn, &s->client_auth);
+        if (r < 0)
+            goto out;
+    }
     s->connection_limit =
         o->connection_limit ? o->connection_limit : HTTPD_DEFAULT_CONNECTION_LIMIT;
     s->per_ip_limit =
@@ -1033,6 +1252,7 @@ int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_serve
     r = 0;
 out:
     if (s) {
+        client_auth_free(s->client_auth);
         x_free(s->name);
         x_free(s->cert);
         if (s->key)
@@ -1230,6 +1450,7 @@ static void server_free(struct httpd_server *s)
     tls_unlist(s);
     s->creds = creds_free(s->creds);
     s->retired = creds_free(s->retired);
+    s->client_auth = client_auth_free(s->client_auth);
     x_free(s);
     if (done)
         done(dd);

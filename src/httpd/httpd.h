@@ -18,9 +18,12 @@
  * within handler_timeout_ms, and 503 when the server closes; in both cases the handler's abort
  * callback (httpd_req_on_abort) runs first and the handler must forget the request.
  *
- * TLS (optional) uses MHD's GnuTLS: certificate and key are given as PEM strings. Limits: number
- * of connections (in total and per client address), memory per connection (request line and
- * headers must fit), and an idle timeout that closes silent connections (slowloris).
+ * TLS (optional) uses MHD's GnuTLS: certificate and key are given as PEM strings. A TLS server may
+ * also authenticate its clients (client_ca_pem): every handshake then requires a client certificate
+ * and verifies it inside the handshake, so that a client without an acceptable one never gets to
+ * send a request (its handshake fails; no handler, no on_response). Limits: number of connections
+ * (in total and per client address), memory per connection (request line and headers must fit),
+ * and an idle timeout that closes silent connections (slowloris).
  *
  * Ownership: the server borrows the loop. Strings passed in are copied. struct httpd_request is
  * owned by the server: it is valid from the handler call until the handler answered (the answering
@@ -46,6 +49,9 @@ struct httpd_request;
 #define HTTPD_MAX_ROUTES                 64
 #define HTTPD_MAX_EXTRA_HEADERS          8
 #define HTTPD_ADDR_STRLEN                64 /* "[ipv6]:port" and a NUL */
+#define HTTPD_MAX_CLIENT_CNS             16 /* names in httpd_options.client_cn */
+#define HTTPD_CN_MAX                     64 /* bytes of a common name (X.520 ub-common-name) */
+#define HTTPD_CLIENT_CA_MAX              (1u << 20) /* bytes of a client CA bundle */
 
 /* Runs on the loop with the complete request (body included). It answers now or later. */
 typedef void (*httpd_handler_fn)(struct httpd_request *req, void *data);
@@ -73,6 +79,15 @@ struct httpd_options {
      * byte a second never triggers), it bounds how long a slow client holds a connection.
      * Default 10 s. */
     uint64_t request_timeout_ms;
+    /* Client authentication (TLS servers only). client_ca_pem, a PEM bundle of CA certificates:
+     * every handshake requires a client certificate whose chain (as the client sends it) leads to
+     * one of them, valid now (every certificate of the chain), and usable for TLS client
+     * authentication (extendedKeyUsage clientAuth, or none). client_cn: a NULL-terminated list of
+     * the subject common names accepted (at most HTTPD_MAX_CLIENT_CNS, each 1 to HTTPD_CN_MAX
+     * bytes), compared exactly with the certificate's single CN; NULL or empty: any. Both NULL:
+     * no client certificate is asked for. */
+    const char *client_ca_pem;
+    const char *const *client_cn;
     httpd_response_fn on_response; /* optional */
     void *data;                    /* for on_response */
 };
@@ -86,8 +101,9 @@ int httpd_parse_addr(const char *s, struct sockaddr_storage *ret, socklen_t *ret
  * HTTPD_ADDR_STRLEN bytes); "?" for other families. */
 void httpd_format_addr(const struct sockaddr *sa, char *buf, size_t size);
 
-/* Creates a server (not listening yet). Returns 0, -EINVAL (bad options or address), -ENOTSUP
- * (TLS asked for but libmicrohttpd lacks it) or -ENOMEM. */
+/* Creates a server (not listening yet). Returns 0, -EINVAL (bad options or address; client_cn
+ * without client_ca_pem, or either without TLS), -EPROTO (client_ca_pem holds no certificate that
+ * loads), -ENOTSUP (TLS asked for but libmicrohttpd lacks it) or -ENOMEM. */
 int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_server **ret);
 /* Adds a route; allowed before and after httpd_start. method is "GET", "POST", ...; path is exact
  * and starts with '/'; max_body is the largest request body accepted (0: none). Returns 0,
@@ -103,6 +119,18 @@ bool httpd_started(const struct httpd_server *s);
  * restart, nothing refused during a rotation). Returns 0, -EINVAL (not a TLS server, or closing),
  * -EPROTO (the PEM does not load; the old pair stays) or -ENOMEM. */
 int httpd_set_tls(struct httpd_server *s, const char *cert_pem, const char *key_pem);
+/* Replaces the client CA bundle and the accepted common names (see httpd_options; cn NULL: any)
+ * of a TLS server, before or after httpd_start, or turns client authentication on for one that
+ * had none. Handshakes verified from then on use the new ones; established connections are kept.
+ * Client authentication cannot be turned off (ca_pem NULL is -EINVAL). Returns 0, -EINVAL (not a
+ * TLS server, closing, a bad name), -EPROTO (no certificate in ca_pem loads; the old bundle
+ * stays) or -ENOMEM. */
+int httpd_set_client_ca(struct httpd_server *s, const char *ca_pem, const char *const *cn);
+/* Whether the server requires client certificates. */
+bool httpd_client_auth(const struct httpd_server *s);
+/* TLS handshakes refused because the client's certificate did not verify (a client that sends
+ * none is refused by GnuTLS before the check, and not counted). */
+uint64_t httpd_client_auth_failures(const struct httpd_server *s);
 /* The bound port (useful with port 0), 0 when not listening. */
 uint16_t httpd_port(const struct httpd_server *s);
 /* Requests pending in asynchronous handlers. */

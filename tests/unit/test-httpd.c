@@ -10,6 +10,10 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,16 +34,20 @@ struct job {
     bool chunked;       /* send the body with a read callback, no Content-Length */
     size_t chunk_total; /* chunked: how many bytes to offer */
     const char *cafile; /* https with this CA */
-    bool raw_idle;      /* raw socket: send a partial request and wait for the server to close */
-    bool raw_slow;      /* raw socket: send a request head a byte at a time (see raw_slow) */
-    bool no_wake;       /* do not wake the loop when done (a request inside another client) */
-    long timeout_s;     /* default 20 */
+    const char *client_cert, *client_key; /* PEM: a client certificate for the handshake */
+    long tls_version;                     /* CURL_SSLVERSION_TLSv1_2 or _3 (the only one allowed) */
+    bool raw_idle;  /* raw socket: send a partial request and wait for the server to close */
+    bool raw_slow;  /* raw socket: send a request head a byte at a time (see raw_slow) */
+    bool no_wake;   /* do not wake the loop when done (a request inside another client) */
+    long timeout_s; /* default 20 */
     /* out */
     CURLcode cc;
     long status;
     char resp[8192];
     size_t resp_len;
     char allow[128];
+    int tls_negotiated; /* TLS1_2_VERSION, TLS1_3_VERSION, 0 (no TLS session) */
+    CURL *curl;         /* while it runs */
     curl_off_t uploaded;
     double idle_closed_after; /* raw_idle: seconds until EOF, < 0 if none */
     size_t offered;
@@ -75,6 +83,12 @@ static size_t on_header(char *p, size_t size, size_t n, void *data)
 {
     struct job *j = data;
     size_t len = size * n;
+    struct curl_tlssessioninfo *ti = NULL;
+
+    /* The TLS session is known while the transfer runs (not after). */
+    if (!j->tls_negotiated && curl_easy_getinfo(j->curl, CURLINFO_TLS_SSL_PTR, &ti) == CURLE_OK &&
+        ti && ti->backend == CURLSSLBACKEND_OPENSSL && ti->internals)
+        j->tls_negotiated = SSL_version(ti->internals);
 
     if (len > 7 && strncasecmp(p, "Allow: ", 7) == 0) {
         size_t v = len - 7;
@@ -188,6 +202,7 @@ static void *client(void *data)
         return NULL;
     }
     c = curl_easy_init();
+    j->curl = c;
     snprintf(url, sizeof(url), "%s://127.0.0.1:%u%s", j->cafile ? "https" : "http",
              (unsigned)httpd_port(srv), j->path);
     curl_easy_setopt(c, CURLOPT_URL, url);
@@ -201,6 +216,21 @@ static void *client(void *data)
         curl_easy_setopt(c, CURLOPT_CAINFO, j->cafile);
         curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
     }
+    if (j->client_cert) {
+        struct curl_blob cert = {(void *)j->client_cert, strlen(j->client_cert), CURL_BLOB_COPY};
+        struct curl_blob key = {(void *)j->client_key, strlen(j->client_key), CURL_BLOB_COPY};
+
+        curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
+        curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
+        curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+    }
+    if (j->tls_version == CURL_SSLVERSION_TLSv1_2)
+        curl_easy_setopt(c, CURLOPT_SSLVERSION,
+                         (long)(CURL_SSLVERSION_TLSv1_2 | CURL_SSLVERSION_MAX_TLSv1_2));
+    else if (j->tls_version == CURL_SSLVERSION_TLSv1_3)
+        curl_easy_setopt(c, CURLOPT_SSLVERSION,
+                         (long)(CURL_SSLVERSION_TLSv1_3 | CURL_SSLVERSION_MAX_TLSv1_3));
     if (j->method && strcmp(j->method, "HEAD") == 0)
         curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
     else if (j->method)
@@ -716,6 +746,276 @@ static void test_tls(void **state)
     rmdir(tmpdir);
 }
 
+/* ---- client certificates -------------------------------------------------------------------- */
+
+/* A certificate for key, signed by ca/ca_key (self-signed CA when ca is NULL), valid from
+ * now + from_s to now + to_s; eku NULL: none. */
+static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *ca, EVP_PKEY *ca_key, long from_s,
+                       long to_s, const char *eku, const char *san)
+{
+    X509 *x = X509_new();
+    X509_NAME *n = X509_NAME_new();
+    X509V3_CTX ctx;
+    static long serial = 100;
+    struct {
+        int nid;
+        const char *value;
+    } ext[3] = {{0, NULL}, {0, NULL}, {0, NULL}};
+
+    assert_non_null(x);
+    ASN1_INTEGER_set(X509_get_serialNumber(x), serial++);
+    X509_set_version(x, 2);
+    X509_gmtime_adj(X509_getm_notBefore(x), from_s);
+    X509_gmtime_adj(X509_getm_notAfter(x), to_s);
+    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1, 0);
+    X509_set_subject_name(x, n);
+    X509_set_issuer_name(x, ca ? X509_get_subject_name(ca) : n);
+    X509_set_pubkey(x, key);
+    X509V3_set_ctx(&ctx, ca ? ca : x, x, NULL, NULL, 0);
+    if (!ca) {
+        ext[0].nid = NID_basic_constraints;
+        ext[0].value = "critical,CA:TRUE";
+        ext[1].nid = NID_key_usage;
+        ext[1].value = "critical,keyCertSign,cRLSign";
+    } else {
+        ext[0].nid = eku ? NID_ext_key_usage : 0;
+        ext[0].value = eku;
+        ext[1].nid = san ? NID_subject_alt_name : 0;
+        ext[1].value = san;
+    }
+    for (int i = 0; i < 3; i++) {
+        X509_EXTENSION *e;
+
+        if (!ext[i].nid)
+            continue;
+        e = X509V3_EXT_conf_nid(NULL, &ctx, ext[i].nid, ext[i].value);
+        assert_non_null(e);
+        X509_add_ext(x, e, -1);
+        X509_EXTENSION_free(e);
+    }
+    assert_true(X509_sign(x, ca_key ? ca_key : key, EVP_sha256()) > 0);
+    X509_NAME_free(n);
+    return x;
+}
+
+static char *pem_of(X509 *x, EVP_PKEY *k)
+{
+    BIO *b = BIO_new(BIO_s_mem());
+    char *data, *out;
+    long n;
+
+    assert_non_null(b);
+    if (x)
+        assert_int_equal(PEM_write_bio_X509(b, x), 1);
+    else
+        assert_int_equal(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL), 1);
+    n = BIO_get_mem_data(b, &data);
+    out = calloc(1, (size_t)n + 1);
+    assert_non_null(out);
+    memcpy(out, data, (size_t)n);
+    BIO_free(b);
+    return out;
+}
+
+struct ident {
+    char *cert, *key;
+};
+
+static void ident_make(struct ident *id, const char *cn, X509 *ca, EVP_PKEY *ca_key, long from_s,
+                       long to_s, const char *eku, const char *san)
+{
+    EVP_PKEY *k = EVP_EC_gen("P-256");
+    X509 *x;
+
+    assert_non_null(k);
+    x = make_cert(k, cn, ca, ca_key, from_s, to_s, eku, san);
+    id->cert = pem_of(x, NULL);
+    id->key = pem_of(NULL, k);
+    X509_free(x);
+    EVP_PKEY_free(k);
+}
+
+static void ident_done(struct ident *id)
+{
+    free(id->cert);
+    free(id->key);
+}
+
+/* Runs one client of the table below and checks what came back. */
+static void expect_client(const char *what, long version, const char *cafile,
+                          const struct ident *id, bool ok)
+{
+    struct job j = {.path = "/hello", .cafile = cafile, .tls_version = version, .timeout_s = 5};
+    unsigned before = responses;
+
+    if (id) {
+        j.client_cert = id->cert;
+        j.client_key = id->key;
+    }
+    perform(&j);
+    if (ok) {
+        if (j.cc != CURLE_OK || j.status != 200)
+            fail_msg("%s over TLS 1.%d: curl %d, HTTP %ld, want 200", what,
+                     version == CURL_SSLVERSION_TLSv1_2 ? 2 : 3, (int)j.cc, j.status);
+        assert_int_equal(j.tls_negotiated,
+                         version == CURL_SSLVERSION_TLSv1_2 ? TLS1_2_VERSION : TLS1_3_VERSION);
+        assert_int_equal(responses, before + 1);
+        return;
+    }
+    /* Refused in the handshake: no HTTP status, and the server saw no request at all. */
+    if (j.cc == CURLE_OK || j.status != 0 || responses != before)
+        fail_msg("%s over TLS 1.%d was not refused in the handshake: curl %d, HTTP %ld", what,
+                 version == CURL_SSLVERSION_TLSv1_2 ? 2 : 3, (int)j.cc, j.status);
+}
+
+static void test_client_auth(void **state)
+{
+    EVP_PKEY *sk = EVP_EC_gen("P-256"), *ck = EVP_EC_gen("P-256"), *ok = EVP_EC_gen("P-256");
+    X509 *srv_ca, *ca, *other;
+    struct ident server, good, foreign, expired, future, wrong_cn, server_only, no_eku;
+    char cafile[128], *ca_pem, *other_pem;
+    static const char *const cns[] = {"webhook-client", "second-name", NULL};
+    static const char *const only_second[] = {"second-name", NULL};
+    static const char *const bad_cns[] = {"", NULL};
+    static const long versions[] = {CURL_SSLVERSION_TLSv1_2, CURL_SSLVERSION_TLSv1_3};
+    struct httpd_options o = {.addr = "127.0.0.1:0"};
+    struct httpd_server *bad;
+    uint64_t failures;
+    FILE *f;
+
+    (void)state;
+    assert_non_null(sk);
+    assert_non_null(ck);
+    assert_non_null(ok);
+    srv_ca = make_cert(sk, "server-ca", NULL, NULL, -60, 3600, NULL, NULL);
+    ca = make_cert(ck, "client-ca", NULL, NULL, -60, 3600, NULL, NULL);
+    other = make_cert(ok, "other-ca", NULL, NULL, -60, 3600, NULL, NULL);
+    ca_pem = pem_of(ca, NULL);
+    other_pem = pem_of(other, NULL);
+    ident_make(&server, "localhost", srv_ca, sk, -60, 3600, "serverAuth", "IP:127.0.0.1");
+    ident_make(&good, "webhook-client", ca, ck, -60, 3600, "clientAuth", NULL);
+    ident_make(&foreign, "webhook-client", other, ok, -60, 3600, "clientAuth", NULL);
+    ident_make(&expired, "webhook-client", ca, ck, -7200, -3600, "clientAuth", NULL);
+    ident_make(&future, "webhook-client", ca, ck, 3600, 7200, "clientAuth", NULL);
+    ident_make(&wrong_cn, "intruder", ca, ck, -60, 3600, "clientAuth", NULL);
+    ident_make(&server_only, "webhook-client", ca, ck, -60, 3600, "serverAuth", NULL);
+    ident_make(&no_eku, "second-name", ca, ck, -60, 3600, NULL, NULL);
+
+    snprintf(tmpdir, sizeof(tmpdir), "/tmp/test-httpd-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    snprintf(cafile, sizeof(cafile), "%s/server-ca.crt", tmpdir);
+    f = fopen(cafile, "w");
+    assert_non_null(f);
+    {
+        char *pem = pem_of(srv_ca, NULL);
+
+        fputs(pem, f);
+        free(pem);
+    }
+    fclose(f);
+
+    /* Options: a client CA needs TLS, names need a CA, the bundle must hold a certificate, names
+     * must be sensible. */
+    o.client_ca_pem = ca_pem;
+    assert_int_equal(httpd_new(&loop, &o, &bad), -EINVAL);
+    o.tls_cert_pem = server.cert;
+    o.tls_key_pem = server.key;
+    o.client_ca_pem = NULL;
+    o.client_cn = cns;
+    assert_int_equal(httpd_new(&loop, &o, &bad), -EINVAL);
+    o.client_ca_pem = "-----BEGIN CERTIFICATE-----\nnonsense\n-----END CERTIFICATE-----\n";
+    assert_int_equal(httpd_new(&loop, &o, &bad), -EPROTO);
+    o.client_ca_pem = ca_pem;
+    o.client_cn = bad_cns;
+    assert_int_equal(httpd_new(&loop, &o, &bad), -EINVAL);
+
+    /* The server with client authentication: the CA and two accepted names. */
+    {
+        char err[256];
+
+        o.name = "test";
+        o.client_cn = cns;
+        o.on_response = on_response;
+        assert_int_equal(httpd_new(&loop, &o, &srv), 0);
+        assert_int_equal(httpd_route(srv, "GET", "/hello", 0, h_hello, NULL), 0);
+        if (httpd_start(srv, err, sizeof(err)) < 0)
+            fail_msg("httpd_start: %s", err);
+        assert_true(httpd_client_auth(srv));
+    }
+    for (size_t v = 0; v < 2; v++) {
+        long ver = versions[v];
+
+        failures = httpd_client_auth_failures(srv);
+        expect_client("no client certificate", ver, cafile, NULL, false);
+        expect_client("a certificate of another CA", ver, cafile, &foreign, false);
+        expect_client("an expired certificate", ver, cafile, &expired, false);
+        expect_client("a certificate not valid yet", ver, cafile, &future, false);
+        expect_client("a common name not accepted", ver, cafile, &wrong_cn, false);
+        expect_client("a server-only certificate", ver, cafile, &server_only, false);
+        /* Every one but the first reached the verify function. */
+        assert_int_equal(httpd_client_auth_failures(srv), failures + 5);
+        expect_client("the API server's certificate", ver, cafile, &good, true);
+        expect_client("a certificate without extendedKeyUsage", ver, cafile, &no_eku, true);
+    }
+
+    /* Rotation: another CA and one name; the old CA's certificates are refused from then on. */
+    assert_int_equal(httpd_set_client_ca(srv, "not a bundle", NULL), -EPROTO);
+    assert_int_equal(httpd_set_client_ca(srv, NULL, NULL), -EINVAL);
+    assert_int_equal(httpd_set_client_ca(srv, other_pem, bad_cns), -EINVAL);
+    expect_client("the API server's certificate (a refused rotation)", CURL_SSLVERSION_TLSv1_3,
+                  cafile, &good, true);
+    assert_int_equal(httpd_set_client_ca(srv, other_pem, NULL), 0);
+    for (size_t v = 0; v < 2; v++) {
+        expect_client("the old CA's certificate", versions[v], cafile, &good, false);
+        expect_client("the new CA's certificate", versions[v], cafile, &foreign, true);
+    }
+    assert_int_equal(httpd_set_client_ca(srv, ca_pem, only_second), 0);
+    expect_client("a name no longer accepted", CURL_SSLVERSION_TLSv1_3, cafile, &good, false);
+    expect_client("the name still accepted", CURL_SSLVERSION_TLSv1_2, cafile, &no_eku, true);
+    httpd_close(srv, NULL, NULL);
+    srv = NULL;
+
+    /* A TLS server started without client authentication asks for no certificate, and turns it
+     * on later. */
+    o.client_ca_pem = NULL;
+    o.client_cn = NULL;
+    {
+        char err[256];
+
+        assert_int_equal(httpd_new(&loop, &o, &srv), 0);
+        assert_int_equal(httpd_route(srv, "GET", "/hello", 0, h_hello, NULL), 0);
+        if (httpd_start(srv, err, sizeof(err)) < 0)
+            fail_msg("httpd_start: %s", err);
+    }
+    assert_false(httpd_client_auth(srv));
+    expect_client("no client certificate (none asked for)", CURL_SSLVERSION_TLSv1_3, cafile, NULL,
+                  true);
+    assert_int_equal(httpd_set_client_ca(srv, ca_pem, NULL), 0);
+    assert_true(httpd_client_auth(srv));
+    expect_client("no client certificate (now required)", CURL_SSLVERSION_TLSv1_3, cafile, NULL,
+                  false);
+    expect_client("the API server's certificate (now required)", CURL_SSLVERSION_TLSv1_2, cafile,
+                  &good, true);
+
+    {
+        struct ident *all[] = {&server, &good,     &foreign,     &expired,
+                               &future, &wrong_cn, &server_only, &no_eku};
+
+        for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+            ident_done(all[i]);
+    }
+    free(ca_pem);
+    free(other_pem);
+    X509_free(srv_ca);
+    X509_free(ca);
+    X509_free(other);
+    EVP_PKEY_free(sk);
+    EVP_PKEY_free(ck);
+    EVP_PKEY_free(ok);
+    unlink(cafile);
+    rmdir(tmpdir);
+}
+
 static void test_bind_error(void **state)
 {
     struct httpd_options o = {.addr = "127.0.0.1:0"};
@@ -747,6 +1047,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_error, setup, teardown),
     };
     int r;
