@@ -961,6 +961,8 @@ static bool cn_valid(const char *cn)
     return true;
 }
 
+/* Loads a client CA bundle and name list. Returns the number of certificates (> 0) or a negative
+ * errno. */
 static int client_auth_new(const char *pem, const char *const *cn, struct client_auth **ret)
 {
     struct client_auth *ca;
@@ -992,7 +994,7 @@ static int client_auth_new(const char *pem, const char *const *cn, struct client
         return -EPROTO;
     }
     *ret = ca;
-    return 0;
+    return r;
 }
 
 /* Verifies the client's certificate chain of session against ca. Returns 0, or -EACCES with the
@@ -1185,6 +1187,15 @@ int httpd_set_client_ca(struct httpd_server *s, const char *ca_pem, const char *
     client_auth_free(s->client_auth);
     s->client_auth = ca;
     return 0;
+}
+
+int httpd_client_ca_check(const char *ca_pem, const char *const *cn)
+{
+    struct client_auth *ca = NULL;
+    int r = client_auth_new(ca_pem, cn, &ca);
+
+    client_auth_free(ca);
+    return r;
 }
 
 bool httpd_client_auth(const struct httpd_server *s)

@@ -126,6 +126,10 @@ int httpd_set_tls(struct httpd_server *s, const char *cert_pem, const char *key_
  * TLS server, closing, a bad name), -EPROTO (no certificate in ca_pem loads; the old bundle
  * stays) or -ENOMEM. */
 int httpd_set_client_ca(struct httpd_server *s, const char *ca_pem, const char *const *cn);
+/* Checks a client CA bundle and name list as httpd_new and httpd_set_client_ca would, without a
+ * server. Returns the number of CA certificates in ca_pem, -EINVAL or -EPROTO (see above), or
+ * -ENOMEM. */
+int httpd_client_ca_check(const char *ca_pem, const char *const *cn);
 /* Whether the server requires client certificates. */
 bool httpd_client_auth(const struct httpd_server *s);
 /* TLS handshakes refused because the client's certificate did not verify (a client that sends

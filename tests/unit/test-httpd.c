@@ -928,6 +928,17 @@ static void test_client_auth(void **state)
     o.client_ca_pem = ca_pem;
     o.client_cn = bad_cns;
     assert_int_equal(httpd_new(&loop, &o, &bad), -EINVAL);
+    /* The same checks without a server; a bundle counts its certificates. */
+    assert_int_equal(httpd_client_ca_check(ca_pem, cns), 1);
+    assert_int_equal(httpd_client_ca_check(ca_pem, bad_cns), -EINVAL);
+    assert_int_equal(httpd_client_ca_check("no PEM here", NULL), -EPROTO);
+    assert_int_equal(httpd_client_ca_check(NULL, NULL), -EINVAL);
+    {
+        char both[8192];
+
+        snprintf(both, sizeof(both), "%s%s", ca_pem, other_pem);
+        assert_int_equal(httpd_client_ca_check(both, NULL), 2);
+    }
 
     /* The server with client authentication: the CA and two accepted names. */
     {
