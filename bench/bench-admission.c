@@ -217,7 +217,7 @@ static int bench_offer(long npods)
                 goto out;
         }
         if (adm_offer_pod_requests(newpod, &req, msg, sizeof(msg)) < 0 ||
-            adm_offer_check(&used, &req, &offer, "c", msg, sizeof(msg)) != 0)
+            adm_offer_check(&used, &req, &offer, "c", true, msg, sizeof(msg)) != 0)
             goto out;
     }
     t_recount = (now_s() - t0) / rounds;
@@ -237,7 +237,7 @@ static int bench_offer(long npods)
                 goto out;
         }
         if (adm_offer_pod_requests(newpod, &req, msg, sizeof(msg)) < 0 ||
-            adm_offer_check(&used, &req, &offer, "c", msg, sizeof(msg)) != 0)
+            adm_offer_check(&used, &req, &offer, "c", true, msg, sizeof(msg)) != 0)
             goto out;
     }
     t_totals = (now_s() - t0) / trounds;

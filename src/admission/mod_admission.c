@@ -11,12 +11,19 @@
  *    (the broadcaster's trimmed informer, whose events keep running totals of the live pods'
  *    requests per namespace: a check sums the consumer's namespaces, whatever its number of pods),
  *    ForeignClusters (the offer as recorded when this replica is not the broadcaster), and a
- *    reservation ledger of pods admitted but not yet seen in the pod informer (LEDGER_TTL_MS),
+ *    reservation ledger of pods admitted but not yet seen in the pod informer (admission/ledger.h),
  *    named ones and those created with generateName alike (a validating webhook sees the
- *    generated name), so that a burst of creations cannot overshoot the offer between admission
- *    and the watch event. */
+ *    generated name and the UID), so that a burst of creations cannot overshoot the offer between
+ *    admission and the watch event.
+ *  - Who may call (docs/security.md, "The webhooks authenticate the API server"): with
+ *    --webhook-client-ca the server requires the API server's client certificate in the TLS
+ *    handshake (the file is re-read every CA_RELOAD_MS); without it anybody who reaches the port
+ *    may send a review, and the offer enforcement assumes any review may be forged: reservations
+ *    last ADM_LEDGER_CONFIRM_MS unless the informer shows their pod, refusals show no usage
+ *    figures and do not name the expected identity. */
 #include "admission/admission.h"
 #include "admission/certs.h"
+#include "admission/ledger.h"
 #include "admission/mod_podsec.h"
 #include "admission/objects.h"
 #include "admission/offer.h"
@@ -26,15 +33,18 @@
 #include "agent/config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <openssl/crypto.h>
 #include <stdarg.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "kube/backoff.h"
 #include "network/network.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -46,8 +56,7 @@
 #define FIELD_MANAGER        "cliqo-agent-admission"
 #define MAX_WEBHOOKS         4
 #define ADM_CONNECTION_LIMIT 256
-#define LEDGER_TTL_MS        15000
-#define LEDGER_MAX           4096
+#define CA_RELOAD_MS         60000
 #define RETRY_MS             1000
 #define MAX_REQUEUE_S        3600
 #define IDX_ORIGIN           "origin"
@@ -66,13 +75,6 @@ struct webhook {
     char path[64];
     adm_handler_fn fn;
     void *data;
-};
-
-struct reservation {
-    char origin[64], ns[64], name[ADM_NAME_MAX + 1];
-    struct shr_list *amounts;
-    uint64_t expires_ms;
-    struct reservation *next;
 };
 
 /* The certificate material of the Secret, decoded. */
@@ -99,10 +101,20 @@ static struct {
     size_t nsans;
     char next_hash[65]; /* of the next CA whose publication is timed */
     uint64_t published_since_ms;
-    struct reservation *ledger;
-    size_t nledger;
+    struct adm_ledger *ledger;
+    /* The API server's webhook client certificate: its CA bundle as last loaded from
+     * --webhook-client-ca (NULL: the webhooks are not authenticated) and the names accepted. */
+    char *client_ca;
+    const char *client_cn[AGENT_MAX_WEBHOOK_CNS + 1];
+    uv_timer_t *ca_timer;
     struct metrics_family *m_req, *m_dur;
 } st;
+
+/* Whether the API server, and only it, can send reviews. */
+static bool authenticated(void)
+{
+    return st.client_ca != NULL;
+}
 
 static uint64_t now_ms(void)
 {
@@ -222,6 +234,8 @@ static int start_server(const char *cert, const char *key)
          * failurePolicy Fail refuse the pods. Slow clients are cut by httpd's request deadline. */
         .connection_limit = ADM_CONNECTION_LIMIT,
         .per_ip_connection_limit = ADM_CONNECTION_LIMIT,
+        .client_ca_pem = st.client_ca,
+        .client_cn = st.client_ca && st.client_cn[0] ? st.client_cn : NULL,
     };
     char err[256];
     int r;
@@ -239,7 +253,136 @@ static int start_server(const char *cert, const char *key)
         log_error(MOD, "cannot serve the admission webhooks: %s", err);
         return r;
     }
-    log_info(MOD, "admission webhooks listening on port %u", (unsigned)httpd_port(st.srv));
+    log_info(MOD, "admission webhooks listening on port %u (%s)", (unsigned)httpd_port(st.srv),
+             authenticated() ? "clients must present the API server's webhook client certificate"
+                             : "UNAUTHENTICATED: any client");
+    return 0;
+}
+
+/* ---- the API server's client certificate ------------------------------------------------------
+ */
+
+/* Reads the whole (small) file at path: NUL-terminated, at most HTTPD_CLIENT_CA_MAX bytes. */
+static int read_ca_file(const char *path, char **ret)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), r = 0;
+    char *buf;
+    size_t len = 0;
+    ssize_t n;
+
+    if (fd < 0)
+        return -errno;
+    buf = x_malloc(HTTPD_CLIENT_CA_MAX + 2);
+    if (!buf) {
+        close(fd);
+        return -ENOMEM;
+    }
+    while ((n = read(fd, buf + len, HTTPD_CLIENT_CA_MAX + 1 - len)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            r = -errno;
+            break;
+        }
+        len += (size_t)n;
+        if (len > HTTPD_CLIENT_CA_MAX) {
+            r = -E2BIG;
+            break;
+        }
+    }
+    close(fd);
+    if (r < 0) {
+        x_free(buf);
+        return r;
+    }
+    buf[len] = '\0';
+    *ret = buf;
+    return 0;
+}
+
+/* Loads --webhook-client-ca: 0 with the bundle in *ret (the number of certificates in
+ * *ret_count), or a negative errno with the reason logged. */
+static int load_client_ca(const char *path, char **ret, int *ret_count)
+{
+    char *pem = NULL;
+    int r = read_ca_file(path, &pem);
+
+    if (r < 0)
+        return log_errno(r, MOD, "cannot read --webhook-client-ca %s", path);
+    r = httpd_client_ca_check(pem, st.client_cn[0] ? st.client_cn : NULL);
+    if (r < 0) {
+        x_free(pem);
+        return log_errno(r, MOD, "--webhook-client-ca %s holds no CA certificate that loads", path);
+    }
+    *ret = pem;
+    *ret_count = r;
+    return 0;
+}
+
+/* The file may be a mounted ConfigMap or Secret, updated in place: a new bundle is used from the
+ * next handshake; one that does not load is ignored with a warning (the current one stays). */
+static void on_ca_timer(uv_timer_t *t)
+{
+    const char *path = agent_config(st.a)->webhook_client_ca;
+    char *pem = NULL;
+    int n, r;
+
+    (void)t;
+    if (!path || load_client_ca(path, &pem, &n) < 0)
+        return;
+    if (st.client_ca && strcmp(pem, st.client_ca) == 0) {
+        x_free(pem);
+        return;
+    }
+    if (st.srv) {
+        r = httpd_set_client_ca(st.srv, pem, st.client_cn[0] ? st.client_cn : NULL);
+        if (r < 0) {
+            log_warn(MOD, "cannot use the new --webhook-client-ca %s (%s): keeping the current one",
+                     path, strerror(-r));
+            x_free(pem);
+            return;
+        }
+    }
+    log_info(MOD, "the webhooks' client CA changed in %s: %d certificates from now on", path, n);
+    x_free(st.client_ca);
+    st.client_ca = pem;
+}
+
+/* At init: the mode of the webhooks, said once and clearly. */
+static int setup_client_auth(const struct agent_config *cfg)
+{
+    struct sbuf names;
+    int n, r;
+
+    for (size_t i = 0; i < cfg->nwebhook_client_cn; i++)
+        st.client_cn[i] = cfg->webhook_client_cn[i];
+    st.client_cn[cfg->nwebhook_client_cn] = NULL;
+    if (!cfg->webhook_client_ca) {
+        log_warn(
+            MOD,
+            "the admission webhooks are NOT authenticated (no --webhook-client-ca): anyone who "
+            "reaches %s can send reviews. Fallback mode: reservations of the offer last %u ms "
+            "unless the pod informer confirms their pod, and refusals show no usage figures. "
+            "Configure the API server's webhook client certificate (docs/security.md)",
+            cfg->webhook_addr, ADM_LEDGER_CONFIRM_MS);
+        return 0;
+    }
+    r = load_client_ca(cfg->webhook_client_ca, &st.client_ca, &n);
+    if (r < 0)
+        return r;
+    sbuf_init(&names, 2048);
+    for (size_t i = 0; i < cfg->nwebhook_client_cn; i++)
+        sbuf_printf(&names, "%s\"%s\"", i ? ", " : "", cfg->webhook_client_cn[i]);
+    log_info(MOD,
+             "the admission webhooks authenticate the API server: a client certificate of the %d "
+             "CA certificate(s) in %s is required in the TLS handshake, with common name %s",
+             n, cfg->webhook_client_ca, sbuf_len(&names) ? sbuf_str(&names) : "any");
+    sbuf_done(&names);
+    st.ca_timer = ktimer_new(agent_loop(st.a), NULL);
+    if (!st.ca_timer)
+        return -ENOMEM;
+    uv_timer_start(st.ca_timer, on_ca_timer, CA_RELOAD_MS, CA_RELOAD_MS);
+    uv_unref((uv_handle_t *)st.ca_timer);
     return 0;
 }
 
@@ -845,43 +988,6 @@ static int idx_origin(const json_t *obj, const char **values, size_t max)
     return 1;
 }
 
-static void ledger_purge(void)
-{
-    uint64_t now = now_ms();
-
-    for (struct reservation **p = &st.ledger; *p;) {
-        struct reservation *r = *p;
-
-        if (r->expires_ms > now) {
-            p = &r->next;
-            continue;
-        }
-        *p = r->next;
-        x_free(r->amounts);
-        x_free(r);
-        st.nledger--;
-    }
-}
-
-/* The pod informer saw it: its reservation is no longer needed. */
-static void ledger_seen(const char *ns, const char *name)
-{
-    if (!ns || !name)
-        return;
-    for (struct reservation **p = &st.ledger; *p;) {
-        struct reservation *r = *p;
-
-        if (strcmp(r->ns, ns) != 0 || strcmp(r->name, name) != 0) {
-            p = &r->next;
-            continue;
-        }
-        *p = r->next;
-        x_free(r->amounts);
-        x_free(r);
-        st.nledger--;
-    }
-}
-
 /* Pod events keep the running totals (admission/offer.h) and end the reservations of the pods
  * they show. A count that fails (a quantity beyond int64, too many names) is logged: the pod was
  * validated by the API server, so this does not happen in practice. */
@@ -900,8 +1006,8 @@ static void on_pod(struct inf_informer *inf, json_t *obj, void *data)
     (void)inf;
     (void)data;
     count_pod(obj, 1);
-    if (st.ledger)
-        ledger_seen(kapi_obj_namespace(obj), kapi_obj_name(obj));
+    /* Counted from now on, or the name is someone else's: either way its reservation ends. */
+    adm_ledger_seen(st.ledger, kapi_obj_namespace(obj), kapi_obj_name(obj));
 }
 
 static void on_pod_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -1002,6 +1108,18 @@ static bool placement_ok(const struct adm_request *req, struct adm_verdict *v)
     return ok;
 }
 
+/* The informer has pod ns/name: a reservation of that name is counted already, or will never
+ * be a pod (the name is taken). */
+static bool pod_known(const char *ns, const char *name, void *data)
+{
+    json_t *pod = inf_get(st.pods, ns, name);
+    bool known = pod != NULL;
+
+    (void)data;
+    json_decref(pod);
+    return known;
+}
+
 static void offer_check(const struct adm_request *req, struct adm_verdict *v, void *data)
 {
     json_t *ns = NULL, *tenant = NULL;
@@ -1009,10 +1127,10 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
     char tns[64], expected[256], cname[64], shown[64], err[200];
     struct shr_list pod, offer, counted;
     struct usage u = {0};
-    struct reservation *res;
     json_t *same;
-    const char *name;
-    bool has_offer;
+    const char *name, *uid;
+    bool has_offer, authed = authenticated();
+    int r;
 
     (void)data;
     if (strcmp(req->operation, "CREATE") != 0 || strcmp(req->kind, "Pod") != 0 || req->group[0])
@@ -1057,8 +1175,13 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
     if (strcmp(req->username, expected) != 0) {
         char who[ADM_USER_MAX + 1];
 
-        deny(v, 403, "only the virtual kubelet of %s (%s) may create pods in %s, not %s", cname,
-             expected, req->ns, adm_printable(req->username, who, sizeof(who)));
+        /* Unauthenticated, the refusal must not tell a forger which identity to claim. */
+        if (authed)
+            deny(v, 403, "only the virtual kubelet of %s (%s) may create pods in %s, not %s", cname,
+                 expected, req->ns, adm_printable(req->username, who, sizeof(who)));
+        else
+            deny(v, 403, "only the virtual kubelet of %s may create pods in %s, not %s", cname,
+                 req->ns, adm_printable(req->username, who, sizeof(who)));
         goto out;
     }
     if (adm_podsec_enforce(req, origin, v) < 0 || !placement_ok(req, v))
@@ -1077,52 +1200,32 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
     if (same && adm_offer_pod_live(same) && adm_offer_pod_requests(same, &counted, NULL, 0) == 0)
         adm_offer_sub(&u.used, &counted);
     json_decref(same);
-    ledger_purge();
-    for (struct reservation *r = st.ledger; r && !u.err; r = r->next) {
-        json_t *seen;
-
-        if (strcmp(r->origin, origin) != 0 ||
-            (strcmp(r->ns, req->ns) == 0 && strcmp(r->name, name) == 0))
-            continue;
-        seen = inf_get(st.pods, r->ns, r->name);
-        if (!seen && adm_offer_add(&u.used, r->amounts) < 0)
-            u.err = -ENOSPC;
-        json_decref(seen);
-    }
+    adm_ledger_purge(st.ledger, now_ms());
+    if (!u.err && adm_ledger_sum(st.ledger, origin, req->ns, name[0] ? name : NULL, now_ms(),
+                                 pod_known, NULL, &u.used) < 0)
+        u.err = -ENOSPC;
     if (u.err) {
         deny(v, 403, "offer exceeded: too many resource names to count for %s", cname);
         goto out;
     }
-    if (adm_offer_check(&u.used, &pod, &offer, cname, v->message, sizeof(v->message)) < 0) {
+    if (adm_offer_check(&u.used, &pod, &offer, cname, authed, v->message, sizeof(v->message)) < 0) {
         v->allowed = false;
         v->code = 403;
         goto out;
     }
-    if (req->dry_run || !name[0])
+    /* Admitted: reserve until the pod informer has it. Nothing for a dry run, nor for a review
+     * without the pod's name or UID (the API server gives both before validating webhooks: what
+     * lacks them never becomes a pod). */
+    uid = kapi_obj_uid(req->object);
+    if (req->dry_run || !name[0] || !uid || !*uid)
         goto out;
-    /* Admitted: reserve until the pod informer has it. */
-    ledger_seen(req->ns, name);
-    if (st.nledger >= LEDGER_MAX) {
-        deny(v, 429, "too many pod creations in flight on this provider: try again");
-        goto out;
-    }
-    res = x_calloc(1, sizeof(*res));
-    if (res)
-        res->amounts = x_malloc(sizeof(*res->amounts));
-    if (!res || !res->amounts) {
-        if (res)
-            x_free(res);
+    r = adm_ledger_reserve(st.ledger, origin, req->ns, name, uid, &pod, authed, now_ms(),
+                           now_ms() + (authed ? ADM_LEDGER_TTL_MS : ADM_LEDGER_CONFIRM_MS));
+    if (r == -EDQUOT || r == -ENOSPC)
+        deny(v, 429, "too many pod creations of %s in flight on this provider: try again", cname);
+    else if (r == -ENOMEM)
         deny(v, 500, "out of memory");
-        goto out;
-    }
-    snprintf(res->origin, sizeof(res->origin), "%s", origin);
-    snprintf(res->ns, sizeof(res->ns), "%s", req->ns);
-    snprintf(res->name, sizeof(res->name), "%s", name);
-    *res->amounts = pod;
-    res->expires_ms = now_ms() + LEDGER_TTL_MS;
-    res->next = st.ledger;
-    st.ledger = res;
-    st.nledger++;
+    /* -EINVAL: a UID or name we cannot hold, which the API server never sends: no reservation. */
 out:
     json_decref(ns);
     json_decref(tenant);
@@ -1437,7 +1540,11 @@ int adm_init(struct agent *a)
         }
         add_san(host);
     }
-    r = adm_webhook_register("offer-enforcement", ADM_PATH_VALIDATE, offer_check, NULL);
+    r = setup_client_auth(cfg);
+    if (r == 0)
+        r = adm_ledger_new(0, 0, &st.ledger);
+    if (r == 0)
+        r = adm_webhook_register("offer-enforcement", ADM_PATH_VALIDATE, offer_check, NULL);
     if (r == 0)
         r = adm_usage_new(&st.usage);
     if (r == 0)
@@ -1503,14 +1610,11 @@ void adm_fini(struct agent *a)
     httpd_close(st.srv, NULL, NULL);
     st.srv = NULL;
     free_pair();
-    while (st.ledger) {
-        struct reservation *r = st.ledger;
-
-        st.ledger = r->next;
-        x_free(r->amounts);
-        x_free(r);
-    }
-    st.nledger = 0;
+    st.ledger = adm_ledger_free(st.ledger);
+    ktimer_free(st.ca_timer);
+    st.ca_timer = NULL;
+    x_free(st.client_ca);
+    st.client_ca = NULL;
     adm_usage_free(st.usage);
     st.usage = NULL;
     st.q = NULL;

@@ -258,7 +258,8 @@ static int name_cmp(const void *a, const void *b)
 }
 
 int adm_offer_check(const struct shr_list *used, const struct shr_list *pod,
-                    const struct shr_list *offer, const char *consumer, char *msg, size_t len)
+                    const struct shr_list *offer, const char *consumer, bool figures, char *msg,
+                    size_t len)
 {
     struct shr_list sorted;
 
@@ -274,6 +275,12 @@ int adm_offer_check(const struct shr_list *used, const struct shr_list *pod,
 
         if (want <= 0 || sat_add(u, want) <= o)
             continue;
+        if (!figures) {
+            snprintf(msg, len, "offer exceeded: %s does not fit the offer to %s",
+                     adm_printable(name, shown, sizeof(shown)),
+                     consumer ? consumer : "the consumer");
+            return -EDQUOT;
+        }
         if (shr_format_quantity(name, u, us, sizeof(us)) < 0)
             snprintf(us, sizeof(us), "?");
         if (shr_format_quantity(name, want, ws, sizeof(ws)) < 0)

@@ -46,9 +46,12 @@ void adm_offer_sub(struct shr_list *a, const struct shr_list *b);
 int adm_offer_from_quantities(const json_t *q, struct shr_list *ret, size_t *ret_bad);
 
 /* 0 when used + pod fits the offer, else -EDQUOT with the refusal message in msg (consumer names
- * the consumer in it). */
+ * the consumer in it). figures false: the message names the resource but no amount, for a caller
+ * that cannot tell who asks (the consumer's usage and its offer are not everyone's to read):
+ *     offer exceeded: cpu does not fit the offer to cluster-1 */
 int adm_offer_check(const struct shr_list *used, const struct shr_list *pod,
-                    const struct shr_list *offer, const char *consumer, char *msg, size_t len);
+                    const struct shr_list *offer, const char *consumer, bool figures, char *msg,
+                    size_t len);
 
 /* ---- running totals ------------------------------------------------------------------------
  *

@@ -15,7 +15,9 @@
 
 #include "common/log.h"
 
-#define AGENT_MAX_IDENTITY 128
+#define AGENT_MAX_IDENTITY    128
+#define AGENT_MAX_WEBHOOK_CNS 16 /* --webhook-client-cn names (httpd's HTTPD_MAX_CLIENT_CNS) */
+#define AGENT_CN_MAX          64 /* bytes of one (httpd's HTTPD_CN_MAX) */
 
 struct agent_config {
     const char *kubeconfig; /* NULL: $KUBECONFIG, ~/.kube/config, in-cluster */
@@ -40,6 +42,12 @@ struct agent_config {
     const char *node_address; /* the virtual nodes' InternalIP (default $POD_IP, else 127.0.0.1) */
     const char *webhook_addr; /* the admission webhooks' HTTPS listener (default :9443) */
     const char *webhook_url;  /* the URL the API server calls them at (NULL: the Service) */
+    /* The CA bundle (file) of the API server's webhook client certificate: the webhooks then
+     * require that certificate (NULL: unauthenticated, docs/security.md). */
+    const char *webhook_client_ca;
+    /* The common names accepted in it (none: any certificate of the bundle). */
+    char webhook_client_cn[AGENT_MAX_WEBHOOK_CNS][AGENT_CN_MAX + 1];
+    size_t nwebhook_client_cn;
     bool help, version;
 };
 

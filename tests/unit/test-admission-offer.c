@@ -1,5 +1,5 @@
 /* Unit tests of src/admission/offer.c: a pod's effective requests, sums and the offer check with
- * its exact refusal message. */
+ * its exact refusal message, with and without figures. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -171,26 +171,32 @@ static void test_check(void **state)
 {
     static const struct {
         const char *used, *pod, *offer, *msg; /* msg NULL: fits */
+        const char *bare;                     /* the message without figures (NULL: fits) */
     } cases[] = {
         {"{'cpu':'2500m','pods':'3'}", "{'cpu':'500m','pods':'1'}", "{'cpu':'2800m','pods':'10'}",
-         "offer exceeded: cpu 2500m requested + 500m > 2800m offered to cluster-1"},
+         "offer exceeded: cpu 2500m requested + 500m > 2800m offered to cluster-1",
+         "offer exceeded: cpu does not fit the offer to cluster-1"},
         {"{'cpu':'2300m','pods':'3'}", "{'cpu':'500m','pods':'1'}", "{'cpu':'2800m','pods':'10'}",
-         NULL},
-        {"{}", "{'cpu':'2800m','pods':'1'}", "{'cpu':'2800m','pods':'1'}", NULL},
+         NULL, NULL},
+        {"{}", "{'cpu':'2800m','pods':'1'}", "{'cpu':'2800m','pods':'1'}", NULL, NULL},
         {"{'memory':'1Gi'}", "{'memory':'512Mi','pods':'1'}",
          "{'memory':'1Gi','pods':'10','cpu':'1'}",
-         "offer exceeded: memory 1Gi requested + 512Mi > 1Gi offered to cluster-1"},
+         "offer exceeded: memory 1Gi requested + 512Mi > 1Gi offered to cluster-1",
+         "offer exceeded: memory does not fit the offer to cluster-1"},
         {"{'pods':'10'}", "{'pods':'1'}", "{'pods':'10','cpu':'4'}",
-         "offer exceeded: pods 10 requested + 1 > 10 offered to cluster-1"},
+         "offer exceeded: pods 10 requested + 1 > 10 offered to cluster-1",
+         "offer exceeded: pods does not fit the offer to cluster-1"},
         /* a resource the offer does not list was offered nothing */
         {"{}", "{'nvidia.com/gpu':'1','pods':'1'}", "{'pods':'10','cpu':'4'}",
-         "offer exceeded: nvidia.com/gpu 0 requested + 1 > 0 offered to cluster-1"},
+         "offer exceeded: nvidia.com/gpu 0 requested + 1 > 0 offered to cluster-1",
+         "offer exceeded: nvidia.com/gpu does not fit the offer to cluster-1"},
         /* the first resource in name order is reported */
         {"{'cpu':'4','memory':'2Gi'}", "{'cpu':'1','memory':'1Gi','pods':'1'}",
          "{'cpu':'4','memory':'2Gi','pods':'10'}",
-         "offer exceeded: cpu 4 requested + 1 > 4 offered to cluster-1"},
+         "offer exceeded: cpu 4 requested + 1 > 4 offered to cluster-1",
+         "offer exceeded: cpu does not fit the offer to cluster-1"},
         /* what the pod does not request does not matter, even if already over */
-        {"{'cpu':'9'}", "{'memory':'1','pods':'1'}", "{'cpu':'4','memory':'1Gi','pods':'10'}",
+        {"{'cpu':'9'}", "{'memory':'1','pods':'1'}", "{'cpu':'4','memory':'1Gi','pods':'10'}", NULL,
          NULL},
     };
 
@@ -203,12 +209,17 @@ static void test_check(void **state)
         list(&used, cases[i].used);
         list(&pod, cases[i].pod);
         list(&offer, cases[i].offer);
-        rc = adm_offer_check(&used, &pod, &offer, "cluster-1", msg, sizeof(msg));
-        if (!cases[i].msg) {
-            if (rc != 0)
-                fail_msg("case %zu refused: %s", i, msg);
-        } else if (rc != -EDQUOT || strcmp(msg, cases[i].msg) != 0) {
-            fail_msg("case %zu: rc %d '%s'", i, rc, msg);
+        for (int figures = 1; figures >= 0; figures--) {
+            const char *want = figures ? cases[i].msg : cases[i].bare;
+
+            msg[0] = '\0';
+            rc = adm_offer_check(&used, &pod, &offer, "cluster-1", figures, msg, sizeof(msg));
+            if (!want) {
+                if (rc != 0)
+                    fail_msg("case %zu refused: %s", i, msg);
+            } else if (rc != -EDQUOT || strcmp(msg, want) != 0) {
+                fail_msg("case %zu (figures %d): rc %d '%s'", i, figures, rc, msg);
+            }
         }
     }
 }

@@ -61,6 +61,8 @@ static void test_defaults(void **state)
     assert_int_equal(cfg.kubelet_port, 10250);
     assert_string_equal(cfg.webhook_addr, ":9443");
     assert_null(cfg.webhook_url);
+    assert_null(cfg.webhook_client_ca);
+    assert_int_equal(cfg.nwebhook_client_cn, 0);
     assert_non_null(strchr(cfg.identity, '_'));
     setenv("POD_NAME", "cliqo-agent-7d9f", 1);
     assert_int_equal(parse(&cfg, err, sizeof(err), NULL), 0);
@@ -108,6 +110,18 @@ static void test_flags(void **state)
     assert_string_equal(cfg.node_address, "fd00::1");
     assert_string_equal(cfg.webhook_addr, "127.0.0.1:16409");
     assert_string_equal(cfg.webhook_url, "https://127.0.0.1:16409");
+    /* The API server's webhook client certificate: its CA, and names repeated or in lists. */
+    assert_int_equal(parse(&cfg, err, sizeof(err), "--webhook-client-ca", "/etc/ca.crt",
+                           "--webhook-client-cn", "kube-apiserver-webhook-client",
+                           "--webhook-client-cn=a,b c", NULL),
+                     0);
+    assert_string_equal(cfg.webhook_client_ca, "/etc/ca.crt");
+    assert_int_equal(cfg.nwebhook_client_cn, 3);
+    assert_string_equal(cfg.webhook_client_cn[0], "kube-apiserver-webhook-client");
+    assert_string_equal(cfg.webhook_client_cn[1], "a");
+    assert_string_equal(cfg.webhook_client_cn[2], "b c");
+    assert_int_equal(parse(&cfg, err, sizeof(err), "--webhook-client-ca=/ca", NULL), 0);
+    assert_int_equal(cfg.nwebhook_client_cn, 0);
 }
 
 static void test_errors(void **state)
@@ -138,6 +152,16 @@ static void test_errors(void **state)
         {{"--webhook-addr", "1.2.3"}, "--webhook-addr: invalid address '1.2.3'"},
         {{"--node-address", "host"}, "--node-address: 'host' is not an IP address"},
         {{"--webhook-url", "http://x"}, "--webhook-url: expected an https:// URL"},
+        {{"--webhook-client-ca="}, "--webhook-client-ca=: empty value"},
+        {{"--webhook-client-cn", "x"}, "--webhook-client-cn needs --webhook-client-ca"},
+        {{"--webhook-client-cn", "a,,b"}, "--webhook-client-cn: 'a,,b' is not a list"},
+        {{"--webhook-client-cn", ""}, "--webhook-client-cn: '' is not a list"},
+        {{"--webhook-client-cn", "a\tb"}, "--webhook-client-cn: 'a\tb' is not a list"},
+        {{"--webhook-client-cn",
+          "x1234567890123456789012345678901234567890123456789012345678901234"},
+         "--webhook-client-cn: 'x12345"},
+        {{"--webhook-client-cn", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"},
+         "--webhook-client-cn: more than 16 names"},
     };
 
     (void)state;
