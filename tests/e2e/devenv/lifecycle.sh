@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The environment's life cycle: a busy port is refused by name, a half-started set is torn down, three
-# clusters come up, a second `up` changes nothing, a crashed component is recovered by `up`, and `down`
-# leaves no process, port or state behind.
+# clusters come up, a second `up` changes nothing, the state of an older devenv is upgraded by `up`, a
+# crashed component is recovered by `up`, and `down` leaves no process, port or state behind.
 source "$(dirname "$0")/../lib.sh"
 export CLIQO_DEV_DIR=$E2E_STATE
 BASE=${CLIQO_DEV_BASE_PORT:?}
@@ -75,6 +75,40 @@ grep -q 'already up' <<<"$out" || fail "second up did not say it was already up:
 out=$("$CLIQOCTL" dev up --clusters 2 2>&1) && fail "up with another count succeeded"
 grep -q "run 'cliqoctl dev down' first" <<<"$out" || fail "count change not explained: $out"
 say "second up is a no-op"
+
+# 4b. The API server's webhook client certificate (docs/security.md): a CA of its own per cluster, named
+# in clusters.json, used by the API server's webhook plugins. A state made by an older devenv (here: its
+# files removed) gets it at the next `up`, which restarts that cluster's API server only.
+for c in cluster-1 cluster-2 cluster-3; do
+  p="$E2E_STATE/$c/pki"
+  openssl verify -CAfile "$p/webhook-client-ca.crt" -purpose sslclient "$p/webhook-client.crt" >/dev/null ||
+    fail "$c: the webhook client certificate does not verify against its CA"
+  [ "$(openssl x509 -in "$p/webhook-client.crt" -noout -subject -nameopt RFC2253)" = "subject=CN=kube-apiserver-webhook-client" ] ||
+    fail "$c: the webhook client certificate's subject: $(openssl x509 -in "$p/webhook-client.crt" -noout -subject)"
+  openssl verify -CAfile "$p/webhook-client-ca.crt" "$p/admin.crt" >/dev/null 2>&1 &&
+    fail "$c: the webhook client CA also signs the admin's certificate"
+  grep_q -F "\"webhookClientCA\": \"$p/webhook-client-ca.crt\"" "$E2E_STATE/clusters.json" ||
+    fail "clusters.json does not name the webhook client CA of $c"
+  tr '\0' '\n' <"/proc/$(cat "$E2E_STATE/$c/kube-apiserver.pid")/cmdline" | grep_q -x -- --admission-control-config-file ||
+    fail "$c: kube-apiserver runs without --admission-control-config-file"
+done
+old_ca=$(cat "$E2E_STATE/cluster-2/pki/webhook-client-ca.crt")
+rm -f "$E2E_STATE/cluster-2/admission-config.yaml" "$E2E_STATE/cluster-2/webhook-client.kubeconfig" \
+  "$E2E_STATE"/cluster-2/pki/webhook-client*
+out=$("$CLIQOCTL" dev up --clusters 3 2>&1) || fail "up of an older state failed: $out"
+grep -q 'cluster-2: restarting kube-apiserver' <<<"$out" || fail "up did not restart cluster-2's API server: $out"
+grep -q 'cluster-[13]: restarting' <<<"$out" && fail "up restarted another cluster's API server: $out"
+[ -s "$E2E_STATE/cluster-2/pki/webhook-client-ca.crt" ] && [ -s "$E2E_STATE/cluster-2/admission-config.yaml" ] ||
+  fail "up did not make cluster-2's webhook client files"
+[ "$(cat "$E2E_STATE/cluster-2/pki/webhook-client-ca.crt")" != "$old_ca" ] || fail "cluster-2 kept the removed CA"
+[ "$(kc cluster-2 get --raw /readyz)" = ok ] || fail "cluster-2 not ready after the upgrade"
+for f in "$E2E_STATE"/cluster-[13]/*.pid "$E2E_STATE"/cluster-2/{etcd,kube-scheduler,kube-controller-manager}.pid; do
+  grep_q -x "$(cat "$f")" <<<"$(tr ' ' '\n' <<<"$pids_before")" || fail "up restarted $(basename "$f" .pid) of $(basename "$(dirname "$f")")"
+done
+pids_before=$(cat "$E2E_STATE"/*/*.pid | sort | tr '\n' ' ')
+out=$("$CLIQOCTL" dev up --clusters 3 2>&1) || fail "third up failed: $out"
+[ "$(cat "$E2E_STATE"/*/*.pid | sort | tr '\n' ' ')" = "$pids_before" ] || fail "up after the upgrade restarted processes"
+say "webhook client certificates; an older state upgraded by up (cluster-2's API server alone restarted)"
 
 # 5. A crashed apiserver: status says so, up recovers the environment.
 kill -KILL "$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid")"
