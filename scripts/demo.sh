@@ -80,6 +80,7 @@ for ((i = 1; i <= CLUSTERS; i++)); do
       --auth-addr "127.0.0.1:$((p + 7))" --identity "demo-agent-$i" \
       --kubelet-addr "127.0.0.1:$((p + 8))" --node-address 127.0.0.1 \
       --webhook-addr "127.0.0.1:$((p + 9))" --webhook-url "https://127.0.0.1:$((p + 9))" \
+      --webhook-client-ca "$STATE/cluster-$i/pki/webhook-client-ca.crt" \
       >"$STATE/cluster-$i/logs/cliqo-agent.log" 2>&1 </dev/null &
     echo $! >"$STATE/cluster-$i/agent.pid"
   fi

@@ -13,6 +13,17 @@ http_port() { echo $(($(base_port "$1") + 6)); }
 auth_port() { echo $(($(base_port "$1") + 7)); }
 kubelet_port() { echo $(($(base_port "$1") + 8)); }
 webhook_port() { echo $(($(base_port "$1") + 9)); }
+# The CA of the client certificate each cluster's API server presents to admission webhooks (cliqo-devenv
+# makes it): every agent's webhooks require that certificate (docs/security.md), unless the cluster is
+# listed in WEBHOOKS_UNAUTHENTICATED (space-separated; a test of the fallback mode sets it).
+webhook_client_ca() { echo "$E2E_STATE/$1/pki/webhook-client-ca.crt"; }
+# The API server's own certificate and key, for a test that talks to the webhooks directly as it would.
+webhook_client_cert() { echo "$E2E_STATE/$1/pki/webhook-client.crt"; }
+webhook_client_key() { echo "$E2E_STATE/$1/pki/webhook-client.key"; }
+webhook_auth_flags() {
+  case " ${WEBHOOKS_UNAUTHENTICATED:-} " in *" $1 "*) return 0 ;; esac
+  echo --webhook-client-ca "$(webhook_client_ca "$1")" --webhook-client-cn kube-apiserver-webhook-client
+}
 
 agent_log() { echo "$AGENTS_DIR/$1.log"; }
 agent_pidfile() { echo "$AGENTS_DIR/$1.pid"; }
@@ -46,7 +57,7 @@ start_agent() {
     --identity "${AGENT_ID_PREFIX:-agent}-${c#cluster-}" --unpeer-timeout 8s --peer-check-interval 3s \
     --kubelet-addr "127.0.0.1:$(kubelet_port "$c")" --node-address 127.0.0.1 \
     --webhook-addr "127.0.0.1:$(webhook_port "$c")" --webhook-url "https://127.0.0.1:$(webhook_port "$c")" \
-    $(agent_extra_flags "$c") \
+    $(webhook_auth_flags "$c") $(agent_extra_flags "$c") \
     >>"$(agent_log "$c")" 2>&1 </dev/null &
   echo $! >"$(agent_pidfile "$c")"
 }

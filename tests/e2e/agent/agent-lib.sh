@@ -21,11 +21,13 @@ trap cleanup_agents EXIT
 
 # start_agent NAME args...: runs cliqo-agent in the background with the admin kubeconfig; its log is
 # agent_log NAME. Its admission webhooks listen on any free loopback port (several agents run at once and
-# the group's fixed ports are taken), unless args say otherwise.
+# the group's fixed ports are taken), unless args say otherwise, and require the API server's webhook
+# client certificate (its CA made by cliqo-devenv).
 start_agent() {
   local n=$1
   shift
-  "$CLIQO_AGENT" --kubeconfig "$KUBECONFIG_1" --webhook-addr 127.0.0.1:0 "$@" >"$AGENT_TMP/$n.log" 2>&1 &
+  "$CLIQO_AGENT" --kubeconfig "$KUBECONFIG_1" --webhook-addr 127.0.0.1:0 \
+    --webhook-client-ca "$E2E_STATE/cluster-1/pki/webhook-client-ca.crt" "$@" >"$AGENT_TMP/$n.log" 2>&1 &
   AGENT_PID[$n]=$!
 }
 agent_log() { echo "$AGENT_TMP/$1.log"; }

@@ -84,6 +84,7 @@ start_agent() {
     --metrics-addr "0.0.0.0:$(http_port "$i")" --auth-addr "0.0.0.0:$(auth_port "$i")" --auth-url "$(auth_url "$i")" \
     --api-server-url "https://$(net_addr "$i"):$(base_port "$i")" --identity "agent-$i" \
     --webhook-addr "$(net_addr "$i"):$(webhook_port "$i")" --webhook-url "https://$(net_addr "$i"):$(webhook_port "$i")" \
+    --webhook-client-ca "$E2E_STATE/cluster-$i/pki/webhook-client-ca.crt" \
     --unpeer-timeout 8s --peer-check-interval 3s --log-level "${AGENT_LOG_LEVEL:-debug}" \
     >>"$(agent_log "$i")" 2>&1 &
   AGENT_PID[$i]=$!

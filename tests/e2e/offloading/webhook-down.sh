@@ -100,6 +100,7 @@ done
 printf '%s\n' "$ca1" >"$T/ca1.crt"
 verified() {
   openssl s_client -connect "127.0.0.1:$(webhook_port "$A")" -CAfile "$T/ca1.crt" -verify_return_error \
+    -cert "$(webhook_client_cert "$A")" -key "$(webhook_client_key "$A")" \
     </dev/null 2>&1 | grep_q 'Verify return code: 0 (ok)'
 }
 wait_for 20 "the agent serves a certificate of the new CA" verified
@@ -107,7 +108,8 @@ kc "$A" annotate secret -n cliqo cliqo-webhook-certs admission.cliqo.io/rotate=s
 wait_for 30 "the serving certificate renewed" eval "[ \"\$(secret tls.crt)\" != \"\$tls0\" ] && [ \"\$(secret ca.crt)\" = \"\$ca1\" ]"
 tls1=$(secret tls.crt)
 wait_for 20 "the renewed certificate served" eval \
-  "[ \"\$(openssl s_client -connect 127.0.0.1:$(webhook_port "$A") </dev/null 2>/dev/null | openssl x509 -noout -fingerprint)\" = \
+  "[ \"\$(openssl s_client -connect 127.0.0.1:$(webhook_port "$A") -cert $(webhook_client_cert "$A") \
+      -key $(webhook_client_key "$A") </dev/null 2>/dev/null | openssl x509 -noout -fingerprint)\" = \
      \"\$(openssl x509 -noout -fingerprint <<<\"\$tls1\")\" ]"
 sleep 2
 touch "$T/stop"

@@ -166,14 +166,15 @@ same "own longer and unbounded tolerations kept" "$(json "$R" longer '.spec.tole
   '[{"key":"node.kubernetes.io/unreachable","operator":"Exists","effect":"NoExecute","tolerationSeconds":900},{"key":"node.kubernetes.io/not-ready","operator":"Exists","effect":"NoExecute"},'"$VT"']'
 patch_config "$A" '{"spec":{"offloadingConfig":{"unreachableGraceSeconds":null}}}'
 
-say "a malformed review gets a clear 400; the webhook's metrics count what it did"
+say "a malformed review (with the API server's client certificate) gets a clear 400; the webhook's metrics count what it did"
 kc "$A" get secret -n cliqo cliqo-webhook-certs -o jsonpath='{.data.ca\.crt}' | base64 -d >"$T/ca.crt"
-code=$(curl -s -o "$T/body" -w '%{http_code}' --cacert "$T/ca.crt" -H 'Content-Type: application/json' \
+client=(--cert "$(webhook_client_cert "$A")" --key "$(webhook_client_key "$A")")
+code=$(curl -s -o "$T/body" -w '%{http_code}' --cacert "$T/ca.crt" "${client[@]}" -H 'Content-Type: application/json' \
   --data-binary '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":7}}' \
   "https://127.0.0.1:$(webhook_port "$A")/mutate-pods") || true
 [ "$code" = 400 ] || fail "malformed review: HTTP $code"
 [ "$(jq -r .message "$T/body")" = "request.uid is not a string" ] || fail "400 body: $(cat "$T/body")"
-code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$T/ca.crt" --data-binary 'not json' \
+code=$(curl -s -o /dev/null -w '%{http_code}' --cacert "$T/ca.crt" "${client[@]}" --data-binary 'not json' \
   "https://127.0.0.1:$(webhook_port "$A")/validate-pods") || true
 [ "$code" = 400 ] || fail "not JSON: HTTP $code"
 m=$(curl -s "http://127.0.0.1:$(http_port "$A")/metrics")

@@ -66,6 +66,7 @@ start_agent() {
     --auth-url "https://127.0.0.1:$ap" --identity "agent-${c#cluster-}" --unpeer-timeout 8s --peer-check-interval 3s \
     --kubelet-addr "127.0.0.1:$(($(http_port "$c") + 2))" --webhook-addr "127.0.0.1:$(($(http_port "$c") + 3))" \
     --webhook-url "https://127.0.0.1:$(($(http_port "$c") + 3))" \
+    --webhook-client-ca "$E2E_STATE/$c/pki/webhook-client-ca.crt" \
     >>"$(agent_log "$c")" 2>&1 &
   AGENT_PID[$c]=$!
 }
