@@ -3,8 +3,10 @@
 # hostile peer; one simulated node each. `setup` installs cliqo, starts one agent per cluster and peers A
 # and C with B; every test in between tries attacks on identities, credentials, the network servers and
 # the network exchange with the credentials a hostile party really holds, and leaves the shared state as
-# it found it; `teardown` unpeers and checks B is clean. The admission side is the group secadmit.
+# it found it; `teardown` unpeers and checks B is clean. The admission side is the group secadmit
+# (webhook-auth here: who may call B's webhooks at all).
 if(TARGET cliqo-agent)
-    cliqo_e2e_shared_group(security 3 19800 setup identity limiter peer-tls limits sa-tokens peer-cidr teardown)
+    cliqo_e2e_shared_group(security 3 19800 setup identity limiter peer-tls limits sa-tokens peer-cidr
+                            webhook-auth teardown)
     set_property(TEST e2e.security.up APPEND PROPERTY ENVIRONMENT "CLIQO_DEV_NODES=1")
 endif()
