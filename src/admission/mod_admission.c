@@ -1303,7 +1303,11 @@ static const struct kapi_resource *const tenant_kinds[] = {
     &peer_res_namespacemaps};
 
 /* Creates admitted and not seen by the informer yet, so that a burst cannot overshoot the count
- * between admission and the watch event (as the offer's ledger). */
+ * between admission and the watch event (as the offer's ledger). When the webhooks are not
+ * authenticated, with the ledger's rules (admission/ledger.h): a create without the object's UID
+ * holds nothing, a held one ends ADM_LEDGER_CONFIRM_MS after admission unless the informer shows
+ * it, and a full table refuses nobody (forged reviews may have filled it), so that forged reviews
+ * cannot keep a peer from creating its objects. */
 #define TENANT_PENDING_MAX    256
 #define TENANT_PENDING_TTL_MS 15000
 static struct tenant_pending {
@@ -1322,6 +1326,8 @@ static void count_visit(json_t *obj, void *data)
 static void tenant_count_check(const struct adm_request *req, struct adm_verdict *v)
 {
     const char *name = req->name[0] ? req->name : kapi_obj_name(req->object);
+    const char *uid = kapi_obj_uid(req->object);
+    bool authed = authenticated();
     struct tenant_pending *slot = NULL;
     uint64_t now = now_ms();
     size_t i, n = 0;
@@ -1362,14 +1368,17 @@ static void tenant_count_check(const struct adm_request *req, struct adm_verdict
     }
     if (req->dry_run || !name || !*name || strlen(name) > ADM_NAME_MAX)
         return;
+    if (!authed && (!uid || !*uid))
+        return;
     if (!slot) {
-        deny(v, 429, "too many creations in flight in tenant namespaces: try again");
+        if (authed)
+            deny(v, 429, "too many creations in flight in tenant namespaces: try again");
         return;
     }
     slot->kind = i;
     snprintf(slot->ns, sizeof(slot->ns), "%s", req->ns);
     snprintf(slot->name, sizeof(slot->name), "%s", name);
-    slot->expires_ms = now + TENANT_PENDING_TTL_MS;
+    slot->expires_ms = now + (authed ? TENANT_PENDING_TTL_MS : ADM_LEDGER_CONFIRM_MS);
 }
 
 /* Only requests of a peer's credentials are checked: a ServiceAccount of a tenant namespace or of
