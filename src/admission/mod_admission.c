@@ -1036,47 +1036,31 @@ static void sum_namespace(json_t *ns, void *data)
         u->err = -ENOSPC;
 }
 
-struct fc_find {
-    const char *id;
-    json_t *fc;
-};
-
-static void fc_visit(json_t *fc, void *data)
-{
-    struct fc_find *f = data;
-    const char *id = json_string_value(json_object_get(
-        json_object_get(json_object_get(fc, "spec"), "clusterIdentity"), "clusterID"));
-
-    if (!f->fc && id && strcmp(id, f->id) == 0)
-        f->fc = json_incref(fc);
-}
-
 /* The offer last sent consumer id: the broadcaster's own record when this replica runs it, else
  * the copy the broadcaster keeps in the ForeignCluster's status. */
 static int offer_of(const char *id, struct shr_list *ret, char *name, size_t namelen)
 {
-    struct fc_find f = {id, NULL};
+    json_t *fc;
     const json_t *sent;
     const char *status, *cname;
     int r = -ENOENT;
 
     if (bcast_last_offer(id, ret, name, namelen) == 0)
         return 0;
-    inf_foreach(st.fcs, fc_visit, &f);
-    if (!f.fc)
+    fc = peer_fc_find(st.fcs, id);
+    if (!fc)
         return -ENOENT;
-    sent =
-        json_object_get(json_object_get(json_object_get(f.fc, "status"), "advertisement"), "sent");
+    sent = json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"), "sent");
     status = json_string_value(json_object_get(sent, "status"));
     cname = json_string_value(json_object_get(
-        json_object_get(json_object_get(f.fc, "spec"), "clusterIdentity"), "clusterName"));
+        json_object_get(json_object_get(fc, "spec"), "clusterIdentity"), "clusterName"));
     if (json_is_object(json_object_get(sent, "resources")) &&
         !(status && strcmp(status, "Withdrawn") == 0) &&
         adm_offer_from_quantities(json_object_get(sent, "resources"), ret, NULL) == 0) {
         snprintf(name, namelen, "%s", cname && peer_label_valid(cname) ? cname : id);
         r = 0;
     }
-    json_decref(f.fc);
+    json_decref(fc);
     return r;
 }
 

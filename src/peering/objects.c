@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "common/xalloc.h"
+#include "kube/informer.h"
 #include "peering/resources.h"
 #include "peering/token.h"
 
@@ -302,4 +303,28 @@ out:
     x_free(sha);
     x_free(exp);
     return r;
+}
+
+struct fc_find {
+    const char *id;
+    json_t *fc;
+};
+
+static void fc_visit(json_t *fc, void *data)
+{
+    struct fc_find *f = data;
+    const char *id = json_string_value(json_object_get(
+        json_object_get(json_object_get(fc, "spec"), "clusterIdentity"), "clusterID"));
+
+    if (!f->fc && id && strcmp(id, f->id) == 0)
+        f->fc = json_incref(fc);
+}
+
+json_t *peer_fc_find(struct inf_informer *fcs, const char *id)
+{
+    struct fc_find f = {id, NULL};
+
+    if (fcs && id)
+        inf_foreach(fcs, fc_visit, &f);
+    return f.fc;
 }

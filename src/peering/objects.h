@@ -19,6 +19,10 @@ int64_t peer_fc_condition_since(const json_t *fc, const char *type);
 bool peer_fc_set_condition(json_t *fc, const char *type, const char *status, const char *reason,
                            const char *message);
 bool peer_has_finalizer(const json_t *obj, const char *finalizer);
+struct inf_informer;
+/* The ForeignCluster of cluster ID id (spec.clusterIdentity.clusterID) in the informer of
+ * ForeignClusters fcs, a new reference, or NULL. */
+json_t *peer_fc_find(struct inf_informer *fcs, const char *id);
 /* RFC 3339 "now" (UTC, seconds) into buf (at least 21 bytes). */
 void peer_now_rfc3339(char *buf, size_t size);
 /* RFC 3339 of Unix time t (UTC, seconds) into buf (at least 21 bytes). */

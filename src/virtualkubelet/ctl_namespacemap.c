@@ -294,40 +294,22 @@ static json_t *managed_meta(const char *name, const char *ns)
                      "cliqo");
 }
 
-struct fc_find {
-    const char *id;
-    json_t *fc;
-};
-
-static void fc_visit(json_t *fc, void *data)
-{
-    struct fc_find *f = data;
-    const char *id = json_string_value(json_object_get(
-        json_object_get(json_object_get(fc, "spec"), "clusterIdentity"), "clusterID"));
-
-    if (!f->fc && id && strcmp(id, f->id) == 0)
-        f->fc = json_incref(fc);
-}
-
 /* The consumer's offer as its ForeignCluster records it (status.advertisement.sent), NULL when
  * none is in force. A new reference. */
 static json_t *offer_of(const char *id)
 {
-    struct fc_find f = {id, NULL};
+    json_t *fc;
     const json_t *sent;
     const char *status;
     json_t *res = NULL;
 
-    if (!st.fcs)
-        return NULL;
-    inf_foreach(st.fcs, fc_visit, &f);
-    sent =
-        json_object_get(json_object_get(json_object_get(f.fc, "status"), "advertisement"), "sent");
+    fc = peer_fc_find(st.fcs, id);
+    sent = json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"), "sent");
     status = json_string_value(json_object_get(sent, "status"));
     if (json_is_object(json_object_get(sent, "resources")) &&
         !(status && strcmp(status, "Withdrawn") == 0))
         res = json_incref(json_object_get(sent, "resources"));
-    json_decref(f.fc);
+    json_decref(fc);
     return res;
 }
 
