@@ -245,6 +245,11 @@ struct issue {
     char found_rv[32]; /* the unbound tenant namespace found, to bind */
     uv_timer_t *timer;
     uint64_t deadline;
+    bool made; /* this issuance created the ServiceAccount or its token Secret */
+    /* ensure_object: what to create when the GET finds nothing, and the step after either */
+    const struct kapi_resource *ens_res;
+    json_t *ens_obj;
+    void (*ens_next)(void *owner);
     struct issue *next, **pprev; /* st.issues */
 };
 
@@ -271,6 +276,7 @@ static void issue_free(struct issue *is)
     peer_call_reset(&is->ch.last);
     peer_identity_request_clear(&is->in);
     json_decref(is->tok_secret);
+    json_decref(is->ens_obj);
     x_free(is);
 }
 
@@ -337,6 +343,48 @@ static bool gone(struct issue *is)
     return true;
 }
 
+/* Creates o (stolen) in the tenant namespace unless its name is already there, then goes on with
+ * next, which reads ch.last as after a create (0 with the object, or the create's error). Never a
+ * blind create: the ResourceQuota admission charges a create to cliqo-tenant-objects before
+ * storage refuses it as AlreadyExists, and kube-controller-manager takes the charge back only at
+ * its next full resync (minutes), so re-issuing a credential by creating again would exhaust the
+ * quota within a few refreshes and lock the peer out of its own identity. */
+static void step_ensure_got(void *owner)
+{
+    struct issue *is = owner;
+
+    if (gone(is))
+        return;
+    if (is->ch.last.err != -ENOENT) {
+        json_decref(is->ens_obj);
+        is->ens_obj = NULL;
+        is->ens_next(is);
+        return;
+    }
+    is->made = true;
+    is->ch.next = is->ens_next;
+    if (kapi_create(agent_kube(st.a), is->ens_res, is->ns, is->ens_obj, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
+    json_decref(is->ens_obj);
+    is->ens_obj = NULL;
+}
+
+static void ensure_object(struct issue *is, const struct kapi_resource *res, const char *name,
+                          json_t *o, void (*next)(void *))
+{
+    if (!o) {
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "out of memory");
+        return;
+    }
+    json_decref(is->ens_obj);
+    is->ens_res = res;
+    is->ens_obj = o;
+    is->ens_next = next;
+    is->ch.next = step_ensure_got;
+    if (kapi_get(agent_kube(st.a), res, is->ns, name, peer_call_cb, is) < 0)
+        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
+}
+
 static void step_reply(struct issue *is);
 static void step_poll_token(void *owner);
 static void create_namespace(struct issue *is, const char *key_id, void (*next)(void *));
@@ -362,6 +410,14 @@ static void step_poll_token(void *owner)
     tok = json_string_value(json_object_get(json_object_get(is->ch.last.body, "data"), "token"));
     if (is->ch.last.err == 0 && tok && *tok) {
         step_reply(is);
+        return;
+    }
+    if (is->ch.last.err < 0 && is->ch.last.err != -ENOENT && is->ch.last.err != -EEXIST) {
+        char msg[384];
+
+        snprintf(msg, sizeof(msg), "cannot create or read the token Secret: %s",
+                 is->ch.last.message);
+        finish(is, 500, PEER_WIRE_E_INTERNAL, msg);
         return;
     }
     if (uv_now(agent_loop(st.a)) >= is->deadline) {
@@ -390,12 +446,9 @@ static void step_token_secret(void *owner)
                   PEER_LABEL_CLUSTER_ID, is->in.cluster_id, "annotations",
                   "kubernetes.io/service-account.name", is->sa, "type",
                   "kubernetes.io/service-account-token");
-    is->ch.next = step_poll_token;
     is->deadline = uv_now(agent_loop(st.a)) + TOKEN_WAIT_MS;
-    /* Created, or already there: either way read it back (step_poll_token reads ch.last). */
-    if (!o || kapi_create(agent_kube(st.a), &kapi_secrets, is->ns, o, peer_call_cb, is) < 0)
-        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the token Secret");
-    json_decref(o);
+    /* Found or created: step_poll_token reads ch.last, and again until the token is in it. */
+    ensure_object(is, &kapi_secrets, is->secret, o, step_poll_token);
 }
 
 static json_t *rolebinding(const char *ns, const char *name, const char *role, const char *sa_ns,
@@ -434,10 +487,7 @@ static void step_sa(void *owner)
     o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}}}", "apiVersion", "v1", "kind", "ServiceAccount",
                   "metadata", "name", is->sa, "namespace", is->ns, "labels", PEER_LABEL_CLUSTER_ID,
                   is->in.cluster_id);
-    is->ch.next = step_peer_binding;
-    if (!o || kapi_create(agent_kube(st.a), &kapi_serviceaccounts, is->ns, o, peer_call_cb, is) < 0)
-        finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the ServiceAccount");
-    json_decref(o);
+    ensure_object(is, &kapi_serviceaccounts, is->sa, o, step_peer_binding);
 }
 
 /* The object-count quota of the tenant namespace, before any credential for it exists: created,
@@ -887,9 +937,14 @@ static void step_reply(struct issue *is)
         peer_wire_identity_response_encode(is->ns, kubeconfig, identity_key_id(), &json) < 0) {
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot build the credential");
     } else {
-        log_info("auth", "issued a %s credential to cluster %s (%s) in namespace %s",
-                 is->kind == PEER_CRED_VK ? "virtual-kubelet" : "peering", is->in.cluster_id,
-                 is->in.cluster_name, is->ns);
+        /* A virtual kubelet's credential is re-issued at every refresh: at info only when made. */
+        if (is->made || is->kind != PEER_CRED_VK)
+            log_info("auth", "issued a %s credential to cluster %s (%s) in namespace %s",
+                     is->kind == PEER_CRED_VK ? "virtual-kubelet" : "peering", is->in.cluster_id,
+                     is->in.cluster_name, is->ns);
+        else
+            log_debug("auth", "re-issued the virtual-kubelet credential of cluster %s (%s)",
+                      is->in.cluster_id, is->ns);
         if (is->req) {
             httpd_respond(is->req, 201, "application/json", json, strlen(json));
         } else if (!is->http && is->done)

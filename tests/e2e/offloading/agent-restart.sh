@@ -24,7 +24,12 @@ wait_shared 60
 old_share=$(jget "$B" '{.spec.advertisementConfig.outgoingConfig.resourceSharingPercentage}' clusterconfig configuration)
 old_share=${old_share:-30}
 share_percent 100
-wait_vnode_pods "$N" 60
+if ! (wait_vnode_pods "$N" 60); then # what B sent and what A shows, to tell a stuck sender from a slow receiver
+  kc "$B" get foreignclusters -o json | jq -c '.items[] | [.spec.clusterIdentity.clusterID, .status.advertisement]'
+  kc "$A" get foreignclusters -o json | jq -c '.items[] | [.spec.clusterIdentity.clusterID, .status.advertisement]'
+  kc "$A" get nodes -o custom-columns=N:.metadata.name,P:.status.allocatable.pods,C:.status.allocatable.cpu
+  fail "virtual node without room for $N pods"
+fi
 
 offload "$NS"
 wait_mapped "$NS"

@@ -81,10 +81,13 @@ tls0=$(secret tls.crt)
 ) &
 LOOP_PID=$!
 sleep 2
+# Bundles hold the CA, and a previous one until it expires when the group's clusters are reused: one more each.
+nm=$(($(bundle mutatingwebhookconfiguration cliqo-pod-offloading | grep -c 'BEGIN CERTIFICATE') + 1))
+nv=$(($(bundle validatingwebhookconfiguration cliqo-offer-enforcement | grep -c 'BEGIN CERTIFICATE') + 1))
 kc "$A" annotate secret -n cliqo cliqo-webhook-certs admission.cliqo.io/rotate=ca >/dev/null || fail "annotate"
 wait_for 20 "the next CA published in both configurations" eval \
-  "[ \$(bundle mutatingwebhookconfiguration cliqo-pod-offloading | grep -c 'BEGIN CERTIFICATE') = 2 ] &&
-   [ \$(bundle validatingwebhookconfiguration cliqo-offer-enforcement | grep -c 'BEGIN CERTIFICATE') = 2 ]"
+  "[ \$(bundle mutatingwebhookconfiguration cliqo-pod-offloading | grep -c 'BEGIN CERTIFICATE') = $nm ] &&
+   [ \$(bundle validatingwebhookconfiguration cliqo-offer-enforcement | grep -c 'BEGIN CERTIFICATE') = $nv ]"
 [ "$(secret ca.crt)" = "$ca0" ] || fail "the CA signed with the new key before the bundles trusted it"
 wait_for 60 "the next CA promoted" eval "[ \"\$(secret ca.crt)\" != \"\$ca0\" ]"
 ca1=$(secret ca.crt)

@@ -6,7 +6,10 @@
 #  - A's tenant namespace on B has the ResourceQuota cliqo-tenant-objects: Secrets created with A's peering
 #    credential (the kubeconfig A keeps) beyond its count are refused by the API server;
 #  - NamespaceMaps created as A's virtual kubelet beyond the count the webhook allows in a tenant namespace are
-#    refused, one by one and in a burst.
+#    refused, one by one and in a burst;
+#  - B's re-issuing of A's virtual-kubelet credential at every refresh (15 s here) does not charge the quota: its
+#    ServiceAccount count stays the real one (a blind create of an existing name is charged before it fails as
+#    AlreadyExists, and kube-controller-manager takes the charge back only at its next full resync).
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 NS=sec-quota
@@ -26,6 +29,7 @@ ids
 wait_shared 60
 TNS=$(tenant_on_b "$A_ID")
 [ -n "$TNS" ] || fail "no tenant namespace of $A on $B"
+t0=$(date +%s)
 
 say "offload $NS from $A: B's namespace has the default requests and the offer as a quota"
 offload_ns "$NS"
@@ -105,4 +109,11 @@ for p in "${pids[@]}"; do wait "$p" || true; done
 n=$(kc "$B" get namespacemaps -n "$TNS" -l e2e-quota=1 -o name | wc -l)
 [ "$n" -le "$free" ] || fail "a burst of $((free + 3)) NamespaceMaps admitted $n with $free free places"
 [ "$n" -ge 1 ] || fail "the burst admitted none of $free free places"
+
+say "two refreshes later, the ServiceAccounts charged to cliqo-tenant-objects are those in $TNS"
+left=$((t0 + 32 - $(date +%s)))
+[ "$left" -le 0 ] || sleep "$left"
+sa_used=$(kc "$B" get resourcequota -n "$TNS" cliqo-tenant-objects -o json | jq -r '.status.used."count/serviceaccounts"')
+sa_real=$(kc "$B" get serviceaccounts -n "$TNS" -o name | wc -l)
+[ "$sa_used" = "$sa_real" ] || fail "cliqo-tenant-objects charges $sa_used ServiceAccounts, $TNS has $sa_real"
 pass "default requests and the offer's quota in $RNS; the tenant namespace's counts hold (Secrets by quota, NamespaceMaps by the webhook, bursts included)"
