@@ -110,14 +110,22 @@ out=$("$CLIQOCTL" dev up --clusters 3 2>&1) || fail "third up failed: $out"
 [ "$(cat "$E2E_STATE"/*/*.pid | sort | tr '\n' ' ')" = "$pids_before" ] || fail "up after the upgrade restarted processes"
 say "webhook client certificates; an older state upgraded by up (cluster-2's API server alone restarted)"
 
-# 5. A crashed apiserver: status says so, up recovers the environment.
+# 5. A crashed apiserver: status says so, up restarts it alone; the other processes and the data stay.
+kc cluster-3 create namespace e2e-kept >/dev/null || fail "cannot create a namespace on cluster-3"
 kill -KILL "$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid")"
 out=$("$CLIQOCTL" dev status 2>&1) && fail "status healthy with a dead apiserver"
 grep -q 'kube-apiserver.*is gone' <<<"$out" || fail "status does not report the dead apiserver: $out"
-"$CLIQOCTL" dev up --clusters 3 || fail "up did not recover the environment"
+out=$("$CLIQOCTL" dev up --clusters 3 2>&1) || fail "up did not recover the environment: $out"
+grep -q 'cluster-3/kube-apiserver is not healthy (process [0-9]* is gone): restarting it' <<<"$out" ||
+  fail "up did not say what it restarted: $out"
+grep -q 'tearing it down' <<<"$out" && fail "up tore the environment down to recover one component: $out"
 "$CLIQOCTL" dev status >/dev/null || fail "status unhealthy after recovery"
 [ "$(kc cluster-3 get --raw /readyz)" = ok ] || fail "cluster-3 not ready after recovery"
-say "crashed apiserver recovered by up"
+kc cluster-3 get namespace e2e-kept >/dev/null || fail "cluster-3 lost its data in the recovery"
+for f in "$E2E_STATE"/cluster-[12]/*.pid "$E2E_STATE"/cluster-3/{etcd,kube-scheduler,kube-controller-manager}.pid; do
+  grep_q -x "$(cat "$f")" <<<"$(tr ' ' '\n' <<<"$pids_before")" || fail "up restarted $(basename "$f" .pid) of $(basename "$(dirname "$f")")"
+done
+say "crashed apiserver restarted alone by up"
 
 # 6. A cluster that disappears and comes back (stop/start keep its state).
 kc cluster-2 create namespace e2e-survives >/dev/null
