@@ -20,9 +20,12 @@ log_report() {
     tail -30 "$1" >&2
   fi
 }
-say() { printf '[%s] %s\n' "$TEST_NAME" "$*"; }
-fail() { printf '[%s] FAIL: %s\n' "$TEST_NAME" "$*" >&2; exit 1; }
-pass() { printf '[%s] PASS%s\n' "$TEST_NAME" "${1:+: $1}"; }
+# Each line says how long the test has run (seconds), to show where the time goes.
+E2E_T0=${EPOCHREALTIME/./}
+e2e_elapsed() { local n=${EPOCHREALTIME/./}; printf '%d.%d' $(((n - E2E_T0) / 1000000)) $(((n - E2E_T0) / 100000 % 10)); }
+say() { printf '[%s +%ss] %s\n' "$TEST_NAME" "$(e2e_elapsed)" "$*"; }
+fail() { printf '[%s +%ss] FAIL: %s\n' "$TEST_NAME" "$(e2e_elapsed)" "$*" >&2; exit 1; }
+pass() { printf '[%s +%ss] PASS%s\n' "$TEST_NAME" "$(e2e_elapsed)" "${1:+: $1}"; }
 
 # kc CLUSTER args...: kubectl against one cluster of the environment, with its admin kubeconfig.
 kc() {
