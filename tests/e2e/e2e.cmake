@@ -89,3 +89,32 @@ file(GLOB e2e_fragments ${E2E_DIR}/*/e2e.cmake)
 foreach(frag ${e2e_fragments})
     include(${frag})
 endforeach()
+
+# One e2e test at a time, and one group at a time: they start control planes and agents and wait on real
+# timers, and the machines that run them have two cores. Unit, lint and CLI tests run beside them
+# (scripts/test.sh runs ctest -j2), so their minute and a half of CPU overlaps the e2e groups instead of
+# adding to them. The lock keeps two e2e tests from running at once; the chain keeps groups from
+# interleaving (ctest -j would otherwise bring a second group's clusters up between the first group's
+# tests): each group's `up` and each test outside a group waits for what came before, in definition order.
+get_property(cliqo_all_tests DIRECTORY PROPERTY TESTS)
+set(prev_last "")
+foreach(t ${cliqo_all_tests})
+    if(NOT t MATCHES "^e2e\\.")
+        continue()
+    endif()
+    set_property(TEST ${t} APPEND PROPERTY RESOURCE_LOCK cliqo_e2e_serial)
+    get_property(req TEST ${t} PROPERTY FIXTURES_REQUIRED)
+    if(t MATCHES "^e2e\\.(.+)\\.up$")
+        set(last e2e.${CMAKE_MATCH_1}.down)
+    elseif(t MATCHES "\\.down$" OR req)
+        continue() # inside its group, between its up and its down
+    else()
+        set(last ${t})
+    endif()
+    if(prev_last)
+        set_property(TEST ${t} APPEND PROPERTY DEPENDS ${prev_last})
+    endif()
+    set(prev_last ${last})
+endforeach()
+# bench/ comes later: its smoke run goes after the last group.
+set(CLIQO_E2E_LAST ${prev_last} CACHE INTERNAL "the last e2e test, which bench tests run after")
