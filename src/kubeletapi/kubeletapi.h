@@ -64,6 +64,7 @@ struct kc_config;
 #define KLA_MAX_ARG       4096 /* one word */
 #define KLA_MAX_USER      256
 #define KLA_MAX_GROUPS    16
+#define KLA_RETRY_AFTER_S 5 /* Retry-After of a 503 while a provider's credential is missing */
 
 /* ---- requests: what was asked -------------------------------------------------------------- */
 
@@ -163,7 +164,8 @@ struct kla_backend {
      * Returns 0, or -ENOENT when the pod is not on a node of this backend. Synchronous. */
     int (*node_of)(void *data, const char *ns, const char *pod, char *ret_node);
     /* GET /containerLogs: answer r with kla_resp_* (now or later). Return 0 once r is taken, or a
-     * negative errno to have the server answer (-ENOENT 404, -EINVAL 400, else 500). */
+     * negative errno to have the server answer (-ENOENT 404, -EINVAL 400, -EAGAIN 503 with
+     * Retry-After: the node cannot reach the pod now, else 500). */
     int (*logs)(void *data, struct kla_request *r, const struct kla_pod_ref *ref,
                 const struct kla_logs_opts *o);
     /* /exec with an SPDY upgrade: accept it with kla_exec_accept (then the server speaks the
@@ -309,7 +311,9 @@ struct kla_target {
 };
 
 /* Resolves a home pod ({ns}/{pod} of the request) to its target. Returns 0 with *ret filled,
- * -ENOENT when the pod is not a pod of this relay's nodes (or not offloaded yet). Synchronous. */
+ * -ENOENT when the pod is not a pod of this relay's nodes (or not offloaded yet), -EAGAIN with
+ * only ret->node filled when it is, but its provider cannot be reached without a credential the
+ * node does not have (yet). Synchronous. */
 typedef int (*kla_resolve_fn)(void *data, const char *ns, const char *pod, struct kla_target *ret);
 
 struct kla_relay;

@@ -32,11 +32,11 @@ int kla_vk_resolve(void *data, const char *ns, const char *pod, struct kla_targe
     r = vk_pod_target(ns, pod, ret->node, sizeof(ret->node), &c, ret->ns, sizeof(ret->ns), ret->pod,
                       sizeof(ret->pod));
     if (r < 0) {
-        /* -EAGAIN: the provider's credential is not there (yet); -ENAMETOOLONG cannot happen
-         * with names the API validated. Either way the relay cannot reach the pod. */
+        /* -EAGAIN: the pod is ours but the provider's credential is not there (yet), ret->node
+         * named; -ENAMETOOLONG cannot happen with names the API validated. */
         if (r != -ENOENT)
             log_debug(MOD, "pod %s/%s: no target: %s", ns, pod, strerror(-r));
-        return -ENOENT;
+        return r == -EAGAIN ? -EAGAIN : -ENOENT;
     }
     ret->client = c;
     ret->config = NULL;

@@ -677,11 +677,14 @@ static int relay_node_of(void *data, const char *ns, const char *pod, char *ret_
 {
     struct kla_relay *rl = data;
     struct kla_target t;
+    int e;
 
     if (!rl->resolve)
         return -ENOENT;
     memset(&t, 0, sizeof(t));
-    if (rl->resolve(rl->rdata, ns, pod, &t) < 0 || !t.node[0])
+    e = rl->resolve(rl->rdata, ns, pod, &t);
+    /* -EAGAIN names the node too: the request is authorised against it, then answered 503. */
+    if ((e < 0 && e != -EAGAIN) || !t.node[0])
         return -ENOENT;
     snprintf(ret_node, KLA_MAX_NODE + 1, "%s", t.node);
     return 0;
@@ -696,8 +699,11 @@ static int relay_start(struct kla_relay *rl, struct kla_request *r, const struct
     int n, e;
 
     memset(&t, 0, sizeof(t));
-    if (!rl->resolve || rl->resolve(rl->rdata, ref->ns, ref->pod, &t) < 0)
+    if (!rl->resolve)
         return -ENOENT;
+    e = rl->resolve(rl->rdata, ref->ns, ref->pod, &t);
+    if (e < 0)
+        return e == -EAGAIN ? -EAGAIN : -ENOENT;
     path = x_malloc(KLA_HTTP_MAX_TARGET + 512);
     if (!path)
         return -ENOMEM;

@@ -56,6 +56,7 @@ struct kla_request {
     char node[KLA_MAX_NODE + 1];
     bool node_known;
     bool post;
+    unsigned retry_after; /* seconds, in a Retry-After header of the answer when not 0 */
     void *authz_handle;
     struct kla_logs_opts lo;
     struct kla_exec_opts xo;
@@ -241,11 +242,17 @@ int kla_resp_send(struct kla_request *r, unsigned status, const char *content_ty
 {
     struct sconn *sc = r->sc;
     bool head = r->h.method_len == 4 && memcmp(r->h.method, "HEAD", 4) == 0;
+    char extra[96];
     int e;
 
     if (r->state == RS_STREAMING)
         return -EALREADY;
-    e = write_head(sc, status, content_type, (long long)len, "X-Content-Type-Options: nosniff\r\n");
+    if (r->retry_after)
+        snprintf(extra, sizeof(extra), "X-Content-Type-Options: nosniff\r\nRetry-After: %u\r\n",
+                 r->retry_after);
+    else
+        snprintf(extra, sizeof(extra), "X-Content-Type-Options: nosniff\r\n");
+    e = write_head(sc, status, content_type, (long long)len, extra);
     if (e == 0 && len && !head)
         e = kla_conn_write(sc->c, body, len);
     if (e < 0) {
@@ -381,6 +388,15 @@ static void answer_errno(struct kla_request *r, int e)
         break;
     case -EINVAL:
         kla_resp_error(r, 400, "bad request");
+        break;
+    case -EAGAIN:
+        /* The pod is this node's, but the provider's credential is not there (yet, or again):
+         * a client that retries gets through once the agent has it. */
+        r->retry_after = KLA_RETRY_AFTER_S;
+        kla_resp_error(r, 503,
+                       "pod %s/%s: the credential for its provider is not available yet; retry "
+                       "later",
+                       r->ref.ns, r->ref.pod);
         break;
     default:
         kla_resp_error(r, 500, "internal error: %s", strerror(-e));

@@ -1410,6 +1410,22 @@ int vk_pod_target(const char *ns, const char *pod, char *ret_node, size_t node_s
         struct kapi_client *c;
         bool ours;
 
+        c = pu_client(p->env.unit, PU_VK);
+        if (!c) {
+            /* Without the provider's credential nothing remote is known here: a home pod bound
+             * to this node is still this node's, and can be reached once the credential is back
+             * (-EAGAIN, the node named for the authorisation). */
+            const char *bound;
+
+            home = inf_get(p->home, ns, pod);
+            bound = json_string_value(json_object_get(json_object_get(home, "spec"), "nodeName"));
+            ours = bound && strcmp(bound, p->node) == 0 && strlen(p->node) < node_size;
+            json_decref(home);
+            if (!ours)
+                continue;
+            snprintf(ret_node, node_size, "%s", p->node);
+            return -EAGAIN;
+        }
         if (!n || !ri)
             continue;
         home = inf_get(p->home, ns, pod);
@@ -1419,9 +1435,6 @@ int vk_pod_target(const char *ns, const char *pod, char *ret_node, size_t node_s
         json_decref(remote);
         if (!ours)
             continue;
-        c = pu_client(p->env.unit, PU_VK);
-        if (!c)
-            return -EAGAIN;
         if (strlen(p->node) >= node_size || strlen(n->remote) >= remote_ns_size ||
             strlen(pod) >= remote_pod_size)
             return -ENAMETOOLONG;

@@ -56,8 +56,9 @@ bool vk_pods_synced(void *state);
 /* The logs/exec resolver (docs/offloading.md, "Kubelet API"): home pod ns/pod -> its virtual
  * node, the client of the provider (the unit's PU_VK client, borrowed: valid during the current
  * loop callback), the remote namespace and pod name. Looks in every pods reflector of the process.
- * Returns 0, -ENOENT (not a pod of a virtual node here, or not offloaded yet), -EAGAIN (no client
- * for the provider now) or -ENAMETOOLONG (a buffer too small). */
+ * Returns 0, -ENOENT (not a pod of a virtual node here, or not offloaded yet), -EAGAIN (a home pod
+ * bound to a virtual node here whose provider has no client now: only ret_node is written) or
+ * -ENAMETOOLONG (a buffer too small). */
 int vk_pod_target(const char *ns, const char *pod, char *ret_node, size_t node_size,
                   struct kapi_client **ret_client, char *ret_remote_ns, size_t remote_ns_size,
                   char *ret_remote_pod, size_t remote_pod_size);

@@ -315,6 +315,8 @@ static int fake_logs(void *data, struct kla_request *r, const struct kla_pod_ref
         kla_req_on_closed(r, hang_closed, NULL);
         return 0;
     }
+    if (strcmp(ref->container, "nocred") == 0)
+        return -EAGAIN; /* the provider's credential is missing */
     return -ENOENT;
 }
 
@@ -614,6 +616,11 @@ static void test_requests(void **state)
     assert_string_equal(sbuf_str(&body), "hello\ntail2\n");
     assert_int_equal(request(&cl, "GET", "/containerLogs/ns/ghost/small", NULL, &body), 404);
     assert_int_equal(request(&cl, "GET", "/containerLogs/ns/web/nope", NULL, &body), 404);
+    assert_null(strstr(sbuf_str(&cl.in), "Retry-After"));
+    /* The pod is the node's but its provider cannot be reached now: 503, retry later. */
+    assert_int_equal(request(&cl, "GET", "/containerLogs/ns/web/nocred", NULL, &body), 503);
+    assert_non_null(strstr(sbuf_str(&cl.in), "\r\nRetry-After: 5\r\n"));
+    assert_non_null(strstr(sbuf_str(&body), "not available yet"));
     assert_int_equal(request(&cl, "GET", "/containerLogs/ns/web/small?tailLines=x", NULL, &body),
                      400);
     assert_int_equal(request(&cl, "PUT", "/containerLogs/ns/web/small", NULL, &body), 405);
