@@ -66,6 +66,7 @@ static struct {
     struct httpd_request *held[MAX_HELD]; /* watches, and token reads when hold_token */
     bool hold_token;
     int token_gets, creates;
+    bool token_created;             /* the token Secret: not found until it is created */
     int identity_posts;             /* POST /identity (the fake is the peer's auth endpoint too) */
     struct httpd_request *identity; /* the one held */
 } api;
@@ -238,6 +239,9 @@ static void on_create(struct httpd_request *req, void *data)
 
     (void)data;
     api.creates++;
+    if (o && json_is_string(json_object_get(o, "kind")) &&
+        strcmp(json_string_value(json_object_get(o, "kind")), "Secret") == 0)
+        api.token_created = true;
     respond_json(req, 201, o ? o : json_object());
 }
 
@@ -255,10 +259,15 @@ static void on_quota(struct httpd_request *req, void *data)
     json_decref(hard);
 }
 
-/* The token controller never fills the token. */
+/* Not found until created (the issuance looks before it creates); then the token controller
+ * never fills the token. */
 static void on_token(struct httpd_request *req, void *data)
 {
     (void)data;
+    if (!api.token_created) {
+        httpd_respond_error(req, 404, "NotFound", "secrets \"vk-" CONSUMER_ID "-token\" not found");
+        return;
+    }
     api.token_gets++;
     if (api.hold_token) {
         hold(req);
