@@ -51,16 +51,28 @@ if [ -z "$BIN" ] || [ ! -x "$BIN" ]; then
   exit 77
 fi
 
-# The Debian package owning a library path (dpkg records /usr/lib or /lib; resolve both, merged-/usr).
+# The Debian package owning a library path (dpkg records /usr/lib or /lib; resolve both, merged-/usr). One
+# dpkg-query for every candidate path of every library: each call reads dpkg's whole database (about a
+# second on a busy machine), and there are a dozen libraries with five candidates each.
+declare -A path_of owner
+while read -r so _ path _; do [ -n "${path:-}" ] && path_of[$so]=$path; done < <(ldd "$BIN" | grep '=> /')
+candidates() {
+  local p=$1
+  printf '%s\n' "$p" "$(readlink -f "$p")" "${p#/usr}" "/usr$p" "$(readlink -f "$p" | sed -e 's|^/usr||')"
+}
+mapfile -t all_candidates < <(for so in "${!path_of[@]}"; do candidates "${path_of[$so]}"; done | sort -u)
+while IFS= read -r line; do
+  [[ "$line" == *": /"* ]] || continue
+  pkg=${line%%: /*}
+  for f in ${line#*: }; do owner[$f]=${pkg%%:*}; done
+done < <(dpkg-query -S "${all_candidates[@]}" 2>/dev/null || true)
 pkg_of() {
-  local p=$1 r
-  for c in "$p" "$(readlink -f "$p")" "${p#/usr}" "/usr$p" "$(readlink -f "$p" | sed -e 's|^/usr||')"; do
-    r=$(dpkg-query -S "$c" 2>/dev/null | head -n 1 | cut -d: -f1) && [ -n "$r" ] && { echo "$r"; return 0; }
-  done
+  local c
+  while read -r c; do
+    [ -n "${owner[$c]:-}" ] && { echo "${owner[$c]}"; return 0; }
+  done < <(candidates "$1")
   return 1
 }
-declare -A path_of
-while read -r so _ path _; do [ -n "${path:-}" ] && path_of[$so]=$path; done < <(ldd "$BIN" | grep '=> /')
 closure_pkgs=()
 for so in "${!path_of[@]}"; do closure_pkgs+=("$(pkg_of "${path_of[$so]}" || echo "?")"); done
 # In every Debian image (debian:bookworm-slim), so the runtime stage need not name them.
