@@ -11,4 +11,4 @@ else()
 endif()
 add_test(NAME deploy.dockerfile COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/e2e/deploy/dockerfile.sh ${PROJECT_SOURCE_DIR}
          ${cliqo_agent_bin})
-set_tests_properties(deploy.dockerfile PROPERTIES LABELS unit TIMEOUT 60 SKIP_RETURN_CODE 77)
+set_tests_properties(deploy.dockerfile PROPERTIES LABELS unit TIMEOUT 180 SKIP_RETURN_CODE 77)
