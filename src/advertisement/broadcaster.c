@@ -36,6 +36,7 @@
 #include "kube/backoff.h"
 #include "peering/ctl.h"
 #include "peering/identity.h"
+#include "peering/objects.h"
 #include "peering/resources.h"
 
 #define OWNER          "broadcaster"
@@ -582,27 +583,9 @@ static void write_fc_sent(const char *id, json_t *sent)
     json_decref(fc);
 }
 
-struct fc_find {
-    const char *id;
-    json_t *found;
-};
-
-static void fc_visit(json_t *obj, void *data)
-{
-    struct fc_find *f = data;
-    const char *id = json_string_value(json_object_get(
-        json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"));
-
-    if (!f->found && id && strcmp(id, f->id) == 0)
-        f->found = json_incref(obj);
-}
-
 static json_t *find_fc(const char *id)
 {
-    struct fc_find f = {id, NULL};
-
-    inf_foreach(st.fcs, fc_visit, &f);
-    return f.found;
+    return peer_fc_find(st.fcs, id);
 }
 
 /* ---- withdrawal --------------------------------------------------------------------------------

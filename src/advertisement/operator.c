@@ -37,6 +37,7 @@
 #include "network/network.h"
 #include "peering/ctl.h"
 #include "peering/identity.h"
+#include "peering/objects.h"
 #include "peering/resources.h"
 #include "virtualkubelet/pods.h"
 #include "virtualkubelet/virtualkubelet.h"
@@ -336,43 +337,26 @@ static void on_fc_written(struct kapi_client *c, const struct kapi_result *res, 
         log_debug(MOD, "cannot update a ForeignCluster's sharing status: %s", res->status.message);
 }
 
-struct fc_find {
-    const char *id;
-    json_t *found;
-};
-
-static void fc_visit(json_t *obj, void *data)
-{
-    struct fc_find *f = data;
-    const char *id = json_string_value(json_object_get(
-        json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"));
-
-    if (!f->found && id && strcmp(id, f->id) == 0)
-        f->found = json_incref(obj);
-}
-
 static void write_fc_received(const char *peer, json_t *received)
 {
-    struct fc_find f = {peer, NULL};
-    json_t *cur, *patch;
+    json_t *fc = peer_fc_find(st.fcs, peer), *cur, *patch;
     char *body;
 
-    inf_foreach(st.fcs, fc_visit, &f);
-    cur = json_object_get(json_object_get(json_object_get(f.found, "status"), "advertisement"),
+    cur = json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"),
                           "received");
-    if (!f.found || json_equal(cur, received)) {
-        json_decref(f.found);
+    if (!fc || json_equal(cur, received)) {
+        json_decref(fc);
         json_decref(received);
         return;
     }
     patch = json_pack("{s:{s:{s:o}}}", "status", "advertisement", "received", received);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     if (body)
-        kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, kapi_obj_name(f.found),
-                   "status", KAPI_PATCH_MERGE, body, on_fc_written, NULL);
+        kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, kapi_obj_name(fc), "status",
+                   KAPI_PATCH_MERGE, body, on_fc_written, NULL);
     x_free(body);
     json_decref(patch);
-    json_decref(f.found);
+    json_decref(fc);
 }
 
 /* ---- counting

@@ -13,6 +13,7 @@
 #include "kube/backoff.h"
 #include "peering/ctl.h"
 #include "peering/identity.h"
+#include "peering/objects.h"
 #include "peering/resources.h"
 
 #define MOD            "network"
@@ -364,21 +365,6 @@ static bool fc_peered(const json_t *fc)
                   strcmp(peer_fc_condition(fc, "IncomingPeering"), "Established") == 0);
 }
 
-struct fc_find {
-    const char *id;
-    json_t *found;
-};
-
-static void fc_visit(json_t *obj, void *data)
-{
-    struct fc_find *f = data;
-    const char *id = json_string_value(json_object_get(
-        json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"));
-
-    if (!f->found && id && strcmp(id, f->id) == 0)
-        f->found = json_incref(obj);
-}
-
 static void sender(struct rec *r, struct net_peer_state *s);
 
 static void after_status(void *owner)
@@ -610,7 +596,7 @@ static void receiver(struct rec *r)
 static void reconcile(struct wq_queue *q, const char *key, void *data)
 {
     struct rec *r;
-    struct fc_find f = {key, NULL};
+    json_t *fc;
 
     (void)data;
     if (!st.running || !identity_cluster_id()) {
@@ -624,16 +610,16 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         wq_done(q, key);
         return;
     }
-    inf_foreach(st.fcs, fc_visit, &f);
+    fc = peer_fc_find(st.fcs, key);
     r = x_calloc(1, sizeof(*r));
     if (!r) {
-        json_decref(f.found);
+        json_decref(fc);
         wq_add_after(q, key, RETRY_MS);
         wq_done(q, key);
         return;
     }
     snprintf(r->key, sizeof(r->key), "%s", key);
-    r->fc = f.found;
+    r->fc = fc;
     r->p = peer_ensure(key);
     if (!r->p) {
         rec_end(r, RETRY_MS);
