@@ -9,8 +9,9 @@
 # Usage: bench/advertisement-live.sh --cliqoctl C --agent A --bench-informer B [--pods N] [--samples S]
 #        [--base-port P]
 set -euo pipefail
+source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
-CLIQOCTL="" AGENT="" BENCH="" PODS=10000 SAMPLES=10 BASE_PORT=18700
+CLIQOCTL="" AGENT="" BENCH="" PODS=10000 SAMPLES=10 BASE_PORT=$(cliqo_port bench.advertisement-live)
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;

@@ -3,9 +3,10 @@
 # resident memory of every control-plane process, and the time `down` takes. Prints a table and ratios.
 # Usage: bench/devenv-startup.sh [path/to/cliqoctl]   (needs CLIQO_KUBE_BIN_DIR or the build cache)
 set -euo pipefail
+source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 CLIQOCTL=${1:-cliqoctl}
 export CLIQO_DEV_DIR=${CLIQO_DEV_DIR:-$(mktemp -d)/bench-dev}
-export CLIQO_DEV_BASE_PORT=${CLIQO_DEV_BASE_PORT:-18400}
+export CLIQO_DEV_BASE_PORT=${CLIQO_DEV_BASE_PORT:-$(cliqo_port bench.devenv-startup)}
 trap '"$CLIQOCTL" dev down >/dev/null 2>&1 || true' EXIT
 ms() { date +%s%3N; }
 rss_kb() { awk '/^VmRSS/{print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }

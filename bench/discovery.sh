@@ -5,7 +5,7 @@
 #                [--wan-refresh S]
 #
 # Needs root (network namespaces). One cluster runs inside test host cqb-1 (198.18.78.1, base port
-# 19200, its own state directory), its agent announces and browses on the host's eth0; announcers
+# from tests/ports.tsv, its own state directory), its agent announces and browses on the host's eth0; announcers
 # (cliqo-mdns-tool: the same Avahi responder code the agent uses) run on test host cqb-2. A
 # `kubectl get foreignclusters --watch` stamps each event with the wall clock (ms).
 #   - LAN discovery latency: announcer started -> ForeignCluster ADDED (target <= 2 s);
@@ -16,6 +16,7 @@
 #     (all N ForeignClusters present), and the time until all N are there.
 # Everything it starts is stopped and removed on exit.
 set -euo pipefail
+source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROUNDS=5 ANNOUNCED=100 TTL=4 WAN_REFRESH=2
 CLIQOCTL= AGENT= TOOL= DNSMASQ=${DNSMASQ:-/usr/sbin/dnsmasq}
@@ -38,7 +39,8 @@ export NET_PREFIX=cqb NET_SUBNET=198.18.78 NET_HOSTS=2
 source "$HERE/../tests/e2e/discovery/net.sh"
 net_require || exit 1
 WORK=$(mktemp -d)
-export CLIQO_DEV_DIR=$WORK/state CLIQO_DEV_BASE_PORT=19200 CLIQO_DEV_NODES=0
+export CLIQO_DEV_DIR=$WORK/state CLIQO_DEV_BASE_PORT=$(cliqo_port bench.discovery) CLIQO_DEV_NODES=0
+DNS_PORT=$((CLIQO_DEV_BASE_PORT + 38)) HTTP_PORT=$((CLIQO_DEV_BASE_PORT + 6)) AUTH_PORT=$((CLIQO_DEV_BASE_PORT + 7))
 KCFG=$CLIQO_DEV_DIR/cluster-1/kubeconfig
 PIDS=()
 say() { printf '[bench-discovery] %s\n' "$*" >&2; }
@@ -57,12 +59,12 @@ trap cleanup EXIT
 
 net_up
 "$CLIQOCTL" dev up --clusters 1 --netns-prefix cqb- >/dev/null 2>&1 || { echo "dev up failed" >&2; exit 1; }
-n1 "$CLIQOCTL" install --kubeconfig "$KCFG" --cluster-name bench --auth-address 198.18.78.1:19207 --skip-agent >/dev/null
+n1 "$CLIQOCTL" install --kubeconfig "$KCFG" --cluster-name bench --auth-address 198.18.78.1:$AUTH_PORT --skip-agent >/dev/null
 kc patch clusterconfig configuration --type merge -p "{\"spec\":{\"discoveryConfig\":{\"enableDiscovery\":true,\"enableAdvertisement\":true,\"ttl\":$TTL,\"maxClusters\":$((ANNOUNCED + 16))}}}" >/dev/null
-nsenter --net=/run/netns/cqb-1 "$AGENT" --kubeconfig "$KCFG" --http-addr 0.0.0.0:19206 --auth-addr 0.0.0.0:19207 \
-  --auth-url https://198.18.78.1:19207 --identity bench-agent --log-level info >"$WORK/agent.log" 2>&1 &
+nsenter --net=/run/netns/cqb-1 "$AGENT" --kubeconfig "$KCFG" --http-addr "0.0.0.0:$HTTP_PORT" --auth-addr "0.0.0.0:$AUTH_PORT" \
+  --auth-url https://198.18.78.1:$AUTH_PORT --identity bench-agent --log-level info >"$WORK/agent.log" 2>&1 &
 PIDS+=($!)
-until [ "$(n1 curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:19206/readyz)" = 200 ]; do sleep 0.2; done
+until [ "$(n1 curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:$HTTP_PORT/readyz)" = 200 ]; do sleep 0.2; done
 
 # Every ForeignCluster event, stamped.
 n1 kubectl --kubeconfig "$KCFG" --request-timeout=0 get foreignclusters --watch --output-watch-events \
@@ -126,19 +128,19 @@ done
 SVC=_liqo_auth._tcp DOM=bench.test
 dns() { # PORT
   nsenter --net=/run/netns/cqb-1 "$DNSMASQ" --keep-in-foreground --conf-file=/dev/null --no-resolv --no-hosts \
-    --pid-file= --listen-address=127.0.0.1 --bind-interfaces --port=19238 --user=root "--local=/$DOM/" \
+    --pid-file= --listen-address=127.0.0.1 --bind-interfaces "--port=$DNS_PORT" --user=root "--local=/$DOM/" \
     "--ptr-record=$SVC.$DOM,w_wanbench.$SVC.$DOM" "--srv-host=w_wanbench.$SVC.$DOM,auth.$DOM,$1" \
     "--txt-record=w_wanbench.$SVC.$DOM,id=wanbench" >/dev/null 2>&1 &
   DPID=$!
   PIDS+=("$DPID")
-  until n1 ss -Huln 'sport = :19238' | grep . >/dev/null; do sleep 0.05; done
+  until n1 ss -Huln "sport = :$DNS_PORT" | grep . >/dev/null; do sleep 0.05; done
 }
 dns 20000
 kc apply -f - >/dev/null <<EOF
 apiVersion: discovery.liqo.io/v1alpha1
 kind: SearchDomain
 metadata: {name: bench}
-spec: {domain: $DOM, dnsServer: "127.0.0.1:19238", refreshSeconds: $WAN_REFRESH}
+spec: {domain: $DOM, dnsServer: "127.0.0.1:$DNS_PORT", refreshSeconds: $WAN_REFRESH}
 EOF
 wait_event ADDED wanbench >/dev/null
 wan=()
@@ -154,7 +156,7 @@ kc delete searchdomain bench >/dev/null
 kill -TERM "$DPID" 2>/dev/null || true
 
 # Memory with ANNOUNCED clusters.
-metric() { n1 curl -s http://127.0.0.1:19206/metrics | awk -v n="$1" '$1 == n { print $2 }'; }
+metric() { n1 curl -s http://127.0.0.1:$HTTP_PORT/metrics | awk -v n="$1" '$1 == n { print $2 }'; }
 rss0=$(metric process_resident_memory_bytes)
 t0=$(now_ms)
 announce mem "$ANNOUNCED"
@@ -165,7 +167,7 @@ done
 t1=$(now_ms)
 sleep 2
 rss1=$(metric process_resident_memory_bytes)
-followed=$(n1 curl -s http://127.0.0.1:19206/metrics | awk '$1 == "cliqo_discovery_clusters{source=\"lan\"}" { print $2 }')
+followed=$(n1 curl -s http://127.0.0.1:$HTTP_PORT/metrics | awk '$1 == "cliqo_discovery_clusters{source=\"lan\"}" { print $2 }')
 kill -TERM "$TPID"
 wait "$TPID" 2>/dev/null || true
 

@@ -7,8 +7,9 @@
 # Usage: bench/informer-vs-kubectl.sh --bench path/to/bench-informer --cliqoctl path/to/cliqoctl
 #        [--pods N] [--rounds R] [--updates M] [--namespaces K] [--no-tree] [--base-port P]
 set -euo pipefail
+source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
-BENCH="" CLIQOCTL="" PODS=10000 ROUNDS=3 UPDATES=1000 NAMESPACES=4 TREE=1 BASE_PORT=18600
+BENCH="" CLIQOCTL="" PODS=10000 ROUNDS=3 UPDATES=1000 NAMESPACES=4 TREE=1 BASE_PORT=$(cliqo_port bench.informer)
 while [ $# -gt 0 ]; do
   case "$1" in
     --bench) BENCH=$2; shift 2 ;;

@@ -13,8 +13,9 @@
 # Usage: bench/kubelet-offloaded.sh --cliqoctl C --agent A --nodesim S [--samples N] [--mib M]
 #        [--streams K] [--base-port P]
 set -euo pipefail
+source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
-CLIQOCTL="" AGENT="" NODESIM="" SAMPLES=15 MIB=32 STREAMS=50 BASE_PORT=19700
+CLIQOCTL="" AGENT="" NODESIM="" SAMPLES=15 MIB=32 STREAMS=50 BASE_PORT=$(cliqo_port bench.kubelet-offloaded)
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;

@@ -7,13 +7,14 @@
 # Environment: BENCH_REPLICAS (1000), BENCH_NODES (10), CLIQO_DEV_CONTROLLER_QPS (default: the
 # control plane's own client limits, which pace pod creation and binding).
 set -euo pipefail
+source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 CLIQOCTL=${1:-cliqoctl}
 export CLIQO_NODESIM=${2:-${CLIQO_NODESIM:-$(dirname "$(command -v "$CLIQOCTL")")/cliqo-nodesim}}
 REPLICAS=${BENCH_REPLICAS:-1000}
 NODES=${BENCH_NODES:-10}
 work=$(mktemp -d)
 export CLIQO_DEV_DIR=${CLIQO_DEV_DIR:-$work/bench-dev}
-export CLIQO_DEV_BASE_PORT=${CLIQO_DEV_BASE_PORT:-18500}
+export CLIQO_DEV_BASE_PORT=${CLIQO_DEV_BASE_PORT:-$(cliqo_port bench.nodesim-deployment)}
 trap '"$CLIQOCTL" dev down >/dev/null 2>&1 || true; rm -rf "$work"' EXIT
 ms() { date +%s%3N; }
 kc() { kubectl --kubeconfig "$CLIQO_DEV_DIR/cluster-1/kubeconfig" --request-timeout=30s "$@"; }

@@ -10,8 +10,9 @@
 # Usage: bench/offloading.sh --cliqoctl C --agent A --nodesim S [--sizes "10 100 1000"] [--samples S]
 #        [--nodes N] [--base-port P] [--controller-qps Q]
 set -euo pipefail
+source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
-CLIQOCTL="" AGENT="" NODESIM="" SIZES="10 100 1000" SAMPLES=15 NODES=10 BASE_PORT=19600 CQPS=""
+CLIQOCTL="" AGENT="" NODESIM="" SIZES="10 100 1000" SAMPLES=15 NODES=10 BASE_PORT=$(cliqo_port bench.offloading) CQPS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;

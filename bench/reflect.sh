@@ -11,8 +11,9 @@
 # Usage: bench/reflect.sh --cliqoctl C --driver D --bench B [--objects N] [--bytes B] [--updates U]
 #        [--base-port P]
 set -euo pipefail
+source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
-CLIQOCTL="" DRIVER="" BENCH="" OBJECTS=2000 BYTES=1024 UPDATES=200 BASE_PORT=18760
+CLIQOCTL="" DRIVER="" BENCH="" OBJECTS=2000 BYTES=1024 UPDATES=200 BASE_PORT=$(cliqo_port bench.reflect)
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;

@@ -1,16 +1,15 @@
 # End-to-end test groups. Each group brings its clusters up once (a FIXTURES_SETUP test), runs its tests,
 # and tears them down (FIXTURES_CLEANUP, which also checks nothing is left behind). Groups use distinct
-# state directories and port ranges so they never collide.
+# state directories and port ranges (tests/ports.tsv, one table) so they never collide.
 set(E2E_DIR ${CMAKE_CURRENT_SOURCE_DIR}/e2e)
 set(E2E_ROOT ${CMAKE_BINARY_DIR}/e2e)
 
 # Developers running several builds at once on one machine shift every group's ports with
-# -DCLIQO_E2E_PORT_OFFSET=N (CI uses 0).
-set(CLIQO_E2E_PORT_OFFSET 0 CACHE STRING "added to every e2e group's base port")
+# -DCLIQO_E2E_PORT_OFFSET=N (CI uses 0; tests/ports.cmake).
 
-# cliqo_e2e_group(NAME CLUSTERS BASE_PORT TESTS...)
-function(cliqo_e2e_group name clusters base_port)
-    math(EXPR base_port "${base_port} + ${CLIQO_E2E_PORT_OFFSET}")
+# cliqo_e2e_group(NAME CLUSTERS TESTS...): its base port is e2e.NAME's in tests/ports.tsv.
+function(cliqo_e2e_group name clusters)
+    cliqo_port(e2e.${name} base_port ${clusters})
     set(state ${E2E_ROOT}/${name})
     # No simulated nodes unless the group asks for them (by appending CLIQO_DEV_NODES=N, which wins).
     set(env "CLIQOCTL=$<TARGET_FILE:cliqoctl>" "E2E_STATE=${state}" "CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}"
@@ -31,11 +30,11 @@ function(cliqo_e2e_group name clusters base_port)
     endforeach()
 endfunction()
 
-# cliqo_e2e_shared_group(NAME CLUSTERS BASE_PORT TESTS...): a group whose first test makes a state every other
+# cliqo_e2e_shared_group(NAME CLUSTERS TESTS...): a group whose first test makes a state every other
 # test shares (setup) and whose last undoes it (teardown: it runs even after a failure); the tests run one at a
 # time, in order, each with CLIQO_AGENT set. A group's own fragment adds what else it needs (nodes, CIDRs).
-function(cliqo_e2e_shared_group name clusters base_port)
-    cliqo_e2e_group(${name} ${clusters} ${base_port} ${ARGN})
+function(cliqo_e2e_shared_group name clusters)
+    cliqo_e2e_group(${name} ${clusters} ${ARGN})
     list(GET ARGN 0 first)
     list(GET ARGN -1 last)
     set(prev "")
@@ -58,18 +57,19 @@ function(cliqo_e2e_shared_group name clusters base_port)
 endfunction()
 
 # The foundation group: two clusters, checked with kubectl.
-cliqo_e2e_group(foundation 2 17400 api scheduler gc isolation status)
+cliqo_e2e_group(foundation 2 api scheduler gc isolation status)
 
 # The environment's own life cycle (it manages its clusters itself: up, idempotence, failures, down).
+cliqo_port(e2e.devenv devenv_port 3)
 add_test(NAME e2e.devenv.lifecycle COMMAND ${E2E_DIR}/devenv/lifecycle.sh)
 set_tests_properties(e2e.devenv.lifecycle PROPERTIES LABELS e2e TIMEOUT 600 ENVIRONMENT
-    "CLIQOCTL=$<TARGET_FILE:cliqoctl>;E2E_STATE=${E2E_ROOT}/devenv;CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR};CLIQO_DEV_BASE_PORT=17500;TEST_NAME=e2e.devenv.lifecycle")
+    "CLIQOCTL=$<TARGET_FILE:cliqoctl>;E2E_STATE=${E2E_ROOT}/devenv;CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR};CLIQO_DEV_BASE_PORT=${devenv_port};TEST_NAME=e2e.devenv.lifecycle")
 
 # The Kubernetes client against a real apiserver (tests/e2e/kube/).
 if(TARGET cliqo_kube_api)
     add_executable(test-kube-client ${E2E_DIR}/kube/test-kube-client.c)
     target_link_libraries(test-kube-client PRIVATE cliqo_kube_api PkgConfig::CMOCKA)
-    cliqo_e2e_group(kube 1 17600)
+    cliqo_e2e_group(kube 1)
     add_test(NAME e2e.kube.client COMMAND test-kube-client)
     set_tests_properties(e2e.kube.client PROPERTIES FIXTURES_REQUIRED e2e_kube LABELS e2e TIMEOUT 300
         ENVIRONMENT "E2E_STATE=${E2E_ROOT}/kube")
@@ -77,11 +77,12 @@ if(TARGET cliqo_kube_api)
     # Failure handling (apiserver restarts, 410, limits, token rotation) on a cluster of its own.
     add_executable(test-kube-resilience ${E2E_DIR}/kube/test-kube-resilience.c)
     target_link_libraries(test-kube-resilience PRIVATE cliqo_kube_api PkgConfig::CMOCKA)
-    cliqo_e2e_group(kuberes 1 17650)
+    cliqo_e2e_group(kuberes 1)
+    cliqo_port(e2e.kuberes kuberes_port)
     add_test(NAME e2e.kuberes.resilience COMMAND test-kube-resilience)
     set_tests_properties(e2e.kuberes.resilience PROPERTIES FIXTURES_REQUIRED e2e_kuberes LABELS e2e
         TIMEOUT 300 ENVIRONMENT
-        "E2E_STATE=${E2E_ROOT}/kuberes;CLIQOCTL=$<TARGET_FILE:cliqoctl>;CLIQO_DEV_DIR=${E2E_ROOT}/kuberes;CLIQO_DEV_BASE_PORT=17650;CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}")
+        "E2E_STATE=${E2E_ROOT}/kuberes;CLIQOCTL=$<TARGET_FILE:cliqoctl>;CLIQO_DEV_DIR=${E2E_ROOT}/kuberes;CLIQO_DEV_BASE_PORT=${kuberes_port};CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}")
 endif()
 
 # Further groups register themselves in tests/e2e/<group>/e2e.cmake.

@@ -25,7 +25,12 @@ E2E_T0=${EPOCHREALTIME/./}
 e2e_elapsed() { local n=${EPOCHREALTIME/./}; printf '%d.%d' $(((n - E2E_T0) / 1000000)) $(((n - E2E_T0) / 100000 % 10)); }
 say() { printf '[%s +%ss] %s\n' "$TEST_NAME" "$(e2e_elapsed)" "$*"; }
 fail() { printf '[%s +%ss] FAIL: %s\n' "$TEST_NAME" "$(e2e_elapsed)" "$*" >&2; exit 1; }
-pass() { printf '[%s +%ss] PASS%s\n' "$TEST_NAME" "$(e2e_elapsed)" "${1:+: $1}"; }
+# The PASS line also says how much of the test went to wait_for (waiting on the system, not working).
+pass() {
+  printf '[%s +%ss] PASS%s (wait_for: %d.%ds in %d waits)\n' "$TEST_NAME" "$(e2e_elapsed)" "${1:+: $1}" \
+    $((E2E_WAIT_US / 1000000)) $((E2E_WAIT_US / 100000 % 10)) "$E2E_WAITS"
+}
+E2E_WAIT_US=0 E2E_WAITS=0
 
 # kc CLUSTER args...: kubectl against one cluster of the environment, with its admin kubeconfig.
 kc() {
@@ -36,13 +41,14 @@ kc() {
 
 # wait_for SECONDS DESCRIPTION command...: retries the command until it succeeds.
 wait_for() {
-  local t=$1 d=$2 deadline
+  local t=$1 d=$2 deadline w0=${EPOCHREALTIME/./}
   shift 2
   deadline=$(($(date +%s) + t))
   until "$@" >/dev/null 2>&1; do
     [ "$(date +%s)" -lt "$deadline" ] || fail "timed out after ${t}s waiting for: $d"
     sleep 0.5
   done
+  E2E_WAIT_US=$((E2E_WAIT_US + ${EPOCHREALTIME/./} - w0)) E2E_WAITS=$((E2E_WAITS + 1))
 }
 
 # expect_fail DESCRIPTION command...: the command must fail.

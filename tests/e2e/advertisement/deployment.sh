@@ -82,8 +82,11 @@ subjects() { jget "$A" '{range .subjects[*]}{.namespace}/{.name} {end}' clusterr
 grep -q "$DNS/$DEP" <<<"$(subjects)" || fail "$DEP is not a subject of ClusterRoleBinding cliqo-virtual-kubelet-local: $(subjects)"
 [ "$("$KUBECTL" --kubeconfig "$T/local" auth can-i patch nodes 2>/dev/null)" = yes ] || fail "the Deployment's identity cannot patch nodes"
 
-say "run exactly that: cliqo-agent ${ARGS[*]}"
-"$CLIQO_AGENT" "${ARGS[@]}" --kubeconfig "$T/local" >"$T/vk.log" 2>&1 &
+# Exactly that, but its kubelet API on loopback inside this group's port range (tests/ports.tsv): by default
+# it listens on every address of port 10250, as it would in its pod.
+KLA_ADDR=127.0.0.1:$((CLIQO_DEV_BASE_PORT + 40))
+say "run exactly that: cliqo-agent ${ARGS[*]} --kubelet-addr $KLA_ADDR"
+"$CLIQO_AGENT" "${ARGS[@]}" --kubeconfig "$T/local" --kubelet-addr "$KLA_ADDR" >"$T/vk.log" 2>&1 &
 VK_PID=$!
 lease() { jget "$A" '{.spec.renewTime}' lease -n kube-node-lease "$NODE"; }
 l0=$(lease)

@@ -7,7 +7,7 @@
 if(TARGET cliqo-agent)
     set(adv_tests setup values percentage acceptance policy malformed remap keepalive recreate deletion-order
                   credential deployment teardown)
-    cliqo_e2e_group(advertisement 4 18800 ${adv_tests})
+    cliqo_e2e_group(advertisement 4 ${adv_tests})
     set_property(TEST e2e.advertisement.up APPEND PROPERTY ENVIRONMENT
         "CLIQO_DEV_NODES=2"
         "CLIQO_DEV_POD_CIDRS=cluster-1=10.200.0.0/16,cluster-2=10.202.0.0/16,cluster-3=10.200.0.0/16,cluster-4=10.200.16.0/20")

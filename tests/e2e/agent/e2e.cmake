@@ -3,7 +3,7 @@
 # 18058 and 18059). The tests stop and start the apiserver, so they run one at a time (RESOURCE_LOCK).
 if(TARGET cliqo-agent)
     set(agent_e2e_tests basics leader apiserver)
-    cliqo_e2e_group(agent 1 18000 ${agent_e2e_tests})
+    cliqo_e2e_group(agent 1 ${agent_e2e_tests})
     foreach(t ${agent_e2e_tests})
         set_property(TEST e2e.agent.${t} APPEND PROPERTY ENVIRONMENT "CLIQO_AGENT=$<TARGET_FILE:cliqo-agent>")
         set_property(TEST e2e.agent.${t} PROPERTY RESOURCE_LOCK e2e_agent_group)

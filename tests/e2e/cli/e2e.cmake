@@ -3,6 +3,6 @@
 # tests play its part by writing ForeignCluster conditions and finalizers by hand. The tests share the
 # cluster and install or uninstall cliqo, so they never run concurrently. Ports 18150-18159 are the HTTPS
 # test servers (openssl s_server) of add.sh.
-cliqo_e2e_group(cli 1 18100 install generate status unpeer add uninstall)
+cliqo_e2e_group(cli 1 install generate status unpeer add uninstall)
 set_tests_properties(e2e.cli.install e2e.cli.generate e2e.cli.status e2e.cli.unpeer e2e.cli.add e2e.cli.uninstall
                      PROPERTIES RESOURCE_LOCK e2e_cli_cluster)

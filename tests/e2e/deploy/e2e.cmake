@@ -1,4 +1,4 @@
 # The deploy group (tests/e2e/deploy/): CRDs and deployment manifests of deploy/ against one real cluster.
 # The tests share the cluster and each installs and removes the CRDs, so they never run concurrently.
-cliqo_e2e_group(deploy 1 17900 crds manifests rbac)
+cliqo_e2e_group(deploy 1 crds manifests rbac)
 set_tests_properties(e2e.deploy.crds e2e.deploy.manifests e2e.deploy.rbac PROPERTIES RESOURCE_LOCK e2e_deploy_cluster)

@@ -48,11 +48,11 @@ jgetn() { # I jsonpath args...
 cluster_id() { jgetn "$1" '{.data.cluster-id}' configmap -n cliqo cluster-id; }
 agent_log() { echo "$DTMP/agent-$1.log"; }
 http_code() { nsx "$1" curl -sk -o /dev/null -w '%{http_code}' --max-time 5 "$2" || true; }
-agent_ready() { [ "$(http_code "$1" "http://127.0.0.1:$(http_port "$1")/readyz")" = 200 ]; }
+agent_ready() { [ "$(http_code "$1" "http://$(net_addr "$1"):$(http_port "$1")/readyz")" = 200 ]; }
 # metric I NAME [LABEL-FILTER]: the sum of the samples of a metric of agent I (0 when absent).
 metric() {
   local i=$1 name=$2 filter=${3:-}
-  nsx "$i" curl -s --max-time 5 "http://127.0.0.1:$(http_port "$i")/metrics" 2>/dev/null |
+  nsx "$i" curl -s --max-time 5 "http://$(net_addr "$i"):$(http_port "$i")/metrics" 2>/dev/null |
     awk -v n="$name" -v f="$filter" '
       $1 ~ "^"n"({|$)" && (f == "" || index($1, f) > 0) { s += $NF }
       END { printf "%d\n", s }'
@@ -80,8 +80,8 @@ start_agent() {
   if [ -n "${AGENT_PID[$i]:-}" ] && pid_running "${AGENT_PID[$i]}"; then fail "agent $i already runs"; fi
   printf -- '--- start %s\n' "$(now_rfc3339)" >>"$(agent_log "$i")"
   # nsenter itself, not the nsx function: $! must be the agent's PID (nsenter execs it).
-  nsenter --net="/run/netns/$(net_ns "$i")" "$CLIQO_AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "0.0.0.0:$(http_port "$i")" \
-    --metrics-addr "0.0.0.0:$(http_port "$i")" --auth-addr "0.0.0.0:$(auth_port "$i")" --auth-url "$(auth_url "$i")" \
+  nsenter --net="/run/netns/$(net_ns "$i")" "$CLIQO_AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "$(net_addr "$i"):$(http_port "$i")" \
+    --metrics-addr "$(net_addr "$i"):$(http_port "$i")" --auth-addr "$(net_addr "$i"):$(auth_port "$i")" --auth-url "$(auth_url "$i")" \
     --api-server-url "https://$(net_addr "$i"):$(base_port "$i")" --identity "agent-$i" \
     --webhook-addr "$(net_addr "$i"):$(webhook_port "$i")" --webhook-url "https://$(net_addr "$i"):$(webhook_port "$i")" \
     --webhook-client-ca "$E2E_STATE/cluster-$i/pki/webhook-client-ca.crt" \

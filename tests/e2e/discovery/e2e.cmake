@@ -1,5 +1,5 @@
 # The discovery group (tests/e2e/discovery/): test hosts in network namespaces cqd-1..4 on a bridge
-# (net.sh), three clusters inside cqd-1..3 (cliqo-devenv --netns-prefix), base port 19200, agents
+# (net.sh), three clusters inside cqd-1..3 (cliqo-devenv --netns-prefix), base port from tests/ports.tsv, agents
 # run by the tests as local processes inside the namespaces. Needs root: without it the fixture
 # fails with a clear message (never skips). The tests share the test hosts and the agents' ports,
 # so they run one at a time.
@@ -8,9 +8,10 @@ if(TARGET cliqo-agent AND TARGET cliqo_discovery_net)
     target_link_libraries(cliqo-mdns-tool PRIVATE cliqo_discovery_net)
     find_program(DNSMASQ dnsmasq PATHS /usr/sbin /sbin)
     set(disc_state ${E2E_ROOT}/discovery)
+    cliqo_port(e2e.discovery disc_port 3)
     set(disc_env "CLIQOCTL=$<TARGET_FILE:cliqoctl>" "E2E_STATE=${disc_state}"
                  "CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}" "CLIQO_DEV_DIR=${disc_state}"
-                 "CLIQO_DEV_BASE_PORT=19200" "CLIQO_DEV_NODES=0"
+                 "CLIQO_DEV_BASE_PORT=${disc_port}" "CLIQO_DEV_NODES=0"
                  "CLIQO_AGENT=$<TARGET_FILE:cliqo-agent>" "MDNS_TOOL=$<TARGET_FILE:cliqo-mdns-tool>"
                  "DNSMASQ=${DNSMASQ}")
     add_test(NAME e2e.discovery.up COMMAND ${E2E_DIR}/discovery/up.sh)

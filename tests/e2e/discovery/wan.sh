@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # WAN discovery through a SearchDomain against a real DNS server: dnsmasq (Debian's dnsmasq-base)
-# on 127.0.0.1:19238 of test host 1, serving PTR, SRV and TXT records of the domain wan.test.
+# on 127.0.0.1 of test host 1 (base port + 38), serving PTR, SRV and TXT records of the domain wan.test.
 #   - creation: ForeignClusters labelled WAN, owned by the SearchDomain, URL from TXT (cluster 2)
 #     or from SRV (a cluster "wanx"); a malformed instance is ignored; an instance whose lookups
 #     fail (forwarded to a dead server) does not stop the others and shows in the status (Partial);
@@ -12,7 +12,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 : "${DNSMASQ:?DNSMASQ must name the dnsmasq binary of dnsmasq-base}"
 [ -x "$DNSMASQ" ] || fail "dnsmasq not found at '$DNSMASQ' (install dnsmasq-base)"
-DNS_PORT=19238
+DNS_PORT=$((CLIQO_DEV_BASE_PORT + 38))
 DOM=wan.test
 SVC=_liqo_auth._tcp
 DNS_PID=

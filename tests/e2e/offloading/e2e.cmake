@@ -7,7 +7,7 @@
 if(TARGET cliqo-agent)
     set(off_tests setup namespaces webhook webhook-down offer mapping pods logs-exec objects agent-restart
         provider-down teardown)
-    cliqo_e2e_group(offloading 2 19400 ${off_tests})
+    cliqo_e2e_group(offloading 2 ${off_tests})
     set_property(TEST e2e.offloading.up APPEND PROPERTY ENVIRONMENT
         "CLIQO_DEV_NODES=3"
         "CLIQO_DEV_POD_CIDRS=cluster-1=10.210.0.0/16,cluster-2=10.210.0.0/16")

@@ -4,7 +4,7 @@
 # tests share the clusters and the agents' ports, so they run one at a time.
 if(TARGET cliqo-agent)
     set(peering_e2e_tests peer scope reject rotate peer-down restart)
-    cliqo_e2e_group(peering 2 18200 ${peering_e2e_tests})
+    cliqo_e2e_group(peering 2 ${peering_e2e_tests})
     foreach(t ${peering_e2e_tests})
         set_property(TEST e2e.peering.${t} APPEND PROPERTY ENVIRONMENT "CLIQO_AGENT=$<TARGET_FILE:cliqo-agent>")
         set_property(TEST e2e.peering.${t} PROPERTY RESOURCE_LOCK e2e_peering_clusters)

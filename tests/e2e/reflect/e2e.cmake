@@ -6,7 +6,7 @@
 if(TARGET cliqo_agent_core)
     add_executable(reflect-driver ${E2E_DIR}/reflect/reflect-driver.c)
     target_link_libraries(reflect-driver PRIVATE cliqo_agent_core)
-    cliqo_e2e_group(reflect 2 19600 driver)
+    cliqo_e2e_group(reflect 2 driver)
     set_property(TEST e2e.reflect.up APPEND PROPERTY ENVIRONMENT
         "CLIQO_DEV_NODES=1" "CLIQO_DEV_POD_CIDRS=cluster-1=10.210.0.0/16,cluster-2=10.210.0.0/16")
     set_property(TEST e2e.reflect.driver APPEND PROPERTY ENVIRONMENT

@@ -3,6 +3,6 @@
 # What a consumer's credentials may create on its provider (Pod Security, placement, Services,
 # EndpointSlices, Secrets, namespaces) and what a provider may report back (pod addresses).
 if(TARGET cliqo-agent)
-    cliqo_e2e_shared_group(secadmit 3 19900 setup podsec placement objects namespaces provider-ips quota teardown)
+    cliqo_e2e_shared_group(secadmit 3 setup podsec placement objects namespaces provider-ips quota teardown)
     set_property(TEST e2e.secadmit.up APPEND PROPERTY ENVIRONMENT "CLIQO_DEV_NODES=1")
 endif()

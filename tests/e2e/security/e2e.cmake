@@ -6,7 +6,7 @@
 # it found it; `teardown` unpeers and checks B is clean. The admission side is the group secadmit
 # (webhook-auth here: who may call B's webhooks at all).
 if(TARGET cliqo-agent)
-    cliqo_e2e_shared_group(security 3 19800 setup identity limiter peer-tls limits sa-tokens peer-cidr
+    cliqo_e2e_shared_group(security 3 setup identity limiter peer-tls limits sa-tokens peer-cidr
                             webhook-auth teardown)
     set_property(TEST e2e.security.up APPEND PROPERTY ENVIRONMENT "CLIQO_DEV_NODES=1")
 endif()

@@ -6,10 +6,7 @@ source "$(dirname "$0")/common.sh"
 trap sec_on_exit EXIT
 
 say "install cliqo on ${ALL[*]}"
-for c in "${ALL[@]}"; do
-  out=$(cq "$c" install --cluster-name "$c" --auth-address "127.0.0.1:$(auth_port "$c")" --skip-agent 2>&1) ||
-    fail "install on $c failed: $out"
-done
+install_clusters "${ALL[@]}"
 ids
 say "test settings: keepalive 1 s x 3, refresh 15 s, TTL 180 s; pod and service CIDRs"
 for c in "${ALL[@]}"; do
