@@ -33,59 +33,10 @@ for b in "$CLIQOCTL" "$AGENT" "$NODESIM"; do
   [ -x "$b" ] || { echo "need --cliqoctl, --agent and --nodesim executables" >&2; exit 2; }
 done
 export CLIQO_NODESIM=$NODESIM
-WORK=$(mktemp -d)
-export CLIQO_DEV_DIR=$WORK/dev CLIQO_DEV_BASE_PORT=$BASE_PORT CLIQO_DEV_NODES=1
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  wait 2>/dev/null || true
-  "$CLIQOCTL" dev down >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-kcfg() { echo "$CLIQO_DEV_DIR/cluster-$1/kubeconfig"; }
-k() { local c=$1; shift; kubectl --kubeconfig "$(kcfg "$c")" --request-timeout=60s "$@"; }
-ms() { date +%s%3N; }
-port() { echo $((BASE_PORT + 10 * ($1 - 1) + $2)); }
-median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "?" }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }'; }
-rss_kib() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
-
-echo "setup: 2 clusters of 1 simulated node, cliqo installed, agents started, cluster-1 peered with cluster-2"
-"$CLIQOCTL" dev up --clusters 2 >/dev/null
-for i in 1 2; do
-  "$CLIQOCTL" install --kubeconfig "$(kcfg "$i")" --cluster-name "cluster-$i" \
-    --auth-address "127.0.0.1:$(port "$i" 7)" --skip-agent >/dev/null
-  "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$(port "$i" 6)" \
-    --auth-addr "127.0.0.1:$(port "$i" 7)" --auth-url "https://127.0.0.1:$(port "$i" 7)" \
-    --kubelet-addr "127.0.0.1:$(port "$i" 8)" --webhook-addr "127.0.0.1:$(port "$i" 9)" \
-    --webhook-url "https://127.0.0.1:$(port "$i" 9)" --node-address 127.0.0.1 \
-    --identity "bench-$i" >"$WORK/agent-$i.log" 2>&1 &
-  PIDS+=($!)
-done
+export CLIQO_DEV_NODES=1
+source "$(dirname "$0")/offloading-setup.sh"
+bench_offload_setup 1
 AGENT_A=${PIDS[0]}
-for i in 1 2; do
-  for _ in $(seq 300); do curl -fs "http://127.0.0.1:$(port "$i" 6)/readyz" >/dev/null && break; sleep 0.1; done
-done
-read -r -a add <<<"$("$CLIQOCTL" generate-add-command --kubeconfig "$(kcfg 2)")"
-"$CLIQOCTL" "${add[@]:1}" --kubeconfig "$(kcfg 1)" >/dev/null
-B_ID=$(k 2 get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
-NODE=liqo-$B_ID
-for _ in $(seq 600); do
-  [ "$(k 1 get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] && break
-  sleep 0.2
-done
-k 1 create namespace bench >/dev/null
-k 1 apply -f - >/dev/null <<JSON
-{"apiVersion":"offloading.liqo.io/v1alpha1","kind":"NamespaceOffloading","metadata":{"name":"offloading","namespace":"bench"},
- "spec":{"podOffloadingStrategy":"Remote"}}
-JSON
-for _ in $(seq 300); do
-  [ "$(k 1 get namespaceoffloading -n bench offloading -o jsonpath='{.status.offloadingPhase}' 2>/dev/null)" = Ready ] && break
-  sleep 0.2
-done
-RNS=$(k 1 get namespaceoffloading -n bench offloading -o jsonpath='{.status.remoteNamespaceName}')
 # The webhook sends the pod to the virtual node (Remote); it runs on the provider under the same name.
 k 1 apply -f - >/dev/null <<JSON
 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"shell","namespace":"bench"},

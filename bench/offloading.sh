@@ -34,69 +34,11 @@ export CLIQO_NODESIM=$NODESIM
 MAX=0
 for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 
-WORK=$(mktemp -d)
-export CLIQO_DEV_DIR=$WORK/dev CLIQO_DEV_BASE_PORT=$BASE_PORT CLIQO_DEV_NODES=$NODES
-export CLIQO_DEV_NODESIM_ARGS="--pods 200"
+export CLIQO_DEV_NODES=$NODES CLIQO_DEV_NODESIM_ARGS="--pods 200"
 [ -z "$CQPS" ] || export CLIQO_DEV_CONTROLLER_QPS=$CQPS
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  "$CLIQOCTL" dev down >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-kcfg() { echo "$CLIQO_DEV_DIR/cluster-$1/kubeconfig"; }
-k() { local c=$1; shift; kubectl --kubeconfig "$(kcfg "$c")" --request-timeout=60s "$@"; }
-ms() { date +%s%3N; }
-port() { echo $((BASE_PORT + 10 * ($1 - 1) + $2)); }
-median() { sort -n | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "?" }'; }
-
-echo "setup: 2 clusters of $NODES simulated nodes, cliqo installed, agents started, cluster-1 peered with cluster-2"
-"$CLIQOCTL" dev up --clusters 2 >/dev/null
-for i in 1 2; do
-  "$CLIQOCTL" install --kubeconfig "$(kcfg "$i")" --cluster-name "cluster-$i" \
-    --auth-address "127.0.0.1:$(port "$i" 7)" --skip-agent >/dev/null
-  "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$(port "$i" 6)" \
-    --auth-addr "127.0.0.1:$(port "$i" 7)" --auth-url "https://127.0.0.1:$(port "$i" 7)" \
-    --kubelet-addr "127.0.0.1:$(port "$i" 8)" --webhook-addr "127.0.0.1:$(port "$i" 9)" \
-    --webhook-url "https://127.0.0.1:$(port "$i" 9)" --node-address 127.0.0.1 \
-    --identity "bench-$i" >"$WORK/agent-$i.log" 2>&1 &
-  PIDS+=($!)
-done
-for i in 1 2; do
-  for _ in $(seq 300); do curl -fs "http://127.0.0.1:$(port "$i" 6)/readyz" >/dev/null && break; sleep 0.1; done
-done
-k 2 patch clusterconfig configuration --type=merge \
-  -p '{"spec":{"advertisementConfig":{"outgoingConfig":{"resourceSharingPercentage":100}}}}' >/dev/null
-read -r -a add <<<"$("$CLIQOCTL" generate-add-command --kubeconfig "$(kcfg 2)")"
-"$CLIQOCTL" "${add[@]:1}" --kubeconfig "$(kcfg 1)" >/dev/null
-B_ID=$(k 2 get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
-A_ID=$(k 1 get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
-NODE=liqo-$B_ID
-# A pod count as a quantity ("330", "2k").
-count_of() { case "$1" in *k) echo $((${1%k} * 1000)) ;; '') echo 0 ;; *) echo "$1" ;; esac; }
-for _ in $(seq 600); do
-  [ "$(k 1 get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] &&
-    [ "$(count_of "$(k 1 get node "$NODE" -o jsonpath='{.status.allocatable.pods}' 2>/dev/null)")" -ge "$MAX" ] && break
-  sleep 0.2
-done
-echo "virtual node $NODE Ready, pods $(k 1 get node "$NODE" -o jsonpath='{.status.allocatable.pods}')"
-
-# The offloaded namespace (all its pods to the provider) and the provider's own namespace for the direct runs.
-k 1 create namespace bench >/dev/null
-k 1 apply -f - >/dev/null <<JSON
-{"apiVersion":"offloading.liqo.io/v1alpha1","kind":"NamespaceOffloading","metadata":{"name":"offloading","namespace":"bench"},
- "spec":{"podOffloadingStrategy":"Remote"}}
-JSON
-for _ in $(seq 300); do
-  k 2 get namespacemaps -A -o json | jq -e --arg a "$A_ID" \
-    '.items[] | select(.metadata.name == $a) | .status.currentMapping.bench.phase == "Accepted"' >/dev/null 2>&1 && break
-  sleep 0.2
-done
-RNS=$(k 2 get namespacemaps -A -o json | jq -r --arg a "$A_ID" '.items[] | select(.metadata.name == $a) | .spec.desiredMapping.bench')
+source "$(dirname "$0")/offloading-setup.sh"
+bench_offload_setup "$MAX"
 k 2 create namespace bench-direct >/dev/null
-echo "namespace bench offloaded as $RNS"
 # Until the pod webhook sets them, the offloaded pods carry the toleration and the node affinity themselves.
 TO_VNODE='"tolerations":[{"key":"virtual-node.liqo.io/not-allowed","operator":"Exists","effect":"NoExecute"}],
  "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[

@@ -39,14 +39,20 @@ kc() {
   "$KUBECTL" --kubeconfig "$E2E_STATE/$c/kubeconfig" --request-timeout=20s "$@"
 }
 
-# wait_for SECONDS DESCRIPTION command...: retries the command until it succeeds.
+# wait_for SECONDS DESCRIPTION command...: retries the command until it succeeds. Between two tries it
+# sleeps as long as the last try took (at least 0.5 s, at most 2 s): a check of several kubectl calls
+# (about 0.13 s of CPU each) retried back to back would keep one of CI's two cores busy and slow the very
+# control planes and agents it waits for.
 wait_for() {
-  local t=$1 d=$2 deadline w0=${EPOCHREALTIME/./}
+  local t=$1 d=$2 deadline w0=${EPOCHREALTIME/./} p0 p
   shift 2
-  deadline=$(($(date +%s) + t))
-  until "$@" >/dev/null 2>&1; do
-    [ "$(date +%s)" -lt "$deadline" ] || fail "timed out after ${t}s waiting for: $d"
-    sleep 0.5
+  deadline=$((EPOCHSECONDS + t))
+  while p0=${EPOCHREALTIME/./} && ! "$@" >/dev/null 2>&1; do
+    [ "$EPOCHSECONDS" -lt "$deadline" ] || fail "timed out after ${t}s waiting for: $d"
+    p=$((${EPOCHREALTIME/./} - p0))
+    ((p >= 500000)) || p=500000
+    ((p <= 2000000)) || p=2000000
+    sleep "$((p / 1000000)).$(printf '%06d' $((p % 1000000)))"
   done
   E2E_WAIT_US=$((E2E_WAIT_US + ${EPOCHREALTIME/./} - w0)) E2E_WAITS=$((E2E_WAITS + 1))
 }

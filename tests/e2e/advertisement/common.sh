@@ -20,14 +20,19 @@ adv_on_exit() { agents_on_exit; }
 
 # ---- the protocol's objects ----------------------------------------------------------------------------
 
+# A cluster's ID never changes once cliqo is installed: ids reads them once per test, and id_of (called
+# in subshells, several times per poll) answers from there. A check re-reading them cost 3 kubectl calls
+# per Advertisement field, about 25 per poll of the acceptance test's state.
+declare -A CLUSTER_IDS=()
 ids() {
   A_ID=$(cluster_id "$A")
   P1_ID=$(cluster_id "$P1")
   P2_ID=$(cluster_id "$P2")
   P3_ID=$(cluster_id "$P3")
   [ -n "$A_ID" ] && [ -n "$P1_ID" ] && [ -n "$P2_ID" ] && [ -n "$P3_ID" ] || fail "cluster IDs unknown"
+  CLUSTER_IDS=([$A]=$A_ID [$P1]=$P1_ID [$P2]=$P2_ID [$P3]=$P3_ID)
 }
-id_of() { cluster_id "$1"; }
+id_of() { if [ -n "${CLUSTER_IDS[$1]:-}" ]; then echo "${CLUSTER_IDS[$1]}"; else cluster_id "$1"; fi; }
 vnode_of() { echo "liqo-$(id_of "$1")"; }
 # tenant_of PROVIDER: A's tenant namespace for that provider.
 tenant_of() { jget "$A" '{.status.tenantNamespace.local}' foreigncluster "$1"; }
@@ -37,10 +42,20 @@ adv_field() { # PROVIDER jsonpath: a field of the provider's Advertisement on A
 }
 adv_status() { adv_field "$1" '{.status.advertisementStatus}'; }
 adv_reason() { adv_field "$1" '{.status.reason}'; }
-adv_status_is() { [ "$(adv_status "$1")" = "$2" ] && { [ -z "${3:-}" ] || [ "$(adv_reason "$1")" = "$3" ]; }; }
+# adv_status_is PROVIDER STATUS [REASON], node_is PROVIDER READY [REASON]: one read for both fields.
+adv_status_is() {
+  local s
+  s=$(adv_field "$1" '{.status.advertisementStatus}/{.status.reason}')
+  [ "${s%%/*}" = "$2" ] && { [ -z "${3:-}" ] || [ "${s#*/}" = "$3" ]; }
+}
 node_ready() { jget "$A" '{.status.conditions[?(@.type=="Ready")].status}' node "$(vnode_of "$1")"; }
 node_reason() { jget "$A" '{.status.conditions[?(@.type=="Ready")].reason}' node "$(vnode_of "$1")"; }
-node_is() { [ "$(node_ready "$1")" = "$2" ] && { [ -z "${3:-}" ] || [ "$(node_reason "$1")" = "$3" ]; }; }
+node_is() {
+  local s
+  s=$(jget "$A" '{.status.conditions[?(@.type=="Ready")].status}/{.status.conditions[?(@.type=="Ready")].reason}' \
+    node "$(vnode_of "$1")")
+  [ "${s%%/*}" = "$2" ] && { [ -z "${3:-}" ] || [ "${s#*/}" = "$3" ]; }
+}
 node_gone() { ! kc "$A" get node "$(vnode_of "$1")" >/dev/null 2>&1; }
 capacity() { jget "$A" "{.status.capacity.${2//./\\.}}" node "$(vnode_of "$1")"; }
 # patch_config CLUSTER JSON: merge patch of the ClusterConfig.
