@@ -26,43 +26,11 @@ while [ $# -gt 0 ]; do
 done
 for b in "$CLIQOCTL" "$AGENT" "$BENCH"; do [ -x "$b" ] || { echo "need --cliqoctl, --agent and --bench-informer executables" >&2; exit 2; }; done
 
-WORK=$(mktemp -d)
-export CLIQO_DEV_DIR=$WORK/dev CLIQO_DEV_BASE_PORT=$BASE_PORT CLIQO_DEV_NODES=1
+export CLIQO_DEV_NODES=1
 # One big simulated node per cluster: room for the pods' requests (they stay unscheduled).
 export CLIQO_DEV_NODESIM_ARGS="--cpu 4000 --memory 8Ti"
-PIDS=()
-cleanup() {
-  local p
-  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-  "$CLIQOCTL" dev down >/dev/null 2>&1 || true
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-kcfg() { echo "$CLIQO_DEV_DIR/cluster-$1/kubeconfig"; }
-k() { local c=$1; shift; kubectl --kubeconfig "$(kcfg "$c")" --request-timeout=30s "$@"; }
-ms() { date +%s%3N; }
-port() { echo $((BASE_PORT + 10 * ($1 - 1) + $2)); }
-
-echo "setup: 2 clusters, cliqo installed, agents started, cluster-1 peered with cluster-2"
-"$CLIQOCTL" dev up --clusters 2 >/dev/null
-for i in 1 2; do
-  "$CLIQOCTL" install --kubeconfig "$(kcfg "$i")" --cluster-name "cluster-$i" \
-    --auth-address "127.0.0.1:$(port "$i" 7)" --skip-agent >/dev/null
-  "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$(port "$i" 6)" \
-    --auth-addr "127.0.0.1:$(port "$i" 7)" --auth-url "https://127.0.0.1:$(port "$i" 7)" \
-    --identity "bench-$i" >"$WORK/agent-$i.log" 2>&1 &
-  PIDS+=($!)
-done
-for i in 1 2; do
-  for _ in $(seq 200); do curl -fs "http://127.0.0.1:$(port "$i" 6)/readyz" >/dev/null && break; sleep 0.1; done
-done
-read -r -a add <<<"$("$CLIQOCTL" generate-add-command --kubeconfig "$(kcfg 2)")"
-"$CLIQOCTL" "${add[@]:1}" --kubeconfig "$(kcfg 1)" >/dev/null
-NODE=liqo-$(k 2 get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
-for _ in $(seq 300); do
-  [ "$(k 1 get node "$NODE" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] && break
-  sleep 0.2
-done
+source "$(dirname "$0")/peered-clusters.sh"
+bench_peer_setup 1
 cap() { k 1 get node "$NODE" -o jsonpath='{.status.capacity.cpu}'; }
 echo "virtual node $NODE Ready, cpu $(cap)"
 

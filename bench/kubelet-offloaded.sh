@@ -34,7 +34,7 @@ for b in "$CLIQOCTL" "$AGENT" "$NODESIM"; do
 done
 export CLIQO_NODESIM=$NODESIM
 export CLIQO_DEV_NODES=1
-source "$(dirname "$0")/offloading-setup.sh"
+source "$(dirname "$0")/peered-clusters.sh"
 bench_offload_setup 1
 AGENT_A=${PIDS[0]}
 # The webhook sends the pod to the virtual node (Remote); it runs on the provider under the same name.

@@ -36,7 +36,7 @@ for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 
 export CLIQO_DEV_NODES=$NODES CLIQO_DEV_NODESIM_ARGS="--pods 200"
 [ -z "$CQPS" ] || export CLIQO_DEV_CONTROLLER_QPS=$CQPS
-source "$(dirname "$0")/offloading-setup.sh"
+source "$(dirname "$0")/peered-clusters.sh"
 bench_offload_setup "$MAX"
 k 2 create namespace bench-direct >/dev/null
 # Until the pod webhook sets them, the offloaded pods carry the toleration and the node affinity themselves.

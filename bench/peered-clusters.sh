@@ -1,7 +1,7 @@
-# The set-up both offloading benchmarks share (bench/offloading.sh, bench/kubelet-offloaded.sh): source it
-# after setting CLIQOCTL, AGENT, BASE_PORT and CLIQO_DEV_NODES (and, if wanted, CLIQO_DEV_NODESIM_ARGS and
-# CLIQO_DEV_CONTROLLER_QPS). It defines WORK (removed on exit), PIDS (the agents: consumer, then provider),
-# the helpers below and bench_offload_setup.
+# The set-up the peering benchmarks share (bench/offloading.sh, bench/kubelet-offloaded.sh,
+# bench/advertisement-live.sh): source it after setting CLIQOCTL, AGENT, BASE_PORT and CLIQO_DEV_NODES (and,
+# if wanted, CLIQO_DEV_NODESIM_ARGS and CLIQO_DEV_CONTROLLER_QPS). It defines WORK (removed on exit), PIDS
+# (the agents: consumer, then provider), the helpers below, bench_peer_setup and bench_offload_setup.
 WORK=$(mktemp -d)
 export CLIQO_DEV_DIR=$WORK/dev CLIQO_DEV_BASE_PORT=$BASE_PORT
 PIDS=()
@@ -23,12 +23,12 @@ rss_kib() { awk '$1 == "VmRSS:" { print $2 }' "/proc/$1/status"; }
 # A pod count as a quantity ("330", "2k").
 count_of() { case "$1" in *k) echo $((${1%k} * 1000)) ;; '') echo 0 ;; *) echo "$1" ;; esac; }
 
-# bench_offload_setup MIN_PODS: two clusters of CLIQO_DEV_NODES simulated nodes, cliqo installed, one agent
-# each (loopback, ports from BASE_PORT), the provider (cluster 2) sharing 100 %, cluster 1 peered with it,
-# its virtual node NODE Ready with room for MIN_PODS pods, and namespace bench offloaded (Remote). Sets A_ID,
-# B_ID, NODE and RNS (bench's name on the provider).
-bench_offload_setup() {
-  local min=$1 i add
+# bench_peer_setup MIN_PODS [PERCENT]: two clusters of CLIQO_DEV_NODES simulated nodes, cliqo installed, one
+# agent each (loopback, ports from BASE_PORT), the provider (cluster 2) sharing PERCENT % (default: its
+# default), cluster 1 peered with it, its virtual node NODE Ready with room for MIN_PODS pods. Sets A_ID, B_ID
+# and NODE.
+bench_peer_setup() {
+  local min=$1 pct=${2:-} i add
   echo "setup: 2 clusters of $CLIQO_DEV_NODES simulated nodes, cliqo installed, agents started, cluster-1 peered with cluster-2"
   "$CLIQOCTL" dev up --clusters 2 >/dev/null
   for i in 1 2; do
@@ -44,8 +44,8 @@ bench_offload_setup() {
   for i in 1 2; do
     for _ in $(seq 300); do curl -fs "http://127.0.0.1:$(port "$i" 6)/readyz" >/dev/null && break; sleep 0.1; done
   done
-  k 2 patch clusterconfig configuration --type=merge \
-    -p '{"spec":{"advertisementConfig":{"outgoingConfig":{"resourceSharingPercentage":100}}}}' >/dev/null
+  [ -z "$pct" ] || k 2 patch clusterconfig configuration --type=merge \
+    -p "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":{\"resourceSharingPercentage\":$pct}}}}" >/dev/null
   read -r -a add <<<"$("$CLIQOCTL" generate-add-command --kubeconfig "$(kcfg 2)")"
   "$CLIQOCTL" "${add[@]:1}" --kubeconfig "$(kcfg 1)" >/dev/null
   B_ID=$(k 2 get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
@@ -57,6 +57,12 @@ bench_offload_setup() {
     sleep 0.2
   done
   echo "virtual node $NODE Ready, pods $(k 1 get node "$NODE" -o jsonpath='{.status.allocatable.pods}')"
+}
+
+# bench_offload_setup MIN_PODS: bench_peer_setup with the provider sharing 100 %, and namespace bench
+# offloaded (Remote). Also sets RNS (bench's name on the provider).
+bench_offload_setup() {
+  bench_peer_setup "$1" 100
   k 1 create namespace bench >/dev/null
   k 1 apply -f - >/dev/null <<JSON
 {"apiVersion":"offloading.liqo.io/v1alpha1","kind":"NamespaceOffloading","metadata":{"name":"offloading","namespace":"bench"},
