@@ -336,5 +336,9 @@ struct kla_backend kla_relay_backend(struct kla_relay *rl);
 void kla_relay_free(struct kla_relay *rl);
 void kla_relay_stats(const struct kla_relay *rl, uint64_t *ret_logs, uint64_t *ret_execs,
                      uint64_t *ret_upstream_errors, size_t *ret_open);
+/* Client TLS contexts: made (one per provider credential seen), reused (streams that shared one
+ * already made) and kept now (at most 32, least recently used out first). */
+void kla_relay_tls_stats(const struct kla_relay *rl, uint64_t *ret_made, uint64_t *ret_reused,
+                         size_t *ret_kept);
 
 #endif

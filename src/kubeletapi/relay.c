@@ -32,12 +32,16 @@
 #include <jansson.h>
 #include <netdb.h>
 #include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/ssl.h>
 #include <stdio.h>
 #include <string.h>
 
 #define MOD            "kubelet-relay"
 #define MAX_ERROR_BODY (64u << 10)
 #define MAX_REQUEST    (KLA_HTTP_MAX_TARGET + 8192)
+/* Client TLS contexts kept for reuse: one per provider credential in use (see ctx_get). */
+#define MAX_TLS_CTX 32
 
 enum job_state { J_RESOLVING, J_CONNECTING, J_HEAD, J_BODY, J_RAW };
 enum body_mode { B_LENGTH, B_CHUNKED, B_CLOSE };
@@ -68,6 +72,13 @@ struct job {
     char desc[KLA_MAX_NS + KLA_MAX_POD + 2];
 };
 
+/* A client TLS context of one provider credential (CA, certificate, key), by their digest. */
+struct tls_entry {
+    unsigned char key[32];
+    SSL_CTX *ctx; /* one reference is the cache's; each job using it holds one more */
+    uint64_t used;
+};
+
 struct kla_relay {
     uv_loop_t *loop;
     struct kla_relay_options o;
@@ -78,6 +89,9 @@ struct kla_relay {
     size_t njobs;
     bool closing; /* freed when the last job goes */
     uint64_t nlogs, nexecs, nerrors;
+    struct tls_entry tls[MAX_TLS_CTX];
+    size_t ntls;
+    uint64_t tls_tick, tls_made, tls_reused;
 };
 
 static void job_maybe_free(struct job *j);
@@ -456,6 +470,14 @@ static void up_closed(struct kla_conn *c, int err, void *data)
 
 /* ---- jobs ----------------------------------------------------------------------------------- */
 
+static void relay_destroy(struct kla_relay *rl)
+{
+    for (size_t i = 0; i < rl->ntls; i++)
+        SSL_CTX_free(rl->tls[i].ctx);
+    x_free(rl->ua);
+    x_free(rl);
+}
+
 static void job_maybe_free(struct job *j)
 {
     struct kla_relay *rl = j->rl;
@@ -477,10 +499,8 @@ static void job_maybe_free(struct job *j)
         j->next->prev = j->prev;
     rl->njobs--;
     x_free(j);
-    if (rl->closing && rl->njobs == 0) {
-        x_free(rl->ua);
-        x_free(rl);
-    }
+    if (rl->closing && rl->njobs == 0)
+        relay_destroy(rl);
 }
 
 static void on_deadline(uv_timer_t *t)
@@ -563,6 +583,81 @@ static int parse_server(const char *url, char *host, size_t hsize, char *port, s
     return 0;
 }
 
+/* The digest of a credential's TLS material: each part with its length, so that no two different
+ * credentials share a key. */
+static int tls_key(const struct kapi_conn_info *ci, unsigned char key[32])
+{
+    const unsigned char *part[3] = {ci->ca, ci->cert, ci->key};
+    size_t len[3] = {ci->ca ? ci->ca_len : 0, ci->cert ? ci->cert_len : 0,
+                     ci->key ? ci->key_len : 0};
+    EVP_MD_CTX *md = EVP_MD_CTX_new();
+    unsigned int n = 0;
+    int r = -ENOMEM;
+
+    if (!md || EVP_DigestInit_ex(md, EVP_sha256(), NULL) != 1)
+        goto out;
+    for (int i = 0; i < 3; i++) {
+        uint64_t l = len[i];
+
+        if (EVP_DigestUpdate(md, &l, sizeof(l)) != 1 ||
+            (l && EVP_DigestUpdate(md, part[i], len[i]) != 1))
+            goto out;
+    }
+    if (EVP_DigestFinal_ex(md, key, &n) == 1 && n == 32)
+        r = 0;
+out:
+    EVP_MD_CTX_free(md);
+    return r;
+}
+
+/* The client TLS context of a credential, with a reference for the caller. One context per
+ * credential, shared by every log and exec stream that uses it: a context holds the parsed CA
+ * store, certificate and key (about 170 KiB), a stream then adds only its connection. At most
+ * MAX_TLS_CTX are kept, the least recently used goes first (its streams keep their references);
+ * a rotated credential is a new key, so its streams never use the old context. */
+static int ctx_get(struct kla_relay *rl, const struct kapi_conn_info *ci, SSL_CTX **ret, char *err,
+                   size_t errlen)
+{
+    unsigned char key[32];
+    struct tls_entry *e = NULL;
+    SSL_CTX *ctx = NULL;
+    int r = tls_key(ci, key);
+
+    if (r < 0)
+        return r;
+    for (size_t i = 0; i < rl->ntls; i++) {
+        if (memcmp(rl->tls[i].key, key, sizeof(key)) == 0) {
+            e = &rl->tls[i];
+            break;
+        }
+    }
+    if (!e) {
+        r = kla__tls_client_ctx(ci->ca, ci->ca_len, ci->cert, ci->cert_len, ci->key, ci->key_len,
+                                &ctx, err, errlen);
+        if (r < 0)
+            return r;
+        if (rl->ntls < MAX_TLS_CTX) {
+            e = &rl->tls[rl->ntls++];
+        } else {
+            e = &rl->tls[0];
+            for (size_t i = 1; i < rl->ntls; i++)
+                if (rl->tls[i].used < e->used)
+                    e = &rl->tls[i];
+            SSL_CTX_free(e->ctx);
+        }
+        memcpy(e->key, key, sizeof(key));
+        e->ctx = ctx;
+        rl->tls_made++;
+    } else {
+        rl->tls_reused++;
+    }
+    e->used = ++rl->tls_tick;
+    if (SSL_CTX_up_ref(e->ctx) != 1)
+        return -ENOMEM;
+    *ret = e->ctx;
+    return 0;
+}
+
 /* Builds the upstream request from the target's credential and starts resolving. */
 static int job_start(struct job *j, const struct kla_target *t, const char *path_query,
                      const char *extra_headers)
@@ -599,8 +694,7 @@ static int job_start(struct job *j, const struct kla_target *t, const char *path
     e = parse_server(ci.server, j->host, sizeof(j->host), j->port, sizeof(j->port), &prefix);
     if (e < 0)
         return e;
-    e = kla__tls_client_ctx(ci.ca, ci.ca_len, ci.cert, ci.cert_len, ci.key, ci.key_len, &j->ctx,
-                            err, sizeof(err));
+    e = ctx_get(j->rl, &ci, &j->ctx, err, sizeof(err));
     if (e < 0) {
         log_debug(MOD, "%s: provider credential unusable: %s", j->desc, err);
         return e;
@@ -878,10 +972,19 @@ void kla_relay_free(struct kla_relay *rl)
         if (j->gai_active)
             uv_cancel((uv_req_t *)&j->gai);
     }
-    if (rl->njobs == 0) {
-        x_free(rl->ua);
-        x_free(rl);
-    }
+    if (rl->njobs == 0)
+        relay_destroy(rl);
+}
+
+void kla_relay_tls_stats(const struct kla_relay *rl, uint64_t *ret_made, uint64_t *ret_reused,
+                         size_t *ret_kept)
+{
+    if (ret_made)
+        *ret_made = rl->tls_made;
+    if (ret_reused)
+        *ret_reused = rl->tls_reused;
+    if (ret_kept)
+        *ret_kept = rl->ntls;
 }
 
 void kla_relay_stats(const struct kla_relay *rl, uint64_t *ret_logs, uint64_t *ret_execs,

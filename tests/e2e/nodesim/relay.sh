@@ -122,6 +122,12 @@ say "exec: identity, exit code 9 and stderr, 2 MiB binary round trip, terminal w
 out=$(h logs stray 2>&1) && fail "logs of an unmapped pod succeeded"
 grep -q 'NotFound' <<<"$out" || fail "unmapped pod: $out"
 stop_relay
+# One TLS context for the provider's credential, shared by every log and exec stream above (eight of them:
+# made once, reused by at least five).
+tls=$(grep -o 'tls contexts: made [0-9]*, reused [0-9]*' "$work/relay.log" | tail -1)
+[[ "$tls" =~ made\ 1,\ reused\ ([0-9]+) ]] && [ "${BASH_REMATCH[1]}" -ge 5 ] ||
+  fail "the streams did not share one TLS context: ${tls:-no stats line}"
+say "$tls: one TLS context for the provider's credential"
 
 # The same with the kubeconfig data instead of a client.
 start_relay --by-config --keep-node
