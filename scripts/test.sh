@@ -13,12 +13,12 @@ step "Kubernetes binaries"
 CLIQO_KUBE_BIN_DIR=$(bash scripts/build-kube.sh)
 export CLIQO_KUBE_BIN_DIR
 step "building cliqo (ASan + UBSan)"
-# fuzz.smoke (tests/CMakeLists.txt) runs the fuzz tree's smoke runs inside the suite, beside the e2e tests.
-cmake --preset asan -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" -DCLIQO_FUZZ_BUILD_DIR="$PWD/build/fuzz" >/dev/null
+cmake --preset asan -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" >/dev/null
 cmake --build --preset asan
-step "building the fuzz harnesses (clang libFuzzer)"
+step "fuzz smoke runs (clang libFuzzer)"
 cmake --preset fuzz -DCLIQO_KUBE_BIN_DIR= >/dev/null
 cmake --build --preset fuzz --target fuzzers
+ctest --test-dir build/fuzz -L fuzz --output-on-failure
 step "running the test suite"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
