@@ -1,6 +1,7 @@
 /* cliqoctl uninstall: removes everything install created and everything the agent created:
  * ForeignClusters first (while the agent still runs, so that its finalizer unpeers), then the
- * tenant namespaces, cliqo's namespace, the cluster-scoped objects of the manifests and the CRDs.
+ * tenant namespaces, cliqo's namespace, the other objects of the manifests (cluster-scoped, or in
+ * kube-node-lease), the agent's labelled objects (webhook configurations, CSRs) and the CRDs.
  * Every wait has a deadline (--timeout); with --force, objects still held by finalizers at the
  * deadline have their finalizers removed, so nothing hangs. */
 #include "cli/cli.h"
@@ -170,7 +171,9 @@ static int wait_gone(struct cli_kube *k, struct tracker *t, uint64_t deadline, c
     }
 }
 
-/* The cluster-scoped objects of the manifests, in reverse order, CRDs last. */
+/* The cluster-scoped objects of the manifests, in reverse order, CRDs last, and their namespaced
+ * objects outside cliqo's namespace (the Role and RoleBinding in kube-node-lease); those inside it
+ * go with the namespace. */
 static int delete_manifest_objects(struct cli_kube *k, struct tracker *t, bool crds, int *deleted)
 {
     char err[512];
@@ -190,13 +193,15 @@ static int delete_manifest_objects(struct cli_kube *k, struct tracker *t, bool c
             const struct kapi_resource *r =
                 peer_res_by_kind(json_string_value(json_object_get(doc, "apiVersion")),
                                  json_string_value(json_object_get(doc, "kind")));
-            const char *name = kapi_obj_name(doc);
+            const char *name = kapi_obj_name(doc), *ns = kapi_obj_namespace(doc);
 
-            if (!r || !name || r->namespaced || (r == &kapi_crds) != crds)
+            if (!r || !name || (r == &kapi_crds) != crds)
+                continue;
+            if (r->namespaced && (crds || !ns || !*ns || strcmp(ns, "cliqo") == 0))
                 continue;
             if (r == &kapi_namespaces && strcmp(name, "cliqo") == 0)
                 name = k->ns;
-            e = delete_tracked(k, t, r, NULL, name);
+            e = delete_tracked(k, t, r, r->namespaced ? ns : NULL, name);
             if (e < 0) {
                 json_decref(docs);
                 return e;
@@ -216,13 +221,18 @@ static const struct kapi_resource res_validating_webhooks = {
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
     "ValidatingWebhookConfiguration", false};
 
-/* ClusterRoles and ClusterRoleBindings labelled part-of=cliqo that the manifests do not list, and
- * the webhook configurations of the agent (failurePolicy Fail: left behind, they would refuse pods
- * in namespaces still labelled for them). */
+/* The certificate requests of the virtual nodes' kubelet API (src/kubeletapi/service.c). */
+static const struct kapi_resource res_csrs = {
+    "certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest", false};
+
+/* ClusterRoles and ClusterRoleBindings labelled part-of=cliqo that the manifests do not list, the
+ * webhook configurations of the agent (failurePolicy Fail: left behind, they would refuse pods in
+ * namespaces still labelled for them) and the agent's CertificateSigningRequests. */
 static int delete_labelled(struct cli_kube *k, struct tracker *t, int *deleted)
 {
     const struct kapi_resource *rs[] = {&peer_res_clusterrolebindings, &peer_res_clusterroles,
-                                        &res_mutating_webhooks, &res_validating_webhooks};
+                                        &res_mutating_webhooks, &res_validating_webhooks,
+                                        &res_csrs};
 
     for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
         json_t *items = NULL, *obj;

@@ -45,6 +45,20 @@ metadata: {name: ${kind#*:}, labels: {app.kubernetes.io/part-of: cliqo}}
 webhooks: []
 YAML
 done
+# Every object with the install's label, of every kind the API server lists, in every namespace: what
+# uninstall must take away (issue 18: the Role and RoleBinding in kube-node-lease too).
+labelled() {
+  local kinds
+  kinds=$(kc "$C" api-resources --verbs=list -o name | paste -sd, -)
+  kc "$C" get "$kinds" -A -l app.kubernetes.io/part-of=cliqo --no-headers \
+    -o custom-columns='KIND:.kind,NS:.metadata.namespace,NAME:.metadata.name' 2>/dev/null | sort
+}
+before=$(labelled)
+for want in 'Namespace +<none> +cliqo$' 'Role +kube-node-lease +cliqo-agent$' 'RoleBinding +kube-node-lease +cliqo-agent$' \
+  'ClusterRole +<none> +cliqo-agent$' 'CustomResourceDefinition +<none> +foreignclusters.discovery.liqo.io$' \
+  'ServiceAccount +cliqo +cliqo-agent$' 'MutatingWebhookConfiguration +<none> +cliqo-pod-offloading$'; do
+  grep_q -E "^$want" <<<"$before" || fail "the install has no object like '$want': $before"
+done
 start=$(date +%s)
 run_cq rc out err uninstall --force --timeout 20s
 elapsed=$(($(date +%s) - start))
@@ -60,6 +74,9 @@ left=$(kc "$C" get clusterroles,clusterrolebindings -o name | grep cliqo || true
 left=$(kc "$C" get clusterroles,clusterrolebindings,mutatingwebhookconfigurations,validatingwebhookconfigurations \
   -l app.kubernetes.io/part-of=cliqo -o name)
 [ -z "$left" ] || fail "labelled objects left: $left"
+after=$(labelled)
+[ -z "$after" ] || fail "objects with the install's label left after uninstall: $after"
+say "uninstall removed all $(wc -l <<<"$before") objects with the install's label, of every kind, in every namespace"
 
 say "uninstall of nothing succeeds; status says not installed"
 run_cq rc out err uninstall
