@@ -68,7 +68,24 @@ kc "$A" get secret -n cliqo "remote-identity-$B_ID" -o jsonpath='{.data.kubeconf
 [ -s "$T/a-identity" ] || fail "no peering credential of $A for $B"
 max=$(kc "$B" get resourcequota -n "$TNS" cliqo-tenant-objects -o json | jq -r '.spec.hard."count/secrets"')
 [ -n "$max" ] && [ "$max" != null ] || fail "no count/secrets in the tenant namespace's quota"
-have=$(kc "$B" get secrets -n "$TNS" -o name | wc -l)
+# The quota's count can start one short: kube-controller-manager counts a new quota from its informers' cache,
+# which can lag the Secrets Kubernetes itself makes in a new namespace in the same second (the default
+# ServiceAccount's token), and it counts again only when something it covers is deleted or at its full resync
+# (5 min). Kubernetes' own race, not the peer's (docs/security.md): the test makes it count again (a deletion
+# here) and starts from a settled count, the quota's used equal to the Secrets there twice in a row.
+secrets_now() { kc "$B" get secrets -n "$TNS" -o name | wc -l; }
+kc "$B" create secret generic e2e-quota-recount -n "$TNS" --from-literal=x=y >/dev/null
+kc "$B" delete secret -n "$TNS" e2e-quota-recount >/dev/null
+quota_settled() {
+  local used
+  used=$(kc "$B" get resourcequota -n "$TNS" cliqo-tenant-objects -o json | jq -r '.status.used."count/secrets"')
+  [ "$used" = "$(secrets_now)" ] && [ "$used" = "${SETTLED_AT:-}" ] && return 0
+  SETTLED_AT=$used
+  return 1
+}
+SETTLED_AT=
+wait_for 30 "cliqo-tenant-objects' Secret count settled" quota_settled
+have=$(secrets_now)
 want=$((max - have + 3)) # three beyond the count
 for i in $(seq 1 "$want"); do
   printf -- '---\napiVersion: v1\nkind: Secret\nmetadata: {name: e2e-quota-%s, labels: {e2e-quota: "1"}}\nstringData: {x: \"v\"}\n' "$i"
@@ -77,8 +94,13 @@ if "$KUBECTL" --kubeconfig "$T/a-identity" --request-timeout=60s create -n "$TNS
   fail "$want Secrets created with $max allowed ($have there before)"
 fi
 grep_q 'exceeded quota: cliqo-tenant-objects' "$T/out" || fail "not refused by the quota: $(tail -3 "$T/out")"
-now=$(kc "$B" get secrets -n "$TNS" -o name | wc -l)
-[ "$now" -le "$max" ] || fail "$now Secrets in $TNS, more than $max"
+now=$(secrets_now)
+if [ "$now" -gt "$max" ]; then
+  kc "$B" get secrets -n "$TNS" --sort-by=.metadata.creationTimestamp \
+    -o custom-columns=NAME:.metadata.name,TYPE:.type,CREATED:.metadata.creationTimestamp >&2
+  kc "$B" get resourcequota -n "$TNS" cliqo-tenant-objects -o jsonpath='{.status}' >&2
+  fail "$now Secrets in $TNS, more than $max ($have before the test's $want)"
+fi
 kc "$B" delete secrets -n "$TNS" -l e2e-quota=1 >/dev/null || fail "cannot delete the test's Secrets"
 
 say "NamespaceMaps as A's virtual kubelet beyond the webhook's count: refused, in a burst too"
