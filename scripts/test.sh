@@ -18,7 +18,8 @@ cmake --build --preset asan
 step "fuzz smoke runs (clang libFuzzer)"
 cmake --preset fuzz -DCLIQO_KUBE_BIN_DIR= >/dev/null
 cmake --build --preset fuzz --target fuzzers
-ctest --test-dir build/fuzz -L fuzz --output-on-failure
+# Two at a time: each harness is one single-threaded process, and nothing else runs yet.
+ctest --test-dir build/fuzz -L fuzz --output-on-failure -j2
 step "running the test suite"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}

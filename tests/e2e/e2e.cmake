@@ -7,13 +7,20 @@ set(E2E_ROOT ${CMAKE_BINARY_DIR}/e2e)
 # Developers running several builds at once on one machine shift every group's ports with
 # -DCLIQO_E2E_PORT_OFFSET=N (CI uses 0; tests/ports.cmake).
 
-# cliqo_e2e_group(NAME CLUSTERS TESTS...): its base port is e2e.NAME's in tests/ports.tsv.
-function(cliqo_e2e_group name clusters)
+# Test-only settings of every environment the tests bring up: an API server they stop gets a second after
+# SIGTERM (it would wait for its clients' watches; its state is in etcd).
+set(CLIQO_E2E_DEV_SETTINGS "CLIQO_DEV_APISERVER_STOP_TIMEOUT=1")
+
+# cliqo_e2e_env(NAME CLUSTERS): clusters brought up once (e2e.NAME.up, the fixture e2e_NAME) and torn down
+# after the last test on them (e2e.NAME.down); base port e2e.NAME's in tests/ports.tsv. The settings its
+# tests get are in the global property cliqo_e2e_env_NAME.
+function(cliqo_e2e_env name clusters)
     cliqo_port(e2e.${name} base_port ${clusters})
     set(state ${E2E_ROOT}/${name})
     # No simulated nodes unless the group asks for them (by appending CLIQO_DEV_NODES=N, which wins).
     set(env "CLIQOCTL=$<TARGET_FILE:cliqoctl>" "E2E_STATE=${state}" "CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}"
-            "CLIQO_DEV_DIR=${state}" "CLIQO_DEV_BASE_PORT=${base_port}" "CLIQO_DEV_NODES=0")
+            "CLIQO_DEV_DIR=${state}" "CLIQO_DEV_BASE_PORT=${base_port}" "CLIQO_DEV_NODES=0"
+            ${CLIQO_E2E_DEV_SETTINGS})
     if(TARGET cliqo-nodesim)
         list(APPEND env "CLIQO_NODESIM=$<TARGET_FILE:cliqo-nodesim>")
     endif()
@@ -23,12 +30,45 @@ function(cliqo_e2e_group name clusters)
                          LABELS e2e TIMEOUT 300 RESOURCE_LOCK e2e_${name})
     set_tests_properties(e2e.${name}.down PROPERTIES FIXTURES_CLEANUP e2e_${name} ENVIRONMENT "${env}"
                          LABELS e2e TIMEOUT 120 RESOURCE_LOCK e2e_${name})
+    set_property(GLOBAL PROPERTY cliqo_e2e_env_${name} "${env}")
+endfunction()
+
+# cliqo_e2e_on(ENV TESTS...): existing tests put on the clusters of ENV, with its settings. They run after
+# every test put on ENV before this call, so that groups sharing an environment never interleave (each
+# group's tests leave the clusters as they found them; the first of a group does not rely on it either).
+function(cliqo_e2e_on envname)
+    get_property(env GLOBAL PROPERTY cliqo_e2e_env_${envname})
+    get_property(before GLOBAL PROPERTY cliqo_e2e_on_${envname})
+    foreach(t ${ARGN})
+        set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED e2e_${envname} LABELS e2e TIMEOUT 300)
+        set_property(TEST ${t} APPEND PROPERTY ENVIRONMENT ${env} "TEST_NAME=${t}")
+        if(before)
+            set_property(TEST ${t} APPEND PROPERTY DEPENDS ${before})
+        endif()
+    endforeach()
+    set_property(GLOBAL APPEND PROPERTY cliqo_e2e_on_${envname} ${ARGN})
+endfunction()
+
+# cliqo_e2e_group_on(ENV NAME TESTS...): the group NAME's tests (tests/e2e/NAME/T.sh, named e2e.NAME.T) on the
+# clusters of ENV.
+function(cliqo_e2e_group_on envname name)
+    set(tests "")
     foreach(t ${ARGN})
         add_test(NAME e2e.${name}.${t} COMMAND ${E2E_DIR}/${name}/${t}.sh)
-        set_tests_properties(e2e.${name}.${t} PROPERTIES FIXTURES_REQUIRED e2e_${name} ENVIRONMENT
-                             "${env};TEST_NAME=e2e.${name}.${t}" LABELS e2e TIMEOUT 300)
+        list(APPEND tests e2e.${name}.${t})
     endforeach()
+    cliqo_e2e_on(${envname} ${tests})
 endfunction()
+
+# cliqo_e2e_group(NAME CLUSTERS TESTS...): a group with clusters of its own (the environment NAME).
+function(cliqo_e2e_group name clusters)
+    cliqo_e2e_env(${name} ${clusters})
+    cliqo_e2e_group_on(${name} ${name} ${ARGN})
+endfunction()
+
+# The environment "single": one cluster shared by the groups that need one and leave it as they found it
+# (kube, kuberes, agent, cli, deploy), in that order: one `up` instead of five.
+cliqo_e2e_env(single 1)
 
 # cliqo_e2e_shared_group(NAME CLUSTERS TESTS...): a group whose first test makes a state every other
 # test shares (setup) and whose last undoes it (teardown: it runs even after a failure); the tests run one at a
@@ -63,26 +103,21 @@ cliqo_e2e_group(foundation 2 api scheduler gc isolation status)
 cliqo_port(e2e.devenv devenv_port 3)
 add_test(NAME e2e.devenv.lifecycle COMMAND ${E2E_DIR}/devenv/lifecycle.sh)
 set_tests_properties(e2e.devenv.lifecycle PROPERTIES LABELS e2e TIMEOUT 600 ENVIRONMENT
-    "CLIQOCTL=$<TARGET_FILE:cliqoctl>;E2E_STATE=${E2E_ROOT}/devenv;CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR};CLIQO_DEV_BASE_PORT=${devenv_port};TEST_NAME=e2e.devenv.lifecycle")
+    "CLIQOCTL=$<TARGET_FILE:cliqoctl>;E2E_STATE=${E2E_ROOT}/devenv;CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR};CLIQO_DEV_BASE_PORT=${devenv_port};TEST_NAME=e2e.devenv.lifecycle;${CLIQO_E2E_DEV_SETTINGS}")
 
 # The Kubernetes client against a real apiserver (tests/e2e/kube/).
 if(TARGET cliqo_kube_api)
     add_executable(test-kube-client ${E2E_DIR}/kube/test-kube-client.c)
     target_link_libraries(test-kube-client PRIVATE cliqo_kube_api PkgConfig::CMOCKA)
-    cliqo_e2e_group(kube 1)
     add_test(NAME e2e.kube.client COMMAND test-kube-client)
-    set_tests_properties(e2e.kube.client PROPERTIES FIXTURES_REQUIRED e2e_kube LABELS e2e TIMEOUT 300
-        ENVIRONMENT "E2E_STATE=${E2E_ROOT}/kube")
+    cliqo_e2e_on(single e2e.kube.client)
 
-    # Failure handling (apiserver restarts, 410, limits, token rotation) on a cluster of its own.
+    # Failure handling (apiserver restarts, 410, limits, token rotation): the cluster's API server is stopped
+    # and started, and comes back as it was.
     add_executable(test-kube-resilience ${E2E_DIR}/kube/test-kube-resilience.c)
     target_link_libraries(test-kube-resilience PRIVATE cliqo_kube_api PkgConfig::CMOCKA)
-    cliqo_e2e_group(kuberes 1)
-    cliqo_port(e2e.kuberes kuberes_port)
     add_test(NAME e2e.kuberes.resilience COMMAND test-kube-resilience)
-    set_tests_properties(e2e.kuberes.resilience PROPERTIES FIXTURES_REQUIRED e2e_kuberes LABELS e2e
-        TIMEOUT 300 ENVIRONMENT
-        "E2E_STATE=${E2E_ROOT}/kuberes;CLIQOCTL=$<TARGET_FILE:cliqoctl>;CLIQO_DEV_DIR=${E2E_ROOT}/kuberes;CLIQO_DEV_BASE_PORT=${kuberes_port};CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}")
+    cliqo_e2e_on(single e2e.kuberes.resilience)
 endif()
 
 # Further groups register themselves in tests/e2e/<group>/e2e.cmake.

@@ -39,6 +39,53 @@ kc() {
   "$KUBECTL" --kubeconfig "$E2E_STATE/$c/kubeconfig" --request-timeout=20s "$@"
 }
 
+# kapi CLUSTER METHOD PATH [BODY]: one request to a cluster's API server with curl, as its admin (the
+# certificates of the environment's pki/). A tenth of a kubectl call's CPU: for checks made by the hundred.
+kapi() {
+  local c=$1 m=$2 p=$3 pki=$E2E_STATE/$1/pki server
+  server=$(awk '$1 == "server:" { print $2; exit }' "$E2E_STATE/$c/kubeconfig")
+  curl -sS --max-time 20 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" -X "$m" \
+    -H 'Content-Type: application/json' ${4:+--data-binary "$4"} "$server$p"
+}
+
+# can_i CLUSTER USER VERB RESOURCE[/NAME] [--subresource=S] [-n NS | --all-namespaces]: "yes" or "no", the
+# API server's own authorizer asked through a SubjectAccessReview: what `kubectl auth can-i --as=USER` asks
+# (a ServiceAccount's user gets its groups, as impersonation gives them). RESOURCE is PLURAL.GROUP, or a core
+# or RBAC plural from the list below; any other name is refused, so that a typo cannot become a "no".
+can_i() {
+  local c=$1 user=$2 verb=$3 res=${4%%/*} name= sub= ns= prev= group groups='"system:authenticated"' out a
+  [[ $4 == */* ]] && name=${4#*/}
+  shift 4
+  for a in "$@"; do
+    case "$a" in
+      --subresource=*) sub=${a#*=} ;;
+      --all-namespaces) ns= ;;
+      -n) ;;
+      *) [ "${prev:-}" = -n ] && ns=$a || { echo "can_i: unknown argument $a" >&2; return 2; } ;;
+    esac
+    prev=$a
+  done
+  case "$res" in
+    *.*) group=${res#*.} res=${res%%.*} ;;
+    clusterroles | clusterrolebindings | roles | rolebindings) group=rbac.authorization.k8s.io ;;
+    namespaces | nodes | pods | secrets | configmaps | events | services | serviceaccounts | users | endpoints | \
+      persistentvolumeclaims | resourcequotas | limitranges) group= ;;
+    *) echo "can_i: name $res with its group (PLURAL.GROUP)" >&2; return 2 ;;
+  esac
+  if [[ $user == system:serviceaccount:*:* ]]; then
+    a=${user#system:serviceaccount:}
+    groups+=',"system:serviceaccounts","system:serviceaccounts:'${a%%:*}'"'
+  fi
+  out=$(kapi "$c" POST /apis/authorization.k8s.io/v1/subjectaccessreviews "$(printf \
+    '{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"%s","groups":[%s],"resourceAttributes":{"verb":"%s","group":"%s","resource":"%s","subresource":"%s","name":"%s","namespace":"%s"}}}' \
+    "$user" "$groups" "$verb" "$group" "$res" "$sub" "$name" "$ns")") || return 2
+  case "$(jq -r '.status.allowed' <<<"$out")" in
+    true) echo yes ;;
+    false) echo no ;;
+    *) echo "can_i: no answer: $out" >&2; return 2 ;;
+  esac
+}
+
 # wait_for SECONDS DESCRIPTION command...: retries the command until it succeeds. Between two tries it
 # sleeps as long as the last try took (at least 0.5 s, at most 2 s): a check of several kubectl calls
 # (about 0.13 s of CPU each) retried back to back would keep one of CI's two cores busy and slow the very

@@ -3,6 +3,8 @@
 # Every agent started with start_agent is killed on exit, so the fixture's teardown check passes.
 : "${CLIQO_AGENT:?CLIQO_AGENT must name the cliqo-agent binary}"
 KUBECONFIG_1="$E2E_STATE/cluster-1/kubeconfig"
+# The agents the tests start listen on P + 50 .. P + 59 (P: the environment's base port; its cluster takes P .. P + 9).
+P=${CLIQO_DEV_BASE_PORT:?}
 AGENT_TMP=$(mktemp -d)
 declare -A AGENT_PID=()
 

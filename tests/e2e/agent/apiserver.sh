@@ -5,9 +5,9 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/agent-lib.sh"
 ns=e2e-agent-apiserver
-port=18056
+port=$((P + 56))
 kc cluster-1 create namespace "$ns" >/dev/null
-start_agent a --namespace "$ns" --http-addr "127.0.0.1:$port" --auth-addr 127.0.0.1:18057 --kubelet-addr 127.0.0.1:18058 --identity api-a \
+start_agent a --namespace "$ns" --http-addr "127.0.0.1:$port" --auth-addr "127.0.0.1:$((P + 57))" --kubelet-addr "127.0.0.1:$((P + 58))" --identity api-a \
   --lease-duration 120s --renew-deadline 90s --retry-period 2s
 wait_for 30 "agent readyz" http_is 200 "http://127.0.0.1:$port/readyz"
 wait_for 30 "leadership" bash -c "[ \"\$(curl -s http://127.0.0.1:$port/metrics | awk '\$1 == \"cliqo_leader\" {print \$2}')\" = 1 ]"
@@ -26,7 +26,7 @@ rc=$AGENT_RC
 check_log a
 
 # A short lease: the leader cannot renew while the apiserver is away, so it stops and exits 1.
-start_agent b --namespace "$ns" --http-addr "127.0.0.1:$port" --auth-addr 127.0.0.1:18057 --kubelet-addr 127.0.0.1:18058 --identity api-b \
+start_agent b --namespace "$ns" --http-addr "127.0.0.1:$port" --auth-addr "127.0.0.1:$((P + 57))" --kubelet-addr "127.0.0.1:$((P + 58))" --identity api-b \
   --lease-name short --lease-duration 4s --renew-deadline 3s --retry-period 1s
 wait_for 30 "leadership of b" bash -c "[ \"\$(curl -s http://127.0.0.1:$port/metrics | awk '\$1 == \"cliqo_leader\" {print \$2}')\" = 1 ]"
 "$CLIQOCTL" dev stop --cluster cluster-1 --component kube-apiserver >/dev/null

@@ -5,12 +5,12 @@
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/agent-lib.sh"
 ns=e2e-agent-basics
-port=18050
+port=$((P + 50))
 kc cluster-1 create namespace "$ns" >/dev/null
 kc cluster-1 -n "$ns" create configmap cluster-id --from-literal=cluster-id=7f1c0d6e-1111-4c3b-9a57-0e2f5a1b2c3d \
   --from-literal=cluster-name='cluster "one"' >/dev/null
 
-start_agent a --namespace "$ns" --http-addr "127.0.0.1:$port" --auth-addr 127.0.0.1:18051 --kubelet-addr 127.0.0.1:18058 --identity basics-a
+start_agent a --namespace "$ns" --http-addr "127.0.0.1:$port" --auth-addr "127.0.0.1:$((P + 51))" --kubelet-addr "127.0.0.1:$((P + 58))" --identity basics-a
 wait_for 30 "agent healthz" http_is 200 "http://127.0.0.1:$port/healthz"
 [ "$(curl -s "http://127.0.0.1:$port/healthz")" = ok ] || fail "/healthz body is not ok"
 wait_for 30 "agent readyz" http_is 200 "http://127.0.0.1:$port/readyz"

@@ -6,9 +6,9 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/agent-lib.sh"
 ns=e2e-agent-leader
 kc cluster-1 create namespace "$ns" >/dev/null
-start_agent a --namespace "$ns" --http-addr 127.0.0.1:18052 --auth-addr 127.0.0.1:18053 --kubelet-addr 127.0.0.1:18058 --identity replica-a
-start_agent b --namespace "$ns" --http-addr 127.0.0.1:18054 --auth-addr 127.0.0.1:18055 --kubelet-addr 127.0.0.1:18059 --identity replica-b
-declare -A port=([a]=18052 [b]=18054)
+start_agent a --namespace "$ns" --http-addr "127.0.0.1:$((P + 52))" --auth-addr "127.0.0.1:$((P + 53))" --kubelet-addr "127.0.0.1:$((P + 58))" --identity replica-a
+start_agent b --namespace "$ns" --http-addr "127.0.0.1:$((P + 54))" --auth-addr "127.0.0.1:$((P + 55))" --kubelet-addr "127.0.0.1:$((P + 59))" --identity replica-b
+declare -A port=([a]=$((P + 52)) [b]=$((P + 54)))
 wait_for 30 "a lease holder" bash -c "h=\$($KUBECTL --kubeconfig $KUBECONFIG_1 -n $ns get lease cliqo-agent -o jsonpath='{.spec.holderIdentity}'); [ \"\$h\" = replica-a ] || [ \"\$h\" = replica-b ]"
 holder=$(lease_holder "$ns" cliqo-agent)
 if [ "$holder" = replica-a ]; then leader=a standby=b; else leader=b standby=a; fi

@@ -3,7 +3,7 @@
 # directory): the CA pin, the single-certificate rule, the ID check, TLS verification with the pinned CA
 # (another CA's server certificate, a host name the certificate does not cover), unreachable endpoints,
 # then the Secret and ForeignCluster it writes, the wait for the agent, and --insecure-skip-tls-verify.
-# Nothing may be created when a check fails. Ports 18150-18159.
+# Nothing may be created when a check fails. Its HTTPS servers listen on $SRV .. $SRV + 9 (common.sh).
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 ensure_installed
@@ -49,9 +49,9 @@ mkca ca1
 mkca ca2
 mkserver good ca1 IP:127.0.0.1
 mkserver impostor ca2 IP:127.0.0.1
-serve 18150 good "$tmp/ca1.crt"
-serve 18151 good "$tmp/ca1.crt" "$tmp/ca2.crt"
-serve 18152 impostor "$tmp/ca1.crt"
+serve $SRV good "$tmp/ca1.crt"
+serve $((SRV + 1)) good "$tmp/ca1.crt" "$tmp/ca2.crt"
+serve $((SRV + 2)) impostor "$tmp/ca1.crt"
 HASH=sha256:$(openssl x509 -in "$tmp/ca1.crt" -pubkey -noout | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)
 HASH2=sha256:$(openssl x509 -in "$tmp/ca2.crt" -pubkey -noout | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)
 own=$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
@@ -73,30 +73,30 @@ refused() { # DESCRIPTION NEEDLE args...
 }
 
 say "refusals"
-refused "own ID" "own ID" --auth-url https://127.0.0.1:18150 --id "$own" --token "$TOKEN" --ca-cert-hash "$HASH"
-refused "unreachable" "https://127.0.0.1:18159/ca" --auth-url https://127.0.0.1:18159 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
-refused "wrong hash" "expected $HASH2, the endpoint has $HASH" --auth-url https://127.0.0.1:18150 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH2"
-refused "wrong id" "belongs to cluster $RID" --auth-url https://127.0.0.1:18150 --id 7e57c0de-0000-4000-8000-0000000000bb --token "$TOKEN" --ca-cert-hash "$HASH"
-refused "two certificates" "not a single CA certificate" --auth-url https://127.0.0.1:18151 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
-refused "server certificate of another CA" "https://127.0.0.1:18152/ids" --auth-url https://127.0.0.1:18152 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
-refused "host name not in the certificate" "https://localhost:18150/ids" --auth-url https://localhost:18150 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
-run_cq rc out err add --auth-url https://127.0.0.1:18150 --id "$RID" --token not-a-token --ca-cert-hash "$HASH"
+refused "own ID" "own ID" --auth-url https://127.0.0.1:$SRV --id "$own" --token "$TOKEN" --ca-cert-hash "$HASH"
+refused "unreachable" "https://127.0.0.1:$((SRV + 9))/ca" --auth-url https://127.0.0.1:$((SRV + 9)) --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
+refused "wrong hash" "expected $HASH2, the endpoint has $HASH" --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH2"
+refused "wrong id" "belongs to cluster $RID" --auth-url https://127.0.0.1:$SRV --id 7e57c0de-0000-4000-8000-0000000000bb --token "$TOKEN" --ca-cert-hash "$HASH"
+refused "two certificates" "not a single CA certificate" --auth-url https://127.0.0.1:$((SRV + 1)) --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
+refused "server certificate of another CA" "https://127.0.0.1:$((SRV + 2))/ids" --auth-url https://127.0.0.1:$((SRV + 2)) --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
+refused "host name not in the certificate" "https://localhost:$SRV/ids" --auth-url https://localhost:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
+run_cq rc out err add --auth-url https://127.0.0.1:$SRV --id "$RID" --token not-a-token --ca-cert-hash "$HASH"
 [ "$rc" -eq 2 ] || fail "bad token: exit $rc"
 one_error_line "$err"
-run_cq rc out err add --auth-url https://127.0.0.1:18150 --id "$RID" --token "$TOKEN"
+run_cq rc out err add --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN"
 [ "$rc" -eq 2 ] || fail "no hash: exit $rc"
 one_error_line "$err"
-run_cq rc out err add --auth-url https://127.0.0.1:18150 --id "$RID" --token "$TOKEN" --ca-cert-hash sha256:xyz
+run_cq rc out err add --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash sha256:xyz
 [ "$rc" -eq 2 ] || fail "bad hash: exit $rc"
 one_error_line "$err"
 nothing_created "flag errors"
 
 say "verified add creates the Secret and the ForeignCluster"
-run_cq rc out err add --no-wait --auth-url https://127.0.0.1:18150 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
+run_cq rc out err add --no-wait --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
 [ "$rc" -eq 0 ] || fail "add: exit $rc: $err"
 sec=$(kc "$C" get secret -n cliqo "remote-auth-$RID" -o json)
 fc=$(kc "$C" get foreigncluster remote-one -o json)
-python3 - "$sec" "$fc" "$RID" "$TOKEN" "$tmp/ca1.crt" <<'PY' || fail "objects wrong"
+python3 - "$sec" "$fc" "$RID" "$TOKEN" "$tmp/ca1.crt" "https://127.0.0.1:$SRV" <<'PY' || fail "objects wrong"
 import base64, json, sys
 sec, fc, rid, token = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 ca = open(sys.argv[5]).read()
@@ -110,20 +110,20 @@ l, s = fc["metadata"]["labels"], fc["spec"]
 assert l["discovery.liqo.io/cluster-id"] == rid and l["discovery.liqo.io/discovery-type"] == "Manual", l
 assert s["clusterIdentity"] == {"clusterID": rid, "clusterName": "remote-one"}, s
 assert s["outgoingPeeringEnabled"] == "Yes" and s["incomingPeeringEnabled"] == "Auto", s
-assert s["foreignAuthUrl"] == "https://127.0.0.1:18150" and s["insecureSkipTLSVerify"] is False, s
+assert s["foreignAuthUrl"] == sys.argv[6] and s["insecureSkipTLSVerify"] is False, s
 PY
 
 say "add again updates; another --name for the same cluster is refused"
-run_cq rc out err add --no-wait --auth-url https://127.0.0.1:18150 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
+run_cq rc out err add --no-wait --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
 [ "$rc" -eq 0 ] || fail "re-add: exit $rc: $err"
 contains "re-add configures" "$out" "foreigncluster/remote-one configured"
-run_cq rc out err add --no-wait --name other-name --auth-url https://127.0.0.1:18150 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
+run_cq rc out err add --no-wait --name other-name --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
 [ "$rc" -eq 1 ] || fail "other name: exit $rc"
 contains "other name explained" "$err" "already known as ForeignCluster remote-one"
 kc "$C" get foreigncluster other-name >/dev/null 2>&1 && fail "other-name created"
 
 say "--wait: Established, Denied, timeout"
-cq add --timeout 60s --auth-url https://127.0.0.1:18150 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH" \
+cq add --timeout 60s --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH" \
   >"$tmp/wait.out" 2>"$tmp/wait.err" &
 pid=$!
 sleep 1.5
@@ -131,11 +131,11 @@ set_condition remote-one OutgoingPeering Established
 wait "$pid" || fail "add --wait did not succeed once Established: $(cat "$tmp/wait.err")"
 grep -q "peered with remote-one" "$tmp/wait.out" || fail "no success line: $(cat "$tmp/wait.out")"
 set_condition remote-one OutgoingPeering Denied "the provider says no"
-run_cq rc out err add --timeout 30s --auth-url https://127.0.0.1:18150 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
+run_cq rc out err add --timeout 30s --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
 [ "$rc" -eq 1 ] || fail "Denied: exit $rc"
 contains "Denied message" "$err" "the provider says no"
 set_condition remote-one OutgoingPeering Pending
-run_cq rc out err add --timeout 2s --auth-url https://127.0.0.1:18150 --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
+run_cq rc out err add --timeout 2s --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
 [ "$rc" -eq 1 ] || fail "timeout: exit $rc"
 contains "timeout says where" "$err" "not established after 2s"
 contains "progress shown" "$err" "outgoing peering Pending"
@@ -146,7 +146,7 @@ secret_gone() { ! kc "$C" get secret -n cliqo "remote-auth-$RID" >/dev/null 2>&1
 wait_for 60 "remote-auth Secret garbage-collected" secret_gone
 
 say "--insecure-skip-tls-verify warns and skips the checks"
-run_cq rc out err add --no-wait --insecure-skip-tls-verify --auth-url https://127.0.0.1:18152 --id "$RID" --token "$TOKEN"
+run_cq rc out err add --no-wait --insecure-skip-tls-verify --auth-url https://127.0.0.1:$((SRV + 2)) --id "$RID" --token "$TOKEN"
 [ "$rc" -eq 0 ] || fail "insecure: exit $rc: $err"
 contains "warning printed" "$err" "WARNING"
 [ "$(kc "$C" get foreigncluster remote-one -o jsonpath='{.spec.insecureSkipTLSVerify}')" = true ] || fail "insecureSkipTLSVerify not set"

@@ -2,6 +2,9 @@
 # Helpers of the cli group (tests/e2e/cli/): source after ../lib.sh. One cluster, cluster-1.
 C=cluster-1
 KCFG="$E2E_STATE/$C/kubeconfig"
+# The group's own ports, beside its cluster's: the auth endpoint the install names and add.sh's HTTPS test
+# servers (SRV .. SRV + 9).
+SRV=$((${CLIQO_DEV_BASE_PORT:?} + 40))
 
 # cq args...: cliqoctl against the cluster, with the kubeconfig given by flag.
 cq() { "$CLIQOCTL" "$@" --kubeconfig "$KCFG"; }
@@ -34,7 +37,7 @@ contains() { # DESCRIPTION HAYSTACK NEEDLE
 
 # ensure_installed: cliqo installed without the agent (idempotent).
 ensure_installed() {
-  cq install --skip-agent --auth-address 127.0.0.1:18150 >/dev/null 2>&1 || fail "install failed"
+  cq install --skip-agent --auth-address 127.0.0.1:$SRV >/dev/null 2>&1 || fail "install failed"
 }
 
 # make_fc NAME ID [OUTGOING [INCOMING]]: a hand-made ForeignCluster, with conditions when given.

@@ -21,19 +21,19 @@ run_cq rc out err install --timeout forever
 one_error_line "$err"
 
 say "--dry-run prints the manifests and the identity, with secrets redacted, and creates nothing"
-run_cq rc out err install --dry-run --skip-agent --auth-address 127.0.0.1:18150
+run_cq rc out err install --dry-run --skip-agent --auth-address 127.0.0.1:$SRV
 [ "$rc" -eq 0 ] || fail "dry run: exit $rc: $err"
 contains "dry run shows a CRD" "$out" "# Source: crds/discovery.liqo.io_foreignclusters.yaml"
 contains "dry run shows RBAC" "$out" "# Source: rbac.yaml"
 contains "dry run shows the ConfigMap" "$out" '"name": "cluster-id"'
 contains "dry run redacts the token" "$out" "<redacted"
-contains "dry run shows the authUrl" "$out" "https://127.0.0.1:18150"
+contains "dry run shows the authUrl" "$out" "https://127.0.0.1:$SRV"
 grep -q 'deployment.yaml' <<<"$out" && fail "--skip-agent dry run lists deployment.yaml"
 kc "$C" get namespace cliqo >/dev/null 2>&1 && fail "dry run created namespace cliqo"
 kc "$C" get crd foreignclusters.discovery.liqo.io >/dev/null 2>&1 && fail "dry run created a CRD"
 
 say "install"
-run_cq rc out err install --skip-agent --cluster-name e2e-one --auth-address 127.0.0.1:18150 --auth-address cliqo.example.org:443
+run_cq rc out err install --skip-agent --cluster-name e2e-one --auth-address 127.0.0.1:$SRV --auth-address cliqo.example.org:443
 [ "$rc" -eq 0 ] || fail "install: exit $rc: $err"
 contains "install prints the name" "$out" "cluster name: e2e-one"
 id=$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
@@ -55,7 +55,7 @@ kc "$C" get -n cliqo deployment cliqo-agent >/dev/null 2>&1 && fail "--skip-agen
 kc "$C" get -n cliqo service cliqo-auth >/dev/null 2>&1 && fail "--skip-agent created the Service"
 token=$(kc "$C" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
 [[ "$token" =~ ^[0-9a-f]{64}$ ]] || fail "auth-token is not 64 hex digits"
-[ "$(kc "$C" get clusterconfig configuration -o jsonpath='{.spec.peeringConfig.authUrl}')" = https://127.0.0.1:18150 ] ||
+[ "$(kc "$C" get clusterconfig configuration -o jsonpath='{.spec.peeringConfig.authUrl}')" = https://127.0.0.1:$SRV ] ||
   fail "authUrl not set from the first --auth-address"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -73,7 +73,7 @@ openssl x509 -in "$tmp/ca.crt" -noout -text | grep_q 'ASN1 OID: prime256v1' || f
 say "a second install changes nothing"
 rv() { kc "$C" get "$@" -o jsonpath='{.metadata.resourceVersion}'; }
 before="$(rv -n cliqo configmap cluster-id) $(rv -n cliqo secret auth-token) $(rv -n cliqo secret auth-tls) $(rv clusterconfig configuration)"
-run_cq rc out err install --skip-agent --cluster-name other-name --cluster-id 11111111-2222-4333-8444-555555555555 --auth-address 127.0.0.1:18150
+run_cq rc out err install --skip-agent --cluster-name other-name --cluster-id 11111111-2222-4333-8444-555555555555 --auth-address 127.0.0.1:$SRV
 [ "$rc" -eq 0 ] || fail "second install: exit $rc: $err"
 contains "second install says nothing changed" "$out" "nothing changed"
 contains "second install keeps the ID" "$out" "cluster ID:   $id"

@@ -22,13 +22,14 @@ crd_names() {
 }
 
 # crds_install: apply every CRD for real, then wait until each is Established and served.
+# (one kubectl call for all of them: kubectl wait takes several objects, kubectl get several kinds).
 crds_install() {
-  local n
+  local names
+  names=$(crd_names)
   kc "$C" apply -f "$DEPLOY_DIR/crds/" >/dev/null
-  for n in $(crd_names); do
-    wait_for 60 "CRD $n Established" kc "$C" wait --for condition=Established "crd/$n" --timeout=2s
-    wait_for 60 "CRD $n served" kc "$C" get "$n" --all-namespaces
-  done
+  # shellcheck disable=SC2046 # one word per CRD
+  wait_for 60 "CRDs Established" kc "$C" wait --for condition=Established $(sed 's|^|crd/|' <<<"$names") --timeout=2s
+  wait_for 60 "CRDs served" kc "$C" get "$(paste -sd, <<<"$names")" --all-namespaces
 }
 
 # crds_remove: delete every CRD (and so every object of cliqo's kinds) and wait until they are gone.

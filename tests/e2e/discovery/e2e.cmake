@@ -11,7 +11,7 @@ if(TARGET cliqo-agent AND TARGET cliqo_discovery_net)
     cliqo_port(e2e.discovery disc_port 3)
     set(disc_env "CLIQOCTL=$<TARGET_FILE:cliqoctl>" "E2E_STATE=${disc_state}"
                  "CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}" "CLIQO_DEV_DIR=${disc_state}"
-                 "CLIQO_DEV_BASE_PORT=${disc_port}" "CLIQO_DEV_NODES=0"
+                 "CLIQO_DEV_BASE_PORT=${disc_port}" "CLIQO_DEV_NODES=0" ${CLIQO_E2E_DEV_SETTINGS}
                  "CLIQO_AGENT=$<TARGET_FILE:cliqo-agent>" "MDNS_TOOL=$<TARGET_FILE:cliqo-mdns-tool>"
                  "DNSMASQ=${DNSMASQ}")
     add_test(NAME e2e.discovery.up COMMAND ${E2E_DIR}/discovery/up.sh)
