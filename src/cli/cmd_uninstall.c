@@ -197,7 +197,7 @@ static int delete_manifest_objects(struct cli_kube *k, struct tracker *t, bool c
 
             if (!r || !name || (r == &kapi_crds) != crds)
                 continue;
-            if (r->namespaced && (crds || !ns || !*ns || strcmp(ns, "cliqo") == 0))
+            if (r->namespaced && (!ns || !*ns || strcmp(ns, "cliqo") == 0))
                 continue;
             if (r == &kapi_namespaces && strcmp(name, "cliqo") == 0)
                 name = k->ns;
@@ -221,10 +221,6 @@ static const struct kapi_resource res_validating_webhooks = {
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
     "ValidatingWebhookConfiguration", false};
 
-/* The certificate requests of the virtual nodes' kubelet API (src/kubeletapi/service.c). */
-static const struct kapi_resource res_csrs = {
-    "certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest", false};
-
 /* ClusterRoles and ClusterRoleBindings labelled part-of=cliqo that the manifests do not list, the
  * webhook configurations of the agent (failurePolicy Fail: left behind, they would refuse pods in
  * namespaces still labelled for them) and the agent's CertificateSigningRequests. */
@@ -232,7 +228,7 @@ static int delete_labelled(struct cli_kube *k, struct tracker *t, int *deleted)
 {
     const struct kapi_resource *rs[] = {&peer_res_clusterrolebindings, &peer_res_clusterroles,
                                         &res_mutating_webhooks, &res_validating_webhooks,
-                                        &res_csrs};
+                                        &kapi_csrs};
 
     for (size_t i = 0; i < sizeof(rs) / sizeof(rs[0]); i++) {
         json_t *items = NULL, *obj;

@@ -977,6 +977,8 @@ const struct kapi_resource kapi_resourcequotas = {"", "v1", "resourcequotas", "R
 const struct kapi_resource kapi_limitranges = {"", "v1", "limitranges", "LimitRange", true};
 const struct kapi_resource kapi_crds = {"apiextensions.k8s.io", "v1", "customresourcedefinitions",
                                         "CustomResourceDefinition", false};
+const struct kapi_resource kapi_csrs = {"certificates.k8s.io", "v1", "certificatesigningrequests",
+                                        "CertificateSigningRequest", false};
 
 static bool segment_ok(const char *s)
 {

@@ -32,9 +32,6 @@
 #define MAX_RENEW_S   (INT64_C(400) * 86400) /* a timer longer than this is of no use */
 #define MAX_NAME      63                     /* a DNS label */
 
-static const struct kapi_resource csr_resource = {
-    "certificates.k8s.io", "v1", "certificatesigningrequests", "CertificateSigningRequest", false};
-
 struct kla_service {
     uv_loop_t *loop;
     struct kapi_client *c;
@@ -305,7 +302,7 @@ static int send_csr(struct kla_service *s, const char *method, const char *name,
     int r;
 
     sbuf_init(&p, 1024);
-    r = kapi_path(&p, &csr_resource, NULL, name, sub);
+    r = kapi_path(&p, &kapi_csrs, NULL, name, sub);
     if (r < 0)
         goto out;
     if (obj) {
