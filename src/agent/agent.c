@@ -1,6 +1,9 @@
 /* agent: see agent.h for the module interface, docs/agent.md for the design.
  *
- * Shutdown, whatever triggers it (signal, lost leadership, a failing module), always runs from a
+ * Lost leadership does not end the process: on_recycle makes the modules again (a new generation)
+ * while the elector campaigns on.
+ *
+ * Shutdown, whatever triggers it (signal, a failing module), always runs from a
  * timer callback (never from inside a library callback such as the elector's) in two phases:
  *   begin:  stop the modules and their queues, release the Lease (bounded by half the shutdown
  *           timeout: a Lease that cannot be released simply expires);
@@ -66,7 +69,8 @@ struct agent {
     bool modules_started, modules_stopped;
 
     struct kc_config *kc;
-    struct kapi_client *kube;
+    struct kapi_client *own;  /* the agent's own requests: the Lease and the probe */
+    struct kapi_client *kube; /* the modules' client, made again for each generation */
     struct pu_registry *peers;
     struct httpd_server *http, *auth;
     struct httpd_server *metrics_http; /* NULL: /metrics is served by http */
@@ -80,14 +84,18 @@ struct agent {
     struct queue_ent *queues;
     int nqueues;
 
-    struct metrics_registry *metrics;
+    struct metrics_registry *metrics;  /* the process's: the agent's own families */
+    struct metrics_registry *mmetrics; /* the modules' and peer units', one per generation */
+    unsigned generation;               /* module generations begun after the first */
+    struct metrics_family *m_generations;
     struct metrics_family *m_leader, *m_http, *m_module_ready, *m_inf_synced, *m_inf_objects,
         *m_queue_depth, *m_kube_pending, *m_kube_up, *m_rss, *m_vsize, *m_fds, *m_max_fds, *m_cpu,
         *m_start, *m_build;
     double start_time;
 
     uv_signal_t sigterm, sigint;
-    uv_timer_t probe_timer, shutdown_timer, force_timer, release_timer;
+    uv_timer_t probe_timer, shutdown_timer, force_timer, release_timer, recycle_timer;
+    bool recycling; /* leadership lost: the modules are being made again (on_recycle) */
     bool handles_open;
     struct kapi_call *probe_call;
     bool probe_ok;
@@ -142,7 +150,7 @@ bool agent_shutting_down(struct agent *a)
 
 struct metrics_registry *agent_metrics(struct agent *a)
 {
-    return a->metrics;
+    return a->mmetrics;
 }
 
 struct pu_registry *agent_peers(struct agent *a)
@@ -276,6 +284,8 @@ static void handle_metrics(struct httpd_request *req, void *data)
 
     sbuf_init(&b, METRICS_MAX_BYTES);
     r = metrics_render(a->metrics, &b);
+    if (r == 0 && a->mmetrics)
+        r = metrics_render(a->mmetrics, &b);
     if (r < 0) {
         log_warn("agent", "rendering metrics failed: %s", strerror(-r));
         httpd_respond_error(req, 500, "InternalError", "cannot render metrics");
@@ -437,6 +447,8 @@ static int setup_metrics(struct agent *a)
     r = metrics_family_new(m, type, name, help, labels, NULL, 0, &a->var)
     FAM(METRICS_GAUGE, m_leader, "cliqo_leader", "1 when this replica leads and runs the modules.",
         NULL);
+    FAM(METRICS_COUNTER, m_generations, "cliqo_module_restarts_total",
+        "Times the modules were made again in this process after a lost leadership.", NULL);
     FAM(METRICS_COUNTER, m_http, "cliqo_http_requests_total",
         "HTTP requests answered by the agent's servers, by route and status code.", http_labels);
     FAM(METRICS_GAUGE, m_module_ready, "cliqo_module_ready", "1 when the module reports ready.",
@@ -468,8 +480,10 @@ static int setup_metrics(struct agent *a)
         r = metrics_add_collector(m, collect_process, a);
     if (r == 0)
         r = metrics_add_collector(m, collect_agent, a);
-    if (r == 0)
+    if (r == 0) {
         metrics_set(a->m_build, build, 1);
+        metrics_set(a->m_generations, NULL, 0);
+    }
     return r;
 }
 
@@ -757,10 +771,18 @@ static void on_started_leading(struct le_elector *le, void *data)
     if (a->shutting_down)
         return;
     a->leading = true;
+    if (a->recycling) {
+        log_info("agent",
+                 "became the leader (lease %s/%s): the modules start once they are made again",
+                 a->cfg->namespace_, a->cfg->lease_name);
+        return;
+    }
     log_info("agent", "became the leader (lease %s/%s): starting modules", a->cfg->namespace_,
              a->cfg->lease_name);
     start_modules(a);
 }
+
+static void on_recycle(uv_timer_t *t);
 
 static void on_stopped_leading(struct le_elector *le, void *data)
 {
@@ -774,11 +796,15 @@ static void on_stopped_leading(struct le_elector *le, void *data)
         return;
     }
     log_warn("agent",
-             "lost leadership of lease %s/%s (could not renew it in time): stopping modules and "
-             "exiting so that a fresh process campaigns again",
+             "lost leadership of lease %s/%s (could not renew it in time): stopping modules; they "
+             "are made again and this replica campaigns on",
              a->cfg->namespace_, a->cfg->lease_name);
     stop_modules(a);
-    agent_shutdown(a, 1);
+    /* Not from inside the elector's callback: the modules' requests are cancelled there. */
+    if (!a->recycling) {
+        a->recycling = true;
+        uv_timer_start(&a->recycle_timer, on_recycle, 0, 0);
+    }
 }
 
 static void on_new_leader(struct le_elector *le, const char *identity, void *data)
@@ -791,6 +817,123 @@ static void on_new_leader(struct le_elector *le, const char *identity, void *dat
                  identity, strcmp(identity, a->cfg->identity) == 0 ? " (this replica)" : "");
     else
         log_info("agent", "lease %s/%s is free", a->cfg->namespace_, a->cfg->lease_name);
+}
+
+/* ---- module generations -------------------------------------------------------------------- */
+
+/* Makes the modules' world: their Kubernetes client, their metrics registry, the peer units'
+ * registry, then init in table order. The informers they register start with start_informers,
+ * once every module has added its indexes. Logs what failed. */
+static int setup_modules(struct agent *a)
+{
+    int r;
+
+    a->infs_started = false;
+    r = kapi_client_new(a->loop, a->kc, NULL, &a->kube);
+    if (r < 0)
+        return log_errno(r, "agent", "cannot create the Kubernetes client for %s", a->kc->server);
+    a->mmetrics = metrics_registry_new();
+    if (!a->mmetrics)
+        return log_errno(-ENOMEM, "agent", "cannot create the modules' metrics registry");
+    r = pu_registry_new(a->loop, a->mmetrics, NULL, &a->peers);
+    if (r < 0)
+        return log_errno(r, "agent", "cannot create the registry of peer units");
+    for (int i = 0; i < a->nmodules; i++) {
+        const struct agent_module *m = &a->modules[i];
+
+        r = m->init ? m->init(a) : 0;
+        if (r < 0)
+            return log_errno(r, "agent", "module %s failed to initialise", m->name);
+        a->ninited = i + 1;
+        log_info("agent", "module %s initialised", m->name);
+    }
+    return 0;
+}
+
+static int start_informers(struct agent *a)
+{
+    int r;
+
+    a->infs_started = true;
+    for (struct shared_inf *si = a->infs; si; si = si->next) {
+        r = inf_start(si->inf);
+        if (r < 0)
+            return log_errno(r, "agent", "cannot start the informer of %s", si->res->resource);
+    }
+    return 0;
+}
+
+/* Undoes setup_modules (also after a partial one), in the order that keeps every callback's
+ * owner alive: the auth server (its pending requests are aborted while the modules exist), the
+ * requests in flight (they complete as cancelled), the modules (fini, in reverse), then what they
+ * did not release. The agent's own client, servers and handles stay. */
+static void teardown_modules(struct agent *a)
+{
+    httpd_close(a->auth, NULL, NULL);
+    a->auth = NULL;
+    pu_registry_abort(a->peers);
+    kapi_client_abort(a->kube); /* it closes itself once its handles are closed */
+    for (int i = a->ninited - 1; i >= 0; i--)
+        if (a->modules[i].fini)
+            a->modules[i].fini(a);
+    a->ninited = 0;
+    pu_registry_free(a->peers);
+    a->peers = NULL;
+    while (a->infs) {
+        struct shared_inf *si = a->infs;
+        a->infs = si->next;
+        shared_free(si);
+    }
+    a->ninfs = 0;
+    while (a->queues) {
+        struct queue_ent *q = a->queues;
+        a->queues = q->next;
+        wq_close(q->q, NULL, NULL);
+        x_free(q->name);
+        x_free(q);
+    }
+    a->nqueues = 0;
+    a->kube = NULL;
+    a->mmetrics = metrics_registry_free(a->mmetrics);
+    /* Series of the modules, informers and queues that are gone. */
+    metrics_family_reset(a->m_module_ready);
+    metrics_family_reset(a->m_inf_synced);
+    metrics_family_reset(a->m_inf_objects);
+    metrics_family_reset(a->m_queue_depth);
+}
+
+/* Leadership was lost and the modules stopped (on_stopped_leading): everything they hold goes and
+ * they are made again, as a fresh process would make them, while the elector campaigns on. A
+ * replica that leads again starts them as soon as they are ready. */
+static void on_recycle(uv_timer_t *t)
+{
+    struct agent *a = t->data;
+    int r;
+
+    if (a->shutting_down) {
+        a->recycling = false;
+        return; /* the shutdown tears everything down */
+    }
+    teardown_modules(a);
+    a->modules_started = a->modules_stopped = false;
+    a->generation++;
+    metrics_inc(a->m_generations, NULL);
+    r = setup_modules(a);
+    if (r == 0)
+        r = start_informers(a);
+    a->recycling = false;
+    if (r < 0) {
+        log_error("agent", "cannot make the modules again: exiting");
+        a->modules_stopped = true;
+        agent_shutdown(a, 1);
+        return;
+    }
+    log_info("agent", "modules made again (generation %u); campaigning on for lease %s/%s",
+             a->generation, a->cfg->namespace_, a->cfg->lease_name);
+    if (a->leading) {
+        log_info("agent", "this replica leads: starting modules");
+        start_modules(a);
+    }
 }
 
 /* ---- API server probe ----------------------------------------------------------------------- */
@@ -830,7 +973,7 @@ static void probe(uv_timer_t *t)
 
     if (a->shutting_down || a->probe_call)
         return;
-    r = kapi_send(a->kube, &req, on_probe, a, &a->probe_call);
+    r = kapi_send(a->own, &req, on_probe, a, &a->probe_call);
     if (r < 0) {
         a->probe_ok = false;
         snprintf(a->probe_err, sizeof(a->probe_err), "cannot send a request: %s", strerror(-r));
@@ -872,35 +1015,17 @@ static void finish_shutdown(struct agent *a)
      * Peers' clients first (the units the modules did not release), then the local client. */
     kapi_call_cancel(a->probe_call);
     a->probe_call = NULL;
-    pu_registry_abort(a->peers);
-    kapi_client_abort(a->kube);
-    for (int i = a->ninited - 1; i >= 0; i--)
-        if (a->modules[i].fini)
-            a->modules[i].fini(a);
-    a->ninited = 0;
-    /* Units the modules did not release. */
-    pu_registry_free(a->peers);
-    a->peers = NULL;
-    while (a->infs) {
-        struct shared_inf *si = a->infs;
-        a->infs = si->next;
-        shared_free(si);
-    }
-    while (a->queues) {
-        struct queue_ent *q = a->queues;
-        a->queues = q->next;
-        wq_close(q->q, NULL, NULL);
-        x_free(q->name);
-        x_free(q);
-    }
-    /* Aborted above: it closes itself once its handles are closed. */
-    a->kube = NULL;
+    teardown_modules(a);
+    /* An abandoned elector's request completes now, as cancelled. */
+    kapi_client_abort(a->own);
+    a->own = NULL;
     if (a->handles_open) {
         uv_close((uv_handle_t *)&a->sigterm, on_closed);
         uv_close((uv_handle_t *)&a->sigint, on_closed);
         uv_close((uv_handle_t *)&a->probe_timer, on_closed);
         uv_close((uv_handle_t *)&a->shutdown_timer, on_closed);
         uv_close((uv_handle_t *)&a->release_timer, on_closed);
+        uv_close((uv_handle_t *)&a->recycle_timer, on_closed);
         /* The force timer stays, unreferenced: it fires only if closing hangs. agent_free
          * closes it. */
         uv_unref((uv_handle_t *)&a->force_timer);
@@ -933,6 +1058,7 @@ static void begin_shutdown(uv_timer_t *t)
 
     uv_timer_start(&a->force_timer, on_force, a->cfg->shutdown_timeout_ms, 0);
     uv_timer_stop(&a->probe_timer);
+    uv_timer_stop(&a->recycle_timer);
     stop_modules(a);
     if (le) {
         if (le_is_leader(le))
@@ -1022,7 +1148,7 @@ int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agen
         log_error("agent", "cannot load the Kubernetes client configuration: %s", err);
         return r;
     }
-    r = kapi_client_new(loop, a->kc, NULL, &a->kube);
+    r = kapi_client_new(loop, a->kc, NULL, &a->own);
     if (r < 0)
         return log_errno(r, "agent", "cannot create the Kubernetes client for %s", a->kc->server);
     a->metrics = metrics_registry_new();
@@ -1031,9 +1157,6 @@ int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agen
     r = setup_metrics(a);
     if (r < 0)
         return log_errno(r, "agent", "cannot register metrics");
-    r = pu_registry_new(loop, a->metrics, NULL, &a->peers);
-    if (r < 0)
-        return log_errno(r, "agent", "cannot create the registry of peer units");
     ho.on_response = on_http_response;
     ho.data = a;
     r = httpd_new(loop, &ho, &a->http);
@@ -1072,16 +1195,7 @@ int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agen
              (unsigned long long)cfg->lease_duration_ms, (unsigned long long)cfg->renew_deadline_ms,
              (unsigned long long)cfg->retry_period_ms);
 
-    for (int i = 0; i < a->nmodules; i++) {
-        const struct agent_module *m = &a->modules[i];
-
-        r = m->init ? m->init(a) : 0;
-        if (r < 0)
-            return log_errno(r, "agent", "module %s failed to initialise", m->name);
-        a->ninited = i + 1;
-        log_info("agent", "module %s initialised", m->name);
-    }
-    return 0;
+    return setup_modules(a);
 }
 
 int agent_start(struct agent *a)
@@ -1095,8 +1209,10 @@ int agent_start(struct agent *a)
     uv_timer_init(a->loop, &a->shutdown_timer);
     uv_timer_init(a->loop, &a->force_timer);
     uv_timer_init(a->loop, &a->release_timer);
+    uv_timer_init(a->loop, &a->recycle_timer);
     a->sigterm.data = a->sigint.data = a;
     a->probe_timer.data = a->shutdown_timer.data = a->force_timer.data = a->release_timer.data = a;
+    a->recycle_timer.data = a;
     a->handles_open = true;
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
     uv_signal_start(&a->sigint, on_signal, SIGINT);
@@ -1118,14 +1234,10 @@ int agent_start(struct agent *a)
              (unsigned)httpd_port(a->metrics_http ? a->metrics_http : a->http));
     uv_timer_start(&a->probe_timer, probe, 0, 0);
 
-    a->infs_started = true;
-    for (struct shared_inf *si = a->infs; si; si = si->next) {
-        r = inf_start(si->inf);
-        if (r < 0) {
-            log_errno(r, "agent", "cannot start the informer of %s", si->res->resource);
-            agent_shutdown(a, 1);
-            return r;
-        }
+    r = start_informers(a);
+    if (r < 0) {
+        agent_shutdown(a, 1);
+        return r;
     }
 
     if (!a->cfg->leader_elect) {
@@ -1145,7 +1257,7 @@ int agent_start(struct agent *a)
         };
         struct le_callbacks cb = {on_started_leading, on_stopped_leading, on_new_leader};
 
-        r = le_start(a->kube, &lo, &cb, a, &a->le);
+        r = le_start(a->own, &lo, &cb, a, &a->le);
         if (r < 0) {
             log_errno(r, "agent", "cannot start leader election");
             agent_shutdown(a, 1);
@@ -1176,6 +1288,7 @@ int agent_free(struct agent *a)
     }
     uv_run(a->loop, UV_RUN_DEFAULT);
     code = a->exit_code;
+    a->mmetrics = metrics_registry_free(a->mmetrics);
     a->metrics = metrics_registry_free(a->metrics);
     a->kc = kc_config_free(a->kc);
     x_free(a);

@@ -6,24 +6,26 @@
  * listed in a static table (modules.c) and plugged in through struct agent_module.
  *
  * Life cycle of a module (all calls on the loop):
- *   init(a)   once, in table order, before anything runs: register HTTP routes, informers
- *             (agent_informer), queues (agent_queue), metrics, collectors. Failure: the agent
- *             exits 1 (fini runs for the modules already initialised).
+ *   init(a)   once per generation, in table order, before anything runs: register HTTP
+ *             routes, informers (agent_informer), queues (agent_queue), metrics, collectors.
+ *             Failure: the agent exits 1 (fini runs for the modules already initialised).
  *   start(a)  when this replica becomes the leader (or at once with --leader-elect=false), in
- *             table order; at most once per process. Start acting: informer handlers registered
+ *             table order; at most once per generation. Start acting: informer handlers registered
  *             as leader-only receive events from now on (the objects already cached are replayed
  *             as on_add right after every start() has run). Failure: the agent gives up leadership
  *             and exits 1.
  *   stop(a)   on losing leadership or at shutdown, in reverse order, also for a module whose start
  *             was never called: must be idempotent and must stop acting at once (no new writes).
  *             The agent shuts the module's queues down right after.
- *   fini(a)   once at shutdown, in reverse order, after the HTTP servers have closed (pending
- *             requests were aborted): free everything, cancel requests in flight.
+ *   fini(a)   at shutdown and at the end of a generation, in reverse order, after the HTTP
+ *             servers have closed (pending requests were aborted): free everything, cancel
+ *             requests in flight.
  *   ready(a)  asked by /readyz on every replica, leader or not (standbys are ready when they could
  *             take over): NULL means always ready.
- * Any of them may be NULL. A replica that loses leadership stops its modules and exits (status 1)
- * so that a fresh process campaigns again (as client-go controllers do); modules therefore never
- * see start() after stop().
+ * Any of them may be NULL. A replica that loses leadership stops its modules, then tears down
+ * everything they hold (fini, peer units, informers, queues, their client and metrics registry) and
+ * makes them again (init in table order, on zeroed state) in the same process while it campaigns
+ * on: a new generation. Within a generation modules never see start() after stop().
  *
  * Ownership: everything returned by the accessors is borrowed and valid until fini. */
 #ifndef CLIQO_AGENT_H

@@ -85,8 +85,7 @@ wait_agent_ready() {
     sleep 0.2
   done
 }
-# ensure_agents: every agent runs (one whose API server was stopped lost its Lease and exited 1, by
-# design; a fresh process campaigns again, as its Deployment would restart it).
+# ensure_agents: every agent runs (an agent outlives its API server's outage; a test may have stopped one).
 ensure_agents() {
   local c
   for c in "${ALL[@]}"; do start_agent "$c"; done

@@ -9,8 +9,13 @@ AGENT_TMP=$(mktemp -d)
 declare -A AGENT_PID=()
 
 cleanup_agents() {
-  local n
+  local rc=$? n
   for n in "${!AGENT_PID[@]}"; do
+    # A failed test shows what its agents said (a sanitizer report in full).
+    if [ "$rc" != 0 ] && [ -s "$AGENT_TMP/$n.log" ]; then
+      echo "--- agent $n (last 150 lines of its log) ---" >&2
+      tail -n 150 "$AGENT_TMP/$n.log" >&2
+    fi
     if pid_running "${AGENT_PID[$n]}"; then kill -KILL "${AGENT_PID[$n]}" 2>/dev/null || true; fi
   done
   rm -rf "$AGENT_TMP"
