@@ -47,16 +47,25 @@ BASE=${CLIQO_DEV_BASE_PORT:-16400}
 STATE=${CLIQO_DEV_DIR:-${XDG_STATE_HOME:-$HOME/.local/state}/cliqo/dev}
 export CLIQO_DEV_DIR=$STATE CLIQO_DEV_BASE_PORT=$BASE
 kcfg() { echo "$STATE/cluster-$1/kubeconfig"; }
-# An agent runs while its pid file names a live cliqo-agent process.
-agent_running() {
-  local f="$STATE/cluster-$1/agent.pid" pid
-  [ -f "$f" ] && pid=$(cat "$f") && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep cliqo-agent >/dev/null
+# An agent runs while its pid file names a live cliqo-agent process, or its supervisor lives (it is about to
+# start the agent again).
+pid_named() { # FILE WORD: the file names a live process whose command line has WORD
+  local pid
+  [ -f "$1" ] && pid=$(cat "$1") && [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -- "$2" >/dev/null
 }
+agent_running() {
+  pid_named "$STATE/cluster-$1/agent.pid" cliqo-agent || pid_named "$STATE/cluster-$1/agent.supervisor.pid" __supervise
+}
+# Each agent runs under the dev environment's supervisor, which starts it again when it exits (with a
+# backoff, as a kubelet restarts a container): agent.pid names the agent, agent.supervisor.pid its supervisor.
+SUPERVISE=(bash "$(dirname "$0")/../src/devenv/cliqo-devenv" __supervise)
 stop_agents() {
-  local f
-  for f in "$STATE"/cluster-*/agent.pid; do
+  local f pid
+  for f in "$STATE"/cluster-*/agent.supervisor.pid "$STATE"/cluster-*/agent.pid; do
     [ -f "$f" ] || continue
-    kill "$(cat "$f")" 2>/dev/null || true
+    pid=$(cat "$f")
+    kill "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
     rm -f "$f"
   done
 }
@@ -76,13 +85,13 @@ for ((i = 1; i <= CLUSTERS; i++)); do
   "$CLIQOCTL" install --kubeconfig "$(kcfg "$i")" --cluster-name "cluster-$i" \
     --auth-address "127.0.0.1:$((p + 7))" --skip-agent | tail -n 2
   if ! agent_running "$i"; then
-    setsid "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$((p + 6))" \
+    setsid "${SUPERVISE[@]}" "$STATE/cluster-$i/agent.pid" -- "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$((p + 6))" \
       --auth-addr "127.0.0.1:$((p + 7))" --identity "demo-agent-$i" \
       --kubelet-addr "127.0.0.1:$((p + 8))" --node-address 127.0.0.1 \
       --webhook-addr "127.0.0.1:$((p + 9))" --webhook-url "https://127.0.0.1:$((p + 9))" \
       --webhook-client-ca "$STATE/cluster-$i/pki/webhook-client-ca.crt" \
-      >"$STATE/cluster-$i/logs/cliqo-agent.log" 2>&1 </dev/null &
-    echo $! >"$STATE/cluster-$i/agent.pid"
+      >>"$STATE/cluster-$i/logs/cliqo-agent.log" 2>&1 </dev/null &
+    echo $! >"$STATE/cluster-$i/agent.supervisor.pid"
   fi
   for _ in $(seq 100); do
     curl -fs "http://127.0.0.1:$((p + 6))/readyz" >/dev/null && break

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The demo (scripts/demo.sh, the README's main command) end to end with this build's binaries: its output and
 # the clusters checked with kubectl (home pods Running on the virtual node, their copies Running on cluster-2,
-# the ConfigMap and Service reflected), a second run changes nothing, --down removes every process and all state.
+# the ConfigMap and Service reflected), an agent killed is started again by its supervisor, a second run changes
+# nothing, --down removes every process and all state.
 source "$(dirname "$0")/../lib.sh"
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 DEMO=$ROOT/scripts/demo.sh
@@ -41,6 +42,17 @@ k cluster-2 get service web -n "$RNS" >/dev/null || fail "the Service is not ref
 for f in "$E2E_STATE"/cluster-*/logs/cliqo-agent.log; do
   ! grep_q -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$f" || fail "sanitizer report in $f"
 done
+
+say "an agent that dies is started again by its supervisor"
+crashed=$(cat "$E2E_STATE/cluster-2/agent.pid")
+kill -KILL "$crashed"
+agent2_back() {
+  [ "$(cat "$E2E_STATE/cluster-2/agent.pid" 2>/dev/null)" != "$crashed" ] &&
+    curl -fs "http://127.0.0.1:$((${CLIQO_DEV_BASE_PORT:?} + 16))/readyz" >/dev/null
+}
+wait_for 60 "cluster-2's agent started again" agent2_back
+grep_q 'cliqo-agent exited with status 137; starting it again in 1 s' "$E2E_STATE/cluster-2/logs/cliqo-agent.log" ||
+  fail "the supervisor did not log the agent's restart"
 
 say "second run: idempotent (same pods, same peering)"
 bash "$DEMO" >"$OUT" 2>&1 || fail "the second run failed"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The environment's life cycle: a busy port is refused by name, a half-started set is torn down, three
 # clusters come up, a second `up` changes nothing, the state of an older devenv is upgraded by `up`, a
-# crashed component is recovered by `up`, and `down` leaves no process, port or state behind.
+# crashed component is started again by its supervisor (or by `up` when the supervisor is gone too), and
+# `down` leaves no process, port or state behind.
 source "$(dirname "$0")/../lib.sh"
 export CLIQO_DEV_DIR=$E2E_STATE
 BASE=${CLIQO_DEV_BASE_PORT:?}
@@ -110,9 +111,23 @@ out=$("$CLIQOCTL" dev up --clusters 3 2>&1) || fail "third up failed: $out"
 [ "$(cat "$E2E_STATE"/*/*.pid | sort | tr '\n' ' ')" = "$pids_before" ] || fail "up after the upgrade restarted processes"
 say "webhook client certificates; an older state upgraded by up (cluster-2's API server alone restarted)"
 
-# 5. A crashed apiserver: status says so, up restarts it alone; the other processes and the data stay.
+# 5. A crashed apiserver is started again by its supervisor, as a kubelet restarts a container; the data stays.
 kc cluster-3 create namespace e2e-kept >/dev/null || fail "cannot create a namespace on cluster-3"
-kill -KILL "$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid")"
+crashed=$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid")
+kill -KILL "$crashed"
+restarted() {
+  local p
+  p=$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid" 2>/dev/null) && [ "$p" != "$crashed" ] &&
+    [ "$(kc cluster-3 --request-timeout=2s get --raw /readyz 2>/dev/null)" = ok ]
+}
+wait_for 60 "cluster-3's apiserver started again by its supervisor" restarted
+grep_q 'kube-apiserver exited with status 137; starting it again in 1 s' "$E2E_STATE/cluster-3/logs/kube-apiserver.log" ||
+  fail "the supervisor did not log the restart"
+kc cluster-3 get namespace e2e-kept >/dev/null || fail "cluster-3 lost its data in the restart"
+"$CLIQOCTL" dev status >/dev/null || fail "status unhealthy after the supervisor's restart"
+say "crashed apiserver started again by its supervisor"
+# When the supervisor is gone too: status says so, up restarts it alone; the other processes and the data stay.
+kill -KILL "$(cat "$E2E_STATE/cluster-3/kube-apiserver.supervisor.pid")" "$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid")"
 out=$("$CLIQOCTL" dev status 2>&1) && fail "status healthy with a dead apiserver"
 grep -q 'kube-apiserver.*is gone' <<<"$out" || fail "status does not report the dead apiserver: $out"
 out=$("$CLIQOCTL" dev up --clusters 3 2>&1) || fail "up did not recover the environment: $out"
