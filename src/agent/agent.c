@@ -34,6 +34,7 @@
 #define PROBE_PERIOD_MS   5000
 #define PROBE_TIMEOUT_MS  5000
 #define PROBE_STALE_MS    (3 * PROBE_PERIOD_MS)
+#define SYNC_CHECK_MS     100
 #define MAX_INFORMERS     64
 #define MAX_QUEUES        64
 #define METRICS_MAX_BYTES (4u << 20)
@@ -94,8 +95,9 @@ struct agent {
     double start_time;
 
     uv_signal_t sigterm, sigint;
-    uv_timer_t probe_timer, shutdown_timer, force_timer, release_timer, recycle_timer;
-    bool recycling; /* leadership lost: the modules are being made again (on_recycle) */
+    uv_timer_t probe_timer, shutdown_timer, force_timer, release_timer, recycle_timer, sync_timer;
+    uint64_t sync_wait_since; /* loop time the modules began waiting for the informers' caches */
+    bool recycling;           /* leadership lost: the modules are being made again (on_recycle) */
     bool handles_open;
     struct kapi_call *probe_call;
     bool probe_ok;
@@ -140,7 +142,7 @@ const char *agent_identity(struct agent *a)
 
 bool agent_is_leader(struct agent *a)
 {
-    return a->leading && !a->modules_stopped;
+    return a->leading && a->modules_started && !a->modules_stopped;
 }
 
 bool agent_shutting_down(struct agent *a)
@@ -730,6 +732,9 @@ static void stop_modules(struct agent *a)
     if (a->modules_stopped)
         return;
     a->modules_stopped = true;
+    if (a->handles_open)
+        uv_timer_stop(&a->sync_timer);
+    a->sync_wait_since = 0;
     for (int i = a->ninited - 1; i >= 0; i--) {
         if (a->modules[i].stop) {
             log_debug("agent", "stopping module %s", a->modules[i].name);
@@ -740,9 +745,46 @@ static void stop_modules(struct agent *a)
         wq_shutdown(q->q);
 }
 
+static void start_modules(struct agent *a);
+
+static void on_sync_check(uv_timer_t *t)
+{
+    start_modules(t->data);
+}
+
+/* Modules start only once every shared informer has listed (as client-go controllers wait for
+ * their caches): acting on a cache still empty after an outage would take every object for
+ * deleted (a peer's PeeringRequest, a NamespaceMap's namespaces) and undo it. */
+static bool caches_ready(struct agent *a)
+{
+    const char *which = "";
+    uint64_t now = uv_now(a->loop);
+
+    if (informers_synced(a, &which)) {
+        if (a->sync_wait_since)
+            log_info("agent", "every informer has synced after %llu ms: starting modules",
+                     (unsigned long long)(now - a->sync_wait_since));
+        a->sync_wait_since = 0;
+        return true;
+    }
+    if (!a->sync_wait_since) {
+        a->sync_wait_since = now;
+        log_info("agent", "waiting for the informers to sync before starting modules (%s)", which);
+    } else if ((now - a->sync_wait_since) % 10000 < SYNC_CHECK_MS) {
+        log_warn("agent", "still waiting for the informer of %s to sync before starting modules",
+                 which);
+    }
+    if (!a->handles_open)
+        return true; /* not running a loop yet (never here: agent_start opens the handles) */
+    uv_timer_start(&a->sync_timer, on_sync_check, SYNC_CHECK_MS, 0);
+    return false;
+}
+
 static void start_modules(struct agent *a)
 {
-    if (a->modules_started || a->modules_stopped || a->shutting_down)
+    if (a->modules_started || a->modules_stopped || a->shutting_down || !a->leading)
+        return;
+    if (!caches_ready(a))
         return;
     a->modules_started = true;
     for (int i = 0; i < a->ninited; i++) {
@@ -1026,6 +1068,7 @@ static void finish_shutdown(struct agent *a)
         uv_close((uv_handle_t *)&a->shutdown_timer, on_closed);
         uv_close((uv_handle_t *)&a->release_timer, on_closed);
         uv_close((uv_handle_t *)&a->recycle_timer, on_closed);
+        uv_close((uv_handle_t *)&a->sync_timer, on_closed);
         /* The force timer stays, unreferenced: it fires only if closing hangs. agent_free
          * closes it. */
         uv_unref((uv_handle_t *)&a->force_timer);
@@ -1210,9 +1253,10 @@ int agent_start(struct agent *a)
     uv_timer_init(a->loop, &a->force_timer);
     uv_timer_init(a->loop, &a->release_timer);
     uv_timer_init(a->loop, &a->recycle_timer);
+    uv_timer_init(a->loop, &a->sync_timer);
     a->sigterm.data = a->sigint.data = a;
     a->probe_timer.data = a->shutdown_timer.data = a->force_timer.data = a->release_timer.data = a;
-    a->recycle_timer.data = a;
+    a->recycle_timer.data = a->sync_timer.data = a;
     a->handles_open = true;
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
     uv_signal_start(&a->sigint, on_signal, SIGINT);

@@ -191,6 +191,7 @@ static const struct collection collections[] = {
     {"/api/v1/namespaces/cliqo/configmaps", "ConfigMapList", cluster_id_configmap},
     {"/api/v1/namespaces/cliqo/secrets", "SecretList", secrets},
     {"/api/v1/nodes", "NodeList", no_items},
+    {"/api/v1/namespaces", "NamespaceList", no_items}, /* the outgoing controller's tenants */
     {"/api/v1/pods", "PodList", no_items},
     {"/apis/discovery.liqo.io/v1alpha1/peeringrequests", "PeeringRequestList", peering_request},
     {"/apis/discovery.liqo.io/v1alpha1/foreignclusters", "ForeignClusterList", foreign_clusters},
