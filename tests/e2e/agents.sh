@@ -32,7 +32,7 @@ cq() {
   shift
   "$CLIQOCTL" "$@" --kubeconfig "$(kcfg "$c")"
 }
-cluster_id() { kc "$1" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}'; }
+cluster_id() { jpath "$1" '{.data.cluster-id}' configmap -n cliqo cluster-id; }
 # install_clusters CLUSTER...: `cliqoctl install --skip-agent` on each cluster, each with its auth address,
 # all at once (little faster than one after the other on two cores: an install is mostly CPU, about 3.5 s);
 # fails with every failed install's output.
@@ -49,10 +49,10 @@ install_clusters() {
   done
   [ -z "$bad" ] || fail "install failed on$bad"
 }
-jget() { # CLUSTER jsonpath args...
+jget() { # CLUSTER jsonpath args...: kubectl's -o jsonpath, read with curl and jq (jpath in lib.sh)
   local c=$1 p=$2
   shift 2
-  kc "$c" get "$@" -o "jsonpath=$p" 2>/dev/null || true
+  jpath "$c" "$p" "$@" 2>/dev/null || true
 }
 http_code() { curl -sk -o /dev/null -w '%{http_code}' --max-time 5 "$1" || true; }
 

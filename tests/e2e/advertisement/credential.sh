@@ -33,7 +33,7 @@ TAKEN=taken-e2e$SUFFIX-$HASH
 TNS=$(tenant_of "$P1")
 RNS=$(jget "$A" '{.status.tenantNamespace.remote}' foreigncluster "$P1")
 
-kc "$A" get secret -n "$TNS" "vk-kubeconfig-secret-$P1_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$T/vk" ||
+jpath "$A" '{.data.kubeconfig}' secret -n "$TNS" "vk-kubeconfig-secret-$P1_ID" | base64 -d >"$T/vk" ||
   fail "no virtual kubelet credential on $A"
 vk() { "$KUBECTL" --kubeconfig "$T/vk" --request-timeout=20s "$@"; }
 can() { [ "$(vk auth can-i "$@" 2>/dev/null)" = yes ]; }
@@ -101,7 +101,7 @@ vk patch namespacemap -n "$RNS" "$A_ID" --type=merge -p '{"spec":{"desiredMappin
 ensure_agents
 
 say "the provider's credential on $A cannot accept its own Advertisement"
-kc "$P1" get secret -n "$RNS" "pr-$A_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$T/pr" ||
+jpath "$P1" '{.data.kubeconfig}' secret -n "$RNS" "pr-$A_ID" | base64 -d >"$T/pr" ||
   fail "no credential of $P1 on $A"
 pr() { "$KUBECTL" --kubeconfig "$T/pr" --request-timeout=20s "$@"; }
 [ "$(pr auth can-i patch advertisements -n "$TNS")" = yes ] || fail "the provider cannot write its Advertisement"

@@ -28,7 +28,7 @@ cleanup() {
 # element it removes).
 unhold_nm() {
   local i
-  i=$(kc "$P3" get namespacemap -n "$RNS" "$A_ID" -o json 2>/dev/null |
+  i=$(kget "$P3" namespacemap -n "$RNS" "$A_ID" 2>/dev/null |
     jq -r --arg h "$HOLD" '(.metadata.finalizers // []) | index($h) // empty')
   [ -n "$i" ] || return 0
   kc "$P3" patch namespacemap -n "$RNS" "$A_ID" --type=json \

@@ -32,7 +32,7 @@ NODE=$(vnode_of "$P2")
 say "Deployment mode"
 patch_config "$A" '{"spec":{"advertisementConfig":{"ingoingConfig":{"virtualKubeletMode":"Deployment"}}}}'
 wait_for 30 "Deployment $DNS/$DEP" kc "$A" get deployment -n "$DNS" "$DEP"
-kc "$A" get deployment -n "$DNS" "$DEP" -o json >"$T/dep.json"
+kget "$A" deployment -n "$DNS" "$DEP" >"$T/dep.json"
 python3 - "$T/dep.json" "$P2_ID" "$A_ID" "$TNS" <<'EOF' >"$T/args" || fail "the Deployment is not as expected"
 import json, sys
 d = json.load(open(sys.argv[1]))
@@ -60,13 +60,13 @@ mapfile -t ARGS < <(tail -n +2 "$T/args")
 
 say "the mounted Secret and the ServiceAccount's token, materialised"
 mkdir -p "$T/mount"
-src=$(kc "$A" get secret -n "$TNS" "vk-kubeconfig-secret-$P2_ID" -o jsonpath='{.data.kubeconfig}')
+src=$(jpath "$A" '{.data.kubeconfig}' secret -n "$TNS" "vk-kubeconfig-secret-$P2_ID")
 wait_for 20 "the credential copied to $DNS" eval \
-  "[ \"\$(kc $A get secret -n $DNS vk-kubeconfig-$P2_ID -o jsonpath='{.data.kubeconfig}')\" = \"$src\" ]"
-kc "$A" get secret -n "$DNS" "vk-kubeconfig-$P2_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$T/mount/kubeconfig"
-sa_secret=$(kc "$A" get serviceaccount -n "$DNS" "$DEP" -o jsonpath='{.secrets[0].name}')
+  "[ \"\$(jpath $A '{.data.kubeconfig}' secret -n $DNS vk-kubeconfig-$P2_ID)\" = \"$src\" ]"
+jpath "$A" '{.data.kubeconfig}' secret -n "$DNS" "vk-kubeconfig-$P2_ID" | base64 -d >"$T/mount/kubeconfig"
+sa_secret=$(jpath "$A" '{.secrets[0].name}' serviceaccount -n "$DNS" "$DEP")
 [ -n "$sa_secret" ] || fail "the ServiceAccount $DEP has no token"
-token=$(kc "$A" get secret -n "$DNS" "$sa_secret" -o jsonpath='{.data.token}' | base64 -d)
+token=$(jpath "$A" '{.data.token}' secret -n "$DNS" "$sa_secret" | base64 -d)
 say "the tenant namespace $TNS, where $P2 writes Secrets, holds no ServiceAccount of the virtual kubelet"
 [ -z "$(kc "$A" get serviceaccounts -n "$TNS" -o name | grep virtual-kubelet)" ] ||
   fail "a virtual-kubelet ServiceAccount in the tenant namespace: $(kc "$A" get serviceaccounts -n "$TNS" -o name)"

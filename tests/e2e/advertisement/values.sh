@@ -122,7 +122,7 @@ pod p6 v-n5 '  containers:
 # p7 on v-n2 without requests: one pod slot.
 pod p7 v-n2 '  containers:
   - {name: c, image: busybox}'
-[ "$(kc "$P1" get pod p3 -n "$NS" -o jsonpath='{.spec.overhead.cpu}')" = 100m ] || fail "the RuntimeClass overhead was not applied to p3"
+[ "$(jpath "$P1" '{.spec.overhead.cpu}' pod p3 -n "$NS")" = 100m ] || fail "the RuntimeClass overhead was not applied to p3"
 
 # By hand: available (v-n1 + v-n2) cpu 6000m, memory 12Gi, pods 30, ephemeral-storage 100Gi, GPUs 3;
 # used (p1, p2, p3, p7) cpu 2600m, memory 1572Mi, pods 4, GPUs 1;

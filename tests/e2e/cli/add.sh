@@ -54,7 +54,7 @@ serve $((SRV + 1)) good "$tmp/ca1.crt" "$tmp/ca2.crt"
 serve $((SRV + 2)) impostor "$tmp/ca1.crt"
 HASH=sha256:$(openssl x509 -in "$tmp/ca1.crt" -pubkey -noout | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)
 HASH2=sha256:$(openssl x509 -in "$tmp/ca2.crt" -pubkey -noout | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)
-own=$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
+own=$(jpath "$C" '{.data.cluster-id}' configmap -n cliqo cluster-id)
 
 nothing_created() { # DESCRIPTION
   kc "$C" get secret -n cliqo "remote-auth-$RID" >/dev/null 2>&1 && fail "$1: the Secret was created"
@@ -94,8 +94,8 @@ nothing_created "flag errors"
 say "verified add creates the Secret and the ForeignCluster"
 run_cq rc out err add --no-wait --auth-url https://127.0.0.1:$SRV --id "$RID" --token "$TOKEN" --ca-cert-hash "$HASH"
 [ "$rc" -eq 0 ] || fail "add: exit $rc: $err"
-sec=$(kc "$C" get secret -n cliqo "remote-auth-$RID" -o json)
-fc=$(kc "$C" get foreigncluster remote-one -o json)
+sec=$(kget "$C" secret -n cliqo "remote-auth-$RID")
+fc=$(kget "$C" foreigncluster remote-one)
 python3 - "$sec" "$fc" "$RID" "$TOKEN" "$tmp/ca1.crt" "https://127.0.0.1:$SRV" <<'PY' || fail "objects wrong"
 import base64, json, sys
 sec, fc, rid, token = json.loads(sys.argv[1]), json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
@@ -149,5 +149,5 @@ say "--insecure-skip-tls-verify warns and skips the checks"
 run_cq rc out err add --no-wait --insecure-skip-tls-verify --auth-url https://127.0.0.1:$((SRV + 2)) --id "$RID" --token "$TOKEN"
 [ "$rc" -eq 0 ] || fail "insecure: exit $rc: $err"
 contains "warning printed" "$err" "WARNING"
-[ "$(kc "$C" get foreigncluster remote-one -o jsonpath='{.spec.insecureSkipTLSVerify}')" = true ] || fail "insecureSkipTLSVerify not set"
+[ "$(jpath "$C" '{.spec.insecureSkipTLSVerify}' foreigncluster remote-one)" = true ] || fail "insecureSkipTLSVerify not set"
 pass

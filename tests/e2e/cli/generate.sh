@@ -9,12 +9,12 @@ ensure_installed
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-id=$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
-name=$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-name}')
-token=$(kc "$C" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
-kc "$C" get secret -n cliqo auth-tls -o jsonpath='{.data.ca\.crt}' | base64 -d >"$tmp/ca.crt"
+id=$(jpath "$C" '{.data.cluster-id}' configmap -n cliqo cluster-id)
+name=$(jpath "$C" '{.data.cluster-name}' configmap -n cliqo cluster-id)
+token=$(jpath "$C" '{.data.token}' secret -n cliqo auth-token | base64 -d)
+jpath "$C" '{.data.ca\.crt}' secret -n cliqo auth-tls | base64 -d >"$tmp/ca.crt"
 hash=$(openssl x509 -in "$tmp/ca.crt" -pubkey -noout | openssl pkey -pubin -outform der | sha256sum | cut -d' ' -f1)
-url=$(kc "$C" get clusterconfig configuration -o jsonpath='{.spec.peeringConfig.authUrl}')
+url=$(jpath "$C" '{.spec.peeringConfig.authUrl}' clusterconfig configuration)
 [ -n "$url" ] || fail "no authUrl after install --auth-address"
 
 say "the printed command, --shared-token"
@@ -31,7 +31,7 @@ single=$(sed -n 's/.* --token \([0-9a-f]*\) .*/\1/p' <<<"$out")
 [ "$out" = "cliqoctl add --name $name --id $id --auth-url $url --token $single --ca-cert-hash sha256:$hash" ] ||
   fail "unexpected command: $out"
 sha=$(printf %s "$single" | sha256sum | cut -d' ' -f1)
-sec=$(kc "$C" get secret -n cliqo "peering-token-${sha:0:32}" -o json) || fail "no Secret for the single-use token"
+sec=$(kget "$C" secret -n cliqo "peering-token-${sha:0:32}") || fail "no Secret for the single-use token"
 jq -e --arg s "$sha" '(.data.sha256 | @base64d) == $s and (.data | keys) == ["expires","sha256"] and
   .metadata.labels["cliqo.io/peering-token"] == "single-use"' <<<"$sec" >/dev/null || fail "token Secret: $sec"
 exp=$(date -d "$(jq -r '.data.expires | @base64d' <<<"$sec")" +%s)
@@ -55,7 +55,7 @@ PY
 say "--rotate-token"
 run_cq rc out err generate-add-command --rotate-token
 [ "$rc" -eq 0 ] || fail "rotate: exit $rc: $err"
-new=$(kc "$C" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
+new=$(jpath "$C" '{.data.token}' secret -n cliqo auth-token | base64 -d)
 [[ "$new" =~ ^[0-9a-f]{64}$ ]] || fail "rotated token has the wrong format"
 [ "$new" != "$token" ] || fail "--rotate-token did not change the token"
 contains "rotation is reported" "$err" "rotated"

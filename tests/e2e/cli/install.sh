@@ -36,11 +36,11 @@ say "install"
 run_cq rc out err install --skip-agent --cluster-name e2e-one --auth-address 127.0.0.1:$SRV --auth-address cliqo.example.org:443
 [ "$rc" -eq 0 ] || fail "install: exit $rc: $err"
 contains "install prints the name" "$out" "cluster name: e2e-one"
-id=$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
+id=$(jpath "$C" '{.data.cluster-id}' configmap -n cliqo cluster-id)
 [[ "$id" =~ ^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$ ]] || fail "cluster-id is not a UUID v4: $id"
 contains "install prints the ID" "$out" "cluster ID:   $id"
-[ "$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-name}')" = e2e-one ] || fail "cluster-name"
-[ "$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.metadata.labels.app\.kubernetes\.io/name}')" = clusterid-configmap ] ||
+[ "$(jpath "$C" '{.data.cluster-name}' configmap -n cliqo cluster-id)" = e2e-one ] || fail "cluster-name"
+[ "$(jpath "$C" '{.metadata.labels.app\.kubernetes\.io/name}' configmap -n cliqo cluster-id)" = clusterid-configmap ] ||
   fail "cluster-id label"
 for b in $(kc "$C" get crd -o name | grep -E 'liqo\.io$'); do
   kc "$C" wait --for condition=Established "$b" --timeout=5s >/dev/null || fail "$b not Established"
@@ -53,14 +53,14 @@ done
 kc "$C" get -n cliqo serviceaccount/cliqo-agent role/cliqo-agent rolebinding/cliqo-agent >/dev/null || fail "namespaced RBAC missing"
 kc "$C" get -n cliqo deployment cliqo-agent >/dev/null 2>&1 && fail "--skip-agent created the Deployment"
 kc "$C" get -n cliqo service cliqo-auth >/dev/null 2>&1 && fail "--skip-agent created the Service"
-token=$(kc "$C" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
+token=$(jpath "$C" '{.data.token}' secret -n cliqo auth-token | base64 -d)
 [[ "$token" =~ ^[0-9a-f]{64}$ ]] || fail "auth-token is not 64 hex digits"
-[ "$(kc "$C" get clusterconfig configuration -o jsonpath='{.spec.peeringConfig.authUrl}')" = https://127.0.0.1:$SRV ] ||
+[ "$(jpath "$C" '{.spec.peeringConfig.authUrl}' clusterconfig configuration)" = https://127.0.0.1:$SRV ] ||
   fail "authUrl not set from the first --auth-address"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for k in ca.crt tls.crt tls.key; do
-  kc "$C" get secret -n cliqo auth-tls -o jsonpath="{.data.${k//./\\.}}" | base64 -d >"$tmp/$k"
+  jpath "$C" "{.data.${k//./\\.}}" secret -n cliqo auth-tls | base64 -d >"$tmp/$k"
   [ -s "$tmp/$k" ] || fail "auth-tls has no $k"
 done
 openssl verify -CAfile "$tmp/ca.crt" "$tmp/tls.crt" >/dev/null || fail "tls.crt is not signed by ca.crt"
@@ -71,7 +71,7 @@ done
 openssl x509 -in "$tmp/ca.crt" -noout -text | grep_q 'ASN1 OID: prime256v1' || fail "CA is not EC P-256"
 
 say "a second install changes nothing"
-rv() { kc "$C" get "$@" -o jsonpath='{.metadata.resourceVersion}'; }
+rv() { jpath "$C" '{.metadata.resourceVersion}' "$@"; }
 before="$(rv -n cliqo configmap cluster-id) $(rv -n cliqo secret auth-token) $(rv -n cliqo secret auth-tls) $(rv clusterconfig configuration)"
 run_cq rc out err install --skip-agent --cluster-name other-name --cluster-id 11111111-2222-4333-8444-555555555555 --auth-address 127.0.0.1:$SRV
 [ "$rc" -eq 0 ] || fail "second install: exit $rc: $err"
@@ -86,7 +86,7 @@ grep -E ' (created|configured)$' <<<"$out" && fail "second install changed objec
 say "--auth-url changes only the ClusterConfig's authUrl"
 run_cq rc out err install --skip-agent --auth-url https://auth.example.org:8443
 [ "$rc" -eq 0 ] || fail "install --auth-url: exit $rc: $err"
-[ "$(kc "$C" get clusterconfig configuration -o jsonpath='{.spec.peeringConfig.authUrl}')" = https://auth.example.org:8443 ] ||
+[ "$(jpath "$C" '{.spec.peeringConfig.authUrl}' clusterconfig configuration)" = https://auth.example.org:8443 ] ||
   fail "authUrl not updated"
 [ "$(rv -n cliqo secret auth-token)" = "$(cut -d' ' -f2 <<<"$before")" ] || fail "auth-token changed"
 pass

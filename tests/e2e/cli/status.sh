@@ -5,7 +5,7 @@ source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 ensure_installed
 kc "$C" delete foreignclusters --all --wait=true >/dev/null
-id=$(kc "$C" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
+id=$(jpath "$C" '{.data.cluster-id}' configmap -n cliqo cluster-id)
 
 say "no peers"
 run_cq rc out err status

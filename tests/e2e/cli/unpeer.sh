@@ -34,7 +34,7 @@ run_cq rc out err unpeer up-three --keep --timeout 2s
 [ "$rc" -eq 1 ] || fail "--keep with no agent should time out: exit $rc"
 one_error_line "$err"
 contains "timeout says where it is stuck" "$err" "Established"
-[ "$(kc "$C" get foreigncluster up-three -o jsonpath='{.spec.outgoingPeeringEnabled}')" = "No" ] || fail "not disabled"
+[ "$(jpath "$C" '{.spec.outgoingPeeringEnabled}' foreigncluster up-three)" = "No" ] || fail "not disabled"
 cq unpeer up-three --keep --timeout 30s >"$E2E_STATE/unpeer-keep.out" 2>&1 &
 pid=$!
 sleep 1

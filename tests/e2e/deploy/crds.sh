@@ -18,11 +18,11 @@ cleanup # a previous run may have been interrupted
 
 crds_install
 for n in $(crd_names); do
-  st=$(kc "$C" get "crd/$n" -o jsonpath='{.status.conditions[?(@.type=="NonStructuralSchema")].status}')
+  st=$(jpath "$C" '{.status.conditions[?(@.type=="NonStructuralSchema")].status}' "crd/$n")
   [ -z "$st" ] || [ "$st" = False ] || fail "$n: the schema is not structural"
-  [ "$(kc "$C" get "crd/$n" -o jsonpath='{.spec.versions[0].subresources.status}')" = '{}' ] ||
+  [ "$(jpath "$C" '{.spec.versions[0].subresources.status}' "crd/$n")" = '{}' ] ||
     fail "$n: no status subresource"
-  [ "$(kc "$C" get "crd/$n" -o jsonpath='{.spec.names.categories[0]}')" = cliqo ] || fail "$n: not in category cliqo"
+  [ "$(jpath "$C" '{.spec.names.categories[0]}' "crd/$n")" = cliqo ] || fail "$n: not in category cliqo"
 done
 say "$(crd_names | wc -l) CRDs Established, structural, with status subresources"
 kc "$C" create namespace "$NS" >/dev/null

@@ -49,7 +49,7 @@ if grep -v ' unchanged$' "$TMP/again.out" | grep_q .; then fail "second apply ch
   fail "deployment securityContext not stored"
 [ "$(kc "$C" -n cliqo get service cliqo-auth -o jsonpath='{.spec.ports[0].port}/{.spec.ports[0].targetPort}')" = 443/auth ] ||
   fail "cliqo-auth port"
-[ "$(kc "$C" get clusterconfig configuration -o jsonpath='{.spec.discoveryConfig.autojoinUntrusted}')" = false ] ||
+[ "$(jpath "$C" '{.spec.discoveryConfig.autojoinUntrusted}' clusterconfig configuration)" = false ] ||
   fail "clusterconfig defaults not applied"
 say "a real apply succeeds and a second apply leaves all $n objects unchanged"
 

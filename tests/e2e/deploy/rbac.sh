@@ -314,7 +314,7 @@ ag certificate approve "$CSR_SERVING" >/dev/null || fail "the agent cannot appro
 csr "$CSR_CLIENT" kubernetes.io/kube-apiserver-client "digital signature" "key encipherment" "client auth" | ag create -f - >/dev/null ||
   fail "the agent cannot create a CertificateSigningRequest"
 expect_reject "agent approves a client certificate" "forbidden" ag certificate approve "$CSR_CLIENT"
-[ -z "$(kc "$C" get csr "$CSR_CLIENT" -o jsonpath='{.status.conditions}')" ] || fail "the client request has a condition"
+[ -z "$(jpath "$C" '{.status.conditions}' csr "$CSR_CLIENT")" ] || fail "the client request has a condition"
 expect_reject "agent lists CertificateSigningRequests" "forbidden" ag get csr
 ca=$(ag -n kube-system get configmap extension-apiserver-authentication -o jsonpath='{.data.client-ca-file}')
 grep_q 'BEGIN CERTIFICATE' <<<"$ca" || fail "the agent cannot read the client CA"

@@ -5,8 +5,8 @@ kc cluster-1 create namespace e2e-only-in-1 >/dev/null
 kc cluster-2 create namespace e2e-only-in-2 >/dev/null
 expect_fail "cluster-2 must not see cluster-1's namespace" kc cluster-2 get namespace e2e-only-in-1
 expect_fail "cluster-1 must not see cluster-2's namespace" kc cluster-1 get namespace e2e-only-in-2
-uid1=$(kc cluster-1 get namespace default -o jsonpath='{.metadata.uid}')
-uid2=$(kc cluster-2 get namespace default -o jsonpath='{.metadata.uid}')
+uid1=$(jpath cluster-1 '{.metadata.uid}' namespace default)
+uid2=$(jpath cluster-2 '{.metadata.uid}' namespace default)
 [ "$uid1" != "$uid2" ] || fail "both clusters report the same default namespace uid (shared etcd?)"
 
 s1="$E2E_STATE/cluster-1"

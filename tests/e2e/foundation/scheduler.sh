@@ -25,7 +25,7 @@ node_status() { # name True|False
 JSON
 )" >/dev/null
 }
-taints_of() { kc "$c" get node "$1" -o jsonpath='{.spec.taints[*].key}'; }
+taints_of() { jpath "$c" '{.spec.taints[*].key}' node "$1"; }
 untainted() { [ -z "$(taints_of "$1")" ]; }
 bound() { [ -n "$(kc "$c" -n default get pod "$1" -o jsonpath='{.spec.nodeName}')" ]; }
 mk_node e2e-ready

@@ -62,7 +62,7 @@ san=$(openssl x509 -noout -ext subjectAltName <"$work/served.crt" | tail -n +2 |
 say "listener on :$kp serves $cn (SAN 127.0.0.1), signed by the cluster CA"
 
 # The request behind it: kubelet-serving, approved by the agent, its certificate the one served.
-kc "$ac" get csr -o json >"$work/csrs.json"
+kget "$ac" csr >"$work/csrs.json"
 python3 - "$work/csrs.json" "cliqo-kubelet-cliqo-$identity-" "$work/served.crt" <<'EOF' || fail "no matching CertificateSigningRequest"
 import base64, json, sys
 items = [c for c in json.load(open(sys.argv[1]))["items"] if c["metadata"]["name"].startswith(sys.argv[2])]

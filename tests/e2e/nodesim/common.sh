@@ -4,7 +4,7 @@ c=cluster-1
 NODES=(cluster-1-node-0 cluster-1-node-1 cluster-1-node-2)
 
 # jp OBJECT JSONPATH [kubectl args...]: one field with kubectl's jsonpath.
-jp() { local o=$1 p=$2; shift 2; kc "$c" get "$o" "$@" -o "jsonpath=$p"; }
+jp() { local o=$1 p=$2; shift 2; jpath "$c" "$p" "$o" "$@"; }
 node_ready() { [ "$(jp "node/$1" '{.status.conditions[?(@.type=="Ready")].status}')" = "${2:-True}" ]; }
 pod_phase_is() { [ "$(jp "pod/$2" '{.status.phase}' -n "$1")" = "$3" ]; }
 # in_cidr IP CIDR
@@ -20,7 +20,7 @@ print(sum(1 for p in items if p["status"].get("phase") == "Running"
 # check_ips NS: every pod IP unique and inside its node's podCIDR; prints the number of pods checked.
 check_ips() {
   local nodes
-  nodes=$(kc "$c" get nodes -o json)
+  nodes=$(kget "$c" nodes)
   kc "$c" -n "$1" get pods -o json | python3 -c '
 import ipaddress, json, sys
 nodes = {n["metadata"]["name"]: n for n in json.loads(sys.argv[1])["items"]}

@@ -9,7 +9,7 @@ for n in "${NODES[@]}"; do wait_for 60 "$n Ready" node_ready "$n"; done
 untainted() { [ -z "$(jp "node/$1" '{.spec.taints[*].key}')" ]; }
 for n in "${NODES[@]}"; do wait_for 30 "not-ready taint lifted from $n" untainted "$n"; done
 [ "$(kc "$c" get nodes -o name | wc -l)" = 3 ] || fail "want exactly 3 nodes: $(kc "$c" get nodes -o name)"
-nodes=$(kc "$c" get nodes -o json)
+nodes=$(kget "$c" nodes)
 port=$(($(awk '$1 == "cluster-1" {print $2}' "$E2E_STATE/clusters") + 5))
 python3 - "$nodes" "$port" <<'PY' || fail "node objects are wrong"
 import json, sys

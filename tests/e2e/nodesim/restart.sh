@@ -9,7 +9,7 @@ wait_sa "$ns"
 kc "$c" -n "$ns" create deployment web --image=nginx:1.25 --replicas=20 >/dev/null
 all_running() { [ "$(running_count "$ns")" = "$1" ]; }
 wait_for 60 "20 pods Running" all_running 20
-uids_before=$(kc "$c" get nodes -o jsonpath='{.items[*].metadata.uid}')
+uids_before=$(jpath "$c" '{.items[*].metadata.uid}' nodes)
 ips_before=$(kc "$c" -n "$ns" get pods -o jsonpath='{range .items[*]}{.metadata.name}={.status.podIP}{"\n"}{end}' | sort)
 pid_before=$(cat "$E2E_STATE/cluster-1/nodesim.pid")
 
@@ -26,7 +26,7 @@ sleep 2
 grep -q 'adopted' "$E2E_STATE/cluster-1/logs/nodesim.log" || fail "the new simulator did not adopt the nodes"
 wait_for 60 "40 pods Running after the restart" all_running 40
 
-[ "$(kc "$c" get nodes -o jsonpath='{.items[*].metadata.uid}')" = "$uids_before" ] || fail "nodes were recreated"
+[ "$(jpath "$c" '{.items[*].metadata.uid}' nodes)" = "$uids_before" ] || fail "nodes were recreated"
 [ "$(kc "$c" get nodes -o name | wc -l)" = 3 ] || fail "node count changed"
 ips_after=$(kc "$c" -n "$ns" get pods -o jsonpath='{range .items[*]}{.metadata.name}={.status.podIP}{"\n"}{end}' | sort)
 missing=$(comm -23 <(echo "$ips_before") <(echo "$ips_after"))

@@ -25,8 +25,8 @@ old_share=$(jget "$B" '{.spec.advertisementConfig.outgoingConfig.resourceSharing
 old_share=${old_share:-30}
 share_percent 100
 if ! (wait_vnode_pods "$N" 60); then # what B sent and what A shows, to tell a stuck sender from a slow receiver
-  kc "$B" get foreignclusters -o json | jq -c '.items[] | [.spec.clusterIdentity.clusterID, .status.advertisement]'
-  kc "$A" get foreignclusters -o json | jq -c '.items[] | [.spec.clusterIdentity.clusterID, .status.advertisement]'
+  kget "$B" foreignclusters | jq -c '.items[] | [.spec.clusterIdentity.clusterID, .status.advertisement]'
+  kget "$A" foreignclusters | jq -c '.items[] | [.spec.clusterIdentity.clusterID, .status.advertisement]'
   kc "$A" get nodes -o custom-columns=N:.metadata.name,P:.status.allocatable.pods,C:.status.allocatable.cpu
   fail "virtual node without room for $N pods"
 fi
@@ -42,7 +42,7 @@ at_kill=$(remote_count "$NS")
 [ "$at_kill" -lt "$N" ] || fail "the rollout was over before the kill ($at_kill pods on $B)"
 # While it is dead, 10 home pods whose remote pods exist are forced away: their remote pods are orphans now
 # (their controller makes 10 new pods under new names).
-gone=$(kc "$B" get pods -n "$RNS" -o json | jq -r '.items[:10][] | .metadata.name')
+gone=$(kget "$B" pods -n "$RNS" | jq -r '.items[:10][] | .metadata.name')
 # shellcheck disable=SC2086
 kc "$A" delete pods -n "$NS" --grace-period=0 --force $gone >/dev/null 2>&1
 say "killed with $at_kill of $N pods on $B, 10 of them orphaned; restarting it"

@@ -28,14 +28,14 @@ offload "$NS"
 wait_mapped "$NS"
 RNS=$(remote_ns "$NS")
 case "$RNS" in "$NS-$A"-??????) ;; *) fail "remote name $RNS is not $NS-$A-<6 hex> (DefaultName)" ;; esac
-[ "$(kc "$B" get namespace "$RNS" -o jsonpath='{.metadata.labels.virtualkubelet\.liqo\.io/origin}')" = "$A_ID" ] ||
+[ "$(jpath "$B" '{.metadata.labels.virtualkubelet\.liqo\.io/origin}' namespace "$RNS")" = "$A_ID" ] ||
   fail "namespace $RNS on $B is not labelled with A's ID"
 [ "$(nsmap_json | jq -r --arg n "$NS" '.status.currentMapping[$n].phase')" = Accepted ] ||
   fail "entry $NS not Accepted in B's NamespaceMap"
 [ "$(cond "$NS" OffloadingRequired)" = True ] || fail "OffloadingRequired is not True"
 [ "$(cond_reason "$NS" Ready)" = Accepted ] || fail "Ready's reason is not Accepted"
 # The conditions belong to the virtual kubelet's field manager (server-side apply).
-kc "$A" get namespaceoffloading offloading -n "$NS" -o json --show-managed-fields |
+kget "$A" namespaceoffloading offloading -n "$NS" --show-managed-fields |
   jq -e --arg m "cliqo-vk-$B_ID" --arg b "f:$B_ID" '[.metadata.managedFields[] | select(.manager == $m and .operation == "Apply"
     and .fieldsV1["f:status"]["f:remoteNamespacesConditions"][$b] != null)] | length == 1' >/dev/null ||
   fail "no status fields owned by field manager cliqo-vk-$B_ID"
@@ -44,7 +44,7 @@ say "a pod there runs on $B; removing the offloading removes it first, then the 
 bare_pod "$NS" solo
 wait_for 60 "pod solo Running on both sides" all_running "$NS" 1
 # B's node holding the pod does not finish deletions until released: the order can be seen.
-SIM_NODE=$(kc "$B" get pod -n "$RNS" solo -o jsonpath='{.spec.nodeName}')
+SIM_NODE=$(jpath "$B" '{.spec.nodeName}' pod -n "$RNS" solo)
 kc "$B" annotate node "$SIM_NODE" sim.cliqo.io/ready=unknown --overwrite >/dev/null
 kc "$A" delete namespaceoffloading offloading -n "$NS" --wait=false >/dev/null
 wait_for 30 "pod solo deleted on A, then on $B" eval '[ -n "$(jget "$B" "{.metadata.deletionTimestamp}" pod -n "$RNS" solo)" ]'
@@ -64,7 +64,7 @@ offload "$SAME" EnforceSameName
 wait_for 30 "Ready=False AlreadyExists for $SAME" eval '[ "$(cond "$SAME" Ready)" = False ] && [ "$(cond_reason "$SAME" Ready)" = AlreadyExists ]'
 msg=$(cond_field "$SAME" Ready message)
 case "$msg" in *"exists on the provider"*) ;; *) fail "the condition does not say why: $msg" ;; esac
-[ -z "$(kc "$B" get namespace "$SAME" -o jsonpath='{.metadata.labels.virtualkubelet\.liqo\.io/origin}')" ] ||
+[ -z "$(jpath "$B" '{.metadata.labels.virtualkubelet\.liqo\.io/origin}' namespace "$SAME")" ] ||
   fail "B's own namespace $SAME was taken over"
 kc "$A" delete namespaceoffloading offloading -n "$SAME" >/dev/null
 wait_for 30 "entry $SAME gone from the NamespaceMap" eval '[ -z "$(remote_ns "$SAME")" ]'

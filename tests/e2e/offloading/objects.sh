@@ -26,12 +26,12 @@ b64() { printf '%s' "$1" | base64 -w0; }
 jb() { # jsonpath args...: a field of an object in the remote namespace ("" when absent)
   local p=$1
   shift
-  kc "$B" get -n "$RNS" "$@" -o "jsonpath=$p" 2>/dev/null || true
+  jpath "$B" "$p" -n "$RNS" "$@" 2>/dev/null || true
 }
 ja() {
   local p=$1
   shift
-  kc "$A" get -n "$NS" "$@" -o "jsonpath=$p" 2>/dev/null || true
+  jpath "$A" "$p" -n "$NS" "$@" 2>/dev/null || true
 }
 on_b() { kc "$B" get -n "$RNS" "$@" >/dev/null 2>&1; }
 absent_b() { ! on_b "$@"; }

@@ -37,7 +37,7 @@ ids
 wait_shared 60
 REMOTE_NS=$HOME_NS-b-$(printf %s "$A_ID" | sha256sum | cut -c1-6)
 
-T_B=$(kc "$B" get foreignclusters -o json |
+T_B=$(kget "$B" foreignclusters |
   jq -r --arg id "$A_ID" '.items[] | select(.spec.clusterIdentity.clusterID == $id) | .status.tenantNamespace.local')
 [ -n "$T_B" ] && [ "$T_B" != null ] || fail "no tenant namespace of $A on $B"
 VK_USER="system:serviceaccount:$T_B:vk-$A_ID"
@@ -65,7 +65,7 @@ refused() {
     fail "pod $1: unexpected refusal: $err
   want: $3"
 }
-sent() { kc "$B" get foreignclusters -o json | jq -cS --arg id "$A_ID" \
+sent() { kget "$B" foreignclusters | jq -cS --arg id "$A_ID" \
   '.items[] | select(.spec.clusterIdentity.clusterID == $id) | .status.advertisement.sent.resources | {cpu, memory, pods}'; }
 
 say "$B offers $A exactly cpu 2, memory 1Gi, pods 3"
@@ -93,14 +93,14 @@ refused p3 101m "offer exceeded: cpu 1900m requested + 101m > 2 offered to $A"
 
 say "the namespace has B's LimitRange of default requests and a ResourceQuota equal to the offer"
 [ "$(jget "$B" '{.spec.limits[0].defaultRequest.cpu} {.spec.limits[0].defaultRequest.memory}' limitrange -n "$REMOTE_NS" cliqo-defaults)" = "100m 128Mi" ] ||
-  fail "no LimitRange cliqo-defaults with 100m/128Mi in $REMOTE_NS: $(kc "$B" get limitrange -n "$REMOTE_NS" -o json)"
+  fail "no LimitRange cliqo-defaults with 100m/128Mi in $REMOTE_NS: $(kget "$B" limitrange -n "$REMOTE_NS")"
 quota_hard() { jget "$B" '{.spec.hard.requests\.cpu} {.spec.hard.requests\.memory} {.spec.hard.pods}' resourcequota -n "$REMOTE_NS" cliqo-offer; }
 [ "$(quota_hard)" = "2 1Gi 3" ] || fail "ResourceQuota cliqo-offer is not the offer: $(quota_hard)"
 
 say "a container without requests gets the defaults, and counts with them"
 admitted p3
 [ "$(jget "$B" '{.spec.containers[0].resources.requests.cpu} {.spec.containers[0].resources.requests.memory}' pod -n "$REMOTE_NS" p3)" = "100m 128Mi" ] ||
-  fail "p3 did not get the default requests: $(kc "$B" get pod -n "$REMOTE_NS" p3 -o jsonpath='{.spec.containers[0].resources}')"
+  fail "p3 did not get the default requests: $(jpath "$B" '{.spec.containers[0].resources}' pod -n "$REMOTE_NS" p3)"
 refused p4 "" "offer exceeded: cpu 2 requested + 100m > 2 offered to $A"
 refused p4 0 "offer exceeded: pods 3 requested + 1 > 3 offered to $A"
 

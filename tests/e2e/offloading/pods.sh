@@ -24,7 +24,7 @@ say "offload $NS; a Deployment of 50 replicas"
 offload "$NS"
 wait_mapped "$NS"
 RNS=$(remote_ns "$NS")
-[ "$(kc "$B" get namespace "$RNS" -o jsonpath='{.metadata.labels.virtualkubelet\.liqo\.io/origin}')" = "$A_ID" ] ||
+[ "$(jpath "$B" '{.metadata.labels.virtualkubelet\.liqo\.io/origin}' namespace "$RNS")" = "$A_ID" ] ||
   fail "remote namespace $RNS is not labelled with A's ID"
 start=$(date +%s.%N)
 deployment "$NS" web 50
@@ -34,9 +34,9 @@ secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 echo "FIGURE offload-50-pods-ready-seconds=$secs"
 out=$(pairs_ok "$NS") || fail "home and remote pods do not pair one to one: $out"
 # Every remote pod is placed by B's scheduler on one of B's nodes, never on a virtual node.
-kc "$B" get pods -n "$RNS" -o json | jq -e '[.items[] | select((.spec.nodeName // "") | startswith("cluster-2-node-") | not)] | length == 0' >/dev/null ||
+kget "$B" pods -n "$RNS" | jq -e '[.items[] | select((.spec.nodeName // "") | startswith("cluster-2-node-") | not)] | length == 0' >/dev/null ||
   fail "a remote pod is not on one of $B's nodes"
-kc "$B" get pods -n "$RNS" -o json | jq -e '[.items[] | select(.spec.serviceAccountName != null and .spec.serviceAccountName != "default")] | length == 0' >/dev/null ||
+kget "$B" pods -n "$RNS" | jq -e '[.items[] | select(.spec.serviceAccountName != null and .spec.serviceAccountName != "default")] | length == 0' >/dev/null ||
   fail "a remote pod carries A's service account"
 
 say "status back: phase, addresses through the remapping, hostIP, container statuses"
@@ -49,8 +49,8 @@ int2ip() { echo "$((($1 >> 24) & 255)).$((($1 >> 16) & 255)).$((($1 >> 8) & 255)
 bits=${from#*/}
 mask=$(((0xffffffff << (32 - bits)) & 0xffffffff))
 translate() { int2ip $((($(ip2int "${to%/*}") & mask) | ($(ip2int "$1") & ~mask & 0xffffffff))); }
-home=$(kc "$A" get pods -n "$NS" -o json)
-remote=$(kc "$B" get pods -n "$RNS" -o json)
+home=$(kget "$A" pods -n "$NS")
+remote=$(kget "$B" pods -n "$RNS")
 checked=0
 while read -r name hip rip; do
   want=$(translate "$rip")
@@ -75,7 +75,7 @@ say "labels, annotations and images propagate"
 kc "$A" label pod -n "$NS" "$P" e2e.cliqo.io/extra=yes >/dev/null
 kc "$A" annotate pod -n "$NS" "$P" e2e.cliqo.io/note- e2e.cliqo.io/added=x >/dev/null
 kc "$A" set image -n "$NS" "pod/$P" c=nginx:2 >/dev/null
-rpod() { kc "$B" get pod -n "$RNS" "$P" -o json 2>/dev/null; }
+rpod() { kget "$B" pod -n "$RNS" "$P" 2>/dev/null; }
 wait_for 30 "label, annotations and image of $P on $B" eval '[ "$(rpod | jq -r "[.metadata.labels[\"e2e.cliqo.io/extra\"], .metadata.annotations[\"e2e.cliqo.io/added\"], (.metadata.annotations[\"e2e.cliqo.io/note\"] // \"gone\"), .spec.containers[0].image] | join(\" \")")" = "yes x gone nginx:2" ]'
 wait_for 30 "the new image in $P's container status" eval '[ "$(jget "$A" "{.status.containerStatuses[0].image}" pod -n "$NS" "$P")" = nginx:2 ]'
 
@@ -89,14 +89,14 @@ say "a failing container shows on the home pod"
 Q=$(jq -r '.items[1].metadata.name' <<<"$home")
 kc "$A" annotate pod -n "$NS" "$Q" sim.cliqo.io/fail=3 >/dev/null
 failing() {
-  kc "$A" get pod -n "$NS" "$Q" -o json | jq -e '.status.containerStatuses[0] | .state.waiting.reason == "CrashLoopBackOff"
+  kget "$A" pod -n "$NS" "$Q" | jq -e '.status.containerStatuses[0] | .state.waiting.reason == "CrashLoopBackOff"
     and .restartCount >= 1 and .lastState.terminated.exitCode == 3 and .ready == false' >/dev/null
 }
 wait_for 30 "CrashLoopBackOff, restart count and exit code 3 on home pod $Q" failing
 
 say "a deletion honours its grace period (B's node holding the pod does not finish it until released)"
 G=$(jq -r '.items[2].metadata.name' <<<"$home")
-SIM_NODE=$(kc "$B" get pod -n "$RNS" "$G" -o jsonpath='{.spec.nodeName}')
+SIM_NODE=$(jpath "$B" '{.spec.nodeName}' pod -n "$RNS" "$G")
 kc "$B" annotate node "$SIM_NODE" sim.cliqo.io/ready=unknown --overwrite >/dev/null
 kc "$A" delete pod -n "$NS" "$G" --grace-period=40 --wait=false >/dev/null
 wait_for 30 "remote pod $G deleted with grace 40" eval '[ "$(jget "$B" "{.metadata.deletionGracePeriodSeconds}" pod -n "$RNS" "$G")" = 40 ]'
@@ -113,7 +113,7 @@ kc "$B" create quota e2e-full -n "$RNS" --hard=pods=50 >/dev/null
 wait_for 30 "the quota's usage computed" eval '[ "$(jget "$B" "{.status.used.pods}" resourcequota -n "$RNS" e2e-full)" = 50 ]'
 kc "$A" scale deployment -n "$NS" web --replicas=51 >/dev/null
 refused_pod() {
-  kc "$A" get pods -n "$NS" -o json | jq -r '.items[] | select([.status.conditions[]? | select(.type == "PodScheduled"
+  kget "$A" pods -n "$NS" | jq -r '.items[] | select([.status.conditions[]? | select(.type == "PodScheduled"
     and .status == "False" and .reason == "ProviderRefused" and (.message | contains("exceeded quota")))] | length == 1) | .metadata.name'
 }
 wait_for 30 "a home pod with PodScheduled=False ProviderRefused" eval '[ -n "$(refused_pod)" ]'

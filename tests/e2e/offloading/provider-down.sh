@@ -31,8 +31,8 @@ wait_mapped "$NS"
 RNS=$(remote_ns "$NS")
 deployment "$NS" web 10
 wait_for 90 "10 pods Running on both sides" all_running "$NS" 10
-before=$(kc "$B" get pods -n "$RNS" -o json | jq -c '[.items[] | {n: .metadata.name, u: .metadata.uid}] | sort')
-homes=$(kc "$A" get pods -n "$NS" -o json | jq -c '[.items[] | .metadata.uid] | sort')
+before=$(kget "$B" pods -n "$RNS" | jq -c '[.items[] | {n: .metadata.name, u: .metadata.uid}] | sort')
+homes=$(kget "$A" pods -n "$NS" | jq -c '[.items[] | .metadata.uid] | sort')
 
 bpid=$(agent_pid "$B")
 restarts0=$(restarts)
@@ -46,11 +46,11 @@ not_ready() { [ "$(ready_cond)" = False/ProviderUnreachable ]; }
 wait_for 20 "virtual node NotReady (ProviderUnreachable)" not_ready
 echo "FIGURE provider-down-to-node-notready-seconds=$(($(date +%s) - start))"
 unreachable_pods() {
-  kc "$A" get pods -n "$NS" -o json | jq '[.items[] | select([.status.conditions[]? | select(.type == "cliqo.io/ProviderReachable" and .status == "False" and .reason == "ProviderUnreachable")] | length == 1)] | length'
+  kget "$A" pods -n "$NS" | jq '[.items[] | select([.status.conditions[]? | select(.type == "cliqo.io/ProviderReachable" and .status == "False" and .reason == "ProviderUnreachable")] | length == 1)] | length'
 }
 wait_for 20 "every home pod with cliqo.io/ProviderReachable=False" eval '[ "$(unreachable_pods)" = 10 ]'
 kept() {
-  kc "$A" get pods -n "$NS" -o json | jq -e --argjson h "$homes" '[.items[] | select(.metadata.deletionTimestamp == null
+  kget "$A" pods -n "$NS" | jq -e --argjson h "$homes" '[.items[] | select(.metadata.deletionTimestamp == null
     and .status.phase == "Running") | .metadata.uid] | sort == $h' >/dev/null
 }
 while [ $(($(date +%s) - start)) -lt "$OUTAGE" ]; do
@@ -78,9 +78,9 @@ same_agent() { [ "$(agent_pid "$B")" = "$bpid" ] && agent_alive "$B"; }
 same_agent || fail "B's agent is not the process it was before the outage"
 wait_agent_ready "$B"
 wait_for 60 "B's agent leads again" b_leads
-wait_for 60 "every home pod reachable again" eval '[ "$(kc "$A" get pods -n "$NS" -o json | jq "[.items[] | select([.status.conditions[]? | select(.type == \"cliqo.io/ProviderReachable\" and .status == \"True\")] | length == 1)] | length")" = 10 ]'
+wait_for 60 "every home pod reachable again" eval '[ "$(kget "$A" pods -n "$NS" | jq "[.items[] | select([.status.conditions[]? | select(.type == \"cliqo.io/ProviderReachable\" and .status == \"True\")] | length == 1)] | length")" = 10 ]'
 echo "FIGURE provider-back-to-pods-reachable-seconds=$(($(date +%s) - back))"
-after=$(kc "$B" get pods -n "$RNS" -o json | jq -c '[.items[] | {n: .metadata.name, u: .metadata.uid}] | sort')
+after=$(kget "$B" pods -n "$RNS" | jq -c '[.items[] | {n: .metadata.name, u: .metadata.uid}] | sort')
 [ "$before" = "$after" ] || fail "pods on $B changed across the outage: before $before, after $after"
 kept || fail "home pods not kept after the outage"
 out=$(pairs_ok "$NS") || fail "pairs after the outage: $out"

@@ -28,19 +28,19 @@ offload() {
 JSON
 }
 # The NamespaceMap of A on B (its spec and status).
-nsmap_json() { kc "$B" get namespacemaps -A -o json | jq -c --arg a "$A_ID" '.items[] | select(.metadata.name == $a)'; }
+nsmap_json() { kget "$B" namespacemaps -A | jq -c --arg a "$A_ID" '.items[] | select(.metadata.name == $a)'; }
 # remote_ns NS: the namespace B made for NS (empty until asked for).
 remote_ns() { nsmap_json | jq -r --arg n "$1" '.spec.desiredMapping[$n] // empty'; }
 # cond NS TYPE: the status of B's condition TYPE in the NamespaceOffloading of NS.
 cond_field() { # NS TYPE FIELD
-  kc "$A" get namespaceoffloading offloading -n "$1" -o json 2>/dev/null |
+  kget "$A" namespaceoffloading offloading -n "$1" 2>/dev/null |
     jq -r --arg b "$B_ID" --arg t "$2" --arg f "$3" '.status.remoteNamespacesConditions[$b][]? | select(.type == $t) | .[$f]'
 }
 cond() { cond_field "$1" "$2" status; }
 cond_reason() { cond_field "$1" "$2" reason; }
 # has_key NS: the NamespaceOffloading of NS has B's key in its conditions.
 has_key() {
-  kc "$A" get namespaceoffloading offloading -n "$1" -o json 2>/dev/null |
+  kget "$A" namespaceoffloading offloading -n "$1" 2>/dev/null |
     jq -e --arg b "$B_ID" '.status.remoteNamespacesConditions[$b] != null' >/dev/null
 }
 mapped() { [ "$(cond "$1" Ready)" = True ] && [ -n "$(remote_ns "$1")" ] && kc "$B" get namespace "$(remote_ns "$1")" >/dev/null 2>&1; }
@@ -75,8 +75,8 @@ bare_pod() {
 JSON
 }
 # Counts: home pods Running (and Ready), home pods, pods in the remote namespace of NS on B.
-home_running() { kc "$A" get pods -n "$1" -o json | jq '[.items[] | select(.status.phase == "Running" and ([.status.conditions[]? | select(.type == "Ready" and .status == "True")] | length) == 1)] | length'; }
-home_count() { kc "$A" get pods -n "$1" -o json | jq '.items | length'; }
+home_running() { kget "$A" pods -n "$1" | jq '[.items[] | select(.status.phase == "Running" and ([.status.conditions[]? | select(.type == "Ready" and .status == "True")] | length) == 1)] | length'; }
+home_count() { kget "$A" pods -n "$1" | jq '.items | length'; }
 remote_count() { kc "$B" get pods -n "$(remote_ns "$1")" -o json 2>/dev/null | jq '.items | length'; }
 all_running() { [ "$(home_running "$1")" = "$2" ] && [ "$(home_count "$1")" = "$2" ] && [ "$(remote_count "$1")" = "$2" ]; }
 
@@ -85,8 +85,8 @@ all_running() { [ "$(home_running "$1")" = "$2" ] && [ "$(home_count "$1")" = "$
 pairs_ok() {
   local ns=$1 rns home remote
   rns=$(remote_ns "$ns")
-  home=$(kc "$A" get pods -n "$ns" -o json | jq -c '[.items[] | {n: .metadata.name, u: .metadata.uid}] | sort')
-  remote=$(kc "$B" get pods -n "$rns" -o json | jq -c --arg a "$A_ID" '[.items[] |
+  home=$(kget "$A" pods -n "$ns" | jq -c '[.items[] | {n: .metadata.name, u: .metadata.uid}] | sort')
+  remote=$(kget "$B" pods -n "$rns" | jq -c --arg a "$A_ID" '[.items[] |
     select(.metadata.labels["virtualkubelet.liqo.io/origin"] == $a) |
     {n: .metadata.name, u: .metadata.labels["offloading.cliqo.io/home-uid"]}] | sort')
   [ "$home" = "$remote" ] && return 0

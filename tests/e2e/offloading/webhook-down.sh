@@ -32,10 +32,10 @@ ensure_agents
 ids
 
 labelled() { [ "$(jget "$A" '{.metadata.labels.liqo\.io/scheduling-enabled}' namespace "$1")" = true ]; }
-secret() { kc "$A" get secret -n cliqo cliqo-webhook-certs -o "jsonpath={.data.${1//./\\.}}" | base64 -d; }
-bundle() { kc "$A" get "$1" "$2" -o jsonpath='{.webhooks[0].clientConfig.caBundle}' | base64 -d; }
+secret() { jpath "$A" "{.data.${1//./\\.}}" secret -n cliqo cliqo-webhook-certs | base64 -d; }
+bundle() { jpath "$A" '{.webhooks[0].clientConfig.caBundle}' "$1" "$2" | base64 -d; }
 vk_tolerated() {
-  [ "$(kc "$A" get pod -n "$OFF" "$1" -o jsonpath='{.spec.tolerations[?(@.key=="virtual-node.liqo.io/not-allowed")].effect}')" = NoExecute ]
+  [ "$(jpath "$A" '{.spec.tolerations[?(@.key=="virtual-node.liqo.io/not-allowed")].effect}' pod -n "$OFF" "$1")" = NoExecute ]
 }
 
 kc "$A" create namespace "$OFF" >/dev/null
@@ -93,7 +93,7 @@ wait_for 60 "the next CA promoted" eval "[ \"\$(secret ca.crt)\" != \"\$ca0\" ]"
 ca1=$(secret ca.crt)
 [ "$(secret ca-previous.crt)" = "$ca0" ] || fail "the old CA is not kept as previous"
 [ -z "$(secret ca-next.crt)" ] || fail "ca-next.crt left after the promotion"
-[ -z "$(kc "$A" get secret -n cliqo cliqo-webhook-certs -o jsonpath='{.metadata.annotations.admission\.cliqo\.io/rotate}')" ] ||
+[ -z "$(jpath "$A" '{.metadata.annotations.admission\.cliqo\.io/rotate}' secret -n cliqo cliqo-webhook-certs)" ] ||
   fail "the rotate annotation was not removed"
 for cfg in "mutatingwebhookconfiguration cliqo-pod-offloading" "validatingwebhookconfiguration cliqo-offer-enforcement"; do
   b=$(bundle $cfg)

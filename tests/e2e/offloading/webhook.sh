@@ -49,7 +49,7 @@ ${3:-}
 EOF
 }
 # json NS NAME PATH: a field of a pod, as compact JSON with sorted keys.
-json() { kc "$A" get pod -n "$1" "$2" -o json | jq -cS "$3"; }
+json() { kget "$A" pod -n "$1" "$2" | jq -cS "$3"; }
 same() { # DESCRIPTION GOT WANT (JSON)
   local want
   want=$(jq -cS . <<<"$3")
@@ -167,7 +167,7 @@ same "own longer and unbounded tolerations kept" "$(json "$R" longer '.spec.tole
 patch_config "$A" '{"spec":{"offloadingConfig":{"unreachableGraceSeconds":null}}}'
 
 say "a malformed review (with the API server's client certificate) gets a clear 400; the webhook's metrics count what it did"
-kc "$A" get secret -n cliqo cliqo-webhook-certs -o jsonpath='{.data.ca\.crt}' | base64 -d >"$T/ca.crt"
+jpath "$A" '{.data.ca\.crt}' secret -n cliqo cliqo-webhook-certs | base64 -d >"$T/ca.crt"
 client=(--cert "$(webhook_client_cert "$A")" --key "$(webhook_client_key "$A")")
 code=$(curl -s -o "$T/body" -w '%{http_code}' --cacert "$T/ca.crt" "${client[@]}" -H 'Content-Type: application/json' \
   --data-binary '{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":7}}' \

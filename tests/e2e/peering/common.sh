@@ -21,7 +21,7 @@ auth_url() { echo "https://127.0.0.1:$(auth_port "$1")"; }
 agent_log() { echo "$PEER_TMP/agent-$1.log"; }
 # current_log CLUSTER: the log of the agent's latest start.
 current_log() { awk '/^--- start / { buf = "" } { buf = buf $0 "\n" } END { printf "%s", buf }' "$(agent_log "$1")"; }
-cluster_id() { kc "$1" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}'; }
+cluster_id() { jpath "$1" '{.data.cluster-id}' configmap -n cliqo cluster-id; }
 # cq CLUSTER args...: cliqoctl against one cluster.
 cq() {
   local c=$1
@@ -35,7 +35,7 @@ contains() { # DESCRIPTION HAYSTACK NEEDLE
 jget() {
   local c=$1 p=$2
   shift 2
-  kc "$c" get "$@" -o "jsonpath=$p" 2>/dev/null || true
+  jpath "$c" "$p" "$@" 2>/dev/null || true
 }
 # fc_condition CLUSTER FC TYPE: the status of one peering condition of a ForeignCluster.
 fc_condition() { jget "$1" "{.status.peeringConditions[?(@.type==\"$3\")].status}" foreigncluster "$2"; }
@@ -240,7 +240,7 @@ peer() {
 unpeer_all() {
   local c fc out
   for c in "$A" "$B"; do
-    for fc in $(kc "$c" get foreignclusters -o jsonpath='{.items[*].metadata.name}'); do
+    for fc in $(jpath "$c" '{.items[*].metadata.name}' foreignclusters); do
       [ "$(jget "$c" '{.metadata.labels.discovery\.liqo\.io/discovery-type}' foreigncluster "$fc")" = IncomingPeering ] && continue
       out=$(cq "$c" unpeer "$fc" --timeout 60s 2>&1) || fail "unpeer $fc on $c failed: $out"
     done

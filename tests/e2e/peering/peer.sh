@@ -23,7 +23,7 @@ A_NS=$(tenant_name "$B" "$B_ID") # B's tenant namespace on A
 B_NS=$(tenant_name "$A" "$A_ID") # A's tenant namespace on B
 
 say "objects on $A"
-kc "$A" get foreigncluster "$B" -o json >"$PEER_TMP/fc-a.json"
+kget "$A" foreigncluster "$B" >"$PEER_TMP/fc-a.json"
 python3 - "$PEER_TMP/fc-a.json" "$B_ID" "$A_NS" "$B_NS" "$(auth_url "$B")" <<'PY' || fail "ForeignCluster $B on $A is wrong"
 import json, sys
 fc, bid, a_ns, b_ns, url = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
@@ -40,8 +40,8 @@ for c in conds.values():
     assert c.get("lastTransitionTime"), c
 assert st["tenantNamespace"] == {"local": a_ns, "remote": b_ns}, st["tenantNamespace"]
 PY
-kc "$A" get secret -n cliqo "remote-auth-$B_ID" -o json >"$PEER_TMP/auth.json" || fail "no remote-auth-$B_ID on $A"
-kc "$A" get secret -n cliqo "remote-identity-$B_ID" -o json >"$PEER_TMP/ident.json" || fail "no remote-identity-$B_ID on $A"
+kget "$A" secret -n cliqo "remote-auth-$B_ID" >"$PEER_TMP/auth.json" || fail "no remote-auth-$B_ID on $A"
+kget "$A" secret -n cliqo "remote-identity-$B_ID" >"$PEER_TMP/ident.json" || fail "no remote-identity-$B_ID on $A"
 python3 - "$PEER_TMP/auth.json" "$PEER_TMP/ident.json" "$B_ID" "$B_NS" "$(base_port "$B")" <<'PY' || fail "Secrets of $A are wrong"
 import base64, json, sys
 auth, ident, bid, b_ns, b_port = (json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3],
@@ -78,11 +78,11 @@ check_tenant "$A" "$A_NS" "$B_ID"
 
 say "objects on $B"
 check_tenant "$B" "$B_NS" "$A_ID"
-kc "$B" get secret -n "$B_NS" "pr-$A_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$PEER_TMP/pr.kubeconfig" ||
+jpath "$B" '{.data.kubeconfig}' secret -n "$B_NS" "pr-$A_ID" | base64 -d >"$PEER_TMP/pr.kubeconfig" ||
   fail "no Secret pr-$A_ID in $B_NS on $B"
 [ "$(jq -r '.clusters[0].cluster.server' "$PEER_TMP/pr.kubeconfig")" = "https://127.0.0.1:$(base_port "$A")" ] ||
   fail "the credential in pr-$A_ID does not point at $A"
-kc "$B" get peeringrequests --all-namespaces -o json >"$PEER_TMP/prs.json"
+kget "$B" peeringrequests --all-namespaces >"$PEER_TMP/prs.json"
 python3 - "$PEER_TMP/prs.json" "$A_ID" "$B_NS" "$A_NS" "$(auth_url "$A")" <<'PY' || fail "PeeringRequest on $B is wrong"
 import json, sys
 items, aid, b_ns, a_ns, url = json.load(open(sys.argv[1]))["items"], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
@@ -95,7 +95,7 @@ assert s["namespace"] == a_ns and s["authUrl"] == url, s
 assert s["kubeConfigRef"] == {"name": "pr-" + aid, "namespace": b_ns}, s
 assert pr["status"]["phase"] == "Accepted", pr["status"]
 PY
-kc "$B" get foreigncluster "$A" -o json >"$PEER_TMP/fc-b.json" || fail "no ForeignCluster $A on $B"
+kget "$B" foreigncluster "$A" >"$PEER_TMP/fc-b.json" || fail "no ForeignCluster $A on $B"
 python3 - "$PEER_TMP/fc-b.json" "$A_ID" "$B_NS" <<'PY' || fail "ForeignCluster $A on $B is wrong"
 import json, sys
 fc, aid, b_ns = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]

@@ -103,7 +103,7 @@ current_log "$B" | grep_q 'refused a peering request from 127.0.0.1: too many fa
 # A right token is never refused by the limiter (issue 17, point 6: the address may be shared): B's shared
 # token, for a cluster ID of the test's own, is issued (201); its tenant namespace is deleted right after. A wrong
 # token after it is still refused with 429 (a success does not reset the count).
-shared_token=$(kc "$B" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
+shared_token=$(jpath "$B" '{.data.token}' secret -n cliqo auth-token | base64 -d)
 probe_id=$(cat /proc/sys/kernel/random/uuid)
 identity_body "$PEER_TMP/a.key" "$B_ID" "$probe_id" probe-ok "$shared_token" >"$PEER_TMP/right.json"
 post "$PEER_TMP/right.json"

@@ -38,7 +38,7 @@ out=$(cq "$A" unpeer "$B" --keep --timeout 60s 2>&1) || fail "unpeer --keep fail
 [ "$(jget "$A" '{.spec.outgoingPeeringEnabled}' foreigncluster "$B")" = No ] || fail "outgoingPeeringEnabled is not No"
 fc_condition_is "$A" "$B" OutgoingPeering None || fail "OutgoingPeering is not None after unpeer --keep"
 wait_for 60 "B forgets A" no_peering_objects "$B"
-[ -z "$(kc "$A" get foreigncluster "$B" -o jsonpath='{.metadata.finalizers}')" ] ||
+[ -z "$(jpath "$A" '{.metadata.finalizers}' foreigncluster "$B")" ] ||
   fail "the finalizer is still on the kept ForeignCluster"
 [ -z "$(kc "$A" -n cliqo get secret -o name | grep remote-identity || true)" ] ||
   fail "the remote identity is still on A"

@@ -14,8 +14,8 @@ A_NS=$(jget "$A" '{.status.tenantNamespace.local}' foreigncluster "$B")  # B's t
 if [ -z "$A_NS" ] || [ -z "$B_NS" ]; then fail "tenant namespaces not in the ForeignCluster's status"; fi
 CRED_A_ON_B="$PEER_TMP/a-on-b.kubeconfig"
 CRED_B_ON_A="$PEER_TMP/b-on-a.kubeconfig"
-kc "$A" get secret -n cliqo "remote-identity-$B_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$CRED_A_ON_B"
-kc "$B" get secret -n "$B_NS" "pr-$A_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$CRED_B_ON_A"
+jpath "$A" '{.data.kubeconfig}' secret -n cliqo "remote-identity-$B_ID" | base64 -d >"$CRED_A_ON_B"
+jpath "$B" '{.data.kubeconfig}' secret -n "$B_NS" "pr-$A_ID" | base64 -d >"$CRED_B_ON_A"
 if [ ! -s "$CRED_A_ON_B" ] || [ ! -s "$CRED_B_ON_A" ]; then fail "credentials not found"; fi
 
 # as CRED args...: kubectl with a peer's credential.

@@ -48,12 +48,12 @@ get_b() { kc "$B" get -n "$RNS" "$@" 2>/dev/null; }
 jb() { # jsonpath args...: a field of an object on B ("" when absent)
   local p=$1
   shift
-  kc "$B" get -n "$RNS" "$@" -o "jsonpath=$p" 2>/dev/null || true
+  jpath "$B" "$p" -n "$RNS" "$@" 2>/dev/null || true
 }
 ja() {
   local p=$1
   shift
-  kc "$A" get -n "$NS" "$@" -o "jsonpath=$p" 2>/dev/null || true
+  jpath "$A" "$p" -n "$NS" "$@" 2>/dev/null || true
 }
 absent_b() { ! kc "$B" get -n "$RNS" "$@" >/dev/null 2>&1; }
 metric() { # NAME LABELS-SUBSTRING: the sum of the matching series in the driver's metrics (0: none)
@@ -187,7 +187,7 @@ cc() { # REFLECTION-JSON: applies the ClusterConfig with these filters and write
 {"apiVersion": "config.liqo.io/v1alpha1", "kind": "ClusterConfig", "metadata": {"name": "configuration"},
  "spec": {"offloadingConfig": {"reflection": $1}}}
 EOF
-  kc "$A" get clusterconfig configuration -o json >"$WORK/filters.json"
+  kget "$A" clusterconfig configuration >"$WORK/filters.json"
 }
 refused() { # REFLECTION-JSON MESSAGE-PIECE: the API server refuses it
   local out
@@ -201,7 +201,7 @@ EOF
 kc "$A" apply -f - >/dev/null <<EOF
 {"apiVersion": "config.liqo.io/v1alpha1", "kind": "ClusterConfig", "metadata": {"name": "configuration"}, "spec": {}}
 EOF
-[ "$(kc "$A" get clusterconfig configuration -o jsonpath='{.spec.offloadingConfig.reflection}')" = '{}' ] ||
+[ "$(jpath "$A" '{.spec.offloadingConfig.reflection}' clusterconfig configuration)" = '{}' ] ||
   fail "offloadingConfig.reflection does not default to {}"
 refused '{"secrets": {"deny": ["Web/x"]}}' 'should match'
 refused '{"secrets": {"deny": ["web"]}}' 'should match'
@@ -271,7 +271,7 @@ grep -q 'name is taken on the provider' "$LOG" || fail "no log line for the clas
 
 say "${#EXTRA[@]} more namespace pairs: each has its copy"
 for n in "${EXTRA[@]}"; do
-  wait_for 30 "hello copied into $n-remote" eval '[ "$(kc "$B" get configmap -n "$n-remote" hello -o jsonpath="{.data.ns}" 2>/dev/null)" = "$n" ]'
+  wait_for 30 "hello copied into $n-remote" eval '[ "$(jpath "$B" "{.data.ns}" configmap -n "$n-remote" hello 2>/dev/null)" = "$n" ]'
 done
 
 say "cap: many has $((CAP + 2)) ConfigMaps (> $CAP): none reflected, counted"

@@ -21,7 +21,7 @@ ids
 wait_shared 60
 # The conditions B's answer leaves in A's NamespaceOffloading of NS (Ready's reason and message).
 ready_field() {
-  kc "$A" get namespaceoffloading offloading -n "$1" -o json 2>/dev/null |
+  kget "$A" namespaceoffloading offloading -n "$1" 2>/dev/null |
     jq -r --arg b "$B_ID" --arg f "$2" '.status.remoteNamespacesConditions[$b][]? | select(.type == "Ready") | .[$f]'
 }
 
@@ -60,7 +60,7 @@ EOF
 wait_for 30 "kube-system's NamespaceOffloading Invalid" eval '[ "$(jget "$A" "{.status.offloadingPhase}" namespaceoffloading -n kube-system offloading)" = Invalid ]'
 case "$(jget "$A" '{.status.message}' namespaceoffloading -n kube-system offloading)" in *reserved*) ;; *) fail "Invalid without a reason" ;; esac
 [ -z "$(jget "$A" '{.metadata.labels.liqo\.io/scheduling-enabled}' namespace kube-system)" ] || fail "kube-system labelled for the pod webhook"
-nsmap_has() { kc "$B" get namespacemaps -A -o json | jq -e --arg a "$A_ID" '.items[] | select(.metadata.name == $a) | .spec.desiredMapping["kube-system"]' >/dev/null; }
+nsmap_has() { kget "$B" namespacemaps -A | jq -e --arg a "$A_ID" '.items[] | select(.metadata.name == $a) | .spec.desiredMapping["kube-system"]' >/dev/null; }
 ! nsmap_has || fail "A's virtual kubelet asked $B for kube-system"
 kc "$A" delete namespaceoffloading offloading -n kube-system --wait=true --timeout=30s >/dev/null || fail "cannot delete it"
 pass "remote namespaces limited to DefaultName and $B's allow list; reserved namespaces refused at home and on $B"

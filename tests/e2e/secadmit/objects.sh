@@ -46,7 +46,7 @@ refused --as="$VK" "spec.type ExternalName" \
   "$(printf '{"apiVersion":"v1","kind":"Service","metadata":{"name":"sec-ext","namespace":"%s"},"spec":{"type":"ExternalName","externalName":"kubernetes.default.svc.cluster.local"}}' "$RNS")"
 
 say "EndpointSlices as $A's virtual kubelet: B's API server, B's own pods, another namespace refused"
-SVCIP=$(kc "$B" get service kubernetes -n default -o jsonpath='{.spec.clusterIP}')
+SVCIP=$(jpath "$B" '{.spec.clusterIP}' service kubernetes -n default)
 B_POD=$(jget "$B" '{.spec.liqonetConfig.podCIDR}' clusterconfig configuration)
 B_POD=${B_POD%/*}
 B_POD=${B_POD%.*}.$((${B_POD##*.} + 7)) # an address of B's own pod CIDR
@@ -68,7 +68,7 @@ say "service-account-token Secrets: refused as $A's virtual kubelet and with $A'
 token() { printf '{"apiVersion":"v1","kind":"Secret","metadata":{"name":"sec-token","namespace":"%s","annotations":{"kubernetes.io/service-account.name":"%s"}},"type":"kubernetes.io/service-account-token"}' "$1" "$2"; }
 refused --as="$VK" "kubernetes.io/service-account-token" "$(token "$RNS" default)"
 KCFG=$(mktemp)
-kc "$A" get secret -n cliqo "remote-identity-$B_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$KCFG"
+jpath "$A" '{.data.kubeconfig}' secret -n cliqo "remote-identity-$B_ID" | base64 -d >"$KCFG"
 [ -s "$KCFG" ] || fail "no peering kubeconfig of $A for $B"
 peer() { "$KUBECTL" --kubeconfig "$KCFG" --request-timeout=20s "$@"; }
 for sa in "vk-$A_ID" default; do
@@ -91,5 +91,5 @@ wait_for 60 "copy of web on $B" kc "$B" get service -n "$RNS" web
 wait_for 60 "copy of web-np on $B" kc "$B" get service -n "$RNS" web-np
 [ "$(jget "$B" '{.spec.type}' service -n "$RNS" web-np)" = ClusterIP ] || fail "the NodePort Service was copied as $(jget "$B" '{.spec.type}' service -n "$RNS" web-np)"
 wait_for 60 "B's own slice of web" eval "[ -n \"\$(kc \"$B\" get endpointslices -n \"$RNS\" -l kubernetes.io/service-name=web,endpointslice.kubernetes.io/managed-by=endpointslice-controller.k8s.io -o name)\" ]"
-[ -z "$(kc "$B" get services -n "$RNS" -o jsonpath='{.items[*].spec.externalIPs}')" ] || fail "a Service with externalIPs exists on $B"
+[ -z "$(jpath "$B" '{.items[*].spec.externalIPs}' services -n "$RNS")" ] || fail "a Service with externalIPs exists on $B"
 pass "peer-written Services, EndpointSlices and token Secrets checked on $B; reflection unaffected"

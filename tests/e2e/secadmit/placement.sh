@@ -28,7 +28,7 @@ kc "$B" apply -f - >/dev/null <<EOF || fail "cannot create B's classes"
  {"apiVersion":"scheduling.k8s.io/v1","kind":"PriorityClass","metadata":{"name":"$PC"},"value":100000},
  {"apiVersion":"node.k8s.io/v1","kind":"RuntimeClass","metadata":{"name":"$RC"},"handler":"runc"}]}
 EOF
-NODE=$(kc "$B" get nodes -o jsonpath='{.items[0].metadata.name}')
+NODE=$(jpath "$B" '{.items[0].metadata.name}' nodes)
 VK=$(vk_user "$A_ID")
 
 # pod NAME SPEC_FRAGMENT: a pod with one small container and the fragment's fields.

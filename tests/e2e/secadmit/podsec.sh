@@ -14,7 +14,7 @@ T=$(mktemp -d)
 HOOK='admission webhook "offer.admission.cliqo.io" denied the request'
 
 # nsmap_of CONSUMER_ID: that consumer's NamespaceMap on B.
-nsmap_of() { kc "$B" get namespacemaps -A -o json | jq -c --arg id "$1" '.items[] | select(.metadata.name == $id)'; }
+nsmap_of() { kget "$B" namespacemaps -A | jq -c --arg id "$1" '.items[] | select(.metadata.name == $id)'; }
 remote_of() { nsmap_of "$1" | jq -r --arg n "$NS" '.spec.desiredMapping[$n] // empty'; }
 level_of() { jget "$B" '{.metadata.labels.pod-security\.kubernetes\.io/enforce}/{.metadata.labels.pod-security\.kubernetes\.io/enforce-version}' namespace "$1"; }
 made() { local r; r=$(remote_of "$1") && [ -n "$r" ] && kc "$B" get namespace "$r" >/dev/null 2>&1 &&

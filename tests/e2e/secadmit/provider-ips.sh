@@ -34,7 +34,7 @@ BNODE=$(jget "$B" '{.spec.nodeName}' pod -n "$REMOTE_NS" web)
 
 say "B pauses its kubelet and forges its pod's address: $HOSTILE, with restartCount 7 as a marker"
 kc "$B" annotate node "$BNODE" sim.cliqo.io/ready=unknown --overwrite >/dev/null
-kc "$B" get pod -n "$REMOTE_NS" web -o json |
+kget "$B" pod -n "$REMOTE_NS" web |
   jq --arg ip "$HOSTILE" '.status.podIP = $ip | .status.podIPs = [{ip: $ip}] |
     .status.containerStatuses[0].restartCount = 7' >"$E2E_STATE/forged.json"
 kc "$B" replace --subresource=status -f "$E2E_STATE/forged.json" >/dev/null || fail "B cannot write its pod's status"
@@ -42,7 +42,7 @@ wait_for 30 "A reflects B's forged status (restartCount 7)" eval \
   '[ "$(jget $A "{.status.containerStatuses[0].restartCount}" pod -n $NS web)" = 7 ]'
 [ "$(jget "$A" '{.status.podIPs[*].ip} {.status.podIP}' pod -n "$NS" web | grep -c "$HOSTILE")" = 0 ] ||
   fail "A's home pod shows B's forged address: $(jget "$A" '{.status.podIPs}' pod -n "$NS" web)"
-[ -z "$(kc "$A" get endpointslices -n "$NS" -o jsonpath='{.items[*].endpoints[*].addresses[*]}' | grep "$HOSTILE")" ] ||
+[ -z "$(jpath "$A" '{.items[*].endpoints[*].addresses[*]}' endpointslices -n "$NS" | grep "$HOSTILE")" ] ||
   fail "an EndpointSlice of A holds B's forged address"
 say "home pod address now: '$(home_ip)' (was $good)"
 pass "B's forged address never reached A's pod or EndpointSlices"

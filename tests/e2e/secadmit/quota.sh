@@ -36,11 +36,11 @@ offload_ns "$NS"
 wait_for 30 "LimitRange cliqo-defaults in $RNS" kc "$B" get limitrange -n "$RNS" cliqo-defaults
 [ "$(jget "$B" '{.spec.limits[0].type} {.spec.limits[0].defaultRequest.cpu} {.spec.limits[0].defaultRequest.memory}' \
   limitrange -n "$RNS" cliqo-defaults)" = "Container 100m 128Mi" ] ||
-  fail "LimitRange cliqo-defaults: $(kc "$B" get limitrange -n "$RNS" cliqo-defaults -o json)"
-offer=$(kc "$B" get foreignclusters -o json | jq -cS --arg id "$A_ID" \
+  fail "LimitRange cliqo-defaults: $(kget "$B" limitrange -n "$RNS" cliqo-defaults)"
+offer=$(kget "$B" foreignclusters | jq -cS --arg id "$A_ID" \
   '.items[] | select(.spec.clusterIdentity.clusterID == $id) | .status.advertisement.sent.resources')
 [ -n "$offer" ] && [ "$offer" != null ] || fail "no offer of $B to $A recorded"
-hard() { kc "$B" get resourcequota -n "$RNS" cliqo-offer -o json | jq -cS .spec.hard; }
+hard() { kget "$B" resourcequota -n "$RNS" cliqo-offer | jq -cS .spec.hard; }
 wait_for 30 "ResourceQuota cliqo-offer in $RNS" kc "$B" get resourcequota -n "$RNS" cliqo-offer
 # Same amounts, compared by value (the offer as sent, the quota as the API server keeps it).
 to_bytes() { numfmt --from=iec-i --suffix= "$1" 2>/dev/null || numfmt --from=si "$1"; }
@@ -59,14 +59,14 @@ say "a pod offloaded without requests runs on B with the default requests"
 kc "$A" run -n "$NS" bare --image=busybox --restart=Never >/dev/null || fail "cannot create the pod on $A"
 wait_for 60 "pod bare on $B" kc "$B" get pod -n "$RNS" bare
 [ "$(jget "$B" '{.spec.containers[0].resources.requests.cpu} {.spec.containers[0].resources.requests.memory}' pod -n "$RNS" bare)" = \
-  "100m 128Mi" ] || fail "pod bare on B: $(kc "$B" get pod -n "$RNS" bare -o jsonpath='{.spec.containers[0].resources}')"
+  "100m 128Mi" ] || fail "pod bare on B: $(jpath "$B" '{.spec.containers[0].resources}' pod -n "$RNS" bare)"
 wait_for 30 "the quota counts it" eval \
   "[ \"\$(jget $B '{.status.used.pods}' resourcequota -n $RNS cliqo-offer)\" -ge 1 ]"
 
 say "A's tenant namespace on B: Secrets beyond cliqo-tenant-objects refused with A's peering credential"
-kc "$A" get secret -n cliqo "remote-identity-$B_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$T/a-identity"
+jpath "$A" '{.data.kubeconfig}' secret -n cliqo "remote-identity-$B_ID" | base64 -d >"$T/a-identity"
 [ -s "$T/a-identity" ] || fail "no peering credential of $A for $B"
-max=$(kc "$B" get resourcequota -n "$TNS" cliqo-tenant-objects -o json | jq -r '.spec.hard."count/secrets"')
+max=$(kget "$B" resourcequota -n "$TNS" cliqo-tenant-objects | jq -r '.spec.hard."count/secrets"')
 [ -n "$max" ] && [ "$max" != null ] || fail "no count/secrets in the tenant namespace's quota"
 # The quota's count can start one short: kube-controller-manager counts a new quota from its informers' cache,
 # which can lag the Secrets Kubernetes itself makes in a new namespace in the same second (the default
@@ -78,7 +78,7 @@ kc "$B" create secret generic e2e-quota-recount -n "$TNS" --from-literal=x=y >/d
 kc "$B" delete secret -n "$TNS" e2e-quota-recount >/dev/null
 quota_settled() {
   local used
-  used=$(kc "$B" get resourcequota -n "$TNS" cliqo-tenant-objects -o json | jq -r '.status.used."count/secrets"')
+  used=$(kget "$B" resourcequota -n "$TNS" cliqo-tenant-objects | jq -r '.status.used."count/secrets"')
   [ "$used" = "$(secrets_now)" ] && [ "$used" = "${SETTLED_AT:-}" ] && return 0
   SETTLED_AT=$used
   return 1
@@ -98,7 +98,7 @@ now=$(secrets_now)
 if [ "$now" -gt "$max" ]; then
   kc "$B" get secrets -n "$TNS" --sort-by=.metadata.creationTimestamp \
     -o custom-columns=NAME:.metadata.name,TYPE:.type,CREATED:.metadata.creationTimestamp >&2
-  kc "$B" get resourcequota -n "$TNS" cliqo-tenant-objects -o jsonpath='{.status}' >&2
+  jpath "$B" '{.status}' resourcequota -n "$TNS" cliqo-tenant-objects >&2
   fail "$now Secrets in $TNS, more than $max ($have before the test's $want)"
 fi
 kc "$B" delete secrets -n "$TNS" -l e2e-quota=1 >/dev/null || fail "cannot delete the test's Secrets"
@@ -135,7 +135,7 @@ n=$(kc "$B" get namespacemaps -n "$TNS" -l e2e-quota=1 -o name | wc -l)
 say "two refreshes later, the ServiceAccounts charged to cliqo-tenant-objects are those in $TNS"
 left=$((t0 + 32 - $(date +%s)))
 [ "$left" -le 0 ] || sleep "$left"
-sa_used=$(kc "$B" get resourcequota -n "$TNS" cliqo-tenant-objects -o json | jq -r '.status.used."count/serviceaccounts"')
+sa_used=$(kget "$B" resourcequota -n "$TNS" cliqo-tenant-objects | jq -r '.status.used."count/serviceaccounts"')
 sa_real=$(kc "$B" get serviceaccounts -n "$TNS" -o name | wc -l)
 [ "$sa_used" = "$sa_real" ] || fail "cliqo-tenant-objects charges $sa_used ServiceAccounts, $TNS has $sa_real"
 pass "default requests and the offer's quota in $RNS; the tenant namespace's counts hold (Secrets by quota, NamespaceMaps by the webhook, bursts included)"

@@ -30,7 +30,7 @@ ids() {
 }
 # fc_field CLUSTER PEER_ID JQ: a field of CLUSTER's ForeignCluster of PEER_ID.
 fc_field() {
-  kc "$1" get foreignclusters -o json |
+  kget "$1" foreignclusters |
     jq -r --arg id "$2" ".items[] | select(.spec.clusterIdentity.clusterID == \$id) | $3"
 }
 # tenant_on_b CONSUMER_ID: B's tenant namespace for that consumer.

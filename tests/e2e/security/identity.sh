@@ -52,7 +52,7 @@ ns_count() { kc "$B" get ns -l "discovery.liqo.io/cluster-id=$1" -o name | grep 
 A_NS=$(tenant_on_b "$A_ID")
 state_of_a() {
   printf '%s %s %s %s %s\n' "$(ns_count "$A_ID")" \
-    "$(kc "$B" get ns "$A_NS" -o jsonpath='{.metadata.resourceVersion} {.metadata.annotations.cliqo\.io/identity-key-id}')" \
+    "$(jpath "$B" '{.metadata.resourceVersion} {.metadata.annotations.cliqo\.io/identity-key-id}' ns "$A_NS")" \
     "$(kc "$B" -n "$A_NS" get secret "remote-$A_ID-token" -o jsonpath='{.metadata.resourceVersion}')" \
     "$(kc "$B" -n "$A_NS" get secret "remote-$A_ID-token" -o jsonpath='{.data.token}' | sha256sum | cut -c1-16)"
 }
@@ -61,7 +61,7 @@ say "B publishes its key ID; A's tenant namespace on B is bound to A's key"
 B_KEY=$(kc "$B" -n cliqo get secret identity-key -o jsonpath='{.data.tls\.key}' | base64 -d |
   openssl pkey -pubout -outform der | sha256sum | cut -d' ' -f1)
 [ "$(curl -sS --cacert "$tmp/ca.crt" "$B_URL/ids" | jq -r .keyId)" = "$B_KEY" ] || fail "/ids has no keyId of B's key"
-[ "$(kc "$B" get ns "$A_NS" -o jsonpath='{.metadata.annotations.cliqo\.io/identity-key-id}')" = "$A_KEY" ] ||
+[ "$(jpath "$B" '{.metadata.annotations.cliqo\.io/identity-key-id}' ns "$A_NS")" = "$A_KEY" ] ||
   fail "A's tenant namespace $A_NS on B is not bound to A's key $A_KEY"
 
 say "A's agent re-asks for its own identity (remote-identity-$B_ID deleted): B gives it again"
@@ -98,7 +98,7 @@ X2=$(cat /proc/sys/kernel/random/uuid)
 post "$tmp/c.key" "$X1" made-up-1 "$T1"
 [ "$CODE" = 201 ] || fail "the single-use token was refused: $CODE $(head -c 300 "$tmp/out")"
 X1_NS=$(jq -r .namespace "$tmp/out")
-[ "$(kc "$B" get ns "$X1_NS" -o jsonpath='{.metadata.annotations.cliqo\.io/identity-key-id}')" = "$C_KEY" ] ||
+[ "$(jpath "$B" '{.metadata.annotations.cliqo\.io/identity-key-id}' ns "$X1_NS")" = "$C_KEY" ] ||
   fail "the made-up ID's namespace is not bound to C's key"
 post "$tmp/c.key" "$X2" made-up-2 "$T1"
 expect_refused 403 forbidden "the single-use token used a second time"

@@ -32,7 +32,7 @@ post() {
     -H 'Content-Type: application/json' --data "$(identity_body "$KEY" "$B_ID" "$ID" "$NAME" "$1")" "$URL" || true
 }
 
-TOKEN=$(kc "$B" get secret -n cliqo auth-token -o jsonpath='{.data.token}' | base64 -d)
+TOKEN=$(jpath "$B" '{.data.token}' secret -n cliqo auth-token | base64 -d)
 [ "${#TOKEN}" = 64 ] || fail "cannot read B's token from its auth-token Secret"
 WRONG=$(printf '%064d' 0)
 [ "$WRONG" != "$TOKEN" ] || fail "the wrong token is B's token"

@@ -19,7 +19,7 @@ PID=$(agent_pid "$B")
 hwm_kib() { awk '/^VmHWM:/ {print $2}' "/proc/$PID/status"; }
 
 say "a 3 MiB review of small values to B's webhook"
-kc "$B" get secret -n cliqo cliqo-webhook-certs -o jsonpath='{.data.ca\.crt}' | base64 -d >"$WORK/ca.crt"
+jpath "$B" '{.data.ca\.crt}' secret -n cliqo cliqo-webhook-certs | base64 -d >"$WORK/ca.crt"
 python3 -c 'import sys; n = 3 * 1024 * 1024 - 64; sys.stdout.write("[" + "{},"* ((n - 2) // 3) + "{}]")' \
   >"$WORK/big.json"
 before=$(hwm_kib)

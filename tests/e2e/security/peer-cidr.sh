@@ -18,7 +18,7 @@ cleanup() {
 sec_cleanup_on_exit cleanup
 ensure_agents
 ids
-kc "$C" get secret -n cliqo "remote-identity-$B_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$T/c-identity"
+jpath "$C" '{.data.kubeconfig}' secret -n cliqo "remote-identity-$B_ID" | base64 -d >"$T/c-identity"
 TNS=$(tenant_on_b "$C_ID")
 nc_b() { jget "$B" "$1" networkconfig -n "$TNS" "net-config-$C_ID"; }
 wait_for 60 "C's NetworkConfig on B mapped" eval '[ -n "$(nc_b "{.status.natEnabled}")" ]'

@@ -30,7 +30,7 @@ on_exit() {
 trap on_exit EXIT
 
 say "C's credential on B, from C's Secret remote-identity-$B_ID"
-kc "$C" get secret -n cliqo "remote-identity-$B_ID" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$WORK/c-on-b"
+jpath "$C" '{.data.kubeconfig}' secret -n cliqo "remote-identity-$B_ID" | base64 -d >"$WORK/c-on-b"
 [ -s "$WORK/c-on-b" ] || fail "C holds no credential on B"
 CNS=$(tenant_on_b "$C_ID")
 [ -n "$CNS" ] && [ "$CNS" != null ] || fail "C's tenant namespace on B is unknown"

@@ -27,7 +27,7 @@ wait_for 30 "A's virtual kubelet may write Secrets in $REMOTE_NS" eval \
 
 # secret_kubeconfig CLUSTER NS NAME FILE: the kubeconfig key of a Secret, as its holder keeps it.
 secret_kubeconfig() {
-  kc "$1" get secret -n "$2" "$3" -o jsonpath='{.data.kubeconfig}' | base64 -d >"$4"
+  jpath "$1" '{.data.kubeconfig}' secret -n "$2" "$3" | base64 -d >"$4"
   [ -s "$4" ] || fail "no kubeconfig in Secret $2/$3 of $1"
 }
 secret_kubeconfig "$A" cliqo "remote-identity-$B_ID" "$T/a-identity"
@@ -40,13 +40,13 @@ tried=0
 attack() {
   local cred=$1 target=$2 label=$3 ns sa out
   local -a writable=()
-  for ns in $(kc "$target" get namespaces -o jsonpath='{.items[*].metadata.name}'); do
+  for ns in $(jpath "$target" '{.items[*].metadata.name}' namespaces); do
     [ "$("$KUBECTL" --kubeconfig "$cred" auth can-i create secrets -n "$ns" 2>/dev/null)" = yes ] && writable+=("$ns")
   done
   [ "${#writable[@]}" -gt 0 ] || fail "$label: may write Secrets nowhere (the test would prove nothing)"
   say "$label writes Secrets in: ${writable[*]}"
   for ns in "${writable[@]}"; do
-    for sa in $(kc "$target" get serviceaccounts -n "$ns" -o jsonpath='{.items[*].metadata.name}'); do
+    for sa in $(jpath "$target" '{.items[*].metadata.name}' serviceaccounts -n "$ns"); do
       tried=$((tried + 1))
       if out=$("$KUBECTL" --kubeconfig "$cred" --request-timeout=20s create -n "$ns" -f - 2>&1 <<EOT
 apiVersion: v1
@@ -62,7 +62,7 @@ EOT
     done
   done
   for ns in "${writable[@]}" kube-system cliqo; do
-    for sa in $(kc "$target" get serviceaccounts -n "$ns" -o jsonpath='{.items[*].metadata.name}'); do
+    for sa in $(jpath "$target" '{.items[*].metadata.name}' serviceaccounts -n "$ns"); do
       tried=$((tried + 1))
       if out=$("$KUBECTL" --kubeconfig "$cred" --request-timeout=20s create token -n "$ns" "$sa" 2>&1); then
         fail "$label obtained a token of ServiceAccount $ns/$sa through the TokenRequest API"

@@ -77,7 +77,7 @@ EOF
 }
 sent_cpu() { fc_field "$B" "$A_ID" '.status.advertisement.sent.resources.cpu // empty'; }
 
-kc "$B" get secret -n cliqo cliqo-webhook-certs -o jsonpath='{.data.ca\.crt}' | base64 -d >"$T/ca.crt"
+jpath "$B" '{.data.ca\.crt}' secret -n cliqo cliqo-webhook-certs | base64 -d >"$T/ca.crt"
 b_log | grep_q 'the admission webhooks authenticate the API server' ||
   fail "B's agent does not say its webhooks authenticate the API server: $(b_log | grep -m1 'mod=admission')"
 
