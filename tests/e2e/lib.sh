@@ -42,10 +42,14 @@ kc() {
 # kapi CLUSTER METHOD PATH [BODY]: one request to a cluster's API server with curl, as its admin (the
 # certificates of the environment's pki/). A tenth of a kubectl call's CPU: for checks made by the hundred.
 kapi() {
-  local c=$1 m=$2 p=$3 pki=$E2E_STATE/$1/pki server
+  kcurl "$1" "$3" -X "$2" -H 'Content-Type: application/json' ${4:+--data-binary "$4"}
+}
+# kcurl CLUSTER PATH curl-args...: curl to a cluster's API server as its admin (kapi, kget).
+kcurl() {
+  local c=$1 p=$2 pki=$E2E_STATE/$1/pki server
+  shift 2
   server=$(awk '$1 == "server:" { print $2; exit }' "$E2E_STATE/$c/kubeconfig")
-  curl -sS --max-time 20 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" -X "$m" \
-    -H 'Content-Type: application/json' ${4:+--data-binary "$4"} "$server$p"
+  curl -sS --max-time 20 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$@" "$server$p"
 }
 
 # ---- fast reads: the API server through curl, jsonpath through jq ----------------------------------------
@@ -109,16 +113,10 @@ kget() {
   local c=$1 path
   shift
   if path=$(kget_path "$@"); then
-    curl -sSf --max-time 20 --cacert "$E2E_STATE/$c/pki/ca.crt" --cert "$E2E_STATE/$c/pki/admin.crt" \
-      --key "$E2E_STATE/$c/pki/admin.key" "$(kserver "$c")$path" 2>/dev/null || return 1
+    kcurl "$c" "$path" -f 2>/dev/null || return 1
   else
     kc "$c" get "$@" -o json
   fi
-}
-declare -A KSERVER=()
-kserver() {
-  [ -n "${KSERVER[$1]:-}" ] || KSERVER[$1]=$(awk '$1 == "server:" { print $2; exit }' "$E2E_STATE/$1/kubeconfig")
-  printf '%s' "${KSERVER[$1]}"
 }
 
 json_str() { # TEXT: as a JSON string
