@@ -32,8 +32,16 @@ pass() {
 }
 E2E_WAIT_US=0 E2E_WAITS=0
 
-# kc CLUSTER args...: kubectl against one cluster of the environment, with its admin kubeconfig.
+# kc CLUSTER args...: kubectl against one cluster of the environment, with its admin kubeconfig. The
+# commonest forms (kc_fast, below) are served with curl instead, as kubectl would serve them; everything
+# else, and everything with E2E_KC_FAST=0, is kubectl's (kc_slow).
 kc() {
+  local rc=0
+  kc_fast "$@" || rc=$?
+  [ "$rc" = 3 ] || return "$rc"
+  kc_slow "$@"
+}
+kc_slow() {
   local c=$1
   shift
   "$KUBECTL" --kubeconfig "$E2E_STATE/$c/kubeconfig" --request-timeout=20s "$@"
@@ -115,7 +123,7 @@ kget() {
   if path=$(kget_path "$@"); then
     kcurl "$c" "$path" -f 2>/dev/null || return 1
   else
-    kc "$c" get "$@" -o json
+    kc_slow "$c" get "$@" -o json
   fi
 }
 
@@ -186,7 +194,7 @@ jpath() {
       json=$(kget "$c" "$@") || json=""
       if [ -n "$json" ]; then out=$(jq -rj "$prog" <<<"$json") || return 1; else out=""; fi
       [ "${E2E_KGET_CROSSCHECK:-0}" = 1 ] || break
-      want=$(kc "$c" get "$@" -o "jsonpath=$p" 2>/dev/null) || want=""
+      want=$(kc_slow "$c" get "$@" -o "jsonpath=$p" 2>/dev/null) || want=""
       [ "$out" != "$want" ] || break
       if [ "$try" = 3 ]; then
         # Also to a file: a caller in $(...) or behind `|| true` would hide the failure.
@@ -199,8 +207,279 @@ jpath() {
     printf '%s' "$out"
     [ -n "$json" ]
   else
-    kc "$c" get "$@" -o "jsonpath=$p"
+    kc_slow "$c" get "$@" -o "jsonpath=$p"
   fi
+}
+
+# ---- kc_fast: kubectl's commonest forms through curl ----------------------------------------------------
+# kubectl's start-up costs about 0.2 s of CPU a call and the tests make hundreds per group (481 in the
+# offloading group before this: a quarter of its CPU, more than either API server's share). kc_fast serves
+# these forms with curl as kubectl serves them; any other form or flag gets status 3 with nothing done, and kc
+# asks kubectl:
+#   get RES NAME [-n NS] [-o json | -o jsonpath=...]  (no -o only when stdout is /dev/null: a check for existence)
+#   create namespace NAME
+#   delete RES NAME... [-n NS] [--ignore-not-found] [--wait=false] [--timeout=Ns]
+#   patch RES NAME [-n NS] [--subresource=S] [--type=merge|json|strategic] -p JSON  (stdout /dev/null)
+#   annotate|label RES NAME [-n NS] [--overwrite] KEY=VALUE|KEY-...  (stdout /dev/null; a key set only with
+#                                                                      --overwrite)
+#   apply|create [-n NS] -f -  (one JSON object on stdin; applying an object that exists is left to kubectl)
+# RES is a kind of KGET_RES. Messages are kubectl's ("namespace/x created" on stdout, "Error from server
+# (REASON): MESSAGE" on stderr), and so are field managers (kubectl-create, kubectl-patch, ...); what kubectl
+# prints only after reading the object first (patch's "(no change)") is left to it. Identities (--as) and
+# anything the tests read as a table stay kubectl's. tests/e2e/kube/kc-fast.sh compares both on every form.
+
+# kreq CLUSTER METHOD PATH [CONTENT-TYPE BODY]: one request; the answer in KREQ_CODE and KREQ_BODY. Status 1
+# only when no answer came.
+kreq() {
+  local out
+  out=$(kcurl "$1" "$3" -X "$2" ${4:+-H "Content-Type: $4"} ${5+--data-binary "$5"} -w '\n%{http_code}') || {
+    KREQ_CODE=000 KREQ_BODY=""
+    echo "kc: no answer from $1 to $2 $3" >&2
+    return 1
+  }
+  KREQ_CODE=${out##*$'\n'}
+  KREQ_BODY=${out%$'\n'*}
+}
+# kreq_err [PREFIX]: kubectl's message for the failed answer in KREQ_*, on stderr: "Error from server (REASON):
+# PREFIX MESSAGE", or for Invalid its causes ("The KIND "NAME" is invalid: FIELD: MESSAGE", each once, one per
+# line when there are several).
+kreq_err() {
+  local reason msg
+  reason=$(jq -r '.reason // empty' <<<"$KREQ_BODY" 2>/dev/null) || reason=""
+  if [ "$reason" = Invalid ]; then
+    jq -r '(.details // {}) as $d | (if ($d.kind // "") != "" or ($d.name // "") != ""
+        then "The \($d.kind // "") \"\($d.name // "")\" is invalid" else "The request is invalid" end) as $s
+      | (reduce (($d.causes // [])[] | "\(.field // ""): \(.message // "")") as $x ([];
+          if any(.[]; . == $x) then . else . + [$x] end)) as $c
+      | if ($c | length) == 0 then (if $s == "The request is invalid" and (.message // "") != ""
+          then "\($s): \(.message)" else $s end) elif ($c | length) == 1 then "\($s): \($c[0])"
+        else "\($s): \n" + ($c | map("* " + .) | join("\n")) end' <<<"$KREQ_BODY" >&2
+    return 0
+  fi
+  msg=$(jq -r '.message // empty' <<<"$KREQ_BODY" 2>/dev/null) || msg=""
+  [ -n "$msg" ] || msg="the server answered $KREQ_CODE: $KREQ_BODY"
+  printf 'Error from server%s: %s%s\n' "${reason:+ ($reason)}" "${1:-}" "$msg" >&2
+}
+# kres_name RES: how kubectl names the kind in its messages (plural less its s, with the group: namespace,
+# deployment.apps, namespaceoffloading.offloading.liqo.io).
+kres_name() {
+  local prefix plural namespaced group
+  read -r prefix plural namespaced <<<"${KGET_RES[$1]}"
+  group=${prefix#apis/}
+  [ "$group" != "$prefix" ] && group=.${group%/*} || group=""
+  printf '%s%s' "${plural%s}" "$group"
+}
+kc_fast() {
+  local c=$1 a verb path p name ns=default nsset=0 out="" ign=0 wait=1 timeout=120 type=strategic patch="" sub=""
+  local overwrite=0 file="" flags="" w=() orig
+  shift
+  orig=("$@")
+  [ "${E2E_KC_FAST:-1}" = 1 ] || return 3
+  while [ $# -gt 0 ]; do
+    a=$1
+    case "$a" in
+      -n | --namespace | -o | --output | --type | -p | --patch | -f | --filename)
+        [ $# -ge 2 ] || return 3
+        case "$a" in
+          -n | --namespace) ns=$2 nsset=1 flags+=" n" ;;
+          -o | --output) out=$2 flags+=" o" ;;
+          --type) type=$2 flags+=" type" ;;
+          -p | --patch) patch=$2 flags+=" p" ;;
+          *) file=$2 flags+=" f" ;;
+        esac
+        shift 2
+        continue ;;
+      --namespace=*) ns=${a#*=} nsset=1 flags+=" n" ;;
+      --output=* | -o=*) out=${a#*=} flags+=" o" ;;
+      --type=*) type=${a#*=} flags+=" type" ;;
+      --patch=* | -p=*) patch=${a#*=} flags+=" p" ;;
+      --filename=* | -f=*) file=${a#*=} flags+=" f" ;;
+      --ignore-not-found | --ignore-not-found=true) ign=1 flags+=" ign" ;;
+      --wait=false) wait=0 flags+=" wait" ;;
+      --wait | --wait=true) wait=1 flags+=" wait" ;;
+      --timeout=*s)
+        timeout=${a#*=} timeout=${timeout%s} flags+=" wait"
+        [[ $timeout =~ ^[0-9]+$ ]] || return 3 ;;
+      --subresource=*) sub=${a#*=} flags+=" sub" ;;
+      --overwrite | --overwrite=true) overwrite=1 flags+=" overwrite" ;;
+      -*) return 3 ;;
+      *) w+=("$a") ;;
+    esac
+    shift
+  done
+  [ ${#w[@]} -ge 1 ] || return 3
+  verb=${w[0]}
+  # Only the flags each form knows.
+  local allowed
+  case "$verb" in
+    get) allowed=" n o" ;;
+    create) allowed=" n f" ;;
+    delete) allowed=" n ign wait" ;;
+    patch) allowed=" n type p sub" ;;
+    annotate | label) allowed=" n overwrite" ;;
+    apply) allowed=" n f" ;;
+    *) return 3 ;;
+  esac
+  for a in $flags; do [[ $allowed == *" $a"* ]] || return 3; done
+  [[ $ns =~ ^[a-z0-9-]+$ ]] || return 3
+  case "$verb" in
+    get)
+      [ ${#w[@]} = 3 ] && path=$(kget_path "${w[1]}" "${w[2]}" -n "$ns") || return 3
+      case "$out" in
+        "")
+          [ /dev/stdout -ef /dev/null ] || return 3
+          kreq "$c" GET "$path" || return 1
+          [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; } ;;
+        json)
+          kreq "$c" GET "$path" || return 1
+          [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
+          printf '%s\n' "$KREQ_BODY" ;;
+        jsonpath=*)
+          p=${out#jsonpath=}
+          jp2jq "$p" >/dev/null || return 3
+          jpath "$c" "$p" "${w[1]}" "${w[2]}" -n "$ns" ;;
+        *) return 3 ;;
+      esac ;;
+    create)
+      if [ "${w[1]:-}" = namespace ] || [ "${w[1]:-}" = ns ]; then
+        [ ${#w[@]} = 3 ] && [ -z "$file" ] && [ "$nsset" = 0 ] && [[ ${w[2]} =~ ^[a-z0-9-]+$ ]] || return 3
+        kreq "$c" POST "/api/v1/namespaces?fieldManager=kubectl-create" application/json \
+          "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"${w[2]}\"}}" || return 1
+        [ "$KREQ_CODE" = 201 ] || { kreq_err; return 1; }
+        echo "namespace/${w[2]} created"
+      else
+        [ ${#w[@]} = 1 ] && [ "$file" = - ] || return 3
+        kc_fast_create "$c" create "$ns" "$nsset" "${orig[@]}"
+      fi ;;
+    apply)
+      [ ${#w[@]} = 1 ] && [ "$file" = - ] || return 3
+      kc_fast_create "$c" apply "$ns" "$nsset" "${orig[@]}" ;;
+    delete)
+      [ ${#w[@]} -ge 3 ] || return 3
+      local paths=() names=() uids=() rc=0 uid deadline i
+      for name in "${w[@]:2}"; do
+        path=$(kget_path "${w[1]}" "$name" -n "$ns") || return 3
+        paths+=("$path")
+      done
+      for i in "${!paths[@]}"; do
+        name=${w[$((i + 2))]}
+        kreq "$c" DELETE "${paths[$i]}" || return 1
+        case "$KREQ_CODE" in
+          200 | 202)
+            echo "$(kres_name "${w[1]}") \"$name\" deleted"
+            uid=$(jq -r '.metadata.uid // .details.uid // empty' <<<"$KREQ_BODY" 2>/dev/null) || uid=""
+            names+=("$i") uids+=("$uid") ;;
+          404) [ "$ign" = 1 ] || { kreq_err; rc=1; } ;;
+          *) kreq_err; rc=1 ;;
+        esac
+      done
+      # As kubectl: wait until each deleted object (by UID) is gone.
+      if [ "$wait" = 1 ]; then
+        deadline=$((EPOCHSECONDS + timeout))
+        for i in "${!names[@]}"; do
+          path=${paths[${names[$i]}]}
+          while :; do
+            kreq "$c" GET "$path" || return 1
+            [ "$KREQ_CODE" = 404 ] && break
+            if [ "$KREQ_CODE" = 200 ] && [ -n "${uids[$i]}" ] &&
+              [ "$(jq -r '.metadata.uid' <<<"$KREQ_BODY")" != "${uids[$i]}" ]; then break; fi
+            if [ "$EPOCHSECONDS" -ge "$deadline" ]; then
+              echo "error: timed out waiting for the condition on $(kres_name "${w[1]}")/${w[$((names[i] + 2))]}" >&2
+              return 1
+            fi
+            sleep 0.25
+          done
+        done
+      fi
+      return "$rc" ;;
+    patch)
+      [ /dev/stdout -ef /dev/null ] && [ ${#w[@]} = 3 ] && [[ $patch == [\{\[]* ]] && path=$(kget_path "${w[1]}" "${w[2]}" -n "$ns") || return 3
+      local ct
+      case "$type" in
+        merge) ct=application/merge-patch+json ;;
+        json) ct=application/json-patch+json ;;
+        strategic) ct=application/strategic-merge-patch+json ;;
+        *) return 3 ;;
+      esac
+      if [ -n "$sub" ]; then
+        [[ $sub =~ ^[a-z]+$ ]] || return 3
+        path+=/$sub
+      fi
+      kreq "$c" PATCH "$path?fieldManager=kubectl-patch" "$ct" "$patch" || return 1
+      [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
+      echo "$(kres_name "${w[1]}")/${w[2]} patched" ;;
+    annotate | label)
+      [ /dev/stdout -ef /dev/null ] && [ ${#w[@]} -ge 4 ] && path=$(kget_path "${w[1]}" "${w[2]}" -n "$ns") || return 3
+      local kv k entries=""
+      for kv in "${w[@]:3}"; do
+        if [[ $kv == *=* ]]; then
+          [ "$overwrite" = 1 ] || return 3
+          k=${kv%%=*}
+          entries+=",$(json_str "$k"):$(json_str "${kv#*=}")"
+        elif [[ $kv == *- ]]; then
+          k=${kv%-}
+          entries+=",$(json_str "$k"):null"
+        else
+          return 3
+        fi
+        # What kubectl refuses itself (a key or label value that is not valid) is left to it.
+        [[ $k =~ ^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$ ]] && [ ${#k} -le 253 ] ||
+          return 3
+        [ "$verb" = annotate ] || [[ $kv == *- ]] ||
+          { [[ ${kv#*=} =~ ^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$ ]] && [ ${#kv} -le $((${#k} + 64)) ]; } ||
+          return 3
+      done
+      [ "$verb" = label ] && a=labels || a=annotations
+      kreq "$c" PATCH "$path?fieldManager=kubectl-$verb" application/merge-patch+json \
+        "{\"metadata\":{\"$a\":{${entries#,}}}}" || return 1
+      [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
+      [ "$verb" = label ] && a=labeled || a=annotated
+      echo "$(kres_name "${w[1]}")/${w[2]} $a" ;;
+  esac
+}
+# kc_fast_create CLUSTER apply|create NS NS-GIVEN ARGS...: `kc CLUSTER ARGS...` (apply or create -f -) for one JSON
+# object on stdin; kubectl's (with the same input) for anything else, and for applying an object that exists.
+kc_fast_create() {
+  local c=$1 verb=$2 ns=$3 nsset=$4 body info api kind name objns res prefix plural namespaced path
+  shift 4
+  body=$(cat)
+  info=$(jq -r 'if type == "object" and (.apiVersion | type) == "string" and (.kind | type) == "string"
+      and (.metadata.name | type) == "string" then [.apiVersion, .kind, .metadata.name, .metadata.namespace // "-"] | @tsv
+      else empty end' <<<"$body" 2>/dev/null) || info=""
+  IFS=$'\t' read -r api kind name objns <<<"$info"
+  res=${kind,,}
+  if [ -z "$info" ] || [ -z "${KGET_RES[$res]:-}" ] || ! [[ $name =~ ^[a-z0-9.-]+$ ]]; then
+    kc_slow "$c" "$@" <<<"$body"
+    return
+  fi
+  read -r prefix plural namespaced <<<"${KGET_RES[$res]}"
+  # The apiVersion must be the table's (api/v1 is v1, apis/G/V is G/V); a namespace in the object must be the one
+  # given with -n, if any (kubectl refuses the difference).
+  if [ "$api" != "${prefix#api/}" ] && [ "$api" != "${prefix#apis/}" ] || { [ "$objns" != - ] && [ "$nsset" = 1 ] && [ "$objns" != "$ns" ]; }; then
+    kc_slow "$c" "$@" <<<"$body"
+    return
+  fi
+  [ "$objns" = - ] || ns=$objns
+  [[ $ns =~ ^[a-z0-9-]+$ ]] || { kc_slow "$c" "$@" <<<"$body"; return; }
+  if [ "$namespaced" = 1 ]; then path=/$prefix/namespaces/$ns/$plural; else path=/$prefix/$plural; fi
+  # apply records what was applied, as kubectl does, so that a later `kubectl apply` merges against it.
+  [ "$verb" = create ] ||
+    body=$(jq -c '.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"] = (tojson + "\n")' <<<"$body")
+  [ "$verb" = create ] && path+="?fieldManager=kubectl-create" || path+="?fieldManager=kubectl-client-side-apply"
+  kreq "$c" POST "$path" application/json "$body" || return 1
+  case "$KREQ_CODE" in
+    201) echo "$(kres_name "$res")/$name created" ;;
+    409)
+      if [ "$verb" = apply ] && [ "$(jq -r '.reason // empty' <<<"$KREQ_BODY")" = AlreadyExists ]; then
+        body=$(jq -c 'del(.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
+          | if .metadata.annotations == {} then del(.metadata.annotations) else . end' <<<"$body")
+        kc_slow "$c" "$@" <<<"$body"
+        return
+      fi
+      kreq_err 'error when creating "STDIN": '
+      return 1 ;;
+    *) kreq_err 'error when creating "STDIN": '; return 1 ;;
+  esac
 }
 
 # can_i CLUSTER USER VERB RESOURCE[/NAME] [--subresource=S] [-n NS | --all-namespaces]: "yes" or "no", the

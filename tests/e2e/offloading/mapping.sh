@@ -13,9 +13,7 @@ NOSEL=e2e-nosel
 SIM_NODE=
 cleanup() {
   [ -z "$SIM_NODE" ] || kc "$B" annotate node "$SIM_NODE" sim.cliqo.io/ready- >/dev/null 2>&1 || true
-  unoffload "$NS"
-  unoffload "$NOSEL"
-  unoffload "$SAME"
+  unoffload "$NS" "$NOSEL" "$SAME"
   kc "$B" delete namespace "$SAME" --ignore-not-found >/dev/null 2>&1 || true
 }
 trap 'rc=$?; cleanup >/dev/null 2>&1 || true; (exit $rc); off_on_exit' EXIT # the test's status, not cleanup's

@@ -16,8 +16,7 @@ DOWN=0
 cleanup() {
   if [ "$DOWN" = 1 ]; then "$CLIQOCTL" dev start --cluster "$B" >/dev/null 2>&1 || true; fi
   ensure_agents
-  unoffload "$NS"
-  unoffload "$NS2"
+  unoffload "$NS" "$NS2"
 }
 b_leads() { [ "$(curl -s --max-time 5 "http://127.0.0.1:$(http_port "$B")/metrics" | awk '$1 == "cliqo_leader" { print $2 }')" = 1 ]; }
 restarts() { curl -s --max-time 5 "http://127.0.0.1:$(http_port "$B")/metrics" | awk '$1 == "cliqo_module_restarts_total" { print $2 }'; }

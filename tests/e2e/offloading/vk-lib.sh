@@ -46,15 +46,22 @@ has_key() {
 mapped() { [ "$(cond "$1" Ready)" = True ] && [ -n "$(remote_ns "$1")" ] && kc "$B" get namespace "$(remote_ns "$1")" >/dev/null 2>&1; }
 wait_mapped() { wait_for "${2:-60}" "namespace $1 offloaded to $B (NamespaceOffloading Ready, remote namespace)" mapped "$1"; }
 
-# unoffload NS: removes the NamespaceOffloading and the namespace on A; waits until B holds nothing of it.
+# unoffload NS...: removes the NamespaceOffloading and the namespace on A of each; waits until B holds nothing of
+# them. All are deleted before the first wait, so that their deletions (five seconds at least each: the
+# namespace controller's grace period) overlap.
 unoffload() {
-  local ns=$1 rns
-  rns=$(remote_ns "$ns")
-  kc "$A" delete namespaceoffloading offloading -n "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  kc "$A" delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-  wait_for 90 "namespace $ns gone from A" eval "! kc \"$A\" get namespace \"$ns\" >/dev/null 2>&1"
-  [ -z "$rns" ] || wait_for 90 "namespace $rns gone from $B" eval "! kc \"$B\" get namespace \"$rns\" >/dev/null 2>&1"
-  wait_for 30 "entry $ns gone from the NamespaceMap" eval '[ -z "$(remote_ns "$ns")" ]'
+  local ns rns=()
+  for ns in "$@"; do
+    rns+=("$(remote_ns "$ns")")
+    kc "$A" delete namespaceoffloading offloading -n "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+    kc "$A" delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  done
+  for ns in "$@"; do
+    wait_for 90 "namespace $ns gone from A" eval "! kc \"$A\" get namespace \"$ns\" >/dev/null 2>&1"
+    [ -z "${rns[0]}" ] || wait_for 90 "namespace ${rns[0]} gone from $B" eval "! kc \"$B\" get namespace \"${rns[0]}\" >/dev/null 2>&1"
+    wait_for 30 "entry $ns gone from the NamespaceMap" eval '[ -z "$(remote_ns "$ns")" ]'
+    rns=("${rns[@]:1}")
+  done
 }
 
 # deployment NS NAME REPLICAS [IMAGE]: a Deployment whose pods go to B.
