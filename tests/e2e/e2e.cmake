@@ -130,84 +130,33 @@ foreach(frag ${e2e_fragments})
     include(${frag})
 endforeach()
 
-# One e2e test at a time and one group at a time, each group's clusters brought up while the group before it
-# runs. The machines that run them have two cores, and a group keeps them about half busy (its tests mostly wait
-# on real timers and on processes starting), while bringing clusters up is pure work: so the `up` of each
-# environment runs beside the tests of the one before it, and its `down` beside the first tests of the one
-# after it. Every other e2e test holds the lock cliqo_e2e_serial and waits for every test of the environment
-# before its own, so that groups never interleave. An environment's `up` waits for the
-# `up` before it and for the `down` of the environment two before it: at most two environments are up, besides
-# one being torn down. A test outside any environment (devenv.lifecycle, demo.run) counts as one of its own.
-# Environments go in the order of the directory's TESTS property (by name); unit, lint and CLI tests run beside all
-# of this (scripts/test.sh runs ctest -j2).
+# One e2e test at a time, and one group at a time: they start control planes and agents and wait on real
+# timers, and the machines that run them have two cores. Unit, lint and CLI tests run beside them
+# (scripts/test.sh runs ctest -j2), so their minute and a half of CPU overlaps the e2e groups instead of
+# adding to them. The lock keeps two e2e tests from running at once; the chain keeps groups from
+# interleaving (ctest -j would otherwise bring a second group's clusters up between the first group's
+# tests): each group's `up` and each test outside a group waits for what came before, in the order of the
+# directory's TESTS property (by name). Bringing the next group's clusters up beside a group's tests was
+# tried and was slower (docs/architecture.md, "One group at a time").
 get_property(cliqo_all_tests DIRECTORY PROPERTY TESTS)
-set(cliqo_envs "")
+set(prev_last "")
 foreach(t ${cliqo_all_tests})
-    get_property(req TEST ${t} PROPERTY FIXTURES_REQUIRED)
     if(NOT t MATCHES "^e2e\\.")
         continue()
-    elseif(t MATCHES "^e2e\\.(.+)\\.up$")
-        list(APPEND cliqo_envs ${CMAKE_MATCH_1})
-        set(cliqo_env_tests_${CMAKE_MATCH_1} "")
-    elseif(t MATCHES "\\.down$")
-        continue()
-    elseif(NOT req)
-        list(APPEND cliqo_envs "@${t}")
     endif()
-endforeach()
-foreach(t ${cliqo_all_tests})
+    set_property(TEST ${t} APPEND PROPERTY RESOURCE_LOCK cliqo_e2e_serial)
     get_property(req TEST ${t} PROPERTY FIXTURES_REQUIRED)
-    if(NOT t MATCHES "^e2e\\." OR NOT req)
-        continue()
-    endif()
-    set(env "")
-    foreach(r ${req})
-        if(r MATCHES "^e2e_(.+)$" AND CMAKE_MATCH_1 IN_LIST cliqo_envs)
-            set(env ${CMAKE_MATCH_1})
-        endif()
-    endforeach()
-    if(NOT env)
-        message(FATAL_ERROR "${t}: requires no environment's fixture (e2e_NAME, from cliqo_e2e_env)")
-    endif()
-    list(APPEND cliqo_env_tests_${env} ${t})
-endforeach()
-set(prev_up "")
-set(prev_down "")
-set(prev2_down "")
-set(prev_tests "")
-set(all_downs "")
-foreach(e ${cliqo_envs})
-    if(e MATCHES "^@(.+)$")
-        set(up ${CMAKE_MATCH_1})
-        set(down ${up})
-        set(tests ${up})
+    if(t MATCHES "^e2e\\.(.+)\\.up$")
+        set(last e2e.${CMAKE_MATCH_1}.down)
+    elseif(t MATCHES "\\.down$" OR req)
+        continue() # inside its group, between its up and its down
     else()
-        set(up e2e.${e}.up)
-        set(down e2e.${e}.down)
-        set(tests ${cliqo_env_tests_${e}})
-        set_property(TEST ${up} APPEND PROPERTY RESOURCE_LOCK cliqo_e2e_up)
-        if(prev_up)
-            set_property(TEST ${up} APPEND PROPERTY DEPENDS ${prev_up})
-        endif()
-        if(prev2_down)
-            set_property(TEST ${up} APPEND PROPERTY DEPENDS ${prev2_down})
-        endif()
+        set(last ${t})
     endif()
-    # Every test waits for every test of the environment before (their order inside an environment is its
-    # own: DEPENDS from cliqo_e2e_on, or none).
-    foreach(t ${tests})
-        set_property(TEST ${t} APPEND PROPERTY RESOURCE_LOCK cliqo_e2e_serial)
-        if(prev_tests)
-            set_property(TEST ${t} APPEND PROPERTY DEPENDS ${prev_tests})
-        endif()
-    endforeach()
-    if(tests)
-        set(prev_tests ${tests})
+    if(prev_last)
+        set_property(TEST ${t} APPEND PROPERTY DEPENDS ${prev_last})
     endif()
-    set(prev2_down ${prev_down})
-    set(prev_down ${down})
-    set(prev_up ${up})
-    list(APPEND all_downs ${down})
+    set(prev_last ${last})
 endforeach()
-# bench/ comes later: its smoke run goes after every group is torn down.
-set(CLIQO_E2E_LAST "${all_downs}" CACHE INTERNAL "the e2e tests that bench tests run after")
+# bench/ comes later: its smoke run goes after the last group.
+set(CLIQO_E2E_LAST ${prev_last} CACHE INTERNAL "the last e2e test, which bench tests run after")

@@ -443,9 +443,11 @@ kc_fast_create() {
   local c=$1 verb=$2 ns=$3 nsset=$4 body info api kind name objns res prefix plural namespaced path
   shift 4
   body=$(cat)
-  info=$(jq -r 'if type == "object" and (.apiVersion | type) == "string" and (.kind | type) == "string"
-      and (.metadata.name | type) == "string" then [.apiVersion, .kind, .metadata.name, .metadata.namespace // "-"] | @tsv
-      else empty end' <<<"$body" 2>/dev/null) || info=""
+  # Exactly one JSON value (several, or YAML, are kubectl's), an object with the fields a path needs.
+  info=$(jq -rs 'if length == 1 and (.[0] | type == "object" and (.apiVersion | type) == "string"
+      and (.kind | type) == "string" and (.metadata.name | type) == "string")
+      then .[0] | [.apiVersion, .kind, .metadata.name, .metadata.namespace // "-"] | @tsv else empty end' <<<"$body" 2>/dev/null) ||
+    info=""
   IFS=$'\t' read -r api kind name objns <<<"$info"
   res=${kind,,}
   if [ -z "$info" ] || [ -z "${KGET_RES[$res]:-}" ] || ! [[ $name =~ ^[a-z0-9.-]+$ ]]; then

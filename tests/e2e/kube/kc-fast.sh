@@ -66,6 +66,11 @@ pair 0 "" get namespace @ -o 'jsonpath={.metadata.name}'
 kc "$C" get configmap cm -n kcf-fast >/dev/null || fail "get: cm exists"
 expect_fail "get of an absent object" kc "$C" get configmap nothing -n kcf-fast
 
+# Several objects in one input are kubectl's.
+TWO='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"two-a"}}{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"two-b"}}'
+pair 1 "$TWO" apply -n @ -f -
+same configmap two-b '{data}'
+
 say "apply of an object that exists: kubectl's, merged against what kc_fast recorded (a removed key goes)"
 CM2='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"a":"2"}}'
 pair 1 "$CM2" apply -n @ -f -
