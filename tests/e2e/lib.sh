@@ -440,48 +440,60 @@ kc_fast() {
 # kc_fast_create CLUSTER apply|create NS NS-GIVEN ARGS...: `kc CLUSTER ARGS...` (apply or create -f -) for one JSON
 # object on stdin; kubectl's (with the same input) for anything else, and for applying an object that exists.
 kc_fast_create() {
-  local c=$1 verb=$2 ns=$3 nsset=$4 body info api kind name objns res prefix plural namespaced path
+  local c=$1 verb=$2 ns=$3 nsset=$4 in body path res name
   shift 4
-  body=$(cat)
-  # Exactly one JSON value (several, or YAML, are kubectl's), an object with the fields a path needs.
-  info=$(jq -rs 'if length == 1 and (.[0] | type == "object" and (.apiVersion | type) == "string"
-      and (.kind | type) == "string" and (.metadata.name | type) == "string")
-      then .[0] | [.apiVersion, .kind, .metadata.name, .metadata.namespace // "-"] | @tsv else empty end' <<<"$body" 2>/dev/null) ||
-    info=""
-  IFS=$'\t' read -r api kind name objns <<<"$info"
-  res=${kind,,}
-  if [ -z "$info" ] || [ -z "${KGET_RES[$res]:-}" ] || ! [[ $name =~ ^[a-z0-9.-]+$ ]]; then
-    kc_slow "$c" "$@" <<<"$body"
+  in=$(cat)
+  if ! path=$(kc_create_path "$ns" "$nsset" <<<"$in"); then
+    kc_slow "$c" "$@" <<<"$in"
     return
   fi
-  read -r prefix plural namespaced <<<"${KGET_RES[$res]}"
-  # The apiVersion must be the table's (api/v1 is v1, apis/G/V is G/V); a namespace in the object must be the one
-  # given with -n, if any (kubectl refuses the difference).
-  if [ "$api" != "${prefix#api/}" ] && [ "$api" != "${prefix#apis/}" ] || { [ "$objns" != - ] && [ "$nsset" = 1 ] && [ "$objns" != "$ns" ]; }; then
-    kc_slow "$c" "$@" <<<"$body"
-    return
-  fi
-  [ "$objns" = - ] || ns=$objns
-  [[ $ns =~ ^[a-z0-9-]+$ ]] || { kc_slow "$c" "$@" <<<"$body"; return; }
-  if [ "$namespaced" = 1 ]; then path=/$prefix/namespaces/$ns/$plural; else path=/$prefix/$plural; fi
+  read -r path res name <<<"$path"
+  body=$in
   # apply records what was applied, as kubectl does, so that a later `kubectl apply` merges against it.
-  [ "$verb" = create ] ||
-    body=$(jq -c '.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"] = (tojson + "\n")' <<<"$body")
-  [ "$verb" = create ] && path+="?fieldManager=kubectl-create" || path+="?fieldManager=kubectl-client-side-apply"
+  if [ "$verb" = create ]; then
+    path+="?fieldManager=kubectl-create"
+  else
+    path+="?fieldManager=kubectl-client-side-apply"
+    body=$(jq -c '.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"] = (tojson + "\n")' <<<"$in")
+  fi
   kreq "$c" POST "$path" application/json "$body" || return 1
   case "$KREQ_CODE" in
     201) echo "$(kres_name "$res")/$name created" ;;
     409)
       if [ "$verb" = apply ] && [ "$(jq -r '.reason // empty' <<<"$KREQ_BODY")" = AlreadyExists ]; then
-        body=$(jq -c 'del(.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"])
-          | if .metadata.annotations == {} then del(.metadata.annotations) else . end' <<<"$body")
-        kc_slow "$c" "$@" <<<"$body"
+        kc_slow "$c" "$@" <<<"$in"
         return
       fi
       kreq_err 'error when creating "STDIN": '
       return 1 ;;
     *) kreq_err 'error when creating "STDIN": '; return 1 ;;
   esac
+}
+# kc_create_path NS NS-GIVEN <JSON: "PATH RES NAME" for POSTing the one object on stdin (its collection, its
+# KGET_RES kind, its name); status 1 when kc_fast cannot: not exactly one JSON object with the fields a path needs
+# (several, or YAML, are kubectl's), a kind not in KGET_RES or of another apiVersion (api/v1 is v1, apis/G/V is
+# G/V), or a namespace in the object that is not the one given with -n (kubectl refuses the difference).
+kc_create_path() {
+  local ns=$1 nsset=$2 info api kind name objns res prefix plural namespaced
+  info=$(jq -rs 'if length == 1 and (.[0] | type == "object" and (.apiVersion | type) == "string"
+      and (.kind | type) == "string" and (.metadata.name | type) == "string")
+      then .[0] | [.apiVersion, .kind, .metadata.name, .metadata.namespace // "-"] | @tsv else empty end' 2>/dev/null) &&
+    [ -n "$info" ] || return 1
+  IFS=$'\t' read -r api kind name objns <<<"$info"
+  res=${kind,,}
+  [ -n "${KGET_RES[$res]:-}" ] && [[ $name =~ ^[a-z0-9.-]+$ ]] || return 1
+  read -r prefix plural namespaced <<<"${KGET_RES[$res]}"
+  [ "$api" = "${prefix#api/}" ] || [ "$api" = "${prefix#apis/}" ] || return 1
+  if [ "$objns" != - ]; then
+    [ "$nsset" = 0 ] || [ "$objns" = "$ns" ] || return 1
+    ns=$objns
+  fi
+  [[ $ns =~ ^[a-z0-9-]+$ ]] || return 1
+  if [ "$namespaced" = 1 ]; then
+    echo "/$prefix/namespaces/$ns/$plural $res $name"
+  else
+    echo "/$prefix/$plural $res $name"
+  fi
 }
 
 # can_i CLUSTER USER VERB RESOURCE[/NAME] [--subresource=S] [-n NS | --all-namespaces]: "yes" or "no", the

@@ -50,17 +50,17 @@ wait_mapped() { wait_for "${2:-60}" "namespace $1 offloaded to $B (NamespaceOffl
 # them. All are deleted before the first wait, so that their deletions (five seconds at least each: the
 # namespace controller's grace period) overlap.
 unoffload() {
-  local ns rns=()
-  for ns in "$@"; do
-    rns+=("$(remote_ns "$ns")")
-    kc "$A" delete namespaceoffloading offloading -n "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
-    kc "$A" delete namespace "$ns" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+  local i nss=("$@") rns=()
+  for i in "${!nss[@]}"; do
+    rns[i]=$(remote_ns "${nss[i]}")
+    kc "$A" delete namespaceoffloading offloading -n "${nss[i]}" --ignore-not-found --wait=false >/dev/null 2>&1 || true
+    kc "$A" delete namespace "${nss[i]}" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   done
-  for ns in "$@"; do
-    wait_for 90 "namespace $ns gone from A" eval "! kc \"$A\" get namespace \"$ns\" >/dev/null 2>&1"
-    [ -z "${rns[0]}" ] || wait_for 90 "namespace ${rns[0]} gone from $B" eval "! kc \"$B\" get namespace \"${rns[0]}\" >/dev/null 2>&1"
-    wait_for 30 "entry $ns gone from the NamespaceMap" eval '[ -z "$(remote_ns "$ns")" ]'
-    rns=("${rns[@]:1}")
+  for i in "${!nss[@]}"; do
+    wait_for 90 "namespace ${nss[i]} gone from A" eval "! kc \"$A\" get namespace \"${nss[i]}\" >/dev/null 2>&1"
+    [ -z "${rns[i]}" ] ||
+      wait_for 90 "namespace ${rns[i]} gone from $B" eval "! kc \"$B\" get namespace \"${rns[i]}\" >/dev/null 2>&1"
+    wait_for 30 "entry ${nss[i]} gone from the NamespaceMap" eval "[ -z \"\$(remote_ns \"${nss[i]}\")\" ]"
   done
 }
 
