@@ -168,8 +168,17 @@ out=$("$CLIQOCTL" dev status -o json 2>&1) && fail "status healthy with cluster-
 [ "$(cat "$E2E_STATE/cluster-1/kube-scheduler.pid")" != "$sched_pid" ] || fail "the scheduler was not started again"
 say "stop/start of a cluster and of one component"
 
-# 7. Down leaves nothing.
+# 7. Down leaves nothing, etcd's data included where it is kept outside the state directory.
+datadirs=()
+if [ -n "${CLIQO_DEV_ETCD_DIR:-}" ]; then
+  for c in cluster-1 cluster-2 cluster-3; do
+    d=$(readlink "$E2E_STATE/$c/etcd-data") || fail "$c's etcd-data is not a link into $CLIQO_DEV_ETCD_DIR"
+    [ "$(dirname "$d")" = "$CLIQO_DEV_ETCD_DIR" ] && [ -d "$d/member" ] || fail "$c's etcd data is not in $d"
+    datadirs+=("$d")
+  done
+fi
 "$CLIQOCTL" dev down || fail "down failed"
 no_leftovers "down"
+for d in "${datadirs[@]}"; do [ -e "$d" ] && fail "down left etcd's data in $d"; done
 out=$("$CLIQOCTL" dev down 2>&1) || fail "second down failed: $out"
 pass "life cycle complete"
