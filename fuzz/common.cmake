@@ -1,2 +1,4 @@
 # Common library (src/common/): the bounded JSON decoder. Included from fuzz/CMakeLists.txt.
 cliqo_fuzzer(jsonb cliqo_common)
+# The RFC 3339 parser (timestamps in peers' objects and the kubelet API's sinceTime).
+cliqo_fuzzer(rfc3339 cliqo_common)

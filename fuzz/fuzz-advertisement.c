@@ -1,7 +1,7 @@
 /* libFuzzer harness for what the advertisement protocol reads from objects a peer (or an operator)
  * writes: an Advertisement's validation (src/advertisement/policy.c, with the RFC 3339 parser of
- * src/peering/objects.c), the ClusterConfig's sharing settings (config.c), and the broadcaster's
- * computation fed arbitrary nodes and pods (share.c).
+ * src/common/rfc3339.c, which fuzz-rfc3339.c covers on its own), the ClusterConfig's sharing
+ * settings (config.c), and the broadcaster's computation fed arbitrary nodes and pods (share.c).
  *
  * The input is a JSON document; when it parses:
  *   - advpol_validate never crashes, and when it refuses it says why (a non-empty message);
@@ -13,7 +13,7 @@
  *     applies it at once (its stage ended: shr_flush), while the first state stages it until the
  *     comparison flushes it; and feeding it again (an update that changes nothing) changes
  *     nothing;
- *   - every string value found is given to peer_parse_rfc3339 and, when it parses, it was a
+ *   - every string value found is given to rfc3339_parse and, when it parses, it was a
  *     well-formed timestamp (formatting the result again parses back to the same second).
  * A violated invariant aborts, which libFuzzer reports as a crash.
  *
@@ -50,10 +50,10 @@ static void strings(const json_t *j, int depth)
         int64_t t, t2;
         char buf[32];
 
-        if (peer_parse_rfc3339(json_string_value(j), &t) == 0 && t > -62135596800 &&
+        if (rfc3339_parse(json_string_value(j), RFC3339_OFFSET, &t) == 0 && t > -62135596800 &&
             t < 253402300800) {
-            peer_time_rfc3339(t, buf, sizeof(buf));
-            check(peer_parse_rfc3339(buf, &t2) == 0 && t2 == t);
+            rfc3339_format(t, 0, 0, buf, sizeof(buf));
+            check(rfc3339_parse(buf, RFC3339_OFFSET, &t2) == 0 && t2 == t);
         }
         return;
     }

@@ -32,6 +32,7 @@
 #include "advertisement/config.h"
 #include "advertisement/share.h"
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "peering/ctl.h"
@@ -806,7 +807,7 @@ static void after_apply(void *owner)
     c->last = r->offer;
     snprintf(c->sig, sizeof(c->sig), "%s", r->sig);
     snprintf(c->adv_hash, sizeof(c->adv_hash), "%s", c->cred_hash);
-    peer_now_rfc3339(now, sizeof(now));
+    rfc3339_now(0, now, sizeof(now));
     sent = json_pack("{s:s,s:o}", "lastSent", now, "resources", list_to_quantities(&r->offer));
     if (sent)
         write_fc_sent(c->id, sent);
@@ -835,8 +836,8 @@ static void send_advertisement(struct rec *r)
     }
     snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id());
     snprintf(secret, sizeof(secret), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id());
-    peer_time_rfc3339(now, ts, sizeof(ts));
-    peer_time_rfc3339(now + (int64_t)st.cfg.ttl_s, ttl, sizeof(ttl));
+    rfc3339_format(now, 0, 0, ts, sizeof(ts));
+    rfc3339_format(now + (int64_t)st.cfg.ttl_s, 0, 0, ttl, sizeof(ttl));
     hard = list_to_quantities(&r->offer);
     max = list_to_quantities(&r->limits);
     adv = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:{s:s}},s:{s:s,s:{s:o},s:{s:[{s:s,s:o}]},"

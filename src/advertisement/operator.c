@@ -32,6 +32,7 @@
 #include "advertisement/config.h"
 #include "advertisement/policy.h"
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
 #include "network/network.h"
@@ -287,7 +288,7 @@ static void emit_event(const json_t *adv, bool warning, const char *reason, cons
     clock_gettime(CLOCK_REALTIME, &ts);
     snprintf(name, sizeof(name), "%.200s.%lx%05lx", kapi_obj_name(adv), (long)ts.tv_sec,
              (long)(ts.tv_nsec / 10000));
-    peer_now_rfc3339(now, sizeof(now));
+    rfc3339_now(0, now, sizeof(now));
     ev =
         json_pack("{s:s,s:s,s:{s:s,s:s},s:{s:s,s:s,s:s,s:s,s:s?},s:s,s:s,s:s,s:{s:s},s:s,s:s,"
                   "s:i}",
@@ -415,7 +416,7 @@ static json_t *desired_status(struct rec *r)
     char now[32], node[96];
     json_t *s;
 
-    peer_now_rfc3339(now, sizeof(now));
+    rfc3339_now(0, now, sizeof(now));
     s = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "advertisementStatus", status, "reason", r->d.reason,
                   "message", r->d.message, "decidedBy", r->d.by_operator ? "Operator" : "Policy",
                   "lastTransitionTime",
@@ -510,9 +511,9 @@ static void finish(struct rec *r)
         write_fc_received(r->peer, recv);
     if (!status_differs(cur, want)) {
         json_decref(want);
-        peer_parse_rfc3339(
+        rfc3339_parse(
             json_string_value(json_object_get(json_object_get(r->adv, "spec"), "timeToLive")),
-            &ttl);
+            RFC3339_OFFSET, &ttl);
         left = (ttl - (int64_t)time(NULL)) * 1000 + 500;
         /* Deployment mode looks at its Deployment on every pass: sooner. */
         rec_end(r, left > 0 && left < RESYNC_MS                            ? (int)left
@@ -1096,7 +1097,8 @@ static void being_deleted(struct rec *r)
     if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT && (!r->e || !r->e->vk)) {
         /* The virtual kubelet's process tears down and removes the finalizer; the operator
          * takes over only if it did not within the unpeer timeout. */
-        peer_parse_rfc3339(str(json_object_get(r->adv, "metadata"), "deletionTimestamp"), &since);
+        rfc3339_parse(str(json_object_get(r->adv, "metadata"), "deletionTimestamp"), RFC3339_OFFSET,
+                      &since);
         if ((int64_t)time(NULL) - since < (int64_t)(remote_timeout_ms() / 1000)) {
             rec_end(r, RETRY_MS);
             return;

@@ -1,6 +1,7 @@
 /* advpol: see policy.h. */
 #include "advertisement/policy.h"
 
+#include "common/rfc3339.h"
 #include "kube/quantity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
@@ -140,8 +141,10 @@ const char *advpol_validate(const json_t *adv, const char *peer, int64_t now, ch
                  "spec.kubeConfigRef must name a Secret of the Advertisement's own namespace");
         return "InvalidField";
     }
-    if (peer_parse_rfc3339(json_string_value(json_object_get(spec, "timestamp")), &ts) < 0 ||
-        peer_parse_rfc3339(json_string_value(json_object_get(spec, "timeToLive")), &ttl) < 0) {
+    if (rfc3339_parse(json_string_value(json_object_get(spec, "timestamp")), RFC3339_OFFSET, &ts) <
+            0 ||
+        rfc3339_parse(json_string_value(json_object_get(spec, "timeToLive")), RFC3339_OFFSET,
+                      &ttl) < 0) {
         snprintf(msg, msglen, "spec.timestamp and spec.timeToLive must be RFC 3339 times");
         return "MissingField";
     }

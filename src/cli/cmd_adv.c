@@ -4,6 +4,7 @@
  * (only the deny list and an invalid Advertisement do). The provider cannot write that status. */
 #include "cli/cli.h"
 #include "cli/kube.h"
+#include "common/rfc3339.h"
 
 #include "peering/identity.h"
 #include "peering/resources.h"
@@ -128,7 +129,7 @@ static int decide(int argc, char **argv, bool accept)
     }
     if (e < 0)
         goto kerr;
-    peer_now_rfc3339(now, sizeof(now));
+    rfc3339_now(0, now, sizeof(now));
     snprintf(patch, sizeof(patch),
              "{\"status\":{\"advertisementStatus\":\"%s\",\"reason\":\"%s\",\"message\":\"%s by an "
              "operator (cliqoctl %s)\",\"decidedBy\":\"Operator\",\"lastTransitionTime\":\"%s\"}}",

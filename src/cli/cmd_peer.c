@@ -11,6 +11,7 @@
 #include "cli/discovered.h"
 #include "cli/kube.h"
 
+#include "common/rfc3339.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 #include "peering/identity.h"
@@ -168,7 +169,7 @@ static int make_single_use(struct cli_kube *k, uint64_t ttl_ms, char token[PEER_
         snprintf(k->err, sizeof(k->err), "cannot generate a token (random generator failed)");
         return -EIO;
     }
-    peer_time_rfc3339((int64_t)time(NULL) + (int64_t)((ttl_ms + 999) / 1000), expires, 32);
+    rfc3339_format((int64_t)time(NULL) + (int64_t)((ttl_ms + 999) / 1000), 0, 0, expires, 32);
     snprintf(name, sizeof(name), "%s%.*s", PEER_TOKEN_SECRET_PREFIX, PEER_TOKEN_NAME_HEX, digest);
     o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:s,s:{s:s,s:s}}", "apiVersion", "v1", "kind",
                   "Secret", "metadata", "name", name, "namespace", k->ns, "labels",

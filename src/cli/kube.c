@@ -1,6 +1,7 @@
 /* cli/kube: options, the synchronous API client and JSON helpers of the cluster-facing verbs. */
 #include "cli/kube.h"
 
+#include "common/rfc3339.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 
@@ -366,13 +367,10 @@ const char *cli_json_str(const json_t *obj, ...)
 
 void cli_age(const char *timestamp, char *buf, size_t size)
 {
-    struct tm tm = {0};
-    const char *end;
-    time_t t, now = time(NULL);
+    int64_t t, now = (int64_t)time(NULL);
     long long d;
 
-    if (!timestamp || !(end = strptime(timestamp, "%Y-%m-%dT%H:%M:%S", &tm)) ||
-        strcmp(end, "Z") != 0 || (t = timegm(&tm)) == (time_t)-1) {
+    if (rfc3339_parse(timestamp, 0, &t) < 0) {
         snprintf(buf, size, "<unknown>");
         return;
     }

@@ -1,4 +1,5 @@
 #include "common/log.h"
+#include "common/rfc3339.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -62,19 +63,14 @@ static void put_quoted(FILE *f, const char *s)
 void log_vmsg(enum log_level level, const char *mod, const char *fmt, va_list ap)
 {
     char msg[2048];
-    char ts[40];
-    struct timespec now;
-    struct tm tm;
+    char ts[RFC3339_MAX];
 
     if (level < current_level || level < 0 || level >= _LOG_LEVEL_MAX)
         return;
-    clock_gettime(CLOCK_REALTIME, &now);
-    gmtime_r(&now.tv_sec, &tm);
-    strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+    rfc3339_now(3, ts, sizeof(ts));
     /* A message longer than the buffer is truncated, never overflowed. */
     vsnprintf(msg, sizeof(msg), fmt, ap);
-    fprintf(stderr, "ts=%s.%03ldZ level=%s mod=%s msg=", ts, now.tv_nsec / 1000000L,
-            level_names[level], mod ? mod : "-");
+    fprintf(stderr, "ts=%s level=%s mod=%s msg=", ts, level_names[level], mod ? mod : "-");
     put_quoted(stderr, msg);
     fputc('\n', stderr);
 }

@@ -27,6 +27,7 @@
 
 #include "agent/modules.h"
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "discovery/mdns.h"
 #include "kube/backoff.h"
@@ -64,15 +65,6 @@ static int64_t now_ms(void)
 
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void rfc3339(int64_t ms, char buf[32])
-{
-    time_t t = (time_t)(ms / 1000);
-    struct tm tm;
-
-    gmtime_r(&t, &tm);
-    strftime(buf, 32, "%Y-%m-%dT%H:%M:%SZ", &tm);
 }
 
 struct agent *disc_agent(void)
@@ -549,8 +541,8 @@ static json_t *desired_status(const struct disc_cand *c, const struct disc_sourc
     char first[32], last[32];
     json_t *d;
 
-    rfc3339(p->first_seen, first);
-    rfc3339(c->last_seen, last);
+    rfc3339_format(p->first_seen / 1000, 0, 0, first, sizeof(first));
+    rfc3339_format(c->last_seen / 1000, 0, 0, last, sizeof(last));
     d = json_pack("{s:s,s:s,s:s,s:b,s:s,s:s,s:s}", "type",
                   p->kind == DISC_LAN ? DISC_LABEL_TYPE_LAN : DISC_LABEL_TYPE_WAN, "instance",
                   p->instance, "authUrl", p->a.url, "announced", 1, "trust",

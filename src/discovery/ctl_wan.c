@@ -18,6 +18,7 @@
 
 #include "agent/modules.h"
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "discovery/dnssd.h"
 #include "kube/backoff.h"
@@ -89,12 +90,9 @@ static void write_status(struct sdom *s, const char *result, const char *message
                          size_t ignored, size_t failed, char (*ids)[PEER_NAME_MAX + 1], size_t nids)
 {
     char now[32], *body;
-    time_t t = time(NULL);
-    struct tm tm;
     json_t *refs = json_array(), *patch;
 
-    gmtime_r(&t, &tm);
-    strftime(now, sizeof(now), "%Y-%m-%dT%H:%M:%SZ", &tm);
+    rfc3339_now(0, now, sizeof(now));
     for (size_t i = 0; refs && i < nids; i++)
         json_array_append_new(refs,
                               json_pack("{s:s,s:s,s:s}", "apiVersion", "discovery.liqo.io/v1alpha1",

@@ -1,6 +1,7 @@
 #include "kube/leader.h"
 #include "kube/backoff.h"
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 
 #include <errno.h>
@@ -33,18 +34,6 @@ static void on_get(struct kapi_client *c, const struct kapi_result *res, void *d
 static uint64_t now_ms(const struct le_elector *le)
 {
     return uv_now(kapi_client_loop(le->c));
-}
-
-static void micro_time(char *buf, size_t size)
-{
-    struct timespec ts;
-    struct tm tm;
-    size_t n;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    n = strftime(buf, size, "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf + n, size - n, ".%06ldZ", (long)(ts.tv_nsec / 1000) % 1000000);
 }
 
 static void le_free(struct le_elector *le)
@@ -144,7 +133,7 @@ static json_t *lease_spec(struct le_elector *le, const json_t *old_spec, bool re
 
     if (!spec)
         return NULL;
-    micro_time(now, sizeof(now));
+    rfc3339_now(6, now, sizeof(now));
     if (release) {
         json_object_set_new(spec, "holderIdentity", json_string(""));
         json_object_set_new(spec, "leaseDurationSeconds", json_integer(1));

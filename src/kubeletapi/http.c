@@ -2,6 +2,7 @@
 #include "kubeletapi/http.h"
 
 #include "common/jsonb.h"
+#include "common/rfc3339.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 
@@ -520,69 +521,6 @@ int kla_parse_bool(const char *s, bool *ret)
     return -EINVAL;
 }
 
-static int digits(const char *s, int n, int *ret)
-{
-    int v = 0;
-
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -EINVAL;
-        v = v * 10 + (s[i] - '0');
-    }
-    *ret = v;
-    return 0;
-}
-
-int kla_parse_rfc3339(const char *s, int64_t *ret)
-{
-    static const int mdays[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    int Y, M, D, h, m, sec, oh = 0, om = 0, off = 0;
-    struct tm tm = {0};
-    const char *p;
-    time_t t;
-
-    if (strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
-        s[16] != ':')
-        return -EINVAL;
-    if (digits(s, 4, &Y) < 0 || digits(s + 5, 2, &M) < 0 || digits(s + 8, 2, &D) < 0 ||
-        digits(s + 11, 2, &h) < 0 || digits(s + 14, 2, &m) < 0 || digits(s + 17, 2, &sec) < 0)
-        return -EINVAL;
-    if (M < 1 || M > 12 || D < 1 || D > mdays[M - 1] || h > 23 || m > 59 || sec > 60)
-        return -EINVAL;
-    p = s + 19;
-    if (*p == '.') {
-        const char *q = ++p;
-
-        while (*p >= '0' && *p <= '9')
-            p++;
-        if (p == q || p - q > 9)
-            return -EINVAL;
-    }
-    if (*p == 'Z') {
-        p++;
-    } else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
-        if (digits(p + 1, 2, &oh) < 0 || digits(p + 4, 2, &om) < 0 || oh > 23 || om > 59)
-            return -EINVAL;
-        off = (oh * 60 + om) * 60 * (*p == '+' ? 1 : -1);
-        p += 6;
-    } else {
-        return -EINVAL;
-    }
-    if (*p != '\0')
-        return -EINVAL;
-    tm.tm_year = Y - 1900;
-    tm.tm_mon = M - 1;
-    tm.tm_mday = D;
-    tm.tm_hour = h;
-    tm.tm_min = m;
-    tm.tm_sec = sec;
-    t = timegm(&tm);
-    if (t == (time_t)-1 && !(Y == 1969 && M == 12 && D == 31))
-        return -EINVAL;
-    *ret = (int64_t)t - off;
-    return 0;
-}
-
 /* ---- routes -------------------------------------------------------------------------------- */
 
 void kla_target_split(const char *target, size_t len, const char **ret_path, size_t *ret_path_len,
@@ -715,7 +653,8 @@ int kla_logs_opts_parse(const char *query, size_t len, struct kla_logs_opts *ret
                 goto bad;
             break;
         case 5:
-            if (strlen(v) >= sizeof(o.since_time_str) || kla_parse_rfc3339(v, &o.since_time) < 0)
+            if (strlen(v) >= sizeof(o.since_time_str) ||
+                rfc3339_parse(v, RFC3339_OFFSET, &o.since_time) < 0)
                 goto bad;
             memcpy(o.since_time_str, v, strlen(v) + 1);
             break;

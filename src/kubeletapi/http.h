@@ -93,8 +93,6 @@ int kla_parse_addr(const char *s, struct sockaddr_storage *ret, socklen_t *ret_l
 /* RFC 1123 label (at most 63) and subdomain (at most 253). */
 bool kla_dns_label(const char *s);
 bool kla_dns_subdomain(const char *s);
-/* "2006-01-02T15:04:05[.frac](Z|+hh:mm|-hh:mm)" into seconds since the epoch. */
-int kla_parse_rfc3339(const char *s, int64_t *ret);
 /* Go's strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False. */
 int kla_parse_bool(const char *s, bool *ret);
 

@@ -3,6 +3,7 @@
 #include "kubeletapi/http.h"
 
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 #include "kube/api.h"
@@ -271,12 +272,9 @@ static void install(struct kla_service *s, const char *cert_pem)
         return;
     }
     {
-        time_t t = (time_t)na;
-        struct tm tm;
-        char until[32] = "?";
+        char until[RFC3339_MAX];
 
-        if (gmtime_r(&t, &tm))
-            strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+        rfc3339_format(na, 0, 0, until, sizeof(until));
         log_info(MOD,
                  "serving certificate from CertificateSigningRequest %s (CN system:node:%s, SAN"
                  " %s), valid until %s; renewal in %llu s",

@@ -1,6 +1,7 @@
 /* nodesim builders: Node, Lease and pod status objects, as a kubelet writes them. */
 #include "nodesim/nodesim.h"
 
+#include "common/rfc3339.h"
 #include "common/strutil.h"
 
 #include <errno.h>
@@ -20,66 +21,6 @@ const char *ns_json_str(const json_t *obj, ...)
         v = json_object_get(v, key);
     va_end(ap);
     return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
-void ns_format_time(time_t t, bool micro, char buf[NS_TIME_LEN])
-{
-    struct tm tm;
-
-    if (!gmtime_r(&t, &tm)) {
-        snprintf(buf, NS_TIME_LEN, "1970-01-01T00:00:00Z");
-        return;
-    }
-    strftime(buf, NS_TIME_LEN, micro ? "%Y-%m-%dT%H:%M:%S.000000Z" : "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-static int digits(const char *s, size_t n, int *ret)
-{
-    int v = 0;
-
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -EINVAL;
-        v = v * 10 + (s[i] - '0');
-    }
-    *ret = v;
-    return 0;
-}
-
-int ns_parse_time(const char *s, time_t *ret)
-{
-    struct tm tm = {0};
-    int y, mo, d, h, mi, se;
-    const char *p;
-    time_t t;
-
-    if (!s || strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
-        s[16] != ':')
-        return -EINVAL;
-    if (digits(s, 4, &y) < 0 || digits(s + 5, 2, &mo) < 0 || digits(s + 8, 2, &d) < 0 ||
-        digits(s + 11, 2, &h) < 0 || digits(s + 14, 2, &mi) < 0 || digits(s + 17, 2, &se) < 0)
-        return -EINVAL;
-    p = s + 19;
-    if (*p == '.') {
-        p++;
-        if (*p < '0' || *p > '9')
-            return -EINVAL;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    if (strcmp(p, "Z") != 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || se > 60)
-        return -EINVAL;
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = se;
-    t = timegm(&tm);
-    if (t == (time_t)-1)
-        return -EINVAL;
-    *ret = t;
-    return 0;
 }
 
 /* A stable, well-formed 64-hex-digit id (container ids, image digests, machine ids) derived from
@@ -342,7 +283,7 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
     json_t *st = NULL, *ics = NULL, *cs = NULL, *conds = NULL, *c;
     struct sbuf not_ready, not_init;
     uint64_t step_ms = 0, elapsed_ms, next_ms = 0;
-    time_t start;
+    int64_t start;
     char buf[NS_TIME_LEN], cstart[NS_TIME_LEN];
     int code = 0, r = -ENOMEM;
     bool fail, terminal = false, all_ready = true;
@@ -356,8 +297,8 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
         p.uid = "";
     if (!policy)
         policy = "Always";
-    ns_format_time(v->now, false, p.now);
-    if (ns_parse_time(ns_json_str(p.cur, "startTime", NULL), &start) < 0)
+    rfc3339_format(v->now, 0, 0, p.now, sizeof(p.now));
+    if (rfc3339_parse(ns_json_str(p.cur, "startTime", NULL), 0, &start) < 0)
         start = v->now;
     if (step_s && ns_parse_duration_ms(step_s, &step_ms) < 0)
         step_ms = 0;
@@ -368,7 +309,7 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
         stage = (size_t)(elapsed_ms / step_ms);
         next_ms = (stage + 1) * step_ms - elapsed_ms;
     }
-    ns_format_time(start + (time_t)(k * step_ms / 1000), false, cstart);
+    rfc3339_format(start + (time_t)(k * step_ms / 1000), 0, 0, cstart, NS_TIME_LEN);
 
     ics = json_array();
     cs = json_array();
@@ -382,8 +323,8 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
             r = -EINVAL;
             goto out;
         }
-        ns_format_time(start + (time_t)(i * step_ms / 1000), false, t0);
-        ns_format_time(start + (time_t)((i + 1) * step_ms / 1000), false, t1);
+        rfc3339_format(start + (time_t)(i * step_ms / 1000), 0, 0, t0, NS_TIME_LEN);
+        rfc3339_format(start + (time_t)((i + 1) * step_ms / 1000), 0, 0, t1, NS_TIME_LEN);
         if (i < stage) {
             char cid[HEX_ID_LEN + 20], id[HEX_ID_LEN + 1];
             hex_id(id, p.uid, name, 0);
@@ -519,7 +460,7 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
             sched ? json_deep_copy(sched) : cond(&p, "PodScheduled", true, NULL, NULL));
         if (!conds)
             goto out;
-        ns_format_time(start, false, buf);
+        rfc3339_format(start, 0, 0, buf, NS_TIME_LEN);
         st = json_pack("{s:s,s:o,s:s,s:s}", "phase", phase, "conditions", conds, "hostIP",
                        v->host_ip, "startTime", buf);
         conds = NULL;

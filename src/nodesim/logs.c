@@ -1,6 +1,8 @@
 /* nodesim logs: the deterministic log of a simulated container (nodesim.h, docs/nodesim.md). */
 #include "nodesim/nodesim.h"
 
+#include "common/rfc3339.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -33,9 +35,8 @@ int ns_log_line(const struct ns_log_src *s, int64_t k, bool timestamps, char *bu
     if (timestamps) {
         char t[NS_TIME_LEN];
 
-        ns_format_time((time_t)ns_log_time(s, k), false, t);
-        /* "...:05Z" -> "...:05.000000000Z " */
-        snprintf(ts, sizeof(ts), "%.19s.000000000Z ", t);
+        rfc3339_format(ns_log_time(s, k), 0, 9, t, sizeof(t));
+        snprintf(ts, sizeof(ts), "%s ", t);
     }
     if (k == 0)
         n = snprintf(buf, size,
@@ -75,22 +76,22 @@ static int instance(const json_t *st, bool previous, struct ns_log_src *ret, con
     const json_t *run = json_object_get(state, "running");
     const json_t *term = json_object_get(state, "terminated");
     const json_t *wait = json_object_get(state, "waiting");
-    time_t t;
+    int64_t t;
     json_int_t restarts = json_integer_value(json_object_get(st, "restartCount"));
 
     ret->restart = (int)(previous ? restarts - 1 : restarts);
     if (!previous && run) {
-        if (ns_parse_time(ns_json_str(run, "startedAt", NULL), &t) < 0)
+        if (rfc3339_parse(ns_json_str(run, "startedAt", NULL), 0, &t) < 0)
             return -EAGAIN;
         ret->started = t;
         ret->finished = -1;
         return 0;
     }
     if (term) {
-        if (ns_parse_time(ns_json_str(term, "startedAt", NULL), &t) < 0)
+        if (rfc3339_parse(ns_json_str(term, "startedAt", NULL), 0, &t) < 0)
             return -ENOENT;
         ret->started = t;
-        if (ns_parse_time(ns_json_str(term, "finishedAt", NULL), &t) < 0)
+        if (rfc3339_parse(ns_json_str(term, "finishedAt", NULL), 0, &t) < 0)
             return -ENOENT;
         ret->finished = t < ret->started ? ret->started : t;
         ret->exit_code = (int)json_integer_value(json_object_get(term, "exitCode"));

@@ -3,6 +3,7 @@
 #include "nodesim/sim.h"
 
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 
 #include <errno.h>
@@ -22,7 +23,7 @@ struct ns_node *ns_node_find(struct ns_sim *sim, const char *name)
 
 static void now_str(char buf[NS_TIME_LEN], bool micro)
 {
-    ns_format_time(time(NULL), micro, buf);
+    rfc3339_format((int64_t)time(NULL), 0, micro ? 6 : 0, buf, NS_TIME_LEN);
 }
 
 static char *dump(json_t *obj)

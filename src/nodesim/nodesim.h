@@ -133,11 +133,6 @@ int ns_ipam_release(struct ns_ipam *a, uint32_t ip);
 
 /* ---- object builders (build.c) --------------------------------------------------------------- */
 
-/* Writes t as "YYYY-MM-DDTHH:MM:SSZ"; with micro, as "YYYY-MM-DDTHH:MM:SS.000000Z" (MicroTime). */
-void ns_format_time(time_t t, bool micro, char buf[NS_TIME_LEN]);
-/* Parses "YYYY-MM-DDTHH:MM:SS[.frac]Z" (fractions are dropped). */
-int ns_parse_time(const char *s, time_t *ret);
-
 /* What a node's status says. */
 struct ns_node_view {
     const char *name;

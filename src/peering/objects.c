@@ -9,99 +9,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/informer.h"
 #include "peering/resources.h"
 #include "peering/token.h"
-
-void peer_now_rfc3339(char *buf, size_t size)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-
-    gmtime_r(&t, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-void peer_time_rfc3339(int64_t t, char *buf, size_t size)
-{
-    time_t tt = (time_t)t;
-    struct tm tm;
-
-    /* RFC 3339 wants four digits of year, which strftime's %Y does not pad. */
-    if (!gmtime_r(&tt, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999) {
-        snprintf(buf, size, "1970-01-01T00:00:00Z");
-        return;
-    }
-    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec);
-}
-
-static int digits(const char *s, int n, int *ret)
-{
-    int v = 0;
-
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -EINVAL;
-        v = v * 10 + (s[i] - '0');
-    }
-    *ret = v;
-    return 0;
-}
-
-int peer_parse_rfc3339(const char *s, int64_t *ret)
-{
-    struct tm tm;
-    int y, mo, d, h, mi, sec, oh = 0, om = 0, sign = 0;
-    size_t n;
-    const char *p;
-    int64_t t;
-
-    if (!s || !ret)
-        return -EINVAL;
-    n = strlen(s);
-    if (n < 20 || n > 40 || s[4] != '-' || s[7] != '-' || (s[10] != 'T' && s[10] != 't') ||
-        s[13] != ':' || s[16] != ':')
-        return -EINVAL;
-    if (digits(s, 4, &y) < 0 || digits(s + 5, 2, &mo) < 0 || digits(s + 8, 2, &d) < 0 ||
-        digits(s + 11, 2, &h) < 0 || digits(s + 14, 2, &mi) < 0 || digits(s + 17, 2, &sec) < 0)
-        return -EINVAL;
-    if (mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60)
-        return -EINVAL;
-    p = s + 19;
-    if (*p == '.') {
-        p++;
-        if (*p < '0' || *p > '9')
-            return -EINVAL;
-        while (*p >= '0' && *p <= '9')
-            p++;
-    }
-    if (*p == 'Z' || *p == 'z') {
-        p++;
-    } else if (*p == '+' || *p == '-') {
-        sign = *p == '+' ? 1 : -1;
-        if (digits(p + 1, 2, &oh) < 0 || p[3] != ':' || digits(p + 4, 2, &om) < 0 || oh > 23 ||
-            om > 59)
-            return -EINVAL;
-        p += 6;
-    } else {
-        return -EINVAL;
-    }
-    if (*p)
-        return -EINVAL;
-    memset(&tm, 0, sizeof(tm));
-    tm.tm_year = y - 1900;
-    tm.tm_mon = mo - 1;
-    tm.tm_mday = d;
-    tm.tm_hour = h;
-    tm.tm_min = mi;
-    tm.tm_sec = sec;
-    t = (int64_t)timegm(&tm);
-    t -= (int64_t)sign * (oh * 3600 + om * 60);
-    *ret = t;
-    return 0;
-}
 
 json_t *peer_fc_condition_obj(const json_t *fc, const char *type)
 {
@@ -130,16 +42,9 @@ int64_t peer_fc_condition_since(const json_t *fc, const char *type)
 {
     const char *t =
         json_string_value(json_object_get(peer_fc_condition_obj(fc, type), "lastTransitionTime"));
-    struct tm tm;
-    const char *end;
+    int64_t since;
 
-    if (!t)
-        return 0;
-    memset(&tm, 0, sizeof(tm));
-    end = strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    if (!end || *end)
-        return 0;
-    return (int64_t)timegm(&tm);
+    return rfc3339_parse(t, 0, &since) == 0 ? since : 0;
 }
 
 static bool set_str(json_t *obj, const char *key, const char *value)
@@ -174,7 +79,7 @@ bool peer_fc_set_condition(json_t *fc, const char *type, const char *status, con
         json_array_append_new(conds, c);
         changed = true;
     }
-    peer_now_rfc3339(now, sizeof(now));
+    rfc3339_now(0, now, sizeof(now));
     if (set_str(c, "status", status)) {
         json_object_set_new(c, "lastTransitionTime", json_string(now));
         changed = true;
@@ -292,7 +197,7 @@ int peer_token_secret_check(const json_t *secret, const char *digest, int64_t no
     if (digest && (!sha || !peer_token_digest_equal(sha, digest)))
         goto out;
     exp = obj_secret_str(secret, "expires", 64);
-    if (!exp || peer_parse_rfc3339(exp, &t) < 0 || t <= now) {
+    if (!exp || rfc3339_parse(exp, RFC3339_OFFSET, &t) < 0 || t <= now) {
         r = -EKEYEXPIRED;
         goto out;
     }

@@ -23,13 +23,6 @@ struct inf_informer;
 /* The ForeignCluster of cluster ID id (spec.clusterIdentity.clusterID) in the informer of
  * ForeignClusters fcs, a new reference, or NULL. */
 json_t *peer_fc_find(struct inf_informer *fcs, const char *id);
-/* RFC 3339 "now" (UTC, seconds) into buf (at least 21 bytes). */
-void peer_now_rfc3339(char *buf, size_t size);
-/* RFC 3339 of Unix time t (UTC, seconds) into buf (at least 21 bytes). */
-void peer_time_rfc3339(int64_t t, char *buf, size_t size);
-/* Parses an RFC 3339 timestamp ("2006-01-02T15:04:05Z", optional fraction, "Z" or "+hh:mm") into
- * Unix seconds. Returns 0 or -EINVAL. */
-int peer_parse_rfc3339(const char *s, int64_t *ret);
 /* Strict base64 (standard alphabet, padding only at the end) of at most `max` decoded bytes into
  * *ret (x_malloc'd, NUL-terminated; wipe secrets before x_free). Returns 0, -EINVAL, -E2BIG or
  * -ENOMEM. */

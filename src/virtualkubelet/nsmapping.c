@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/informer.h"
@@ -427,7 +428,7 @@ static void pass(uv_timer_t *t)
             goto out;
         }
     }
-    peer_now_rfc3339(now, sizeof(now));
+    rfc3339_now(0, now, sizeof(now));
     json_array_foreach(list, i, nsof)
     {
         if (mirror(m, nsof, wanted, want, current, now))

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/informer.h"
@@ -571,7 +572,7 @@ static void forward_event(struct podns *n, const json_t *ev)
     /* Old Events of the first list (a restart) were forwarded then, or are history. */
     if (vkp_rfc3339_seconds(json_string_value(json_object_get(ev, "lastTimestamp")), last,
                             sizeof(last)) &&
-        peer_parse_rfc3339(last, &t) == 0 && t < p->started_wall - EVENT_MAX_AGE_S)
+        rfc3339_parse(last, RFC3339_OFFSET, &t) == 0 && t < p->started_wall - EVENT_MAX_AGE_S)
         return;
     home = inf_get(p->home, n->local, name);
     remote = inf_get(ri, n->remote, name);
@@ -672,7 +673,7 @@ static void emit_refusal_event(struct pods *p, const json_t *home, const char *m
     struct timespec ts;
 
     clock_gettime(CLOCK_REALTIME, &ts);
-    peer_now_rfc3339(now, sizeof(now));
+    rfc3339_now(0, now, sizeof(now));
     /* Built through the forwarding path so that it is bounded the same way. */
     fake = json_pack("{s:{s:s},s:{s:s,s:s},s:s,s:s,s:s,s:s,s:i}", "metadata", "uid", "refusal",
                      "involvedObject", "kind", "Pod", "name", kapi_obj_name(home), "reason",
@@ -987,7 +988,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     s = home ? ps_find(p, key) : NULL;
     if (s && remote)
         s->exists = 0;
-    peer_now_rfc3339(now, sizeof(now));
+    rfc3339_now(0, now, sizeof(now));
     status_ctx(p, now, &ctx);
     if (home) {
         want = wanted_status(p, key, home, remote, n, s, &ctx);

@@ -14,6 +14,7 @@
 #include "advertisement/share.h"
 #include "common/jsonb.h"
 #include "common/log.h"
+#include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/quantity.h"
@@ -339,7 +340,7 @@ static void stamp(json_t *status, const json_t *node)
     size_t i, j;
     json_t *c, *o;
 
-    peer_now_rfc3339(now, sizeof(now));
+    rfc3339_now(0, now, sizeof(now));
     json_array_foreach(json_object_get(status, "conditions"), i, c)
     {
         const char *type = json_string_value(json_object_get(c, "type"));
@@ -935,14 +936,9 @@ static void after_lease_create(struct kapi_client *c, const struct kapi_result *
 
 static json_t *lease_spec(struct vk *v)
 {
-    struct timespec ts;
-    struct tm tm;
-    char buf[64], date[32];
+    char buf[RFC3339_MAX];
 
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
-    strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%S", &tm);
-    snprintf(buf, sizeof(buf), "%.20s.%06ldZ", date, (long)(ts.tv_nsec / 1000) % 1000000);
+    rfc3339_now(6, buf, sizeof(buf));
     return json_pack("{s:s,s:i,s:s}", "holderIdentity", v->node, "leaseDurationSeconds",
                      LEASE_DURATION_S, "renewTime", buf);
 }

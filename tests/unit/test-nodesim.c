@@ -498,25 +498,6 @@ static void test_pod_fail_always(void **state)
     json_decref(p);
 }
 
-static void test_times(void **state)
-{
-    char buf[NS_TIME_LEN];
-    time_t t;
-
-    (void)state;
-    ns_format_time(1700000000, false, buf);
-    assert_string_equal(buf, "2023-11-14T22:13:20Z");
-    ns_format_time(1700000000, true, buf);
-    assert_string_equal(buf, "2023-11-14T22:13:20.000000Z");
-    assert_int_equal(ns_parse_time("2023-11-14T22:13:20Z", &t), 0);
-    assert_int_equal(t, 1700000000);
-    assert_int_equal(ns_parse_time("2023-11-14T22:13:20.123456Z", &t), 0);
-    assert_int_equal(t, 1700000000);
-    assert_int_equal(ns_parse_time("2023-11-14 22:13:20Z", &t), -EINVAL);
-    assert_int_equal(ns_parse_time("2023-13-14T22:13:20Z", &t), -EINVAL);
-    assert_int_equal(ns_parse_time(NULL, &t), -EINVAL);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -530,7 +511,6 @@ int main(void)
         cmocka_unit_test(test_pod_init_steps),
         cmocka_unit_test(test_pod_fail_never),
         cmocka_unit_test(test_pod_fail_always),
-        cmocka_unit_test(test_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
