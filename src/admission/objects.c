@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/errbuf.h"
 #include "admission/placement.h"
 #include "admission/review.h"
 
@@ -37,22 +38,21 @@ int adm_objects_service_check(const json_t *svc, char *msg, size_t len)
     char shown[64];
 
     if (type && (strcmp(type, "NodePort") == 0 || strcmp(type, "LoadBalancer") == 0))
-        return adm__refuse(
-            msg, len,
-            "spec.type %s: a consumer's Service may not open ports on the provider's "
-            "nodes or load balancers (ClusterIP only)",
-            type);
+        return errbuf_fmt(msg, len, -EPERM,
+                          "spec.type %s: a consumer's Service may not open ports on the provider's "
+                          "nodes or load balancers (ClusterIP only)",
+                          type);
     if (type && strcmp(type, "ExternalName") == 0)
-        return adm__refuse(
-            msg, len,
-            "spec.type ExternalName: a consumer's Service may not alias names in the "
-            "provider's DNS (ClusterIP only)");
+        return errbuf_fmt(msg, len, -EPERM,
+                          "spec.type ExternalName: a consumer's Service may not alias names in the "
+                          "provider's DNS (ClusterIP only)");
     if (type && strcmp(type, "ClusterIP") != 0)
-        return adm__refuse(msg, len, "spec.type \"%s\": a consumer's Service is ClusterIP only",
-                           adm_printable(type, shown, sizeof(shown)));
+        return errbuf_fmt(msg, len, -EPERM,
+                          "spec.type \"%s\": a consumer's Service is ClusterIP only",
+                          adm_printable(type, shown, sizeof(shown)));
     if (json_array_size(json_object_get(spec, "externalIPs")) > 0)
-        return adm__refuse(
-            msg, len,
+        return errbuf_fmt(
+            msg, len, -EPERM,
             "spec.externalIPs: a consumer's Service may not take traffic for external "
             "addresses on the provider's nodes");
     return 0;
@@ -82,31 +82,31 @@ int adm_objects_slice_check(const json_t *slice, const char *ns, const struct ci
     char shown[IP_MAX], shown_ns[64];
 
     if (!at || (strcmp(at, "IPv4") != 0 && strcmp(at, "IPv6") != 0))
-        return adm__refuse(msg, len,
-                           "addressType \"%s\": a consumer's EndpointSlice holds IPs only",
-                           adm_printable(at ? at : "", shown, sizeof(shown)));
+        return errbuf_fmt(msg, len, -EPERM,
+                          "addressType \"%s\": a consumer's EndpointSlice holds IPs only",
+                          adm_printable(at ? at : "", shown, sizeof(shown)));
     if (json_array_size(eps) > ADM_OBJ_MAX_ENDPOINTS)
-        return adm__refuse(msg, len, "endpoints: more than %d", ADM_OBJ_MAX_ENDPOINTS);
+        return errbuf_fmt(msg, len, -EPERM, "endpoints: more than %d", ADM_OBJ_MAX_ENDPOINTS);
     for (size_t i = 0; i < json_array_size(eps); i++) {
         const json_t *ep = json_array_get(eps, i), *addrs = json_object_get(ep, "addresses");
         const char *tns = ostr(json_object_get(ep, "targetRef"), "namespace");
 
         if (tns && *tns && strcmp(tns, ns ? ns : "") != 0)
-            return adm__refuse(
-                msg, len,
+            return errbuf_fmt(
+                msg, len, -EPERM,
                 "endpoints[%zu].targetRef.namespace \"%s\": a consumer's EndpointSlice "
                 "may only name objects of its own namespace",
                 i, adm_printable(tns, shown_ns, sizeof(shown_ns)));
         if (json_array_size(addrs) > ADM_OBJ_MAX_ADDRESSES)
-            return adm__refuse(msg, len, "endpoints[%zu].addresses: more than %d", i,
-                               ADM_OBJ_MAX_ADDRESSES);
+            return errbuf_fmt(msg, len, -EPERM, "endpoints[%zu].addresses: more than %d", i,
+                              ADM_OBJ_MAX_ADDRESSES);
         for (size_t j = 0; j < json_array_size(addrs); j++) {
             const char *ip = json_string_value(json_array_get(addrs, j));
 
             if (ip && (in_cidrs(ip, cidrs, n) || (is_pod_ip && is_pod_ip(ip, data))))
                 continue;
-            return adm__refuse(
-                msg, len,
+            return errbuf_fmt(
+                msg, len, -EPERM,
                 "endpoints[%zu].addresses[%zu] %s is neither in the consumer's pod CIDR "
                 "as this provider sees it nor the IP of one of its pods here",
                 i, j, adm_printable(ip ? ip : "(not a string)", shown, sizeof(shown)));
@@ -120,10 +120,10 @@ int adm_objects_secret_check(const json_t *secret, char *msg, size_t len)
     const char *type = ostr(secret, "type");
 
     if (type && strcmp(type, ADM_SA_TOKEN_TYPE) == 0)
-        return adm__refuse(msg, len,
-                           "type " ADM_SA_TOKEN_TYPE
-                           ": a peer's credential may not ask the provider "
-                           "for ServiceAccount tokens");
+        return errbuf_fmt(msg, len, -EPERM,
+                          "type " ADM_SA_TOKEN_TYPE
+                          ": a peer's credential may not ask the provider "
+                          "for ServiceAccount tokens");
     return 0;
 }
 

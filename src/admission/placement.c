@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/errbuf.h"
 #include "admission/review.h"
 #include "peering/resources.h"
 
@@ -36,16 +37,6 @@ static bool allowed(const json_t *placement, const char *list, const char *name,
             return true;
     }
     return false;
-}
-
-int adm__refuse(char *msg, size_t len, const char *fmt, ...)
-{
-    va_list ap;
-
-    va_start(ap, fmt);
-    vsnprintf(msg, len, fmt, ap);
-    va_end(ap);
-    return -EPERM;
 }
 
 /* The first expression of a NodeSelectorTerm-like object that names a node, or -1. field is set
@@ -81,28 +72,28 @@ static int check_nodes(const json_t *spec, char *msg, size_t len)
     long e;
 
     if (name && *name)
-        return adm__refuse(
-            msg, len,
+        return errbuf_fmt(
+            msg, len, -EPERM,
             "spec.nodeName \"%s\": naming the provider's nodes is not allowed on this "
             "provider (" WHERE "allowNodeNames)",
             adm_printable(name, shown, sizeof(shown)));
     if (jstr(json_object_get(spec, "nodeSelector"), HOSTNAME_LABEL))
-        return adm__refuse(msg, len,
-                           "spec.nodeSelector[" HOSTNAME_LABEL
-                           "]: naming the provider's nodes is not "
-                           "allowed on this provider (" WHERE "allowNodeNames)");
+        return errbuf_fmt(msg, len, -EPERM,
+                          "spec.nodeSelector[" HOSTNAME_LABEL
+                          "]: naming the provider's nodes is not "
+                          "allowed on this provider (" WHERE "allowNodeNames)");
     for (size_t i = 0; i < json_array_size(req) && i < ADM_PLACEMENT_MAX_ITEMS; i++)
         if ((e = node_named(json_array_get(req, i), &field)) >= 0)
-            return adm__refuse(
-                msg, len,
+            return errbuf_fmt(
+                msg, len, -EPERM,
                 "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
                 ".nodeSelectorTerms[%zu].%s[%ld]: naming the provider's nodes is not "
                 "allowed on this provider (" WHERE "allowNodeNames)",
                 i, field, e);
     for (size_t i = 0; i < json_array_size(pref) && i < ADM_PLACEMENT_MAX_ITEMS; i++)
         if ((e = node_named(json_object_get(json_array_get(pref, i), "preference"), &field)) >= 0)
-            return adm__refuse(
-                msg, len,
+            return errbuf_fmt(
+                msg, len, -EPERM,
                 "spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution"
                 "[%zu].preference.%s[%ld]: naming the provider's nodes is not allowed on "
                 "this provider (" WHERE "allowNodeNames)",
@@ -123,23 +114,23 @@ static int check_tolerations(const json_t *spec, const json_t *placement, char *
     char shown[80];
 
     if (json_array_size(tols) > ADM_PLACEMENT_MAX_ITEMS)
-        return adm__refuse(msg, len, "spec.tolerations: more than %d tolerations",
-                           ADM_PLACEMENT_MAX_ITEMS);
+        return errbuf_fmt(msg, len, -EPERM, "spec.tolerations: more than %d tolerations",
+                          ADM_PLACEMENT_MAX_ITEMS);
     for (size_t i = 0; i < json_array_size(tols); i++) {
         const char *key = jstr(json_array_get(tols, i), "key");
 
         if (!key || !*key) {
             if (allowed(placement, "allowedTolerations", NULL, true))
                 continue;
-            return adm__refuse(msg, len,
-                               "spec.tolerations[%zu] has no key: tolerating every taint of the "
-                               "provider is not allowed (\"*\" in " WHERE "allowedTolerations)",
-                               i);
+            return errbuf_fmt(msg, len, -EPERM,
+                              "spec.tolerations[%zu] has no key: tolerating every taint of the "
+                              "provider is not allowed (\"*\" in " WHERE "allowedTolerations)",
+                              i);
         }
         if (standard_toleration(key) || allowed(placement, "allowedTolerations", key, true))
             continue;
-        return adm__refuse(
-            msg, len,
+        return errbuf_fmt(
+            msg, len, -EPERM,
             "spec.tolerations[%zu].key \"%s\": tolerating the provider's taints is not "
             "allowed on this provider (allowed: " WHERE "allowedTolerations)",
             i, adm_printable(key, shown, sizeof(shown)));
@@ -162,14 +153,14 @@ int adm_placement_check(const json_t *pod, const json_t *placement, char *msg, s
     if ((r = check_tolerations(spec, placement, msg, len)) < 0)
         return r;
     if (pc && *pc && !allowed(placement, "allowedPriorityClasses", pc, false))
-        return adm__refuse(
-            msg, len,
+        return errbuf_fmt(
+            msg, len, -EPERM,
             "spec.priorityClassName \"%s\" is not allowed on this provider (allowed: " WHERE
             "allowedPriorityClasses)",
             adm_printable(pc, shown, sizeof(shown)));
     if (rc && *rc && !allowed(placement, "allowedRuntimeClasses", rc, false))
-        return adm__refuse(
-            msg, len,
+        return errbuf_fmt(
+            msg, len, -EPERM,
             "spec.runtimeClassName \"%s\" is not allowed on this provider (allowed: " WHERE
             "allowedRuntimeClasses)",
             adm_printable(rc, shown, sizeof(shown)));

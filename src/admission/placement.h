@@ -33,7 +33,4 @@
  *   ClusterConfig spec.offloadingConfig.placement.allowedPriorityClasses) */
 int adm_placement_check(const json_t *pod, const json_t *placement, char *msg, size_t len);
 
-/* Writes the refusal into msg (printf-style) and returns -EPERM; shared with objects.c. */
-__attribute__((format(printf, 3, 4))) int adm__refuse(char *msg, size_t len, const char *fmt, ...);
-
 #endif

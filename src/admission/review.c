@@ -1,4 +1,5 @@
 #include "admission/review.h"
+#include "common/errbuf.h"
 #include "common/jsonb.h"
 #include "common/xalloc.h"
 
@@ -22,18 +23,6 @@ const char *adm_printable(const char *s, char *buf, size_t size)
     return buf;
 }
 
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
-
 /* Copies an optional string member into buf. Absent or null: "" (unless required). A string
  * longer than size - 1, with a NUL or a control character, or of another type is refused. */
 static int get_str(const json_t *obj, const char *key, bool required, char *buf, size_t size,
@@ -46,22 +35,24 @@ static int get_str(const json_t *obj, const char *key, bool required, char *buf,
     buf[0] = '\0';
     if (!v || json_is_null(v)) {
         if (required)
-            return bad(err, errlen, "%s%s is missing", where, key);
+            return errbuf_fmt(err, errlen, -EINVAL, "%s%s is missing", where, key);
         return 0;
     }
     if (!json_is_string(v))
-        return bad(err, errlen, "%s%s is not a string", where, key);
+        return errbuf_fmt(err, errlen, -EINVAL, "%s%s is not a string", where, key);
     s = json_string_value(v);
     n = json_string_length(v);
     if (n != strlen(s))
-        return bad(err, errlen, "%s%s contains a NUL byte", where, key);
+        return errbuf_fmt(err, errlen, -EINVAL, "%s%s contains a NUL byte", where, key);
     if (n >= size)
-        return bad(err, errlen, "%s%s is longer than %zu bytes", where, key, size - 1);
+        return errbuf_fmt(err, errlen, -EINVAL, "%s%s is longer than %zu bytes", where, key,
+                          size - 1);
     for (size_t i = 0; i < n; i++)
         if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return bad(err, errlen, "%s%s contains a control character", where, key);
+            return errbuf_fmt(err, errlen, -EINVAL, "%s%s contains a control character", where,
+                              key);
     if (required && n == 0)
-        return bad(err, errlen, "%s%s is empty", where, key);
+        return errbuf_fmt(err, errlen, -EINVAL, "%s%s is empty", where, key);
     memcpy(buf, s, n + 1);
     return 0;
 }
@@ -74,11 +65,11 @@ static int get_obj(const json_t *obj, const char *key, bool required, const json
     *ret = NULL;
     if (!v || json_is_null(v)) {
         if (required)
-            return bad(err, errlen, "%s%s is missing", where, key);
+            return errbuf_fmt(err, errlen, -EINVAL, "%s%s is missing", where, key);
         return 0;
     }
     if (!json_is_object(v))
-        return bad(err, errlen, "%s%s is not an object", where, key);
+        return errbuf_fmt(err, errlen, -EINVAL, "%s%s is not an object", where, key);
     *ret = v;
     return 0;
 }
@@ -96,7 +87,7 @@ int adm_review_decode(const char *body, size_t len, struct adm_request *ret, cha
 
     memset(&r, 0, sizeof(r));
     if (!body || !ret)
-        return bad(err, errlen, "no review");
+        return errbuf_fmt(err, errlen, -EINVAL, "no review");
     if (len > ADM_REVIEW_MAX) {
         snprintf(err, errlen, "the review is larger than %u bytes", ADM_REVIEW_MAX);
         return -E2BIG;
@@ -104,19 +95,19 @@ int adm_review_decode(const char *body, size_t len, struct adm_request *ret, cha
     rc = jsonb_load(body, len, jsonb_budget(len, JSONB_RATIO_KUBE), 0, JSON_REJECT_DUPLICATES,
                     &r.review, &je);
     if (rc == -E2BIG) {
-        rc = bad(err, errlen, "the review is refused: %s", je.text);
+        rc = errbuf_fmt(err, errlen, -EINVAL, "the review is refused: %s", je.text);
         goto out;
     }
     if (rc < 0) {
         char shown[120];
 
-        rc = bad(err, errlen, "the body is not JSON: %s (line %d, column %d)",
-                 adm_printable(je.text, shown, sizeof(shown)), je.line, je.column);
+        rc = errbuf_fmt(err, errlen, -EINVAL, "the body is not JSON: %s (line %d, column %d)",
+                        adm_printable(je.text, shown, sizeof(shown)), je.line, je.column);
         goto out;
     }
     rc = -EINVAL;
     if (!json_is_object(r.review)) {
-        bad(err, errlen, "the body is not a JSON object");
+        errbuf_fmt(err, errlen, -EINVAL, "the body is not a JSON object");
         goto out;
     }
     if (get_str(r.review, "apiVersion", true, api, sizeof(api), "", err, errlen) < 0 ||
@@ -125,8 +116,9 @@ int adm_review_decode(const char *body, size_t len, struct adm_request *ret, cha
     if (strcmp(api, ADM_REVIEW_API) != 0 || strcmp(k, ADM_REVIEW_KIND) != 0) {
         char a[40], b[40];
 
-        bad(err, errlen, "expected %s %s, not %s %s", ADM_REVIEW_API, ADM_REVIEW_KIND,
-            adm_printable(api, a, sizeof(a)), adm_printable(k, b, sizeof(b)));
+        errbuf_fmt(err, errlen, -EINVAL, "expected %s %s, not %s %s", ADM_REVIEW_API,
+                   ADM_REVIEW_KIND, adm_printable(api, a, sizeof(a)),
+                   adm_printable(k, b, sizeof(b)));
         goto out;
     }
     if (get_obj(r.review, "request", true, &req, "", err, errlen) < 0 ||
@@ -155,17 +147,18 @@ int adm_review_decode(const char *body, size_t len, struct adm_request *ret, cha
     if (!op_ok) {
         char shown[20];
 
-        bad(err, errlen, "request.operation '%s' is not CREATE, UPDATE, DELETE or CONNECT",
-            adm_printable(r.operation, shown, sizeof(shown)));
+        errbuf_fmt(err, errlen, -EINVAL,
+                   "request.operation '%s' is not CREATE, UPDATE, DELETE or CONNECT",
+                   adm_printable(r.operation, shown, sizeof(shown)));
         goto out;
     }
     if (strcmp(r.operation, "CREATE") == 0 && !r.object) {
-        bad(err, errlen, "request.object is missing for a CREATE");
+        errbuf_fmt(err, errlen, -EINVAL, "request.object is missing for a CREATE");
         goto out;
     }
     dry = json_object_get(req, "dryRun");
     if (dry && !json_is_null(dry) && !json_is_boolean(dry)) {
-        bad(err, errlen, "request.dryRun is not a boolean");
+        errbuf_fmt(err, errlen, -EINVAL, "request.dryRun is not a boolean");
         goto out;
     }
     r.dry_run = json_is_true(dry);
@@ -358,7 +351,7 @@ int adm_patch_apply(json_t *doc, const json_t *patch, char *err, size_t errlen)
     const json_t *op;
 
     if (!json_is_array(patch))
-        return bad(err, errlen, "the patch is not an array");
+        return errbuf_fmt(err, errlen, -EINVAL, "the patch is not an array");
     json_array_foreach(patch, i, op)
     {
         const char *kind = json_string_value(json_object_get(op, "op"));
@@ -369,18 +362,19 @@ int adm_patch_apply(json_t *doc, const json_t *patch, char *err, size_t errlen)
         bool add, replace, rm;
 
         if (!kind || !path || !*path)
-            return bad(err, errlen, "operation %zu has no op or path", i);
+            return errbuf_fmt(err, errlen, -EINVAL, "operation %zu has no op or path", i);
         add = strcmp(kind, "add") == 0;
         replace = strcmp(kind, "replace") == 0;
         rm = strcmp(kind, "remove") == 0;
         if (!add && !replace && !rm)
-            return bad(err, errlen, "operation %zu: op '%s' is not supported", i, kind);
+            return errbuf_fmt(err, errlen, -EINVAL, "operation %zu: op '%s' is not supported", i,
+                              kind);
         if ((add || replace) && !value)
-            return bad(err, errlen, "operation %zu has no value", i);
+            return errbuf_fmt(err, errlen, -EINVAL, "operation %zu has no value", i);
         /* Walk to the parent of the last segment. */
         for (;;) {
             if (next_segment(&p, seg, sizeof(seg)) < 0)
-                return bad(err, errlen, "operation %zu: bad path %s", i, path);
+                return errbuf_fmt(err, errlen, -EINVAL, "operation %zu: bad path %s", i, path);
             if (*p == '\0')
                 break;
             if (json_is_object(parent)) {
@@ -393,30 +387,34 @@ int adm_patch_apply(json_t *doc, const json_t *patch, char *err, size_t errlen)
                 parent = NULL;
             }
             if (!parent)
-                return bad(err, errlen, "operation %zu: %s does not exist", i, path);
+                return errbuf_fmt(err, errlen, -EINVAL, "operation %zu: %s does not exist", i,
+                                  path);
         }
         if (json_is_object(parent)) {
             if ((replace || rm) && !json_object_get(parent, seg))
-                return bad(err, errlen, "operation %zu: %s does not exist", i, path);
+                return errbuf_fmt(err, errlen, -EINVAL, "operation %zu: %s does not exist", i,
+                                  path);
             if (rm ? json_object_del(parent, seg) != 0
                    : json_object_set_new(parent, seg, json_deep_copy(value)) != 0)
-                return bad(err, errlen, "operation %zu: cannot apply", i);
+                return errbuf_fmt(err, errlen, -EINVAL, "operation %zu: cannot apply", i);
         } else if (json_is_array(parent)) {
             size_t idx, n = json_array_size(parent);
 
             if (add && strcmp(seg, "-") == 0) {
                 if (json_array_append_new(parent, json_deep_copy(value)) != 0)
-                    return bad(err, errlen, "operation %zu: cannot apply", i);
+                    return errbuf_fmt(err, errlen, -EINVAL, "operation %zu: cannot apply", i);
                 continue;
             }
             if (!parse_index(seg, &idx) || idx > n || (!add && idx == n))
-                return bad(err, errlen, "operation %zu: index out of range in %s", i, path);
+                return errbuf_fmt(err, errlen, -EINVAL, "operation %zu: index out of range in %s",
+                                  i, path);
             if ((add       ? json_array_insert_new(parent, idx, json_deep_copy(value))
                  : replace ? json_array_set_new(parent, idx, json_deep_copy(value))
                            : json_array_remove(parent, idx)) != 0)
-                return bad(err, errlen, "operation %zu: cannot apply", i);
+                return errbuf_fmt(err, errlen, -EINVAL, "operation %zu: cannot apply", i);
         } else {
-            return bad(err, errlen, "operation %zu: the parent of %s is not a container", i, path);
+            return errbuf_fmt(err, errlen, -EINVAL,
+                              "operation %zu: the parent of %s is not a container", i, path);
         }
     }
     return 0;

@@ -9,6 +9,7 @@
  * paths resolve against the right directory after a merge. */
 #include "kube/kubeconfig.h"
 
+#include "common/errbuf.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 
@@ -34,24 +35,6 @@
 #define KC_MAX_NODES      500000 /* KC_MAX_ENTRIES entries of each kind need about 300000 */
 
 /* ---- errors and wiping ---- */
-
-__attribute__((format(printf, 3, 4))) static void set_err(char *err, size_t errlen, const char *fmt,
-                                                          ...)
-{
-    va_list ap;
-
-    if (!err || !errlen)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
-static void clear_err(char *err, size_t errlen)
-{
-    if (err && errlen)
-        err[0] = '\0';
-}
 
 static void wipe_free(void *p, size_t len)
 {
@@ -161,11 +144,11 @@ static int read_ref_file(const char *path, size_t max, char **ret, size_t *ret_l
     int r = read_file_bounded(path, max, ret, ret_len);
 
     if (r == -E2BIG)
-        set_err(why, whylen, "\"%s\" is too large (more than %zu bytes)", path, max);
+        errbuf_fmt(why, whylen, 0, "\"%s\" is too large (more than %zu bytes)", path, max);
     else if (r == -EINVAL)
-        set_err(why, whylen, "\"%s\" is not a regular file", path);
+        errbuf_fmt(why, whylen, 0, "\"%s\" is not a regular file", path);
     else if (r < 0 && r != -ENOMEM)
-        set_err(why, whylen, "cannot read \"%s\": %s", path, strerror(-r));
+        errbuf_fmt(why, whylen, 0, "cannot read \"%s\": %s", path, strerror(-r));
     return r;
 }
 
@@ -221,11 +204,12 @@ static int load_token(const char *path, char **ret, char *why, size_t whylen)
         for (size_t i = 0; i < len; i++)
             blank = blank && is_space(buf[i]);
         if (blank)
-            set_err(why, whylen, "\"%s\" is empty", path);
+            errbuf_fmt(why, whylen, 0, "\"%s\" is empty", path);
         else
-            set_err(why, whylen,
-                    "\"%s\" does not hold a valid token (expected printable ASCII without spaces)",
-                    path);
+            errbuf_fmt(
+                why, whylen, 0,
+                "\"%s\" does not hold a valid token (expected printable ASCII without spaces)",
+                path);
     }
     wipe_free(buf, len);
     return r;
@@ -236,16 +220,14 @@ int kc_read_token(const char *path, char **ret_token, char *err, size_t errlen)
     char why[KC_ERR_LEN];
     int r;
 
-    clear_err(err, errlen);
-    if (!path || !ret_token) {
-        set_err(err, errlen, "token file: no path given");
-        return -EINVAL;
-    }
+    errbuf_clear(err, errlen);
+    if (!path || !ret_token)
+        return errbuf_fmt(err, errlen, -EINVAL, "token file: no path given");
     r = load_token(path, ret_token, why, sizeof why);
     if (r == -ENOMEM)
-        set_err(err, errlen, "token file: out of memory");
+        errbuf_fmt(err, errlen, 0, "token file: out of memory");
     else if (r < 0)
-        set_err(err, errlen, "token file: %s", why);
+        errbuf_fmt(err, errlen, 0, "token file: %s", why);
     return r;
 }
 
@@ -906,15 +888,15 @@ static int yaml_error(const yaml_parser_t *parser, const char *origin, char *err
     if (parser->error == YAML_MEMORY_ERROR)
         return -ENOMEM;
     if (parser->error == YAML_READER_ERROR)
-        set_err(err, errlen, "%s: invalid YAML: %s at byte %zu", origin, problem,
-                parser->problem_offset);
+        errbuf_fmt(err, errlen, 0, "%s: invalid YAML: %s at byte %zu", origin, problem,
+                   parser->problem_offset);
     else if (parser->context)
-        set_err(err, errlen, "%s: invalid YAML at line %zu, column %zu: %s (%s at line %zu)",
-                origin, parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem,
-                parser->context, parser->context_mark.line + 1);
+        errbuf_fmt(err, errlen, 0, "%s: invalid YAML at line %zu, column %zu: %s (%s at line %zu)",
+                   origin, parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem,
+                   parser->context, parser->context_mark.line + 1);
     else
-        set_err(err, errlen, "%s: invalid YAML at line %zu, column %zu: %s", origin,
-                parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem);
+        errbuf_fmt(err, errlen, 0, "%s: invalid YAML at line %zu, column %zu: %s", origin,
+                   parser->problem_mark.line + 1, parser->problem_mark.column + 1, problem);
     return -EINVAL;
 }
 
@@ -940,7 +922,7 @@ static int prescan(const char *data, size_t len, const char *origin, char *err, 
         if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT ||
             ev.type == YAML_SCALAR_EVENT || ev.type == YAML_ALIAS_EVENT) {
             if (++nodes > KC_MAX_NODES) {
-                set_err(err, errlen, "%s: YAML has more than %d nodes", origin, KC_MAX_NODES);
+                errbuf_fmt(err, errlen, 0, "%s: YAML has more than %d nodes", origin, KC_MAX_NODES);
                 r = -E2BIG;
             }
         }
@@ -948,8 +930,8 @@ static int prescan(const char *data, size_t len, const char *origin, char *err, 
         case YAML_SEQUENCE_START_EVENT:
         case YAML_MAPPING_START_EVENT:
             if (r == 0 && ++depth > KC_MAX_DEPTH) {
-                set_err(err, errlen, "%s: YAML nested deeper than %d levels at line %zu", origin,
-                        KC_MAX_DEPTH, ev.start_mark.line + 1);
+                errbuf_fmt(err, errlen, 0, "%s: YAML nested deeper than %d levels at line %zu",
+                           origin, KC_MAX_DEPTH, ev.start_mark.line + 1);
                 r = -E2BIG;
             }
             break;
@@ -983,11 +965,9 @@ static int parse_kubeconfig(const char *data, size_t len, const char *origin, co
     bool have_parser = false, have_doc = false;
     int r;
 
-    if (len > KC_MAX_FILE_SIZE) {
-        set_err(err, errlen, "%s: kubeconfig is too large (more than %u bytes)", origin,
-                KC_MAX_FILE_SIZE);
-        return -E2BIG;
-    }
+    if (len > KC_MAX_FILE_SIZE)
+        return errbuf_fmt(err, errlen, -E2BIG, "%s: kubeconfig is too large (more than %u bytes)",
+                          origin, KC_MAX_FILE_SIZE);
     f = x_calloc(1, sizeof *f);
     if (!f)
         return -ENOMEM;
@@ -1042,17 +1022,17 @@ static int load_file(const char *path, struct kc_file **ret, char *err, size_t e
 
     r = read_file_bounded(path, KC_MAX_FILE_SIZE, &data, &len);
     if (r == -E2BIG) {
-        set_err(err, errlen, "%s: kubeconfig is too large (more than %u bytes)", path,
-                KC_MAX_FILE_SIZE);
+        errbuf_fmt(err, errlen, 0, "%s: kubeconfig is too large (more than %u bytes)", path,
+                   KC_MAX_FILE_SIZE);
         goto out;
     }
     if (r == -EINVAL) {
-        set_err(err, errlen, "%s: not a regular file", path);
+        errbuf_fmt(err, errlen, 0, "%s: not a regular file", path);
         goto out;
     }
     if (r < 0) {
         if (r != -ENOMEM)
-            set_err(err, errlen, "%s: cannot read kubeconfig: %s", path, strerror(-r));
+            errbuf_fmt(err, errlen, 0, "%s: cannot read kubeconfig: %s", path, strerror(-r));
         goto out;
     }
     if (!slash)
@@ -1101,7 +1081,7 @@ static void set_names(const struct kc_set *s, enum kind k, char *buf, size_t len
 {
     size_t shown = 0, used = 0;
 
-    set_err(buf, len, "no %s is defined", kinds[k].item_key);
+    errbuf_fmt(buf, len, 0, "no %s is defined", kinds[k].item_key);
     for (size_t i = 0; i < s->n; i++) {
         const struct kc_list *l = &s->files[i]->lists[k];
 
@@ -1137,10 +1117,9 @@ static int normalize_server(const char *in, char **ret, char *why, size_t whylen
     int r;
 
     for (p = in; *p; p++) {
-        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f) {
-            set_err(why, whylen, "server must not contain spaces, control or non-ASCII characters");
-            return -EINVAL;
-        }
+        if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f)
+            return errbuf_fmt(why, whylen, -EINVAL,
+                              "server must not contain spaces, control or non-ASCII characters");
     }
     if (strncasecmp(in, "https://", 8) == 0) {
         https = true;
@@ -1149,31 +1128,28 @@ static int normalize_server(const char *in, char **ret, char *why, size_t whylen
         https = false;
         auth = in + 7;
     } else {
-        set_err(why, whylen, "server must be an https:// URL (got \"%.200s\")", in);
-        return -EINVAL;
+        return errbuf_fmt(why, whylen, -EINVAL, "server must be an https:// URL (got \"%.200s\")",
+                          in);
     }
     auth_end = auth + strcspn(auth, "/?#");
     if (memchr(auth, '@', (size_t)(auth_end - auth))) {
         /* Not echoed: it may hold a password. */
-        set_err(why, whylen, "server must not contain user info (user@ or user:password@)");
-        return -EINVAL;
+        return errbuf_fmt(why, whylen, -EINVAL,
+                          "server must not contain user info (user@ or user:password@)");
     }
-    if (strpbrk(auth, "?#")) {
-        set_err(why, whylen, "server must not have a query or fragment (got \"%.200s\")", in);
-        return -EINVAL;
-    }
+    if (strpbrk(auth, "?#"))
+        return errbuf_fmt(why, whylen, -EINVAL,
+                          "server must not have a query or fragment (got \"%.200s\")", in);
     if (*auth == '[') {
         host = auth + 1;
         host_end = memchr(host, ']', (size_t)(auth_end - host));
-        if (!host_end || host_end == host) {
-            set_err(why, whylen, "server has an invalid IPv6 address (got \"%.200s\")", in);
-            return -EINVAL;
-        }
+        if (!host_end || host_end == host)
+            return errbuf_fmt(why, whylen, -EINVAL,
+                              "server has an invalid IPv6 address (got \"%.200s\")", in);
         for (p = host; p < host_end; p++) {
-            if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.') {
-                set_err(why, whylen, "server has an invalid IPv6 address (got \"%.200s\")", in);
-                return -EINVAL;
-            }
+            if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
+                return errbuf_fmt(why, whylen, -EINVAL,
+                                  "server has an invalid IPv6 address (got \"%.200s\")", in);
         }
         p = host_end + 1;
     } else {
@@ -1182,17 +1158,14 @@ static int normalize_server(const char *in, char **ret, char *why, size_t whylen
         if (!host_end)
             host_end = auth_end;
         for (p = host; p < host_end; p++) {
-            if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.' && *p != '_') {
-                set_err(why, whylen, "server has an invalid host (got \"%.200s\")", in);
-                return -EINVAL;
-            }
+            if (!isalnum((unsigned char)*p) && *p != '-' && *p != '.' && *p != '_')
+                return errbuf_fmt(why, whylen, -EINVAL,
+                                  "server has an invalid host (got \"%.200s\")", in);
         }
         p = host_end;
     }
-    if (host == host_end) {
-        set_err(why, whylen, "server has no host (got \"%.200s\")", in);
-        return -EINVAL;
-    }
+    if (host == host_end)
+        return errbuf_fmt(why, whylen, -EINVAL, "server has no host (got \"%.200s\")", in);
     if (p < auth_end) {
         char port[8];
         size_t plen = (size_t)(auth_end - p - 1);
@@ -1205,10 +1178,9 @@ static int normalize_server(const char *in, char **ret, char *why, size_t whylen
             if (parse_u64(port, 65535, &v) < 0)
                 v = 0;
         }
-        if (v == 0) {
-            set_err(why, whylen, "server has an invalid port (got \"%.200s\"%s)", in, hint);
-            return -EINVAL;
-        }
+        if (v == 0)
+            return errbuf_fmt(why, whylen, -EINVAL, "server has an invalid port (got \"%.200s\"%s)",
+                              in, hint);
     }
     if (!https) {
         size_t hl = (size_t)(host_end - host);
@@ -1221,10 +1193,11 @@ static int normalize_server(const char *in, char **ret, char *why, size_t whylen
                 loopback = loopback && (isdigit((unsigned char)*p) || *p == '.');
         }
         if (!loopback) {
-            set_err(why, whylen,
-                    "server must be an https:// URL; plain http:// is accepted only for a loopback "
-                    "host (got \"%.200s\")",
-                    in);
+            errbuf_fmt(
+                why, whylen, 0,
+                "server must be an https:// URL; plain http:// is accepted only for a loopback "
+                "host (got \"%.200s\")",
+                in);
             return -EINVAL;
         }
     }
@@ -1239,7 +1212,7 @@ static int normalize_server(const char *in, char **ret, char *why, size_t whylen
     if (r == 0)
         r = sbuf_add(&b, path, path_len);
     if (r == -E2BIG) {
-        set_err(why, whylen, "server URL is too long (more than %d bytes)", MAX_PATH_LEN);
+        errbuf_fmt(why, whylen, 0, "server URL is too long (more than %d bytes)", MAX_PATH_LEN);
         r = -EINVAL;
     }
     if (r < 0) {
@@ -1278,13 +1251,12 @@ static int ref_path(const struct ref *ref, const char *path, char **ret, char *e
     struct sbuf b;
     int r;
 
-    if (!f->base_dir) {
-        set_err(err, errlen,
-                "%s: %s \"%s\": %s: file references are not allowed in a kubeconfig that was not "
-                "loaded from a file (use %s)",
-                f->origin, ref->kind, ref->e->name, ref->field, ref->alt);
-        return -EINVAL;
-    }
+    if (!f->base_dir)
+        return errbuf_fmt(
+            err, errlen, -EINVAL,
+            "%s: %s \"%s\": %s: file references are not allowed in a kubeconfig that was not "
+            "loaded from a file (use %s)",
+            f->origin, ref->kind, ref->e->name, ref->field, ref->alt);
     sbuf_init(&b, MAX_PATH_LEN);
     if (path[0] == '/') {
         r = sbuf_adds(&b, path);
@@ -1296,8 +1268,8 @@ static int ref_path(const struct ref *ref, const char *path, char **ret, char *e
             r = sbuf_adds(&b, path);
     }
     if (r == -E2BIG) {
-        set_err(err, errlen, "%s: %s \"%s\": %s: path is too long (more than %d bytes)", f->origin,
-                ref->kind, ref->e->name, ref->field, MAX_PATH_LEN);
+        errbuf_fmt(err, errlen, 0, "%s: %s \"%s\": %s: path is too long (more than %d bytes)",
+                   f->origin, ref->kind, ref->e->name, ref->field, MAX_PATH_LEN);
         r = -EINVAL;
     }
     if (r < 0) {
@@ -1321,8 +1293,8 @@ static int ref_read(const struct ref *ref, const char *path, unsigned char **ret
         return r;
     r = read_ref_file(full, KC_MAX_REF_FILE_SIZE, &buf, &len, why, sizeof why);
     if (r < 0 && r != -ENOMEM)
-        set_err(err, errlen, "%s: %s \"%s\": %s: %s", ref->e->file->origin, ref->kind, ref->e->name,
-                ref->field, why);
+        errbuf_fmt(err, errlen, 0, "%s: %s \"%s\": %s: %s", ref->e->file->origin, ref->kind,
+                   ref->e->name, ref->field, why);
     if (r == -EINVAL || r == -EISDIR)
         r = -EINVAL;
     x_free(full);
@@ -1351,8 +1323,8 @@ static int pem_source(const struct ref *ref, const char *file, const struct blob
                       unsigned char **ret, size_t *ret_len, char *err, size_t errlen)
 {
     if (file && data->len) {
-        set_err(err, errlen, "%s: %s \"%s\": %s and %s are both set; specify only one",
-                ref->e->file->origin, ref->kind, ref->e->name, ref->field, ref->alt);
+        errbuf_fmt(err, errlen, 0, "%s: %s \"%s\": %s and %s are both set; specify only one",
+                   ref->e->file->origin, ref->kind, ref->e->name, ref->field, ref->alt);
         return -EINVAL;
     }
     if (data->len)
@@ -1371,26 +1343,22 @@ static int resolve_cluster(const struct kc_cluster *cl, struct kc_config *c, cha
     char why[KC_ERR_LEN];
     int r;
 
-    if (cl->proxy_url) {
-        set_err(err, errlen, "%s: cluster \"%s\": proxy-url is not supported", o, n);
-        return -EINVAL;
-    }
-    if (!cl->server) {
-        set_err(err, errlen, "%s: cluster \"%s\": server is not set", o, n);
-        return -EINVAL;
-    }
+    if (cl->proxy_url)
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: cluster \"%s\": proxy-url is not supported", o,
+                          n);
+    if (!cl->server)
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: cluster \"%s\": server is not set", o, n);
     r = normalize_server(cl->server, &c->server, why, sizeof why);
     if (r == -EINVAL)
-        set_err(err, errlen, "%s: cluster \"%s\": %s", o, n, why);
+        errbuf_fmt(err, errlen, 0, "%s: cluster \"%s\": %s", o, n, why);
     if (r < 0)
         return r;
-    if (cl->insecure && (cl->ca_file || cl->ca_data.len)) {
-        set_err(err, errlen,
-                "%s: cluster \"%s\": specifying a root certificates file with the insecure flag is "
-                "not allowed (insecure-skip-tls-verify is true and %s is set)",
-                o, n, cl->ca_file ? "certificate-authority" : "certificate-authority-data");
-        return -EINVAL;
-    }
+    if (cl->insecure && (cl->ca_file || cl->ca_data.len))
+        return errbuf_fmt(
+            err, errlen, -EINVAL,
+            "%s: cluster \"%s\": specifying a root certificates file with the insecure flag is "
+            "not allowed (insecure-skip-tls-verify is true and %s is set)",
+            o, n, cl->ca_file ? "certificate-authority" : "certificate-authority-data");
     r = pem_source(&ca, cl->ca_file, &cl->ca_data, &c->ca_pem, &c->ca_pem_len, err, errlen);
     if (r < 0)
         return r;
@@ -1422,19 +1390,19 @@ static int resolve_user(const struct kc_user *u, struct kc_config *c, char *err,
         unsupported = "basic authentication (username/password) is";
     else if (u->impersonate)
         unsupported = "impersonation (as, as-uid, as-groups, as-user-extra) is";
-    if (unsupported) {
-        set_err(err, errlen, "%s: user \"%s\": %s not supported", o, n, unsupported);
-        return -EINVAL;
-    }
+    if (unsupported)
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: user \"%s\": %s not supported", o, n,
+                          unsupported);
     if (has_cert != has_key) {
         if (has_cert)
-            set_err(err, errlen, "%s: user \"%s\": %s given without client-key-data or client-key",
-                    o, n, u->cert_data.len ? "client-certificate-data" : "client-certificate");
+            errbuf_fmt(err, errlen, 0,
+                       "%s: user \"%s\": %s given without client-key-data or client-key", o, n,
+                       u->cert_data.len ? "client-certificate-data" : "client-certificate");
         else
-            set_err(err, errlen,
-                    "%s: user \"%s\": %s given without client-certificate-data or "
-                    "client-certificate",
-                    o, n, u->key_data.len ? "client-key-data" : "client-key");
+            errbuf_fmt(err, errlen, 0,
+                       "%s: user \"%s\": %s given without client-certificate-data or "
+                       "client-certificate",
+                       o, n, u->key_data.len ? "client-key-data" : "client-key");
         return -EINVAL;
     }
     r = pem_source(&cert, u->cert_file, &u->cert_data, &c->cert_pem, &c->cert_pem_len, err, errlen);
@@ -1446,10 +1414,10 @@ static int resolve_user(const struct kc_user *u, struct kc_config *c, char *err,
     if (u->token) {
         r = token_dup(u->token, strlen(u->token), &c->token);
         if (r == -EINVAL)
-            set_err(err, errlen,
-                    "%s: user \"%s\": token: expected printable ASCII without spaces or control "
-                    "characters",
-                    o, n);
+            errbuf_fmt(err, errlen, 0,
+                       "%s: user \"%s\": token: expected printable ASCII without spaces or control "
+                       "characters",
+                       o, n);
         if (r < 0)
             return r;
     }
@@ -1461,7 +1429,7 @@ static int resolve_user(const struct kc_user *u, struct kc_config *c, char *err,
         if (!c->token) {
             r = load_token(c->token_file, &c->token, why, sizeof why);
             if (r < 0 && r != -ENOMEM)
-                set_err(err, errlen, "%s: user \"%s\": tokenFile: %s", o, n, why);
+                errbuf_fmt(err, errlen, 0, "%s: user \"%s\": tokenFile: %s", o, n, why);
             if (r == -EISDIR)
                 r = -EINVAL;
             if (r < 0)
@@ -1484,46 +1452,40 @@ static int resolve(const struct kc_set *s, const char *want, struct kc_config **
 
     for (size_t i = 0; i < s->n && !name; i++)
         name = s->files[i]->current_context;
-    if (!name) {
-        set_err(err, errlen, "%s: current-context is not set and no context was requested",
-                s->origin);
-        return -EINVAL;
-    }
+    if (!name)
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "%s: current-context is not set and no context was requested", s->origin);
     ctx = (const struct kc_context *)(const void *)set_find(s, KIND_CONTEXT, name);
     if (!ctx) {
         set_names(s, KIND_CONTEXT, have, sizeof have);
-        set_err(err, errlen, "%s: contexts: context \"%s\" not found (%s)", s->origin, name, have);
-        return -EINVAL;
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: contexts: context \"%s\" not found (%s)",
+                          s->origin, name, have);
     }
     o = ctx->e.file->origin;
-    if (!ctx->cluster) {
-        set_err(err, errlen, "%s: context \"%s\": cluster is not set", o, name);
-        return -EINVAL;
-    }
+    if (!ctx->cluster)
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: context \"%s\": cluster is not set", o, name);
     cl = (const struct kc_cluster *)(const void *)set_find(s, KIND_CLUSTER, ctx->cluster);
     if (!cl) {
         set_names(s, KIND_CLUSTER, have, sizeof have);
-        set_err(err, errlen, "%s: context \"%s\": cluster \"%s\" not found (%s)", o, name,
-                ctx->cluster, have);
-        return -EINVAL;
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: context \"%s\": cluster \"%s\" not found (%s)",
+                          o, name, ctx->cluster, have);
     }
     if (ctx->user) {
         u = (const struct kc_user *)(const void *)set_find(s, KIND_USER, ctx->user);
         if (!u) {
             set_names(s, KIND_USER, have, sizeof have);
-            set_err(err, errlen, "%s: context \"%s\": user \"%s\" not found (%s)", o, name,
-                    ctx->user, have);
-            return -EINVAL;
+            return errbuf_fmt(err, errlen, -EINVAL,
+                              "%s: context \"%s\": user \"%s\" not found (%s)", o, name, ctx->user,
+                              have);
         }
     }
     ns = ctx->ns ? ctx->ns : "default";
-    if (!namespace_valid(ns)) {
-        set_err(err, errlen,
-                "%s: context \"%s\": namespace \"%.64s\" is not a valid namespace name (expected "
-                "lowercase letters, digits and '-', at most 63 characters)",
-                o, name, ns);
-        return -EINVAL;
-    }
+    if (!namespace_valid(ns))
+        return errbuf_fmt(
+            err, errlen, -EINVAL,
+            "%s: context \"%s\": namespace \"%.64s\" is not a valid namespace name (expected "
+            "lowercase letters, digits and '-', at most 63 characters)",
+            o, name, ns);
 
     c = x_calloc(1, sizeof *c);
     if (!c)
@@ -1565,16 +1527,14 @@ int kc_load_mem(const char *data, size_t len, const char *origin_name, const cha
     struct kc_set set = {&f, 1, origin};
     int r;
 
-    clear_err(err, errlen);
-    if ((!data && len) || !ret) {
-        set_err(err, errlen, "%s: no data", origin);
-        return -EINVAL;
-    }
+    errbuf_clear(err, errlen);
+    if ((!data && len) || !ret)
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: no data", origin);
     r = parse_kubeconfig(data ? data : "", len, origin, base_dir, &f, err, errlen);
     if (r == 0)
         r = resolve(&set, context, ret, err, errlen);
     if (r == -ENOMEM)
-        set_err(err, errlen, "%s: out of memory", origin);
+        errbuf_fmt(err, errlen, 0, "%s: out of memory", origin);
     file_free(f);
     return r;
 }
@@ -1593,34 +1553,29 @@ int kc_check_peer_conn(const char *origin, const char *server, size_t ca_len, bo
 {
     const char *o = origin ? origin : ORIGIN_MEMORY;
 
-    clear_err(err, errlen);
-    if (!server) {
-        set_err(err, errlen, "%s: a peer's kubeconfig must name its server", o);
-        return -EINVAL;
-    }
+    errbuf_clear(err, errlen);
+    if (!server)
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: a peer's kubeconfig must name its server", o);
     if (strncasecmp(server, "https://", 8) != 0) {
         if (peer_loopback_http && strncasecmp(server, "http://", 7) == 0 && !insecure)
             return 0;
-        set_err(err, errlen,
-                "%s: server \"%.200s\" is refused: a peer's kubeconfig must use https:// "
-                "with a pinned CA",
-                o, server);
-        return -EPERM;
+        return errbuf_fmt(err, errlen, -EPERM,
+                          "%s: server \"%.200s\" is refused: a peer's kubeconfig must use https:// "
+                          "with a pinned CA",
+                          o, server);
     }
-    if (insecure) {
-        set_err(err, errlen,
-                "%s: insecure-skip-tls-verify: true is refused: a peer's kubeconfig must verify "
-                "its server against a pinned CA",
-                o);
-        return -EPERM;
-    }
-    if (ca_len == 0) {
-        set_err(err, errlen,
-                "%s: certificate-authority-data is missing: a peer's kubeconfig must pin the CA "
-                "of its server (the system trust store is not used for peers)",
-                o);
-        return -EPERM;
-    }
+    if (insecure)
+        return errbuf_fmt(
+            err, errlen, -EPERM,
+            "%s: insecure-skip-tls-verify: true is refused: a peer's kubeconfig must verify "
+            "its server against a pinned CA",
+            o);
+    if (ca_len == 0)
+        return errbuf_fmt(
+            err, errlen, -EPERM,
+            "%s: certificate-authority-data is missing: a peer's kubeconfig must pin the CA "
+            "of its server (the system trust store is not used for peers)",
+            o);
     return 0;
 }
 
@@ -1628,18 +1583,15 @@ int kc_check_peer(const struct kc_config *c, const char *origin, char *err, size
 {
     const char *o = origin ? origin : ORIGIN_MEMORY;
 
-    clear_err(err, errlen);
-    if (!c) {
-        set_err(err, errlen, "%s: no configuration", o);
-        return -EINVAL;
-    }
+    errbuf_clear(err, errlen);
+    if (!c)
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: no configuration", o);
     /* kc_load_mem() without a base directory refuses file references, exec plugins and auth
      * providers already; a configuration from elsewhere (kc_load_file) may still carry a file. */
-    if (c->token_file) {
-        set_err(err, errlen, "%s: tokenFile is refused: a peer's kubeconfig must be self-contained",
-                o);
-        return -EPERM;
-    }
+    if (c->token_file)
+        return errbuf_fmt(err, errlen, -EPERM,
+                          "%s: tokenFile is refused: a peer's kubeconfig must be self-contained",
+                          o);
     return kc_check_peer_conn(o, c->server, c->ca_pem ? c->ca_pem_len : 0,
                               c->insecure_skip_tls_verify, err, errlen);
 }
@@ -1669,16 +1621,14 @@ int kc_load_file(const char *path, const char *context, struct kc_config **ret, 
     struct kc_set set = {&f, 1, path};
     int r;
 
-    clear_err(err, errlen);
-    if (!path || !ret) {
-        set_err(err, errlen, "kubeconfig: no path given");
-        return -EINVAL;
-    }
+    errbuf_clear(err, errlen);
+    if (!path || !ret)
+        return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: no path given");
     r = load_file(path, &f, err, errlen);
     if (r == 0)
         r = resolve(&set, context, ret, err, errlen);
     if (r == -ENOMEM)
-        set_err(err, errlen, "%s: out of memory", path);
+        errbuf_fmt(err, errlen, 0, "%s: out of memory", path);
     file_free(f);
     return r;
 }
@@ -1694,28 +1644,23 @@ int kc_load_in_cluster_from(const char *dir, struct kc_config **ret, char *err, 
     size_t len = 0;
     int r;
 
-    clear_err(err, errlen);
+    errbuf_clear(err, errlen);
     sbuf_init(&b, MAX_PATH_LEN);
-    if (!dir || !ret) {
-        set_err(err, errlen, ORIGIN_IN_CLUSTER ": no directory given");
-        return -EINVAL;
-    }
-    if (strlen(dir) > MAX_PATH_LEN - 32) {
-        set_err(err, errlen, ORIGIN_IN_CLUSTER ": directory name is too long");
-        return -EINVAL;
-    }
-    if (!host || !*host || !port || !*port) {
-        set_err(err, errlen, ORIGIN_IN_CLUSTER ": %s is not set (not running in a Kubernetes pod?)",
-                !host || !*host ? "KUBERNETES_SERVICE_HOST" : "KUBERNETES_SERVICE_PORT");
-        return -ENOENT;
-    }
+    if (!dir || !ret)
+        return errbuf_fmt(err, errlen, -EINVAL, ORIGIN_IN_CLUSTER ": no directory given");
+    if (strlen(dir) > MAX_PATH_LEN - 32)
+        return errbuf_fmt(err, errlen, -EINVAL, ORIGIN_IN_CLUSTER ": directory name is too long");
+    if (!host || !*host || !port || !*port)
+        return errbuf_fmt(err, errlen, -ENOENT,
+                          ORIGIN_IN_CLUSTER ": %s is not set (not running in a Kubernetes pod?)",
+                          !host || !*host ? "KUBERNETES_SERVICE_HOST" : "KUBERNETES_SERVICE_PORT");
     if (strpbrk(host, "/?#@") || parse_u64(port, 65535, &(uint64_t){0}) < 0) {
-        set_err(err, errlen,
-                ORIGIN_IN_CLUSTER
-                ": KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT do not form a valid URL "
-                "(got \"%.100s\" and \"%.20s\")",
-                host, port);
-        return -EINVAL;
+        return errbuf_fmt(
+            err, errlen, -EINVAL,
+            ORIGIN_IN_CLUSTER
+            ": KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT do not form a valid URL "
+            "(got \"%.100s\" and \"%.20s\")",
+            host, port);
     }
     c = x_calloc(1, sizeof *c);
     if (!c) {
@@ -1729,10 +1674,11 @@ int kc_load_in_cluster_from(const char *dir, struct kc_config **ret, char *err, 
     if (r == 0)
         r = normalize_server(sbuf_str(&b), &c->server, why, sizeof why);
     if (r == -EINVAL || r == -E2BIG) {
-        set_err(err, errlen,
-                ORIGIN_IN_CLUSTER
-                ": KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT do not form a valid URL: %s",
-                r == -E2BIG ? "too long" : why);
+        errbuf_fmt(
+            err, errlen, 0,
+            ORIGIN_IN_CLUSTER
+            ": KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT do not form a valid URL: %s",
+            r == -E2BIG ? "too long" : why);
         r = -EINVAL;
     }
     if (r < 0)
@@ -1748,7 +1694,7 @@ int kc_load_in_cluster_from(const char *dir, struct kc_config **ret, char *err, 
         r = load_token(c->token_file, &c->token, why, sizeof why);
     if (r < 0) {
         if (r != -ENOMEM)
-            set_err(err, errlen, ORIGIN_IN_CLUSTER ": token: %s", why);
+            errbuf_fmt(err, errlen, 0, ORIGIN_IN_CLUSTER ": token: %s", why);
         goto out;
     }
 
@@ -1763,7 +1709,7 @@ int kc_load_in_cluster_from(const char *dir, struct kc_config **ret, char *err, 
         buf = NULL;
     } else if (r != -ENOENT) {
         if (r != -ENOMEM)
-            set_err(err, errlen, ORIGIN_IN_CLUSTER ": ca.crt: %s", why);
+            errbuf_fmt(err, errlen, 0, ORIGIN_IN_CLUSTER ": ca.crt: %s", why);
         goto out;
     }
     sbuf_done(&b);
@@ -1776,7 +1722,7 @@ int kc_load_in_cluster_from(const char *dir, struct kc_config **ret, char *err, 
         r = 0;
     } else if (r < 0) {
         if (r != -ENOMEM)
-            set_err(err, errlen, ORIGIN_IN_CLUSTER ": namespace: %s", why);
+            errbuf_fmt(err, errlen, 0, ORIGIN_IN_CLUSTER ": namespace: %s", why);
         goto out;
     } else {
         size_t start = 0;
@@ -1792,10 +1738,10 @@ int kc_load_in_cluster_from(const char *dir, struct kc_config **ret, char *err, 
                 goto out;
             }
             if (strlen(ns) != len - start || !namespace_valid(ns)) {
-                set_err(err, errlen,
-                        ORIGIN_IN_CLUSTER
-                        ": namespace: \"%s\" does not hold a valid namespace name",
-                        sbuf_str(&b));
+                errbuf_fmt(err, errlen, 0,
+                           ORIGIN_IN_CLUSTER
+                           ": namespace: \"%s\" does not hold a valid namespace name",
+                           sbuf_str(&b));
                 r = -EINVAL;
                 goto out;
             }
@@ -1815,7 +1761,7 @@ int kc_load_in_cluster_from(const char *dir, struct kc_config **ret, char *err, 
     r = 0;
 out:
     if (r == -ENOMEM)
-        set_err(err, errlen, ORIGIN_IN_CLUSTER ": out of memory");
+        errbuf_fmt(err, errlen, 0, ORIGIN_IN_CLUSTER ": out of memory");
     x_free(buf);
     x_free(ns);
     sbuf_done(&b);
@@ -1839,12 +1785,10 @@ int kc_load_default(const char *context, struct kc_config **ret, char *err, size
     char why[KC_ERR_LEN];
     int r = 0;
 
-    clear_err(err, errlen);
+    errbuf_clear(err, errlen);
     sbuf_init(&origin, (size_t)KC_MAX_FILES * (MAX_PATH_LEN + 1));
-    if (!ret) {
-        set_err(err, errlen, "kubeconfig: no result pointer given");
-        return -EINVAL;
-    }
+    if (!ret)
+        return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: no result pointer given");
     if (env && *env) {
         size_t listed = 0, segments = 0;
 
@@ -1855,7 +1799,8 @@ int kc_load_default(const char *context, struct kc_config **ret, char *err, size
 
             /* Bounds the duplicate scan below, which is quadratic. */
             if (++segments > 16 * KC_MAX_FILES) {
-                set_err(err, errlen, "$KUBECONFIG has more than %d entries", 16 * KC_MAX_FILES);
+                errbuf_fmt(err, errlen, 0, "$KUBECONFIG has more than %d entries",
+                           16 * KC_MAX_FILES);
                 r = -E2BIG;
                 goto out;
             }
@@ -1867,7 +1812,8 @@ int kc_load_default(const char *context, struct kc_config **ret, char *err, size
             }
             if (len && !dup) {
                 if (++listed > KC_MAX_FILES) {
-                    set_err(err, errlen, "$KUBECONFIG lists more than %d files", KC_MAX_FILES);
+                    errbuf_fmt(err, errlen, 0, "$KUBECONFIG lists more than %d files",
+                               KC_MAX_FILES);
                     r = -E2BIG;
                     goto out;
                 }
@@ -1881,13 +1827,14 @@ int kc_load_default(const char *context, struct kc_config **ret, char *err, size
                     set.n++;
                     r = sbuf_printf(&origin, "%s%s", set.n > 1 ? ":" : "", path);
                     if (r == -E2BIG)
-                        set_err(err, errlen, "$KUBECONFIG: \"%.200s\": path is too long", path);
+                        errbuf_fmt(err, errlen, 0, "$KUBECONFIG: \"%.200s\": path is too long",
+                                   path);
                 }
                 x_free(path);
                 path = NULL;
                 if (r == -ENOENT) {
                     /* Missing files in the list are skipped, as kubectl does. */
-                    clear_err(err, errlen);
+                    errbuf_clear(err, errlen);
                     r = 0;
                 }
                 if (r < 0)
@@ -1899,13 +1846,13 @@ int kc_load_default(const char *context, struct kc_config **ret, char *err, size
         none = "$KUBECONFIG is not set and ~/.kube/config does not exist";
         r = sbuf_printf(&origin, "%s/.kube/config", home);
         if (r == -E2BIG)
-            set_err(err, errlen, "$HOME is too long");
+            errbuf_fmt(err, errlen, 0, "$HOME is too long");
         if (r == 0)
             r = load_file(sbuf_str(&origin), &files[0], err, errlen);
         if (r == 0)
             set.n = 1;
         else if (r == -ENOENT) {
-            clear_err(err, errlen);
+            errbuf_clear(err, errlen);
             r = 0;
         } else
             goto out;
@@ -1915,22 +1862,23 @@ int kc_load_default(const char *context, struct kc_config **ret, char *err, size
 
     if (set.n == 0) {
         if (context && *context) {
-            set_err(err, errlen, "no kubeconfig found (%s), so context \"%s\" cannot be selected",
-                    none, context);
+            errbuf_fmt(err, errlen, 0,
+                       "no kubeconfig found (%s), so context \"%s\" cannot be selected", none,
+                       context);
             r = -ENOENT;
             goto out;
         }
         r = kc_load_in_cluster(ret, why, sizeof why);
         if (r < 0)
-            set_err(err, errlen, "no kubeconfig found (%s) and no in-cluster configuration: %s",
-                    none, why);
+            errbuf_fmt(err, errlen, 0,
+                       "no kubeconfig found (%s) and no in-cluster configuration: %s", none, why);
         goto out;
     }
     set.origin = sbuf_str(&origin);
     r = resolve(&set, context, ret, err, errlen);
 out:
     if (r == -ENOMEM)
-        set_err(err, errlen, "kubeconfig: out of memory");
+        errbuf_fmt(err, errlen, 0, "kubeconfig: out of memory");
     for (size_t i = 0; i < set.n; i++)
         file_free(files[i]);
     sbuf_done(&origin);

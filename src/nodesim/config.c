@@ -1,6 +1,7 @@
 /* nodesim configuration: command-line flags, their defaults and validation. */
 #include "nodesim/nodesim.h"
 
+#include "common/errbuf.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 
@@ -144,19 +145,6 @@ void ns_usage(FILE *f)
         "or a number of seconds.\n",
         NS_MAX_NODES, DEF_NODES, NS_MAX_EXTENDED, NS_MAX_LABELS, DEF_NODE_MASK, DEF_QPS, DEF_BURST,
         MAX_CONCURRENCY, DEF_CONCURRENCY);
-}
-
-__attribute__((format(printf, 3, 4))) static int fail(char *err, size_t errlen, const char *fmt,
-                                                      ...)
-{
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
 }
 
 int ns_parse_duration_ms(const char *s, uint64_t *ret)
@@ -316,10 +304,10 @@ static int parse_qty(const char *flag, const char *s, struct kq *ret, char *err,
     struct kq q;
 
     if (kq_parse(s, &q) < 0)
-        return fail(err, errlen, "--%s: '%s' is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)",
-                    flag, s);
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--%s: '%s' is not a Kubernetes quantity (e.g. 4, 500m, 16Gi)", flag, s);
     if (kq_sign(&q) < 0)
-        return fail(err, errlen, "--%s: '%s' must not be negative", flag, s);
+        return errbuf_fmt(err, errlen, -EINVAL, "--%s: '%s' must not be negative", flag, s);
     *ret = q;
     return 0;
 }
@@ -332,24 +320,26 @@ static int parse_ext(struct ns_config *cfg, const char *s, char *err, size_t err
     int r;
 
     if (cfg->n_ext >= NS_MAX_EXTENDED)
-        return fail(err, errlen, "--extended-resource: at most %d resources", NS_MAX_EXTENDED);
+        return errbuf_fmt(err, errlen, -EINVAL, "--extended-resource: at most %d resources",
+                          NS_MAX_EXTENDED);
     if (!eq || eq == s || (size_t)(eq - s) > NS_MAX_NAME)
-        return fail(err, errlen, "--extended-resource: '%s' is not NAME=QUANTITY", s);
+        return errbuf_fmt(err, errlen, -EINVAL, "--extended-resource: '%s' is not NAME=QUANTITY",
+                          s);
     memcpy(name, s, (size_t)(eq - s));
     name[eq - s] = '\0';
     /* Extended resources live outside kubernetes.io and need a domain (upstream
      * IsExtendedResourceName). */
     if (!strchr(name, '/') || !valid_qualified_name(name) || strstr(name, "kubernetes.io/"))
-        return fail(err, errlen,
-                    "--extended-resource: '%s' is not an extended resource name (DOMAIN/NAME "
-                    "outside kubernetes.io, e.g. nvidia.com/gpu)",
-                    name);
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--extended-resource: '%s' is not an extended resource name (DOMAIN/NAME "
+                          "outside kubernetes.io, e.g. nvidia.com/gpu)",
+                          name);
     r = parse_qty("extended-resource", eq + 1, &q, err, errlen);
     if (r < 0)
         return r;
     for (size_t i = 0; i < cfg->n_ext; i++)
         if (strcmp(cfg->ext[i].name, name) == 0)
-            return fail(err, errlen, "--extended-resource: '%s' given twice", name);
+            return errbuf_fmt(err, errlen, -EINVAL, "--extended-resource: '%s' given twice", name);
     cfg->ext[cfg->n_ext].name = x_strdup(name);
     if (!cfg->ext[cfg->n_ext].name)
         return -ENOMEM;
@@ -363,18 +353,18 @@ static int parse_label(struct ns_config *cfg, const char *s, char *err, size_t e
     char key[NS_MAX_NAME + 65];
 
     if (cfg->n_labels >= NS_MAX_LABELS)
-        return fail(err, errlen, "--label: at most %d labels", NS_MAX_LABELS);
+        return errbuf_fmt(err, errlen, -EINVAL, "--label: at most %d labels", NS_MAX_LABELS);
     if (!eq || eq == s || (size_t)(eq - s) >= sizeof(key))
-        return fail(err, errlen, "--label: '%s' is not KEY=VALUE", s);
+        return errbuf_fmt(err, errlen, -EINVAL, "--label: '%s' is not KEY=VALUE", s);
     memcpy(key, s, (size_t)(eq - s));
     key[eq - s] = '\0';
     if (!valid_qualified_name(key))
-        return fail(err, errlen, "--label: '%s' is not a valid label key", key);
+        return errbuf_fmt(err, errlen, -EINVAL, "--label: '%s' is not a valid label key", key);
     if (!valid_label_part(eq + 1, strlen(eq + 1), NS_MAX_LABEL_VAL, true))
-        return fail(err, errlen, "--label: '%s' is not a valid label value", eq + 1);
+        return errbuf_fmt(err, errlen, -EINVAL, "--label: '%s' is not a valid label value", eq + 1);
     for (size_t i = 0; i < cfg->n_labels; i++)
         if (strcmp(cfg->labels[i].key, key) == 0)
-            return fail(err, errlen, "--label: '%s' given twice", key);
+            return errbuf_fmt(err, errlen, -EINVAL, "--label: '%s' given twice", key);
     cfg->labels[cfg->n_labels].key = x_strdup(key);
     cfg->labels[cfg->n_labels].value = x_strdup(eq + 1);
     if (!cfg->labels[cfg->n_labels].key || !cfg->labels[cfg->n_labels].value) {
@@ -404,8 +394,9 @@ static int parse_uint(const char *flag, const char *s, uint64_t min, uint64_t ma
     uint64_t v;
 
     if (parse_u64(s, max, &v) < 0 || v < min)
-        return fail(err, errlen, "--%s must be an integer from %llu to %llu, got '%s'", flag,
-                    (unsigned long long)min, (unsigned long long)max, s);
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--%s must be an integer from %llu to %llu, got '%s'", flag,
+                          (unsigned long long)min, (unsigned long long)max, s);
     *ret = v;
     return 0;
 }
@@ -416,9 +407,9 @@ static int parse_dur(const char *flag, const char *s, uint64_t min_ms, uint64_t 
     uint64_t v;
 
     if (ns_parse_duration_ms(s, &v) < 0 || v < min_ms)
-        return fail(err, errlen,
-                    "--%s: '%s' is not a duration of at least %llu ms (e.g. 500ms, 10s, 2m)", flag,
-                    s, (unsigned long long)min_ms);
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--%s: '%s' is not a duration of at least %llu ms (e.g. 500ms, 10s, 2m)",
+                          flag, s, (unsigned long long)min_ms);
     *ret = v;
     return 0;
 }
@@ -477,34 +468,38 @@ static int validate(struct ns_config *cfg, char *err, size_t errlen)
 
     snprintf(name, sizeof(name), "%s-%u", cfg->node_prefix, cfg->nodes ? cfg->nodes - 1 : 0);
     if (!ns_valid_dns_subdomain(cfg->node_prefix) || !ns_valid_dns_subdomain(name))
-        return fail(err, errlen,
-                    "--node-prefix: '%s' does not make valid node names (lower-case letters, "
-                    "digits, '-' and '.', at most %d characters with the index)",
-                    cfg->node_prefix, NS_MAX_NAME);
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--node-prefix: '%s' does not make valid node names (lower-case letters, "
+                          "digits, '-' and '.', at most %d characters with the index)",
+                          cfg->node_prefix, NS_MAX_NAME);
     if (cfg->node_cidr_mask < cfg->pod_cidr_prefix)
-        return fail(err, errlen, "--node-cidr-mask /%u is larger than --pod-cidr-base's /%u",
-                    cfg->node_cidr_mask, cfg->pod_cidr_prefix);
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--node-cidr-mask /%u is larger than --pod-cidr-base's /%u",
+                          cfg->node_cidr_mask, cfg->pod_cidr_prefix);
     if (cfg->nodes > 0 && ns_node_cidr(cfg, cfg->nodes - 1, &last) < 0)
-        return fail(err, errlen,
-                    "--pod-cidr-base /%u holds %llu blocks of /%u, fewer than --nodes %u",
-                    cfg->pod_cidr_prefix, 1ULL << (cfg->node_cidr_mask - cfg->pod_cidr_prefix),
-                    cfg->node_cidr_mask, cfg->nodes);
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--pod-cidr-base /%u holds %llu blocks of /%u, fewer than --nodes %u",
+                          cfg->pod_cidr_prefix,
+                          1ULL << (cfg->node_cidr_mask - cfg->pod_cidr_prefix), cfg->node_cidr_mask,
+                          cfg->nodes);
     if (kq_value(&cfg->pods, &pods) < 0 || pods < 0 ||
         (uint64_t)pods > (1ULL << (32 - cfg->node_cidr_mask)) - 3)
-        return fail(err, errlen, "--pods must be at most %llu (the addresses of a /%u per node)",
-                    (1ULL << (32 - cfg->node_cidr_mask)) - 3, cfg->node_cidr_mask);
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--pods must be at most %llu (the addresses of a /%u per node)",
+                          (1ULL << (32 - cfg->node_cidr_mask)) - 3, cfg->node_cidr_mask);
     if (cfg->nodes > 0 && (uint64_t)cfg->node_ip_base + cfg->nodes - 1 > UINT32_MAX)
-        return fail(err, errlen, "--node-ip-base: %u nodes do not fit after it", cfg->nodes);
+        return errbuf_fmt(err, errlen, -EINVAL, "--node-ip-base: %u nodes do not fit after it",
+                          cfg->nodes);
     if (cfg->lease_duration_s * 1000 <= cfg->lease_ms)
-        return fail(err, errlen, "--lease-duration must be longer than --heartbeat");
+        return errbuf_fmt(err, errlen, -EINVAL, "--lease-duration must be longer than --heartbeat");
     if (cfg->kubelet_addr && (!cfg->tls_cert_file || !cfg->tls_key_file || !cfg->client_ca_file))
-        return fail(err, errlen,
-                    "--kubelet-addr needs --tls-cert-file, --tls-private-key-file and "
-                    "--client-ca-file");
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--kubelet-addr needs --tls-cert-file, --tls-private-key-file and "
+                          "--client-ca-file");
     if (!cfg->kubelet_addr && (cfg->tls_cert_file || cfg->tls_key_file || cfg->client_ca_file))
-        return fail(err, errlen,
-                    "--tls-cert-file, --tls-private-key-file and --client-ca-file go with "
-                    "--kubelet-addr");
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "--tls-cert-file, --tls-private-key-file and --client-ca-file go with "
+                          "--kubelet-addr");
     return 0;
 }
 
@@ -517,7 +512,7 @@ int ns_config_parse(int argc, char **argv, struct ns_config *cfg, char *err, siz
         err[0] = '\0';
     r = set_defaults(cfg);
     if (r < 0)
-        return fail(err, errlen, "internal error: bad defaults");
+        return errbuf_fmt(err, errlen, -EINVAL, "internal error: bad defaults");
     optind = 0; /* full re-initialisation (glibc), so that tests can parse several times */
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
@@ -558,10 +553,10 @@ int ns_config_parse(int argc, char **argv, struct ns_config *cfg, char *err, siz
         case OPT_POD_CIDR:
             if (ns_parse_cidr(a, &cfg->pod_cidr_base, &cfg->pod_cidr_prefix) < 0 ||
                 cfg->pod_cidr_prefix < 8 || cfg->pod_cidr_prefix > 28)
-                r = fail(err, errlen,
-                         "--pod-cidr-base: '%s' is not an IPv4 network address with a prefix "
-                         "from /8 to /28 (e.g. 10.244.0.0/16)",
-                         a);
+                r = errbuf_fmt(err, errlen, -EINVAL,
+                               "--pod-cidr-base: '%s' is not an IPv4 network address with a prefix "
+                               "from /8 to /28 (e.g. 10.244.0.0/16)",
+                               a);
             break;
         case OPT_NODE_MASK:
             r = parse_uint("node-cidr-mask", a, 16, 28, &v, err, errlen);
@@ -569,7 +564,8 @@ int ns_config_parse(int argc, char **argv, struct ns_config *cfg, char *err, siz
             break;
         case OPT_NODE_IP:
             if (ns_parse_ipv4(a, &cfg->node_ip_base) < 0)
-                r = fail(err, errlen, "--node-ip-base: '%s' is not an IPv4 address", a);
+                r = errbuf_fmt(err, errlen, -EINVAL, "--node-ip-base: '%s' is not an IPv4 address",
+                               a);
             break;
         case OPT_HEARTBEAT:
             r = parse_dur("heartbeat", a, 100, &cfg->lease_ms, err, errlen);
@@ -583,7 +579,8 @@ int ns_config_parse(int argc, char **argv, struct ns_config *cfg, char *err, siz
             break;
         case OPT_QPS:
             if (parse_qps(a, &cfg->qps) < 0 || cfg->qps <= 0)
-                r = fail(err, errlen, "--qps must be a positive number, got '%s'", a);
+                r = errbuf_fmt(err, errlen, -EINVAL, "--qps must be a positive number, got '%s'",
+                               a);
             break;
         case OPT_BURST:
             r = parse_uint("burst", a, 1, 100000, &v, err, errlen);
@@ -603,15 +600,17 @@ int ns_config_parse(int argc, char **argv, struct ns_config *cfg, char *err, siz
 
             if (!colon || (size_t)(colon - a) >= sizeof(host) ||
                 parse_u64(colon + 1, 65535, &v) < 0 || v == 0) {
-                r = fail(err, errlen,
-                         "--kubelet-addr must be IP:PORT (e.g. 127.0.0.1:10250), got '%s'", a);
+                r = errbuf_fmt(err, errlen, -EINVAL,
+                               "--kubelet-addr must be IP:PORT (e.g. 127.0.0.1:10250), got '%s'",
+                               a);
                 break;
             }
             memcpy(host, a, (size_t)(colon - a));
             host[colon - a] = '\0';
             if (ns_parse_ipv4(host, &cfg->kubelet_ip) < 0 || cfg->kubelet_ip == 0) {
-                r = fail(err, errlen,
-                         "--kubelet-addr: '%s' is not an IPv4 address nodes can publish", host);
+                r = errbuf_fmt(err, errlen, -EINVAL,
+                               "--kubelet-addr: '%s' is not an IPv4 address nodes can publish",
+                               host);
                 break;
             }
             cfg->kubelet_port = (unsigned)v;
@@ -633,21 +632,23 @@ int ns_config_parse(int argc, char **argv, struct ns_config *cfg, char *err, siz
         case OPT_LOG_LEVEL:
             cfg->log_level = log_level_from_string(a);
             if (cfg->log_level == _LOG_LEVEL_INVALID)
-                r = fail(err, errlen, "--log-level must be debug, info, warn or error, got '%s'",
-                         a);
+                r = errbuf_fmt(err, errlen, -EINVAL,
+                               "--log-level must be debug, info, warn or error, got '%s'", a);
             break;
         case 'h':
             return NS_CONFIG_HELP;
         case ':':
-            return fail(err, errlen, "%s needs a value", argv[optind - 1]);
+            return errbuf_fmt(err, errlen, -EINVAL, "%s needs a value", argv[optind - 1]);
         default:
-            return fail(err, errlen, "unknown option '%s' (try --help)", argv[optind - 1]);
+            return errbuf_fmt(err, errlen, -EINVAL, "unknown option '%s' (try --help)",
+                              argv[optind - 1]);
         }
         if (r < 0)
-            return r == -ENOMEM ? fail(err, errlen, "out of memory") : r;
+            return r == -ENOMEM ? errbuf_fmt(err, errlen, -EINVAL, "out of memory") : r;
     }
     if (optind < argc)
-        return fail(err, errlen, "unexpected argument '%s' (try --help)", argv[optind]);
+        return errbuf_fmt(err, errlen, -EINVAL, "unexpected argument '%s' (try --help)",
+                          argv[optind]);
     return validate(cfg, err, errlen);
 }
 

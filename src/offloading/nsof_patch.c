@@ -1,4 +1,5 @@
 /* The pod webhook's patch: see nsof.h ("the pod webhook's patch"). */
+#include "common/errbuf.h"
 #include "admission/review.h"
 #include "offloading/nsof.h"
 
@@ -7,13 +8,6 @@
 #include <string.h>
 
 #define REQ_PATH "requiredDuringSchedulingIgnoredDuringExecution"
-
-static int fail(char *err, size_t errlen, int rc, const char *what)
-{
-    if (err && errlen)
-        snprintf(err, errlen, "%s", what);
-    return rc;
-}
 
 bool nsof_pod_is_daemonset(const json_t *pod)
 {
@@ -262,12 +256,13 @@ static int affinity_ops(const json_t *spec, enum nsof_pods pods, const json_t *s
         (na && !json_is_null(na) && !json_is_object(na)) ||
         (req && !json_is_null(req) && !json_is_object(req)) ||
         (own && !json_is_null(own) && !json_is_array(own))) {
-        rc = fail(err, errlen, -EINVAL, "spec.affinity.nodeAffinity is malformed");
+        rc = errbuf_fmt(err, errlen, -EINVAL, "%s", "spec.affinity.nodeAffinity is malformed");
         goto out;
     }
     for (size_t i = 0; i < json_array_size(own); i++) {
         if (!json_is_object(json_array_get(own, i))) {
-            rc = fail(err, errlen, -EINVAL, "a nodeSelectorTerm of the pod is not an object");
+            rc = errbuf_fmt(err, errlen, -EINVAL, "%s",
+                            "a nodeSelectorTerm of the pod is not an object");
             goto out;
         }
         if (!term_empty(json_array_get(own, i)))
@@ -344,21 +339,21 @@ int nsof_pod_patch(const json_t *pod, enum nsof_pods pods, const json_t *selecto
     }
     rc = -EINVAL;
     if (!json_is_object(spec)) {
-        fail(err, errlen, rc, "the pod has no spec");
+        errbuf_fmt(err, errlen, rc, "%s", "the pod has no spec");
         goto out;
     }
     tols = json_object_get(spec, "tolerations");
     if (tols && !json_is_null(tols) && !json_is_array(tols)) {
-        fail(err, errlen, rc, "spec.tolerations is not a list");
+        errbuf_fmt(err, errlen, rc, "%s", "spec.tolerations is not a list");
         goto out;
     }
     if (json_array_size(tols) > NSOF_MAX_TOLERATIONS) {
-        fail(err, errlen, rc, "the pod has too many tolerations");
+        errbuf_fmt(err, errlen, rc, "%s", "the pod has too many tolerations");
         goto out;
     }
     for (size_t i = 0; i < json_array_size(tols); i++)
         if (!json_is_object(json_array_get(tols, i))) {
-            fail(err, errlen, rc, "a toleration of the pod is not an object");
+            errbuf_fmt(err, errlen, rc, "%s", "a toleration of the pod is not an object");
             goto out;
         }
     if (grace < 0)

@@ -15,28 +15,10 @@
 #include <openssl/sha.h>
 #include <openssl/x509.h>
 
+#include "common/errbuf.h"
 #include "common/xalloc.h"
 #include "peering/identity.h"
 #include "peering/pki.h"
-
-__attribute__((format(printf, 4, 5))) static int idk_fail(char *err, size_t errlen, int r,
-                                                          const char *fmt, ...)
-{
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return r;
-}
-
-static void idk_clear(char *err, size_t errlen)
-{
-    if (err && errlen)
-        err[0] = '\0';
-}
 
 /* True when key is an EC key on P-256. */
 static bool idk_is_p256(EVP_PKEY *key)
@@ -69,21 +51,21 @@ int peer_idkey_load(const char *pem, size_t len, EVP_PKEY **ret, char *err, size
     EVP_PKEY *key = NULL;
     BIO *bio;
 
-    idk_clear(err, errlen);
+    errbuf_clear(err, errlen);
     if (!pem || !ret)
-        return idk_fail(err, errlen, -EINVAL, "no key");
+        return errbuf_fmt(err, errlen, -EINVAL, "no key");
     if (len > PEER_IDKEY_PEM_MAX)
-        return idk_fail(err, errlen, -E2BIG, "the key is over %u bytes", PEER_IDKEY_PEM_MAX);
+        return errbuf_fmt(err, errlen, -E2BIG, "the key is over %u bytes", PEER_IDKEY_PEM_MAX);
     bio = BIO_new_mem_buf(pem, (int)len);
     if (!bio)
         return -ENOMEM;
     key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
     BIO_free(bio);
     if (!key)
-        return idk_fail(err, errlen, -EINVAL, "not a PEM private key");
+        return errbuf_fmt(err, errlen, -EINVAL, "not a PEM private key");
     if (!idk_is_p256(key)) {
         EVP_PKEY_free(key);
-        return idk_fail(err, errlen, -EINVAL, "not an EC P-256 key");
+        return errbuf_fmt(err, errlen, -EINVAL, "not an EC P-256 key");
     }
     *ret = key;
     return 0;
@@ -222,22 +204,22 @@ int peer_idkey_verify_request(const struct peer_identity_request *req, const cha
     EVP_PKEY *key = NULL;
     int n, r;
 
-    idk_clear(err, errlen);
+    errbuf_clear(err, errlen);
     if (!req || !provider_id || window < 0)
-        return idk_fail(err, errlen, -EINVAL, "bad argument");
+        return errbuf_fmt(err, errlen, -EINVAL, "bad argument");
     r = idk_parse_public(req->public_key, req->public_key_len, &key);
     if (r < 0)
-        return idk_fail(err, errlen, r,
-                        "field \"publicKey\" is not an EC P-256 public key (DER "
-                        "SubjectPublicKeyInfo)");
+        return errbuf_fmt(err, errlen, r,
+                          "field \"publicKey\" is not an EC P-256 public key (DER "
+                          "SubjectPublicKeyInfo)");
     if (req->timestamp < now - window || req->timestamp > now + window) {
         int64_t d = req->timestamp - now;
 
-        r = idk_fail(err, errlen, -ETIME,
-                     "field \"timestamp\" is %" PRId64
-                     " s %s this cluster's clock (at most %" PRId64
-                     " s allowed; are the clocks synchronised?)",
-                     d < 0 ? -d : d, d < 0 ? "behind" : "ahead of", window);
+        r = errbuf_fmt(err, errlen, -ETIME,
+                       "field \"timestamp\" is %" PRId64
+                       " s %s this cluster's clock (at most %" PRId64
+                       " s allowed; are the clocks synchronised?)",
+                       d < 0 ? -d : d, d < 0 ? "behind" : "ahead of", window);
         goto out;
     }
     r = peer_idkey_id(req->public_key, req->public_key_len, key_id);
@@ -246,7 +228,7 @@ int peer_idkey_verify_request(const struct peer_identity_request *req, const cha
     n = peer_idkey_message(provider_id, req->cluster_id, req->cluster_name, req->timestamp, key_id,
                            msg, sizeof msg);
     if (n < 0) {
-        r = idk_fail(err, errlen, -EINVAL, "the request's fields are not valid");
+        r = errbuf_fmt(err, errlen, -EINVAL, "the request's fields are not valid");
         goto out;
     }
     ctx = EVP_MD_CTX_new();
@@ -255,14 +237,14 @@ int peer_idkey_verify_request(const struct peer_identity_request *req, const cha
         goto out;
     }
     if (EVP_DigestVerifyInit(ctx, NULL, EVP_sha256(), NULL, key) != 1) {
-        r = idk_fail(err, errlen, -EIO, "cannot verify");
+        r = errbuf_fmt(err, errlen, -EIO, "cannot verify");
         goto out;
     }
     if (req->signature_len == 0 || EVP_DigestVerify(ctx, req->signature, req->signature_len,
                                                     (const unsigned char *)msg, (size_t)n) != 1) {
-        r = idk_fail(err, errlen, -EBADMSG,
-                     "field \"signature\" does not verify with the key sent, for this provider, "
-                     "cluster ID, name and timestamp");
+        r = errbuf_fmt(err, errlen, -EBADMSG,
+                       "field \"signature\" does not verify with the key sent, for this provider, "
+                       "cluster ID, name and timestamp");
         goto out;
     }
     memcpy(ret_key_id, key_id, sizeof key_id);

@@ -1,6 +1,7 @@
 #include "peering/kubeconfig_out.h"
 #include "peering/identity.h"
 #include "peering/internal.h"
+#include "common/errbuf.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
 
@@ -12,19 +13,6 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-
-__attribute__((format(printf, 3, 4))) static int kco_fail(char *err, size_t errlen, const char *fmt,
-                                                          ...)
-{
-    va_list ap;
-
-    if (err && errlen) {
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return -EINVAL;
-}
 
 static int kco_base64(const char *data, size_t len, char **ret)
 {
@@ -52,18 +40,17 @@ int peer_kubeconfig_build(const struct peer_kubeconfig_params *p, char **ret_kub
     struct kc_config *c = NULL;
     int r;
 
-    if (err && errlen)
-        err[0] = '\0';
+    errbuf_clear(err, errlen);
     if (!p || !p->server || !*p->server)
-        return kco_fail(err, errlen, "kubeconfig: the server URL is required");
+        return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: the server URL is required");
     if (!p->token || !*p->token)
-        return kco_fail(err, errlen, "kubeconfig: the token is required");
+        return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: the token is required");
     if (!peer_label_valid(p->namespace))
-        return kco_fail(err, errlen, "kubeconfig: invalid namespace");
+        return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: invalid namespace");
     if (!peer_cluster_name_valid(p->cluster_name))
-        return kco_fail(err, errlen, "kubeconfig: invalid cluster name");
+        return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: invalid cluster name");
     if (p->ca_pem && p->ca_pem_len > PEER_KUBECONFIG_CA_MAX) {
-        kco_fail(err, errlen, "kubeconfig: CA over %u bytes", PEER_KUBECONFIG_CA_MAX);
+        errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: CA over %u bytes", PEER_KUBECONFIG_CA_MAX);
         return -E2BIG;
     }
     snprintf(name, sizeof name, "cliqo-%s", p->cluster_name);
@@ -76,7 +63,7 @@ int peer_kubeconfig_build(const struct peer_kubeconfig_params *p, char **ret_kub
     r = -ENOMEM;
     cluster = json_pack("{s:s}", "server", p->server);
     if (!cluster) {
-        r = kco_fail(err, errlen, "kubeconfig: the server URL is not valid UTF-8");
+        r = errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: the server URL is not valid UTF-8");
         goto out;
     }
     if (ca64 && json_object_set_new(cluster, "certificate-authority-data", json_string(ca64)) < 0)
@@ -88,7 +75,7 @@ int peer_kubeconfig_build(const struct peer_kubeconfig_params *p, char **ret_kub
                      name, "context", "cluster", name, "user", name, "namespace", p->namespace,
                      "current-context", name, "preferences");
     if (!root) {
-        r = kco_fail(err, errlen, "kubeconfig: the token is not valid UTF-8");
+        r = errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: the token is not valid UTF-8");
         goto out;
     }
     r = peer__json_dump(root, &doc);
@@ -99,7 +86,7 @@ int peer_kubeconfig_build(const struct peer_kubeconfig_params *p, char **ret_kub
     r = kc_load_mem(doc, strlen(doc), "kubeconfig", NULL, NULL, &c, kerr, sizeof kerr);
     if (r < 0) {
         if (r != -ENOMEM)
-            r = kco_fail(err, errlen, "%s", kerr);
+            r = errbuf_fmt(err, errlen, -EINVAL, "%s", kerr);
         goto out;
     }
     *ret_kubeconfig = doc;

@@ -1,4 +1,5 @@
 #include "peering/pki.h"
+#include "common/errbuf.h"
 #include "common/xalloc.h"
 
 #include <arpa/inet.h>
@@ -23,18 +24,6 @@
 
 static const char pki_hex[] = "0123456789abcdef";
 
-__attribute__((format(printf, 3, 4))) static void pki_fail(char *err, size_t errlen,
-                                                           const char *fmt, ...)
-{
-    va_list ap;
-
-    if (!err || errlen == 0)
-        return;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-}
-
 /* A message for an OpenSSL failure, with OpenSSL's last reason; clears OpenSSL's error queue. */
 static int pki_ssl_fail(char *err, size_t errlen, int r, const char *what)
 {
@@ -43,18 +32,12 @@ static int pki_ssl_fail(char *err, size_t errlen, int r, const char *what)
 
     if (e) {
         ERR_error_string_n(e, reason, sizeof reason);
-        pki_fail(err, errlen, "%s: %s", what, reason);
+        errbuf_fmt(err, errlen, 0, "%s: %s", what, reason);
     } else {
-        pki_fail(err, errlen, "%s", what);
+        errbuf_fmt(err, errlen, 0, "%s", what);
     }
     ERR_clear_error();
     return r;
-}
-
-static void pki_clear_err(char *err, size_t errlen)
-{
-    if (err && errlen)
-        err[0] = '\0';
 }
 
 static int pki_no_password(char *buf, int size, int rwflag, void *u)
@@ -200,15 +183,13 @@ int peer_pki_ca_create(const char *common_name, unsigned years, char **ret_cert_
     X509 *x = NULL;
     int r;
 
-    pki_clear_err(err, errlen);
-    if (!pki_cn_valid(common_name)) {
-        pki_fail(err, errlen, "CA common name must be 1 to %d printable characters", PKI_CN_MAX);
-        return -EINVAL;
-    }
-    if (years == 0 || years > PEER_PKI_MAX_YEARS) {
-        pki_fail(err, errlen, "CA validity must be 1 to %d years", PEER_PKI_MAX_YEARS);
-        return -EINVAL;
-    }
+    errbuf_clear(err, errlen);
+    if (!pki_cn_valid(common_name))
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "CA common name must be 1 to %d printable characters", PKI_CN_MAX);
+    if (years == 0 || years > PEER_PKI_MAX_YEARS)
+        return errbuf_fmt(err, errlen, -EINVAL, "CA validity must be 1 to %d years",
+                          PEER_PKI_MAX_YEARS);
     key = EVP_EC_gen("P-256");
     if (!key) {
         r = pki_ssl_fail(err, errlen, -EIO, "generating the CA key");
@@ -275,7 +256,7 @@ static int pki_add_sans(X509 *x, const char *const *sans, size_t nsans, char *er
         const char *s = sans[i];
 
         if (!s || !*s) {
-            pki_fail(err, errlen, "SAN %zu is empty", i);
+            errbuf_fmt(err, errlen, 0, "SAN %zu is empty", i);
             r = -EINVAL;
             goto out;
         }
@@ -303,7 +284,7 @@ static int pki_add_sans(X509 *x, const char *const *sans, size_t nsans, char *er
             GENERAL_NAME_set0_value(gen, GEN_DNS, ia5);
         } else {
             GENERAL_NAME_free(gen);
-            pki_fail(err, errlen, "SAN \"%.80s\" is neither an IP address nor a DNS name", s);
+            errbuf_fmt(err, errlen, 0, "SAN \"%.80s\" is neither an IP address nor a DNS name", s);
             r = -EINVAL;
             goto out;
         }
@@ -332,14 +313,10 @@ static int pki_parse_one_cert(const char *pem, size_t len, const char *what, X50
     X509 *x = NULL;
     int r = -EINVAL;
 
-    if (!pem) {
-        pki_fail(err, errlen, "%s: missing", what);
-        return -EINVAL;
-    }
-    if (len > PEER_PKI_PEM_MAX) {
-        pki_fail(err, errlen, "%s: over %u bytes", what, PEER_PKI_PEM_MAX);
-        return -E2BIG;
-    }
+    if (!pem)
+        return errbuf_fmt(err, errlen, -EINVAL, "%s: missing", what);
+    if (len > PEER_PKI_PEM_MAX)
+        return errbuf_fmt(err, errlen, -E2BIG, "%s: over %u bytes", what, PEER_PKI_PEM_MAX);
     bio = BIO_new_mem_buf(pem, (int)len);
     if (!bio) {
         r = -ENOMEM;
@@ -347,31 +324,31 @@ static int pki_parse_one_cert(const char *pem, size_t len, const char *what, X50
     }
     if (PEM_read_bio(bio, &name, &header, &data, &dlen) != 1) {
         ERR_clear_error();
-        pki_fail(err, errlen, "%s: no PEM certificate found", what);
+        errbuf_fmt(err, errlen, 0, "%s: no PEM certificate found", what);
         goto out;
     }
     if (strcmp(name, "CERTIFICATE") != 0) {
-        pki_fail(err, errlen, "%s: PEM block is \"%.40s\", not CERTIFICATE", what, name);
+        errbuf_fmt(err, errlen, 0, "%s: PEM block is \"%.40s\", not CERTIFICATE", what, name);
         goto out;
     }
     if (header && header[0]) {
-        pki_fail(err, errlen, "%s: PEM block has headers", what);
+        errbuf_fmt(err, errlen, 0, "%s: PEM block has headers", what);
         goto out;
     }
     p = data;
     x = d2i_X509(NULL, &p, dlen);
     if (!x || p != data + dlen) {
         ERR_clear_error();
-        pki_fail(err, errlen, "%s: not a valid X.509 certificate", what);
+        errbuf_fmt(err, errlen, 0, "%s: not a valid X.509 certificate", what);
         goto out;
     }
     if (PEM_read_bio(bio, &name2, &header2, &data2, &dlen2) == 1) {
-        pki_fail(err, errlen, "%s: more than one PEM block", what);
+        errbuf_fmt(err, errlen, 0, "%s: more than one PEM block", what);
         goto out;
     }
     if (ERR_GET_REASON(ERR_peek_last_error()) != PEM_R_NO_START_LINE) {
         ERR_clear_error();
-        pki_fail(err, errlen, "%s: malformed PEM after the certificate", what);
+        errbuf_fmt(err, errlen, 0, "%s: malformed PEM after the certificate", what);
         goto out;
     }
     ERR_clear_error();
@@ -395,14 +372,10 @@ static int pki_parse_key(const char *pem, size_t len, EVP_PKEY **ret, char *err,
     BIO *bio;
     EVP_PKEY *key;
 
-    if (!pem) {
-        pki_fail(err, errlen, "CA key: missing");
-        return -EINVAL;
-    }
-    if (len > PEER_PKI_PEM_MAX) {
-        pki_fail(err, errlen, "CA key: over %u bytes", PEER_PKI_PEM_MAX);
-        return -E2BIG;
-    }
+    if (!pem)
+        return errbuf_fmt(err, errlen, -EINVAL, "CA key: missing");
+    if (len > PEER_PKI_PEM_MAX)
+        return errbuf_fmt(err, errlen, -E2BIG, "CA key: over %u bytes", PEER_PKI_PEM_MAX);
     bio = BIO_new_mem_buf(pem, (int)len);
     if (!bio)
         return -ENOMEM;
@@ -424,21 +397,16 @@ int peer_pki_server_issue(const char *ca_cert_pem, size_t ca_cert_len, const cha
     EVP_PKEY *ca_key = NULL, *key = NULL;
     int r, cmp;
 
-    pki_clear_err(err, errlen);
-    if (!pki_cn_valid(common_name)) {
-        pki_fail(err, errlen, "server common name must be 1 to %d printable characters",
-                 PKI_CN_MAX);
-        return -EINVAL;
-    }
-    if (days == 0 || days > PEER_PKI_MAX_DAYS) {
-        pki_fail(err, errlen, "server certificate validity must be 1 to %d days",
-                 PEER_PKI_MAX_DAYS);
-        return -EINVAL;
-    }
-    if (nsans == 0 || nsans > PEER_PKI_MAX_SANS || !sans) {
-        pki_fail(err, errlen, "a server certificate needs 1 to %d SANs", PEER_PKI_MAX_SANS);
-        return -EINVAL;
-    }
+    errbuf_clear(err, errlen);
+    if (!pki_cn_valid(common_name))
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "server common name must be 1 to %d printable characters", PKI_CN_MAX);
+    if (days == 0 || days > PEER_PKI_MAX_DAYS)
+        return errbuf_fmt(err, errlen, -EINVAL, "server certificate validity must be 1 to %d days",
+                          PEER_PKI_MAX_DAYS);
+    if (nsans == 0 || nsans > PEER_PKI_MAX_SANS || !sans)
+        return errbuf_fmt(err, errlen, -EINVAL, "a server certificate needs 1 to %d SANs",
+                          PEER_PKI_MAX_SANS);
     r = pki_parse_one_cert(ca_cert_pem, ca_cert_len, "CA certificate", &ca, err, errlen);
     if (r < 0)
         goto out;
@@ -451,7 +419,7 @@ int peer_pki_server_issue(const char *ca_cert_pem, size_t ca_cert_len, const cha
     }
     if (X509_check_ca(ca) != 1) {
         ERR_clear_error();
-        pki_fail(err, errlen, "CA certificate is not a CA (basicConstraints CA:TRUE)");
+        errbuf_fmt(err, errlen, 0, "CA certificate is not a CA (basicConstraints CA:TRUE)");
         r = -EINVAL;
         goto out;
     }
@@ -517,7 +485,7 @@ int peer_pki_ca_hash(const char *pem, size_t len, char ret[PEER_CA_HASH_LEN + 1]
     size_t o;
     int r;
 
-    pki_clear_err(err, errlen);
+    errbuf_clear(err, errlen);
     r = pki_parse_one_cert(pem, len, "CA certificate", &x, err, errlen);
     if (r < 0)
         return r;
@@ -553,11 +521,10 @@ int peer_pki_hash_parse(const char *s, unsigned char ret_digest[32], char *err, 
     unsigned char md[32];
     const char *h;
 
-    pki_clear_err(err, errlen);
-    if (!s || strncmp(s, PEER_CA_HASH_PREFIX, plen) != 0) {
-        pki_fail(err, errlen, "CA cert hash must start with \"%s\"", PEER_CA_HASH_PREFIX);
-        return -EINVAL;
-    }
+    errbuf_clear(err, errlen);
+    if (!s || strncmp(s, PEER_CA_HASH_PREFIX, plen) != 0)
+        return errbuf_fmt(err, errlen, -EINVAL, "CA cert hash must start with \"%s\"",
+                          PEER_CA_HASH_PREFIX);
     h = s + plen;
     n = strnlen(h, 65);
     for (size_t i = 0; i < n; i++) {
@@ -565,19 +532,18 @@ int peer_pki_hash_parse(const char *s, unsigned char ret_digest[32], char *err, 
             unsigned char c = (unsigned char)h[i];
 
             if (c >= 0x21 && c < 0x7f)
-                pki_fail(err, errlen, "CA cert hash: invalid character '%c' at position %zu", c,
-                         plen + i + 1);
+                errbuf_fmt(err, errlen, 0, "CA cert hash: invalid character '%c' at position %zu",
+                           c, plen + i + 1);
             else
-                pki_fail(err, errlen, "CA cert hash: invalid byte 0x%02x at position %zu", c,
-                         plen + i + 1);
+                errbuf_fmt(err, errlen, 0, "CA cert hash: invalid byte 0x%02x at position %zu", c,
+                           plen + i + 1);
             return -EINVAL;
         }
     }
-    if (n != 64) {
-        pki_fail(err, errlen, "CA cert hash: expected 64 hex digits after \"%s\", got %s%zu",
-                 PEER_CA_HASH_PREFIX, n > 64 ? "more than " : "", n > 64 ? (size_t)64 : n);
-        return -EINVAL;
-    }
+    if (n != 64)
+        return errbuf_fmt(err, errlen, -EINVAL,
+                          "CA cert hash: expected 64 hex digits after \"%s\", got %s%zu",
+                          PEER_CA_HASH_PREFIX, n > 64 ? "more than " : "", n > 64 ? (size_t)64 : n);
     for (size_t i = 0; i < 32; i++)
         md[i] = (unsigned char)(pki_hexval(h[2 * i]) << 4 | pki_hexval(h[2 * i + 1]));
     memcpy(ret_digest, md, sizeof md);
@@ -600,9 +566,7 @@ int peer_pki_ca_match(const char *pem, size_t len, const char *hash, char *err, 
     X509_free(x);
     if (r < 0)
         return pki_ssl_fail(err, errlen, r, "hashing the CA public key");
-    if (CRYPTO_memcmp(want, got, sizeof want) != 0) {
-        pki_fail(err, errlen, "CA certificate does not match the CA cert hash");
-        return -EACCES;
-    }
+    if (CRYPTO_memcmp(want, got, sizeof want) != 0)
+        return errbuf_fmt(err, errlen, -EACCES, "CA certificate does not match the CA cert hash");
     return 0;
 }
