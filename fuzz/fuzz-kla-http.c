@@ -161,7 +161,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
             memcpy(z, p, n);
             z[n] = '\0';
-            (void)kla_parse_addr(z, &ss, &sl);
+            (void)netaddr_parse(z, &ss, &sl);
             (void)rfc3339_parse(z, RFC3339_OFFSET, &t);
             free(z);
         }

@@ -13,6 +13,7 @@
  * exits the process with status 1 if this takes too long; a second signal does the same at once. */
 #include "agent/agent-internal.h"
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 #include "agent/peers.h"
@@ -1140,13 +1141,13 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ---- creation, start, free ------------------------------------------------------------------ */
 
-/* Whether a listen address (httpd_parse_addr) is on a loopback interface. */
+/* Whether a listen address (netaddr_parse) is on a loopback interface. */
 static bool addr_is_loopback(const char *addr)
 {
     struct sockaddr_storage ss;
     socklen_t len;
 
-    if (httpd_parse_addr(addr, &ss, &len) < 0)
+    if (netaddr_parse(addr, &ss, &len) < 0)
         return false;
     if (ss.ss_family == AF_INET)
         return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;

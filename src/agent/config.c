@@ -1,4 +1,5 @@
 #include "agent/config.h"
+#include "common/netaddr.h"
 #include "common/strutil.h"
 #include "httpd/httpd.h"
 
@@ -312,7 +313,7 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
         case OPT_AUTH_ADDR:
         case OPT_KUBELET_ADDR:
         case OPT_WEBHOOK_ADDR:
-            if (httpd_parse_addr(v, &ss, &sl) < 0) {
+            if (netaddr_parse(v, &ss, &sl) < 0) {
                 snprintf(err, errlen,
                          "--%s: invalid address '%s' (expected HOST:PORT, e.g. :8080, "
                          "127.0.0.1:8080, [::1]:8080)",

@@ -65,7 +65,7 @@ typedef void (*httpd_response_fn)(const struct httpd_request *req, const char *r
 
 struct httpd_options {
     const char *name;                 /* for logs, e.g. "http" or "auth"; default "httpd" */
-    const char *addr;                 /* listen address, HOST:PORT (see httpd_parse_addr) */
+    const char *addr;                 /* listen address, HOST:PORT (see netaddr_parse) */
     const char *tls_cert_pem;         /* both or neither; NULL: plain HTTP */
     const char *tls_key_pem;          /* unencrypted PEM private key */
     unsigned connection_limit;        /* default 64 */
@@ -92,11 +92,6 @@ struct httpd_options {
     void *data;                    /* for on_response */
 };
 
-/* Parses a listen address "HOST:PORT": HOST is empty (every IPv4 address), a numeric IPv4 address,
- * "[IPv6]" (numeric, "[::]" for every address) or "localhost" (127.0.0.1); PORT is 0..65535 (0:
- * any free port). No name resolution. Returns 0 or -EINVAL; *ret and *ret_len are written on
- * success only. */
-int httpd_parse_addr(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
 /* Formats an IPv4 or IPv6 socket address as "1.2.3.4:80" or "[::1]:80" (buf of at least
  * HTTPD_ADDR_STRLEN bytes); "?" for other families. */
 void httpd_format_addr(const struct sockaddr *sa, char *buf, size_t size);

@@ -401,61 +401,6 @@ int kla_query_append(char *buf, size_t size, size_t len, const char *key, const 
 
 /* ---- names and values ---------------------------------------------------------------------- */
 
-int kla_parse_addr(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len)
-{
-    struct sockaddr_storage ss;
-    char host[INET6_ADDRSTRLEN + 1];
-    const char *colon;
-    uint64_t port;
-    size_t hlen;
-
-    if (!s)
-        return -EINVAL;
-    memset(&ss, 0, sizeof(ss));
-    if (s[0] == '[') {
-        const char *end = strchr(s, ']');
-        struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
-
-        if (!end || end[1] != ':')
-            return -EINVAL;
-        hlen = (size_t)(end - s - 1);
-        if (hlen == 0 || hlen >= sizeof(host))
-            return -EINVAL;
-        memcpy(host, s + 1, hlen);
-        host[hlen] = '\0';
-        if (inet_pton(AF_INET6, host, &in6->sin6_addr) != 1 || parse_u64(end + 2, 65535, &port) < 0)
-            return -EINVAL;
-        in6->sin6_family = AF_INET6;
-        in6->sin6_port = htons((uint16_t)port);
-        *ret = ss;
-        *ret_len = sizeof(*in6);
-        return 0;
-    }
-    colon = strrchr(s, ':');
-    if (!colon || strchr(s, ':') != colon)
-        return -EINVAL;
-    hlen = (size_t)(colon - s);
-    if (hlen >= sizeof(host) || parse_u64(colon + 1, 65535, &port) < 0)
-        return -EINVAL;
-    memcpy(host, s, hlen);
-    host[hlen] = '\0';
-    {
-        struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
-
-        in4->sin_family = AF_INET;
-        in4->sin_port = htons((uint16_t)port);
-        if (hlen == 0)
-            in4->sin_addr.s_addr = htonl(INADDR_ANY);
-        else if (strcmp(host, "localhost") == 0)
-            in4->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        else if (inet_pton(AF_INET, host, &in4->sin_addr) != 1)
-            return -EINVAL;
-        *ret = ss;
-        *ret_len = sizeof(*in4);
-    }
-    return 0;
-}
-
 bool kla_dns_label(const char *s)
 {
     size_t n = strlen(s);

@@ -86,10 +86,6 @@ void kla_target_split(const char *target, size_t len, const char **ret_path, siz
  * -ENOENT (not a route: 404) or -EINVAL (a route with an invalid name: 400). */
 int kla_route_parse(const char *path, size_t len, enum kla_route *ret, struct kla_pod_ref *ref);
 
-/* A listen or connect address "HOST:PORT": HOST empty (every IPv4 address), a numeric IPv4
- * address, "[IPv6]" or "localhost"; PORT 0..65535. Returns 0 or -EINVAL. */
-int kla_parse_addr(const char *s, struct sockaddr_storage *ret, socklen_t *ret_len);
-
 /* RFC 1123 label (at most 63) and subdomain (at most 253). */
 bool kla_dns_label(const char *s);
 bool kla_dns_subdomain(const char *s);

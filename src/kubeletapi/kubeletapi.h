@@ -176,7 +176,7 @@ struct kla_backend {
 };
 
 struct kla_server_options {
-    const char *addr;            /* listen address HOST:PORT (see httpd_parse_addr) */
+    const char *addr;            /* listen address HOST:PORT (see netaddr_parse) */
     const char *name;            /* for logs; default "kubelet-api" */
     unsigned max_connections;    /* default 256 */
     unsigned max_per_ip;         /* default 64 */

@@ -17,6 +17,7 @@
 #include "kubeletapi/spdy.h"
 
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 
@@ -1265,7 +1266,7 @@ int kla_server_new(uv_loop_t *loop, const struct kla_server_options *o, struct k
     if (!loop || !o || !o->addr || !o->backend.node_of || !o->backend.logs || !o->backend.exec ||
         !o->authz.check || !o->authz.cancel || !ret)
         return -EINVAL;
-    if (kla_parse_addr(o->addr, &ss, &sl) < 0)
+    if (netaddr_parse(o->addr, &ss, &sl) < 0)
         return -EINVAL;
     s = x_calloc(1, sizeof(*s));
     if (!s)
@@ -1381,7 +1382,7 @@ int kla_server_start(struct kla_server *s, char *err, size_t errlen)
             snprintf(err, errlen, "no serving certificate or client CA yet");
         return -EINVAL;
     }
-    if (kla_parse_addr(s->addr, &ss, &sl) < 0)
+    if (netaddr_parse(s->addr, &ss, &sl) < 0)
         return -EINVAL;
     if (!s->tcp_inited) {
         uv_tcp_init(s->loop, &s->tcp);

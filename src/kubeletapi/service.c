@@ -3,6 +3,7 @@
 #include "kubeletapi/http.h"
 
 #include "common/log.h"
+#include "common/netaddr.h"
 #include "common/rfc3339.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
@@ -131,7 +132,7 @@ int kla_service_check(const struct kla_service_options *o, char *err, size_t err
     struct sockaddr_storage ss;
     socklen_t sl;
 
-    if (!o || !o->listen_addr || kla_parse_addr(o->listen_addr, &ss, &sl) < 0) {
+    if (!o || !o->listen_addr || netaddr_parse(o->listen_addr, &ss, &sl) < 0) {
         snprintf(err, errlen, "listen address '%s': want HOST:PORT",
                  o && o->listen_addr ? o->listen_addr : "");
         return -EINVAL;

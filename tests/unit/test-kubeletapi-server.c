@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/netaddr.h"
 #include "common/strutil.h"
 #include "httpd/httpd.h"
 #include "kube/api.h"
@@ -439,7 +440,7 @@ static void client_open(struct client *cl, const struct ident *id, const char *c
                                          id ? strlen(id->key) : 0, &cl->ctx, err, sizeof(err)),
                      0);
     snprintf(addr, sizeof(addr), "127.0.0.1:%u", kla_server_port(t.srv));
-    assert_int_equal(kla_parse_addr(addr, &ss, &sl), 0);
+    assert_int_equal(netaddr_parse(addr, &ss, &sl), 0);
     assert_int_equal(kla_conn_connect(&t.loop, (struct sockaddr *)&ss, cl->ctx, "127.0.0.1",
                                       "127.0.0.1", NULL, &cl_ops, cl, &cl->c),
                      0);

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "common/netaddr.h"
 #include "common/strutil.h"
 #include "kubeletapi/http.h"
 #include "kubeletapi/spdy.h"
@@ -872,14 +873,14 @@ static void test_values(void **state)
     assert_false(kla_dns_label("A"));
     assert_true(kla_dns_subdomain("a.b-c.d"));
     assert_false(kla_dns_subdomain("a..b"));
-    assert_int_equal(kla_parse_addr("127.0.0.1:10250", &ss, &sl), 0);
+    assert_int_equal(netaddr_parse("127.0.0.1:10250", &ss, &sl), 0);
     assert_int_equal(ntohs(((struct sockaddr_in *)&ss)->sin_port), 10250);
-    assert_int_equal(kla_parse_addr(":0", &ss, &sl), 0);
-    assert_int_equal(kla_parse_addr("[::1]:8", &ss, &sl), 0);
+    assert_int_equal(netaddr_parse(":0", &ss, &sl), 0);
+    assert_int_equal(netaddr_parse("[::1]:8", &ss, &sl), 0);
     assert_int_equal(ss.ss_family, AF_INET6);
-    assert_int_equal(kla_parse_addr("::1:8", &ss, &sl), -EINVAL);
-    assert_int_equal(kla_parse_addr("host:8", &ss, &sl), -EINVAL);
-    assert_int_equal(kla_parse_addr("1.2.3.4:65536", &ss, &sl), -EINVAL);
+    assert_int_equal(netaddr_parse("::1:8", &ss, &sl), -EINVAL);
+    assert_int_equal(netaddr_parse("host:8", &ss, &sl), -EINVAL);
+    assert_int_equal(netaddr_parse("1.2.3.4:65536", &ss, &sl), -EINVAL);
 }
 
 /* ---- chunked bodies ------------------------------------------------------------------------ */
