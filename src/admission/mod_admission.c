@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
@@ -262,50 +263,12 @@ static int start_server(const char *cert, const char *key)
 /* ---- the API server's client certificate ------------------------------------------------------
  */
 
-/* Reads the whole (small) file at path: NUL-terminated, at most HTTPD_CLIENT_CA_MAX bytes. */
-static int read_ca_file(const char *path, char **ret)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), r = 0;
-    char *buf;
-    size_t len = 0;
-    ssize_t n;
-
-    if (fd < 0)
-        return -errno;
-    buf = x_malloc(HTTPD_CLIENT_CA_MAX + 2);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    while ((n = read(fd, buf + len, HTTPD_CLIENT_CA_MAX + 1 - len)) != 0) {
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            r = -errno;
-            break;
-        }
-        len += (size_t)n;
-        if (len > HTTPD_CLIENT_CA_MAX) {
-            r = -E2BIG;
-            break;
-        }
-    }
-    close(fd);
-    if (r < 0) {
-        x_free(buf);
-        return r;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    return 0;
-}
-
 /* Loads --webhook-client-ca: 0 with the bundle in *ret (the number of certificates in
  * *ret_count), or a negative errno with the reason logged. */
 static int load_client_ca(const char *path, char **ret, int *ret_count)
 {
     char *pem = NULL;
-    int r = read_ca_file(path, &pem);
+    int r = file_read(path, HTTPD_CLIENT_CA_MAX, 0, &pem, NULL);
 
     if (r < 0)
         return log_errno(r, MOD, "cannot read --webhook-client-ca %s", path);

@@ -10,6 +10,7 @@
 #include "kube/kubeconfig.h"
 
 #include "common/errbuf.h"
+#include "common/fileio.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 
@@ -50,98 +51,12 @@ static void str_wipe_free(char *s)
         wipe_free(s, strlen(s));
 }
 
-/* ---- bounded file reading ---- */
-
-/* Reads a whole regular file of at most `max` bytes into a NUL-terminated buffer (caller wipes and
- * frees). Copies left behind when growing are wiped, since the file may hold a private key.
- * Returns -errno from open/read, -EISDIR, -EINVAL (not a regular file) or -E2BIG. */
-static int read_file_bounded(const char *path, size_t max, char **ret, size_t *ret_len)
-{
-    struct stat st;
-    char *buf = NULL;
-    size_t len = 0, cap = 0;
-    int fd, r;
-
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-    if (fd < 0)
-        return -errno;
-    if (fstat(fd, &st) < 0) {
-        r = -errno;
-        goto out;
-    }
-    if (S_ISDIR(st.st_mode)) {
-        r = -EISDIR;
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode)) {
-        r = -EINVAL;
-        goto out;
-    }
-    if ((uint64_t)st.st_size > max) {
-        r = -E2BIG;
-        goto out;
-    }
-    /* The size plus the NUL plus one byte, so that the read that sees EOF needs no growth. */
-    cap = (size_t)st.st_size + 2;
-    buf = x_malloc(cap);
-    if (!buf) {
-        r = -ENOMEM;
-        goto out;
-    }
-    for (;;) {
-        ssize_t n;
-
-        if (len == cap - 1) {
-            /* The file grew since fstat. */
-            size_t ncap = cap < (max + 2) / 2 ? cap * 2 : max + 2;
-            char *nbuf;
-
-            if (len > max) {
-                r = -E2BIG;
-                goto out;
-            }
-            nbuf = x_malloc(ncap);
-            if (!nbuf) {
-                r = -ENOMEM;
-                goto out;
-            }
-            memcpy(nbuf, buf, len);
-            wipe_free(buf, cap);
-            buf = nbuf;
-            cap = ncap;
-        }
-        n = read(fd, buf + len, cap - 1 - len);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            r = -errno;
-            goto out;
-        }
-        if (n == 0)
-            break;
-        len += (size_t)n;
-    }
-    if (len > max) {
-        r = -E2BIG;
-        goto out;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_len = len;
-    buf = NULL;
-    r = 0;
-out:
-    wipe_free(buf, cap);
-    close(fd);
-    return r;
-}
-
-/* read_file_bounded() with the failure explained in `why` ("cannot read "/x": No such file ...").
+/* file_read() with the failure explained in `why` ("cannot read "/x": No such file ...").
  */
 static int read_ref_file(const char *path, size_t max, char **ret, size_t *ret_len, char *why,
                          size_t whylen)
 {
-    int r = read_file_bounded(path, max, ret, ret_len);
+    int r = file_read(path, max, FILE_READ_REGULAR, ret, ret_len);
 
     if (r == -E2BIG)
         errbuf_fmt(why, whylen, 0, "\"%s\" is too large (more than %zu bytes)", path, max);
@@ -1020,7 +935,7 @@ static int load_file(const char *path, struct kc_file **ret, char *err, size_t e
     size_t len = 0;
     int r;
 
-    r = read_file_bounded(path, KC_MAX_FILE_SIZE, &data, &len);
+    r = file_read(path, KC_MAX_FILE_SIZE, FILE_READ_REGULAR, &data, &len);
     if (r == -E2BIG) {
         errbuf_fmt(err, errlen, 0, "%s: kubeconfig is too large (more than %u bytes)", path,
                    KC_MAX_FILE_SIZE);

@@ -8,6 +8,7 @@
 #include "nodesim/shell.h"
 #include "nodesim/sim.h"
 
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
@@ -499,39 +500,6 @@ static int backend_exec(void *data, struct kla_request *r, const struct kla_pod_
 
 /* ---- the server ---------------------------------------------------------------------------- */
 
-static int read_pem(const char *path, char **ret)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
-    char *buf;
-    size_t len = 0;
-    ssize_t n;
-
-    if (fd < 0)
-        return -errno;
-    buf = x_malloc(MAX_PEM + 1);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    while ((n = read(fd, buf + len, MAX_PEM + 1 - len)) > 0) {
-        len += (size_t)n;
-        if (len > MAX_PEM) {
-            r = -E2BIG;
-            break;
-        }
-    }
-    if (n < 0)
-        r = -errno;
-    close(fd);
-    if (r < 0) {
-        x_free(buf);
-        return r;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    return 0;
-}
-
 static bool healthy(void *data)
 {
     return ns_sim_ready(data);
@@ -548,11 +516,11 @@ int ns_kubelet_start(struct ns_sim *sim, struct ns_kubelet **ret)
     if (!k)
         return -ENOMEM;
     k->sim = sim;
-    if ((r = read_pem(cfg->tls_cert_file, &cert)) < 0)
+    if ((r = file_read(cfg->tls_cert_file, MAX_PEM, 0, &cert, NULL)) < 0)
         bad = cfg->tls_cert_file;
-    else if ((r = read_pem(cfg->tls_key_file, &key)) < 0)
+    else if ((r = file_read(cfg->tls_key_file, MAX_PEM, 0, &key, NULL)) < 0)
         bad = cfg->tls_key_file;
-    else if ((r = read_pem(cfg->client_ca_file, &ca)) < 0)
+    else if ((r = file_read(cfg->client_ca_file, MAX_PEM, 0, &ca, NULL)) < 0)
         bad = cfg->client_ca_file;
     if (bad) {
         log_errno(r, MOD, "cannot read %s", bad);

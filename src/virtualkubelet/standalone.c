@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "agent/peers.h"
+#include "common/fileio.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
@@ -91,41 +92,6 @@ static void stop(int code);
 /* ---- the credential file ----------------------------------------------------------------------
  */
 
-static int read_file(const char *path, char **ret, size_t *ret_len)
-{
-    char *buf = NULL;
-    ssize_t n;
-    size_t len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC), r = 0;
-
-    if (fd < 0)
-        return -errno;
-    buf = x_malloc(PU_CONFIG_MAX + 1);
-    if (!buf) {
-        close(fd);
-        return -ENOMEM;
-    }
-    while ((n = read(fd, buf + len, PU_CONFIG_MAX + 1 - len)) > 0) {
-        len += (size_t)n;
-        if (len > PU_CONFIG_MAX) {
-            r = -E2BIG;
-            break;
-        }
-    }
-    if (n < 0)
-        r = -errno;
-    close(fd);
-    if (r < 0) {
-        explicit_bzero(buf, len);
-        x_free(buf);
-        return r;
-    }
-    buf[len] = '\0';
-    *ret = buf;
-    *ret_len = len;
-    return 0;
-}
-
 static void load_credential(uv_timer_t *t)
 {
     char *data = NULL, version[32], err[256];
@@ -137,7 +103,7 @@ static void load_credential(uv_timer_t *t)
     (void)t;
     if (g.stopping)
         return;
-    r = read_file(g.remote_path, &data, &len);
+    r = file_read(g.remote_path, PU_CONFIG_MAX, 0, &data, &len);
     if (r < 0) {
         log_warn(MOD, "cannot read the provider's credential %s: %s", g.remote_path, strerror(-r));
         goto out;
