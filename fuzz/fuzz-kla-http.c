@@ -10,6 +10,8 @@
  * The unit is included so that it is built with coverage instrumentation. */
 #include "../src/kubeletapi/http.c"
 
+#include "common/netaddr.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 
