@@ -18,7 +18,7 @@
  * A burst of node or pod events arms a 200 ms timer that compares every consumer's offer with what
  * was last sent. */
 #include "agent/agent.h"
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "agent/peers.h"
 
 #include <errno.h>
@@ -34,7 +34,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
@@ -87,7 +87,7 @@ static struct {
 } st;
 
 struct rec {
-    struct peer_call_chain ch; /* first */
+    struct ctl_call_chain ch; /* first */
     char key[64];
     struct consumer *c;
     json_t *pr; /* the admitted request (a new reference) or NULL */
@@ -104,7 +104,7 @@ static void rec_end(struct rec *r, int requeue_ms)
         wq_done(st.q, r->key);
     }
     json_decref(r->pr);
-    peer_call_reset(&r->ch.last);
+    ctl_call_reset(&r->ch.last);
     x_free(r);
 }
 
@@ -625,7 +625,7 @@ static void after_withdraw_call(void *owner)
 static int delete_local(struct rec *r, const struct kapi_resource *res, const char *name)
 {
     r->ch.next = after_withdraw_call;
-    return kapi_delete(agent_kube(st.a), res, r->c->pr_ns, name, NULL, peer_call_cb, r);
+    return kapi_delete(agent_kube(st.a), res, r->c->pr_ns, name, NULL, ctl_call_cb, r);
 }
 
 /* One deletion per step, in order; each is idempotent (NotFound is success). */
@@ -641,8 +641,8 @@ static void withdraw_step(struct rec *r)
         if (remote && c->remote_ns[0]) {
             snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id());
             r->ch.next = after_withdraw_call;
-            if (kapi_delete(remote, &peer_res_advertisements, c->remote_ns, name, NULL,
-                            peer_call_cb, r) == 0)
+            if (kapi_delete(remote, &peer_res_advertisements, c->remote_ns, name, NULL, ctl_call_cb,
+                            r) == 0)
                 return;
         }
         /* fall through */
@@ -651,7 +651,7 @@ static void withdraw_step(struct rec *r)
         if (remote && c->remote_ns[0]) {
             snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id());
             r->ch.next = after_withdraw_call;
-            if (kapi_delete(remote, &kapi_secrets, c->remote_ns, name, NULL, peer_call_cb, r) == 0)
+            if (kapi_delete(remote, &kapi_secrets, c->remote_ns, name, NULL, ctl_call_cb, r) == 0)
                 return;
         }
         /* fall through */
@@ -767,7 +767,7 @@ static void mirror_status(struct rec *r)
         json_object_set_new(prs, "advertisementReason", json_string(reason));
         r->ch.next = after_status_patch;
         if (body && kapi_patch(agent_kube(st.a), &peer_res_peeringrequests, c->pr_ns, c->id,
-                               "status", KAPI_PATCH_MERGE, body, peer_call_cb, r) == 0) {
+                               "status", KAPI_PATCH_MERGE, body, ctl_call_cb, r) == 0) {
             x_free(body);
             json_decref(adv);
             return;
@@ -856,7 +856,7 @@ static void send_advertisement(struct rec *r)
         json_object_set(spec, "prices", st.cfg.prices);
     r->ch.next = after_apply;
     if (!adv || kapi_apply(remote, &peer_res_advertisements, c->remote_ns, name, NULL, adv,
-                           FIELD_MANAGER, true, peer_call_cb, r) < 0)
+                           FIELD_MANAGER, true, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(adv);
 }
@@ -939,7 +939,7 @@ static void share_secret(struct rec *r)
                     c->vk_kubeconfig);
     r->ch.next = after_secret;
     if (!sec || kapi_apply(pu_client(c->unit, PU_REQUESTER), &kapi_secrets, c->remote_ns, name,
-                           NULL, sec, FIELD_MANAGER, true, peer_call_cb, r) < 0)
+                           NULL, sec, FIELD_MANAGER, true, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(sec);
 }
