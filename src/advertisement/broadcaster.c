@@ -5,7 +5,7 @@
  * goes through the consumer's unit (agent/peers.h) with the credential the consumer handed over in
  * its PeeringRequest (role PU_REQUESTER, installed by the incoming controller).
  *
- * What is shared is a pure function of the node and pod informers (advertisement/share.h), kept
+ * What is shared is a pure function of the node and pod informers (offer/share.h), kept
  * incrementally by the informer handlers. A pass over a consumer:
  *   sharing not allowed (no admitted request, enableBroadcaster false) -> withdraw: delete the
  *     Advertisement and the credential Secret on the consumer, the NamespaceMap and the virtual
@@ -30,7 +30,7 @@
 
 #include "advertisement/advertisement.h"
 #include "advertisement/config.h"
-#include "advertisement/share.h"
+#include "offer/share.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
@@ -1069,6 +1069,12 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 /* ---- module -------------------------------------------------------------------------------------
  */
 
+/* The amounts of the Advertisement this process last sent consumer `id` (read-only, for the offer
+ * enforcement) and the consumer's cluster name (may be NULL). Returns 0, or -ENOENT when this
+ * process sent none since it started or since the last withdrawal (a standby replica, a consumer
+ * whose sharing was withdrawn). */
+static int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen);
+
 int bcast_init(struct agent *a)
 {
     static const char *const send_labels[] = {"result", NULL};
@@ -1086,6 +1092,7 @@ int bcast_init(struct agent *a)
 
     memset(&st, 0, sizeof(st));
     st.a = a;
+    agent_set_last_offer(a, bcast_last_offer); /* for the offer check of admission */
     advcfg_read(NULL, &st.cfg);
     r = shr_new(&st.shr);
     if (r == 0)
@@ -1145,7 +1152,7 @@ struct shr_state *bcast_state(void)
 }
 
 /* For the offer enforcement (src/admission/): what this process last sent the consumer. */
-int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen)
+static int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen)
 {
     struct consumer *c = id ? consumer_find(id) : NULL;
 

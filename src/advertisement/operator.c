@@ -39,6 +39,7 @@
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
+#include "kubeletapi/module.h"
 #include "virtualkubelet/pods.h"
 #include "virtualkubelet/virtualkubelet.h"
 #include "virtualkubelet/vk.h"
@@ -1378,6 +1379,8 @@ int advop_init(struct agent *a)
         r = net_subscribe(on_net, NULL);
     if (r == 0)
         r = vk_pods_metrics_init(agent_metrics(a));
+    if (r == 0) /* logs and exec reach the pods of the virtual kubelets made here */
+        kla_agent_set_resolver(a, vk_kla_resolve, NULL);
     return r;
 }
 
