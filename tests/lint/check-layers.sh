@@ -83,7 +83,7 @@ if [ ${#edges[@]} -gt 0 ]; then
     sed -n 's/^tsort: //p' <<<"$loop" | grep -v 'input contains a loop' | sed 's/^/  /'
     for e in $(printf '%s\n' "${edges[@]}" | tr ' ' ':'); do
       a=${e%%:*} b=${e##*:}
-      if [[ "$a" < "$b" ]] && printf '%s\n' "${edges[@]}" | grep -qx "$b $a"; then
+      if [[ "$a" < "$b" ]] && printf '%s\n' "${edges[@]}" | grep -x "$b $a" >/dev/null; then
         echo "  $a <-> $b (each includes the other)"
       fi
     done
