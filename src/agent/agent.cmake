@@ -4,8 +4,8 @@
 # GnuTLS directly too: the certificate callback that lets a TLS server change its certificate.
 pkg_check_modules(GNUTLS REQUIRED IMPORTED_TARGET gnutls)
 cliqo_module(cliqo_httpd SOURCES httpd/httpd.c DEPS PkgConfig::MHD PkgConfig::GNUTLS PkgConfig::LIBUV)
-# Prometheus text exposition (src/agent/metrics.c).
-cliqo_module(cliqo_metrics SOURCES agent/metrics.c)
+# Prometheus text exposition (src/metrics/metrics.c).
+cliqo_module(cliqo_metrics SOURCES metrics/metrics.c)
 if(TARGET cliqo_metrics)
     target_link_libraries(cliqo_metrics PUBLIC m)
 endif()

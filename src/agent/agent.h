@@ -36,7 +36,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "httpd/httpd.h"
 #include "kube/api.h"
 #include "kube/informer.h"

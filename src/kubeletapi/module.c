@@ -3,7 +3,7 @@
 #include "kubeletapi/service.h"
 
 #include "agent/config.h"
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "common/log.h"
 
 #include <errno.h>

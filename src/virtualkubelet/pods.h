@@ -24,7 +24,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "kube/api.h"
 #include "kubeletapi/kubeletapi.h"
 #include "virtualkubelet/reflect.h"

@@ -12,7 +12,7 @@ set -euo pipefail
 # layer below. Every folder of src/ with C files must be named here.
 LAYERS=(
   "common deploy"                    # helpers every layer uses; the manifests embedded in cliqoctl
-  "httpd kube"                       # HTTP server; Kubernetes client, informers, work queues
+  "httpd kube metrics"               # HTTP server; Kubernetes client, informers, work queues; Prometheus
   "peering"                          # the peering library (identities, tokens, PKI, wire formats, CRD table)
   "offer"                            # SharedResources and the offer's amounts (pure)
   "agent"                            # the agent's runtime: modules, peers, config, metrics, controller plumbing
