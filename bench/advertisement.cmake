@@ -1,4 +1,4 @@
-# The broadcaster's computation (src/advertisement/share.c) on 5,000 nodes and 150,000 pods built in
+# The broadcaster's computation (src/offer/share.c) on 5,000 nodes and 150,000 pods built in
 # memory: initial computation, cost per event, memory, consistency (bench/bench-broadcaster.c). The
 # program's target has its own name so that `ninja bench-broadcaster` runs it; pass options with
 # BENCH_BROADCASTER_ARGS. Use an optimised build (the release preset). The program keeps its target's

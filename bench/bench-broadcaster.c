@@ -1,4 +1,4 @@
-/* bench-broadcaster: the cost of the broadcaster's computation (src/advertisement/share.c) on a
+/* bench-broadcaster: the cost of the broadcaster's computation (src/offer/share.c) on a
  * large provider cluster.
  *
  *   bench-broadcaster [--nodes 5000] [--pods 150000] [--events 100000] [--rounds 5] [--seed 1]
@@ -43,7 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "advertisement/share.h"
+#include "offer/share.h"
 #include "common/strutil.h"
 #include "kube/store.h"
 

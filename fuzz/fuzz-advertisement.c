@@ -21,7 +21,7 @@
  * instrumentation; the libraries' copies are then never pulled from the archives. */
 #include "../src/advertisement/config.c"
 #include "../src/advertisement/policy.c"
-#include "../src/advertisement/share.c"
+#include "../src/offer/share.c"
 
 #include <stdbool.h>
 #include <stdint.h>

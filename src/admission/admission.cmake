@@ -8,7 +8,7 @@
 cliqo_module(cliqo_admission SOURCES admission/review.c admission/certs.c admission/offer.c
              admission/podsec.c admission/placement.c admission/objects.c admission/quota.c
              admission/ledger.c
-             DEPS cliqo_advertisement cliqo_peering cliqo_network PkgConfig::OPENSSL PkgConfig::JANSSON)
+             DEPS cliqo_offer cliqo_peering cliqo_network PkgConfig::OPENSSL PkgConfig::JANSSON)
 if(TARGET cliqo_admission)
     set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/admission/mod_admission.c
                  ${CMAKE_CURRENT_SOURCE_DIR}/admission/mod_podsec.c)

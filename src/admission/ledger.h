@@ -29,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "advertisement/share.h"
+#include "offer/share.h"
 
 #define ADM_LEDGER_TTL_MS       15000u
 #define ADM_LEDGER_CONFIRM_MS   3000u

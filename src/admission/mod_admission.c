@@ -28,8 +28,7 @@
 #include "admission/objects.h"
 #include "admission/offer.h"
 #include "admission/placement.h"
-#include "advertisement/advertisement.h"
-#include "advertisement/share.h"
+#include "offer/share.h"
 #include "agent/config.h"
 
 #include <errno.h>
@@ -1008,7 +1007,7 @@ static int offer_of(const char *id, struct shr_list *ret, char *name, size_t nam
     const char *status, *cname;
     int r = -ENOENT;
 
-    if (bcast_last_offer(id, ret, name, namelen) == 0)
+    if (agent_last_offer(st.a, id, ret, name, namelen) == 0)
         return 0;
     fc = peer_fc_find(st.fcs, id);
     if (!fc)

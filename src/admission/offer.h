@@ -1,7 +1,7 @@
 /* admission/offer: the arithmetic of the offer enforcement (docs/offloading.md, "Admission"), the
  * provider's check that a consumer's pods stay within what its Advertisement offered.
  *
- * Amounts are those of the broadcaster (advertisement/share.h): per resource name, in the
+ * Amounts are those of the broadcaster (offer/share.h): per resource name, in the
  * resource's smallest unit (cpu in millicores, the rest in whole units), quantities read from
  * objects rounded up to that unit. A pod's effective request is the scheduler's rule, as the
  * broadcaster computes it: per resource, max(sum of the containers' requests + sum of the sidecars'
@@ -25,7 +25,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "advertisement/share.h"
+#include "offer/share.h"
 
 /* The effective requests of pod (a v1 Pod, or one trimmed by shr_pod_transform), `pods` = 1
  * included. Returns 0, -EINVAL (a quantity that does not parse or is negative: the reason in err),

@@ -1,9 +1,10 @@
-# Advertisement (docs/advertisement.md): what a provider cluster shares with its consumers. share.c is
-# the broadcaster's incremental computation over the cluster's nodes and pods; config.c parses the
+# Advertisement (docs/advertisement.md): what a provider cluster shares with its consumers. The
+# broadcaster's incremental computation over the cluster's nodes and pods is src/offer/share.c (admission
+# and the virtual kubelet use it too, so it sits below the features); config.c parses the
 # ClusterConfig's sharing and acceptance settings; policy.c validates Advertisements and decides on them.
 # Pure, no event loop.
-cliqo_module(cliqo_advertisement SOURCES advertisement/share.c advertisement/config.c advertisement/policy.c
-             DEPS cliqo_kube_quantity cliqo_peering PkgConfig::JANSSON)
+cliqo_module(cliqo_advertisement SOURCES advertisement/config.c advertisement/policy.c
+             DEPS cliqo_offer cliqo_kube_quantity cliqo_peering PkgConfig::JANSSON)
 
 # The broadcaster and the advertisement operator are agent modules (src/agent/agent.cmake).
 if(TARGET cliqo_advertisement)

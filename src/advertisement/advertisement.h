@@ -7,7 +7,7 @@
 #ifndef CLIQO_ADVERTISEMENT_ADVERTISEMENT_H
 #define CLIQO_ADVERTISEMENT_ADVERTISEMENT_H
 
-#include "advertisement/share.h"
+#include "offer/share.h"
 #include "agent/agent.h"
 
 int bcast_init(struct agent *a);
@@ -21,11 +21,6 @@ void bcast_fini(struct agent *a);
 
 /* The broadcaster's computation state (for tests and benchmarks). */
 struct shr_state *bcast_state(void);
-/* The amounts of the Advertisement this process last sent consumer `id` (read-only, for the offer
- * enforcement) and the consumer's cluster name (may be NULL). Returns 0, or -ENOENT when this
- * process sent none since it started or since the last withdrawal (a standby replica, a consumer
- * whose sharing was withdrawn). */
-int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen);
 
 int advop_init(struct agent *a);
 int advop_start(struct agent *a);

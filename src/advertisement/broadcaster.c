@@ -5,7 +5,7 @@
  * goes through the consumer's unit (agent/peers.h) with the credential the consumer handed over in
  * its PeeringRequest (role PU_REQUESTER, installed by the incoming controller).
  *
- * What is shared is a pure function of the node and pod informers (advertisement/share.h), kept
+ * What is shared is a pure function of the node and pod informers (offer/share.h), kept
  * incrementally by the informer handlers. A pass over a consumer:
  *   sharing not allowed (no admitted request, enableBroadcaster false) -> withdraw: delete the
  *     Advertisement and the credential Secret on the consumer, the NamespaceMap and the virtual
@@ -18,7 +18,7 @@
  * A burst of node or pod events arms a 200 ms timer that compares every consumer's offer with what
  * was last sent. */
 #include "agent/agent.h"
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "agent/peers.h"
 
 #include <errno.h>
@@ -30,12 +30,12 @@
 
 #include "advertisement/advertisement.h"
 #include "advertisement/config.h"
-#include "advertisement/share.h"
+#include "offer/share.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
@@ -88,7 +88,7 @@ static struct {
 } st;
 
 struct rec {
-    struct peer_call_chain ch; /* first */
+    struct ctl_call_chain ch; /* first */
     char key[64];
     struct consumer *c;
     json_t *pr; /* the admitted request (a new reference) or NULL */
@@ -105,7 +105,7 @@ static void rec_end(struct rec *r, int requeue_ms)
         wq_done(st.q, r->key);
     }
     json_decref(r->pr);
-    peer_call_reset(&r->ch.last);
+    ctl_call_reset(&r->ch.last);
     x_free(r);
 }
 
@@ -626,7 +626,7 @@ static void after_withdraw_call(void *owner)
 static int delete_local(struct rec *r, const struct kapi_resource *res, const char *name)
 {
     r->ch.next = after_withdraw_call;
-    return kapi_delete(agent_kube(st.a), res, r->c->pr_ns, name, NULL, peer_call_cb, r);
+    return kapi_delete(agent_kube(st.a), res, r->c->pr_ns, name, NULL, ctl_call_cb, r);
 }
 
 /* One deletion per step, in order; each is idempotent (NotFound is success). */
@@ -642,8 +642,8 @@ static void withdraw_step(struct rec *r)
         if (remote && c->remote_ns[0]) {
             snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id());
             r->ch.next = after_withdraw_call;
-            if (kapi_delete(remote, &peer_res_advertisements, c->remote_ns, name, NULL,
-                            peer_call_cb, r) == 0)
+            if (kapi_delete(remote, &peer_res_advertisements, c->remote_ns, name, NULL, ctl_call_cb,
+                            r) == 0)
                 return;
         }
         /* fall through */
@@ -652,7 +652,7 @@ static void withdraw_step(struct rec *r)
         if (remote && c->remote_ns[0]) {
             snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id());
             r->ch.next = after_withdraw_call;
-            if (kapi_delete(remote, &kapi_secrets, c->remote_ns, name, NULL, peer_call_cb, r) == 0)
+            if (kapi_delete(remote, &kapi_secrets, c->remote_ns, name, NULL, ctl_call_cb, r) == 0)
                 return;
         }
         /* fall through */
@@ -768,7 +768,7 @@ static void mirror_status(struct rec *r)
         json_object_set_new(prs, "advertisementReason", json_string(reason));
         r->ch.next = after_status_patch;
         if (body && kapi_patch(agent_kube(st.a), &peer_res_peeringrequests, c->pr_ns, c->id,
-                               "status", KAPI_PATCH_MERGE, body, peer_call_cb, r) == 0) {
+                               "status", KAPI_PATCH_MERGE, body, ctl_call_cb, r) == 0) {
             x_free(body);
             json_decref(adv);
             return;
@@ -857,7 +857,7 @@ static void send_advertisement(struct rec *r)
         json_object_set(spec, "prices", st.cfg.prices);
     r->ch.next = after_apply;
     if (!adv || kapi_apply(remote, &peer_res_advertisements, c->remote_ns, name, NULL, adv,
-                           FIELD_MANAGER, true, peer_call_cb, r) < 0)
+                           FIELD_MANAGER, true, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(adv);
 }
@@ -940,7 +940,7 @@ static void share_secret(struct rec *r)
                     c->vk_kubeconfig);
     r->ch.next = after_secret;
     if (!sec || kapi_apply(pu_client(c->unit, PU_REQUESTER), &kapi_secrets, c->remote_ns, name,
-                           NULL, sec, FIELD_MANAGER, true, peer_call_cb, r) < 0)
+                           NULL, sec, FIELD_MANAGER, true, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(sec);
 }
@@ -1070,6 +1070,12 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 /* ---- module -------------------------------------------------------------------------------------
  */
 
+/* The amounts of the Advertisement this process last sent consumer `id` (read-only, for the offer
+ * enforcement) and the consumer's cluster name (may be NULL). Returns 0, or -ENOENT when this
+ * process sent none since it started or since the last withdrawal (a standby replica, a consumer
+ * whose sharing was withdrawn). */
+static int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen);
+
 int bcast_init(struct agent *a)
 {
     static const char *const send_labels[] = {"result", NULL};
@@ -1087,6 +1093,7 @@ int bcast_init(struct agent *a)
 
     memset(&st, 0, sizeof(st));
     st.a = a;
+    agent_set_last_offer(a, bcast_last_offer); /* for the offer check of admission */
     advcfg_read(NULL, &st.cfg);
     r = shr_new(&st.shr);
     if (r == 0)
@@ -1146,7 +1153,7 @@ struct shr_state *bcast_state(void)
 }
 
 /* For the offer enforcement (src/admission/): what this process last sent the consumer. */
-int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen)
+static int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen)
 {
     struct consumer *c = id ? consumer_find(id) : NULL;
 

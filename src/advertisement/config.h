@@ -14,7 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "advertisement/share.h"
+#include "offer/share.h"
 
 enum advcfg_accept {
     ADVCFG_AUTO_ACCEPT_MAX,

@@ -19,7 +19,7 @@
  * decision (decisions written but not yet seen back are remembered in `pending`). */
 #include "agent/agent.h"
 #include "agent/config.h"
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "agent/peers.h"
 
 #include <errno.h>
@@ -36,10 +36,11 @@
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
 #include "network/network.h"
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
+#include "kubeletapi/module.h"
 #include "virtualkubelet/pods.h"
 #include "virtualkubelet/virtualkubelet.h"
 #include "virtualkubelet/vk.h"
@@ -72,7 +73,7 @@ static struct {
 } st;
 
 struct rec {
-    struct peer_call_chain ch; /* first */
+    struct ctl_call_chain ch; /* first */
     char key[192], ns[64], name[128], peer[64];
     json_t *adv; /* working copy */
     struct vkent *e;
@@ -92,7 +93,7 @@ static void rec_end(struct rec *r, int requeue_ms)
     }
     json_decref(r->adv);
     json_decref(r->secret);
-    peer_call_reset(&r->ch.last);
+    ctl_call_reset(&r->ch.last);
     x_free(r);
 }
 
@@ -325,7 +326,7 @@ static void set_finalizer(struct rec *r, bool on)
     json_decref(patch);
     r->ch.next = after_write;
     if (!body || kapi_patch(agent_kube(st.a), &peer_res_advertisements, r->ns, r->name, NULL,
-                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     x_free(body);
 }
@@ -540,7 +541,7 @@ static void finish(struct rec *r)
     json_decref(patch);
     r->ch.next = after_status;
     if (!body || kapi_patch(agent_kube(st.a), &peer_res_advertisements, r->ns, r->name, "status",
-                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0) {
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0) {
         json_object_del(st.pending, r->key);
         rec_end(r, RETRY_MS);
     }
@@ -713,13 +714,13 @@ static void ensure_binding(struct rec *r, const char *name, const char *ns)
         log_info(MOD, "%s: RoleBinding %s/%s binds another subject; recreating it", r->key, ns,
                  name);
         r->step -= 2; /* back to its GET, once deleted */
-        if (kapi_delete(agent_kube(st.a), &peer_res_rolebindings, ns, name, NULL, peer_call_cb, r) <
+        if (kapi_delete(agent_kube(st.a), &peer_res_rolebindings, ns, name, NULL, ctl_call_cb, r) <
             0)
             rec_end(r, RETRY_MS);
         return;
     }
     o = binding("RoleBinding", name, ns, PEER_VK_LOCAL_ROLE "-ns", name, agent_namespace(st.a));
-    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, ns, o, peer_call_cb, r) < 0)
+    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, ns, o, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(o);
 }
@@ -754,7 +755,7 @@ static void deploy_step(struct rec *r)
         }
         snprintf(r->e->copied_rv, sizeof(r->e->copied_rv), "%s", kapi_obj_rv(r->secret));
         if (kapi_apply(agent_kube(st.a), &kapi_secrets, ans, kapi_obj_name(o), NULL, o,
-                       "cliqo-agent", true, peer_call_cb, r) < 0) {
+                       "cliqo-agent", true, ctl_call_cb, r) < 0) {
             r->e->copied_rv[0] = '\0';
             rec_end(r, RETRY_MS);
         }
@@ -763,7 +764,7 @@ static void deploy_step(struct rec *r)
     case DS_SA:
         if (r->e->deployment_ensured) {
             r->step = DS_CHECK;
-            if (kapi_get(agent_kube(st.a), &kapi_deployments, ans, name, peer_call_cb, r) < 0)
+            if (kapi_get(agent_kube(st.a), &kapi_deployments, ans, name, ctl_call_cb, r) < 0)
                 rec_end(r, RETRY_MS);
             return;
         }
@@ -783,7 +784,7 @@ static void deploy_step(struct rec *r)
         break;
     case DS_CRB_GET: /* read the shared ClusterRoleBinding; the next step adds our ServiceAccount */
         if (kapi_get(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
-                     peer_call_cb, r) < 0)
+                     ctl_call_cb, r) < 0)
             rec_end(r, RETRY_MS);
         return;
     case DS_CRB_PUT: {
@@ -807,7 +808,7 @@ static void deploy_step(struct rec *r)
         }
         r->ch.next = after_deploy;
         if (kapi_update(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
-                        NULL, crb, peer_call_cb, r) < 0)
+                        NULL, crb, ctl_call_cb, r) < 0)
             rec_end(r, RETRY_MS);
         json_decref(crb);
         return;
@@ -815,7 +816,7 @@ static void deploy_step(struct rec *r)
     case DS_RB_ADV_GET:
     case DS_RB_LEASE_GET:
         if (kapi_get(agent_kube(st.a), &peer_res_rolebindings,
-                     r->step - 1 == DS_RB_ADV_GET ? r->ns : NODE_LEASE_NS, name, peer_call_cb,
+                     r->step - 1 == DS_RB_ADV_GET ? r->ns : NODE_LEASE_NS, name, ctl_call_cb,
                      r) < 0)
             rec_end(r, RETRY_MS);
         return;
@@ -845,7 +846,7 @@ static void deploy_step(struct rec *r)
         finish(r);
         return;
     }
-    if (!o || kapi_create(agent_kube(st.a), res, ns, o, peer_call_cb, r) < 0)
+    if (!o || kapi_create(agent_kube(st.a), res, ns, o, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(o);
 }
@@ -1195,7 +1196,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         emit_event(r->adv, true, "AdvertisementExpired", r->invalid_msg);
         r->ch.next = after_expired_delete;
         if (kapi_delete(agent_kube(st.a), &peer_res_advertisements, r->ns, r->name, NULL,
-                        peer_call_cb, r) < 0)
+                        ctl_call_cb, r) < 0)
             rec_end(r, RETRY_MS);
         return;
     }
@@ -1207,7 +1208,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         after_secret(r);
         return;
     }
-    if (kapi_get(agent_kube(st.a), &kapi_secrets, r->ns, sname, peer_call_cb, r) < 0)
+    if (kapi_get(agent_kube(st.a), &kapi_secrets, r->ns, sname, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
 }
 
@@ -1380,6 +1381,8 @@ int advop_init(struct agent *a)
         r = net_subscribe(on_net, NULL);
     if (r == 0)
         r = vk_pods_metrics_init(agent_metrics(a));
+    if (r == 0) /* logs and exec reach the pods of the virtual kubelets made here */
+        kla_agent_set_resolver(a, vk_kla_resolve, NULL);
     return r;
 }
 

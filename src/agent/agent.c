@@ -107,6 +107,8 @@ struct agent {
 
     bool shutting_down, finishing;
     int exit_code;
+
+    agent_last_offer_fn last_offer; /* agent_set_last_offer: cleared with the modules */
 };
 
 /* ---- accessors ------------------------------------------------------------------------------ */
@@ -129,6 +131,17 @@ const struct kc_config *agent_kubeconfig(struct agent *a)
 const struct agent_config *agent_config(struct agent *a)
 {
     return a->cfg;
+}
+
+void agent_set_last_offer(struct agent *a, agent_last_offer_fn fn)
+{
+    a->last_offer = fn;
+}
+
+int agent_last_offer(struct agent *a, const char *id, struct shr_list *ret, char *name,
+                     size_t namelen)
+{
+    return a->last_offer ? a->last_offer(id, ret, name, namelen) : -ENOENT;
 }
 
 const char *agent_namespace(struct agent *a)
@@ -920,6 +933,7 @@ static void teardown_modules(struct agent *a)
         if (a->modules[i].fini)
             a->modules[i].fini(a);
     a->ninited = 0;
+    a->last_offer = NULL;
     pu_registry_free(a->peers);
     a->peers = NULL;
     while (a->infs) {

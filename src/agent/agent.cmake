@@ -4,14 +4,14 @@
 # GnuTLS directly too: the certificate callback that lets a TLS server change its certificate.
 pkg_check_modules(GNUTLS REQUIRED IMPORTED_TARGET gnutls)
 cliqo_module(cliqo_httpd SOURCES httpd/httpd.c DEPS PkgConfig::MHD PkgConfig::GNUTLS PkgConfig::LIBUV)
-# Prometheus text exposition (src/agent/metrics.c).
-cliqo_module(cliqo_metrics SOURCES agent/metrics.c)
+# Prometheus text exposition (src/metrics/metrics.c).
+cliqo_module(cliqo_metrics SOURCES metrics/metrics.c)
 if(TARGET cliqo_metrics)
     target_link_libraries(cliqo_metrics PUBLIC m)
 endif()
 
 # The agent's core (everything but main), so that unit tests can link it.
-# The peering controllers (src/peering/ctl_*.c, docs/peering.md) are agent modules: they are built
+# The peering controllers (src/peering/controllers/, docs/peering.md) are agent modules: they are built
 # into the core with the module table that lists them.
 if(TARGET cliqo_httpd AND TARGET cliqo_metrics AND TARGET cliqo_kube_api AND TARGET cliqo_peering)
     # Controllers of other subsystems (src/<module>/<module>.cmake, included before this file) add
@@ -19,8 +19,9 @@ if(TARGET cliqo_httpd AND TARGET cliqo_metrics AND TARGET cliqo_kube_api AND TAR
     get_property(agent_extra_sources GLOBAL PROPERTY CLIQO_AGENT_SOURCES)
     get_property(agent_extra_libs GLOBAL PROPERTY CLIQO_AGENT_LIBS)
     add_library(cliqo_agent_core STATIC agent/agent.c agent/config.c agent/modules.c
-                agent/mod_identity.c agent/peers.c peering/ctl_util.c peering/ctl_auth.c peering/ctl_outgoing.c
-                peering/ctl_incoming.c ${agent_extra_sources})
+                agent/identity.c agent/peers.c agent/ctl.c peering/controllers/options.c
+                peering/controllers/auth.c peering/controllers/outgoing.c peering/controllers/incoming.c
+                ${agent_extra_sources})
     target_link_libraries(cliqo_agent_core PUBLIC cliqo_common cliqo_kube_api cliqo_httpd cliqo_metrics
                           cliqo_peering PkgConfig::OPENSSL ${agent_extra_libs})
 

@@ -32,10 +32,11 @@
 #define CLIQO_AGENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "httpd/httpd.h"
 #include "kube/api.h"
 #include "kube/informer.h"
@@ -70,6 +71,18 @@ struct metrics_registry *agent_metrics(struct agent *a);
 /* The registry of per-peer units (agent/peers.h): every client, informer and queue that talks to a
  * peer's API server lives in the unit of that peer. */
 struct pu_registry *agent_peers(struct agent *a);
+
+/* Services one module offers the others through the agent, so that no feature includes another's
+ * header for them. A provider registers in its init (it is cleared when the module generation
+ * ends); a caller gets -ENOENT while none is registered. */
+struct shr_list;
+/* The amounts this process last advertised to consumer `id` (the broadcaster's record), and the
+ * name it used for the consumer. */
+typedef int (*agent_last_offer_fn)(const char *id, struct shr_list *ret, char *name,
+                                   size_t namelen);
+void agent_set_last_offer(struct agent *a, agent_last_offer_fn fn);
+int agent_last_offer(struct agent *a, const char *id, struct shr_list *ret, char *name,
+                     size_t namelen);
 
 /* The health and metrics server (plain HTTP on --http-addr). Modules may add routes in init. */
 struct httpd_server *agent_http_server(struct agent *a);

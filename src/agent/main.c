@@ -3,7 +3,7 @@
  */
 #include "agent/agent-internal.h"
 #include "common/log.h"
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 #include "virtualkubelet/virtualkubelet.h"
 
 #include <signal.h>

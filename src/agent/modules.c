@@ -1,14 +1,14 @@
 /* The modules of cliqo-agent, in start order (see struct agent_module in agent.h). A new controller
  * adds one line here and its own file. */
 #include "agent/agent.h"
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "admission/admission.h"
 #include "advertisement/advertisement.h"
 #include "discovery/module.h"
 #include "kubeletapi/module.h"
 #include "network/network.h"
 #include "offloading/offloading.h"
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 #include "virtualkubelet/virtualkubelet.h"
 
 /* One module per line, so that adding one is a one-line change. */

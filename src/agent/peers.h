@@ -38,7 +38,7 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "kube/api.h"
 #include "kube/informer.h"
 #include "kube/workqueue.h"

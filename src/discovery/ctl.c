@@ -25,13 +25,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "discovery/mdns.h"
 #include "kube/backoff.h"
-#include "peering/ctl.h"
+#include "agent/ctl.h"
+#include "peering/objects.h"
 #include "peering/resources.h"
 
 #define RETRY_MS       2000
@@ -52,7 +53,7 @@ static struct {
 } st;
 
 struct rec {
-    struct peer_call_chain ch; /* first */
+    struct ctl_call_chain ch; /* first */
     char id[PEER_NAME_MAX + 1];
     char fc_name[256];
     json_t *fc;
@@ -434,7 +435,7 @@ static void rec_end(struct rec *r, int requeue_ms)
         wq_done(st.q, r->id);
     }
     json_decref(r->fc);
-    peer_call_reset(&r->ch.last);
+    ctl_call_reset(&r->ch.last);
     x_free(r);
 }
 
@@ -464,7 +465,7 @@ static void send_patch(struct rec *r, const char *sub, json_t *patch, const char
     r->what = what;
     r->ch.next = after_write;
     if (!body || kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->fc_name, sub,
-                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     x_free(body);
 }
@@ -529,7 +530,7 @@ static void create_fc(struct rec *r, const struct disc_source *p)
     r->what = "create";
     r->ch.next = after_write;
     if (!fc ||
-        kapi_create(agent_kube(st.a), &peer_res_foreignclusters, NULL, fc, peer_call_cb, r) < 0)
+        kapi_create(agent_kube(st.a), &peer_res_foreignclusters, NULL, fc, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(fc);
 }
@@ -771,7 +772,7 @@ static void absent(struct rec *r, struct disc_cand *c)
                                      .grace_period_seconds = -1};
 
         if (kapi_delete(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->fc_name, &o,
-                        peer_call_cb, r) < 0)
+                        ctl_call_cb, r) < 0)
             rec_end(r, RETRY_MS);
     }
 }

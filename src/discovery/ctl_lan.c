@@ -21,11 +21,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "discovery/mdns.h"
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 #include "peering/pki.h"
 #include "peering/resources.h"
 

@@ -16,13 +16,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "discovery/dnssd.h"
 #include "kube/backoff.h"
-#include "peering/ctl.h"
+#include "agent/ctl.h"
+#include "peering/objects.h"
 #include "peering/resources.h"
 
 #define REFRESH_MIN_S 1

@@ -24,7 +24,8 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
-#include "peering/ctl.h"
+#include "agent/ctl.h"
+#include "peering/objects.h"
 #include "peering/pki.h"
 #include "peering/resources.h"
 

@@ -3,9 +3,8 @@
 #include "kubeletapi/service.h"
 
 #include "agent/config.h"
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "common/log.h"
-#include "virtualkubelet/pods.h"
 
 #include <errno.h>
 
@@ -23,24 +22,14 @@ static struct {
 
 /* ---- the resolver ------------------------------------------------------------------------- */
 
-int kla_vk_resolve(void *data, const char *ns, const char *pod, struct kla_target *ret)
+/* Until a resolver is set, no pod is known here. */
+static int no_target(void *data, const char *ns, const char *pod, struct kla_target *ret)
 {
-    struct kapi_client *c = NULL;
-    int r;
-
     (void)data;
-    r = vk_pod_target(ns, pod, ret->node, sizeof(ret->node), &c, ret->ns, sizeof(ret->ns), ret->pod,
-                      sizeof(ret->pod));
-    if (r < 0) {
-        /* -EAGAIN: the pod is ours but the provider's credential is not there (yet), ret->node
-         * named; -ENAMETOOLONG cannot happen with names the API validated. */
-        if (r != -ENOENT)
-            log_debug(MOD, "pod %s/%s: no target: %s", ns, pod, strerror(-r));
-        return r == -EAGAIN ? -EAGAIN : -ENOENT;
-    }
-    ret->client = c;
-    ret->config = NULL;
-    return 0;
+    (void)ns;
+    (void)pod;
+    (void)ret;
+    return -ENOENT;
 }
 
 /* ---- metrics ------------------------------------------------------------------------------- */
@@ -133,7 +122,7 @@ int kla_module_start(struct agent *a)
         /* A bad address or name is a configuration error the flags' checks let through. */
         return log_errno(r, MOD, "cannot set up the kubelet API on %s for %s", o.listen_addr,
                          o.node_address);
-    kla_service_set_resolver(st.svc, st.resolve ? st.resolve : kla_vk_resolve, st.resolve_data);
+    kla_service_set_resolver(st.svc, st.resolve ? st.resolve : no_target, st.resolve_data);
     return 0;
 }
 
@@ -157,7 +146,7 @@ void kla_agent_set_resolver(struct agent *a, kla_resolve_fn fn, void *data)
     st.resolve = fn;
     st.resolve_data = data;
     if (st.svc)
-        kla_service_set_resolver(st.svc, fn ? fn : kla_vk_resolve, data);
+        kla_service_set_resolver(st.svc, fn ? fn : no_target, data);
 }
 
 bool kla_agent_serving(struct agent *a)

@@ -4,11 +4,11 @@
  * address (--node-address) is the serving certificate's SAN; its CN is system:node:<name>, the
  * name being "cliqo-<identity>" made a DNS label (kla_service_label).
  *
- * The relay's resolver is kla_vk_resolve: the pods reflectors of the virtual kubelets of this
- * process (vk_pod_target, src/virtualkubelet/pods.h) map a home pod to its virtual node, the
- * provider's client (the unit's PU_VK credential), the remote namespace and pod. The standalone
- * virtual kubelet uses it too. kla_agent_set_resolver replaces it (tests, another mapping); NULL
- * puts it back. May be called before the module starts and at any time after. */
+ * The relay's resolver maps a home pod to its virtual node, the provider's client, the remote
+ * namespace and pod. The virtual kubelets give theirs (vk_kla_resolve, src/virtualkubelet/pods.h)
+ * with kla_agent_set_resolver, from the advertisement operator's init; until then, or with NULL, no
+ * pod is known. May be called before the module starts and at any time after; the module's fini
+ * forgets it. */
 #ifndef CLIQO_KUBELETAPI_MODULE_H
 #define CLIQO_KUBELETAPI_MODULE_H
 
@@ -22,9 +22,6 @@ int kla_module_start(struct agent *a);
 void kla_module_stop(struct agent *a);
 void kla_module_fini(struct agent *a);
 void kla_agent_set_resolver(struct agent *a, kla_resolve_fn fn, void *data);
-/* kla_resolve_fn over vk_pod_target (data unused): 0 with the target, or -ENOENT (not a pod of a
- * virtual node of this process, not offloaded yet, or no credential for its provider now). */
-int kla_vk_resolve(void *data, const char *ns, const char *pod, struct kla_target *ret);
 /* The listener serves (certificate, client CA and bind all done). */
 bool kla_agent_serving(struct agent *a);
 

@@ -6,12 +6,13 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "agent/peers.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
-#include "peering/ctl.h"
+#include "agent/ctl.h"
+#include "peering/objects.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
@@ -57,7 +58,7 @@ static struct {
 } st;
 
 struct rec {
-    struct peer_call_chain ch; /* first */
+    struct ctl_call_chain ch; /* first */
     char key[64];
     struct npeer *p;
     json_t *fc;
@@ -349,7 +350,7 @@ static void rec_end(struct rec *r, int requeue_ms)
         wq_done(st.q, r->key);
     }
     json_decref(r->fc);
-    peer_call_reset(&r->ch.last);
+    ctl_call_reset(&r->ch.last);
     x_free(r);
 }
 
@@ -472,7 +473,7 @@ static void sender(struct rec *r, struct net_peer_state *s)
         p->published_ms = uv_now(agent_loop(st.a));
         r->ch.next = after_publish;
         if (!nc || kapi_apply(c, &peer_res_networkconfigs, ns, name, NULL, nc, FIELD_MANAGER, true,
-                              peer_call_cb, r) < 0) {
+                              ctl_call_cb, r) < 0) {
             p->published[0] = '\0';
             rec_end(r, RETRY_MS);
         }
@@ -587,7 +588,7 @@ static void receiver(struct rec *r)
     p->state = s; /* sender() continues from here after the write */
     r->ch.next = after_status;
     if (!body || kapi_patch(agent_kube(st.a), &peer_res_networkconfigs, tns, name, "status",
-                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     x_free(body);
     json_decref(nc);

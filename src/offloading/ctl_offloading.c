@@ -1,7 +1,7 @@
 /* offloading: see offloading.h. */
 #include "offloading/offloading.h"
 #include "admission/admission.h"
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "offloading/nsof.h"
 
 #include <errno.h>

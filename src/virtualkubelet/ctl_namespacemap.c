@@ -22,7 +22,7 @@
 #include "admission/podsec.h"
 #include "admission/quota.h"
 #include "agent/agent.h"
-#include "agent/modules.h"
+#include "agent/identity.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -31,7 +31,8 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "offloading/nsof.h"
-#include "peering/ctl.h"
+#include "agent/ctl.h"
+#include "peering/objects.h"
 #include "peering/identity.h"
 #include "peering/resources.h"
 #include "virtualkubelet/virtualkubelet.h"
@@ -50,7 +51,7 @@ static struct {
 } st;
 
 struct rec {
-    struct peer_call_chain ch; /* first */
+    struct ctl_call_chain ch; /* first */
     char key[192], ns[64], name[64];
     json_t *map;    /* working copy or NULL */
     json_t *status; /* the status we want */
@@ -65,7 +66,7 @@ static void rec_end(struct rec *r, int requeue_ms)
     }
     json_decref(r->map);
     json_decref(r->status);
-    peer_call_reset(&r->ch.last);
+    ctl_call_reset(&r->ch.last);
     x_free(r);
 }
 
@@ -143,7 +144,7 @@ static int delete_ns(struct rec *r, const char *name)
 {
     log_info(MOD, "%s: deleting namespace %s (no longer asked for)", r->key, name);
     r->ch.next = after_write;
-    return kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, name, NULL, peer_call_cb, r);
+    return kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, name, NULL, ctl_call_cb, r);
 }
 
 /* ---- reconcile --------------------------------------------------------------------------------
@@ -188,7 +189,7 @@ static void write_status(struct rec *r, bool complete)
     json_decref(patch);
     r->ch.next = after_write;
     if (!body || kapi_patch(agent_kube(st.a), &peer_res_namespacemaps, r->ns, r->name, "status",
-                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     x_free(body);
 }
@@ -214,7 +215,7 @@ static void set_finalizer(struct rec *r, bool on)
     json_decref(patch);
     r->ch.next = after_write;
     if (!body || kapi_patch(agent_kube(st.a), &peer_res_namespacemaps, r->ns, r->name, NULL,
-                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     x_free(body);
 }
@@ -279,7 +280,7 @@ static bool podsec_labels(struct rec *r, const json_t *ns)
     json_decref(patch);
     r->ch.next = after_write;
     if (!body || kapi_patch(agent_kube(st.a), &kapi_namespaces, NULL, name, NULL, KAPI_PATCH_MERGE,
-                            body, peer_call_cb, r) < 0)
+                            body, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     x_free(body);
     return true;
@@ -327,12 +328,12 @@ static void write_guard(struct rec *r, const struct kapi_resource *res, const ch
         body = o ? json_dumps(o, JSON_COMPACT) : NULL;
         if (body)
             e = kapi_patch(agent_kube(st.a), res, ns, name, NULL, KAPI_PATCH_MERGE, body,
-                           peer_call_cb, r);
+                           ctl_call_cb, r);
     } else {
         o = json_pack("{s:s,s:s,s:o,s:O}", "apiVersion", "v1", "kind", res->kind, "metadata",
                       managed_meta(name, ns), "spec", spec);
         if (o)
-            e = kapi_create(agent_kube(st.a), res, ns, o, peer_call_cb, r);
+            e = kapi_create(agent_kube(st.a), res, ns, o, ctl_call_cb, r);
     }
     if (e < 0)
         rec_end(r, RETRY_MS);
@@ -409,7 +410,7 @@ static void create_ns(struct rec *r, const char *name)
     log_info(MOD, "%s: creating namespace %s for the consumer (Pod Security level %s)", r->key,
              name, podsec_level(r));
     r->ch.next = after_write;
-    if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, peer_call_cb, r) < 0)
+    if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(o);
 }
@@ -439,7 +440,7 @@ static void bind_role(struct rec *r, const char *name)
                   "ClusterRole", "name", PEER_VK_REMOTE_ROLE, "subjects", "kind", "ServiceAccount",
                   "name", sa, "namespace", r->ns);
     r->ch.next = after_bind;
-    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, name, o, peer_call_cb, r) < 0)
+    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, name, o, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(o);
 }

@@ -1447,3 +1447,23 @@ int vk_pod_target(const char *ns, const char *pod, char *ret_node, size_t node_s
     }
     return -ENOENT;
 }
+
+int vk_kla_resolve(void *data, const char *ns, const char *pod, struct kla_target *ret)
+{
+    struct kapi_client *c = NULL;
+    int r;
+
+    (void)data;
+    r = vk_pod_target(ns, pod, ret->node, sizeof(ret->node), &c, ret->ns, sizeof(ret->ns), ret->pod,
+                      sizeof(ret->pod));
+    if (r < 0) {
+        /* -EAGAIN: the pod is ours but the provider's credential is not there (yet), ret->node
+         * named; -ENAMETOOLONG cannot happen with names the API validated. */
+        if (r != -ENOENT)
+            log_debug(MOD, "kubelet API: pod %s/%s: no target: %s", ns, pod, strerror(-r));
+        return r == -EAGAIN ? -EAGAIN : -ENOENT;
+    }
+    ret->client = c;
+    ret->config = NULL;
+    return 0;
+}

@@ -24,8 +24,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "kube/api.h"
+#include "kubeletapi/kubeletapi.h"
 #include "virtualkubelet/reflect.h"
 
 #define VK_PODS_MAX         20000 /* home pods with per-pod state */
@@ -62,6 +63,12 @@ bool vk_pods_synced(void *state);
 int vk_pod_target(const char *ns, const char *pod, char *ret_node, size_t node_size,
                   struct kapi_client **ret_client, char *ret_remote_ns, size_t remote_ns_size,
                   char *ret_remote_pod, size_t remote_pod_size);
+
+/* The kubelet API's resolver (kla_resolve_fn, data unused) over vk_pod_target: 0 with the target,
+ * -ENOENT (not a pod of a virtual node of this process) or -EAGAIN (its provider has no client
+ * now). The advertisement operator, which makes the virtual kubelets, gives it to the kubeletapi
+ * module; the standalone virtual kubelet to its own service. */
+int vk_kla_resolve(void *data, const char *ns, const char *pod, struct kla_target *ret);
 
 /* Metrics of every pods reflector of the process, in registry r (cliqo_vk_*{peer}); call once
  * before creating reflectors (the agent's advertisement operator does), fini after the last is

@@ -29,6 +29,7 @@
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
+#include "virtualkubelet/pods.h"
 #include "virtualkubelet/vk.h"
 
 #define MOD             "virtual-kubelet"
@@ -507,7 +508,7 @@ static int start(void)
         }
         if ((r = kla_service_new(&g.loop, g.local, &ko, &g.kla)) < 0)
             return log_errno(r, MOD, "cannot set up the kubelet API on %s", g.kla_addr);
-        kla_service_set_resolver(g.kla, kla_vk_resolve, NULL);
+        kla_service_set_resolver(g.kla, vk_kla_resolve, NULL);
     }
     if ((r = inf_start(g.adv_inf)) < 0 || (r = inf_start(g.node_inf)) < 0 ||
         (r = inf_start(g.cc_inf)) < 0)

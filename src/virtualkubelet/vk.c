@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "advertisement/share.h"
+#include "offer/share.h"
 #include "common/jsonb.h"
 #include "common/log.h"
 #include "common/rfc3339.h"

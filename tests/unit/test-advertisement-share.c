@@ -1,4 +1,4 @@
-/* Unit tests of the broadcaster's computation (src/advertisement/share.c): table-driven scenarios
+/* Unit tests of the broadcaster's computation (src/offer/share.c): table-driven scenarios
  * of node and pod events with exact expected totals and offers, each cross-checked at its end
  * against fresh states fed the final objects (nodes first, then pods first); limits, fixed
  * amounts, label filtering, move detection, quantity text, and allocation failures.
@@ -15,7 +15,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "advertisement/share.h"
+#include "offer/share.h"
 #include "common/xalloc.h"
 #include "kube/quantity.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "kube/kubeconfig.h"
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "agent/peers.h"
 #include "common/strutil.h"
 

@@ -1,9 +1,9 @@
 /* Unit tests of the agent's shutdown contract (src/agent/agent.c, "Requests still in flight
  * complete now, as cancelled, while the modules that issued them still exist") for the credential
- * issuance of the auth module (src/peering/ctl_auth.c), which waits for the token controller on a
- * timer, not only on requests. The agent runs with a few real modules against a fake API server
- * (src/httpd, plain HTTP on loopback) that never fills the ServiceAccount token, so that an
- * issuance is still waiting when the agent shuts down:
+ * issuance of the auth module (src/peering/controllers/auth.c), which waits for the token
+ * controller on a timer, not only on requests. The agent runs with a few real modules against a
+ * fake API server (src/httpd, plain HTTP on loopback) that never fills the ServiceAccount token, so
+ * that an issuance is still waiting when the agent shuts down:
  *  - with a stand-in module that asks for a credential and frees its state in fini (as the
  *    broadcaster does): its callback runs exactly once, with -ECANCELED, before its fini; once
  *    the auth module stopped, no new issuance is accepted (-ESHUTDOWN);
@@ -34,12 +34,12 @@
 #include "kube/kubeconfig.h"
 #include "advertisement/advertisement.h"
 #include "agent/agent-internal.h"
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "agent/peers.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "httpd/httpd.h"
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 #include "peering/idkey.h"
 #include "peering/objects.h"
 

@@ -13,7 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 
 static const char *const no_labels[] = {NULL};
 

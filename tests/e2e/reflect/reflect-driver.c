@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "agent/peers.h"
 #include "common/log.h"
 #include "common/strutil.h"

@@ -10,7 +10,7 @@
  * published by GET /ids and bound by providers to the identities they issue to this cluster, so
  * replacing it makes every provider refuse this cluster's next POST /identity (docs/peering.md).
  */
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "peering/idkey.h"

@@ -6,16 +6,17 @@
  *   incoming  the PeeringRequest controller: admits or denies requests made to this cluster,
  *             records the incoming peering on the ForeignCluster, cleans up after an unpeer.
  *
- * Shared here: a chain helper for sequences of asynchronous API calls, ForeignCluster condition
- * helpers, and the options the agent's flags give the controllers. */
-#ifndef CLIQO_PEERING_CTL_H
-#define CLIQO_PEERING_CTL_H
+ * Shared here: ForeignCluster condition helpers and the options the agent's flags give the
+ * controllers. */
+#ifndef CLIQO_PEERING_CONTROLLERS_H
+#define CLIQO_PEERING_CONTROLLERS_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/ctl.h"
 #include "peering/objects.h"
 
 /* Options of the controllers (flags of cliqo-agent; NULL/0: the default). */
@@ -91,24 +92,5 @@ int peer_issue_credential_kind(struct agent *a, enum peer_cred_kind kind, const 
 
 /* Largest Secret value the controllers decode (kubeconfigs, certificates, tokens). */
 #define PEER_SECRET_MAX (256u << 10)
-
-/* ---- helpers -------------------------------------------------------------------------------- */
-
-/* The result of the last call of a chain, copied so that it outlives the kapi callback. */
-struct peer_call {
-    int err;
-    long http;
-    json_t *body; /* owned */
-    char reason[64];
-    char message[256];
-};
-/* A kapi callback that stores the result in *(struct peer_call *)data-> and calls next(data). The
- * owner struct must begin with a struct peer_call_chain. */
-struct peer_call_chain {
-    struct peer_call last;
-    void (*next)(void *owner);
-};
-void peer_call_cb(struct kapi_client *c, const struct kapi_result *res, void *data);
-void peer_call_reset(struct peer_call *pc);
 
 #endif

@@ -1,10 +1,12 @@
-/* Declarations of the agent's modules, one entry macro each, used by the table in modules.c. */
-#ifndef CLIQO_AGENT_MODULES_H
-#define CLIQO_AGENT_MODULES_H
+/* The cluster's identity, as every module of the agent reads it. */
+#ifndef CLIQO_AGENT_IDENTITY_H
+#define CLIQO_AGENT_IDENTITY_H
+
+#include <stdbool.h>
 
 #include "agent/agent.h"
 
-/* identity (mod_identity.c): follows the ConfigMap cluster-id of the agent's namespace (see
+/* identity (identity.c): follows the ConfigMap cluster-id of the agent's namespace (see
  * docs/peering.md) and exports cliqo_cluster_info{cluster_id,cluster_name} 1. */
 int identity_init(struct agent *a);
 void identity_fini(struct agent *a);

@@ -43,8 +43,8 @@
  * longer than 253 bytes make an upsert or a delete fail with -EINVAL.
  *
  * Ownership: objects passed in are borrowed for the call. Single-threaded (the agent's loop). */
-#ifndef CLIQO_ADVERTISEMENT_SHARE_H
-#define CLIQO_ADVERTISEMENT_SHARE_H
+#ifndef CLIQO_OFFER_SHARE_H
+#define CLIQO_OFFER_SHARE_H
 
 #include <jansson.h>
 #include <stdbool.h>

@@ -59,7 +59,7 @@
  * Memory accounting: every allocation counts as the glibc chunk it occupies (request + 8-byte
  * header, rounded up to 16, at least 32), as in kube/store.c, and mapped memory as whole pages,
  * plus the state structure itself. */
-#include "advertisement/share.h"
+#include "offer/share.h"
 #include "common/xalloc.h"
 #include "kube/quantity.h"
 

@@ -1,7 +1,7 @@
 /* metrics: see metrics.h. Families are kept in a list sorted by name and series in a list sorted by
  * their label values, so rendering is a plain walk; lookups are linear, which is fine for the tens
  * of series an agent has (and max_series bounds the worst case). */
-#include "agent/metrics.h"
+#include "metrics/metrics.h"
 #include "common/xalloc.h"
 
 #include <errno.h>

@@ -16,8 +16,8 @@
  *
  * Ownership: strings are copied. Families and series belong to the registry and live until
  * metrics_registry_free; pointers to them stay valid until then. Not thread-safe (one loop). */
-#ifndef CLIQO_AGENT_METRICS_H
-#define CLIQO_AGENT_METRICS_H
+#ifndef CLIQO_METRICS_METRICS_H
+#define CLIQO_METRICS_METRICS_H
 
 #include <stddef.h>
 #include <stdint.h>

@@ -14,7 +14,7 @@
  *   after unpeer_timeout_ms (reason PeerUnreachable) -> delete the remote identity and, unless an
  *   incoming peering still uses it, the local tenant namespace -> conditions None -> finalizer off.
  */
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -22,7 +22,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "agent/peers.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -61,7 +61,7 @@ static struct {
 
 /* One reconcile in flight (the queue never runs two for the same key). */
 struct rec {
-    struct peer_call_chain ch; /* first */
+    struct ctl_call_chain ch; /* first */
     char key[256];
     json_t *fc; /* our working copy (status changes are patched from it) */
     struct peer *p;
@@ -273,7 +273,7 @@ static void write_status(struct rec *r)
     json_decref(patch);
     r->ch.next = after_status;
     if (!body || kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->key, "status",
-                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
     x_free(body);
 }
@@ -351,7 +351,7 @@ static void set_finalizer(struct rec *r, bool on)
     json_decref(patch);
     r->ch.next = after_patch;
     if (!body || kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->key, NULL,
-                            KAPI_PATCH_MERGE, body, peer_call_cb, r) < 0)
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
     x_free(body);
 }
@@ -412,7 +412,7 @@ static void after_identity(void *owner)
         peer_identity_response_done(&resp);
         r->ch.next = after_identity_secret;
         if (!sec || kapi_create(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), sec,
-                                peer_call_cb, r) < 0)
+                                ctl_call_cb, r) < 0)
             rec_end(r, ERROR_RETRY_MS);
         json_decref(sec);
         return;
@@ -524,7 +524,7 @@ static void authenticate(struct rec *r, const json_t *spec)
     req.body_len = strlen(body);
     req.content_type = "application/json";
     r->ch.next = after_identity;
-    if (kapi_send(r->auth, &req, peer_call_cb, r, NULL) < 0)
+    if (kapi_send(r->auth, &req, ctl_call_cb, r, NULL) < 0)
         rec_end(r, ERROR_RETRY_MS);
     OPENSSL_cleanse(body, strlen(body));
     x_free(body);
@@ -546,7 +546,7 @@ static void after_pr_create(void *owner)
     }
     r->ch.next = after_pr_get;
     if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id,
-                 peer_call_cb, r) < 0)
+                 ctl_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
 
@@ -600,7 +600,7 @@ static void create_request(struct rec *r)
                    "namespace", r->p->remote_ns, "authUrl", own_auth_url(r));
     r->ch.next = after_pr_create;
     if (!pr || kapi_create(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, pr,
-                           peer_call_cb, r) < 0)
+                           ctl_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
     json_decref(pr);
 }
@@ -642,7 +642,7 @@ static void on_credential(int err, const char *message, const char *ns, const ch
                     PEER_LABEL_CLUSTER_ID, r->own_id, "stringData", "kubeconfig", kubeconfig);
     r->ch.next = after_pr_secret;
     if (!sec || kapi_apply(peer_remote(r->p), &kapi_secrets, r->p->remote_ns, name, NULL, sec,
-                           "cliqo-agent", true, peer_call_cb, r) < 0)
+                           "cliqo-agent", true, ctl_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
     json_decref(sec);
 }
@@ -683,7 +683,7 @@ static void peer_outgoing(struct rec *r)
     /* Where is the request? (after_pr_get creates it when missing.) */
     r->ch.next = after_pr_get;
     if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id,
-                 peer_call_cb, r) < 0)
+                 ctl_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
 
@@ -733,7 +733,7 @@ static void after_identity_delete(void *owner)
         return;
     }
     r->ch.next = after_local_ns_delete;
-    if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->local_ns, NULL, peer_call_cb, r) <
+    if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->local_ns, NULL, ctl_call_cb, r) <
         0)
         rec_end(r, ERROR_RETRY_MS);
 }
@@ -745,8 +745,8 @@ static void unpeer_local(struct rec *r, const char *reason)
     r->why = reason;
     snprintf(name, sizeof(name), "remote-identity-%s", r->id);
     r->ch.next = after_identity_delete;
-    if (kapi_delete(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), name, NULL,
-                    peer_call_cb, r) < 0)
+    if (kapi_delete(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), name, NULL, ctl_call_cb,
+                    r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
 
@@ -792,8 +792,8 @@ static void after_remote_pr_delete(void *owner)
     }
     snprintf(name, sizeof(name), "pr-%s", r->own_id);
     r->ch.next = after_remote_secret_delete;
-    if (kapi_delete(peer_remote(r->p), &kapi_secrets, r->p->remote_ns, name, NULL, peer_call_cb,
-                    r) < 0)
+    if (kapi_delete(peer_remote(r->p), &kapi_secrets, r->p->remote_ns, name, NULL, ctl_call_cb, r) <
+        0)
         rec_end(r, ERROR_RETRY_MS);
 }
 
@@ -813,7 +813,7 @@ static void unpeer(struct rec *r)
     }
     r->ch.next = after_remote_pr_delete;
     if (kapi_delete(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id, NULL,
-                    peer_call_cb, r) < 0)
+                    ctl_call_cb, r) < 0)
         rec_end(r, ERROR_RETRY_MS);
 }
 
@@ -834,7 +834,7 @@ static void rec_end(struct rec *r, int requeue_ms)
     x_free(r->auth_token);
     x_free(r->auth_ca);
     json_decref(r->fc);
-    peer_call_reset(&r->ch.last);
+    ctl_call_reset(&r->ch.last);
     x_free(r);
 }
 

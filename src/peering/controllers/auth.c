@@ -43,7 +43,7 @@
  * requests. When the module stops (shutdown, lost leadership), one waiting on its timer ends at
  * once (-ECANCELED to a caller, 503 to an HTTP client), one with a request in flight when that
  * request completes, and no new one starts. */
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -51,7 +51,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "agent/modules.h"
+#include "agent/identity.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
@@ -225,7 +225,7 @@ static void handle_ids(struct httpd_request *req, void *data)
 /* ---- POST /identity -------------------------------------------------------------------------- */
 
 struct issue {
-    struct peer_call_chain ch; /* first */
+    struct ctl_call_chain ch;  /* first */
     struct httpd_request *req; /* NULL once aborted (HTTP requests only) */
     bool http;                 /* answering an HTTP request (else calling done) */
     peer_issue_cb done;
@@ -273,7 +273,7 @@ static void issue_free(struct issue *is)
         is->next->pprev = is->pprev;
     *is->pprev = is->next;
     ktimer_free(is->timer);
-    peer_call_reset(&is->ch.last);
+    ctl_call_reset(&is->ch.last);
     peer_identity_request_clear(&is->in);
     json_decref(is->tok_secret);
     json_decref(is->ens_obj);
@@ -363,7 +363,7 @@ static void step_ensure_got(void *owner)
     }
     is->made = true;
     is->ch.next = is->ens_next;
-    if (kapi_create(agent_kube(st.a), is->ens_res, is->ns, is->ens_obj, peer_call_cb, is) < 0)
+    if (kapi_create(agent_kube(st.a), is->ens_res, is->ns, is->ens_obj, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
     json_decref(is->ens_obj);
     is->ens_obj = NULL;
@@ -381,7 +381,7 @@ static void ensure_object(struct issue *is, const struct kapi_resource *res, con
     is->ens_obj = o;
     is->ens_next = next;
     is->ch.next = step_ensure_got;
-    if (kapi_get(agent_kube(st.a), res, is->ns, name, peer_call_cb, is) < 0)
+    if (kapi_get(agent_kube(st.a), res, is->ns, name, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
 }
 
@@ -396,7 +396,7 @@ static void on_poll_timer(uv_timer_t *t)
     if (gone(is))
         return;
     is->ch.next = step_poll_token;
-    if (kapi_get(agent_kube(st.a), &kapi_secrets, is->ns, is->secret, peer_call_cb, is) < 0)
+    if (kapi_get(agent_kube(st.a), &kapi_secrets, is->ns, is->secret, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot read the token Secret");
 }
 
@@ -471,8 +471,7 @@ static void step_peer_binding(void *owner)
         return;
     o = rolebinding(is->ns, is->binding, is->role, is->ns, is->sa);
     is->ch.next = step_token_secret;
-    if (!o ||
-        kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, peer_call_cb, is) < 0)
+    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the RoleBinding");
     json_decref(o);
 }
@@ -502,7 +501,7 @@ static void on_quota_timer(uv_timer_t *t)
     if (gone(is))
         return;
     is->ch.next = step_quota_counted;
-    if (kapi_get(agent_kube(st.a), &kapi_resourcequotas, is->ns, PEER_TENANT_QUOTA, peer_call_cb,
+    if (kapi_get(agent_kube(st.a), &kapi_resourcequotas, is->ns, PEER_TENANT_QUOTA, ctl_call_cb,
                  is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot read the tenant namespace's ResourceQuota");
 }
@@ -562,7 +561,7 @@ static void step_quota(void *owner)
     is->ch.next = step_quota_counted;
     is->deadline = uv_now(agent_loop(st.a)) + TOKEN_WAIT_MS;
     /* Created (its status is not counted yet: read it again) or already there (read it). */
-    if (!o || kapi_create(agent_kube(st.a), &kapi_resourcequotas, is->ns, o, peer_call_cb, is) < 0)
+    if (!o || kapi_create(agent_kube(st.a), &kapi_resourcequotas, is->ns, o, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the ResourceQuota");
     json_decref(o);
 }
@@ -576,8 +575,7 @@ static void step_agent_binding(void *owner)
         return;
     o = rolebinding(is->ns, AGENT_SA, AGENT_TENANT_CR, agent_namespace(st.a), AGENT_SA);
     is->ch.next = step_quota;
-    if (!o ||
-        kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, peer_call_cb, is) < 0)
+    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the RoleBinding");
     json_decref(o);
 }
@@ -675,7 +673,7 @@ static void create_namespace(struct issue *is, const char *key_id, void (*next)(
         o = NULL;
     }
     is->ch.next = next;
-    if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, peer_call_cb, is) < 0)
+    if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the tenant namespace");
     json_decref(o);
 }
@@ -703,7 +701,7 @@ static void step_ns_created(void *owner)
     is->rechecked = true;
     snprintf(sel, sizeof(sel), "%s=%s", PEER_LABEL_CLUSTER_ID, is->in.cluster_id);
     is->ch.next = step_lookup;
-    if (kapi_list(agent_kube(st.a), &kapi_namespaces, NULL, &lo, peer_call_cb, is) < 0)
+    if (kapi_list(agent_kube(st.a), &kapi_namespaces, NULL, &lo, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot list the tenant namespaces");
 }
 
@@ -740,7 +738,7 @@ static void bind_namespace(struct issue *is)
              is->found_rv, PEER_ANN_KEY_ID, is->key_id);
     is->ch.next = step_bound;
     if (kapi_patch(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, NULL, KAPI_PATCH_MERGE, patch,
-                   peer_call_cb, is) < 0)
+                   ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot bind the tenant namespace");
 }
 
@@ -789,7 +787,7 @@ static void consume_token(struct issue *is, void (*next)(struct issue *))
     is->after_consume = next;
     is->ch.next = step_consumed;
     if (kapi_update(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a),
-                    kapi_obj_name(is->tok_secret), NULL, is->tok_secret, peer_call_cb, is) < 0)
+                    kapi_obj_name(is->tok_secret), NULL, is->tok_secret, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot use the token");
 }
 
@@ -975,12 +973,12 @@ static void issue_start(struct issue *is)
 
         snprintf(sel, sizeof(sel), "%s=%s", PEER_LABEL_CLUSTER_ID, is->in.cluster_id);
         is->ch.next = step_lookup;
-        if (kapi_list(agent_kube(st.a), &kapi_namespaces, NULL, &lo, peer_call_cb, is) < 0)
+        if (kapi_list(agent_kube(st.a), &kapi_namespaces, NULL, &lo, ctl_call_cb, is) < 0)
             finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
         return;
     }
     is->ch.next = step_namespace;
-    if (kapi_get(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, peer_call_cb, is) < 0)
+    if (kapi_get(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
 }
 

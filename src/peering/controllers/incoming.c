@@ -10,7 +10,7 @@
  * unpeered), IncomingPeering goes back to None, an IncomingPeering-only ForeignCluster is deleted,
  * and the tenant namespace (with the requester's ServiceAccount and RoleBindings) is deleted
  * unless our own outgoing peering to that cluster still uses it. Level-triggered like outgoing. */
-#include "peering/ctl.h"
+#include "peering/controllers/controllers.h"
 
 #include <errno.h>
 #include <openssl/crypto.h>
@@ -34,7 +34,7 @@ static struct {
 } st;
 
 struct rec {
-    struct peer_call_chain ch; /* first */
+    struct ctl_call_chain ch; /* first */
     char key[256], ns[64], name[128];
     json_t *pr; /* NULL when the request is gone */
     json_t *fc; /* the requester's ForeignCluster (working copy) or NULL */
@@ -55,7 +55,7 @@ static void rec_end(struct rec *r, int requeue_ms)
     json_decref(r->pr);
     json_decref(r->fc);
     json_decref(r->secret);
-    peer_call_reset(&r->ch.last);
+    ctl_call_reset(&r->ch.last);
     x_free(r);
 }
 
@@ -108,7 +108,7 @@ static void patch_status(struct rec *r, const struct kapi_resource *res, const c
     json_decref(patch);
     r->ch.next = after_write;
     if (!body || kapi_patch(agent_kube(st.a), res, ns, name, "status", KAPI_PATCH_MERGE, body,
-                            peer_call_cb, r) < 0)
+                            ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     x_free(body);
 }
@@ -188,7 +188,7 @@ static void withdrawn(struct rec *r)
                  r->ns);
         r->requeue_ms = 200;
         r->ch.next = after_write;
-        if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->ns, NULL, peer_call_cb, r) < 0)
+        if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->ns, NULL, ctl_call_cb, r) < 0)
             rec_end(r, RETRY_MS);
         return;
     }
@@ -200,7 +200,7 @@ static void withdrawn(struct rec *r)
                  kapi_obj_name(r->fc));
         r->ch.next = after_write;
         if (kapi_delete(agent_kube(st.a), &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc),
-                        NULL, peer_call_cb, r) < 0)
+                        NULL, ctl_call_cb, r) < 0)
             rec_end(r, RETRY_MS);
         return;
     }
@@ -238,7 +238,7 @@ static void after_verify(void *owner)
                  r->id, r->key);
         r->ch.next = after_request_delete;
         if (kapi_delete(agent_kube(st.a), &peer_res_peeringrequests, r->ns, r->name, NULL,
-                        peer_call_cb, r) < 0)
+                        ctl_call_cb, r) < 0)
             rec_end(r, RETRY_MS);
         return;
     }
@@ -296,7 +296,7 @@ static void verify_requester(struct rec *r)
         return;
     }
     r->ch.next = after_verify;
-    if (kapi_list(c, &kapi_secrets, ns, &lo, peer_call_cb, r) < 0)
+    if (kapi_list(c, &kapi_secrets, ns, &lo, ctl_call_cb, r) < 0)
         rec_end(r, (int)peer_ctl_options()->resync_ms);
 }
 
@@ -353,7 +353,7 @@ static void create_fc(struct rec *r)
     log_info("incoming", "creating ForeignCluster %s for incoming peering of %s", name, r->id);
     r->ch.next = after_fc_create;
     if (!fc ||
-        kapi_create(agent_kube(st.a), &peer_res_foreignclusters, NULL, fc, peer_call_cb, r) < 0)
+        kapi_create(agent_kube(st.a), &peer_res_foreignclusters, NULL, fc, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
     json_decref(fc);
 }
@@ -417,8 +417,8 @@ static void after_secret(void *owner)
         return;
     }
     r->ch.next = after_cc;
-    if (kapi_get(agent_kube(st.a), &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG,
-                 peer_call_cb, r) < 0)
+    if (kapi_get(agent_kube(st.a), &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG, ctl_call_cb,
+                 r) < 0)
         rec_end(r, RETRY_MS);
 }
 
@@ -509,7 +509,7 @@ static void admit(struct rec *r)
         return;
     }
     r->ch.next = after_secret;
-    if (kapi_get(agent_kube(st.a), &kapi_secrets, r->ns, secret, peer_call_cb, r) < 0)
+    if (kapi_get(agent_kube(st.a), &kapi_secrets, r->ns, secret, ctl_call_cb, r) < 0)
         rec_end(r, RETRY_MS);
 }
 
