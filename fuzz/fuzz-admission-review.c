@@ -92,7 +92,7 @@ static void pod_patches(const json_t *pod)
             check(op && (strcmp(op, "add") == 0 || strcmp(op, "replace") == 0));
         }
         copy = json_deep_copy(pod);
-        check(adm_patch_apply(copy, patch, err, sizeof(err)) == 0);
+        check(jpatch_apply(copy, patch, err, sizeof(err)) == 0);
         if (strategies[s] != NSOF_PODS_LOCAL && !nsof_pod_is_daemonset(pod)) {
             const json_t *terms = json_object_get(
                 json_object_get(

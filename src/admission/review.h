@@ -11,9 +11,7 @@
  * Encoding gives the AdmissionReview answer: the request's uid, allowed, and either a status (code
  * and one-line message) for a refusal, or a base64 JSONPatch for a mutation.
  *
- * JSON patches are built as a JSON array of operations; paths are JSON pointers (RFC 6901) made
- * with adm_pointer, which escapes '~' and '/'. adm_patch_apply applies add, replace and remove to a
- * document (tests and fuzzing use it to check that a patch does what it says).
+ * The patches themselves are built with common/jsonpatch.h.
  *
  * Ownership: adm_review_decode keeps the parsed review in ret->review (adm_request_done frees it);
  * ret->object is borrowed from it. Returned strings are x_malloc'd (caller x_free). Pure: no I/O.
@@ -25,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/jsonpatch.h"
+
 #define ADM_REVIEW_API  "admission.k8s.io/v1"
 #define ADM_REVIEW_KIND "AdmissionReview"
 #define ADM_REVIEW_MAX  (3u << 20) /* bytes of a review (the API server's own request limit) */
@@ -33,7 +33,6 @@
 #define ADM_NAME_MAX    253
 #define ADM_MESSAGE_MAX 512
 #define ADM_PATCH_MAX   (1u << 20) /* bytes of an encoded patch */
-#define ADM_POINTER_MAX 1024
 
 struct adm_request {
     char uid[ADM_UID_MAX + 1];
@@ -64,17 +63,6 @@ void adm_request_done(struct adm_request *r);
  * NULL on OOM or an oversized patch (> ADM_PATCH_MAX). */
 char *adm_review_response(const char *uid, bool allowed, int code, const char *message,
                           const json_t *patch);
-
-/* A JSON pointer from segments (NULL-terminated), each escaped: adm_pointer(buf, size, "spec",
- * "tolerations", "-", NULL) gives "/spec/tolerations/-". Returns 0 or -ENAMETOOLONG. */
-int adm_pointer(char *buf, size_t size, ...) __attribute__((sentinel));
-/* Appends {"op": op, "path": path[, "value": value]} to the array patch; value is borrowed (a
- * reference is taken). Returns 0 or -ENOMEM / -EINVAL. */
-int adm_patch_op(json_t *patch, const char *op, const char *path, json_t *value);
-
-/* Applies a patch (add, replace, remove; the others are refused) to doc in place. Returns 0 or
- * -EINVAL with a reason (a path that does not exist, an index out of range, a bad op). */
-int adm_patch_apply(json_t *doc, const json_t *patch, char *err, size_t errlen);
 
 /* s made fit for a one-line message into buf: control characters and non-ASCII as '?', cut at
  * size - 1 bytes. Returns buf. */

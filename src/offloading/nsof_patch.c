@@ -1,6 +1,6 @@
 /* The pod webhook's patch: see nsof.h ("the pod webhook's patch"). */
 #include "common/errbuf.h"
-#include "admission/review.h"
+#include "common/jsonpatch.h"
 #include "offloading/nsof.h"
 
 #include <errno.h>
@@ -95,9 +95,9 @@ static int grace_ops(const json_t *tols, const char *key, long long grace, json_
         snprintf(idx, sizeof(idx), "%zu", i);
         {
             json_t *g = json_integer(grace);
-            int rc = g && adm_pointer(path, sizeof(path), "spec", "tolerations", idx,
-                                      "tolerationSeconds", NULL) == 0
-                         ? adm_patch_op(patch, "replace", path, g)
+            int rc = g && jpatch_pointer(path, sizeof(path), "spec", "tolerations", idx,
+                                         "tolerationSeconds", NULL) == 0
+                         ? jpatch_op(patch, "replace", path, g)
                          : -ENOMEM;
 
             json_decref(g);
@@ -137,11 +137,11 @@ static int toleration_ops(const json_t *spec, long long grace, json_t *patch)
         goto out;
     if (json_array_size(add) > 0) {
         if (!json_is_array(tols)) {
-            if (adm_patch_op(patch, "add", "/spec/tolerations", add) < 0)
+            if (jpatch_op(patch, "add", "/spec/tolerations", add) < 0)
                 goto out;
         } else {
             for (size_t i = 0; i < json_array_size(add); i++)
-                if (adm_patch_op(patch, "add", "/spec/tolerations/-", json_array_get(add, i)) < 0)
+                if (jpatch_op(patch, "add", "/spec/tolerations/-", json_array_get(add, i)) < 0)
                     goto out;
         }
     }
@@ -303,17 +303,17 @@ static int affinity_ops(const json_t *spec, enum nsof_pods pods, const json_t *s
     }
     if (!aff || json_is_null(aff)) {
         value = json_pack("{s:{s:{s:O}}}", "nodeAffinity", REQ_PATH, "nodeSelectorTerms", result);
-        rc = value ? adm_patch_op(patch, "add", "/spec/affinity", value) : -ENOMEM;
+        rc = value ? jpatch_op(patch, "add", "/spec/affinity", value) : -ENOMEM;
     } else if (!na || json_is_null(na)) {
         value = json_pack("{s:{s:O}}", REQ_PATH, "nodeSelectorTerms", result);
-        rc = value ? adm_patch_op(patch, "add", "/spec/affinity/nodeAffinity", value) : -ENOMEM;
+        rc = value ? jpatch_op(patch, "add", "/spec/affinity/nodeAffinity", value) : -ENOMEM;
     } else if (!req || json_is_null(req)) {
         value = json_pack("{s:O}", "nodeSelectorTerms", result);
-        rc = value ? adm_patch_op(patch, "add", "/spec/affinity/nodeAffinity/" REQ_PATH, value)
+        rc = value ? jpatch_op(patch, "add", "/spec/affinity/nodeAffinity/" REQ_PATH, value)
                    : -ENOMEM;
     } else {
-        rc = adm_patch_op(patch, own ? "replace" : "add",
-                          "/spec/affinity/nodeAffinity/" REQ_PATH "/nodeSelectorTerms", result);
+        rc = jpatch_op(patch, own ? "replace" : "add",
+                       "/spec/affinity/nodeAffinity/" REQ_PATH "/nodeSelectorTerms", result);
     }
 out:
     json_decref(s);

@@ -221,7 +221,7 @@ static void test_response(void **state)
     {
         json_t *x = json_string("x");
 
-        assert_int_equal(adm_patch_op(patch, "add", "/spec/tolerations/-", x), 0);
+        assert_int_equal(jpatch_op(patch, "add", "/spec/tolerations/-", x), 0);
         json_decref(x);
     }
     t = adm_review_response("u4", true, 0, NULL, patch);
@@ -249,13 +249,14 @@ static void test_pointer(void **state)
     char buf[64], small[8];
 
     (void)state;
-    assert_int_equal(adm_pointer(buf, sizeof(buf), "spec", "tolerations", "-", NULL), 0);
+    assert_int_equal(jpatch_pointer(buf, sizeof(buf), "spec", "tolerations", "-", NULL), 0);
     assert_string_equal(buf, "/spec/tolerations/-");
-    assert_int_equal(adm_pointer(buf, sizeof(buf), "metadata", "labels", "liqo.io/a~b", NULL), 0);
+    assert_int_equal(jpatch_pointer(buf, sizeof(buf), "metadata", "labels", "liqo.io/a~b", NULL),
+                     0);
     assert_string_equal(buf, "/metadata/labels/liqo.io~1a~0b");
-    assert_int_equal(adm_pointer(buf, sizeof(buf), NULL), 0);
+    assert_int_equal(jpatch_pointer(buf, sizeof(buf), NULL), 0);
     assert_string_equal(buf, "");
-    assert_int_equal(adm_pointer(small, sizeof(small), "abcdefgh", NULL), -ENAMETOOLONG);
+    assert_int_equal(jpatch_pointer(small, sizeof(small), "abcdefgh", NULL), -ENAMETOOLONG);
     assert_string_equal(small, "");
 }
 
@@ -290,7 +291,7 @@ static void test_apply(void **state)
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         json_t *doc = js(cases[i].doc), *patch = js(cases[i].patch);
         char err[128] = "";
-        int rc = adm_patch_apply(doc, patch, err, sizeof(err));
+        int rc = jpatch_apply(doc, patch, err, sizeof(err));
 
         if (!cases[i].want) {
             if (rc != -EINVAL || !err[0])

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "admission/review.h"
+#include "common/jsonpatch.h"
 #include "offloading/nsof.h"
 
 /* Single quotes to double quotes, then parse. */
@@ -228,7 +228,7 @@ static void test_cases(void **state)
             assert_null(strchr(err, '\n'));
         } else {
             got = json_deep_copy(pod);
-            if (adm_patch_apply(got, patch, perr, sizeof(perr)) < 0)
+            if (jpatch_apply(got, patch, perr, sizeof(perr)) < 0)
                 fail_msg("%s: the patch does not apply: %s", c->what, perr);
             want = test_js(c->want);
             if (!json_equal(got, want)) {
