@@ -109,6 +109,7 @@ struct agent {
     int exit_code;
 
     agent_last_offer_fn last_offer; /* agent_set_last_offer: cleared with the modules */
+    void *mdata[AGENT_MAX_MODULES]; /* agent_set_module_data, by index in the table */
 };
 
 /* ---- accessors ------------------------------------------------------------------------------ */
@@ -131,6 +132,31 @@ const struct kc_config *agent_kubeconfig(struct agent *a)
 const struct agent_config *agent_config(struct agent *a)
 {
     return a->cfg;
+}
+
+static int module_index(struct agent *a, const char *name)
+{
+    for (int i = 0; i < a->nmodules && i < AGENT_MAX_MODULES; i++)
+        if (strcmp(a->modules[i].name, name) == 0)
+            return i;
+    return -1;
+}
+
+int agent_set_module_data(struct agent *a, const char *name, void *data)
+{
+    int i = module_index(a, name);
+
+    if (i < 0)
+        return -ENOENT;
+    a->mdata[i] = data;
+    return 0;
+}
+
+void *agent_module_data(struct agent *a, const char *name)
+{
+    int i = module_index(a, name);
+
+    return i < 0 ? NULL : a->mdata[i];
 }
 
 void agent_set_last_offer(struct agent *a, agent_last_offer_fn fn)
@@ -934,6 +960,7 @@ static void teardown_modules(struct agent *a)
             a->modules[i].fini(a);
     a->ninited = 0;
     a->last_offer = NULL;
+    memset(a->mdata, 0, sizeof(a->mdata));
     pu_registry_free(a->peers);
     a->peers = NULL;
     while (a->infs) {
@@ -1175,8 +1202,12 @@ int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agen
     struct httpd_options ho = {.name = "http", .addr = cfg->http_addr};
     char err[KC_ERR_LEN];
     struct agent *a;
-    int r;
+    int r, n = 0;
 
+    while (modules && modules[n].name)
+        n++;
+    if (n > AGENT_MAX_MODULES)
+        return log_errno(-E2BIG, "agent", "more than %d modules in the table", AGENT_MAX_MODULES);
     a = x_calloc(1, sizeof(*a));
     if (!a)
         return log_errno(-ENOMEM, "agent", "cannot allocate the agent");

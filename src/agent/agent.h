@@ -55,7 +55,9 @@ struct agent_module {
     bool (*ready)(struct agent *a);
 };
 
-/* The module table (modules.c), terminated by an entry with a NULL name. */
+/* The module table (modules.c), terminated by an entry with a NULL name; at most AGENT_MAX_MODULES.
+ */
+#define AGENT_MAX_MODULES 32
 extern const struct agent_module agent_modules[];
 
 uv_loop_t *agent_loop(struct agent *a);
@@ -71,6 +73,12 @@ struct metrics_registry *agent_metrics(struct agent *a);
 /* The registry of per-peer units (agent/peers.h): every client, informer and queue that talks to a
  * peer's API server lives in the unit of that peer. */
 struct pu_registry *agent_peers(struct agent *a);
+
+/* A module's own state, kept by the agent from the module's init (where it is set) to its fini
+ * (after which it is forgotten), so that no module keeps it in a file-scope variable. name is the
+ * module's name in the table. Setting fails with -ENOENT for a name not in the table. */
+int agent_set_module_data(struct agent *a, const char *name, void *data);
+void *agent_module_data(struct agent *a, const char *name);
 
 /* Services one module offers the others through the agent, so that no feature includes another's
  * header for them. A provider registers in its init (it is cleared when the module generation

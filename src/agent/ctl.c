@@ -1,7 +1,11 @@
 /* Plumbing shared by the agent's controllers; see ctl.h. */
 #include "agent/ctl.h"
+#include "common/log.h"
+#include "common/xalloc.h"
 
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 void ctl_call_reset(struct ctl_call *pc)
@@ -22,4 +26,229 @@ void ctl_call_cb(struct kapi_client *c, const struct kapi_result *res, void *dat
     snprintf(ch->last.reason, sizeof(ch->last.reason), "%s", res->status.reason);
     snprintf(ch->last.message, sizeof(ch->last.message), "%s", res->status.message);
     ch->next(data);
+}
+
+/* ---- the controller skeleton -------------------------------------------------------------- */
+
+#define STALE_MS 100
+
+struct ctl {
+    struct agent *a;
+    struct ctl_options o;
+    char name[64];
+    void *data;
+    struct wq_queue *q; /* the agent's; NULL once freed */
+    bool running, freed;
+    size_t inflight; /* records begun and not ended */
+};
+
+static void process(struct wq_queue *q, const char *key, void *data)
+{
+    struct ctl *c = data;
+
+    if (!c->running || c->freed) {
+        wq_done(q, key);
+        return;
+    }
+    c->o.reconcile(c, key);
+}
+
+int ctl_new(struct agent *a, const struct ctl_options *o, void *data, struct ctl **ret)
+{
+    struct ctl *c;
+    int r;
+
+    if (!a || !o || !o->name || !o->reconcile || o->rec_size < sizeof(struct ctl_rec) || !ret)
+        return -EINVAL;
+    c = x_calloc(1, sizeof(*c));
+    if (!c)
+        return -ENOMEM;
+    c->a = a;
+    c->o = *o;
+    snprintf(c->name, sizeof(c->name), "%s", o->name);
+    c->o.name = c->name;
+    if (!c->o.retry_ms)
+        c->o.retry_ms = 1000;
+    if (!c->o.wait_ms)
+        c->o.wait_ms = 2000;
+    c->data = data;
+    r = agent_queue(a, c->name, &c->o.queue, process, c, &c->q);
+    if (r < 0) {
+        x_free(c);
+        return r;
+    }
+    *ret = c;
+    return 0;
+}
+
+void ctl_free(struct ctl *c)
+{
+    if (!c)
+        return;
+    c->running = false;
+    c->freed = true;
+    c->q = NULL; /* the agent frees its queues with the module generation */
+    if (c->inflight == 0)
+        x_free(c);
+}
+
+void ctl_start(struct ctl *c)
+{
+    c->running = true;
+}
+
+void ctl_stop(struct ctl *c)
+{
+    c->running = false;
+}
+
+bool ctl_running(const struct ctl *c)
+{
+    return c->running && !c->freed;
+}
+
+struct agent *ctl_agent(const struct ctl *c)
+{
+    return c->a;
+}
+
+void *ctl_data(const struct ctl *c)
+{
+    return c->data;
+}
+
+struct wq_queue *ctl_queue(const struct ctl *c)
+{
+    return c->freed ? NULL : c->q;
+}
+
+void ctl_enqueue(struct ctl *c, const char *key)
+{
+    if (!c->freed && c->q)
+        wq_add(c->q, key);
+}
+
+struct ctl_rec *ctl_rec_begin(struct ctl *c, const char *key)
+{
+    struct ctl_rec *r;
+
+    if (strlen(key) >= sizeof(r->key)) {
+        log_warn(c->name, "key %.64s... is too long; dropped", key);
+        wq_done(c->q, key);
+        return NULL;
+    }
+    r = x_calloc(1, c->o.rec_size);
+    if (!r) {
+        wq_add_after(c->q, key, c->o.retry_ms);
+        wq_done(c->q, key);
+        return NULL;
+    }
+    r->ctl = c;
+    snprintf(r->key, sizeof(r->key), "%s", key);
+    c->inflight++;
+    return r;
+}
+
+static void rec_finish(struct ctl_rec *r, bool requeue, uint64_t after_ms)
+{
+    struct ctl *c = r->ctl;
+
+    if (!c->freed && c->q) {
+        if (requeue)
+            wq_add_after(c->q, r->key, after_ms);
+        wq_done(c->q, r->key);
+    }
+    if (c->o.rec_release)
+        c->o.rec_release(r);
+    ctl_call_reset(&r->ch.last);
+    x_free(r);
+    if (--c->inflight == 0 && c->freed)
+        x_free(c);
+}
+
+void ctl_rec_end(struct ctl_rec *r, enum ctl_requeue how)
+{
+    const struct ctl_options *o = &r->ctl->o;
+
+    switch (how) {
+    case CTL_NOW:
+        rec_finish(r, true, 0);
+        break;
+    case CTL_RETRY:
+        rec_finish(r, true, o->retry_ms);
+        break;
+    case CTL_WAIT:
+        rec_finish(r, true, o->wait_ms);
+        break;
+    case CTL_STALE:
+        rec_finish(r, true, STALE_MS);
+        break;
+    case CTL_DONE:
+    default:
+        rec_finish(r, false, 0);
+        break;
+    }
+}
+
+void ctl_rec_end_after(struct ctl_rec *r, uint32_t ms)
+{
+    rec_finish(r, true, ms);
+}
+
+void ctl_after_write(struct kapi_client *kc, const struct kapi_result *res, void *data)
+{
+    struct ctl_rec *r = data;
+    struct ctl *c = r->ctl;
+    struct wq_queue *q = ctl_queue(c);
+
+    (void)kc;
+    if (res->err < 0 && res->err != -ENOENT) {
+        if (res->err != -ECANCELED)
+            log_warn(c->name, "%s: %s", r->key, res->status.message);
+        if (q && res->err != -ESTALE)
+            wq_add_rate_limited(q, r->key);
+        if (res->err == -ESTALE)
+            ctl_rec_end(r, CTL_STALE);
+        else
+            ctl_rec_end(r, CTL_DONE);
+        return;
+    }
+    if (q)
+        wq_forget(q, r->key);
+    ctl_rec_end(r, CTL_NOW);
+}
+
+void ctl_merge_patch(struct ctl_rec *r, const struct kapi_resource *res, const char *ns,
+                     const char *name, const char *sub, json_t *patch)
+{
+    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+
+    if (!body || kapi_patch(agent_kube(r->ctl->a), res, ns, name, sub, KAPI_PATCH_MERGE, body,
+                            ctl_after_write, r) < 0)
+        ctl_rec_end(r, CTL_RETRY);
+    free(body);
+    json_decref(patch);
+}
+
+void ctl_set_finalizer(struct ctl_rec *r, const struct kapi_resource *res, const json_t *obj,
+                       const char *finalizer, bool on)
+{
+    const json_t *meta = json_object_get(obj, "metadata");
+    json_t *fins = json_array(), *f;
+    size_t i;
+
+    if (!fins) {
+        ctl_rec_end(r, CTL_RETRY);
+        return;
+    }
+    json_array_foreach(json_object_get(meta, "finalizers"), i, f)
+    {
+        if (!json_is_string(f) || strcmp(json_string_value(f), finalizer) != 0)
+            json_array_append(fins, f);
+    }
+    if (on)
+        json_array_append_new(fins, json_string(finalizer));
+    ctl_merge_patch(r, res, kapi_obj_namespace(obj), kapi_obj_name(obj), NULL,
+                    json_pack("{s:{s:s,s:o}}", "metadata", "resourceVersion", kapi_obj_rv(obj),
+                              "finalizers", fins));
 }

@@ -1,10 +1,31 @@
-/* Plumbing shared by the agent's controllers. */
+/* Plumbing shared by the agent's controllers: the controller skeleton (struct ctl), and the chain
+ * of asynchronous API calls (struct ctl_call_chain).
+ *
+ * A controller is one instance of struct ctl, made in its module's init (ctl_new) and kept in the
+ * agent (agent_set_module_data), never in a file-scope variable. Its work queue is the agent's
+ * (agent_queue); its reconcile function gets the instance and the key. One reconcile is one record
+ * (struct ctl_rec, the head of the controller's own record type, of ctl_options.rec_size bytes): it
+ * begins with ctl_rec_begin and ends, now or from a later callback, with exactly one ctl_rec_end,
+ * which says what comes next for the key (enum ctl_requeue), releases what the record holds
+ * (ctl_options.rec_release) and frees it.
+ *
+ * Lifetime: the instance counts its records in flight. ctl_free (from the module's fini) stops the
+ * controller at once; the memory goes when the last record in flight ends, so a callback that
+ * arrives after fini (a cancelled request) finds its controller, sees it stopped, and touches no
+ * queue. Single-threaded (the agent's loop). */
 #ifndef CLIQO_AGENT_CTL_H
 #define CLIQO_AGENT_CTL_H
 
 #include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
+#include "agent/agent.h"
 #include "kube/api.h"
+#include "kube/workqueue.h"
+
+/* ---- the chain of calls ------------------------------------------------------------------- */
 
 /* The result of the last call of a chain, copied so that it outlives the kapi callback. */
 struct ctl_call {
@@ -22,5 +43,76 @@ struct ctl_call_chain {
 };
 void ctl_call_cb(struct kapi_client *c, const struct kapi_result *res, void *data);
 void ctl_call_reset(struct ctl_call *pc);
+
+/* ---- the controller skeleton -------------------------------------------------------------- */
+
+struct ctl;
+
+/* The head of a controller's record: its own record type begins with it. */
+struct ctl_rec {
+    struct ctl_call_chain ch; /* first: a record is the data of ctl_call_cb */
+    struct ctl *ctl;
+    char key[256];
+};
+
+/* What comes next for a record's key when it ends. */
+enum ctl_requeue {
+    CTL_DONE,  /* nothing: the key comes back with the next event of its objects */
+    CTL_NOW,   /* again at once: the next step, after a write that succeeded */
+    CTL_RETRY, /* a request failed or memory ran out: again after ctl_options.retry_ms */
+    CTL_WAIT,  /* another component has to act first: again after ctl_options.wait_ms */
+    CTL_STALE, /* a write lost to a newer version of the object: again after 100 ms */
+};
+
+struct ctl_options {
+    const char *name; /* the queue's name (metrics) and the logs' module */
+    struct wq_options queue;
+    size_t rec_size; /* of the controller's record type, >= sizeof(struct ctl_rec) */
+    /* Reconciles key (borrowed until ctl_rec_begin copies it). Called only while the controller
+     * runs. */
+    void (*reconcile)(struct ctl *c, const char *key);
+    /* Releases what a record holds (not the record itself); NULL when it holds nothing. */
+    void (*rec_release)(struct ctl_rec *r);
+    uint32_t retry_ms, wait_ms; /* defaults 1000 and 2000 */
+};
+
+/* Makes the controller and its queue. data is the module's own state (ctl_data). Returns 0,
+ * -ENOMEM or -EINVAL. */
+int ctl_new(struct agent *a, const struct ctl_options *o, void *data, struct ctl **ret);
+/* Stops the controller (ctl_stop) and frees it once no record is in flight. NULL is ignored. */
+void ctl_free(struct ctl *c);
+
+void ctl_start(struct ctl *c);
+void ctl_stop(struct ctl *c);
+bool ctl_running(const struct ctl *c);
+struct agent *ctl_agent(const struct ctl *c);
+void *ctl_data(const struct ctl *c);
+/* The controller's queue while it runs, else NULL. */
+struct wq_queue *ctl_queue(const struct ctl *c);
+/* Queues key (an informer's event). */
+void ctl_enqueue(struct ctl *c, const char *key);
+
+/* A new record for key (zeroed beyond its head), or NULL: the key was too long (dropped, with a
+ * warning) or memory ran out (the key is queued again after retry_ms). Either way, with NULL the
+ * key is done and the caller returns. */
+struct ctl_rec *ctl_rec_begin(struct ctl *c, const char *key);
+/* Ends r: requeues its key as `how` says (not once the controller has stopped), marks it done,
+ * releases and frees r. */
+void ctl_rec_end(struct ctl_rec *r, enum ctl_requeue how);
+/* Ends r with its key queued again after ms milliseconds. */
+void ctl_rec_end_after(struct ctl_rec *r, uint32_t ms);
+
+/* A kapi callback for a write of a record (data = the record): a missing object counts as
+ * success; any other failure is logged and the key rate-limited (CTL_STALE on a conflict); a
+ * success forgets the key's failures and goes on to the next step (CTL_NOW). Ends the record. */
+void ctl_after_write(struct kapi_client *kc, const struct kapi_result *res, void *data);
+/* A JSON merge patch of an object by the agent's client; the record ends in ctl_after_write
+ * (CTL_RETRY when it cannot be sent). patch is consumed. */
+void ctl_merge_patch(struct ctl_rec *r, const struct kapi_resource *res, const char *ns,
+                     const char *name, const char *sub, json_t *patch);
+/* Adds (on) or removes finalizer from obj (ns/name of resource res), keeping its other
+ * finalizers, guarded by obj's resourceVersion; as ctl_merge_patch. */
+void ctl_set_finalizer(struct ctl_rec *r, const struct kapi_resource *res, const json_t *obj,
+                       const char *finalizer, bool on);
 
 #endif

@@ -1,6 +1,7 @@
 /* offloading: see offloading.h. */
 #include "offloading/offloading.h"
 #include "admission/admission.h"
+#include "agent/ctl.h"
 #include "agent/identity.h"
 #include "offloading/nsof.h"
 
@@ -15,22 +16,22 @@
 #include "peering/resources.h"
 
 #define MOD         "offloading"
-#define RETRY_MS    1000
-#define WAIT_MS     2000
 #define MAX_PEERS   256
 #define VNODE_SEL   NSOF_VNODE_LABEL "=" NSOF_VNODE_VALUE
 #define LABELLED_NS NSOF_LABEL_SCHEDULING "=true"
 
-static struct {
+/* The module's state (agent_module_data "offloading"). */
+struct offl {
     struct agent *a;
+    struct ctl *ctl;
     struct inf_informer *nsofs, *vnodes, *labelled, *config;
-    struct wq_queue *q;
-    bool running;
     struct metrics_family *m_phase;
-} st;
+};
 
 struct rec {
-    char key[192], ns[64], name[128];
+    struct ctl_rec h; /* first */
+    struct offl *o;
+    char ns[64], name[128];
 };
 
 static const json_t *meta_of(const json_t *o)
@@ -51,44 +52,10 @@ static const char *label_of(const json_t *o, const char *key)
 /* ---- writes ----------------------------------------------------------------------------------
  */
 
-static void rec_end(struct rec *r, int requeue_ms)
-{
-    if (st.q) {
-        if (requeue_ms >= 0)
-            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
-        wq_done(st.q, r->key);
-    }
-    x_free(r);
-}
-
-static void after_write(struct kapi_client *c, const struct kapi_result *res, void *data)
-{
-    struct rec *r = data;
-
-    (void)c;
-    if (res->err < 0 && res->err != -ENOENT) {
-        if (res->err != -ECANCELED)
-            log_warn(MOD, "%s: %s", r->key, res->status.message);
-        if (st.q && res->err != -ESTALE)
-            wq_add_rate_limited(st.q, r->key);
-        rec_end(r, res->err == -ESTALE ? 100 : -1);
-        return;
-    }
-    if (st.q)
-        wq_forget(st.q, r->key);
-    rec_end(r, 0); /* the next step */
-}
-
 static void merge_patch(struct rec *r, const struct kapi_resource *res, const char *ns,
                         const char *name, const char *sub, json_t *patch)
 {
-    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-
-    if (!body || kapi_patch(agent_kube(st.a), res, ns, name, sub, KAPI_PATCH_MERGE, body,
-                            after_write, r) < 0)
-        rec_end(r, RETRY_MS);
-    free(body);
-    json_decref(patch);
+    ctl_merge_patch(&r->h, res, ns, name, sub, patch);
 }
 
 static void set_label(struct rec *r, const char *ns, bool on)
@@ -102,19 +69,7 @@ static void set_label(struct rec *r, const char *ns, bool on)
 
 static void set_finalizer(struct rec *r, const json_t *obj, bool on)
 {
-    json_t *fins = json_array(), *f;
-    size_t i;
-
-    json_array_foreach(json_object_get(meta_of(obj), "finalizers"), i, f)
-    {
-        if (!json_is_string(f) || strcmp(json_string_value(f), NSOF_FINALIZER) != 0)
-            json_array_append(fins, f);
-    }
-    if (on)
-        json_array_append_new(fins, json_string(NSOF_FINALIZER));
-    merge_patch(r, &peer_res_namespaceoffloadings, r->ns, r->name, NULL,
-                json_pack("{s:{s:s,s:o}}", "metadata", "resourceVersion", kapi_obj_rv(obj),
-                          "finalizers", fins));
+    ctl_set_finalizer(&r->h, &peer_res_namespaceoffloadings, obj, NSOF_FINALIZER, on);
 }
 
 /* ---- reconcile -------------------------------------------------------------------------------
@@ -176,7 +131,7 @@ static bool write_status(struct rec *r, const json_t *obj, enum nsof_phase phase
         (!json_is_integer(gen) || json_equal((json_t *)gen, (json_t *)cur_gen)))
         return false;
     if (!cur_phase || strcmp(cur_phase, nsof_phase_name(phase)) != 0)
-        log_info(MOD, "%s: %s%s%s", r->key, nsof_phase_name(phase), message ? ": " : "",
+        log_info(MOD, "%s: %s%s%s", r->h.key, nsof_phase_name(phase), message ? ": " : "",
                  message ? message : "");
     patch = json_pack("{s:{s:s,s:o,s:o}}", "status", "offloadingPhase", nsof_phase_name(phase),
                       "remoteNamespaceName", remote ? json_string(remote) : json_null(), "message",
@@ -195,7 +150,7 @@ static void reconcile_deleting(struct rec *r, const json_t *obj, json_t *nsobj)
     json_t *v;
 
     if (!peer_has_finalizer(obj, NSOF_FINALIZER)) {
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     if (write_status(r, obj, NSOF_PHASE_TERMINATING,
@@ -208,29 +163,30 @@ static void reconcile_deleting(struct rec *r, const json_t *obj, json_t *nsobj)
     {
         struct has_peer h = {k, false};
 
-        inf_foreach(st.vnodes, peer_visit, &h);
+        inf_foreach(r->o->vnodes, peer_visit, &h);
         if (!h.found) {
-            log_info(MOD, "%s: provider %s has no virtual node any more: removing its key", r->key,
-                     k);
+            log_info(MOD, "%s: provider %s has no virtual node any more: removing its key",
+                     r->h.key, k);
             merge_patch(r, &peer_res_namespaceoffloadings, r->ns, r->name, "status",
                         json_pack("{s:{s:{s:n}}}", "status", "remoteNamespacesConditions", k));
             return;
         }
     }
     if (json_object_size(conds) > 0) {
-        rec_end(r, WAIT_MS); /* the virtual kubelets remove their namespaces and keys */
+        ctl_rec_end(&r->h, CTL_WAIT); /* the virtual kubelets remove their namespaces and keys */
         return;
     }
     if (nsobj && label_of(nsobj, NSOF_LABEL_SCHEDULING)) {
         set_label(r, r->ns, false);
         return;
     }
-    log_info(MOD, "%s: every provider released the namespace: removing the finalizer", r->key);
+    log_info(MOD, "%s: every provider released the namespace: removing the finalizer", r->h.key);
     set_finalizer(r, obj, false);
 }
 
-static void reconcile(struct wq_queue *q, const char *key, void *data)
+static void reconcile(struct ctl *c, const char *key)
 {
+    struct offl *o = ctl_data(c);
     const char *slash = strchr(key, '/');
     struct rec *r;
     json_t *obj = NULL, *nsobj = NULL;
@@ -240,31 +196,26 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     bool invalid;
     enum nsof_phase phase;
 
-    (void)data;
-    if (!st.running || !slash || (size_t)(slash - key) >= sizeof(r->ns) ||
-        strlen(slash + 1) >= sizeof(r->name)) {
-        wq_done(q, key);
+    if (!slash || (size_t)(slash - key) >= sizeof(r->ns) || strlen(slash + 1) >= sizeof(r->name)) {
+        wq_done(ctl_queue(c), key);
         return;
     }
-    r = x_calloc(1, sizeof(*r));
-    if (!r) {
-        wq_add_after(q, key, RETRY_MS);
-        wq_done(q, key);
+    r = (struct rec *)ctl_rec_begin(c, key);
+    if (!r)
         return;
-    }
-    snprintf(r->key, sizeof(r->key), "%s", key);
+    r->o = o;
     snprintf(r->ns, sizeof(r->ns), "%.*s", (int)(slash - key), key);
     snprintf(r->name, sizeof(r->name), "%s", slash + 1);
-    obj = inf_get(st.nsofs, r->ns, r->name);
-    nsobj = inf_get(st.labelled, NULL, r->ns);
+    obj = inf_get(o->nsofs, r->ns, r->name);
+    nsobj = inf_get(o->labelled, NULL, r->ns);
     if (!obj) {
-        json_t *other = inf_get(st.nsofs, r->ns, NSOF_NAME);
+        json_t *other = inf_get(o->nsofs, r->ns, NSOF_NAME);
 
         /* Labelled = has a NamespaceOffloading `offloading`. */
         if (nsobj && !other && !deleting(nsobj))
             set_label(r, r->ns, false);
         else
-            rec_end(r, -1);
+            ctl_rec_end(&r->h, CTL_DONE);
         json_decref(other);
         goto out;
     }
@@ -274,7 +225,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         snprintf(msg, sizeof(msg), "a NamespaceOffloading must be named '%s' (one per namespace)",
                  NSOF_NAME);
         if (!write_status(r, obj, NSOF_PHASE_INVALID, NULL, msg))
-            rec_end(r, -1);
+            ctl_rec_end(&r->h, CTL_DONE);
         goto out;
     }
     if (deleting(obj)) {
@@ -283,11 +234,11 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     }
     /* Reserved namespaces are never labelled (the pod webhook would act in them) nor asked of
      * providers (mapxlate.c refuses them too). */
-    if (nsof_home_offloadable(r->ns, agent_namespace(st.a), false, err, sizeof(err)) < 0) {
+    if (nsof_home_offloadable(r->ns, agent_namespace(o->a), false, err, sizeof(err)) < 0) {
         if (nsobj && label_of(nsobj, NSOF_LABEL_SCHEDULING))
             set_label(r, r->ns, false);
         else if (!write_status(r, obj, NSOF_PHASE_INVALID, NULL, err))
-            rec_end(r, -1);
+            ctl_rec_end(&r->h, CTL_DONE);
         goto out;
     }
     if (!peer_has_finalizer(obj, NSOF_FINALIZER)) {
@@ -302,7 +253,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     remote[0] = '\0';
     if (!invalid) {
         if (!identity_cluster_id()) {
-            rec_end(r, 500); /* the identity module has not read the cluster ID yet */
+            ctl_rec_end_after(&r->h, 500); /* the identity module has not read the cluster ID yet */
             goto out;
         }
         if (nsof_remote_namespace(r->ns, spec.mapping, identity_cluster_name(),
@@ -311,17 +262,17 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         sel.selector = spec.selector;
         sel.keep = json_array();
         if (!sel.keep) {
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
             goto out;
         }
-        inf_foreach(st.vnodes, select_visit, &sel);
+        inf_foreach(o->vnodes, select_visit, &sel);
     }
     phase =
         nsof_phase_of(invalid, false,
                       json_object_get(json_object_get(obj, "status"), "remoteNamespacesConditions"),
                       sel.ids, sel.n);
     if (!write_status(r, obj, phase, remote[0] ? remote : NULL, invalid ? err : NULL))
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
 out:
     json_decref(sel.keep);
     json_decref(obj);
@@ -331,9 +282,9 @@ out:
 /* ---- the pod webhook ---------------------------------------------------------------------------
  */
 
-static long long grace_seconds(void)
+static long long grace_seconds(struct offl *o)
 {
-    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_t *cc = inf_get(o->config, NULL, PEER_CLUSTER_CONFIG);
     const json_t *g =
         json_object_get(json_object_get(json_object_get(cc, "spec"), "offloadingConfig"),
                         "unreachableGraceSeconds");
@@ -347,22 +298,22 @@ static long long grace_seconds(void)
 
 static void mutate(const struct adm_request *req, struct adm_verdict *v, void *data)
 {
+    struct offl *o = data;
     json_t *nsof;
     struct nsof_spec spec;
     char err[256];
     int rc;
 
-    (void)data;
     if (strcmp(req->operation, "CREATE") != 0 || strcmp(req->kind, "Pod") != 0 || req->group[0])
         return;
-    nsof = inf_get(st.nsofs, req->ns, NSOF_NAME);
+    nsof = inf_get(o->nsofs, req->ns, NSOF_NAME);
     if (!nsof)
         return; /* not offloaded (any more): Local */
     if (deleting(nsof) || nsof_spec_parse(nsof, &spec, err, sizeof(err)) < 0) {
         json_decref(nsof);
         return; /* terminating or invalid: Local */
     }
-    rc = nsof_pod_patch(req->object, spec.pods, spec.selector, grace_seconds(), &v->patch, err,
+    rc = nsof_pod_patch(req->object, spec.pods, spec.selector, grace_seconds(o), &v->patch, err,
                         sizeof(err));
     if (rc < 0) {
         v->allowed = false;
@@ -378,24 +329,23 @@ static void mutate(const struct adm_request *req, struct adm_verdict *v, void *d
 /* ---- module ------------------------------------------------------------------------------------
  */
 
-static void enqueue(const char *ns, const char *name)
+static void enqueue(struct offl *o, const char *ns, const char *name)
 {
     char key[192];
     int n;
 
-    if (!st.q || !ns || !name)
+    if (!ns || !name)
         return;
     n = snprintf(key, sizeof(key), "%s/%s", ns, name);
     if (n < 0 || (size_t)n >= sizeof(key))
         return; /* longer than any valid namespace/name */
-    wq_add(st.q, key);
+    ctl_enqueue(o->ctl, key);
 }
 
 static void on_nsof(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
-    (void)data;
-    enqueue(kapi_obj_namespace(obj), kapi_obj_name(obj));
+    enqueue(data, kapi_obj_namespace(obj), kapi_obj_name(obj));
 }
 
 static void on_nsof_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -406,17 +356,17 @@ static void on_nsof_update(struct inf_informer *inf, json_t *old_obj, json_t *ne
 
 static void enqueue_visit(json_t *obj, void *data)
 {
-    (void)data;
-    enqueue(kapi_obj_namespace(obj), kapi_obj_name(obj));
+    enqueue(data, kapi_obj_namespace(obj), kapi_obj_name(obj));
 }
 
 /* A virtual node came, went or changed its labels: every selection may change. */
 static void on_vnode(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct offl *o = data;
+
     (void)inf;
     (void)obj;
-    (void)data;
-    inf_foreach(st.nsofs, enqueue_visit, NULL);
+    inf_foreach(o->nsofs, enqueue_visit, o);
 }
 
 static void on_vnode_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -431,8 +381,7 @@ static void on_vnode_update(struct inf_informer *inf, json_t *old_obj, json_t *n
 static void on_labelled(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
-    (void)data;
-    enqueue(kapi_obj_name(obj), NSOF_NAME);
+    enqueue(data, kapi_obj_name(obj), NSOF_NAME);
 }
 
 static void on_labelled_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj,
@@ -463,20 +412,20 @@ static void count_visit(json_t *obj, void *data)
 
 static void collect(struct metrics_registry *reg, void *data)
 {
+    struct offl *o = data;
     struct phase_count c = {0};
 
     (void)reg;
-    (void)data;
-    inf_foreach(st.nsofs, count_visit, &c);
+    inf_foreach(o->nsofs, count_visit, &c);
     for (int i = 0; i <= NSOF_PHASE_INVALID; i++) {
         const char *l[2] = {nsof_phase_name((enum nsof_phase)i), NULL};
 
-        metrics_set(st.m_phase, l, c.n[i]);
+        metrics_set(o->m_phase, l, c.n[i]);
     }
     {
         const char *l[2] = {"", NULL};
 
-        metrics_set(st.m_phase, l, c.unknown);
+        metrics_set(o->m_phase, l, c.unknown);
     }
 }
 
@@ -488,46 +437,67 @@ int offl_init(struct agent *a)
         .on_add = on_vnode, .on_update = on_vnode_update, .on_delete = on_vnode};
     struct inf_handlers lh = {
         .on_add = on_labelled, .on_update = on_labelled_update, .on_delete = on_labelled};
-    struct wq_options qo = {.max_concurrent = 4, .base_delay_ms = 200, .max_delay_ms = 60000};
+    struct ctl_options co = {
+        .name = MOD,
+        .queue = {.max_concurrent = 4, .base_delay_ms = 200, .max_delay_ms = 60000},
+        .rec_size = sizeof(struct rec),
+        .reconcile = reconcile,
+        .retry_ms = 1000,
+        .wait_ms = 2000};
+    struct offl *o = x_calloc(1, sizeof(*o));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
-    r = agent_informer(a, &peer_res_namespaceoffloadings, NULL, NULL, 0, &nh, NULL, &st.nsofs);
+    if (!o)
+        return -ENOMEM;
+    o->a = a;
+    r = agent_set_module_data(a, MOD, o);
+    if (r < 0) {
+        x_free(o);
+        return r;
+    }
+    r = agent_informer(a, &peer_res_namespaceoffloadings, NULL, NULL, 0, &nh, o, &o->nsofs);
     if (r == 0)
-        r = agent_informer(a, &kapi_nodes, NULL, VNODE_SEL, 0, &vh, NULL, &st.vnodes);
+        r = agent_informer(a, &kapi_nodes, NULL, VNODE_SEL, 0, &vh, o, &o->vnodes);
     if (r == 0)
-        r = agent_informer(a, &kapi_namespaces, NULL, LABELLED_NS, 0, &lh, NULL, &st.labelled);
+        r = agent_informer(a, &kapi_namespaces, NULL, LABELLED_NS, 0, &lh, o, &o->labelled);
     if (r == 0)
-        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &st.config);
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &o->config);
     if (r == 0)
-        r = agent_queue(a, "offloading", &qo, reconcile, NULL, &st.q);
+        r = ctl_new(a, &co, o, &o->ctl);
     if (r == 0)
-        r = adm_webhook_register("pod-offloading", ADM_PATH_MUTATE, mutate, NULL);
+        r = adm_webhook_register("pod-offloading", ADM_PATH_MUTATE, mutate, o);
     if (r == 0)
         r = metrics_family_new(agent_metrics(a), METRICS_GAUGE, "cliqo_offloading_namespaces",
                                "NamespaceOffloadings by status.offloadingPhase (\"\": none yet).",
-                               labels, NULL, 0, &st.m_phase);
+                               labels, NULL, 0, &o->m_phase);
     if (r == 0)
-        r = metrics_add_collector(agent_metrics(a), collect, NULL);
+        r = metrics_add_collector(agent_metrics(a), collect, o);
     return r;
 }
 
 int offl_start(struct agent *a)
 {
-    (void)a;
-    st.running = true;
+    struct offl *o = agent_module_data(a, MOD);
+
+    ctl_start(o->ctl);
     return 0;
 }
 
 void offl_stop(struct agent *a)
 {
-    (void)a;
-    st.running = false;
+    struct offl *o = agent_module_data(a, MOD);
+
+    if (o)
+        ctl_stop(o->ctl);
 }
 
 void offl_fini(struct agent *a)
 {
-    (void)a;
-    st.q = NULL;
+    struct offl *o = agent_module_data(a, MOD);
+
+    if (!o)
+        return;
+    ctl_free(o->ctl);
+    x_free(o);
+    agent_set_module_data(a, MOD, NULL);
 }
