@@ -31,6 +31,7 @@
 #include "advertisement/advertisement.h"
 #include "advertisement/config.h"
 #include "offer/share.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
@@ -735,27 +736,20 @@ static void after_status_patch(void *owner)
     mirror_status(r);
 }
 
-static const char *str_or_empty(const json_t *o, const char *key)
-{
-    const char *v = json_string_value(json_object_get(o, key));
-
-    return v ? v : "";
-}
-
 /* The consumer's decision, into the PeeringRequest's status and the ForeignCluster's. */
 static void mirror_status(struct rec *r)
 {
     struct consumer *c = r->c;
     json_t *adv = remote_adv(c), *prs = json_object_get(r->pr, "status"), *sent;
     json_t *as = json_object_get(adv, "status");
-    const char *status = str_or_empty(as, "advertisementStatus");
-    const char *reason = str_or_empty(as, "reason");
-    const char *msg = str_or_empty(as, "message");
+    const char *status = jsn_str_or_empty(as, "advertisementStatus");
+    const char *reason = jsn_str_or_empty(as, "reason");
+    const char *msg = jsn_str_or_empty(as, "message");
     uint64_t due;
 
     if (adv && json_is_object(prs) &&
-        (strcmp(status, str_or_empty(prs, "advertisementStatus")) != 0 ||
-         strcmp(reason, str_or_empty(prs, "advertisementReason")) != 0)) {
+        (strcmp(status, jsn_str_or_empty(prs, "advertisementStatus")) != 0 ||
+         strcmp(reason, jsn_str_or_empty(prs, "advertisementReason")) != 0)) {
         json_t *patch = json_pack("{s:{s:s,s:s,s:s}}", "status", "advertisementStatus", status,
                                   "advertisementReason", reason, "advertisementMessage", msg);
         char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
