@@ -46,6 +46,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
+#include "kube/names.h"
 #include "network/network.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -1008,7 +1009,7 @@ static int offer_of(const char *id, struct shr_list *ret, char *name, size_t nam
     if (json_is_object(json_object_get(sent, "resources")) &&
         !(status && strcmp(status, "Withdrawn") == 0) &&
         adm_offer_from_quantities(json_object_get(sent, "resources"), ret, NULL) == 0) {
-        snprintf(name, namelen, "%s", cname && peer_label_valid(cname) ? cname : id);
+        snprintf(name, namelen, "%s", cname && kname_dns_label(cname) ? cname : id);
         r = 0;
     }
     json_decref(fc);

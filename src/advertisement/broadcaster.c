@@ -36,6 +36,7 @@
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
+#include "kube/names.h"
 #include "peering/controllers/controllers.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -985,12 +986,12 @@ static void share(struct rec *r)
         rec_end(r, WAIT_MS); /* the incoming controller installs it once the request is admitted */
         return;
     }
-    if (!rns || !peer_label_valid(rns)) {
+    if (!rns || !kname_dns_label(rns)) {
         log_warn(MOD, "PeeringRequest of %s has no valid spec.namespace", c->id);
         rec_end(r, -1);
         return;
     }
-    snprintf(c->name, sizeof(c->name), "%s", name && peer_label_valid(name) ? name : c->id);
+    snprintf(c->name, sizeof(c->name), "%s", name && kname_dns_label(name) ? name : c->id);
     if (strcmp(c->remote_ns, rns) != 0 || !c->watch) {
         struct inf_options o = {.resource = &peer_res_advertisements, .namespace_ = rns};
         struct inf_handlers h = {.on_add = on_adv, .on_update = on_adv_update, .on_delete = on_adv};

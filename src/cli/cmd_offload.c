@@ -15,6 +15,7 @@
 #include "cli/kube.h"
 #include "cli/offload.h"
 
+#include "kube/names.h"
 #include "offloading/nsof.h"
 #include "peering/resources.h"
 #include "common/json.h"
@@ -70,14 +71,6 @@ static bool one_of(const char *v, const char *const *allowed)
         if (strcmp(v, *allowed) == 0)
             return true;
     return false;
-}
-
-static bool dns_label(const char *s)
-{
-    size_t n = strlen(s);
-
-    return n > 0 && n <= 63 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n &&
-           s[0] != '-' && s[n - 1] != '-';
 }
 
 /* "Ready=True (Accepted: message)" parts of one provider's conditions. */
@@ -142,7 +135,7 @@ static int ns_operands_check(const char *verb, bool kind_seen, const char *ns)
 {
     if (!kind_seen || !ns)
         return cli_misuse(verb, "which namespace? (cliqoctl %s namespace NAME)", verb);
-    if (!dns_label(ns))
+    if (!kname_dns_label(ns))
         return cli_misuse(verb, "'%s' is not a valid namespace name", ns);
     return 0;
 }

@@ -31,6 +31,7 @@
 #include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "kube/names.h"
 #include "offloading/nsof.h"
 #include "agent/ctl.h"
 #include "peering/objects.h"
@@ -85,7 +86,7 @@ static void after_write(void *owner)
 
 bool nsmap_reserved(const char *name, const char *agent_ns)
 {
-    return !peer_label_valid(name) || nsof_reserved(name, agent_ns) ||
+    return !kname_dns_label(name) || nsof_reserved(name, agent_ns) ||
            strncmp(name, PEER_TENANT_PREFIX, strlen(PEER_TENANT_PREFIX)) == 0;
 }
 
