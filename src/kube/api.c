@@ -1287,27 +1287,22 @@ void kapi_sync_done(struct kapi_sync *s)
     s->body = NULL;
 }
 
-static const char *meta_str(const json_t *obj, const char *key)
-{
-    return jsn_str(json_object_get(obj, "metadata"), key);
-}
-
 const char *kapi_obj_name(const json_t *obj)
 {
-    return meta_str(obj, "name");
+    return jsn_str_at(obj, "metadata", "name", NULL);
 }
 
 const char *kapi_obj_namespace(const json_t *obj)
 {
-    return meta_str(obj, "namespace");
+    return jsn_str_at(obj, "metadata", "namespace", NULL);
 }
 
 const char *kapi_obj_rv(const json_t *obj)
 {
-    return meta_str(obj, "resourceVersion");
+    return jsn_str_at(obj, "metadata", "resourceVersion", NULL);
 }
 
 const char *kapi_obj_uid(const json_t *obj)
 {
-    return meta_str(obj, "uid");
+    return jsn_str_at(obj, "metadata", "uid", NULL);
 }

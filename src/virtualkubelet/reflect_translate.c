@@ -30,11 +30,6 @@ const char *vkr_verdict_name(int verdict)
 
 /* ---- small JSON helpers ---------------------------------------------------------------------- */
 
-static const char *meta_str(const json_t *o, const char *k)
-{
-    return jsn_str(json_object_get(o, "metadata"), k);
-}
-
 /* Sets o[k] = v (a new reference, may be NULL); -ENOMEM when v is NULL or the set fails. */
 static int set_new(json_t *o, const char *k, json_t *v)
 {
@@ -548,7 +543,8 @@ int vkr_desired(enum vk_reflect_kind kind, const json_t *local, const struct vkr
 {
     static const char *const kinds[_VK_REFLECT_KINDS] = {"Service", "EndpointSlice", "ConfigMap",
                                                          "Secret"};
-    const char *name = meta_str(local, "name"), *mb = jsn_label(local, VKR_LABEL_MANAGED_BY);
+    const char *name = jsn_str_at(local, "metadata", "name", NULL),
+               *mb = jsn_label(local, VKR_LABEL_MANAGED_BY);
     const char *refl = jsn_label(local, VK_LABEL_REFLECTED);
     char api[64];
     json_t *o;
@@ -751,7 +747,7 @@ static int carry_allocated(json_t *spec, const json_t *rspec)
 json_t *vkr_update_body(enum vk_reflect_kind kind, const json_t *desired, const json_t *remote)
 {
     json_t *body = json_deep_copy(desired), *meta;
-    const char *rv = meta_str(remote, "resourceVersion");
+    const char *rv = jsn_str_at(remote, "metadata", "resourceVersion", NULL);
 
     if (!body)
         return NULL;
