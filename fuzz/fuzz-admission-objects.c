@@ -13,6 +13,8 @@
 #include "../src/admission/objects.c"
 #include "../src/admission/placement.c"
 
+#include "common/json.h"
+
 #include <stdlib.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -45,11 +47,11 @@ static void check_pod(const json_t *pod, const json_t *none, const json_t *all)
     verdict(r, msg);
     if (r != 0)
         return;
-    check(!(s = jstr(spec, "nodeName")) || !*s);
-    check(!(s = jstr(spec, "runtimeClassName")) || !*s);
-    check(!(s = jstr(spec, "priorityClassName")) || !*s);
+    check(!(s = jsn_str(spec, "nodeName")) || !*s);
+    check(!(s = jsn_str(spec, "runtimeClassName")) || !*s);
+    check(!(s = jsn_str(spec, "priorityClassName")) || !*s);
     for (size_t i = 0; i < json_array_size(tols); i++) {
-        s = jstr(json_array_get(tols, i), "key");
+        s = jsn_str(json_array_get(tols, i), "key");
         check(s && standard_toleration(s));
     }
     msg[0] = '\0';

@@ -11,6 +11,7 @@
 #include "../src/kubeletapi/http.c"
 
 #include "common/netaddr.h"
+#include "kube/names.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -65,7 +66,8 @@ static void fuzz_request(const char *p, size_t n)
     kla_target_split(h.target, h.target_len, &path, &plen, &query, &qlen);
     r = kla_route_parse(path, plen, &route, &ref);
     if (r == 0 && route != KLA_ROUTE_HEALTHZ &&
-        (!kla_dns_label(ref.ns) || !kla_dns_subdomain(ref.pod) || !kla_dns_label(ref.container)))
+        (!kname_dns_label(ref.ns) || !kname_dns_subdomain(ref.pod) ||
+         !kname_dns_label(ref.container)))
         __builtin_trap();
     if (kla_logs_opts_parse(query, qlen, &lo, err, sizeof(err)) == 0 &&
         (lo.tail_lines < -1 || lo.limit_bytes == 0 || lo.since_seconds == 0 ||

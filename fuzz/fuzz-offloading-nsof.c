@@ -13,6 +13,8 @@
  * A violated invariant aborts, which libFuzzer reports as a crash. */
 #include "../src/offloading/nsof.c"
 
+#include "kube/names.h"
+
 #include <stdlib.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -31,7 +33,7 @@ static void names(const char *ns)
         check(nsof_remote_namespace(ns, NSOF_MAP_ENFORCE_SAME_NAME, NULL, "x", a, sizeof(a)) != 0);
         return;
     }
-    check(dns_label(a) && strlen(a) <= NSOF_NS_MAX);
+    check(kname_dns_label(a) && strlen(a) <= NSOF_NS_MAX);
     check(nsof_remote_namespace(ns, NSOF_MAP_DEFAULT_NAME, ns, "home-id", b, sizeof(b)) == 0);
     check(strcmp(a, b) == 0);
     check(nsof_remote_namespace(ns, NSOF_MAP_ENFORCE_SAME_NAME, NULL, "x", b, sizeof(b)) == 0);

@@ -14,6 +14,8 @@
 #include "../src/peering/wire.c"
 #include "../src/peering/idkey.c"
 
+#include "kube/names.h"
+
 #include <stdint.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -97,7 +99,7 @@ static void fuzz_response(const uint8_t *data, size_t size)
             __builtin_trap();
         return;
     }
-    if (!peer_label_valid(resp.namespace) || !resp.kubeconfig)
+    if (!kname_dns_label(resp.namespace) || !resp.kubeconfig)
         __builtin_trap();
     if (peer_wire_identity_response_encode(resp.namespace, resp.kubeconfig, resp.key_id, &json) < 0)
         __builtin_trap();

@@ -19,6 +19,8 @@
 #include "../src/virtualkubelet/reflect_filter.c"
 #include "../src/virtualkubelet/reflect_translate.c"
 
+#include "common/json.h"
+
 #include <stdlib.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -54,9 +56,9 @@ static void check_desired(enum vk_reflect_kind kind, const json_t *d, const json
     size_t i;
 
     check(vkr_is_ours(kind, d, ctx->home_id));
-    check(strcmp(jstr(meta, "namespace"), ctx->remote_ns) == 0);
-    check(strcmp(label(d, VK_LABEL_REFLECTED), "true") == 0);
-    check(strcmp(label(d, VK_LABEL_DESTINATION), ctx->peer_id) == 0);
+    check(strcmp(jsn_str(meta, "namespace"), ctx->remote_ns) == 0);
+    check(strcmp(jsn_label(d, VK_LABEL_REFLECTED), "true") == 0);
+    check(strcmp(jsn_label(d, VK_LABEL_DESTINATION), ctx->peer_id) == 0);
     check(vkr_needs_update(kind, d, d, ctx->remote_slices) == 0);
     body = vkr_update_body(kind, d, remote);
     if (body) {
@@ -79,12 +81,12 @@ static void check_desired(enum vk_reflect_kind kind, const json_t *d, const json
         break;
     case VK_REFLECT_CONFIGMAPS:
         check(vkr_data_size(kind, d) <= VKR_MAX_DATA);
-        check(strcmp(jstr(meta, "name"), VKR_ROOT_CA_CONFIGMAP) != 0);
+        check(strcmp(jsn_str(meta, "name"), VKR_ROOT_CA_CONFIGMAP) != 0);
         break;
     case VK_REFLECT_SECRETS:
         check(vkr_data_size(kind, d) <= VKR_MAX_DATA);
-        check(strcmp(jstr(d, "type"), "kubernetes.io/service-account-token") != 0);
-        check(!annotation(d, VKR_ANNOT_SA_NAME));
+        check(strcmp(jsn_str(d, "type"), "kubernetes.io/service-account-token") != 0);
+        check(!jsn_annotation(d, VKR_ANNOT_SA_NAME));
         break;
     default:
         break;

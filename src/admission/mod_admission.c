@@ -42,9 +42,11 @@
 #include <unistd.h>
 
 #include "common/fileio.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
+#include "kube/names.h"
 #include "network/network.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -119,18 +121,6 @@ static bool authenticated(void)
 static uint64_t now_ms(void)
 {
     return uv_now(agent_loop(st.a));
-}
-
-static const char *label_of(const json_t *obj, const char *key)
-{
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), key));
-}
-
-static const char *annotation_of(const json_t *obj, const char *key)
-{
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
 }
 
 /* ---- registration and serving ----------------------------------------------------------------
@@ -379,7 +369,7 @@ static void material_done(struct material *m)
 
 static int material_read(const json_t *secret, struct material *m)
 {
-    const char *rot = annotation_of(secret, ADM_ROTATE_ANNOTATION);
+    const char *rot = jsn_annotation(secret, ADM_ROTATE_ANNOTATION);
     int r;
 
     memset(m, 0, sizeof(*m));
@@ -942,7 +932,7 @@ out:
 
 static int idx_origin(const json_t *obj, const char **values, size_t max)
 {
-    const char *o = label_of(obj, PEER_LABEL_ORIGIN);
+    const char *o = jsn_label(obj, PEER_LABEL_ORIGIN);
 
     if (!o || max < 1)
         return 0;
@@ -1019,7 +1009,7 @@ static int offer_of(const char *id, struct shr_list *ret, char *name, size_t nam
     if (json_is_object(json_object_get(sent, "resources")) &&
         !(status && strcmp(status, "Withdrawn") == 0) &&
         adm_offer_from_quantities(json_object_get(sent, "resources"), ret, NULL) == 0) {
-        snprintf(name, namelen, "%s", cname && peer_label_valid(cname) ? cname : id);
+        snprintf(name, namelen, "%s", cname && kname_dns_label(cname) ? cname : id);
         r = 0;
     }
     json_decref(fc);
@@ -1092,10 +1082,10 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
              adm_printable(req->ns, shown, sizeof(shown)));
         goto out;
     }
-    origin = label_of(ns, PEER_LABEL_ORIGIN);
+    origin = jsn_label(ns, PEER_LABEL_ORIGIN);
     if (!origin)
         goto out; /* not a consumer's namespace (the selector said otherwise a moment ago) */
-    map = annotation_of(ns, PEER_ANNOT_NSMAP);
+    map = jsn_annotation(ns, PEER_ANNOT_NSMAP);
     slash = map ? strchr(map, '/') : NULL;
     if (!peer_cluster_id_valid(origin) || !slash || (size_t)(slash - map) >= sizeof(tns) ||
         strcmp(slash + 1, origin) != 0) {
@@ -1105,10 +1095,10 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
     }
     snprintf(tns, sizeof(tns), "%.*s", (int)(slash - map), map);
     tenant = inf_get(st.nss, NULL, tns);
-    if (!tenant || !label_of(tenant, PEER_LABEL_CLUSTER_ID) ||
-        strcmp(label_of(tenant, PEER_LABEL_CLUSTER_ID), origin) != 0 ||
-        !label_of(tenant, PEER_LABEL_TENANT) ||
-        strcmp(label_of(tenant, PEER_LABEL_TENANT), "true") != 0) {
+    if (!tenant || !jsn_label(tenant, PEER_LABEL_CLUSTER_ID) ||
+        strcmp(jsn_label(tenant, PEER_LABEL_CLUSTER_ID), origin) != 0 ||
+        !jsn_label(tenant, PEER_LABEL_TENANT) ||
+        strcmp(jsn_label(tenant, PEER_LABEL_TENANT), "true") != 0) {
         deny(v, 403, "namespace %s names no tenant namespace of consumer %s: no pods here",
              adm_printable(req->ns, shown, sizeof(shown)), origin);
         goto out;
@@ -1213,11 +1203,11 @@ static bool is_pod_ip(const char *ip, void *data)
  * namespace made for it (origin label); NULL when the namespace is neither (not a peer). */
 static const char *peer_of(const json_t *ns)
 {
-    const char *t = label_of(ns, PEER_LABEL_TENANT);
+    const char *t = jsn_label(ns, PEER_LABEL_TENANT);
 
     if (t && strcmp(t, "true") == 0)
-        return label_of(ns, PEER_LABEL_CLUSTER_ID) ? label_of(ns, PEER_LABEL_CLUSTER_ID) : "";
-    return label_of(ns, PEER_LABEL_ORIGIN);
+        return jsn_label(ns, PEER_LABEL_CLUSTER_ID) ? jsn_label(ns, PEER_LABEL_CLUSTER_ID) : "";
+    return jsn_label(ns, PEER_LABEL_ORIGIN);
 }
 
 static void slice_check(const struct adm_request *req, const char *origin, struct adm_verdict *v)
@@ -1358,7 +1348,7 @@ static void objects_check(const struct adm_request *req, struct adm_verdict *v, 
         goto out;
     }
     ns = inf_get(st.nss, NULL, req->ns);
-    origin = label_of(ns, PEER_LABEL_ORIGIN);
+    origin = jsn_label(ns, PEER_LABEL_ORIGIN);
     if (!origin || strcmp(origin, peer) != 0) {
         deny(v, 403, "namespace %s was not made for the consumer whose credential this is",
              adm_printable(req->ns, shown, sizeof(shown)));

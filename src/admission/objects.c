@@ -6,16 +6,12 @@
 #include <string.h>
 
 #include "common/errbuf.h"
+#include "common/json.h"
 #include "admission/placement.h"
 #include "admission/review.h"
 
 #define SA_PREFIX "system:serviceaccount:"
 #define IP_MAX    64
-
-static const char *ostr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
 
 int adm_objects_sa_namespace(const char *username, char *ns, size_t size)
 {
@@ -34,7 +30,7 @@ int adm_objects_sa_namespace(const char *username, char *ns, size_t size)
 int adm_objects_service_check(const json_t *svc, char *msg, size_t len)
 {
     const json_t *spec = json_object_get(svc, "spec");
-    const char *type = ostr(spec, "type");
+    const char *type = jsn_str(spec, "type");
     char shown[64];
 
     if (type && (strcmp(type, "NodePort") == 0 || strcmp(type, "LoadBalancer") == 0))
@@ -77,7 +73,7 @@ static bool in_cidrs(const char *ip, const struct cidr *cidrs, size_t n)
 int adm_objects_slice_check(const json_t *slice, const char *ns, const struct cidr *cidrs, size_t n,
                             adm_pod_ip_fn is_pod_ip, void *data, char *msg, size_t len)
 {
-    const char *at = ostr(slice, "addressType");
+    const char *at = jsn_str(slice, "addressType");
     const json_t *eps = json_object_get(slice, "endpoints");
     char shown[IP_MAX], shown_ns[64];
 
@@ -89,7 +85,7 @@ int adm_objects_slice_check(const json_t *slice, const char *ns, const struct ci
         return errbuf_fmt(msg, len, -EPERM, "endpoints: more than %d", ADM_OBJ_MAX_ENDPOINTS);
     for (size_t i = 0; i < json_array_size(eps); i++) {
         const json_t *ep = json_array_get(eps, i), *addrs = json_object_get(ep, "addresses");
-        const char *tns = ostr(json_object_get(ep, "targetRef"), "namespace");
+        const char *tns = jsn_str(json_object_get(ep, "targetRef"), "namespace");
 
         if (tns && *tns && strcmp(tns, ns ? ns : "") != 0)
             return errbuf_fmt(
@@ -117,7 +113,7 @@ int adm_objects_slice_check(const json_t *slice, const char *ns, const struct ci
 
 int adm_objects_secret_check(const json_t *secret, char *msg, size_t len)
 {
-    const char *type = ostr(secret, "type");
+    const char *type = jsn_str(secret, "type");
 
     if (type && strcmp(type, ADM_SA_TOKEN_TYPE) == 0)
         return errbuf_fmt(msg, len, -EPERM,

@@ -8,17 +8,13 @@
 #include <string.h>
 
 #include "common/errbuf.h"
+#include "common/json.h"
 #include "admission/review.h"
 #include "peering/resources.h"
 
 #define HOSTNAME_LABEL "kubernetes.io/hostname"
 #define NAME_FIELD     "metadata.name"
 #define WHERE          "ClusterConfig spec.offloadingConfig.placement."
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
 
 /* Is name in placement[list] (or "*" there, when star)? */
 static bool allowed(const json_t *placement, const char *list, const char *name, bool star)
@@ -50,7 +46,7 @@ static long node_named(const json_t *term, const char **ret_field)
         const json_t *arr = json_object_get(term, lists[l]);
 
         for (size_t i = 0; i < json_array_size(arr) && i < ADM_PLACEMENT_MAX_ITEMS; i++) {
-            const char *k = jstr(json_array_get(arr, i), "key");
+            const char *k = jsn_str(json_array_get(arr, i), "key");
 
             if (k && strcmp(k, keys[l]) == 0) {
                 *ret_field = lists[l];
@@ -67,7 +63,7 @@ static int check_nodes(const json_t *spec, char *msg, size_t len)
     const json_t *req = json_object_get(
         json_object_get(na, "requiredDuringSchedulingIgnoredDuringExecution"), "nodeSelectorTerms");
     const json_t *pref = json_object_get(na, "preferredDuringSchedulingIgnoredDuringExecution");
-    const char *field, *name = jstr(spec, "nodeName");
+    const char *field, *name = jsn_str(spec, "nodeName");
     char shown[80];
     long e;
 
@@ -77,7 +73,7 @@ static int check_nodes(const json_t *spec, char *msg, size_t len)
             "spec.nodeName \"%s\": naming the provider's nodes is not allowed on this "
             "provider (" WHERE "allowNodeNames)",
             adm_printable(name, shown, sizeof(shown)));
-    if (jstr(json_object_get(spec, "nodeSelector"), HOSTNAME_LABEL))
+    if (jsn_str(json_object_get(spec, "nodeSelector"), HOSTNAME_LABEL))
         return errbuf_fmt(msg, len, -EPERM,
                           "spec.nodeSelector[" HOSTNAME_LABEL
                           "]: naming the provider's nodes is not "
@@ -117,7 +113,7 @@ static int check_tolerations(const json_t *spec, const json_t *placement, char *
         return errbuf_fmt(msg, len, -EPERM, "spec.tolerations: more than %d tolerations",
                           ADM_PLACEMENT_MAX_ITEMS);
     for (size_t i = 0; i < json_array_size(tols); i++) {
-        const char *key = jstr(json_array_get(tols, i), "key");
+        const char *key = jsn_str(json_array_get(tols, i), "key");
 
         if (!key || !*key) {
             if (allowed(placement, "allowedTolerations", NULL, true))
@@ -141,7 +137,7 @@ static int check_tolerations(const json_t *spec, const json_t *placement, char *
 int adm_placement_check(const json_t *pod, const json_t *placement, char *msg, size_t len)
 {
     const json_t *spec = json_object_get(pod, "spec"), *nn;
-    const char *pc = jstr(spec, "priorityClassName"), *rc = jstr(spec, "runtimeClassName");
+    const char *pc = jsn_str(spec, "priorityClassName"), *rc = jsn_str(spec, "runtimeClassName");
     char shown[80];
     int r;
 

@@ -2,6 +2,7 @@
  * values) into fixed lists of borrowed strings, then writes its "reason (detail)" once. */
 #include "admission/podsec.h"
 #include "admission/review.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -166,11 +167,6 @@ static struct sb *detail(struct report *r)
     return &r->d;
 }
 
-static const char *str_at(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
 static const json_t *sc_of(const json_t *c)
 {
     return json_object_get(c, "securityContext");
@@ -178,7 +174,7 @@ static const json_t *sc_of(const json_t *c)
 
 static const char *name_of(const json_t *c)
 {
-    const char *s = str_at(c, "name");
+    const char *s = jsn_str(c, "name");
 
     return s ? s : "";
 }
@@ -256,13 +252,13 @@ static void check_apparmor(const struct pod *p, struct report *r)
         sb_add(d, "%s%s=\"%s\"", n++ ? ", " : "", adm_printable(k, s1, sizeof(s1)),
                adm_printable(val, s2, sizeof(s2)));
     }
-    t = str_at(json_object_get(p->sc, "appArmorProfile"), "type");
+    t = jsn_str(json_object_get(p->sc, "appArmorProfile"), "type");
     if (!apparmor_type_ok(t))
         sb_add(d, "%spod securityContext.appArmorProfile.type=\"%s\"", n++ ? ", " : "",
                adm_printable(t, s1, sizeof(s1)));
     FOR_EACH_CONTAINER(p->spec, kk, i, c)
     {
-        t = str_at(json_object_get(sc_of(c), "appArmorProfile"), "type");
+        t = jsn_str(json_object_get(sc_of(c), "appArmorProfile"), "type");
         if (!apparmor_type_ok(t))
             sb_add(d, "%scontainer \"%s\" securityContext.appArmorProfile.type=\"%s\"",
                    n++ ? ", " : "", adm_printable(name_of(c), s1, sizeof(s1)),
@@ -538,7 +534,7 @@ static bool selinux_one(struct sb *d, bool first, const char *container, const j
     size_t n = 0;
 
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
-        const char *v = str_at(o, fields[i]);
+        const char *v = jsn_str(o, fields[i]);
 
         if (!v || !*v || (i == 0 && in_set(v, selinux_types)))
             continue;
@@ -576,17 +572,17 @@ static void check_selinux(const struct pod *p, struct report *r)
 /* The seccomp profile type of a securityContext, else of its annotation (NULL: none). */
 static const char *seccomp_type(const json_t *sc, const json_t *ann, const char *container)
 {
-    const char *t = str_at(json_object_get(sc, "seccompProfile"), "type"), *a;
+    const char *t = jsn_str(json_object_get(sc, "seccompProfile"), "type"), *a;
     char key[sizeof(SECCOMP_CONTAINER_ANNOTATION) + 256];
 
     if (t || !ann)
         return t;
     if (!container) {
-        a = str_at(ann, SECCOMP_POD_ANNOTATION);
+        a = jsn_str(ann, SECCOMP_POD_ANNOTATION);
     } else {
         int n = snprintf(key, sizeof(key), SECCOMP_CONTAINER_ANNOTATION "%s", container);
 
-        a = n > 0 && (size_t)n < sizeof(key) ? str_at(ann, key) : NULL;
+        a = n > 0 && (size_t)n < sizeof(key) ? jsn_str(ann, key) : NULL;
     }
     if (!a || !*a)
         return NULL;
@@ -701,7 +697,7 @@ static void check_sysctls(const struct pod *p, struct report *r)
 
     json_array_foreach(json_object_get(p->sc, "sysctls"), i, s)
     {
-        const char *name = str_at(s, "name");
+        const char *name = jsn_str(s, "name");
 
         if (!in_set(name, safe_sysctls))
             list_add(&bad, name ? name : "?");
@@ -782,7 +778,7 @@ enum adm_podsec_level adm_podsec_level_for(const json_t *clusterconfig, const ch
 
     json_array_foreach(json_object_get(ps, "perCluster"), i, e)
     {
-        const char *cid = str_at(e, "clusterID");
+        const char *cid = jsn_str(e, "clusterID");
 
         if (id && cid && strcmp(cid, id) == 0) {
             l = level_of(json_object_get(e, "level"), l, &bad);

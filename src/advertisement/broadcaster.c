@@ -31,10 +31,12 @@
 #include "advertisement/advertisement.h"
 #include "advertisement/config.h"
 #include "offer/share.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
+#include "kube/names.h"
 #include "peering/controllers/controllers.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -735,27 +737,20 @@ static void after_status_patch(void *owner)
     mirror_status(r);
 }
 
-static const char *str_or_empty(const json_t *o, const char *key)
-{
-    const char *v = json_string_value(json_object_get(o, key));
-
-    return v ? v : "";
-}
-
 /* The consumer's decision, into the PeeringRequest's status and the ForeignCluster's. */
 static void mirror_status(struct rec *r)
 {
     struct consumer *c = r->c;
     json_t *adv = remote_adv(c), *prs = json_object_get(r->pr, "status"), *sent;
     json_t *as = json_object_get(adv, "status");
-    const char *status = str_or_empty(as, "advertisementStatus");
-    const char *reason = str_or_empty(as, "reason");
-    const char *msg = str_or_empty(as, "message");
+    const char *status = jsn_str_or_empty(as, "advertisementStatus");
+    const char *reason = jsn_str_or_empty(as, "reason");
+    const char *msg = jsn_str_or_empty(as, "message");
     uint64_t due;
 
     if (adv && json_is_object(prs) &&
-        (strcmp(status, str_or_empty(prs, "advertisementStatus")) != 0 ||
-         strcmp(reason, str_or_empty(prs, "advertisementReason")) != 0)) {
+        (strcmp(status, jsn_str_or_empty(prs, "advertisementStatus")) != 0 ||
+         strcmp(reason, jsn_str_or_empty(prs, "advertisementReason")) != 0)) {
         json_t *patch = json_pack("{s:{s:s,s:s,s:s}}", "status", "advertisementStatus", status,
                                   "advertisementReason", reason, "advertisementMessage", msg);
         char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
@@ -991,12 +986,12 @@ static void share(struct rec *r)
         rec_end(r, WAIT_MS); /* the incoming controller installs it once the request is admitted */
         return;
     }
-    if (!rns || !peer_label_valid(rns)) {
+    if (!rns || !kname_dns_label(rns)) {
         log_warn(MOD, "PeeringRequest of %s has no valid spec.namespace", c->id);
         rec_end(r, -1);
         return;
     }
-    snprintf(c->name, sizeof(c->name), "%s", name && peer_label_valid(name) ? name : c->id);
+    snprintf(c->name, sizeof(c->name), "%s", name && kname_dns_label(name) ? name : c->id);
     if (strcmp(c->remote_ns, rns) != 0 || !c->watch) {
         struct inf_options o = {.resource = &peer_res_advertisements, .namespace_ = rns};
         struct inf_handlers h = {.on_add = on_adv, .on_update = on_adv_update, .on_delete = on_adv};

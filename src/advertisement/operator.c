@@ -31,6 +31,7 @@
 #include "advertisement/advertisement.h"
 #include "advertisement/config.h"
 #include "advertisement/policy.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
@@ -105,13 +106,6 @@ static uint64_t remote_timeout_ms(void)
 
     json_decref(cc);
     return s > 0 && s <= 3600 ? (uint64_t)s * 1000 : 30000;
-}
-
-static const char *str(const json_t *o, const char *k)
-{
-    const char *v = json_string_value(json_object_get(o, k));
-
-    return v ? v : "";
 }
 
 static bool deleting(const json_t *obj)
@@ -375,7 +369,7 @@ static const char *effective_status(const json_t *adv, const char *key)
 {
     const char *p = json_string_value(json_object_get(st.pending, key));
 
-    return p ? p : str(json_object_get(adv, "status"), "advertisementStatus");
+    return p ? p : jsn_str_or_empty(json_object_get(adv, "status"), "advertisementStatus");
 }
 
 static void count_visit(json_t *adv, void *data)
@@ -383,7 +377,7 @@ static void count_visit(json_t *adv, void *data)
     struct count *c = data;
     char key[192], pbuf[64];
     const json_t *status = json_object_get(adv, "status");
-    const char *created = str(json_object_get(adv, "metadata"), "creationTimestamp");
+    const char *created = jsn_str_or_empty(json_object_get(adv, "metadata"), "creationTimestamp");
     const char *peer;
     int cmp;
 
@@ -394,8 +388,8 @@ static void count_visit(json_t *adv, void *data)
         c->accepted++;
         return;
     }
-    if (!advpol_waiting(effective_status(adv, key), str(status, "reason"),
-                        strcmp(str(status, "decidedBy"), "Operator") == 0))
+    if (!advpol_waiting(effective_status(adv, key), jsn_str_or_empty(status, "reason"),
+                        strcmp(jsn_str_or_empty(status, "decidedBy"), "Operator") == 0))
         return;
     peer = tenant_peer(kapi_obj_namespace(adv), pbuf, sizeof(pbuf));
     if (!peer || advcfg_list_has(st.cfg.deny, peer) ||
@@ -421,9 +415,9 @@ static json_t *desired_status(struct rec *r)
     s = json_pack("{s:s,s:s,s:s,s:s,s:s,s:b}", "advertisementStatus", status, "reason", r->d.reason,
                   "message", r->d.message, "decidedBy", r->d.by_operator ? "Operator" : "Policy",
                   "lastTransitionTime",
-                  strcmp(str(cur, "advertisementStatus"), status) == 0 &&
+                  strcmp(jsn_str_or_empty(cur, "advertisementStatus"), status) == 0 &&
                           json_string_value(json_object_get(cur, "lastTransitionTime"))
-                      ? str(cur, "lastTransitionTime")
+                      ? jsn_str_or_empty(cur, "lastTransitionTime")
                       : now,
                   "vkCreated", r->d.accept && r->e != NULL);
     if (!s)
@@ -492,7 +486,7 @@ static void after_status(void *owner)
 static void finish(struct rec *r)
 {
     json_t *cur = json_object_get(r->adv, "status"), *want = desired_status(r), *patch, *recv;
-    const char *old = str(cur, "advertisementStatus"), *now_status;
+    const char *old = jsn_str_or_empty(cur, "advertisementStatus"), *now_status;
     const char *k;
     json_t *v;
     char *body;
@@ -503,7 +497,7 @@ static void finish(struct rec *r)
         rec_end(r, RETRY_MS);
         return;
     }
-    now_status = str(want, "advertisementStatus");
+    now_status = jsn_str_or_empty(want, "advertisementStatus");
     recv = json_pack("{s:s,s:s,s:s}", "status", now_status, "reason", r->d.reason, "message",
                      r->d.message);
     if (recv && r->d.accept && vk_node_name_for(r->peer, node, sizeof(node)) == 0)
@@ -522,7 +516,7 @@ static void finish(struct rec *r)
                                                                            : RESYNC_MS);
         return;
     }
-    if (strcmp(old, now_status) != 0 || strcmp(str(cur, "reason"), r->d.reason) != 0) {
+    if (strcmp(old, now_status) != 0 || strcmp(jsn_str_or_empty(cur, "reason"), r->d.reason) != 0) {
         log_info(MOD, "Advertisement %s of cluster %s: %s (%s) %s", r->key, r->peer, now_status,
                  r->d.reason, r->d.message);
         emit_event(r->adv, !r->d.accept,
@@ -575,8 +569,9 @@ static bool crb_set_subject(json_t *crb, const char *sa, const char *ns, bool ad
 
     json_array_foreach(subjects, i, s)
     {
-        if (strcmp(str(s, "kind"), "ServiceAccount") == 0 && strcmp(str(s, "name"), sa) == 0 &&
-            strcmp(str(s, "namespace"), ns) == 0) {
+        if (strcmp(jsn_str_or_empty(s, "kind"), "ServiceAccount") == 0 &&
+            strcmp(jsn_str_or_empty(s, "name"), sa) == 0 &&
+            strcmp(jsn_str_or_empty(s, "namespace"), ns) == 0) {
             if (add)
                 return false;
             json_array_remove(subjects, i);
@@ -706,8 +701,8 @@ static void ensure_binding(struct rec *r, const char *name, const char *ns)
 
     if (r->ch.last.err == 0) {
         if (json_array_size(json_object_get(r->ch.last.body, "subjects")) == 1 &&
-            strcmp(str(subj, "name"), name) == 0 &&
-            strcmp(str(subj, "namespace"), agent_namespace(st.a)) == 0) {
+            strcmp(jsn_str_or_empty(subj, "name"), name) == 0 &&
+            strcmp(jsn_str_or_empty(subj, "namespace"), agent_namespace(st.a)) == 0) {
             deploy_step(r);
             return;
         }
@@ -980,7 +975,7 @@ static void after_secret(void *owner)
             check_credential(r);
     }
     cnt.key = r->key;
-    cnt.created = str(json_object_get(r->adv, "metadata"), "creationTimestamp");
+    cnt.created = jsn_str_or_empty(json_object_get(r->adv, "metadata"), "creationTimestamp");
     cnt.name = r->name;
     inf_foreach(st.advs, count_visit, &cnt);
     memset(&in, 0, sizeof(in));
@@ -989,8 +984,8 @@ static void after_secret(void *owner)
     in.invalid_reason = r->invalid_reason;
     in.invalid_message = r->invalid_msg;
     in.cur_status = effective_status(r->adv, r->key);
-    in.cur_reason = str(status, "reason");
-    in.by_operator = strcmp(str(status, "decidedBy"), "Operator") == 0;
+    in.cur_reason = jsn_str_or_empty(status, "reason");
+    in.by_operator = strcmp(jsn_str_or_empty(status, "decidedBy"), "Operator") == 0;
     in.accepted_others = cnt.accepted;
     in.waiting_before = cnt.waiting_before;
     advpol_decide(&in, &r->d);
@@ -1098,8 +1093,8 @@ static void being_deleted(struct rec *r)
     if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT && (!r->e || !r->e->vk)) {
         /* The virtual kubelet's process tears down and removes the finalizer; the operator
          * takes over only if it did not within the unpeer timeout. */
-        rfc3339_parse(str(json_object_get(r->adv, "metadata"), "deletionTimestamp"), RFC3339_OFFSET,
-                      &since);
+        rfc3339_parse(jsn_str_or_empty(json_object_get(r->adv, "metadata"), "deletionTimestamp"),
+                      RFC3339_OFFSET, &since);
         if ((int64_t)time(NULL) - since < (int64_t)(remote_timeout_ms() / 1000)) {
             rec_end(r, RETRY_MS);
             return;
@@ -1231,8 +1226,9 @@ static void waiting_visit(json_t *adv, void *data)
     const json_t *status = json_object_get(adv, "status");
 
     (void)data;
-    if (advpol_waiting(str(status, "advertisementStatus"), str(status, "reason"),
-                       strcmp(str(status, "decidedBy"), "Operator") == 0))
+    if (advpol_waiting(jsn_str_or_empty(status, "advertisementStatus"),
+                       jsn_str_or_empty(status, "reason"),
+                       strcmp(jsn_str_or_empty(status, "decidedBy"), "Operator") == 0))
         enqueue_obj(adv);
 }
 
@@ -1251,7 +1247,8 @@ static void on_adv(struct inf_informer *inf, json_t *obj, void *data)
     (void)data;
     snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
     p = json_string_value(json_object_get(st.pending, key));
-    if (p && strcmp(p, str(json_object_get(obj, "status"), "advertisementStatus")) == 0)
+    if (p &&
+        strcmp(p, jsn_str_or_empty(json_object_get(obj, "status"), "advertisementStatus")) == 0)
         json_object_del(st.pending, key);
     enqueue_obj(obj);
     e = ent_find(key);
@@ -1261,8 +1258,8 @@ static void on_adv(struct inf_informer *inf, json_t *obj, void *data)
 
 static void on_adv_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
-    const char *was = str(json_object_get(old_obj, "status"), "advertisementStatus");
-    const char *is = str(json_object_get(new_obj, "status"), "advertisementStatus");
+    const char *was = jsn_str_or_empty(json_object_get(old_obj, "status"), "advertisementStatus");
+    const char *is = jsn_str_or_empty(json_object_get(new_obj, "status"), "advertisementStatus");
 
     on_adv(inf, new_obj, data);
     if (strcmp(was, is) != 0 || deleting(new_obj))

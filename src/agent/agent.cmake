@@ -22,7 +22,7 @@ if(TARGET cliqo_httpd AND TARGET cliqo_metrics AND TARGET cliqo_kube_api AND TAR
                 agent/identity.c agent/peers.c agent/ctl.c peering/controllers/options.c
                 peering/controllers/auth.c peering/controllers/outgoing.c peering/controllers/incoming.c
                 ${agent_extra_sources})
-    target_link_libraries(cliqo_agent_core PUBLIC cliqo_common cliqo_kube_api cliqo_httpd cliqo_metrics
+    target_link_libraries(cliqo_agent_core PUBLIC cliqo_common cliqo_kube_api cliqo_kube_names cliqo_httpd cliqo_metrics
                           cliqo_peering PkgConfig::OPENSSL ${agent_extra_libs})
 
     add_executable(cliqo-agent agent/main.c)

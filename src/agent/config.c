@@ -2,6 +2,7 @@
 #include "common/netaddr.h"
 #include "common/strutil.h"
 #include "httpd/httpd.h"
+#include "kube/names.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -100,41 +101,6 @@ int agent_parse_duration(const char *s, uint64_t *ret_ms)
         return 0;
     }
     return -EINVAL;
-}
-
-bool agent_valid_label(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-
-    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return true;
-}
-
-bool agent_valid_subdomain(const char *s)
-{
-    char part[64];
-    size_t n = s ? strlen(s) : 0;
-    const char *p = s;
-
-    if (n == 0 || n > 253)
-        return false;
-    while (p) {
-        const char *dot = strchr(p, '.');
-        size_t len = dot ? (size_t)(dot - p) : strlen(p);
-
-        if (len >= sizeof(part))
-            return false;
-        memcpy(part, p, len);
-        part[len] = '\0';
-        if (!agent_valid_label(part))
-            return false;
-        p = dot ? dot + 1 : NULL;
-    }
-    return true;
 }
 
 static int bool_arg(const char *v, bool *ret)
@@ -302,7 +268,7 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
             cfg->kubeconfig = v;
             break;
         case OPT_NAMESPACE:
-            if (!agent_valid_label(v)) {
+            if (!kname_dns_label(v)) {
                 snprintf(err, errlen, "--namespace: '%s' is not a valid namespace name", v);
                 return -EINVAL;
             }
@@ -381,7 +347,7 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
             }
             break;
         case OPT_LEASE_NAME:
-            if (!agent_valid_subdomain(v)) {
+            if (!kname_dns_subdomain(v)) {
                 snprintf(err, errlen, "--lease-name: '%s' is not a valid object name", v);
                 return -EINVAL;
             }

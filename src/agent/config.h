@@ -56,9 +56,6 @@ struct agent_config {
 int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *err, size_t errlen);
 /* "<n>ms", "<n>s", "<n>m", "<n>h" → milliseconds. Returns 0, -EINVAL or -ERANGE. */
 int agent_parse_duration(const char *s, uint64_t *ret_ms);
-/* An RFC 1123 DNS label (namespaces), resp. subdomain (object names). */
-bool agent_valid_label(const char *s);
-bool agent_valid_subdomain(const char *s);
 /* The --help text. */
 const char *agent_usage(void);
 

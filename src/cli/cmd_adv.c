@@ -4,6 +4,7 @@
  * (only the deny list and an invalid Advertisement do). The provider cannot write that status. */
 #include "cli/cli.h"
 #include "cli/kube.h"
+#include "common/json.h"
 #include "common/rfc3339.h"
 
 #include "peering/identity.h"
@@ -56,7 +57,7 @@ static int find_fc(struct cli_kube *k, const char *which, json_t **ret)
         return e;
     json_array_foreach(items, i, fc)
     {
-        const char *id = cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL);
+        const char *id = jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL);
 
         if (id && strcmp(id, which) == 0) {
             *ret = json_incref(fc);
@@ -111,8 +112,8 @@ static int decide(int argc, char **argv, bool accept)
     }
     if (e < 0)
         goto kerr;
-    id = cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL);
-    ns = cli_json_str(fc, "status", "tenantNamespace", "local", NULL);
+    id = jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL);
+    ns = jsn_str_at(fc, "status", "tenantNamespace", "local", NULL);
     if (!id || !peer_cluster_id_valid(id) || !ns) {
         rc = cli_error(verb, "ForeignCluster %s has no tenant namespace yet: is it peered?",
                        kapi_obj_name(fc));

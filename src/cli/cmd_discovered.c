@@ -9,6 +9,7 @@
 #include "cli/discovered.h"
 #include "cli/kube.h"
 
+#include "common/json.h"
 #include "common/xalloc.h"
 #include "peering/identity.h"
 #include "peering/pki.h"
@@ -44,7 +45,7 @@ static const char *or_dash(const char *s)
 
 bool dcli_is_discovered(const json_t *fc)
 {
-    const char *t = cli_json_str(fc, "metadata", "labels", PEER_LABEL_DISC_TYPE, NULL);
+    const char *t = jsn_str_at(fc, "metadata", "labels", PEER_LABEL_DISC_TYPE, NULL);
 
     return json_is_object(json_object_get(json_object_get(fc, "status"), "discovery")) ||
            (t && (strcmp(t, "LAN") == 0 || strcmp(t, "WAN") == 0));
@@ -53,11 +54,11 @@ bool dcli_is_discovered(const json_t *fc)
 /* "LAN", "WAN (sd)" */
 static void found_how(const json_t *fc, char *buf, size_t size)
 {
-    const char *type = cli_json_str(fc, "status", "discovery", "type", NULL);
-    const char *sd = cli_json_str(fc, "status", "discovery", "searchDomain", NULL);
+    const char *type = jsn_str_at(fc, "status", "discovery", "type", NULL);
+    const char *sd = jsn_str_at(fc, "status", "discovery", "searchDomain", NULL);
 
     if (!type)
-        type = cli_json_str(fc, "metadata", "labels", PEER_LABEL_DISC_TYPE, NULL);
+        type = jsn_str_at(fc, "metadata", "labels", PEER_LABEL_DISC_TYPE, NULL);
     if (sd)
         snprintf(buf, size, "%s(%s)", or_dash(type), sd);
     else
@@ -82,18 +83,17 @@ json_t *dcli_json(const json_t *fc)
 
     return json_pack("{s:s*,s:s*,s:s*,s:s*,s:s*,s:s*,s:s*,s:b,s:s*,s:s*,s:s*,s:s*,s:s}", "name",
                      kapi_obj_name(fc), "clusterID",
-                     cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL), "clusterName",
-                     cli_json_str(fc, "spec", "clusterIdentity", "clusterName", NULL), "type",
-                     cli_json_str(fc, "status", "discovery", "type", NULL), "searchDomain",
-                     cli_json_str(fc, "status", "discovery", "searchDomain", NULL), "authUrl",
-                     cli_json_str(fc, "status", "discovery", "authUrl", NULL), "caCertHash",
-                     cli_json_str(fc, "status", "discovery", "caCertHash", NULL), "announced",
+                     jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL), "clusterName",
+                     jsn_str_at(fc, "spec", "clusterIdentity", "clusterName", NULL), "type",
+                     jsn_str_at(fc, "status", "discovery", "type", NULL), "searchDomain",
+                     jsn_str_at(fc, "status", "discovery", "searchDomain", NULL), "authUrl",
+                     jsn_str_at(fc, "status", "discovery", "authUrl", NULL), "caCertHash",
+                     jsn_str_at(fc, "status", "discovery", "caCertHash", NULL), "announced",
                      json_is_true(json_object_get(d, "announced")), "trust",
-                     cli_json_str(fc, "status", "discovery", "trust", NULL), "message",
-                     cli_json_str(fc, "status", "discovery", "message", NULL), "firstSeen",
-                     cli_json_str(fc, "status", "discovery", "firstSeen", NULL),
-                     "creationTimestamp", cli_json_str(fc, "metadata", "creationTimestamp", NULL),
-                     "peering", peered(fc));
+                     jsn_str_at(fc, "status", "discovery", "trust", NULL), "message",
+                     jsn_str_at(fc, "status", "discovery", "message", NULL), "firstSeen",
+                     jsn_str_at(fc, "status", "discovery", "firstSeen", NULL), "creationTimestamp",
+                     jsn_str_at(fc, "metadata", "creationTimestamp", NULL), "peering", peered(fc));
 }
 
 json_t *dcli_json_array(const json_t *fcs)
@@ -131,14 +131,14 @@ void dcli_print_table(const json_t *fcs, FILE *f)
         if (!dcli_is_discovered(fc))
             continue;
         found_how(fc, how, sizeof(how));
-        cli_age(cli_json_str(fc, "metadata", "creationTimestamp", NULL), age, sizeof(age));
+        cli_age(jsn_str_at(fc, "metadata", "creationTimestamp", NULL), age, sizeof(age));
         fprintf(f, "%-38s %-16s %-12s %-32s %-5s %-9s %-13s %s\n", or_dash(kapi_obj_name(fc)),
-                or_dash(cli_json_str(fc, "spec", "clusterIdentity", "clusterName", NULL)), how,
-                or_dash(cli_json_str(fc, "status", "discovery", "authUrl", NULL)), age,
+                or_dash(jsn_str_at(fc, "spec", "clusterIdentity", "clusterName", NULL)), how,
+                or_dash(jsn_str_at(fc, "status", "discovery", "authUrl", NULL)), age,
                 !json_is_object(d)                              ? "-"
                 : json_is_true(json_object_get(d, "announced")) ? "yes"
                                                                 : "no",
-                or_dash(cli_json_str(fc, "status", "discovery", "trust", NULL)), peered(fc));
+                or_dash(jsn_str_at(fc, "status", "discovery", "trust", NULL)), peered(fc));
     }
 }
 
@@ -220,8 +220,8 @@ int dcli_resolve(struct cli_kube *k, const char *arg, struct dcli_target *ret)
             return e;
         json_array_foreach(items, i, it)
         {
-            const char *iid = cli_json_str(it, "spec", "clusterIdentity", "clusterID", NULL);
-            const char *iname = cli_json_str(it, "spec", "clusterIdentity", "clusterName", NULL);
+            const char *iid = jsn_str_at(it, "spec", "clusterIdentity", "clusterID", NULL);
+            const char *iname = jsn_str_at(it, "spec", "clusterIdentity", "clusterName", NULL);
 
             if (iid && strcmp(iid, arg) == 0) {
                 json_decref(fc);
@@ -259,11 +259,11 @@ int dcli_resolve(struct cli_kube *k, const char *arg, struct dcli_target *ret)
         json_decref(fc);
         return -EINVAL;
     }
-    url = cli_json_str(fc, "status", "discovery", "authUrl", NULL);
+    url = jsn_str_at(fc, "status", "discovery", "authUrl", NULL);
     if (!url)
-        url = cli_json_str(fc, "spec", "foreignAuthUrl", NULL);
-    id = cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL);
-    type = cli_json_str(fc, "metadata", "labels", PEER_LABEL_DISC_TYPE, NULL);
+        url = jsn_str_at(fc, "spec", "foreignAuthUrl", NULL);
+    id = jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL);
+    type = jsn_str_at(fc, "metadata", "labels", PEER_LABEL_DISC_TYPE, NULL);
     if (!url || !id || !peer_cluster_id_valid(id)) {
         snprintf(k->err, sizeof(k->err),
                  "discovered cluster %s announces no usable auth URL or cluster ID",
@@ -276,12 +276,12 @@ int dcli_resolve(struct cli_kube *k, const char *arg, struct dcli_target *ret)
     snprintf(ret->url, sizeof(ret->url), "%s", url);
     snprintf(ret->type, sizeof(ret->type), "%s", type ? type : "Manual");
     snprintf(ret->announced_hash, sizeof(ret->announced_hash), "%s",
-             cli_json_str(fc, "status", "discovery", "caCertHash", NULL)
-                 ? cli_json_str(fc, "status", "discovery", "caCertHash", NULL)
+             jsn_str_at(fc, "status", "discovery", "caCertHash", NULL)
+                 ? jsn_str_at(fc, "status", "discovery", "caCertHash", NULL)
                  : "");
     snprintf(ret->trust, sizeof(ret->trust), "%s",
-             cli_json_str(fc, "status", "discovery", "trust", NULL)
-                 ? cli_json_str(fc, "status", "discovery", "trust", NULL)
+             jsn_str_at(fc, "status", "discovery", "trust", NULL)
+                 ? jsn_str_at(fc, "status", "discovery", "trust", NULL)
                  : "");
     json_decref(fc);
     return 0;

@@ -6,6 +6,7 @@
 #include "cli/cli.h"
 #include "cli/kube.h"
 
+#include "common/json.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 #include "deploy/manifests.h"
@@ -693,7 +694,7 @@ static int ensure_auth_url(struct cli_kube *k, const char *url, bool *changed)
     r = cli_get(k, &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG, &cc);
     if (r < 0)
         return r;
-    cur = cli_json_str(cc, "spec", "peeringConfig", "authUrl", NULL);
+    cur = jsn_str_at(cc, "spec", "peeringConfig", "authUrl", NULL);
     if (cur && strcmp(cur, url) == 0) {
         printf("clusterconfig/%s authUrl %s unchanged\n", PEER_CLUSTER_CONFIG, url);
         goto out;
@@ -754,7 +755,7 @@ static int do_install(struct cli_kube *k, const struct install_opts *o, const ch
         changed = true;
         printf("configmap/%s created\n", PEER_CLUSTER_ID_CM);
     } else {
-        const char *have = cli_json_str(got, "data", "cluster-id", NULL);
+        const char *have = jsn_str_at(got, "data", "cluster-id", NULL);
 
         printf("configmap/%s unchanged (exists; install never changes the identity)\n",
                PEER_CLUSTER_ID_CM);
@@ -762,8 +763,8 @@ static int do_install(struct cli_kube *k, const struct install_opts *o, const ch
             cli_progress("install", "warning: the cluster ID stays %s (--cluster-id %s ignored)",
                          have, o->cluster_id);
     }
-    id = cli_json_str(got, "data", "cluster-id", NULL);
-    name = cli_json_str(got, "data", "cluster-name", NULL);
+    id = jsn_str_at(got, "data", "cluster-id", NULL);
+    name = jsn_str_at(got, "data", "cluster-name", NULL);
 
     tok = make_secret(k->ns, PEER_AUTH_TOKEN_SECRET, "Opaque");
     r = peer_token_generate(token);

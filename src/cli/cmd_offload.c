@@ -15,8 +15,10 @@
 #include "cli/kube.h"
 #include "cli/offload.h"
 
+#include "kube/names.h"
 #include "offloading/nsof.h"
 #include "peering/resources.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -71,14 +73,6 @@ static bool one_of(const char *v, const char *const *allowed)
     return false;
 }
 
-static bool dns_label(const char *s)
-{
-    size_t n = strlen(s);
-
-    return n > 0 && n <= 63 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-") == n &&
-           s[0] != '-' && s[n - 1] != '-';
-}
-
 /* "Ready=True (Accepted: message)" parts of one provider's conditions. */
 static void print_conditions(FILE *f, const json_t *status)
 {
@@ -96,9 +90,8 @@ static void print_conditions(FILE *f, const json_t *status)
             const char *reason = json_string_value(json_object_get(c, "reason"));
             const char *msg = json_string_value(json_object_get(c, "message"));
 
-            fprintf(f, " %s=%s",
-                    cli_json_str(c, "type", NULL) ? cli_json_str(c, "type", NULL) : "?",
-                    cli_json_str(c, "status", NULL) ? cli_json_str(c, "status", NULL) : "?");
+            fprintf(f, " %s=%s", jsn_str_at(c, "type", NULL) ? jsn_str_at(c, "type", NULL) : "?",
+                    jsn_str_at(c, "status", NULL) ? jsn_str_at(c, "status", NULL) : "?");
             if ((reason && *reason) || (msg && *msg))
                 fprintf(f, " (%s%s%s)", reason ? reason : "", reason && msg && *msg ? ": " : "",
                         msg ? msg : "");
@@ -109,7 +102,7 @@ static void print_conditions(FILE *f, const json_t *status)
 
 static const char *phase_of(const json_t *o)
 {
-    return cli_json_str(o, "status", "offloadingPhase", NULL);
+    return jsn_str_at(o, "status", "offloadingPhase", NULL);
 }
 
 /* Is the status about the current spec? */
@@ -142,7 +135,7 @@ static int ns_operands_check(const char *verb, bool kind_seen, const char *ns)
 {
     if (!kind_seen || !ns)
         return cli_misuse(verb, "which namespace? (cliqoctl %s namespace NAME)", verb);
-    if (!dns_label(ns))
+    if (!kname_dns_label(ns))
         return cli_misuse(verb, "'%s' is not a valid namespace name", ns);
     return 0;
 }
@@ -214,7 +207,7 @@ static int offload(int argc, char **argv)
     if (e < 0)
         goto kerr;
     if (nsof_home_offloadable(
-            ns, co.ns, cli_json_str(nsobj, "metadata", "labels", PEER_LABEL_TENANT, NULL) != NULL,
+            ns, co.ns, jsn_str_at(nsobj, "metadata", "labels", PEER_LABEL_TENANT, NULL) != NULL,
             err, sizeof(err)) < 0) {
         rc = cli_error(verb, "%s", err);
         goto out;
@@ -268,11 +261,11 @@ static int offload(int argc, char **argv)
     }
     printf("namespaceoffloading %s/%s %s (strategy %s, mapping %s%s)\n", ns, NSOF_NAME,
            created ? "created" : "configured",
-           cli_json_str(obj, "spec", "podOffloadingStrategy", NULL)
-               ? cli_json_str(obj, "spec", "podOffloadingStrategy", NULL)
+           jsn_str_at(obj, "spec", "podOffloadingStrategy", NULL)
+               ? jsn_str_at(obj, "spec", "podOffloadingStrategy", NULL)
                : "LocalAndRemote",
-           cli_json_str(obj, "spec", "namespaceMappingStrategy", NULL)
-               ? cli_json_str(obj, "spec", "namespaceMappingStrategy", NULL)
+           jsn_str_at(obj, "spec", "namespaceMappingStrategy", NULL)
+               ? jsn_str_at(obj, "spec", "namespaceMappingStrategy", NULL)
                : "DefaultName",
            json_object_get(json_object_get(obj, "spec"), "clusterSelector") ? ", with a selector"
                                                                             : "");
@@ -314,12 +307,12 @@ static int offload(int argc, char **argv)
         cli_sleep_ms(POLL_MS);
     }
     printf("phase %s%s%s", phase,
-           cli_json_str(obj, "status", "remoteNamespaceName", NULL) ? ", remote namespace " : "",
-           cli_json_str(obj, "status", "remoteNamespaceName", NULL)
-               ? cli_json_str(obj, "status", "remoteNamespaceName", NULL)
+           jsn_str_at(obj, "status", "remoteNamespaceName", NULL) ? ", remote namespace " : "",
+           jsn_str_at(obj, "status", "remoteNamespaceName", NULL)
+               ? jsn_str_at(obj, "status", "remoteNamespaceName", NULL)
                : "");
-    if (cli_json_str(obj, "status", "message", NULL))
-        printf(": %s", cli_json_str(obj, "status", "message", NULL));
+    if (jsn_str_at(obj, "status", "message", NULL))
+        printf(": %s", jsn_str_at(obj, "status", "message", NULL));
     printf("\n");
     print_conditions(stdout, json_object_get(obj, "status"));
     rc = strcmp(phase, "Ready") == 0 ? 0 : 1;
@@ -467,11 +460,11 @@ int offload_status_list(struct cli_kube *k, json_t **ret)
 
             json_array_foreach(c, j, cond)
             {
-                if (cli_json_str(cond, "type", NULL) &&
-                    strcmp(cli_json_str(cond, "type", NULL), "Ready") == 0) {
-                    ready = cli_json_str(cond, "status", NULL) ? cli_json_str(cond, "status", NULL)
-                                                               : "Unknown";
-                    reason = cli_json_str(cond, "reason", NULL);
+                if (jsn_str_at(cond, "type", NULL) &&
+                    strcmp(jsn_str_at(cond, "type", NULL), "Ready") == 0) {
+                    ready = jsn_str_at(cond, "status", NULL) ? jsn_str_at(cond, "status", NULL)
+                                                             : "Unknown";
+                    reason = jsn_str_at(cond, "reason", NULL);
                 }
             }
             json_object_set_new(clusters, id,
@@ -481,15 +474,15 @@ int offload_status_list(struct cli_kube *k, json_t **ret)
             out,
             json_pack("{s:s*,s:s*,s:s,s:s,s:s*,s:s*,s:s*,s:o}", "namespace", kapi_obj_namespace(o),
                       "name", kapi_obj_name(o), "podOffloadingStrategy",
-                      cli_json_str(o, "spec", "podOffloadingStrategy", NULL)
-                          ? cli_json_str(o, "spec", "podOffloadingStrategy", NULL)
+                      jsn_str_at(o, "spec", "podOffloadingStrategy", NULL)
+                          ? jsn_str_at(o, "spec", "podOffloadingStrategy", NULL)
                           : "LocalAndRemote",
                       "namespaceMappingStrategy",
-                      cli_json_str(o, "spec", "namespaceMappingStrategy", NULL)
-                          ? cli_json_str(o, "spec", "namespaceMappingStrategy", NULL)
+                      jsn_str_at(o, "spec", "namespaceMappingStrategy", NULL)
+                          ? jsn_str_at(o, "spec", "namespaceMappingStrategy", NULL)
                           : "DefaultName",
-                      "remoteNamespaceName", cli_json_str(o, "status", "remoteNamespaceName", NULL),
-                      "phase", phase_of(o), "message", cli_json_str(o, "status", "message", NULL),
+                      "remoteNamespaceName", jsn_str_at(o, "status", "remoteNamespaceName", NULL),
+                      "phase", phase_of(o), "message", jsn_str_at(o, "status", "message", NULL),
                       "clusters", clusters ? clusters : json_object()));
     }
     json_decref(items);
@@ -510,7 +503,7 @@ void offload_status_print(const json_t *list, FILE *f)
     }
     json_array_foreach(list, i, o)
     {
-        const char *ns = cli_json_str(o, "namespace", NULL), *name = cli_json_str(o, "name", NULL);
+        const char *ns = jsn_str_at(o, "namespace", NULL), *name = jsn_str_at(o, "name", NULL);
         const char *id;
         json_t *c;
         char shown[96];
@@ -520,20 +513,20 @@ void offload_status_print(const json_t *list, FILE *f)
             snprintf(shown, sizeof(shown), "%s", ns ? ns : "-");
         else
             snprintf(shown, sizeof(shown), "%s/%s", ns ? ns : "-", name ? name : "-");
-        fprintf(f, "%-24s %-15s %-34s %-18s", shown, cli_json_str(o, "podOffloadingStrategy", NULL),
-                cli_json_str(o, "remoteNamespaceName", NULL)
-                    ? cli_json_str(o, "remoteNamespaceName", NULL)
+        fprintf(f, "%-24s %-15s %-34s %-18s", shown, jsn_str_at(o, "podOffloadingStrategy", NULL),
+                jsn_str_at(o, "remoteNamespaceName", NULL)
+                    ? jsn_str_at(o, "remoteNamespaceName", NULL)
                     : "-",
-                cli_json_str(o, "phase", NULL) ? cli_json_str(o, "phase", NULL) : "-");
+                jsn_str_at(o, "phase", NULL) ? jsn_str_at(o, "phase", NULL) : "-");
         json_object_foreach(json_object_get(o, "clusters"), id, c)
         {
-            fprintf(f, "%s%s=%s", any ? " " : " ", id, cli_json_str(c, "ready", NULL));
+            fprintf(f, "%s%s=%s", any ? " " : " ", id, jsn_str_at(c, "ready", NULL));
             any = true;
         }
         if (!any)
             fprintf(f, " -");
         fprintf(f, "\n");
-        if (cli_json_str(o, "message", NULL))
-            fprintf(f, "%-24s %s\n", "", cli_json_str(o, "message", NULL));
+        if (jsn_str_at(o, "message", NULL))
+            fprintf(f, "%-24s %s\n", "", jsn_str_at(o, "message", NULL));
     }
 }

@@ -11,6 +11,7 @@
 #include "cli/discovered.h"
 #include "cli/kube.h"
 
+#include "common/json.h"
 #include "common/rfc3339.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
@@ -66,8 +67,8 @@ static int read_identity(struct cli_kube *k, char id[PEER_NAME_MAX + 1],
     }
     if (e < 0)
         return e;
-    i = cli_json_str(cm, "data", "cluster-id", NULL);
-    n = cli_json_str(cm, "data", "cluster-name", NULL);
+    i = jsn_str_at(cm, "data", "cluster-id", NULL);
+    n = jsn_str_at(cm, "data", "cluster-name", NULL);
     if (!peer_cluster_id_valid(i)) {
         snprintf(k->err, sizeof(k->err), "ConfigMap %s/%s has no valid cluster-id", k->ns,
                  PEER_CLUSTER_ID_CM);
@@ -144,7 +145,7 @@ static int revoke_single_use(struct cli_kube *k, unsigned *ret_count)
         return e;
     json_array_foreach(items, i, it)
     {
-        if (cli_json_str(it, "metadata", "annotations", PEER_ANN_TOKEN_CLUSTER, NULL))
+        if (jsn_str_at(it, "metadata", "annotations", PEER_ANN_TOKEN_CLUSTER, NULL))
             continue;
         e = cli_delete(k, &kapi_secrets, k->ns, kapi_obj_name(it));
         if (e < 0 && e != -ENOENT)
@@ -265,7 +266,7 @@ int cmd_generate_add_command_main(int argc, char **argv)
         e = cli_get(&k, &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG, &cc);
         if (e < 0 && e != -ENOENT)
             goto kerr;
-        url = cli_json_str(cc, "spec", "peeringConfig", "authUrl", NULL);
+        url = jsn_str_at(cc, "spec", "peeringConfig", "authUrl", NULL);
         if (!url || !*url) {
             rc = cli_error(verb,
                            "no auth URL: pass --auth-url, or set ClusterConfig %s "
@@ -688,10 +689,10 @@ static int find_fc(struct cli_kube *k, const char *id, const char *name, json_t 
         return 0;
     if (e < 0)
         return e;
-    if (!cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL) ||
-        strcmp(cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL), id) != 0) {
+    if (!jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL) ||
+        strcmp(jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL), id) != 0) {
         snprintf(k->err, sizeof(k->err), "ForeignCluster %s exists for another cluster (%s)", name,
-                 cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL));
+                 jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL));
         json_decref(fc);
         return -EEXIST;
     }
@@ -818,10 +819,10 @@ static int wait_established(struct cli_kube *k, const char *name, uint64_t timeo
         out_st = peer_fc_condition(fc, "OutgoingPeering");
         auth_st = peer_fc_condition(fc, "AuthenticationStatus");
         snprintf(now, sizeof(now), "authentication %s%s%s, outgoing peering %s%s%s", auth_st,
-                 cli_json_str(ac, "reason", NULL) ? " " : "",
-                 cli_json_str(ac, "reason", NULL) ? cli_json_str(ac, "reason", NULL) : "", out_st,
-                 cli_json_str(oc, "reason", NULL) ? " " : "",
-                 cli_json_str(oc, "reason", NULL) ? cli_json_str(oc, "reason", NULL) : "");
+                 jsn_str_at(ac, "reason", NULL) ? " " : "",
+                 jsn_str_at(ac, "reason", NULL) ? jsn_str_at(ac, "reason", NULL) : "", out_st,
+                 jsn_str_at(oc, "reason", NULL) ? " " : "",
+                 jsn_str_at(oc, "reason", NULL) ? jsn_str_at(oc, "reason", NULL) : "");
         if (strcmp(out_st, "Established") == 0) {
             json_decref(fc);
             return 0;
@@ -829,7 +830,7 @@ static int wait_established(struct cli_kube *k, const char *name, uint64_t timeo
         if (strcmp(out_st, "Denied") == 0 || strcmp(out_st, "Error") == 0 ||
             strcmp(auth_st, "Denied") == 0) {
             json_t *c = strcmp(auth_st, "Denied") == 0 ? ac : oc;
-            const char *msg = cli_json_str(c, "message", NULL);
+            const char *msg = jsn_str_at(c, "message", NULL);
 
             snprintf(k->err, sizeof(k->err), "%s %s: %s",
                      c == ac ? "authentication" : "outgoing peering", c == ac ? auth_st : out_st,
@@ -845,11 +846,11 @@ static int wait_established(struct cli_kube *k, const char *name, uint64_t timeo
         if (cli_now_ms() - start >= timeout_ms) {
             snprintf(k->err, sizeof(k->err),
                      "the outgoing peering is not established after %s: %s%s%s", tbuf, now,
-                     cli_json_str(ac, "message", NULL) && strcmp(auth_st, "Established") != 0
+                     jsn_str_at(ac, "message", NULL) && strcmp(auth_st, "Established") != 0
                          ? "; authentication: "
                          : "",
-                     cli_json_str(ac, "message", NULL) && strcmp(auth_st, "Established") != 0
-                         ? cli_json_str(ac, "message", NULL)
+                     jsn_str_at(ac, "message", NULL) && strcmp(auth_st, "Established") != 0
+                         ? jsn_str_at(ac, "message", NULL)
                          : "");
             json_decref(fc);
             return -ETIMEDOUT;
@@ -1138,10 +1139,10 @@ int cmd_unpeer_main(int argc, char **argv)
             break;
         }
         snprintf(now, sizeof(now), "outgoing peering %s%s%s", st,
-                 cli_json_str(peer_fc_condition_obj(fc, "OutgoingPeering"), "reason", NULL) ? " "
-                                                                                            : "",
-                 cli_json_str(peer_fc_condition_obj(fc, "OutgoingPeering"), "reason", NULL)
-                     ? cli_json_str(peer_fc_condition_obj(fc, "OutgoingPeering"), "reason", NULL)
+                 jsn_str_at(peer_fc_condition_obj(fc, "OutgoingPeering"), "reason", NULL) ? " "
+                                                                                          : "",
+                 jsn_str_at(peer_fc_condition_obj(fc, "OutgoingPeering"), "reason", NULL)
+                     ? jsn_str_at(peer_fc_condition_obj(fc, "OutgoingPeering"), "reason", NULL)
                      : "");
         if (strcmp(now, seen) != 0 || cli_now_ms() - last >= 10000) {
             snprintf(seen, sizeof(seen), "%s", now);

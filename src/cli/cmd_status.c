@@ -5,6 +5,7 @@
 #include "cli/offload.h"
 
 #include "peering/resources.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -43,7 +44,7 @@ static void print_json(json_t *doc)
  * {"name","ready","reason"}, or null when there is none. */
 static json_t *vnode_json(struct cli_kube *k, const json_t *fc)
 {
-    const char *id = cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL);
+    const char *id = jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL);
     char name[96];
     json_t *node = NULL, *c, *out = NULL;
     size_t i;
@@ -180,8 +181,8 @@ int cmd_status_main(int argc, char **argv)
         fcs = json_array();
     if (offload_status_list(&k, &offl) < 0)
         goto kerr;
-    id = cli_json_str(cm, "data", "cluster-id", NULL);
-    name = cli_json_str(cm, "data", "cluster-name", NULL);
+    id = jsn_str_at(cm, "data", "cluster-id", NULL);
+    name = jsn_str_at(cm, "data", "cluster-name", NULL);
     if (json) {
         doc = json_pack("{s:b, s:s, s:s*, s:s*, s:[]}", "installed", 1, "namespace", k.ns,
                         "clusterID", id, "clusterName", name, "foreignClusters");
@@ -192,15 +193,14 @@ int cmd_status_main(int argc, char **argv)
             json_t *p = json_pack(
                 "{s:s*, s:s*, s:s*, s:s, s:s, s:s, s:s*, s:s*, s:s*, s:o}", "name",
                 kapi_obj_name(fc), "clusterID",
-                cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL), "clusterName",
-                cli_json_str(fc, "spec", "clusterIdentity", "clusterName", NULL), "outgoing",
+                jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL), "clusterName",
+                jsn_str_at(fc, "spec", "clusterIdentity", "clusterName", NULL), "outgoing",
                 peer_fc_condition(fc, "OutgoingPeering"), "incoming",
                 peer_fc_condition(fc, "IncomingPeering"), "authentication",
                 peer_fc_condition(fc, "AuthenticationStatus"), "tenantNamespace",
-                cli_json_str(fc, "status", "tenantNamespace", "local", NULL),
-                "remoteTenantNamespace",
-                cli_json_str(fc, "status", "tenantNamespace", "remote", NULL), "creationTimestamp",
-                cli_json_str(fc, "metadata", "creationTimestamp", NULL), "conditions",
+                jsn_str_at(fc, "status", "tenantNamespace", "local", NULL), "remoteTenantNamespace",
+                jsn_str_at(fc, "status", "tenantNamespace", "remote", NULL), "creationTimestamp",
+                jsn_str_at(fc, "metadata", "creationTimestamp", NULL), "conditions",
                 json_is_array(conds) ? json_incref(conds) : json_array());
 
             if (p) {
@@ -237,12 +237,12 @@ int cmd_status_main(int argc, char **argv)
     {
         char age[32];
 
-        cli_age(cli_json_str(fc, "metadata", "creationTimestamp", NULL), age, sizeof(age));
+        cli_age(jsn_str_at(fc, "metadata", "creationTimestamp", NULL), age, sizeof(age));
         printf("%-20s %-36s %-12s %-12s %-12s %-34s %s\n", or_dash(kapi_obj_name(fc)),
-               or_dash(cli_json_str(fc, "spec", "clusterIdentity", "clusterID", NULL)),
+               or_dash(jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL)),
                peer_fc_condition(fc, "OutgoingPeering"), peer_fc_condition(fc, "IncomingPeering"),
                peer_fc_condition(fc, "AuthenticationStatus"),
-               or_dash(cli_json_str(fc, "status", "tenantNamespace", "local", NULL)), age);
+               or_dash(jsn_str_at(fc, "status", "tenantNamespace", "local", NULL)), age);
     }
     print_sharing(&k, fcs);
     printf("\ndiscovered:\n");

@@ -352,19 +352,6 @@ int cli_delete(struct cli_kube *k, const struct kapi_resource *r, const char *ns
 
 /* ---- JSON helpers ------------------------------------------------------------------------- */
 
-const char *cli_json_str(const json_t *obj, ...)
-{
-    va_list ap;
-    const char *key;
-    const json_t *v = obj;
-
-    va_start(ap, obj);
-    while ((key = va_arg(ap, const char *)) != NULL)
-        v = json_object_get(v, key);
-    va_end(ap);
-    return json_string_value(v);
-}
-
 void cli_age(const char *timestamp, char *buf, size_t size)
 {
     int64_t t, now = (int64_t)time(NULL);

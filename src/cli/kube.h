@@ -102,9 +102,8 @@ int cli_delete(struct cli_kube *k, const struct kapi_resource *r, const char *ns
 /* ---- JSON helpers ------------------------------------------------------------------------- */
 
 /* Conditions, finalizers and base64 Secret data: peer_fc_condition_obj, peer_fc_condition,
- * peer_has_finalizer and peer_base64_decode (src/peering/objects.h), shared with the agent. */
-/* Borrowed string at a path of object keys (NULL-terminated list), or NULL. */
-const char *cli_json_str(const json_t *obj, ...) __attribute__((sentinel));
+ * peer_has_finalizer and peer_base64_decode (src/peering/objects.h), shared with the agent; strings
+ * at a path of keys: jsn_str_at (src/common/json.h). */
 /* "3m", "2d" from an RFC 3339 creationTimestamp; "<unknown>" when it does not parse. */
 void cli_age(const char *timestamp, char *buf, size_t size);
 

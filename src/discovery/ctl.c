@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "agent/identity.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
@@ -333,15 +334,9 @@ void disc_sources_drop_all(enum disc_kind kind, const char *sd, bool gone)
 /* ---- ForeignCluster helpers --------------------------------------------------------------------
  */
 
-static const char *fc_label(const json_t *fc, const char *key)
-{
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(fc, "metadata"), "labels"), key));
-}
-
 static const char *fc_id(const json_t *fc)
 {
-    const char *id = fc_label(fc, PEER_LABEL_CLUSTER_ID);
+    const char *id = jsn_label(fc, PEER_LABEL_CLUSTER_ID);
 
     if (!id)
         id = json_string_value(json_object_get(
@@ -351,7 +346,7 @@ static const char *fc_id(const json_t *fc)
 
 static bool fc_managed(const json_t *fc)
 {
-    const char *t = fc_label(fc, PEER_LABEL_DISC_TYPE);
+    const char *t = jsn_label(fc, PEER_LABEL_DISC_TYPE);
 
     return t && (strcmp(t, DISC_LABEL_TYPE_LAN) == 0 || strcmp(t, DISC_LABEL_TYPE_WAN) == 0);
 }
@@ -712,7 +707,7 @@ static void absent(struct rec *r, struct disc_cand *c)
         return;
     }
     snprintf(r->fc_name, sizeof(r->fc_name), "%s", kapi_obj_name(r->fc));
-    type = fc_label(r->fc, PEER_LABEL_DISC_TYPE);
+    type = jsn_label(r->fc, PEER_LABEL_DISC_TYPE);
     have = json_object_get(json_object_get(r->fc, "status"), "discovery");
     if (!fc_managed(r->fc)) {
         /* Manual or IncomingPeering: never ours to delete; the status says it is not announced. */

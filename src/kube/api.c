@@ -1,4 +1,5 @@
 #include "kube/api.h"
+#include "common/json.h"
 #include "common/jsonb.h"
 #include "kube/ratelimit.h"
 #include "common/log.h"
@@ -302,12 +303,6 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
     return len;
 }
 
-static const char *json_str(const json_t *o, const char *key)
-{
-    const json_t *v = json_object_get(o, key);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
-
 static void observe(struct kapi_call *call, const struct kapi_result *res)
 {
     struct kapi_client *c = call->c;
@@ -361,10 +356,10 @@ static void complete(struct kapi_call *call, CURLcode cc)
         res.http_status = 0;
         res.status.code = 0;
     } else if (res.http_status < 200 || res.http_status >= 300) {
-        const char *kind = json_str(body, "kind");
+        const char *kind = jsn_str(body, "kind");
         if (kind && strcmp(kind, "Status") == 0) {
-            const char *reason = json_str(body, "reason");
-            const char *m = json_str(body, "message");
+            const char *reason = jsn_str(body, "reason");
+            const char *m = jsn_str(body, "message");
             res.status.reason = reason ? reason : "";
             res.status.message = m ? m : "";
         } else {
@@ -1292,27 +1287,22 @@ void kapi_sync_done(struct kapi_sync *s)
     s->body = NULL;
 }
 
-static const char *meta_str(const json_t *obj, const char *key)
-{
-    return json_str(json_object_get(obj, "metadata"), key);
-}
-
 const char *kapi_obj_name(const json_t *obj)
 {
-    return meta_str(obj, "name");
+    return jsn_str_at(obj, "metadata", "name", NULL);
 }
 
 const char *kapi_obj_namespace(const json_t *obj)
 {
-    return meta_str(obj, "namespace");
+    return jsn_str_at(obj, "metadata", "namespace", NULL);
 }
 
 const char *kapi_obj_rv(const json_t *obj)
 {
-    return meta_str(obj, "resourceVersion");
+    return jsn_str_at(obj, "metadata", "resourceVersion", NULL);
 }
 
 const char *kapi_obj_uid(const json_t *obj)
 {
-    return meta_str(obj, "uid");
+    return jsn_str_at(obj, "metadata", "uid", NULL);
 }

@@ -5,6 +5,7 @@
 #include "common/rfc3339.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
+#include "kube/names.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -401,40 +402,6 @@ int kla_query_append(char *buf, size_t size, size_t len, const char *key, const 
 
 /* ---- names and values ---------------------------------------------------------------------- */
 
-bool kla_dns_label(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n == 0 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return true;
-}
-
-bool kla_dns_subdomain(const char *s)
-{
-    size_t n = strlen(s), start = 0;
-
-    if (n == 0 || n > 253)
-        return false;
-    for (size_t i = 0; i <= n; i++) {
-        if (i == n || s[i] == '.') {
-            char label[64];
-
-            if (i - start == 0 || i - start > 63)
-                return false;
-            memcpy(label, s + start, i - start);
-            label[i - start] = '\0';
-            if (!kla_dns_label(label))
-                return false;
-            start = i + 1;
-        }
-    }
-    return true;
-}
-
 static bool valid_uid(const char *s)
 {
     size_t n = strlen(s);
@@ -522,7 +489,8 @@ int kla_route_parse(const char *path, size_t len, enum kla_route *ret, struct kl
         if ((logs && n != 4) || (!logs && n != 4 && n != 5))
             return -ENOENT;
         memset(&pr, 0, sizeof(pr));
-        if (!kla_dns_label(seg[1]) || !kla_dns_subdomain(seg[2]) || !kla_dns_label(seg[n - 1]))
+        if (!kname_dns_label(seg[1]) || !kname_dns_subdomain(seg[2]) ||
+            !kname_dns_label(seg[n - 1]))
             return -EINVAL;
         if (n == 5 && !valid_uid(seg[3]))
             return -EINVAL;

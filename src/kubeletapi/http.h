@@ -86,9 +86,6 @@ void kla_target_split(const char *target, size_t len, const char **ret_path, siz
  * -ENOENT (not a route: 404) or -EINVAL (a route with an invalid name: 400). */
 int kla_route_parse(const char *path, size_t len, enum kla_route *ret, struct kla_pod_ref *ref);
 
-/* RFC 1123 label (at most 63) and subdomain (at most 253). */
-bool kla_dns_label(const char *s);
-bool kla_dns_subdomain(const char *s);
 /* Go's strconv.ParseBool: 1 t T TRUE true True / 0 f F FALSE false False. */
 int kla_parse_bool(const char *s, bool *ret);
 

@@ -4,7 +4,7 @@
 # link alone; cliqo_kubeletapi adds the server on the loop, the SubjectAccessReview authoriser and
 # the relay.
 cliqo_module(cliqo_kubeletapi_proto SOURCES kubeletapi/http.c kubeletapi/spdy.c
-             DEPS PkgConfig::JANSSON PkgConfig::ZLIB)
+             DEPS cliqo_kube_names PkgConfig::JANSSON PkgConfig::ZLIB)
 cliqo_module(cliqo_kubeletapi SOURCES kubeletapi/conn.c kubeletapi/tls.c kubeletapi/server.c
              kubeletapi/sar.c kubeletapi/relay.c kubeletapi/service.c
              DEPS cliqo_kubeletapi_proto cliqo_kube_api cliqo_peering PkgConfig::OPENSSL PkgConfig::LIBUV)

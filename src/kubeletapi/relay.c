@@ -27,6 +27,7 @@
 #include "kube/api.h"
 #include "kube/backoff.h"
 #include "kube/kubeconfig.h"
+#include "kube/names.h"
 
 #include <errno.h>
 #include <jansson.h>
@@ -761,7 +762,7 @@ static int pod_path(char *buf, size_t size, const struct kla_target *t, const ch
 {
     int n;
 
-    if (!kla_dns_label(t->ns) || !kla_dns_subdomain(t->pod))
+    if (!kname_dns_label(t->ns) || !kname_dns_subdomain(t->pod))
         return -EINVAL;
     n = snprintf(buf, size, "/api/v1/namespaces/%s/pods/%s/%s?", t->ns, t->pod, sub);
     return n > 0 && (size_t)n < size ? n : -E2BIG;

@@ -10,6 +10,7 @@
 #include "kube/api.h"
 #include "kube/backoff.h"
 #include "kube/informer.h"
+#include "kube/names.h"
 #include "peering/pki.h"
 
 #include <arpa/inet.h>
@@ -142,7 +143,7 @@ int kla_service_check(const struct kla_service_options *o, char *err, size_t err
                  o->node_address ? o->node_address : "");
         return -EINVAL;
     }
-    if (!o->name || !kla_dns_label(o->name) || strlen(o->name) > MAX_NAME) {
+    if (!o->name || !kname_dns_label(o->name) || strlen(o->name) > MAX_NAME) {
         snprintf(err, errlen, "name '%s': want a DNS label of at most %d characters",
                  o->name ? o->name : "", MAX_NAME);
         return -EINVAL;

@@ -1,27 +1,14 @@
 /* nodesim builders: Node, Lease and pod status objects, as a kubelet writes them. */
 #include "nodesim/nodesim.h"
 
+#include "common/json.h"
 #include "common/rfc3339.h"
 #include "common/strutil.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <string.h>
 
 #define HEX_ID_LEN 64
-
-const char *ns_json_str(const json_t *obj, ...)
-{
-    va_list ap;
-    const char *key;
-    const json_t *v = obj;
-
-    va_start(ap, obj);
-    while (v && (key = va_arg(ap, const char *)) != NULL)
-        v = json_object_get(v, key);
-    va_end(ap);
-    return json_is_string(v) ? json_string_value(v) : NULL;
-}
 
 /* A stable, well-formed 64-hex-digit id (container ids, image digests, machine ids) derived from
  * the given strings: FNV-1a, four differently seeded rounds. */
@@ -184,7 +171,7 @@ json_t *ns_build_lease(const char *node, const char *node_uid, uint64_t duration
 
 int ns_pod_fail_code(const json_t *pod, int *ret_code)
 {
-    const char *s = ns_json_str(pod, "metadata", "annotations", NS_ANN_FAIL, NULL);
+    const char *s = jsn_str_at(pod, "metadata", "annotations", NS_ANN_FAIL, NULL);
     uint64_t v;
 
     if (!s)
@@ -197,7 +184,7 @@ int ns_pod_fail_code(const json_t *pod, int *ret_code)
 
 bool ns_pod_terminal(const json_t *pod)
 {
-    const char *phase = ns_json_str(pod, "status", "phase", NULL);
+    const char *phase = jsn_str_at(pod, "status", "phase", NULL);
 
     return phase && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
 }
@@ -247,9 +234,9 @@ static json_t *cond(const struct pod_ctx *p, const char *type, bool status, cons
                     const char *message)
 {
     const json_t *c = find_by(json_object_get(p->cur, "conditions"), "type", type);
-    const char *st = status ? "True" : "False", *old = ns_json_str(c, "status", NULL);
+    const char *st = status ? "True" : "False", *old = jsn_str_at(c, "status", NULL);
     const char *trans =
-        old && strcmp(old, st) == 0 ? ns_json_str(c, "lastTransitionTime", NULL) : NULL;
+        old && strcmp(old, st) == 0 ? jsn_str_at(c, "lastTransitionTime", NULL) : NULL;
     json_t *o = json_pack("{s:s,s:s,s:n,s:s}", "type", type, "status", st, "lastProbeTime",
                           "lastTransitionTime", trans ? trans : p->now);
 
@@ -276,8 +263,8 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
     const json_t *spec = json_object_get(pod, "spec");
     const json_t *inits = json_object_get(spec, "initContainers");
     const json_t *ctrs = json_object_get(spec, "containers");
-    const char *policy = ns_json_str(spec, "restartPolicy", NULL);
-    const char *step_s = ns_json_str(pod, "metadata", "annotations", NS_ANN_STEP, NULL);
+    const char *policy = jsn_str_at(spec, "restartPolicy", NULL);
+    const char *step_s = jsn_str_at(pod, "metadata", "annotations", NS_ANN_STEP, NULL);
     struct pod_ctx p = {.pod = pod, .cur = json_object_get(pod, "status")};
     size_t k = json_array_size(inits), n = json_array_size(ctrs), stage;
     json_t *st = NULL, *ics = NULL, *cs = NULL, *conds = NULL, *c;
@@ -292,13 +279,13 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
         return -EINVAL;
     sbuf_init(&not_ready, 4096);
     sbuf_init(&not_init, 4096);
-    p.uid = ns_json_str(pod, "metadata", "uid", NULL);
+    p.uid = jsn_str_at(pod, "metadata", "uid", NULL);
     if (!p.uid)
         p.uid = "";
     if (!policy)
         policy = "Always";
     rfc3339_format(v->now, 0, 0, p.now, sizeof(p.now));
-    if (rfc3339_parse(ns_json_str(p.cur, "startTime", NULL), 0, &start) < 0)
+    if (rfc3339_parse(jsn_str_at(p.cur, "startTime", NULL), 0, &start) < 0)
         start = v->now;
     if (step_s && ns_parse_duration_ms(step_s, &step_ms) < 0)
         step_ms = 0;
@@ -317,7 +304,7 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
         goto out;
     for (size_t i = 0; i < k; i++) {
         const json_t *ic = json_array_get(inits, i);
-        const char *name = ns_json_str(ic, "name", NULL), *image = ns_json_str(ic, "image", NULL);
+        const char *name = jsn_str_at(ic, "name", NULL), *image = jsn_str_at(ic, "image", NULL);
         char t0[NS_TIME_LEN], t1[NS_TIME_LEN];
         if (!name || !image) {
             r = -EINVAL;
@@ -351,11 +338,11 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
 
     for (size_t i = 0; i < n; i++) {
         const json_t *ct = json_array_get(ctrs, i);
-        const char *name = ns_json_str(ct, "name", NULL), *image = ns_json_str(ct, "image", NULL);
+        const char *name = jsn_str_at(ct, "name", NULL), *image = jsn_str_at(ct, "image", NULL);
         const json_t *old = find_by(json_object_get(p.cur, "containerStatuses"), "name", name);
         const json_t *old_state = json_object_get(old, "state");
         const json_t *old_last = json_object_get(old, "lastState");
-        const char *old_wait = ns_json_str(old_state, "waiting", "reason", NULL);
+        const char *old_wait = jsn_str_at(old_state, "waiting", "reason", NULL);
         bool crashing = old_wait && strcmp(old_wait, "CrashLoopBackOff") == 0;
         json_int_t restarts = json_integer_value(json_object_get(old, "restartCount"));
         bool with_id = true, ready = false;
@@ -374,15 +361,15 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
             bool ends =
                 strcmp(policy, "Never") == 0 || (strcmp(policy, "OnFailure") == 0 && code == 0);
             const json_t *old_term = json_object_get(old_state, "terminated");
-            const char *started = ns_json_str(old_state, "running", "startedAt", NULL);
-            const char *finished = ns_json_str(old_term, "finishedAt", NULL);
+            const char *started = jsn_str_at(old_state, "running", "startedAt", NULL);
+            const char *finished = jsn_str_at(old_term, "finishedAt", NULL);
             json_t *term;
             if (!started)
-                started = ns_json_str(old_term, "startedAt", NULL);
+                started = jsn_str_at(old_term, "startedAt", NULL);
             if (crashing && !started)
-                started = ns_json_str(old_last, "terminated", "startedAt", NULL);
+                started = jsn_str_at(old_last, "terminated", "startedAt", NULL);
             if (crashing && !finished)
-                finished = ns_json_str(old_last, "terminated", "finishedAt", NULL);
+                finished = jsn_str_at(old_last, "terminated", "finishedAt", NULL);
             if (!ends && !crashing)
                 restarts++;
             term = json_pack("{s:i,s:s,s:s,s:s}", "exitCode", code, "reason",
@@ -407,7 +394,7 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
             } else {
                 char msg[600];
                 snprintf(msg, sizeof(msg), "back-off 10s restarting failed container=%s pod=%s",
-                         name, ns_json_str(pod, "metadata", "name", NULL));
+                         name, jsn_str_at(pod, "metadata", "name", NULL));
                 c = json_pack("{s:s,s:s,s:b,s:b,s:I,s:{s:{s:s,s:s}},s:{s:o}}", "name", name,
                               "image", image, "ready", 0, "started", 0, "restartCount", restarts,
                               "state", "waiting", "reason", "CrashLoopBackOff", "message", msg,
@@ -416,7 +403,7 @@ int ns_build_pod_status(const json_t *pod, const struct ns_pod_view *v, json_t *
             }
             all_ready = false;
         } else {
-            const char *started = ns_json_str(old_state, "running", "startedAt", NULL);
+            const char *started = jsn_str_at(old_state, "running", "startedAt", NULL);
             json_t *last = restarts > 0 && old_last ? json_deep_copy(old_last) : json_object();
             if (!started)
                 started = restarts == 0 ? cstart : p.now;

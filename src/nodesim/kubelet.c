@@ -9,6 +9,7 @@
 #include "nodesim/sim.h"
 
 #include "common/fileio.h"
+#include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
@@ -55,7 +56,7 @@ static json_t *our_pod(struct ns_sim *sim, const char *ns, const char *name)
     if (!sim->pod_inf)
         return NULL;
     pod = inf_get(sim->pod_inf, ns, name);
-    node = ns_json_str(pod, "spec", "nodeName", NULL);
+    node = jsn_str_at(pod, "spec", "nodeName", NULL);
     if (!pod || !node || !ns_node_find(sim, node)) {
         json_decref(pod);
         return NULL;
@@ -70,7 +71,7 @@ static int node_of(void *data, const char *ns, const char *pod, char *ret_node)
 
     if (!p)
         return -ENOENT;
-    snprintf(ret_node, KLA_MAX_NODE + 1, "%s", ns_json_str(p, "spec", "nodeName", NULL));
+    snprintf(ret_node, KLA_MAX_NODE + 1, "%s", jsn_str_at(p, "spec", "nodeName", NULL));
     json_decref(p);
     return 0;
 }
@@ -443,7 +444,7 @@ static int backend_exec(void *data, struct kla_request *r, const struct kla_pod_
     containers = json_object_get(json_object_get(pod, "spec"), "containers");
     json_array_foreach(containers, i, c)
     {
-        const char *name = ns_json_str(c, "name", NULL);
+        const char *name = jsn_str_at(c, "name", NULL);
 
         if (name && strcmp(name, ref->container) == 0)
             spec = c;
@@ -473,7 +474,7 @@ static int backend_exec(void *data, struct kla_request *r, const struct kla_pod_
     env = json_object_get(spec, "env");
     json_array_foreach(env, i, v)
     {
-        const char *name = ns_json_str(v, "name", NULL), *value = ns_json_str(v, "value", NULL);
+        const char *name = jsn_str_at(v, "name", NULL), *value = jsn_str_at(v, "value", NULL);
 
         /* Literal values only: valueFrom is not resolved by the simulator. */
         if (rr == 0 && name && value)

@@ -1,6 +1,7 @@
 /* nodesim logs: the deterministic log of a simulated container (nodesim.h, docs/nodesim.md). */
 #include "nodesim/nodesim.h"
 
+#include "common/json.h"
 #include "common/rfc3339.h"
 
 #include <errno.h>
@@ -81,17 +82,17 @@ static int instance(const json_t *st, bool previous, struct ns_log_src *ret, con
 
     ret->restart = (int)(previous ? restarts - 1 : restarts);
     if (!previous && run) {
-        if (rfc3339_parse(ns_json_str(run, "startedAt", NULL), 0, &t) < 0)
+        if (rfc3339_parse(jsn_str_at(run, "startedAt", NULL), 0, &t) < 0)
             return -EAGAIN;
         ret->started = t;
         ret->finished = -1;
         return 0;
     }
     if (term) {
-        if (rfc3339_parse(ns_json_str(term, "startedAt", NULL), 0, &t) < 0)
+        if (rfc3339_parse(jsn_str_at(term, "startedAt", NULL), 0, &t) < 0)
             return -ENOENT;
         ret->started = t;
-        if (rfc3339_parse(ns_json_str(term, "finishedAt", NULL), 0, &t) < 0)
+        if (rfc3339_parse(jsn_str_at(term, "finishedAt", NULL), 0, &t) < 0)
             return -ENOENT;
         ret->finished = t < ret->started ? ret->started : t;
         ret->exit_code = (int)json_integer_value(json_object_get(term, "exitCode"));
@@ -99,7 +100,7 @@ static int instance(const json_t *st, bool previous, struct ns_log_src *ret, con
     }
     if (previous)
         return -ENOENT;
-    *reason = wait ? ns_json_str(wait, "reason", NULL) : NULL;
+    *reason = wait ? jsn_str_at(wait, "reason", NULL) : NULL;
     if (!*reason)
         *reason = "ContainerCreating";
     return -EAGAIN;
@@ -118,21 +119,21 @@ int ns_log_source(const json_t *pod, const char *container, bool previous, struc
 
         json_array_foreach(list, i, c)
         {
-            const char *name = ns_json_str(c, "name", NULL);
+            const char *name = jsn_str_at(c, "name", NULL);
             const json_t *sts = json_object_get(status, stats[k]), *st;
             size_t j;
 
             if (!name || strcmp(name, container) != 0)
                 continue;
             memset(ret, 0, sizeof(*ret));
-            ret->ns = ns_json_str(pod, "metadata", "namespace", NULL);
-            ret->pod = ns_json_str(pod, "metadata", "name", NULL);
+            ret->ns = jsn_str_at(pod, "metadata", "namespace", NULL);
+            ret->pod = jsn_str_at(pod, "metadata", "name", NULL);
             ret->container = name;
-            ret->image = ns_json_str(c, "image", NULL);
+            ret->image = jsn_str_at(c, "image", NULL);
             *ret_reason = NULL;
             json_array_foreach(sts, j, st)
             {
-                const char *sn = ns_json_str(st, "name", NULL);
+                const char *sn = jsn_str_at(st, "name", NULL);
 
                 if (sn && strcmp(sn, container) == 0)
                     return instance(st, previous, ret, ret_reason);

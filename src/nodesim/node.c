@@ -2,6 +2,7 @@
  * Leases in kube-node-lease, and the NotReady injection through the node annotation. */
 #include "nodesim/sim.h"
 
+#include "common/json.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
@@ -207,7 +208,7 @@ static void on_adopt(struct kapi_client *c, const struct kapi_result *res, void 
 static int adopt(struct ns_node *n, const json_t *existing)
 {
     struct ns_sim *sim = n->sim;
-    const char *cidr = ns_json_str(existing, "spec", "podCIDR", NULL);
+    const char *cidr = jsn_str_at(existing, "spec", "podCIDR", NULL);
     const char *uid = kapi_obj_uid(existing);
     json_t *patch;
     char *body;
@@ -352,7 +353,7 @@ static void set_mode(struct ns_node *n, enum ns_node_mode m)
 
 static enum ns_node_mode mode_of(const json_t *obj)
 {
-    const char *a = ns_json_str(obj, "metadata", "annotations", NS_ANN_READY, NULL);
+    const char *a = jsn_str_at(obj, "metadata", "annotations", NS_ANN_READY, NULL);
 
     if (a && strcmp(a, "false") == 0)
         return NS_NODE_NOT_READY;

@@ -211,8 +211,4 @@ int64_t ns_log_first(const struct ns_log_src *s, int64_t now, int64_t since, int
 int ns_log_source(const json_t *pod, const char *container, bool previous, struct ns_log_src *ret,
                   const char **ret_reason);
 
-/* Borrowed string at a path of nested objects, or NULL: ns_json_str(obj, "status", "podIP", NULL).
- */
-const char *ns_json_str(const json_t *obj, ...);
-
 #endif

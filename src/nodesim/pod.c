@@ -5,6 +5,7 @@
  * paces the requests. */
 #include "nodesim/sim.h"
 
+#include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -16,7 +17,7 @@
 
 static const char *node_name_of(const json_t *pod)
 {
-    return ns_json_str(pod, "spec", "nodeName", NULL);
+    return jsn_str_at(pod, "spec", "nodeName", NULL);
 }
 
 static int index_by_node(const json_t *obj, const char **values, size_t max)
@@ -46,7 +47,7 @@ static int pod_key(const json_t *pod, char buf[WQ_MAX_KEY_LEN + 1])
 static void release_ip(struct ns_sim *sim, const char *key, const char *uid)
 {
     json_t *e = json_object_get(sim->ip_owner, key);
-    const char *owner = ns_json_str(e, "uid", NULL);
+    const char *owner = jsn_str_at(e, "uid", NULL);
     json_int_t n = json_integer_value(json_object_get(e, "n"));
 
     if (!e || (uid && owner && strcmp(uid, owner) != 0))
@@ -63,14 +64,14 @@ static int claim_ip(struct ns_sim *sim, const char *key, const json_t *pod, stru
                     uint32_t *ret)
 {
     json_t *e = json_object_get(sim->ip_owner, key);
-    const char *uid = kapi_obj_uid(pod), *cur = ns_json_str(pod, "status", "podIP", NULL);
+    const char *uid = kapi_obj_uid(pod), *cur = jsn_str_at(pod, "status", "podIP", NULL);
     uint32_t ip;
     int r;
 
     if (!uid)
         uid = "";
     if (e) {
-        const char *owner = ns_json_str(e, "uid", NULL);
+        const char *owner = jsn_str_at(e, "uid", NULL);
         if (owner && strcmp(owner, uid) == 0 &&
             json_integer_value(json_object_get(e, "n")) == (json_int_t)node->index) {
             *ret = (uint32_t)json_integer_value(json_object_get(e, "ip"));
@@ -283,7 +284,7 @@ static void on_pod_add(struct inf_informer *inf, json_t *obj, void *data)
     }
     /* Initial list: take back the addresses our running pods already have before any pod is
      * processed, so that a new pod can never be given one of them. */
-    if (!ns_pod_terminal(obj) && ns_json_str(obj, "status", "podIP", NULL) &&
+    if (!ns_pod_terminal(obj) && jsn_str_at(obj, "status", "podIP", NULL) &&
         pod_key(obj, key) == 0 && claim_ip(sim, key, obj, node, &ip) < 0)
         log_warn(MOD, "pod %s: cannot keep its address", key);
 }

@@ -61,6 +61,7 @@
  * plus the state structure itself. */
 #include "offer/share.h"
 #include "common/xalloc.h"
+#include "kube/names.h"
 #include "kube/quantity.h"
 
 #include <errno.h>
@@ -2415,27 +2416,6 @@ static bool alnum(char c)
     return alnum_lower(c) || (c >= 'A' && c <= 'Z');
 }
 
-/* A DNS-1123 subdomain: at most 253 bytes of dot-separated labels of [a-z0-9-], each starting and
- * ending with [a-z0-9] and at most 63 bytes. */
-static bool dns_subdomain(const char *p, size_t len)
-{
-    size_t start = 0;
-
-    if (len == 0 || len > 253)
-        return false;
-    for (size_t i = 0; i <= len; i++) {
-        if (i == len || p[i] == '.') {
-            size_t l = i - start;
-            if (l == 0 || l > 63 || !alnum_lower(p[start]) || !alnum_lower(p[i - 1]))
-                return false;
-            start = i + 1;
-        } else if (!alnum_lower(p[i]) && p[i] != '-') {
-            return false;
-        }
-    }
-    return true;
-}
-
 /* A label name: at most 63 bytes of [A-Za-z0-9._-], starting and ending with [A-Za-z0-9]. */
 static bool label_name(const char *p, size_t len)
 {
@@ -2471,7 +2451,7 @@ bool shr_label_shareable(const char *key)
     slash = memchr(key, '/', len);
     if (!slash)
         return label_name(key, len);
-    if (!dns_subdomain(key, (size_t)(slash - key)) ||
+    if (!kname_dns_subdomain_n(key, (size_t)(slash - key)) ||
         !label_name(slash + 1, len - (size_t)(slash - key) - 1))
         return false;
     for (size_t i = 0; i < sizeof(reserved) / sizeof(reserved[0]); i++)

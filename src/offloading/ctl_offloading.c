@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "peering/objects.h"
@@ -42,11 +43,6 @@ static const json_t *meta_of(const json_t *o)
 static bool deleting(const json_t *o)
 {
     return json_object_get(meta_of(o), "deletionTimestamp") != NULL;
-}
-
-static const char *label_of(const json_t *o, const char *key)
-{
-    return json_string_value(json_object_get(json_object_get(meta_of(o), "labels"), key));
 }
 
 /* ---- writes ----------------------------------------------------------------------------------
@@ -85,7 +81,7 @@ struct selected {
 static void select_visit(json_t *node, void *data)
 {
     struct selected *s = data;
-    const char *id = label_of(node, PEER_LABEL_REMOTE_CLUSTER);
+    const char *id = jsn_label(node, PEER_LABEL_REMOTE_CLUSTER);
     const json_t *labels = json_object_get(meta_of(node), "labels");
 
     if (!id || s->n >= MAX_PEERS || !nsof_selector_match(s->selector, kapi_obj_name(node), labels))
@@ -95,7 +91,7 @@ static void select_visit(json_t *node, void *data)
             return;
     json_array_append(s->keep, node);
     s->ids[s->n++] =
-        label_of(json_array_get(s->keep, json_array_size(s->keep) - 1), PEER_LABEL_REMOTE_CLUSTER);
+        jsn_label(json_array_get(s->keep, json_array_size(s->keep) - 1), PEER_LABEL_REMOTE_CLUSTER);
 }
 
 struct has_peer {
@@ -106,7 +102,7 @@ struct has_peer {
 static void peer_visit(json_t *node, void *data)
 {
     struct has_peer *h = data;
-    const char *id = label_of(node, PEER_LABEL_REMOTE_CLUSTER);
+    const char *id = jsn_label(node, PEER_LABEL_REMOTE_CLUSTER);
 
     if (id && strcmp(id, h->id) == 0)
         h->found = true;
@@ -176,7 +172,7 @@ static void reconcile_deleting(struct rec *r, const json_t *obj, json_t *nsobj)
         ctl_rec_end(&r->h, CTL_WAIT); /* the virtual kubelets remove their namespaces and keys */
         return;
     }
-    if (nsobj && label_of(nsobj, NSOF_LABEL_SCHEDULING)) {
+    if (nsobj && jsn_label(nsobj, NSOF_LABEL_SCHEDULING)) {
         set_label(r, r->ns, false);
         return;
     }
@@ -235,7 +231,7 @@ static void reconcile(struct ctl *c, const char *key)
     /* Reserved namespaces are never labelled (the pod webhook would act in them) nor asked of
      * providers (mapxlate.c refuses them too). */
     if (nsof_home_offloadable(r->ns, agent_namespace(o->a), false, err, sizeof(err)) < 0) {
-        if (nsobj && label_of(nsobj, NSOF_LABEL_SCHEDULING))
+        if (nsobj && jsn_label(nsobj, NSOF_LABEL_SCHEDULING))
             set_label(r, r->ns, false);
         else if (!write_status(r, obj, NSOF_PHASE_INVALID, NULL, err))
             ctl_rec_end(&r->h, CTL_DONE);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/strutil.h"
+#include "kube/names.h"
 
 #define NAME_PART_MAX 20
 #define HASH_HEX      6
@@ -37,18 +38,6 @@ static bool alnum(char c)
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-static bool dns_label(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-
-    if (n == 0 || n > 63 || !alnum(s[0]) || !alnum(s[n - 1]))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!alnum(s[i]) && s[i] != '-')
-            return false;
-    return true;
-}
-
 /* A label value or the name part of a qualified name: at most 63 characters, [A-Za-z0-9._-],
  * starting and ending with an alphanumeric; empty allowed when allow_empty. */
 static bool label_value(const char *s, bool allow_empty)
@@ -71,25 +60,6 @@ static bool label_value(const char *s, bool allow_empty)
     return true;
 }
 
-static bool dns_subdomain(const char *s, size_t n)
-{
-    size_t start = 0;
-
-    if (n == 0 || n > 253)
-        return false;
-    for (size_t i = 0; i <= n; i++) {
-        if (i < n && s[i] != '.')
-            continue;
-        if (i == start || i - start > 63 || !alnum(s[start]) || !alnum(s[i - 1]))
-            return false;
-        for (size_t j = start; j < i; j++)
-            if (!alnum(s[j]) && s[j] != '-')
-                return false;
-        start = i + 1;
-    }
-    return true;
-}
-
 /* A qualified label key: [prefix/]name. */
 static bool label_key(const char *s)
 {
@@ -99,7 +69,7 @@ static bool label_key(const char *s)
         return false;
     if (!slash)
         return label_value(s, false);
-    return dns_subdomain(s, (size_t)(slash - s)) && label_value(slash + 1, false);
+    return kname_dns_subdomain_n(s, (size_t)(slash - s)) && label_value(slash + 1, false);
 }
 
 /* The first HASH_HEX hex digits of sha256(id). Returns 0, -EINVAL (empty id) or -EIO. */
@@ -128,7 +98,7 @@ int nsof_remote_namespace(const char *ns, enum nsof_mapping m, const char *home_
     size_t n = 0, start = 0, room, nslen;
     int r;
 
-    if (!dns_label(ns) || !buf || size < NSOF_NS_MAX + 1)
+    if (!kname_dns_label(ns) || !buf || size < NSOF_NS_MAX + 1)
         return -EINVAL;
     if (m == NSOF_MAP_ENFORCE_SAME_NAME) {
         snprintf(buf, size, "%s", ns);
@@ -185,7 +155,7 @@ static const char *const system_names[] = {
 
 bool nsof_reserved(const char *name, const char *agent_ns)
 {
-    if (!dns_label(name) || (agent_ns && strcmp(name, agent_ns) == 0))
+    if (!kname_dns_label(name) || (agent_ns && strcmp(name, agent_ns) == 0))
         return true;
     for (const char *const *n = system_names; *n; n++)
         if (str_glob(*n, name))
@@ -196,7 +166,7 @@ bool nsof_reserved(const char *name, const char *agent_ns)
 int nsof_home_offloadable(const char *ns, const char *agent_ns, bool tenant, char *err,
                           size_t errlen)
 {
-    if (!dns_label(ns)) {
+    if (!kname_dns_label(ns)) {
         snprintf(err, errlen, "namespace name is not a DNS label");
         return -EINVAL;
     }
@@ -222,7 +192,7 @@ bool nsof_default_shaped(const char *local, const char *remote, const char *home
     char hash[HASH_HEX + 1];
     size_t n = local ? strlen(local) : 0, rn = remote ? strlen(remote) : 0, k;
 
-    if (!dns_label(local) || !dns_label(remote) || id_hash(home_id, hash) < 0)
+    if (!kname_dns_label(local) || !kname_dns_label(remote) || id_hash(home_id, hash) < 0)
         return false;
     /* nsof_remote_namespace keeps at least NSOF_NS_MAX - HASH_HEX - 1 - (NAME_PART_MAX + 1)
      * characters of the namespace's name. */
@@ -347,7 +317,7 @@ static int check_expr(const json_t *x, bool field, size_t t, size_t e, char *err
     for (size_t i = 0; i < nv; i++) {
         const char *v = json_string_value(json_array_get(values, i));
 
-        if (!v || !(field ? dns_subdomain(v, strlen(v)) : label_value(v, true)))
+        if (!v || !(field ? kname_dns_subdomain_n(v, strlen(v)) : label_value(v, true)))
             return bad(err, errlen, t, e, "a value is not a valid label value");
     }
     switch (op) {

@@ -1,5 +1,6 @@
 /* The pod webhook's patch: see nsof.h ("the pod webhook's patch"). */
 #include "common/errbuf.h"
+#include "common/json.h"
 #include "common/jsonpatch.h"
 #include "offloading/nsof.h"
 
@@ -26,18 +27,11 @@ bool nsof_pod_is_daemonset(const json_t *pod)
 
 /* ---- tolerations --------------------------------------------------------------------------- */
 
-static const char *str_or_empty(const json_t *o, const char *key)
-{
-    const char *s = json_string_value(json_object_get(o, key));
-
-    return s ? s : "";
-}
-
 /* Kubernetes' ToleratesTaint for a taint (key, value, effect). */
 static bool tolerates(const json_t *tol, const char *key, const char *value, const char *effect)
 {
-    const char *te = str_or_empty(tol, "effect"), *tk = str_or_empty(tol, "key");
-    const char *op = str_or_empty(tol, "operator");
+    const char *te = jsn_str_or_empty(tol, "effect"), *tk = jsn_str_or_empty(tol, "key");
+    const char *op = jsn_str_or_empty(tol, "operator");
 
     if (*te && strcmp(te, effect) != 0)
         return false;
@@ -47,7 +41,7 @@ static bool tolerates(const json_t *tol, const char *key, const char *value, con
         return true;
     if (*op && strcmp(op, "Equal") != 0)
         return false;
-    return strcmp(str_or_empty(tol, "value"), value) == 0;
+    return strcmp(jsn_str_or_empty(tol, "value"), value) == 0;
 }
 
 static bool unbounded(const json_t *tol)
@@ -62,10 +56,11 @@ static bool plugin_default(const json_t *tol, const char *key)
 {
     const json_t *s = json_object_get(tol, "tolerationSeconds");
 
-    return strcmp(str_or_empty(tol, "key"), key) == 0 &&
-           strcmp(str_or_empty(tol, "operator"), "Exists") == 0 &&
-           strcmp(str_or_empty(tol, "effect"), "NoExecute") == 0 && !*str_or_empty(tol, "value") &&
-           json_is_integer(s) && json_integer_value(s) == NSOF_DEFAULT_TOLERATION_SECONDS;
+    return strcmp(jsn_str_or_empty(tol, "key"), key) == 0 &&
+           strcmp(jsn_str_or_empty(tol, "operator"), "Exists") == 0 &&
+           strcmp(jsn_str_or_empty(tol, "effect"), "NoExecute") == 0 &&
+           !*jsn_str_or_empty(tol, "value") && json_is_integer(s) &&
+           json_integer_value(s) == NSOF_DEFAULT_TOLERATION_SECONDS;
 }
 
 /* Operations for one of the two node-condition taints. New tolerations go to add. */
@@ -83,7 +78,7 @@ static int grace_ops(const json_t *tols, const char *key, long long grace, json_
         const json_t *t = json_array_get(tols, i);
         const json_t *s = json_object_get(t, "tolerationSeconds");
 
-        if (strcmp(str_or_empty(t, "key"), key) != 0 || !tolerates(t, key, "", "NoExecute"))
+        if (strcmp(jsn_str_or_empty(t, "key"), key) != 0 || !tolerates(t, key, "", "NoExecute"))
             continue;
         found = true;
         if (!json_is_integer(s))

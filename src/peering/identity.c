@@ -1,4 +1,5 @@
 #include "peering/identity.h"
+#include "kube/names.h"
 
 #include <errno.h>
 #include <string.h>
@@ -34,31 +35,14 @@ static bool id_alnum(char c)
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-bool peer_label_valid(const char *s)
-{
-    size_t n;
-
-    if (!s)
-        return false;
-    n = strnlen(s, PEER_NAME_MAX + 1);
-    if (n == 0 || n > PEER_NAME_MAX)
-        return false;
-    if (!id_alnum(s[0]) || !id_alnum(s[n - 1]))
-        return false;
-    for (size_t i = 1; i + 1 < n; i++)
-        if (!id_alnum(s[i]) && s[i] != '-')
-            return false;
-    return true;
-}
-
 bool peer_cluster_id_valid(const char *s)
 {
-    return peer_label_valid(s);
+    return kname_dns_label(s);
 }
 
 bool peer_cluster_name_valid(const char *s)
 {
-    return peer_label_valid(s);
+    return kname_dns_label(s);
 }
 
 int peer_tenant_namespace(const char *cluster_id, const char *cluster_name,

@@ -3,7 +3,7 @@
  *  - A cluster ID is what the CRDs accept: `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, 1 to 63 characters.
  *    New IDs are random UUIDs v4 in their canonical lowercase form (36 characters), which match.
  *  - A cluster name is an RFC 1123 (DNS-1123) label: the same pattern, 1 to 63 characters. The same
- *    check serves for namespace names (peer_label_valid).
+ *    check serves for namespace names (kname_dns_label, src/kube/names.h).
  *  - The tenant namespace of peer X is `cliqo-tenant-<name>-<hash>`, where <hash> is the first 3
  *    bytes of SHA-256(X's cluster ID, as its ASCII bytes) as 6 lowercase hex digits. <name> is X's
  *    cluster name, sanitised and truncated so that the result is always a valid namespace name of
@@ -33,7 +33,6 @@ int peer_uuid_v4(char ret[PEER_UUID_LEN + 1]);
 /* True when `s` (NULL allowed: false) is a valid cluster ID / RFC 1123 label of at most 63. */
 bool peer_cluster_id_valid(const char *s);
 bool peer_cluster_name_valid(const char *s);
-bool peer_label_valid(const char *s);
 
 /* The tenant namespace for the peer with this ID and name (see above). `cluster_name` may be NULL.
  * Returns 0, or -EINVAL when cluster_id is not valid, or -EIO when hashing fails. */

@@ -4,6 +4,7 @@
 #include "common/errbuf.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
+#include "kube/names.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -45,7 +46,7 @@ int peer_kubeconfig_build(const struct peer_kubeconfig_params *p, char **ret_kub
         return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: the server URL is required");
     if (!p->token || !*p->token)
         return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: the token is required");
-    if (!peer_label_valid(p->namespace))
+    if (!kname_dns_label(p->namespace))
         return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: invalid namespace");
     if (!peer_cluster_name_valid(p->cluster_name))
         return errbuf_fmt(err, errlen, -EINVAL, "kubeconfig: invalid cluster name");

@@ -4,4 +4,4 @@
 cliqo_module(cliqo_peering
              SOURCES peering/identity.c peering/token.c peering/pki.c peering/wire.c peering/idkey.c
                      peering/kubeconfig_out.c peering/resources.c peering/objects.c
-             DEPS cliqo_kube_api cliqo_kube_config PkgConfig::OPENSSL PkgConfig::JANSSON)
+             DEPS cliqo_kube_api cliqo_kube_config cliqo_kube_names PkgConfig::OPENSSL PkgConfig::JANSSON)

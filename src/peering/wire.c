@@ -3,6 +3,7 @@
 #include "peering/internal.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
+#include "kube/names.h"
 #include "peering/objects.h"
 
 #include <errno.h>
@@ -423,7 +424,7 @@ int peer_wire_identity_response_decode(const void *buf, size_t len,
     r = wire_str(j, "namespace", &ns, NULL, err);
     if (r < 0)
         goto out;
-    if (!peer_label_valid(ns)) {
+    if (!kname_dns_label(ns)) {
         r = wire_fail(err, PEER_WIRE_E_NAMESPACE,
                       "field \"namespace\" must be a namespace name (RFC 1123 label)");
         goto out;
@@ -457,7 +458,7 @@ int peer_wire_identity_response_encode(const char *namespace, const char *kubeco
     json_t *j;
     int r;
 
-    if (!peer_label_valid(namespace) || !kubeconfig || !*kubeconfig || !wire_key_id_ok(key_id))
+    if (!kname_dns_label(namespace) || !kubeconfig || !*kubeconfig || !wire_key_id_ok(key_id))
         return -EINVAL;
     j = json_object();
     if (!j)

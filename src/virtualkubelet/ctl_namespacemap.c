@@ -28,8 +28,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
+#include "kube/names.h"
 #include "offloading/nsof.h"
 #include "agent/ctl.h"
 #include "peering/objects.h"
@@ -84,7 +86,7 @@ static void after_write(void *owner)
 
 bool nsmap_reserved(const char *name, const char *agent_ns)
 {
-    return !peer_label_valid(name) || nsof_reserved(name, agent_ns) ||
+    return !kname_dns_label(name) || nsof_reserved(name, agent_ns) ||
            strncmp(name, PEER_TENANT_PREFIX, strlen(PEER_TENANT_PREFIX)) == 0;
 }
 
@@ -101,18 +103,6 @@ static json_t *allowed_patterns(void)
     return p;
 }
 
-static const char *label(const json_t *obj, const char *key)
-{
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(obj, "metadata"), "labels"), key));
-}
-
-static const char *annotation(const json_t *obj, const char *key)
-{
-    return json_string_value(
-        json_object_get(json_object_get(json_object_get(obj, "metadata"), "annotations"), key));
-}
-
 /* ---- namespaces of the consumer
  * ------------------------------------------------------------------ */
 
@@ -125,7 +115,8 @@ struct ours {
 static void ours_visit(json_t *ns, void *data)
 {
     struct ours *o = data;
-    const char *origin = label(ns, PEER_LABEL_ORIGIN), *map = annotation(ns, PEER_ANNOT_NSMAP);
+    const char *origin = jsn_label(ns, PEER_LABEL_ORIGIN),
+               *map = jsn_annotation(ns, PEER_ANNOT_NSMAP);
 
     if (origin && map && strcmp(origin, o->id) == 0 && strcmp(map, o->key) == 0)
         json_array_append(o->list, ns);
@@ -265,8 +256,8 @@ static const char *podsec_level(const struct rec *r)
  * when a write was started (or failed: the pass has ended either way). */
 static bool podsec_labels(struct rec *r, const json_t *ns)
 {
-    const char *want = podsec_level(r), *have = label(ns, ADM_PODSEC_LABEL),
-               *ver = label(ns, ADM_PODSEC_VERSION_LABEL), *name = kapi_obj_name(ns);
+    const char *want = podsec_level(r), *have = jsn_label(ns, ADM_PODSEC_LABEL),
+               *ver = jsn_label(ns, ADM_PODSEC_VERSION_LABEL), *name = kapi_obj_name(ns);
     json_t *patch;
     char *body;
 
@@ -477,13 +468,13 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         return;
     }
     tenant = inf_get(st.nss, NULL, r->ns);
-    id = label(tenant, PEER_LABEL_CLUSTER_ID);
+    id = jsn_label(tenant, PEER_LABEL_CLUSTER_ID);
     r->status = json_pack("{s:{}}", "currentMapping");
     cur = json_object_get(r->status, "currentMapping");
     old_cur = json_object_get(json_object_get(r->map, "status"), "currentMapping");
     desired = json_object_get(json_object_get(r->map, "spec"), "desiredMapping");
-    if (!tenant || !id || strcmp(id, r->name) != 0 || !label(tenant, PEER_LABEL_TENANT) ||
-        strcmp(label(tenant, PEER_LABEL_TENANT), "true") != 0) {
+    if (!tenant || !id || strcmp(id, r->name) != 0 || !jsn_label(tenant, PEER_LABEL_TENANT) ||
+        strcmp(jsn_label(tenant, PEER_LABEL_TENANT), "true") != 0) {
         json_decref(tenant);
         json_object_foreach(desired, local, v)
         {
@@ -536,10 +527,10 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
             continue;
         }
         existing = inf_get(st.nss, NULL, remote);
-        origin = label(existing, PEER_LABEL_ORIGIN);
-        if (existing &&
-            (!origin || strcmp(origin, r->name) != 0 || !annotation(existing, PEER_ANNOT_NSMAP) ||
-             strcmp(annotation(existing, PEER_ANNOT_NSMAP), r->key) != 0)) {
+        origin = jsn_label(existing, PEER_LABEL_ORIGIN);
+        if (existing && (!origin || strcmp(origin, r->name) != 0 ||
+                         !jsn_annotation(existing, PEER_ANNOT_NSMAP) ||
+                         strcmp(jsn_annotation(existing, PEER_ANNOT_NSMAP), r->key) != 0)) {
             json_decref(existing);
             set_entry(cur, local, remote, "Refused", "AlreadyExists",
                       "a namespace with this name exists on the provider and was not created "
@@ -665,11 +656,11 @@ static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *
 /* A namespace of a consumer changed (created, terminating, gone): its map looks again. */
 static void on_ns(struct inf_informer *inf, json_t *obj, void *data)
 {
-    const char *map = annotation(obj, PEER_ANNOT_NSMAP);
+    const char *map = jsn_annotation(obj, PEER_ANNOT_NSMAP);
 
     (void)inf;
     (void)data;
-    if (map && label(obj, PEER_LABEL_ORIGIN) && strlen(map) < 192 && st.q)
+    if (map && jsn_label(obj, PEER_LABEL_ORIGIN) && strlen(map) < 192 && st.q)
         wq_add(st.q, map);
 }
 

@@ -6,11 +6,7 @@
 #include <string.h>
 
 #include "offloading/nsof.h"
-
-static const char *str(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
+#include "common/json.h"
 
 static bool text_ok(const char *s, size_t max)
 {
@@ -32,7 +28,7 @@ int vkm_nsof_wants(const json_t *nsof, const char *node_name, const json_t *node
                    size_t errlen)
 {
     const json_t *md = json_object_get(nsof, "metadata");
-    const char *name = str(md, "name"), *ns = str(md, "namespace");
+    const char *name = jsn_str(md, "name"), *ns = jsn_str(md, "namespace");
     struct nsof_spec spec;
     int r;
 
@@ -60,8 +56,8 @@ enum vkm_phase vkm_entry(const json_t *current_mapping, const char *local, const
                          const char **ret_reason, const char **ret_message)
 {
     const json_t *e = json_object_get(current_mapping, local);
-    const char *remote = str(e, "remoteNamespace"), *phase = str(e, "phase");
-    const char *reason = str(e, "reason"), *msg = str(e, "message");
+    const char *remote = jsn_str(e, "remoteNamespace"), *phase = jsn_str(e, "phase");
+    const char *reason = jsn_str(e, "reason"), *msg = jsn_str(e, "message");
     enum vkm_phase p;
 
     if (ret_reason)
@@ -101,7 +97,8 @@ static const char *since(const json_t *old, const char *type, const char *status
 
     json_array_foreach(old, i, c)
     {
-        const char *t = str(c, "type"), *s = str(c, "status"), *l = str(c, "lastTransitionTime");
+        const char *t = jsn_str(c, "type"), *s = jsn_str(c, "status"),
+                   *l = jsn_str(c, "lastTransitionTime");
 
         if (t && s && l && strcmp(t, type) == 0 && strcmp(s, status) == 0)
             return l;

@@ -13,6 +13,7 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/informer.h"
+#include "kube/names.h"
 #include "offloading/nsof.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -302,7 +303,7 @@ static bool mirror(struct vkns *m, const json_t *nsof, const json_t *wanted, con
         /* Not asked for: the key stays while the provider still has the namespace. */
         remote =
             json_string_value(json_object_get(json_object_get(current, ns), "remoteNamespace"));
-        if (!remote || !peer_label_valid(remote)) {
+        if (!remote || !kname_dns_label(remote)) {
             if (!old)
                 return false;
             return apply_conditions(m, nsof, ns, NULL);
@@ -405,7 +406,7 @@ static void pass(uv_timer_t *t)
     {
         /* No longer selected: kept until the home pods of the namespace on the node are gone. */
         if (json_object_get(wanted, k) || !json_is_string(v) ||
-            !peer_label_valid(json_string_value(v)))
+            !kname_dns_label(json_string_value(v)))
             continue;
         if (m->p.pods_left(m->p.data, k) > 0) {
             m->p.evict(m->p.data, k);

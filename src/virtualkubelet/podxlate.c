@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/json.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "peering/resources.h"
@@ -23,11 +24,6 @@ static const json_t *obj(const json_t *o, const char *k)
     const json_t *v = json_object_get(o, k);
 
     return json_is_object(v) ? v : NULL;
-}
-
-static const char *str(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
 }
 
 static const json_t *meta(const json_t *o)
@@ -72,7 +68,7 @@ static json_t *cut(const char *s, size_t max)
 /* Copies o[k] into d[k] when it is a string of at most max bytes (cut otherwise). */
 static void copy_str(json_t *d, const json_t *o, const char *k, size_t max)
 {
-    const char *s = str(o, k);
+    const char *s = jsn_str(o, k);
 
     if (s && *s)
         json_object_set_new(d, k, cut(s, max));
@@ -82,7 +78,7 @@ static void copy_time(json_t *d, const json_t *o, const char *k)
 {
     char t[32];
 
-    if (vkp_rfc3339_seconds(str(o, k), t, sizeof(t)))
+    if (vkp_rfc3339_seconds(jsn_str(o, k), t, sizeof(t)))
         json_object_set_new(d, k, json_string(t));
 }
 
@@ -133,7 +129,7 @@ bool vkp_is_daemonset(const json_t *pod)
 
     json_array_foreach(json_object_get(meta(pod), "ownerReferences"), i, o)
     {
-        const char *kind = str(o, "kind");
+        const char *kind = jsn_str(o, "kind");
 
         if (json_is_true(json_object_get(o, "controller")) && kind &&
             strcmp(kind, "DaemonSet") == 0)
@@ -144,7 +140,7 @@ bool vkp_is_daemonset(const json_t *pod)
 
 bool vkp_terminal(const json_t *pod)
 {
-    const char *p = str(obj(pod, "status"), "phase");
+    const char *p = jsn_str(obj(pod, "status"), "phase");
 
     return p && (strcmp(p, "Succeeded") == 0 || strcmp(p, "Failed") == 0);
 }
@@ -184,8 +180,8 @@ static json_t *want_labels(const json_t *home, const struct vkp_ids *ids)
     json_object_set_new(l, VK_LABEL_ORIGIN, json_string(ids->home_id));
     json_object_set_new(l, VK_LABEL_DESTINATION, json_string(ids->peer_id));
     json_object_set_new(l, VK_LABEL_REFLECTED, json_string("true"));
-    json_object_set_new(l, VK_LABEL_HOME_UID, json_string(str(meta(home), "uid")));
-    json_object_set_new(l, VK_LABEL_HOME_NS, json_string(str(meta(home), "namespace")));
+    json_object_set_new(l, VK_LABEL_HOME_UID, json_string(jsn_str(meta(home), "uid")));
+    json_object_set_new(l, VK_LABEL_HOME_NS, json_string(jsn_str(meta(home), "namespace")));
     return l;
 }
 
@@ -220,9 +216,9 @@ static json_t *want_annotations(const json_t *home)
         if ((i && sbuf_adds(&list, ",") < 0) || sbuf_adds(&list, keys[i]) < 0)
             break;
     x_free(keys);
-    json_object_set_new(a, VK_ANNOT_HOME_NAME, json_string(str(meta(home), "name")));
-    json_object_set_new(a, VK_ANNOT_HOME_NS, json_string(str(meta(home), "namespace")));
-    json_object_set_new(a, VK_ANNOT_HOME_UID, json_string(str(meta(home), "uid")));
+    json_object_set_new(a, VK_ANNOT_HOME_NAME, json_string(jsn_str(meta(home), "name")));
+    json_object_set_new(a, VK_ANNOT_HOME_NS, json_string(jsn_str(meta(home), "namespace")));
+    json_object_set_new(a, VK_ANNOT_HOME_UID, json_string(jsn_str(meta(home), "uid")));
     json_object_set_new(a, VKP_ANNOT_PROPAGATED, json_string(sbuf_str(&list)));
     sbuf_done(&list);
     return a;
@@ -255,7 +251,7 @@ static bool token_volume(const json_t *vol, const char *sa)
         if (json_object_get(src, "serviceAccountToken"))
             return true;
     }
-    return sa_token_secret(str(obj(vol, "secret"), "secretName"), sa);
+    return sa_token_secret(jsn_str(obj(vol, "secret"), "secretName"), sa);
 }
 
 static bool in_array(const json_t *arr, const char *s)
@@ -283,7 +279,7 @@ static void drop_mounts(json_t *containers, const json_t *dropped)
             continue;
         for (j = 0; j < json_array_size(mounts);) {
             m = json_array_get(mounts, j);
-            if (in_array(dropped, str(m, "name")))
+            if (in_array(dropped, jsn_str(m, "name")))
                 json_array_remove(mounts, j);
             else
                 j++;
@@ -318,7 +314,7 @@ static json_t *remote_spec(const json_t *home)
                                           NULL};
     const json_t *hs = obj(home, "spec");
     json_t *spec = json_deep_copy(hs), *vols, *aff, *gone = json_array();
-    const char *sa = str(hs, "serviceAccountName");
+    const char *sa = jsn_str(hs, "serviceAccountName");
     size_t i;
 
     if (!spec || !gone) {
@@ -327,7 +323,7 @@ static json_t *remote_spec(const json_t *home)
         return NULL;
     }
     if (!sa || !*sa)
-        sa = str(hs, "serviceAccount");
+        sa = jsn_str(hs, "serviceAccount");
     if (!sa || !*sa)
         sa = "default";
     vols = json_object_get(spec, "volumes");
@@ -335,8 +331,8 @@ static json_t *remote_spec(const json_t *home)
         json_t *v = json_array_get(vols, i);
 
         if (token_volume(v, sa)) {
-            if (str(v, "name"))
-                json_array_append_new(gone, json_string(str(v, "name")));
+            if (jsn_str(v, "name"))
+                json_array_append_new(gone, json_string(jsn_str(v, "name")));
             json_array_remove(vols, i);
         } else {
             i++;
@@ -367,8 +363,8 @@ int vkp_remote_pod(const json_t *home, const char *remote_ns, const struct vkp_i
     json_t *labels = NULL, *annots = NULL, *spec = NULL, *pod = NULL;
     int r = -ENOMEM;
 
-    if (!str(md, "name") || !str(md, "namespace") || !str(md, "uid") || !remote_ns || !ids ||
-        !ids->home_id || !ids->peer_id) {
+    if (!jsn_str(md, "name") || !jsn_str(md, "namespace") || !jsn_str(md, "uid") || !remote_ns ||
+        !ids || !ids->home_id || !ids->peer_id) {
         snprintf(err, errlen, "the home pod has no name, namespace or UID");
         return -EINVAL;
     }
@@ -382,8 +378,8 @@ int vkp_remote_pod(const json_t *home, const char *remote_ns, const struct vkp_i
     if (!labels || !annots || !spec)
         goto out;
     pod = json_pack("{s:s,s:s,s:{s:s,s:s,s:O,s:O},s:O}", "apiVersion", "v1", "kind", "Pod",
-                    "metadata", "name", str(md, "name"), "namespace", remote_ns, "labels", labels,
-                    "annotations", annots, "spec", spec);
+                    "metadata", "name", jsn_str(md, "name"), "namespace", remote_ns, "labels",
+                    labels, "annotations", annots, "spec", spec);
     if (!pod)
         goto out;
     *ret = pod;
@@ -398,8 +394,8 @@ out:
 enum vkp_match vkp_classify(const json_t *home, const json_t *remote, const char *home_id)
 {
     const json_t *l = json_object_get(meta(remote), "labels");
-    const char *origin = str(l, VK_LABEL_ORIGIN), *uid = str(l, VK_LABEL_HOME_UID);
-    const char *home_uid = str(meta(home), "uid");
+    const char *origin = jsn_str(l, VK_LABEL_ORIGIN), *uid = jsn_str(l, VK_LABEL_HOME_UID);
+    const char *home_uid = jsn_str(meta(home), "uid");
 
     if (!origin || !home_id || strcmp(origin, home_id) != 0)
         return VKP_FOREIGN;
@@ -459,11 +455,11 @@ static json_t *image_patch(const json_t *home_list, const json_t *remote_list)
 
     json_array_foreach(home_list, i, h)
     {
-        const char *name = str(h, "name"), *img = str(h, "image");
+        const char *name = jsn_str(h, "name"), *img = jsn_str(h, "image");
 
         json_array_foreach(remote_list, j, r)
         {
-            const char *rn = str(r, "name"), *ri = str(r, "image");
+            const char *rn = jsn_str(r, "name"), *ri = jsn_str(r, "image");
 
             if (name && img && rn && strcmp(name, rn) == 0 && (!ri || strcmp(ri, img) != 0))
                 json_array_append_new(out, json_pack("{s:s,s:s}", "name", name, "image", img));
@@ -482,7 +478,7 @@ json_t *vkp_remote_update(const json_t *home, const json_t *remote, const struct
     json_t *wl = want_labels(home, ids), *wa = want_annotations(home);
     json_t *lp = json_object(), *ap = json_object(), *md = json_object(), *spec = json_object();
     json_t *patch = NULL, *imgs;
-    const char *list = str(json_object_get(rm, "annotations"), VKP_ANNOT_PROPAGATED);
+    const char *list = jsn_str(json_object_get(rm, "annotations"), VKP_ANNOT_PROPAGATED);
     const json_t *had = json_object_get(hs, "activeDeadlineSeconds");
     const json_t *rad = json_object_get(rs, "activeDeadlineSeconds");
 
@@ -536,7 +532,7 @@ static bool cond_type_ok(const char *t)
 static json_t *copy_condition(const json_t *c)
 {
     static const char *const statuses[] = {"True", "False", "Unknown", NULL};
-    const char *type = str(c, "type"), *status = str(c, "status");
+    const char *type = jsn_str(c, "type"), *status = jsn_str(c, "status");
     json_t *d;
 
     if (!cond_type_ok(type) || !one_of(status, statuses) || strcmp(type, VKP_COND_REACHABLE) == 0)
@@ -544,8 +540,8 @@ static json_t *copy_condition(const json_t *c)
     d = json_pack("{s:s,s:s}", "type", type, "status", status);
     if (!d)
         return NULL;
-    if (printable(str(c, "reason"), VKP_MAX_REASON))
-        json_object_set_new(d, "reason", json_string(str(c, "reason")));
+    if (printable(jsn_str(c, "reason"), VKP_MAX_REASON))
+        json_object_set_new(d, "reason", json_string(jsn_str(c, "reason")));
     copy_str(d, c, "message", VKP_MAX_MESSAGE);
     copy_time(d, c, "lastProbeTime");
     copy_time(d, c, "lastTransitionTime");
@@ -563,7 +559,8 @@ static json_t *reach_condition(const json_t *home, const struct vkp_status_ctx *
 
     json_array_foreach(json_object_get(obj(home, "status"), "conditions"), i, c)
     {
-        const char *t = str(c, "type"), *s = str(c, "status"), *l = str(c, "lastTransitionTime");
+        const char *t = jsn_str(c, "type"), *s = jsn_str(c, "status"),
+                   *l = jsn_str(c, "lastTransitionTime");
 
         if (t && s && l && strcmp(t, VKP_COND_REACHABLE) == 0 && strcmp(s, status) == 0)
             since = l;
@@ -612,7 +609,7 @@ static void copy_ips(json_t *st, const json_t *rs, const struct vkp_status_ctx *
         return;
     json_array_foreach(json_object_get(rs, "podIPs"), i, e)
     {
-        json_t *ip = home_ip(str(e, "ip"), ctx);
+        json_t *ip = home_ip(jsn_str(e, "ip"), ctx);
 
         if (ip && json_array_size(ips) < 2)
             json_array_append_new(ips, json_pack("{s:o}", "ip", ip));
@@ -620,7 +617,7 @@ static void copy_ips(json_t *st, const json_t *rs, const struct vkp_status_ctx *
             json_decref(ip);
     }
     if (json_array_size(ips) == 0) {
-        json_t *ip = home_ip(str(rs, "podIP"), ctx);
+        json_t *ip = home_ip(jsn_str(rs, "podIP"), ctx);
 
         if (ip)
             json_array_append_new(ips, json_pack("{s:o}", "ip", ip));
@@ -661,13 +658,13 @@ static json_t *copy_state(const json_t *s)
         x = json_object();
         copy_int(x, t, "exitCode", -2147483647 - 1, 2147483647);
         copy_int(x, t, "signal", 0, 255);
-        if (printable(str(t, "reason"), VKP_MAX_REASON))
-            json_object_set_new(x, "reason", json_string(str(t, "reason")));
+        if (printable(jsn_str(t, "reason"), VKP_MAX_REASON))
+            json_object_set_new(x, "reason", json_string(jsn_str(t, "reason")));
         copy_str(x, t, "message", VKP_MAX_MESSAGE);
         copy_time(x, t, "startedAt");
         copy_time(x, t, "finishedAt");
-        if (prefixed_id_ok(str(t, "containerID")))
-            json_object_set_new(x, "containerID", prefixed_id(str(t, "containerID")));
+        if (prefixed_id_ok(jsn_str(t, "containerID")))
+            json_object_set_new(x, "containerID", prefixed_id(jsn_str(t, "containerID")));
         if (!json_object_get(x, "exitCode"))
             json_object_set_new(x, "exitCode", json_integer(0));
         json_object_set_new(d, "terminated", x);
@@ -677,8 +674,8 @@ static json_t *copy_state(const json_t *s)
         json_object_set_new(d, "running", x);
     } else if (w) {
         x = json_object();
-        if (printable(str(w, "reason"), VKP_MAX_REASON))
-            json_object_set_new(x, "reason", json_string(str(w, "reason")));
+        if (printable(jsn_str(w, "reason"), VKP_MAX_REASON))
+            json_object_set_new(x, "reason", json_string(jsn_str(w, "reason")));
         copy_str(x, w, "message", VKP_MAX_MESSAGE);
         json_object_set_new(d, "waiting", x);
     }
@@ -692,7 +689,7 @@ static bool has_container(const json_t *list, const char *name)
 
     json_array_foreach(list, i, c)
     {
-        if (name && str(c, "name") && strcmp(str(c, "name"), name) == 0)
+        if (name && jsn_str(c, "name") && strcmp(jsn_str(c, "name"), name) == 0)
             return true;
     }
     return false;
@@ -708,7 +705,7 @@ static json_t *copy_statuses(const json_t *remote_list, const json_t *home_conta
         return NULL;
     json_array_foreach(remote_list, i, c)
     {
-        const char *name = str(c, "name");
+        const char *name = jsn_str(c, "name");
         json_t *d, *x;
 
         if (i >= VKP_MAX_CONTAINERS)
@@ -724,15 +721,15 @@ static json_t *copy_statuses(const json_t *remote_list, const json_t *home_conta
         copy_int(d, c, "restartCount", 0, 1000000000);
         if (!json_object_get(d, "restartCount"))
             json_object_set_new(d, "restartCount", json_integer(0));
-        if (printable(str(c, "image"), VKP_MAX_STRING))
-            json_object_set_new(d, "image", json_string(str(c, "image")));
+        if (printable(jsn_str(c, "image"), VKP_MAX_STRING))
+            json_object_set_new(d, "image", json_string(jsn_str(c, "image")));
         else
             json_object_set_new(d, "image", json_string(""));
-        if (printable(str(c, "imageID"), VKP_MAX_STRING))
-            json_object_set_new(d, "imageID", json_string(str(c, "imageID")));
+        if (printable(jsn_str(c, "imageID"), VKP_MAX_STRING))
+            json_object_set_new(d, "imageID", json_string(jsn_str(c, "imageID")));
         else
             json_object_set_new(d, "imageID", json_string(""));
-        if ((x = prefixed_id(str(c, "containerID"))))
+        if ((x = prefixed_id(jsn_str(c, "containerID"))))
             json_object_set_new(d, "containerID", x);
         copy_bool(d, c, "started");
         json_array_append_new(out, d);
@@ -759,7 +756,7 @@ json_t *vkp_home_status(const json_t *home, const json_t *remote, const struct v
             json_object_set_new(st, "conditions", conds);
         }
         for (i = 0; i < json_array_size(conds);) {
-            const char *t = str(json_array_get(conds, i), "type");
+            const char *t = jsn_str(json_array_get(conds, i), "type");
 
             if (t && strcmp(t, VKP_COND_REACHABLE) == 0)
                 json_array_remove(conds, i);
@@ -777,7 +774,8 @@ json_t *vkp_home_status(const json_t *home, const json_t *remote, const struct v
         return NULL;
     }
     json_object_set_new(
-        st, "phase", json_string(one_of(str(rs, "phase"), phases) ? str(rs, "phase") : "Pending"));
+        st, "phase",
+        json_string(one_of(jsn_str(rs, "phase"), phases) ? jsn_str(rs, "phase") : "Pending"));
     json_array_foreach(json_object_get(rs, "conditions"), i, c)
     {
         bool dup = false;
@@ -801,9 +799,10 @@ json_t *vkp_home_status(const json_t *home, const json_t *remote, const struct v
     json_array_append_new(conds, reach_condition(home, ctx));
     json_object_set_new(st, "conditions", conds);
     copy_str(st, rs, "message", VKP_MAX_MESSAGE);
-    if (printable(str(rs, "reason"), VKP_MAX_REASON))
-        json_object_set_new(st, "reason", json_string(str(rs, "reason")));
-    if (ctx->node_address && ip_ok(ctx->node_address) && (str(rs, "hostIP") || str(rs, "podIP")))
+    if (printable(jsn_str(rs, "reason"), VKP_MAX_REASON))
+        json_object_set_new(st, "reason", json_string(jsn_str(rs, "reason")));
+    if (ctx->node_address && ip_ok(ctx->node_address) &&
+        (jsn_str(rs, "hostIP") || jsn_str(rs, "podIP")))
         json_object_set_new(st, "hostIP", json_string(ctx->node_address));
     copy_ips(st, rs, ctx);
     copy_time(st, rs, "startTime");
@@ -815,8 +814,8 @@ json_t *vkp_home_status(const json_t *home, const json_t *remote, const struct v
         json_object_set_new(st, "initContainerStatuses",
                             copy_statuses(json_object_get(rs, "initContainerStatuses"),
                                           json_object_get(hs, "initContainers")));
-    if (one_of(str(rs, "qosClass"), qos))
-        json_object_set_new(st, "qosClass", json_string(str(rs, "qosClass")));
+    if (one_of(jsn_str(rs, "qosClass"), qos))
+        json_object_set_new(st, "qosClass", json_string(jsn_str(rs, "qosClass")));
     return st;
 }
 
@@ -832,10 +831,10 @@ json_t *vkp_unscheduled_status(const json_t *home, const char *reason, const cha
     conds = json_object_get(st, "conditions");
     for (i = 0; i < json_array_size(conds);) {
         c = json_array_get(conds, i);
-        if (str(c, "type") && strcmp(str(c, "type"), "PodScheduled") == 0) {
-            if (str(c, "status") && strcmp(str(c, "status"), "False") == 0 &&
-                str(c, "lastTransitionTime"))
-                since = str(c, "lastTransitionTime");
+        if (jsn_str(c, "type") && strcmp(jsn_str(c, "type"), "PodScheduled") == 0) {
+            if (jsn_str(c, "status") && strcmp(jsn_str(c, "status"), "False") == 0 &&
+                jsn_str(c, "lastTransitionTime"))
+                since = jsn_str(c, "lastTransitionTime");
             break;
         }
         i++;
@@ -940,10 +939,12 @@ json_t *vkp_home_event(const json_t *ev, const json_t *home, const char *remote_
 {
     static const char *const types[] = {"Normal", "Warning", NULL};
     const json_t *io = obj(ev, "involvedObject"), *series = obj(ev, "series");
-    const char *kind = str(io, "kind"), *name = str(io, "name"), *uid = str(meta(ev), "uid");
-    const char *io_uid = str(io, "uid"), *reason = str(ev, "reason"), *type = str(ev, "type");
-    const char *hname = str(meta(home), "name"), *hns = str(meta(home), "namespace");
-    const char *huid = str(meta(home), "uid");
+    const char *kind = jsn_str(io, "kind"), *name = jsn_str(io, "name"),
+               *uid = jsn_str(meta(ev), "uid");
+    const char *io_uid = jsn_str(io, "uid"), *reason = jsn_str(ev, "reason"),
+               *type = jsn_str(ev, "type");
+    const char *hname = jsn_str(meta(home), "name"), *hns = jsn_str(meta(home), "namespace");
+    const char *huid = jsn_str(meta(home), "uid");
     char first[32], last[32], comp[96];
     json_int_t count = 1;
     json_t *out, *hio;
@@ -954,12 +955,12 @@ json_t *vkp_home_event(const json_t *ev, const json_t *home, const char *remote_
         return NULL;
     if (io_uid && remote_uid && strcmp(io_uid, remote_uid) != 0)
         return NULL;
-    if (!vkp_rfc3339_seconds(str(ev, "lastTimestamp"), last, sizeof(last)) &&
-        !vkp_rfc3339_seconds(str(series, "lastObservedTime"), last, sizeof(last)) &&
-        !vkp_rfc3339_seconds(str(ev, "eventTime"), last, sizeof(last)))
+    if (!vkp_rfc3339_seconds(jsn_str(ev, "lastTimestamp"), last, sizeof(last)) &&
+        !vkp_rfc3339_seconds(jsn_str(series, "lastObservedTime"), last, sizeof(last)) &&
+        !vkp_rfc3339_seconds(jsn_str(ev, "eventTime"), last, sizeof(last)))
         return NULL;
-    if (!vkp_rfc3339_seconds(str(ev, "firstTimestamp"), first, sizeof(first)) &&
-        !vkp_rfc3339_seconds(str(ev, "eventTime"), first, sizeof(first)))
+    if (!vkp_rfc3339_seconds(jsn_str(ev, "firstTimestamp"), first, sizeof(first)) &&
+        !vkp_rfc3339_seconds(jsn_str(ev, "eventTime"), first, sizeof(first)))
         memcpy(first, last, sizeof(first));
     if (json_is_integer(json_object_get(series, "count")))
         count = json_integer_value(json_object_get(series, "count"));
@@ -972,14 +973,14 @@ json_t *vkp_home_event(const json_t *ev, const json_t *home, const char *remote_
     snprintf(comp, sizeof(comp), "cliqo-vk/%.64s", peer_id);
     hio = json_pack("{s:s,s:s,s:s,s:s,s:s}", "apiVersion", "v1", "kind", "Pod", "name", hname,
                     "namespace", hns, "uid", huid);
-    if (hio && printable(str(io, "fieldPath"), 256))
-        json_object_set_new(hio, "fieldPath", json_string(str(io, "fieldPath")));
+    if (hio && printable(jsn_str(io, "fieldPath"), 256))
+        json_object_set_new(hio, "fieldPath", json_string(jsn_str(io, "fieldPath")));
     out = json_pack("{s:s,s:s,s:{s:s,s:s},s:o,s:s,s:o,s:s,s:I,s:s,s:s,s:{s:s}}", "apiVersion", "v1",
                     "kind", "Event", "metadata", "name", ret_name, "namespace", hns,
                     "involvedObject", hio, "reason", reason, "message",
-                    cut(str(ev, "message") ? str(ev, "message") : "", VKP_MAX_MESSAGE), "type",
-                    type, "count", count, "firstTimestamp", first, "lastTimestamp", last, "source",
-                    "component", comp);
+                    cut(jsn_str(ev, "message") ? jsn_str(ev, "message") : "", VKP_MAX_MESSAGE),
+                    "type", type, "count", count, "firstTimestamp", first, "lastTimestamp", last,
+                    "source", "component", comp);
     return out;
 }
 

@@ -53,6 +53,7 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/discovery.h"
+#include "kube/names.h"
 #include "virtualkubelet/reflect_translate.h"
 
 #define MOD           "reflection"
@@ -248,18 +249,6 @@ static bool unref_dead(struct refl *r)
 }
 
 /* ---- names and keys -------------------------------------------------------------------------- */
-
-static bool dns_label(const char *s)
-{
-    size_t n = s ? strlen(s) : 0;
-
-    if (n == 0 || n > NS_MAX_LEN || s[0] == '-' || s[n - 1] == '-')
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-            return false;
-    return true;
-}
 
 /* A label value usable in a selector (the home ID goes into one). */
 static bool label_value(const char *s)
@@ -1049,7 +1038,7 @@ static void refl_ns_add(void *state, const char *local_ns, const char *remote_ns
 
     if (!r || r->dead)
         return;
-    if (!dns_label(local_ns) || !dns_label(remote_ns)) {
+    if (!kname_dns_label(local_ns) || !kname_dns_label(remote_ns)) {
         log_warn(MOD,
                  "%s: namespace pair \"%s\" -> \"%s\" is not a pair of namespace names; "
                  "ignored",

@@ -5,6 +5,7 @@
  * the latter), so a copy made by vkr_desired always compares equal to itself and the comparison
  * only sees what reflection writes. */
 #include "virtualkubelet/reflect_translate.h"
+#include "common/json.h"
 
 #include <errno.h>
 #include <string.h>
@@ -28,26 +29,6 @@ const char *vkr_verdict_name(int verdict)
 }
 
 /* ---- small JSON helpers ---------------------------------------------------------------------- */
-
-static const char *jstr(const json_t *o, const char *k)
-{
-    return json_string_value(json_object_get(o, k));
-}
-
-static const char *meta_str(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(o, "metadata"), k);
-}
-
-static const char *label(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(json_object_get(o, "metadata"), "labels"), k);
-}
-
-static const char *annotation(const json_t *o, const char *k)
-{
-    return jstr(json_object_get(json_object_get(o, "metadata"), "annotations"), k);
-}
 
 /* Sets o[k] = v (a new reference, may be NULL); -ENOMEM when v is NULL or the set fails. */
 static int set_new(json_t *o, const char *k, json_t *v)
@@ -184,7 +165,8 @@ static bool service_type_ok(const char *t)
 static int service_port(const json_t *p, json_t **ret)
 {
     json_t *o, *tp = json_object_get(p, "targetPort");
-    const char *name = jstr(p, "name"), *proto = jstr(p, "protocol"), *app = jstr(p, "appProtocol");
+    const char *name = jsn_str(p, "name"), *proto = jsn_str(p, "protocol"),
+               *app = jsn_str(p, "appProtocol");
 
     if (!json_is_object(p) || !json_is_integer(json_object_get(p, "port")))
         return VKR_SKIP_INVALID;
@@ -205,8 +187,9 @@ static int service_port(const json_t *p, json_t **ret)
  * allows); else as read (for comparison). */
 static int service_spec(const json_t *spec, bool translate, json_t **ret)
 {
-    const char *type = jstr(spec, "type"), *cip = jstr(spec, "clusterIP");
-    const char *aff = jstr(spec, "sessionAffinity"), *etp = jstr(spec, "externalTrafficPolicy");
+    const char *type = jsn_str(spec, "type"), *cip = jsn_str(spec, "clusterIP");
+    const char *aff = jsn_str(spec, "sessionAffinity"),
+               *etp = jsn_str(spec, "externalTrafficPolicy");
     json_t *out, *ports, *p, *sel = json_object_get(spec, "selector"), *affc;
     size_t i;
     int r = -ENOMEM;
@@ -261,8 +244,8 @@ static int service_spec(const json_t *spec, bool translate, json_t **ret)
     if (cip && strcmp(cip, "None") == 0 && strcmp(type, "ExternalName") != 0 &&
         set_new(out, "clusterIP", json_string("None")) < 0)
         goto out;
-    if ((!translate || strcmp(type, "ExternalName") == 0) && jstr(spec, "externalName") &&
-        set_new(out, "externalName", json_string(jstr(spec, "externalName"))) < 0)
+    if ((!translate || strcmp(type, "ExternalName") == 0) && jsn_str(spec, "externalName") &&
+        set_new(out, "externalName", json_string(jsn_str(spec, "externalName"))) < 0)
         goto out;
     if ((!translate || strcmp(type, "NodePort") == 0) && etp &&
         set_new(out, "externalTrafficPolicy", json_string(etp)) < 0)
@@ -303,12 +286,13 @@ int vkr_slice_endpoint(const json_t *ep, enum vkr_slice_version from, enum vkr_s
     /* Where it runs, whatever the version said it in. */
     if (from == VKR_SLICES_V1BETA1) {
         topo = json_object_get(ep, "topology");
-        host = jstr(topo, VKR_TOPOLOGY_HOSTNAME);
-        zone = jstr(topo, VKR_TOPOLOGY_ZONE);
+        host = jsn_str(topo, VKR_TOPOLOGY_HOSTNAME);
+        zone = jsn_str(topo, VKR_TOPOLOGY_ZONE);
     } else {
         topo = json_object_get(ep, "deprecatedTopology");
-        host = jstr(ep, "nodeName") ? jstr(ep, "nodeName") : jstr(topo, VKR_TOPOLOGY_HOSTNAME);
-        zone = jstr(ep, "zone") ? jstr(ep, "zone") : jstr(topo, VKR_TOPOLOGY_ZONE);
+        host = jsn_str(ep, "nodeName") ? jsn_str(ep, "nodeName")
+                                       : jsn_str(topo, VKR_TOPOLOGY_HOSTNAME);
+        zone = jsn_str(ep, "zone") ? jsn_str(ep, "zone") : jsn_str(topo, VKR_TOPOLOGY_ZONE);
     }
     {
         static const char *const topo_skip[] = {VKR_TOPOLOGY_HOSTNAME, VKR_TOPOLOGY_ZONE, NULL};
@@ -328,7 +312,8 @@ int vkr_slice_endpoint(const json_t *ep, enum vkr_slice_version from, enum vkr_s
         (json_is_boolean(json_object_get(c, "terminating")) &&
          set_copy(cond, "terminating", json_object_get(c, "terminating")) < 0))
         goto out;
-    if (jstr(ep, "hostname") && set_new(out, "hostname", json_string(jstr(ep, "hostname"))) < 0)
+    if (jsn_str(ep, "hostname") &&
+        set_new(out, "hostname", json_string(jsn_str(ep, "hostname"))) < 0)
         goto out;
     if (to == VKR_SLICES_V1BETA1) {
         if (host && set_new(rest, VKR_TOPOLOGY_HOSTNAME, json_string(host)) < 0)
@@ -358,7 +343,8 @@ out:
 static int slice_port(const json_t *p, json_t **ret)
 {
     json_t *o;
-    const char *name = jstr(p, "name"), *proto = jstr(p, "protocol"), *app = jstr(p, "appProtocol");
+    const char *name = jsn_str(p, "name"), *proto = jsn_str(p, "protocol"),
+               *app = jsn_str(p, "appProtocol");
     json_t *port = json_object_get(p, "port");
 
     if (!json_is_object(p))
@@ -380,7 +366,7 @@ static int slice_port(const json_t *p, json_t **ret)
 static int slice_body(const json_t *s, enum vkr_slice_version from, enum vkr_slice_version to,
                       const struct vkr_ctx *ctx, json_t *out)
 {
-    const char *at = jstr(s, "addressType");
+    const char *at = jsn_str(s, "addressType");
     json_t *ports = json_array(), *eps = json_array(), *p, *ep;
     bool ip = at && (strcmp(at, "IPv4") == 0 || strcmp(at, "IPv6") == 0);
     size_t i;
@@ -484,7 +470,7 @@ static int desired_service(const json_t *local, json_t *o)
 
 static int desired_slice(const json_t *local, const struct vkr_ctx *ctx, json_t *o)
 {
-    const char *svc = label(local, VKR_LABEL_SERVICE_NAME);
+    const char *svc = jsn_label(local, VKR_LABEL_SERVICE_NAME);
     json_t *labels = json_object_get(json_object_get(o, "metadata"), "labels");
     int r;
 
@@ -522,7 +508,7 @@ static int desired_data(enum vk_reflect_kind kind, const json_t *local, json_t *
     if (vkr_data_size(kind, local) > VKR_MAX_DATA)
         return VKR_SKIP_TOO_BIG;
     if (kind == VK_REFLECT_SECRETS) {
-        const char *type = jstr(local, "type");
+        const char *type = jsn_str(local, "type");
 
         if (set_new(o, "type", json_string(type ? type : "Opaque")) < 0)
             return -ENOMEM;
@@ -538,7 +524,7 @@ static int desired_data(enum vk_reflect_kind kind, const json_t *local, json_t *
 /* Never reflected, whatever the filters say. */
 static bool excluded(enum vk_reflect_kind kind, const json_t *local, const char *name)
 {
-    const char *type = jstr(local, "type");
+    const char *type = jsn_str(local, "type");
 
     switch (kind) {
     case VK_REFLECT_CONFIGMAPS:
@@ -546,7 +532,7 @@ static bool excluded(enum vk_reflect_kind kind, const json_t *local, const char 
     case VK_REFLECT_SECRETS:
         return (type && (strcmp(type, "kubernetes.io/service-account-token") == 0 ||
                          strcmp(type, "bootstrap.kubernetes.io/token") == 0)) ||
-               annotation(local, VKR_ANNOT_SA_NAME) != NULL;
+               jsn_annotation(local, VKR_ANNOT_SA_NAME) != NULL;
     default:
         return false;
     }
@@ -557,8 +543,9 @@ int vkr_desired(enum vk_reflect_kind kind, const json_t *local, const struct vkr
 {
     static const char *const kinds[_VK_REFLECT_KINDS] = {"Service", "EndpointSlice", "ConfigMap",
                                                          "Secret"};
-    const char *name = meta_str(local, "name"), *mb = label(local, VKR_LABEL_MANAGED_BY);
-    const char *refl = label(local, VK_LABEL_REFLECTED);
+    const char *name = jsn_str_at(local, "metadata", "name", NULL),
+               *mb = jsn_label(local, VKR_LABEL_MANAGED_BY);
+    const char *refl = jsn_label(local, VK_LABEL_REFLECTED);
     char api[64];
     json_t *o;
     int r;
@@ -604,7 +591,8 @@ int vkr_desired(enum vk_reflect_kind kind, const json_t *local, const struct vkr
 
 bool vkr_is_ours(enum vk_reflect_kind kind, const json_t *obj, const char *home_id)
 {
-    const char *origin = label(obj, VK_LABEL_ORIGIN), *mb = label(obj, VKR_LABEL_MANAGED_BY);
+    const char *origin = jsn_label(obj, VK_LABEL_ORIGIN),
+               *mb = jsn_label(obj, VKR_LABEL_MANAGED_BY);
 
     if (!home_id || !origin || strcmp(origin, home_id) != 0)
         return false;
@@ -628,7 +616,8 @@ static json_t *owner_refs(const json_t *obj)
             return NULL;
         }
         for (size_t k = 0; k < 4; k++) {
-            if (jstr(ref, keys[k]) && set_new(r, keys[k], json_string(jstr(ref, keys[k]))) < 0) {
+            if (jsn_str(ref, keys[k]) &&
+                set_new(r, keys[k], json_string(jsn_str(ref, keys[k]))) < 0) {
                 json_decref(out);
                 return NULL;
             }
@@ -669,8 +658,8 @@ json_t *vkr_extract(enum vk_reflect_kind kind, const json_t *obj, enum vkr_slice
     case VK_REFLECT_CONFIGMAPS:
     case VK_REFLECT_SECRETS:
         if ((kind == VK_REFLECT_SECRETS &&
-             set_new(out, "type", json_string(jstr(obj, "type") ? jstr(obj, "type") : "Opaque")) <
-                 0) ||
+             set_new(out, "type",
+                     json_string(jsn_str(obj, "type") ? jsn_str(obj, "type") : "Opaque")) < 0) ||
             set_new(out, "data", string_map(json_object_get(obj, "data"), NULL)) < 0 ||
             (kind == VK_REFLECT_CONFIGMAPS &&
              set_new(out, "binaryData", string_map(json_object_get(obj, "binaryData"), NULL)) <
@@ -711,12 +700,12 @@ int vkr_needs_update(enum vk_reflect_kind kind, const json_t *desired, const jso
 static const json_t *find_port(const json_t *ports, const json_t *p)
 {
     const json_t *q;
-    const char *proto = jstr(p, "protocol") ? jstr(p, "protocol") : "TCP";
+    const char *proto = jsn_str(p, "protocol") ? jsn_str(p, "protocol") : "TCP";
     size_t i;
 
     json_array_foreach(ports, i, q)
     {
-        const char *qp = jstr(q, "protocol") ? jstr(q, "protocol") : "TCP";
+        const char *qp = jsn_str(q, "protocol") ? jsn_str(q, "protocol") : "TCP";
 
         if (json_equal(json_object_get(q, "port"), json_object_get(p, "port")) &&
             strcmp(proto, qp) == 0)
@@ -729,14 +718,14 @@ static const json_t *find_port(const json_t *ports, const json_t *p)
 static int carry_allocated(json_t *spec, const json_t *rspec)
 {
     static const char *const keep[] = {"clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"};
-    const char *dt = jstr(spec, "type"), *rt = jstr(rspec, "type"),
-               *rcip = jstr(rspec, "clusterIP");
+    const char *dt = jsn_str(spec, "type"), *rt = jsn_str(rspec, "type"),
+               *rcip = jsn_str(rspec, "clusterIP");
     json_t *p, *nodeport;
     size_t i;
 
     if (!dt || !rt || strcmp(dt, "ExternalName") == 0 || strcmp(rt, "ExternalName") == 0)
         return 0;
-    if (!jstr(spec, "clusterIP") && rcip && *rcip && strcmp(rcip, "None") != 0) {
+    if (!jsn_str(spec, "clusterIP") && rcip && *rcip && strcmp(rcip, "None") != 0) {
         for (size_t k = 0; k < 4; k++) {
             json_t *v = json_object_get(rspec, keep[k]);
 
@@ -758,7 +747,7 @@ static int carry_allocated(json_t *spec, const json_t *rspec)
 json_t *vkr_update_body(enum vk_reflect_kind kind, const json_t *desired, const json_t *remote)
 {
     json_t *body = json_deep_copy(desired), *meta;
-    const char *rv = meta_str(remote, "resourceVersion");
+    const char *rv = jsn_str_at(remote, "metadata", "resourceVersion", NULL);
 
     if (!body)
         return NULL;

@@ -195,12 +195,6 @@ static void test_duration(void **state)
     assert_int_equal(agent_parse_duration("1sec", &ms), -EINVAL);
     assert_int_equal(agent_parse_duration("99999999999999999999h", &ms), -ERANGE);
     assert_int_equal(agent_parse_duration("18446744073709552h", &ms), -ERANGE);
-    assert_true(agent_valid_label("a-1"));
-    assert_false(agent_valid_label("a."));
-    assert_false(agent_valid_label(""));
-    assert_true(agent_valid_subdomain("a.b.c"));
-    assert_false(agent_valid_subdomain("a..b"));
-    assert_false(agent_valid_subdomain(".a"));
 }
 
 int main(void)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "nodesim/nodesim.h"
+#include "common/json.h"
 
 #define ARGC(v) ((int)(sizeof(v) / sizeof((v)[0])) - 1)
 
@@ -273,17 +274,17 @@ static void test_node_objects(void **state)
     small_config(&cfg);
     node = ns_build_node(&cfg, &v);
     assert_non_null(node);
-    assert_string_equal(ns_json_str(node, "metadata", "labels", "zone", NULL), "a");
-    assert_string_equal(ns_json_str(node, "metadata", "labels", NS_LABEL_MANAGED, NULL), "true");
-    assert_string_equal(ns_json_str(node, "spec", "podCIDR", NULL), "10.244.0.0/24");
-    assert_string_equal(ns_json_str(node, "status", "capacity", "nvidia.com/gpu", NULL), "4");
-    assert_string_equal(ns_json_str(node, "status", "allocatable", "pods", NULL), "110");
-    assert_string_equal(ns_json_str(node, "status", "nodeInfo", "kubeletVersion", NULL),
+    assert_string_equal(jsn_str_at(node, "metadata", "labels", "zone", NULL), "a");
+    assert_string_equal(jsn_str_at(node, "metadata", "labels", NS_LABEL_MANAGED, NULL), "true");
+    assert_string_equal(jsn_str_at(node, "spec", "podCIDR", NULL), "10.244.0.0/24");
+    assert_string_equal(jsn_str_at(node, "status", "capacity", "nvidia.com/gpu", NULL), "4");
+    assert_string_equal(jsn_str_at(node, "status", "allocatable", "pods", NULL), "110");
+    assert_string_equal(jsn_str_at(node, "status", "nodeInfo", "kubeletVersion", NULL),
                         NS_KUBELET_VER);
     json_t *conds = json_object_get(json_object_get(node, "status"), "conditions");
     assert_int_equal(json_array_size(conds), 5);
-    assert_string_equal(ns_json_str(json_array_get(conds, 4), "type", NULL), "Ready");
-    assert_string_equal(ns_json_str(json_array_get(conds, 4), "status", NULL), "True");
+    assert_string_equal(jsn_str_at(json_array_get(conds, 4), "type", NULL), "Ready");
+    assert_string_equal(jsn_str_at(json_array_get(conds, 4), "status", NULL), "True");
     json_decref(node);
 
     /* A resource that is no longer configured is removed by the merge patch (null). */
@@ -291,20 +292,20 @@ static void test_node_objects(void **state)
     v.ready = false;
     st = ns_build_node_status(&cfg, &v, old);
     assert_true(json_is_null(json_object_get(json_object_get(st, "capacity"), "example.com/old")));
-    assert_string_equal(ns_json_str(st, "capacity", "cpu", NULL), "8");
+    assert_string_equal(jsn_str_at(st, "capacity", "cpu", NULL), "8");
     conds = json_object_get(st, "conditions");
-    assert_string_equal(ns_json_str(json_array_get(conds, 4), "status", NULL), "False");
-    assert_string_equal(ns_json_str(json_array_get(conds, 4), "reason", NULL), "KubeletNotReady");
+    assert_string_equal(jsn_str_at(json_array_get(conds, 4), "status", NULL), "False");
+    assert_string_equal(jsn_str_at(json_array_get(conds, 4), "reason", NULL), "KubeletNotReady");
     json_decref(st);
     json_decref(old);
 
     lease = ns_build_lease("sim-0", "u-1", 40, "2024-01-01T00:01:00.000000Z");
-    assert_string_equal(ns_json_str(lease, "metadata", "namespace", NULL), NS_LEASE_NS);
-    assert_string_equal(ns_json_str(lease, "spec", "holderIdentity", NULL), "sim-0");
+    assert_string_equal(jsn_str_at(lease, "metadata", "namespace", NULL), NS_LEASE_NS);
+    assert_string_equal(jsn_str_at(lease, "spec", "holderIdentity", NULL), "sim-0");
     json_t *owner =
         json_array_get(json_object_get(json_object_get(lease, "metadata"), "ownerReferences"), 0);
-    assert_string_equal(ns_json_str(owner, "kind", NULL), "Node");
-    assert_string_equal(ns_json_str(owner, "uid", NULL), "u-1");
+    assert_string_equal(jsn_str_at(owner, "kind", NULL), "Node");
+    assert_string_equal(jsn_str_at(owner, "uid", NULL), "u-1");
     json_decref(lease);
     ns_config_done(&cfg);
 }
@@ -346,8 +347,8 @@ static const char *cond_status(const json_t *st, const char *type)
 
     json_array_foreach(json_object_get(st, "conditions"), i, c)
     {
-        if (strcmp(ns_json_str(c, "type", NULL), type) == 0)
-            return ns_json_str(c, "status", NULL);
+        if (strcmp(jsn_str_at(c, "type", NULL), type) == 0)
+            return jsn_str_at(c, "status", NULL);
     }
     return NULL;
 }
@@ -361,20 +362,20 @@ static void test_pod_running(void **state)
     (void)state;
     assert_int_equal(ns_build_pod_status(p, &v, &st, &next), 0);
     assert_int_equal(next, 0);
-    assert_string_equal(ns_json_str(st, "phase", NULL), "Running");
-    assert_string_equal(ns_json_str(st, "podIP", NULL), "10.244.0.2");
-    assert_string_equal(ns_json_str(st, "hostIP", NULL), "127.0.1.1");
-    assert_string_equal(ns_json_str(st, "startTime", NULL), "2023-11-14T22:13:20Z");
+    assert_string_equal(jsn_str_at(st, "phase", NULL), "Running");
+    assert_string_equal(jsn_str_at(st, "podIP", NULL), "10.244.0.2");
+    assert_string_equal(jsn_str_at(st, "hostIP", NULL), "127.0.1.1");
+    assert_string_equal(jsn_str_at(st, "startTime", NULL), "2023-11-14T22:13:20Z");
     assert_string_equal(
-        ns_json_str(cstatus(st, "initContainerStatuses", 0), "state", "terminated", "reason", NULL),
+        jsn_str_at(cstatus(st, "initContainerStatuses", 0), "state", "terminated", "reason", NULL),
         "Completed");
     assert_string_equal(
-        ns_json_str(cstatus(st, "containerStatuses", 1), "state", "running", "startedAt", NULL),
+        jsn_str_at(cstatus(st, "containerStatuses", 1), "state", "running", "startedAt", NULL),
         "2023-11-14T22:13:20Z");
     assert_true(json_is_true(json_object_get(cstatus(st, "containerStatuses", 0), "ready")));
-    assert_true(strncmp(ns_json_str(cstatus(st, "containerStatuses", 0), "containerID", NULL),
+    assert_true(strncmp(jsn_str_at(cstatus(st, "containerStatuses", 0), "containerID", NULL),
                         "containerd://", 13) == 0);
-    assert_int_equal(strlen(ns_json_str(cstatus(st, "containerStatuses", 0), "containerID", NULL)),
+    assert_int_equal(strlen(jsn_str_at(cstatus(st, "containerStatuses", 0), "containerID", NULL)),
                      13 + 64);
     assert_string_equal(cond_status(st, "Initialized"), "True");
     assert_string_equal(cond_status(st, "Ready"), "True");
@@ -399,11 +400,11 @@ static void test_pod_init_steps(void **state)
     (void)state;
     assert_int_equal(ns_build_pod_status(p, &v, &st, &next), 0);
     assert_int_equal(next, 2000);
-    assert_string_equal(ns_json_str(st, "phase", NULL), "Pending");
-    assert_non_null(ns_json_str(cstatus(st, "initContainerStatuses", 0), "state", "running",
-                                "startedAt", NULL));
+    assert_string_equal(jsn_str_at(st, "phase", NULL), "Pending");
+    assert_non_null(
+        jsn_str_at(cstatus(st, "initContainerStatuses", 0), "state", "running", "startedAt", NULL));
     assert_string_equal(
-        ns_json_str(cstatus(st, "containerStatuses", 0), "state", "waiting", "reason", NULL),
+        jsn_str_at(cstatus(st, "containerStatuses", 0), "state", "waiting", "reason", NULL),
         "PodInitializing");
     assert_string_equal(cond_status(st, "Initialized"), "False");
     assert_string_equal(cond_status(st, "Ready"), "False");
@@ -412,12 +413,12 @@ static void test_pod_init_steps(void **state)
     v.now += 2;
     assert_int_equal(ns_build_pod_status(p, &v, &st, &next), 0);
     assert_int_equal(next, 0);
-    assert_string_equal(ns_json_str(st, "phase", NULL), "Running");
+    assert_string_equal(jsn_str_at(st, "phase", NULL), "Running");
     const json_t *ic = cstatus(st, "initContainerStatuses", 0);
-    assert_string_equal(ns_json_str(ic, "state", "terminated", "finishedAt", NULL),
+    assert_string_equal(jsn_str_at(ic, "state", "terminated", "finishedAt", NULL),
                         "2023-11-14T22:13:22Z");
     assert_string_equal(
-        ns_json_str(cstatus(st, "containerStatuses", 0), "state", "running", "startedAt", NULL),
+        jsn_str_at(cstatus(st, "containerStatuses", 0), "state", "running", "startedAt", NULL),
         "2023-11-14T22:13:22Z");
     json_decref(st);
     json_decref(p);
@@ -434,12 +435,12 @@ static void test_pod_fail_never(void **state)
     assert_int_equal(ns_pod_fail_code(p, &code), 0);
     assert_int_equal(code, 3);
     assert_int_equal(ns_build_pod_status(p, &v, &st, &next), 0);
-    assert_string_equal(ns_json_str(st, "phase", NULL), "Failed");
+    assert_string_equal(jsn_str_at(st, "phase", NULL), "Failed");
     const json_t *c = cstatus(st, "containerStatuses", 0);
     assert_int_equal(json_integer_value(json_object_get(
                          json_object_get(json_object_get(c, "state"), "terminated"), "exitCode")),
                      3);
-    assert_string_equal(ns_json_str(c, "state", "terminated", "reason", NULL), "Error");
+    assert_string_equal(jsn_str_at(c, "state", "terminated", "reason", NULL), "Error");
     assert_string_equal(cond_status(st, "Ready"), "False");
     apply(p, st);
     assert_true(ns_pod_terminal(p));
@@ -448,7 +449,7 @@ static void test_pod_fail_never(void **state)
     /* exit code 0 with OnFailure: Succeeded. */
     p = pod("OnFailure", "0", NULL);
     assert_int_equal(ns_build_pod_status(p, &v, &st, &next), 0);
-    assert_string_equal(ns_json_str(st, "phase", NULL), "Succeeded");
+    assert_string_equal(jsn_str_at(st, "phase", NULL), "Succeeded");
     json_decref(st);
     json_decref(p);
 
@@ -471,9 +472,9 @@ static void test_pod_fail_always(void **state)
     json_object_set_new(ann, NS_ANN_FAIL, json_string("137"));
     v.now += 10;
     assert_int_equal(ns_build_pod_status(p, &v, &st, &next), 0);
-    assert_string_equal(ns_json_str(st, "phase", NULL), "Running");
+    assert_string_equal(jsn_str_at(st, "phase", NULL), "Running");
     const json_t *c = cstatus(st, "containerStatuses", 0);
-    assert_string_equal(ns_json_str(c, "state", "waiting", "reason", NULL), "CrashLoopBackOff");
+    assert_string_equal(jsn_str_at(c, "state", "waiting", "reason", NULL), "CrashLoopBackOff");
     assert_int_equal(json_integer_value(json_object_get(c, "restartCount")), 1);
     assert_int_equal(
         json_integer_value(json_object_get(
@@ -491,7 +492,7 @@ static void test_pod_fail_always(void **state)
     v.now += 10;
     assert_int_equal(ns_build_pod_status(p, &v, &st, &next), 0);
     c = cstatus(st, "containerStatuses", 0);
-    assert_non_null(ns_json_str(c, "state", "running", "startedAt", NULL));
+    assert_non_null(jsn_str_at(c, "state", "running", "startedAt", NULL));
     assert_int_equal(json_integer_value(json_object_get(c, "restartCount")), 1);
     assert_string_equal(cond_status(st, "Ready"), "True");
     json_decref(st);

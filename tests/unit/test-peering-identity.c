@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "peering/identity.h"
+#include "kube/names.h"
 
 static void test_uuid_v4(void **state)
 {
@@ -55,15 +56,15 @@ static void test_label_rules(void **state)
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         assert_true(peer_cluster_id_valid(good[i]));
         assert_true(peer_cluster_name_valid(good[i]));
-        assert_true(peer_label_valid(good[i]));
+        assert_true(kname_dns_label(good[i]));
     }
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         assert_false(peer_cluster_id_valid(bad[i]));
         assert_false(peer_cluster_name_valid(bad[i]));
-        assert_false(peer_label_valid(bad[i]));
+        assert_false(kname_dns_label(bad[i]));
     }
     assert_false(peer_cluster_id_valid(NULL));
-    assert_false(peer_label_valid(NULL));
+    assert_false(kname_dns_label(NULL));
 }
 
 static void test_tenant_namespace(void **state)
@@ -78,7 +79,7 @@ static void test_tenant_namespace(void **state)
     snprintf(want, sizeof want, "cliqo-tenant-cluster-b-%s", h);
     assert_int_equal(peer_tenant_namespace(id, "cluster-b", ns), 0);
     assert_string_equal(ns, want);
-    assert_true(peer_label_valid(ns));
+    assert_true(kname_dns_label(ns));
 
     /* printf %s cluster-1 | sha256sum | cut -c1-6 */
     assert_int_equal(peer_tenant_namespace("cluster-1", "x", ns), 0);
@@ -105,7 +106,7 @@ static void test_tenant_namespace(void **state)
     snprintf(want, sizeof want, "cliqo-tenant-abcdefghij-abcdefghij-abcdefghij-abcdefghij-%s", h);
     assert_string_equal(ns, want);
     assert_int_equal(strlen(ns), 63);
-    assert_true(peer_label_valid(ns));
+    assert_true(kname_dns_label(ns));
 
     /* A cut that ends on '-' is trimmed. */
     assert_int_equal(
@@ -120,7 +121,7 @@ static void test_tenant_namespace(void **state)
         memset(name, c, sizeof name - 1);
         name[sizeof name - 1] = '\0';
         assert_int_equal(peer_tenant_namespace(id, name, ns), 0);
-        assert_true(peer_label_valid(ns));
+        assert_true(kname_dns_label(ns));
         assert_true(strlen(ns) <= PEER_NAME_MAX);
     }
 

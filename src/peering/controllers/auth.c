@@ -55,6 +55,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
+#include "kube/names.h"
 #include "peering/identity.h"
 #include "peering/idkey.h"
 #include "peering/kubeconfig_out.h"
@@ -1185,7 +1186,7 @@ int peer_issue_credential_kind(struct agent *a, enum peer_cred_kind kind, const 
     snprintf(is->in.cluster_id, sizeof(is->in.cluster_id), "%s", cluster_id);
     snprintf(is->in.cluster_name, sizeof(is->in.cluster_name), "%s", cluster_name);
     if (ns) {
-        if (!peer_label_valid(ns)) {
+        if (!kname_dns_label(ns)) {
             issue_free(is);
             return -EINVAL;
         }

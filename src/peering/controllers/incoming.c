@@ -21,6 +21,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
+#include "kube/names.h"
 #include "peering/identity.h"
 #include "peering/resources.h"
 
@@ -340,7 +341,7 @@ static void create_fc(struct rec *r)
 {
     const char *url = json_string_value(json_object_get(json_object_get(r->pr, "spec"), "authUrl"));
     json_t *existing = inf_get(st.fcs, NULL, r->cname), *fc;
-    const char *name = existing || !peer_label_valid(r->cname) ? r->id : r->cname;
+    const char *name = existing || !kname_dns_label(r->cname) ? r->id : r->cname;
 
     json_decref(existing);
     fc = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:{s:s,s:s},s:s,s:s}}", "apiVersion",

@@ -27,6 +27,7 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
+#include "kube/names.h"
 #include "peering/identity.h"
 #include "peering/idkey.h"
 #include "peering/resources.h"
@@ -217,7 +218,7 @@ static struct kapi_client *peer_client(struct rec *r, char *why, size_t whylen)
         goto out;
     kubeconfig = secret_field(sec, "kubeconfig");
     ns = secret_field(sec, "namespace");
-    if (!kubeconfig || !ns || !peer_label_valid(ns)) {
+    if (!kubeconfig || !ns || !kname_dns_label(ns)) {
         log_error("outgoing", "Secret %s has no usable kubeconfig/namespace", name);
         goto out;
     }
