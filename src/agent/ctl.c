@@ -35,7 +35,7 @@ void ctl_call_cb(struct kapi_client *c, const struct kapi_result *res, void *dat
 struct ctl {
     struct agent *a;
     struct ctl_options o;
-    char name[64];
+    char name[64], log_module[64];
     void *data;
     struct wq_queue *q; /* the agent's; NULL once freed */
     bool running, freed;
@@ -66,7 +66,9 @@ int ctl_new(struct agent *a, const struct ctl_options *o, void *data, struct ctl
     c->a = a;
     c->o = *o;
     snprintf(c->name, sizeof(c->name), "%s", o->name);
+    snprintf(c->log_module, sizeof(c->log_module), "%s", o->log_module ? o->log_module : o->name);
     c->o.name = c->name;
+    c->o.log_module = c->log_module;
     if (!c->o.retry_ms)
         c->o.retry_ms = 1000;
     if (!c->o.wait_ms)
@@ -124,7 +126,7 @@ struct wq_queue *ctl_queue(const struct ctl *c)
 
 void ctl_enqueue(struct ctl *c, const char *key)
 {
-    if (!c->freed && c->q)
+    if (c && !c->freed && c->q)
         wq_add(c->q, key);
 }
 
@@ -133,7 +135,7 @@ struct ctl_rec *ctl_rec_begin(struct ctl *c, const char *key)
     struct ctl_rec *r;
 
     if (strlen(key) >= sizeof(r->key)) {
-        log_warn(c->name, "key %.64s... is too long; dropped", key);
+        log_warn(c->log_module, "key %.64s... is too long; dropped", key);
         wq_done(c->q, key);
         return NULL;
     }
@@ -190,6 +192,19 @@ void ctl_rec_end(struct ctl_rec *r, enum ctl_requeue how)
     }
 }
 
+void ctl_chain_after_write(void *owner)
+{
+    struct ctl_rec *r = owner;
+    int e = r->ch.last.err;
+
+    if (e < 0 && e != -ENOENT && e != -EEXIST) {
+        log_warn(r->ctl->log_module, "%s: %s", r->key, r->ch.last.message);
+        ctl_rec_end(r, e == -ESTALE ? CTL_STALE : CTL_RETRY);
+        return;
+    }
+    ctl_rec_end(r, CTL_NOW);
+}
+
 void ctl_rec_end_after(struct ctl_rec *r, uint32_t ms)
 {
     rec_finish(r, true, ms);
@@ -204,7 +219,7 @@ void ctl_after_write(struct kapi_client *kc, const struct kapi_result *res, void
     (void)kc;
     if (res->err < 0 && res->err != -ENOENT) {
         if (res->err != -ECANCELED)
-            log_warn(c->name, "%s: %s", r->key, res->status.message);
+            log_warn(c->log_module, "%s: %s", r->key, res->status.message);
         if (q && res->err != -ESTALE)
             wq_add_rate_limited(q, r->key);
         if (res->err == -ESTALE)

@@ -65,7 +65,8 @@ enum ctl_requeue {
 };
 
 struct ctl_options {
-    const char *name; /* the queue's name (metrics) and the logs' module */
+    const char *name;       /* the queue's name (metrics) */
+    const char *log_module; /* the logs' module; default: name */
     struct wq_options queue;
     size_t rec_size; /* of the controller's record type, >= sizeof(struct ctl_rec) */
     /* Reconciles key (borrowed until ctl_rec_begin copies it). Called only while the controller
@@ -89,7 +90,7 @@ struct agent *ctl_agent(const struct ctl *c);
 void *ctl_data(const struct ctl *c);
 /* The controller's queue while it runs, else NULL. */
 struct wq_queue *ctl_queue(const struct ctl *c);
-/* Queues key (an informer's event). */
+/* Queues key (an informer's event); nothing before ctl_new made c (NULL) or after ctl_free. */
 void ctl_enqueue(struct ctl *c, const char *key);
 
 /* A new record for key (zeroed beyond its head), or NULL: the key was too long (dropped, with a
@@ -106,6 +107,10 @@ void ctl_rec_end_after(struct ctl_rec *r, uint32_t ms);
  * success; any other failure is logged and the key rate-limited (CTL_STALE on a conflict); a
  * success forgets the key's failures and goes on to the next step (CTL_NOW). Ends the record. */
 void ctl_after_write(struct kapi_client *kc, const struct kapi_result *res, void *data);
+/* The next step of a chain (ctl_call_chain.next, owner = the record) after a write: a missing or an
+ * existing object counts as success (CTL_NOW); a conflict is CTL_STALE; any other failure is logged
+ * and CTL_RETRY. Ends the record. */
+void ctl_chain_after_write(void *owner);
 /* A JSON merge patch of an object by the agent's client; the record ends in ctl_after_write
  * (CTL_RETRY when it cannot be sent). patch is consumed. */
 void ctl_merge_patch(struct ctl_rec *r, const struct kapi_resource *res, const char *ns,

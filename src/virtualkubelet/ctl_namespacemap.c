@@ -40,48 +40,31 @@
 #include "virtualkubelet/virtualkubelet.h"
 
 #define MOD            "namespacemap"
-#define RETRY_MS       1000
 #define MAX_ENTRIES    512
 #define VK_BINDING     "cliqo-virtual-kubelet"
 #define GUARD_SELECTOR "app.kubernetes.io/managed-by=cliqo-agent"
 
-static struct {
+/* The module's state (agent_module_data "namespacemap"). */
+struct nsmapc {
     struct agent *a;
+    struct ctl *ctl;
     struct inf_informer *maps, *nss, *config, *fcs, *quotas, *limits;
-    struct wq_queue *q;
-    bool running;
-} st;
+};
 
 struct rec {
-    struct ctl_call_chain ch; /* first */
-    char key[192], ns[64], name[64];
+    struct ctl_rec h; /* first */
+    struct nsmapc *m;
+    char ns[64], name[64];
     json_t *map;    /* working copy or NULL */
     json_t *status; /* the status we want */
 };
 
-static void rec_end(struct rec *r, int requeue_ms)
+static void rec_release(struct ctl_rec *h)
 {
-    if (st.q) {
-        if (requeue_ms >= 0)
-            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
-        wq_done(st.q, r->key);
-    }
+    struct rec *r = (struct rec *)h;
+
     json_decref(r->map);
     json_decref(r->status);
-    ctl_call_reset(&r->ch.last);
-    x_free(r);
-}
-
-static void after_write(void *owner)
-{
-    struct rec *r = owner;
-
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT && r->ch.last.err != -EEXIST) {
-        log_warn(MOD, "%s: %s", r->key, r->ch.last.message);
-        rec_end(r, r->ch.last.err == -ESTALE ? 100 : RETRY_MS);
-        return;
-    }
-    rec_end(r, 0); /* the next step */
 }
 
 bool nsmap_reserved(const char *name, const char *agent_ns)
@@ -92,9 +75,9 @@ bool nsmap_reserved(const char *name, const char *agent_ns)
 
 /* spec.offloadingConfig.allowedRemoteNamespaces of the ClusterConfig (a new reference, NULL when
  * absent). */
-static json_t *allowed_patterns(void)
+static json_t *allowed_patterns(struct nsmapc *m)
 {
-    json_t *cc = st.config ? inf_get(st.config, NULL, PEER_CLUSTER_CONFIG) : NULL;
+    json_t *cc = m->config ? inf_get(m->config, NULL, PEER_CLUSTER_CONFIG) : NULL;
     json_t *p = json_object_get(json_object_get(json_object_get(cc, "spec"), "offloadingConfig"),
                                 "allowedRemoteNamespaces");
 
@@ -122,20 +105,20 @@ static void ours_visit(json_t *ns, void *data)
         json_array_append(o->list, ns);
 }
 
-static json_t *namespaces_of(const char *key, const char *id)
+static json_t *namespaces_of(struct nsmapc *m, const char *key, const char *id)
 {
     struct ours o = {key, id, json_array()};
 
     if (o.list)
-        inf_foreach(st.nss, ours_visit, &o);
+        inf_foreach(m->nss, ours_visit, &o);
     return o.list;
 }
 
 static int delete_ns(struct rec *r, const char *name)
 {
-    log_info(MOD, "%s: deleting namespace %s (no longer asked for)", r->key, name);
-    r->ch.next = after_write;
-    return kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, name, NULL, ctl_call_cb, r);
+    log_info(MOD, "%s: deleting namespace %s (no longer asked for)", r->h.key, name);
+    r->h.ch.next = ctl_chain_after_write;
+    return kapi_delete(agent_kube(r->m->a), &kapi_namespaces, NULL, name, NULL, ctl_call_cb, r);
 }
 
 /* ---- reconcile --------------------------------------------------------------------------------
@@ -178,10 +161,10 @@ static void write_status(struct rec *r, bool complete)
                       "status", "currentMapping", cur);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
-    r->ch.next = after_write;
-    if (!body || kapi_patch(agent_kube(st.a), &peer_res_namespacemaps, r->ns, r->name, "status",
+    r->h.ch.next = ctl_chain_after_write;
+    if (!body || kapi_patch(agent_kube(r->m->a), &peer_res_namespacemaps, r->ns, r->name, "status",
                             KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
 }
 
@@ -204,17 +187,17 @@ static void set_finalizer(struct rec *r, bool on)
                       "finalizers", fins);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
-    r->ch.next = after_write;
-    if (!body || kapi_patch(agent_kube(st.a), &peer_res_namespacemaps, r->ns, r->name, NULL,
+    r->h.ch.next = ctl_chain_after_write;
+    if (!body || kapi_patch(agent_kube(r->m->a), &peer_res_namespacemaps, r->ns, r->name, NULL,
                             KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
 }
 
 /* The map is gone or going: its namespaces first, then the finalizer. */
 static void remove_all(struct rec *r)
 {
-    json_t *list = namespaces_of(r->key, r->name), *ns;
+    json_t *list = namespaces_of(r->m, r->h.key, r->name), *ns;
     size_t i;
 
     json_array_foreach(list, i, ns)
@@ -222,30 +205,30 @@ static void remove_all(struct rec *r)
         if (json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp"))
             continue;
         if (delete_ns(r, kapi_obj_name(ns)) < 0)
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         json_decref(list);
         return;
     }
     if (json_array_size(list) > 0) {
         json_decref(list);
-        rec_end(r, RETRY_MS); /* terminating: wait until they are gone */
+        ctl_rec_end(&r->h, CTL_RETRY); /* terminating: wait until they are gone */
         return;
     }
     json_decref(list);
     if (r->map && json_object_get(json_object_get(r->map, "metadata"), "deletionTimestamp") &&
         peer_has_finalizer(r->map, PEER_NSMAP_FINALIZER)) {
         log_info(MOD, "%s: all namespaces of the consumer deleted; releasing the NamespaceMap",
-                 r->key);
+                 r->h.key);
         set_finalizer(r, false);
         return;
     }
-    rec_end(r, -1);
+    ctl_rec_end(&r->h, CTL_DONE);
 }
 
 /* The consumer's Pod Security level now. */
 static const char *podsec_level(const struct rec *r)
 {
-    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_t *cc = inf_get(r->m->config, NULL, PEER_CLUSTER_CONFIG);
     enum adm_podsec_level l = adm_podsec_level_for(cc, r->name, NULL);
 
     json_decref(cc);
@@ -264,15 +247,15 @@ static bool podsec_labels(struct rec *r, const json_t *ns)
     if (have && strcmp(have, want) == 0 && ver && strcmp(ver, "latest") == 0)
         return false;
     log_info(MOD, "%s: namespace %s: Pod Security level %s (was %s), from the ClusterConfig",
-             r->key, name, want, have ? have : "unset");
+             r->h.key, name, want, have ? have : "unset");
     patch = json_pack("{s:{s:{s:s,s:s}}}", "metadata", "labels", ADM_PODSEC_LABEL, want,
                       ADM_PODSEC_VERSION_LABEL, "latest");
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
-    r->ch.next = after_write;
-    if (!body || kapi_patch(agent_kube(st.a), &kapi_namespaces, NULL, name, NULL, KAPI_PATCH_MERGE,
-                            body, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+    r->h.ch.next = ctl_chain_after_write;
+    if (!body || kapi_patch(agent_kube(r->m->a), &kapi_namespaces, NULL, name, NULL,
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
     return true;
 }
@@ -288,14 +271,14 @@ static json_t *managed_meta(const char *name, const char *ns)
 
 /* The consumer's offer as its ForeignCluster records it (status.advertisement.sent), NULL when
  * none is in force. A new reference. */
-static json_t *offer_of(const char *id)
+static json_t *offer_of(struct nsmapc *m, const char *id)
 {
     json_t *fc;
     const json_t *sent;
     const char *status;
     json_t *res = NULL;
 
-    fc = peer_fc_find(st.fcs, id);
+    fc = peer_fc_find(m->fcs, id);
     sent = json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"), "sent");
     status = json_string_value(json_object_get(sent, "status"));
     if (json_is_object(json_object_get(sent, "resources")) &&
@@ -313,21 +296,21 @@ static void write_guard(struct rec *r, const struct kapi_resource *res, const ch
     char *body = NULL;
     int e = -ENOMEM;
 
-    r->ch.next = after_write;
+    r->h.ch.next = ctl_chain_after_write;
     if (exists) {
         o = json_pack("{s:O}", "spec", spec_patch);
         body = o ? json_dumps(o, JSON_COMPACT) : NULL;
         if (body)
-            e = kapi_patch(agent_kube(st.a), res, ns, name, NULL, KAPI_PATCH_MERGE, body,
+            e = kapi_patch(agent_kube(r->m->a), res, ns, name, NULL, KAPI_PATCH_MERGE, body,
                            ctl_call_cb, r);
     } else {
         o = json_pack("{s:s,s:s,s:o,s:O}", "apiVersion", "v1", "kind", res->kind, "metadata",
                       managed_meta(name, ns), "spec", spec);
         if (o)
-            e = kapi_create(agent_kube(st.a), res, ns, o, ctl_call_cb, r);
+            e = kapi_create(agent_kube(r->m->a), res, ns, o, ctl_call_cb, r);
     }
     if (e < 0)
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
     json_decref(o);
 }
@@ -336,22 +319,22 @@ static void write_guard(struct rec *r, const struct kapi_resource *res, const ch
  * Returns true when a write was started (or failed: the pass has ended either way). */
 static bool guards(struct rec *r, const char *ns)
 {
-    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_t *cc = inf_get(r->m->config, NULL, PEER_CLUSTER_CONFIG);
     json_t *want = adm_limitrange_spec(cc, NULL), *have, *offer, *hard, *patch;
     const json_t *have_hard;
     bool wrote = false;
 
     json_decref(cc);
     if (!want) {
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return true;
     }
-    have = inf_get(st.limits, ns, ADM_LIMITRANGE_NAME);
+    have = inf_get(r->m->limits, ns, ADM_LIMITRANGE_NAME);
     if (!have || !adm_limitrange_equal(want, json_object_get(have, "spec"))) {
         log_info(MOD,
                  "%s: namespace %s: %s LimitRange " ADM_LIMITRANGE_NAME
                  " (default requests of containers that set none)",
-                 r->key, ns, have ? "updating" : "creating");
+                 r->h.key, ns, have ? "updating" : "creating");
         write_guard(r, &kapi_limitranges, ns, ADM_LIMITRANGE_NAME, have != NULL, want, want);
         wrote = true;
     }
@@ -359,14 +342,14 @@ static bool guards(struct rec *r, const char *ns)
     json_decref(want);
     if (wrote)
         return true;
-    offer = offer_of(r->name);
+    offer = offer_of(r->m, r->name);
     hard = adm_quota_consumer_hard(offer, NULL);
     json_decref(offer);
     if (!hard) {
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return true;
     }
-    have = inf_get(st.quotas, ns, ADM_QUOTA_OFFER_NAME);
+    have = inf_get(r->m->quotas, ns, ADM_QUOTA_OFFER_NAME);
     have_hard = json_object_get(json_object_get(have, "spec"), "hard");
     if (!have || !adm_quantities_equal(hard, have_hard)) {
         json_t *spec = json_pack("{s:O}", "hard", hard);
@@ -375,13 +358,13 @@ static bool guards(struct rec *r, const char *ns)
         log_info(MOD,
                  "%s: namespace %s: %s ResourceQuota " ADM_QUOTA_OFFER_NAME
                  " (the consumer's offer%s and object counts)",
-                 r->key, ns, have ? "updating" : "creating",
+                 r->h.key, ns, have ? "updating" : "creating",
                  json_object_get(hard, "pods") ? "" : ": none yet");
         if (spec && patch)
             write_guard(r, &kapi_resourcequotas, ns, ADM_QUOTA_OFFER_NAME, have != NULL, patch,
                         spec);
         else
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         json_decref(spec);
         json_decref(patch);
         wrote = true;
@@ -396,13 +379,13 @@ static void create_ns(struct rec *r, const char *name)
     json_t *o = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s,s:s},s:{s:s}}}", "apiVersion", "v1", "kind",
                           "Namespace", "metadata", "name", name, "labels", PEER_LABEL_ORIGIN,
                           r->name, ADM_PODSEC_LABEL, podsec_level(r), ADM_PODSEC_VERSION_LABEL,
-                          "latest", "annotations", PEER_ANNOT_NSMAP, r->key);
+                          "latest", "annotations", PEER_ANNOT_NSMAP, r->h.key);
 
-    log_info(MOD, "%s: creating namespace %s for the consumer (Pod Security level %s)", r->key,
+    log_info(MOD, "%s: creating namespace %s for the consumer (Pod Security level %s)", r->h.key,
              name, podsec_level(r));
-    r->ch.next = after_write;
-    if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+    r->h.ch.next = ctl_chain_after_write;
+    if (!o || kapi_create(agent_kube(r->m->a), &kapi_namespaces, NULL, o, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(o);
 }
 
@@ -410,9 +393,10 @@ static void after_bind(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
-        log_warn(MOD, "%s: cannot bind the virtual kubelet's role: %s", r->key, r->ch.last.message);
-        rec_end(r, RETRY_MS);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -EEXIST) {
+        log_warn(MOD, "%s: cannot bind the virtual kubelet's role: %s", r->h.key,
+                 r->h.ch.last.message);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     write_status(r, false); /* the entry was set Accepted by the caller */
@@ -430,13 +414,13 @@ static void bind_role(struct rec *r, const char *name)
                   "cliqo-agent", "roleRef", "apiGroup", "rbac.authorization.k8s.io", "kind",
                   "ClusterRole", "name", PEER_VK_REMOTE_ROLE, "subjects", "kind", "ServiceAccount",
                   "name", sa, "namespace", r->ns);
-    r->ch.next = after_bind;
-    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, name, o, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+    r->h.ch.next = after_bind;
+    if (!o || kapi_create(agent_kube(r->m->a), &peer_res_rolebindings, name, o, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(o);
 }
 
-static void reconcile(struct wq_queue *q, const char *key, void *data)
+static void reconcile(struct ctl *c, const char *key)
 {
     const char *slash = strchr(key, '/');
     struct rec *r;
@@ -445,29 +429,24 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     char why[320];
     size_t i, n = 0;
 
-    (void)data;
-    if (!st.running || !slash || (size_t)(slash - key) >= sizeof(r->ns) ||
-        strlen(slash + 1) >= sizeof(r->name)) {
-        wq_done(q, key);
+    if (!slash || (size_t)(slash - key) >= sizeof(r->ns) || strlen(slash + 1) >= sizeof(r->name)) {
+        wq_done(ctl_queue(c), key);
         return;
     }
-    r = x_calloc(1, sizeof(*r));
-    if (!r) {
-        wq_add_after(q, key, RETRY_MS);
-        wq_done(q, key);
+    r = (struct rec *)ctl_rec_begin(c, key);
+    if (!r)
         return;
-    }
-    snprintf(r->key, sizeof(r->key), "%s", key);
+    r->m = ctl_data(c);
     snprintf(r->ns, sizeof(r->ns), "%.*s", (int)(slash - key), key);
     snprintf(r->name, sizeof(r->name), "%s", slash + 1);
-    cached = inf_get(st.maps, r->ns, r->name);
+    cached = inf_get(r->m->maps, r->ns, r->name);
     r->map = cached ? json_deep_copy(cached) : NULL;
     json_decref(cached);
     if (!r->map || json_object_get(json_object_get(r->map, "metadata"), "deletionTimestamp")) {
         remove_all(r);
         return;
     }
-    tenant = inf_get(st.nss, NULL, r->ns);
+    tenant = inf_get(r->m->nss, NULL, r->ns);
     id = jsn_label(tenant, PEER_LABEL_CLUSTER_ID);
     r->status = json_pack("{s:{}}", "currentMapping");
     cur = json_object_get(r->status, "currentMapping");
@@ -484,7 +463,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
                       "peer's cluster ID");
         }
         if (json_equal(old_cur, cur))
-            rec_end(r, -1);
+            ctl_rec_end(&r->h, CTL_DONE);
         else
             write_status(r, true);
         return;
@@ -494,8 +473,8 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         set_finalizer(r, true);
         return;
     }
-    list = namespaces_of(r->key, r->name);
-    patterns = allowed_patterns();
+    list = namespaces_of(r->m, r->h.key, r->name);
+    patterns = allowed_patterns(r->m);
     json_object_foreach(desired, local, v)
     {
         const char *remote = json_string_value(v);
@@ -510,7 +489,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
                       "at most 512 namespaces per consumer");
             continue;
         }
-        if (!remote || nsmap_reserved(remote, agent_namespace(st.a))) {
+        if (!remote || nsmap_reserved(remote, agent_namespace(r->m->a))) {
             set_entry(cur, local, remote ? remote : "", "Refused", "ReservedName",
                       "the name is reserved on this cluster or not a valid namespace name");
             continue;
@@ -526,24 +505,24 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
                       "another entry of this map asks for the same namespace");
             continue;
         }
-        existing = inf_get(st.nss, NULL, remote);
+        existing = inf_get(r->m->nss, NULL, remote);
         origin = jsn_label(existing, PEER_LABEL_ORIGIN);
         if (existing && (!origin || strcmp(origin, r->name) != 0 ||
                          !jsn_annotation(existing, PEER_ANNOT_NSMAP) ||
-                         strcmp(jsn_annotation(existing, PEER_ANNOT_NSMAP), r->key) != 0)) {
+                         strcmp(jsn_annotation(existing, PEER_ANNOT_NSMAP), r->h.key) != 0)) {
             json_decref(existing);
             set_entry(cur, local, remote, "Refused", "AlreadyExists",
                       "a namespace with this name exists on the provider and was not created "
                       "for this consumer");
             continue;
         }
-        if (nsof_remote_allowed(local, remote, r->name, patterns, agent_namespace(st.a), why,
+        if (nsof_remote_allowed(local, remote, r->name, patterns, agent_namespace(r->m->a), why,
                                 sizeof(why)) < 0) {
             const char *was = json_string_value(json_object_get(old_entry, "reason"));
 
             json_decref(existing);
             if (!was || strcmp(was, "NotAllowed") != 0)
-                log_info(MOD, "%s: namespace %s refused for %s: %s", r->key, remote, local, why);
+                log_info(MOD, "%s: namespace %s refused for %s: %s", r->h.key, remote, local, why);
             set_entry(cur, local, remote, "Refused", "NotAllowed", why);
             continue;
         }
@@ -592,13 +571,13 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         if (wanted || json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp"))
             continue;
         if (delete_ns(r, name) < 0) /* name is borrowed from list: free it after */
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         json_decref(list);
         return;
     }
     json_decref(list);
     if (json_equal(old_cur, cur)) {
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     write_status(r, true);
@@ -607,21 +586,20 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 /* ---- module -----------------------------------------------------------------------------------
  */
 
-static void enqueue_map(const char *ns, const char *name)
+static void enqueue_map(struct nsmapc *m, const char *ns, const char *name)
 {
     char key[192];
 
-    if (!st.q || !ns || !name)
+    if (!ns || !name)
         return;
     snprintf(key, sizeof(key), "%s/%s", ns, name);
-    wq_add(st.q, key);
+    ctl_enqueue(m->ctl, key);
 }
 
 static void on_map(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
-    (void)data;
-    enqueue_map(kapi_obj_namespace(obj), kapi_obj_name(obj));
+    enqueue_map(data, kapi_obj_namespace(obj), kapi_obj_name(obj));
 }
 
 static void on_map_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -634,17 +612,17 @@ static void on_map_update(struct inf_informer *inf, json_t *old_obj, json_t *new
  * remote namespace names). */
 static void requeue_map(json_t *map, void *data)
 {
-    (void)data;
-    enqueue_map(kapi_obj_namespace(map), kapi_obj_name(map));
+    enqueue_map(data, kapi_obj_namespace(map), kapi_obj_name(map));
 }
 
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct nsmapc *m = data;
+
     (void)inf;
     (void)obj;
-    (void)data;
-    if (st.q && st.maps)
-        inf_foreach(st.maps, requeue_map, NULL);
+    if (m->maps)
+        inf_foreach(m->maps, requeue_map, m);
 }
 
 static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -656,12 +634,12 @@ static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *
 /* A namespace of a consumer changed (created, terminating, gone): its map looks again. */
 static void on_ns(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct nsmapc *m = data;
     const char *map = jsn_annotation(obj, PEER_ANNOT_NSMAP);
 
     (void)inf;
-    (void)data;
-    if (map && jsn_label(obj, PEER_LABEL_ORIGIN) && strlen(map) < 192 && st.q)
-        wq_add(st.q, map);
+    if (map && jsn_label(obj, PEER_LABEL_ORIGIN) && strlen(map) < 192)
+        ctl_enqueue(m->ctl, map);
 }
 
 static void on_ns_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -672,15 +650,16 @@ static void on_ns_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 
 /* A consumer's offer changed: the maps of that consumer look again (their quotas). */
 struct id_match {
+    struct nsmapc *m;
     const char *id;
 };
 
 static void requeue_if_named(json_t *map, void *data)
 {
-    const struct id_match *m = data;
+    const struct id_match *im = data;
 
-    if (kapi_obj_name(map) && strcmp(kapi_obj_name(map), m->id) == 0)
-        requeue_map(map, NULL);
+    if (kapi_obj_name(map) && strcmp(kapi_obj_name(map), im->id) == 0)
+        requeue_map(map, im->m);
 }
 
 static const json_t *sent_of(const json_t *fc)
@@ -690,13 +669,14 @@ static const json_t *sent_of(const json_t *fc)
 
 static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
 {
-    struct id_match m = {json_string_value(json_object_get(
-        json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"))};
+    struct nsmapc *m = data;
+    struct id_match im = {
+        m, json_string_value(json_object_get(
+               json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"))};
 
     (void)inf;
-    (void)data;
-    if (m.id && st.q && st.maps)
-        inf_foreach(st.maps, requeue_if_named, &m);
+    if (im.id && m->maps)
+        inf_foreach(m->maps, requeue_if_named, &im);
 }
 
 static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -709,7 +689,8 @@ static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
  * looks again. */
 static void on_guard(struct inf_informer *inf, json_t *obj, void *data)
 {
-    json_t *ns = st.nss ? inf_get(st.nss, NULL, kapi_obj_namespace(obj)) : NULL;
+    struct nsmapc *m = data;
+    json_t *ns = m->nss ? inf_get(m->nss, NULL, kapi_obj_namespace(obj)) : NULL;
 
     (void)inf;
     if (ns)
@@ -732,42 +713,64 @@ int nsmap_init(struct agent *a)
     struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update, .on_delete = on_fc};
     struct inf_handlers gh = {
         .on_add = on_guard, .on_update = on_guard_update, .on_delete = on_guard};
-    struct wq_options qo = {.max_concurrent = 8, .base_delay_ms = 200, .max_delay_ms = 60000};
+    struct ctl_options co = {
+        .name = "namespacemaps",
+        .log_module = MOD,
+        .queue = {.max_concurrent = 8, .base_delay_ms = 200, .max_delay_ms = 60000},
+        .rec_size = sizeof(struct rec),
+        .reconcile = reconcile,
+        .rec_release = rec_release,
+        .retry_ms = 1000};
+    struct nsmapc *m = x_calloc(1, sizeof(*m));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
-    r = agent_informer(a, &peer_res_namespacemaps, NULL, NULL, 0, &mh, NULL, &st.maps);
+    if (!m)
+        return -ENOMEM;
+    m->a = a;
+    r = agent_set_module_data(a, MOD, m);
+    if (r < 0) {
+        x_free(m);
+        return r;
+    }
+    r = agent_informer(a, &peer_res_namespacemaps, NULL, NULL, 0, &mh, m, &m->maps);
     if (r == 0)
-        r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, &nh, NULL, &st.nss);
+        r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, &nh, m, &m->nss);
     if (r == 0)
-        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, NULL, &st.config);
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, m, &m->config);
     if (r == 0)
-        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, NULL, &st.fcs);
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, m, &m->fcs);
     if (r == 0)
-        r = agent_informer(a, &kapi_limitranges, NULL, GUARD_SELECTOR, 0, &gh, NULL, &st.limits);
+        r = agent_informer(a, &kapi_limitranges, NULL, GUARD_SELECTOR, 0, &gh, m, &m->limits);
     if (r == 0)
-        r = agent_informer(a, &kapi_resourcequotas, NULL, GUARD_SELECTOR, 0, &gh, NULL, &st.quotas);
+        r = agent_informer(a, &kapi_resourcequotas, NULL, GUARD_SELECTOR, 0, &gh, m, &m->quotas);
     if (r == 0)
-        r = agent_queue(a, "namespacemaps", &qo, reconcile, NULL, &st.q);
+        r = ctl_new(a, &co, m, &m->ctl);
     return r;
 }
 
 int nsmap_start(struct agent *a)
 {
-    (void)a;
-    st.running = true;
+    struct nsmapc *m = agent_module_data(a, MOD);
+
+    ctl_start(m->ctl);
     return 0;
 }
 
 void nsmap_stop(struct agent *a)
 {
-    (void)a;
-    st.running = false;
+    struct nsmapc *m = agent_module_data(a, MOD);
+
+    if (m)
+        ctl_stop(m->ctl);
 }
 
 void nsmap_fini(struct agent *a)
 {
-    (void)a;
-    st.q = NULL;
+    struct nsmapc *m = agent_module_data(a, MOD);
+
+    if (!m)
+        return;
+    ctl_free(m->ctl);
+    x_free(m);
+    agent_set_module_data(a, MOD, NULL);
 }
