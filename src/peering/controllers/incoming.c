@@ -27,16 +27,17 @@
 
 #define RETRY_MS 2000
 
-static struct {
+/* The module's state (agent_module_data "incoming"). */
+struct incoming {
     struct agent *a;
+    struct ctl *ctl;
     struct inf_informer *prs, *fcs, *tenants;
-    struct wq_queue *q;
-    bool running;
-} st;
+};
 
 struct rec {
-    struct ctl_call_chain ch; /* first */
-    char key[256], ns[64], name[128];
+    struct ctl_rec h; /* first */
+    struct incoming *m;
+    char ns[64], name[128];
     json_t *pr; /* NULL when the request is gone */
     json_t *fc; /* the requester's ForeignCluster (working copy) or NULL */
     char id[64], cname[64];
@@ -46,27 +47,31 @@ struct rec {
 
 #define OWNER "incoming"
 
-static void rec_end(struct rec *r, int requeue_ms)
+static void rec_release(struct ctl_rec *h)
 {
-    if (st.q) {
-        if (requeue_ms >= 0)
-            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
-        wq_done(st.q, r->key);
-    }
+    struct rec *r = (struct rec *)h;
+
     json_decref(r->pr);
     json_decref(r->fc);
     json_decref(r->secret);
-    ctl_call_reset(&r->ch.last);
-    x_free(r);
+}
+
+/* Ends r with its key requeued after ms, or not at all when ms < 0. */
+static void rec_end(struct rec *r, int ms)
+{
+    if (ms < 0)
+        ctl_rec_end(&r->h, CTL_DONE);
+    else
+        ctl_rec_end_after(&r->h, (uint32_t)ms);
 }
 
 static void after_write(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT && r->ch.last.err != -EEXIST) {
-        log_warn("incoming", "%s: %s", r->key, r->ch.last.message);
-        rec_end(r, r->ch.last.err == -ESTALE ? 100 : RETRY_MS);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT && r->h.ch.last.err != -EEXIST) {
+        log_warn(OWNER, "%s: %s", r->h.key, r->h.ch.last.message);
+        ctl_rec_end(&r->h, r->h.ch.last.err == -ESTALE ? CTL_STALE : CTL_RETRY);
         return;
     }
     rec_end(r, r->requeue_ms);
@@ -90,11 +95,11 @@ static void find_visit(json_t *obj, void *data)
         f->found = json_deep_copy(obj);
 }
 
-static json_t *find_fc(const char *id)
+static json_t *find_fc(struct incoming *m, const char *id)
 {
     struct find f = {id, NULL};
 
-    inf_foreach(st.fcs, find_visit, &f);
+    inf_foreach(m->fcs, find_visit, &f);
     return f.found;
 }
 
@@ -107,10 +112,10 @@ static void patch_status(struct rec *r, const struct kapi_resource *res, const c
     char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
 
     json_decref(patch);
-    r->ch.next = after_write;
-    if (!body || kapi_patch(agent_kube(st.a), res, ns, name, "status", KAPI_PATCH_MERGE, body,
+    r->h.ch.next = after_write;
+    if (!body || kapi_patch(agent_kube(r->m->a), res, ns, name, "status", KAPI_PATCH_MERGE, body,
                             ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
 }
 
@@ -139,21 +144,21 @@ static void withdrawn(struct rec *r)
     json_t *c;
 
     if (!peer_cluster_id_valid(r->name)) {
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     snprintf(r->id, sizeof(r->id), "%.63s", r->name);
     {
-        struct pu_unit *u = pu_find(agent_peers(st.a), r->id);
+        struct pu_unit *u = pu_find(agent_peers(r->m->a), r->id);
 
         if (pu_holds(u, OWNER)) {
             pu_drop_credential(u, PU_REQUESTER);
             pu_release(u, OWNER);
         }
     }
-    r->fc = find_fc(r->id);
+    r->fc = find_fc(r->m, r->id);
     if (!r->fc) {
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     if (strcmp(peer_fc_condition(r->fc, "IncomingPeering"), "None") != 0) {
@@ -174,10 +179,11 @@ static void withdrawn(struct rec *r)
     }
     reason = json_string_value(cond_reason);
     if (!reason || strcmp(reason, "RequestWithdrawn") != 0 || outgoing_uses(r->fc)) {
-        rec_end(r, -1); /* never peered in, or our own peering still needs the namespace */
+        ctl_rec_end(&r->h,
+                    CTL_DONE); /* never peered in, or our own peering still needs the namespace */
         return;
     }
-    ns = inf_get(st.tenants, NULL, r->ns);
+    ns = inf_get(r->m->tenants, NULL, r->ns);
     if (ns && json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp")) {
         json_decref(ns);
         rec_end(r, 1000); /* the namespace controller is emptying it */
@@ -185,12 +191,13 @@ static void withdrawn(struct rec *r)
     }
     if (ns) {
         json_decref(ns);
-        log_info("incoming", "peering request %s withdrawn: deleting tenant namespace %s", r->key,
+        log_info("incoming", "peering request %s withdrawn: deleting tenant namespace %s", r->h.key,
                  r->ns);
         r->requeue_ms = 200;
-        r->ch.next = after_write;
-        if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->ns, NULL, ctl_call_cb, r) < 0)
-            rec_end(r, RETRY_MS);
+        r->h.ch.next = after_write;
+        if (kapi_delete(agent_kube(r->m->a), &kapi_namespaces, NULL, r->ns, NULL, ctl_call_cb, r) <
+            0)
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     type = json_string_value(json_object_get(
@@ -199,13 +206,13 @@ static void withdrawn(struct rec *r)
         !json_object_get(json_object_get(r->fc, "metadata"), "deletionTimestamp")) {
         log_info("incoming", "deleting ForeignCluster %s: no peering left in either direction",
                  kapi_obj_name(r->fc));
-        r->ch.next = after_write;
-        if (kapi_delete(agent_kube(st.a), &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc),
+        r->h.ch.next = after_write;
+        if (kapi_delete(agent_kube(r->m->a), &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc),
                         NULL, ctl_call_cb, r) < 0)
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    rec_end(r, -1);
+    ctl_rec_end(&r->h, CTL_DONE);
 }
 
 /* ---- admission ---------------------------------------------------------------------------- */
@@ -222,31 +229,31 @@ static void after_request_delete(void *owner)
     struct rec *r = owner;
 
     r->requeue_ms = 200;
-    r->ch.next = NULL;
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT)
-        log_warn("incoming", "cannot withdraw %s: %s", r->key, r->ch.last.message);
-    rec_end(r, r->ch.last.err < 0 && r->ch.last.err != -ENOENT ? RETRY_MS : 200);
+    r->h.ch.next = NULL;
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT)
+        log_warn("incoming", "cannot withdraw %s: %s", r->h.key, r->h.ch.last.message);
+    rec_end(r, r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT ? RETRY_MS : 200);
 }
 
 static void after_verify(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err == -EACCES) {
+    if (r->h.ch.last.err == -EACCES) {
         log_warn("incoming",
                  "cluster %s no longer accepts the credential it gave us (401): it unpeered while "
                  "we were away; withdrawing its PeeringRequest %s",
-                 r->id, r->key);
-        r->ch.next = after_request_delete;
-        if (kapi_delete(agent_kube(st.a), &peer_res_peeringrequests, r->ns, r->name, NULL,
+                 r->id, r->h.key);
+        r->h.ch.next = after_request_delete;
+        if (kapi_delete(agent_kube(r->m->a), &peer_res_peeringrequests, r->ns, r->name, NULL,
                         ctl_call_cb, r) < 0)
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    if (r->ch.last.err < 0)
+    if (r->h.ch.last.err < 0)
         log_debug("incoming",
                   "cluster %s not reachable with its credential (%s); keeping the peering", r->id,
-                  r->ch.last.message);
+                  r->h.ch.last.message);
     rec_end(r, (int)peer_ctl_options()->resync_ms);
 }
 
@@ -264,7 +271,7 @@ static struct kapi_client *install_requester(struct rec *r)
 
     if (!b64 || !rv)
         return NULL;
-    rc = pu_acquire(agent_peers(st.a), r->id, OWNER, &u);
+    rc = pu_acquire(agent_peers(r->m->a), r->id, OWNER, &u);
     if (rc < 0) {
         log_warn("incoming", "cannot open the unit of peer %s: %s", r->id, strerror(-rc));
         return NULL;
@@ -273,7 +280,7 @@ static struct kapi_client *install_requester(struct rec *r)
         return pu_client(u, PU_REQUESTER);
     if (peer_base64_decode(b64, PEER_SECRET_MAX, &kubeconfig, &len) < 0) {
         log_warn("incoming", "PeeringRequest %s: the kubeconfig Secret is not valid base64",
-                 r->key);
+                 r->h.key);
         return NULL;
     }
     rc = pu_set_credential(u, PU_REQUESTER, kubeconfig, len, rv, err, sizeof(err));
@@ -281,7 +288,7 @@ static struct kapi_client *install_requester(struct rec *r)
     x_free(kubeconfig);
     if (rc < 0)
         log_warn("incoming", "PeeringRequest %s: the requester's credential is not usable: %s",
-                 r->key, err);
+                 r->h.key, err);
     return pu_client(u, PU_REQUESTER);
 }
 
@@ -296,7 +303,7 @@ static void verify_requester(struct rec *r)
         rec_end(r, (int)peer_ctl_options()->resync_ms);
         return;
     }
-    r->ch.next = after_verify;
+    r->h.ch.next = after_verify;
     if (kapi_list(c, &kapi_secrets, ns, &lo, ctl_call_cb, r) < 0)
         rec_end(r, (int)peer_ctl_options()->resync_ms);
 }
@@ -316,7 +323,7 @@ static void decide(struct rec *r, const char *phase, const char *reason, const c
             rec_end(r, r->requeue_ms);
         return;
     }
-    log_info("incoming", "PeeringRequest %s from cluster %s: %s (%s) %s", r->key, r->id, phase,
+    log_info("incoming", "PeeringRequest %s from cluster %s: %s (%s) %s", r->h.key, r->id, phase,
              reason, msg);
     json_object_set_new(
         r->pr, "status",
@@ -328,10 +335,10 @@ static void after_fc_create(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -EEXIST) {
         log_warn("incoming", "cannot create the ForeignCluster of %s: %s", r->id,
-                 r->ch.last.message);
-        rec_end(r, RETRY_MS);
+                 r->h.ch.last.message);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     rec_end(r, 200); /* the informer brings it: go on from there */
@@ -340,7 +347,7 @@ static void after_fc_create(void *owner)
 static void create_fc(struct rec *r)
 {
     const char *url = json_string_value(json_object_get(json_object_get(r->pr, "spec"), "authUrl"));
-    json_t *existing = inf_get(st.fcs, NULL, r->cname), *fc;
+    json_t *existing = inf_get(r->m->fcs, NULL, r->cname), *fc;
     const char *name = existing || !kname_dns_label(r->cname) ? r->id : r->cname;
 
     json_decref(existing);
@@ -352,10 +359,10 @@ static void create_fc(struct rec *r)
     if (fc && url && strncmp(url, "https://", 8) == 0)
         json_object_set_new(json_object_get(fc, "spec"), "foreignAuthUrl", json_string(url));
     log_info("incoming", "creating ForeignCluster %s for incoming peering of %s", name, r->id);
-    r->ch.next = after_fc_create;
+    r->h.ch.next = after_fc_create;
     if (!fc ||
-        kapi_create(agent_kube(st.a), &peer_res_foreignclusters, NULL, fc, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+        kapi_create(agent_kube(r->m->a), &peer_res_foreignclusters, NULL, fc, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(fc);
 }
 
@@ -390,7 +397,7 @@ static bool requester_refused(struct rec *r, char *msg, size_t size)
         return false; /* not the requester's fault: install_requester() tries again */
     }
     if (rc < 0 && (!old || strcmp(old, msg) != 0))
-        log_warn("incoming", "PeeringRequest %s: refusing the requester's credential: %s", r->key,
+        log_warn("incoming", "PeeringRequest %s: refusing the requester's credential: %s", r->h.key,
                  msg);
     return rc < 0;
 }
@@ -401,38 +408,38 @@ static void after_secret(void *owner)
     struct rec *r = owner;
     char msg[KC_ERR_LEN];
 
-    if (r->ch.last.err == -ENOENT) {
+    if (r->h.ch.last.err == -ENOENT) {
         decide(r, "Pending", "NoKubeconfig",
                "the kubeconfig Secret named by spec.kubeConfigRef does not exist yet");
         return;
     }
-    if (r->ch.last.err < 0) {
-        rec_end(r, RETRY_MS);
+    if (r->h.ch.last.err < 0) {
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    r->secret = json_incref(r->ch.last.body);
+    r->secret = json_incref(r->h.ch.last.body);
     if (requester_refused(r, msg, sizeof(msg))) {
         /* Checked again every resync period: a rewritten Secret fires no PeeringRequest event. */
         r->requeue_ms = (int)peer_ctl_options()->resync_ms;
         decide(r, "Pending", "InvalidKubeconfig", msg);
         return;
     }
-    r->ch.next = after_cc;
-    if (kapi_get(agent_kube(st.a), &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG, ctl_call_cb,
-                 r) < 0)
-        rec_end(r, RETRY_MS);
+    r->h.ch.next = after_cc;
+    if (kapi_get(agent_kube(r->m->a), &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG,
+                 ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 static void after_cc(void *owner)
 {
     struct rec *r = owner;
-    const char *policy = json_string_value(
-        json_object_get(json_object_get(json_object_get(r->ch.last.body, "spec"), "peeringConfig"),
-                        "incomingPeeringEnabled"));
+    const char *policy = json_string_value(json_object_get(
+        json_object_get(json_object_get(r->h.ch.last.body, "spec"), "peeringConfig"),
+        "incomingPeeringEnabled"));
     const char *fc_policy;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
-        rec_end(r, RETRY_MS);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT) {
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (policy && strcmp(policy, "No") == 0) {
@@ -440,7 +447,7 @@ static void after_cc(void *owner)
                "this cluster does not accept incoming peerings (ClusterConfig)");
         return;
     }
-    r->fc = find_fc(r->id);
+    r->fc = find_fc(r->m, r->id);
     fc_policy = json_string_value(
         json_object_get(json_object_get(r->fc, "spec"), "incomingPeeringEnabled"));
     if (fc_policy && strcmp(fc_policy, "No") == 0) {
@@ -494,7 +501,7 @@ static void admit(struct rec *r)
 
     snprintf(r->id, sizeof(r->id), "%s", id ? id : "");
     snprintf(r->cname, sizeof(r->cname), "%s", cname && *cname ? cname : (id ? id : ""));
-    ns = inf_get(st.tenants, NULL, r->ns);
+    ns = inf_get(r->m->tenants, NULL, r->ns);
     ns_id = json_string_value(json_object_get(
         json_object_get(json_object_get(ns, "metadata"), "labels"), PEER_LABEL_CLUSTER_ID));
     if (!ns || !ns_id || !id || strcmp(ns_id, id) != 0 || strcmp(r->name, id) != 0) {
@@ -509,33 +516,29 @@ static void admit(struct rec *r)
         decide(r, "Denied", "NoKubeconfig", "spec.kubeConfigRef.name is not set");
         return;
     }
-    r->ch.next = after_secret;
-    if (kapi_get(agent_kube(st.a), &kapi_secrets, r->ns, secret, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+    r->h.ch.next = after_secret;
+    if (kapi_get(agent_kube(r->m->a), &kapi_secrets, r->ns, secret, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
-static void reconcile(struct wq_queue *q, const char *key, void *data)
+static void reconcile(struct ctl *c, const char *key)
 {
     struct rec *r;
     const char *slash = strchr(key, '/');
 
-    (void)data;
-    if (!st.running || !slash || (size_t)(slash - key) >= sizeof(r->ns)) {
-        wq_done(q, key);
+    if (!slash || (size_t)(slash - key) >= sizeof(r->ns)) {
+        wq_done(ctl_queue(c), key);
         return;
     }
-    r = x_calloc(1, sizeof(*r));
-    if (!r) {
-        wq_add_after(q, key, RETRY_MS);
-        wq_done(q, key);
+    r = (struct rec *)ctl_rec_begin(c, key);
+    if (!r)
         return;
-    }
-    snprintf(r->key, sizeof(r->key), "%s", key);
+    r->m = ctl_data(c);
     snprintf(r->ns, sizeof(r->ns), "%.*s", (int)(slash - key), key);
     snprintf(r->name, sizeof(r->name), "%s", slash + 1);
     r->requeue_ms = -1;
     {
-        json_t *cached = inf_get(st.prs, r->ns, r->name);
+        json_t *cached = inf_get(r->m->prs, r->ns, r->name);
 
         r->pr = cached ? json_deep_copy(cached) : NULL;
         json_decref(cached);
@@ -549,21 +552,20 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 /* ---- module ------------------------------------------------------------------------------------
  */
 
-static void enqueue(json_t *obj)
+static void enqueue(struct incoming *m, json_t *obj)
 {
     char key[256];
 
-    if (!st.q || !kapi_obj_name(obj) || !kapi_obj_namespace(obj))
+    if (!kapi_obj_name(obj) || !kapi_obj_namespace(obj))
         return;
     snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
-    wq_add(st.q, key);
+    ctl_enqueue(m->ctl, key);
 }
 
 static void on_pr(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
-    (void)data;
-    enqueue(obj);
+    enqueue(data, obj);
 }
 
 static void on_pr_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -572,9 +574,11 @@ static void on_pr_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
     on_pr(inf, new_obj, data);
 }
 
-/* A ForeignCluster with an incoming side reconciles its request's key (tenant namespace/ID). */
+/* A ForeignCluster with an incoming side reconciles its request's key (tenant namespace/ID); so
+ * does one whose IncomingPeering is None after a withdrawal (the cleanup may still be pending). */
 static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct incoming *m = data;
     const char *ns = json_string_value(json_object_get(
         json_object_get(json_object_get(obj, "status"), "tenantNamespace"), "local"));
     const char *id = json_string_value(json_object_get(
@@ -582,18 +586,10 @@ static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
     char key[256];
 
     (void)inf;
-    (void)data;
-    if (!st.q || !ns || !id || strcmp(peer_fc_condition(obj, "IncomingPeering"), "None") == 0)
-        goto check_withdrawn;
+    if (!ns || !id)
+        return;
     snprintf(key, sizeof(key), "%s/%s", ns, id);
-    wq_add(st.q, key);
-    return;
-check_withdrawn:
-    /* IncomingPeering None after a withdrawal: the cleanup may still be pending. */
-    if (st.q && ns && id) {
-        snprintf(key, sizeof(key), "%s/%s", ns, id);
-        wq_add(st.q, key);
-    }
+    ctl_enqueue(m->ctl, key);
 }
 
 static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -606,37 +602,59 @@ int peer_incoming_init(struct agent *a)
 {
     struct inf_handlers h = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
     struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update};
-    struct wq_options qo = {.max_concurrent = 64, .base_delay_ms = 200, .max_delay_ms = 60000};
+    struct ctl_options co = {
+        .name = "peeringrequests",
+        .log_module = OWNER,
+        .queue = {.max_concurrent = 64, .base_delay_ms = 200, .max_delay_ms = 60000},
+        .rec_size = sizeof(struct rec),
+        .reconcile = reconcile,
+        .rec_release = rec_release,
+        .retry_ms = 2000};
+    struct incoming *m = x_calloc(1, sizeof(*m));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
-    r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &h, NULL, &st.prs);
+    if (!m)
+        return -ENOMEM;
+    m->a = a;
+    r = agent_set_module_data(a, OWNER, m);
+    if (r < 0) {
+        x_free(m);
+        return r;
+    }
+    r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &h, m, &m->prs);
     if (r == 0)
-        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, NULL, &st.fcs);
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, m, &m->fcs);
     if (r == 0)
         r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
-                           &st.tenants);
+                           &m->tenants);
     if (r == 0)
-        r = agent_queue(a, "peeringrequests", &qo, reconcile, NULL, &st.q);
+        r = ctl_new(a, &co, m, &m->ctl);
     return r;
 }
 
 int peer_incoming_start(struct agent *a)
 {
-    (void)a;
-    st.running = true;
+    struct incoming *m = agent_module_data(a, OWNER);
+
+    ctl_start(m->ctl);
     return 0;
 }
 
 void peer_incoming_stop(struct agent *a)
 {
-    (void)a;
-    st.running = false;
+    struct incoming *m = agent_module_data(a, OWNER);
+
+    if (m)
+        ctl_stop(m->ctl);
 }
 
 void peer_incoming_fini(struct agent *a)
 {
-    (void)a;
-    st.q = NULL;
+    struct incoming *m = agent_module_data(a, OWNER);
+
+    if (!m)
+        return;
+    ctl_free(m->ctl);
+    x_free(m);
+    agent_set_module_data(a, OWNER, NULL);
 }
