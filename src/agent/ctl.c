@@ -119,6 +119,11 @@ void *ctl_data(const struct ctl *c)
     return c->data;
 }
 
+size_t ctl_records(const struct ctl *c)
+{
+    return c->inflight;
+}
+
 struct wq_queue *ctl_queue(const struct ctl *c)
 {
     return c->freed ? NULL : c->q;

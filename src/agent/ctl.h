@@ -88,7 +88,9 @@ void ctl_stop(struct ctl *c);
 bool ctl_running(const struct ctl *c);
 struct agent *ctl_agent(const struct ctl *c);
 void *ctl_data(const struct ctl *c);
-/* The controller's queue while it runs, else NULL. */
+/* Records begun and not yet ended. */
+size_t ctl_records(const struct ctl *c);
+/* The controller's queue until ctl_free, else NULL. */
 struct wq_queue *ctl_queue(const struct ctl *c);
 /* Queues key (an informer's event); nothing before ctl_new made c (NULL) or after ctl_free. */
 void ctl_enqueue(struct ctl *c, const char *key);
