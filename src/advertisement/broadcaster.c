@@ -642,7 +642,7 @@ static void withdraw_step(struct rec *r)
     switch (r->requeue_ms++) {
     case 0: /* the Advertisement on the consumer */
         if (remote && c->remote_ns[0]) {
-            snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id());
+            snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(st.a));
             r->ch.next = after_withdraw_call;
             if (kapi_delete(remote, &peer_res_advertisements, c->remote_ns, name, NULL, ctl_call_cb,
                             r) == 0)
@@ -652,7 +652,7 @@ static void withdraw_step(struct rec *r)
     case 1: /* the credential Secret on the consumer */
         r->requeue_ms = 2;
         if (remote && c->remote_ns[0]) {
-            snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id());
+            snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(st.a));
             r->ch.next = after_withdraw_call;
             if (kapi_delete(remote, &kapi_secrets, c->remote_ns, name, NULL, ctl_call_cb, r) == 0)
                 return;
@@ -724,7 +724,7 @@ static json_t *remote_adv(struct consumer *c)
 {
     char name[128];
 
-    snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id());
+    snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(st.a));
     return inf_get(pu_inf_get(c->watch), c->remote_ns, name);
 }
 
@@ -829,8 +829,8 @@ static void send_advertisement(struct rec *r)
             a.value = offered;
         r->limits.items[r->limits.n++] = a;
     }
-    snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id());
-    snprintf(secret, sizeof(secret), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id());
+    snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(st.a));
+    snprintf(secret, sizeof(secret), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(st.a));
     rfc3339_format(now, 0, 0, ts, sizeof(ts));
     rfc3339_format(now + (int64_t)st.cfg.ttl_s, 0, 0, ttl, sizeof(ttl));
     hard = list_to_quantities(&r->offer);
@@ -839,8 +839,8 @@ static void send_advertisement(struct rec *r)
                     "s:{s:s,s:s},s:s,s:s}}",
                     "apiVersion", "sharing.liqo.io/v1alpha1", "kind", "Advertisement", "metadata",
                     "name", name, "namespace", c->remote_ns, "labels", PEER_LABEL_CLUSTER_ID,
-                    identity_cluster_id(), "annotations", PEER_ANNOT_CRED_HASH, c->cred_hash,
-                    "spec", "clusterId", identity_cluster_id(), "resourceQuota", "hard", hard,
+                    identity_cluster_id(st.a), "annotations", PEER_ANNOT_CRED_HASH, c->cred_hash,
+                    "spec", "clusterId", identity_cluster_id(st.a), "resourceQuota", "hard", hard,
                     "limitRange", "limits", "type", "Pod", "max", max, "kubeConfigRef", "name",
                     secret, "namespace", c->remote_ns, "timestamp", ts, "timeToLive", ttl);
     spec = json_object_get(adv, "spec");
@@ -928,10 +928,10 @@ static void share_secret(struct rec *r)
         share_advertisement(r);
         return;
     }
-    snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id());
+    snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(st.a));
     sec = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
                     "metadata", "name", name, "namespace", c->remote_ns, "labels",
-                    PEER_LABEL_CLUSTER_ID, identity_cluster_id(), "stringData", "kubeconfig",
+                    PEER_LABEL_CLUSTER_ID, identity_cluster_id(st.a), "stringData", "kubeconfig",
                     c->vk_kubeconfig);
     r->ch.next = after_secret;
     if (!sec || kapi_apply(pu_client(c->unit, PU_REQUESTER), &kapi_secrets, c->remote_ns, name,
@@ -1000,7 +1000,7 @@ static void share(struct rec *r)
         pu_informer_close(c->watch);
         c->watch = NULL;
         snprintf(c->remote_ns, sizeof(c->remote_ns), "%s", rns);
-        snprintf(fs, sizeof(fs), "metadata.name=" PEER_ADV_PREFIX "%s", identity_cluster_id());
+        snprintf(fs, sizeof(fs), "metadata.name=" PEER_ADV_PREFIX "%s", identity_cluster_id(st.a));
         o.field_selector = fs;
         rc = pu_informer(c->unit, PU_REQUESTER, &o, &h, c, &c->watch);
         if (rc < 0) {
@@ -1029,7 +1029,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     bool want;
 
     (void)data;
-    if (!st.running || !c || !identity_cluster_id() || !st.cfg_loaded) {
+    if (!st.running || !c || !identity_cluster_id(st.a) || !st.cfg_loaded) {
         if (st.running && c)
             wq_add_after(q, key, WAIT_MS);
         wq_done(q, key);

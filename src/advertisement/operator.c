@@ -203,8 +203,8 @@ static int ent_start_vk(struct vkent *e)
         .local = agent_kube(st.a),
         .unit = e->unit,
         .peer_id = e->peer,
-        .home_id = identity_cluster_id(),
-        .home_name = identity_cluster_name(),
+        .home_id = identity_cluster_id(st.a),
+        .home_name = identity_cluster_name(st.a),
         .node_address = agent_config(st.a)->node_address,
         .kubelet_port = agent_config(st.a)->kubelet_port,
         .src = {src_adv, src_node, e},
@@ -626,8 +626,8 @@ static json_t *deployment(struct rec *r, const char *name)
         "app.kubernetes.io/part-of", "cliqo", "spec", "serviceAccountName", name,
         "automountServiceAccountToken", 1, "containers", "name", "virtual-kubelet", "image",
         vk_image(), "command", "cliqo-agent", "virtual-kubelet", "--peer", r->peer, "--home-id",
-        identity_cluster_id(), "--home-name",
-        identity_cluster_name() ? identity_cluster_name() : "", "--advertisement", adv,
+        identity_cluster_id(st.a), "--home-name",
+        identity_cluster_name(st.a) ? identity_cluster_name(st.a) : "", "--advertisement", adv,
         "--remote-kubeconfig", "/etc/cliqo/remote/kubeconfig", "env", "name", "POD_IP", "valueFrom",
         "fieldRef", "fieldPath", "status.podIP", "name", "POD_NAME", "valueFrom", "fieldRef",
         "fieldPath", "metadata.name", "volumeMounts", "name", "remote-kubeconfig", "mountPath",
@@ -1141,7 +1141,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         wq_done(q, key);
         return;
     }
-    if (!st.cfg_loaded || !identity_cluster_id()) {
+    if (!st.cfg_loaded || !identity_cluster_id(st.a)) {
         wq_add_after(q, key, WAIT_MS);
         wq_done(q, key);
         return;

@@ -25,7 +25,10 @@
 
 #define CONFIGMAP "cluster-id"
 
-static struct {
+#define MOD "identity"
+
+/* The module's state (agent_module_data "identity"). */
+struct ident {
     struct agent *a;
     struct inf_informer *inf;
     struct metrics_family *info;
@@ -35,24 +38,24 @@ static struct {
     EVP_PKEY *key;
     char key_id[PEER_KEY_ID_LEN + 1];
     bool creating;
-} st;
+};
 
-static void load(json_t *obj)
+static void load(struct ident *s, json_t *obj)
 {
     json_t *data = json_object_get(obj, "data");
     const char *id = json_string_value(json_object_get(data, "cluster-id"));
     const char *name = json_string_value(json_object_get(data, "cluster-name"));
 
-    if (!id || !*id || strlen(id) >= sizeof(st.id) || (name && strlen(name) >= sizeof(st.name))) {
+    if (!id || !*id || strlen(id) >= sizeof(s->id) || (name && strlen(name) >= sizeof(s->name))) {
         log_warn("identity", "ConfigMap %s/%s has no valid cluster-id key, ignoring",
-                 agent_namespace(st.a), CONFIGMAP);
+                 agent_namespace(s->a), CONFIGMAP);
         return;
     }
-    if (strcmp(st.id, id) == 0 && strcmp(st.name, name ? name : "") == 0)
+    if (strcmp(s->id, id) == 0 && strcmp(s->name, name ? name : "") == 0)
         return;
-    snprintf(st.id, sizeof(st.id), "%s", id);
-    snprintf(st.name, sizeof(st.name), "%s", name ? name : "");
-    log_info("identity", "cluster identity: cluster-id=%s cluster-name=%s", st.id, st.name);
+    snprintf(s->id, sizeof(s->id), "%s", id);
+    snprintf(s->name, sizeof(s->name), "%s", name ? name : "");
+    log_info("identity", "cluster identity: cluster-id=%s cluster-name=%s", s->id, s->name);
 }
 
 static bool is_ours(const json_t *obj)
@@ -67,7 +70,7 @@ static void on_add(struct inf_informer *inf, json_t *obj, void *data)
     (void)inf;
     (void)data;
     if (is_ours(obj))
-        load(obj);
+        load(data, obj);
 }
 
 static void on_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -78,41 +81,44 @@ static void on_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj
 
 static void on_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct ident *s = data;
+
     (void)inf;
-    (void)data;
     if (!is_ours(obj))
         return;
-    log_warn("identity", "ConfigMap %s/%s was deleted", agent_namespace(st.a), CONFIGMAP);
-    st.id[0] = st.name[0] = '\0';
+    log_warn("identity", "ConfigMap %s/%s was deleted", agent_namespace(s->a), CONFIGMAP);
+    s->id[0] = s->name[0] = '\0';
 }
 
 static void on_synced(struct inf_informer *inf, void *data)
 {
+    struct ident *s = data;
+
     (void)inf;
-    (void)data;
-    if (!st.id[0] && !st.warned_missing) {
-        st.warned_missing = true;
+    if (!s->id[0] && !s->warned_missing) {
+        s->warned_missing = true;
         log_warn("identity",
                  "ConfigMap %s/%s not found: the cluster has no identity yet (run "
                  "cliqoctl install)",
-                 agent_namespace(st.a), CONFIGMAP);
+                 agent_namespace(s->a), CONFIGMAP);
     }
 }
 
 static void collect(struct metrics_registry *r, void *data)
 {
-    const char *labels[] = {st.id, st.name, NULL};
+    struct ident *s = data;
+
+    const char *labels[] = {s->id, s->name, NULL};
 
     (void)r;
-    (void)data;
-    metrics_family_reset(st.info);
-    if (st.id[0])
-        metrics_set(st.info, labels, 1);
+    metrics_family_reset(s->info);
+    if (s->id[0])
+        metrics_set(s->info, labels, 1);
 }
 
 /* ---- the identity key ------------------------------------------------------------------------ */
 
-static void key_load(const json_t *obj)
+static void key_load(struct ident *s, const json_t *obj)
 {
     const char *b64 = json_string_value(json_object_get(json_object_get(obj, "data"), "tls.key"));
     unsigned char spki[PEER_WIRE_KEY_MAX];
@@ -127,16 +133,16 @@ static void key_load(const json_t *obj)
         log_error("identity",
                   "Secret %s/%s holds no usable EC P-256 key in tls.key: this cluster cannot "
                   "prove its identity to providers (delete the Secret to make a new key)",
-                  agent_namespace(st.a), PEER_IDENTITY_KEY_SECRET);
+                  agent_namespace(s->a), PEER_IDENTITY_KEY_SECRET);
         goto out;
     }
-    if (st.key && strcmp(st.key_id, key_id) == 0)
+    if (s->key && strcmp(s->key_id, key_id) == 0)
         goto out;
-    EVP_PKEY_free(st.key);
-    st.key = key;
+    EVP_PKEY_free(s->key);
+    s->key = key;
     key = NULL;
-    snprintf(st.key_id, sizeof(st.key_id), "%s", key_id);
-    log_info("identity", "identity key loaded: key ID %s", st.key_id);
+    snprintf(s->key_id, sizeof(s->key_id), "%s", key_id);
+    log_info("identity", "identity key loaded: key ID %s", s->key_id);
 out:
     if (pem)
         OPENSSL_cleanse(pem, len);
@@ -146,28 +152,29 @@ out:
 
 static void on_key_created(struct kapi_client *c, const struct kapi_result *res, void *data)
 {
+    struct ident *s = data;
+
     (void)c;
-    (void)data;
-    st.creating = false;
+    s->creating = false;
     if (res->err == -ECANCELED)
         return;
     if (res->err < 0 && res->err != -EEXIST)
-        log_error("identity", "cannot create Secret %s/%s: %s", agent_namespace(st.a),
+        log_error("identity", "cannot create Secret %s/%s: %s", agent_namespace(s->a),
                   PEER_IDENTITY_KEY_SECRET, res->status.message);
     else if (res->err == 0)
         log_info("identity", "made the cluster's identity key (Secret %s/%s)",
-                 agent_namespace(st.a), PEER_IDENTITY_KEY_SECRET);
+                 agent_namespace(s->a), PEER_IDENTITY_KEY_SECRET);
 }
 
 /* Makes the key Secret when it is missing (the informer then loads it). */
-static void key_ensure(void)
+static void key_ensure(struct ident *s)
 {
     json_t *sec, *o = NULL;
     char *pem = NULL;
 
-    if (st.creating || !inf_synced(st.secrets))
+    if (s->creating || !inf_synced(s->secrets))
         return;
-    sec = inf_get(st.secrets, agent_namespace(st.a), PEER_IDENTITY_KEY_SECRET);
+    sec = inf_get(s->secrets, agent_namespace(s->a), PEER_IDENTITY_KEY_SECRET);
     if (sec) {
         json_decref(sec);
         return;
@@ -177,14 +184,14 @@ static void key_ensure(void)
         return;
     }
     o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
-                  "metadata", "name", PEER_IDENTITY_KEY_SECRET, "namespace", agent_namespace(st.a),
+                  "metadata", "name", PEER_IDENTITY_KEY_SECRET, "namespace", agent_namespace(s->a),
                   "labels", "app.kubernetes.io/managed-by", "cliqo-agent", "type", "Opaque",
                   "stringData", "tls.key", pem);
-    if (o && kapi_create(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), o, on_key_created,
-                         NULL) == 0)
-        st.creating = true;
+    if (o && kapi_create(agent_kube(s->a), &kapi_secrets, agent_namespace(s->a), o, on_key_created,
+                         s) == 0)
+        s->creating = true;
     else
-        log_error("identity", "cannot create Secret %s/%s", agent_namespace(st.a),
+        log_error("identity", "cannot create Secret %s/%s", agent_namespace(s->a),
                   PEER_IDENTITY_KEY_SECRET);
     json_decref(o);
     OPENSSL_cleanse(pem, strlen(pem));
@@ -203,7 +210,7 @@ static void on_key_add(struct inf_informer *inf, json_t *obj, void *data)
     (void)inf;
     (void)data;
     if (is_key(obj))
-        key_load(obj);
+        key_load(data, obj);
 }
 
 static void on_key_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -214,35 +221,30 @@ static void on_key_update(struct inf_informer *inf, json_t *old_obj, json_t *new
 
 static void on_key_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct ident *s = data;
+
     (void)inf;
-    (void)data;
     if (!is_key(obj))
         return;
     log_warn("identity",
              "Secret %s/%s was deleted: making a new identity key (providers that bound this "
              "cluster's identity to the old one will refuse it)",
-             agent_namespace(st.a), PEER_IDENTITY_KEY_SECRET);
-    EVP_PKEY_free(st.key);
-    st.key = NULL;
-    st.key_id[0] = '\0';
-    key_ensure();
+             agent_namespace(s->a), PEER_IDENTITY_KEY_SECRET);
+    EVP_PKEY_free(s->key);
+    s->key = NULL;
+    s->key_id[0] = '\0';
+    key_ensure(s);
 }
 
 static void on_key_synced(struct inf_informer *inf, void *data)
 {
     (void)inf;
-    (void)data;
-    key_ensure();
+    key_ensure(data);
 }
 
-struct evp_pkey_st *identity_key(void)
+static struct ident *state(struct agent *a)
 {
-    return st.key;
-}
-
-const char *identity_key_id(void)
-{
-    return st.key ? st.key_id : NULL;
+    return a ? agent_module_data(a, MOD) : NULL;
 }
 
 int identity_init(struct agent *a)
@@ -251,46 +253,73 @@ int identity_init(struct agent *a)
     static const struct inf_handlers h = {on_add, on_update, on_delete, on_synced, NULL};
     static const struct inf_handlers kh = {on_key_add, on_key_update, on_key_delete, on_key_synced,
                                            NULL};
+    struct ident *s = x_calloc(1, sizeof(*s));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
+    if (!s)
+        return -ENOMEM;
+    s->a = a;
+    r = agent_set_module_data(a, MOD, s);
+    if (r < 0) {
+        x_free(s);
+        return r;
+    }
     r = metrics_family_new(agent_metrics(a), METRICS_GAUGE, "cliqo_cluster_info",
                            "The cluster's identity (ConfigMap cluster-id); always 1.", labels, NULL,
-                           0, &st.info);
+                           0, &s->info);
     if (r == 0)
-        r = metrics_add_collector(agent_metrics(a), collect, NULL);
+        r = metrics_add_collector(agent_metrics(a), collect, s);
     if (r == 0)
-        r = agent_informer(a, &kapi_configmaps, agent_namespace(a), NULL, AGENT_INF_ALWAYS, &h,
-                           NULL, &st.inf);
+        r = agent_informer(a, &kapi_configmaps, agent_namespace(a), NULL, AGENT_INF_ALWAYS, &h, s,
+                           &s->inf);
     if (r == 0)
-        r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, AGENT_INF_ALWAYS, &kh, NULL,
-                           &st.secrets);
+        r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, AGENT_INF_ALWAYS, &kh, s,
+                           &s->secrets);
     return r;
 }
 
 void identity_fini(struct agent *a)
 {
-    (void)a;
-    st.inf = NULL; /* the agent frees the shared informers */
-    st.secrets = NULL;
-    EVP_PKEY_free(st.key);
-    st.key = NULL;
-    st.key_id[0] = '\0';
+    struct ident *s = state(a);
+
+    if (!s)
+        return;
+    EVP_PKEY_free(s->key);
+    x_free(s);
+    agent_set_module_data(a, MOD, NULL);
 }
 
 bool identity_ready(struct agent *a)
 {
-    (void)a;
-    return st.inf && inf_synced(st.inf) && st.secrets && inf_synced(st.secrets);
+    struct ident *s = state(a);
+
+    return s && s->inf && inf_synced(s->inf) && s->secrets && inf_synced(s->secrets);
 }
 
-const char *identity_cluster_id(void)
+const char *identity_cluster_id(struct agent *a)
 {
-    return st.id[0] ? st.id : NULL;
+    struct ident *s = state(a);
+
+    return s && s->id[0] ? s->id : NULL;
 }
 
-const char *identity_cluster_name(void)
+const char *identity_cluster_name(struct agent *a)
 {
-    return st.id[0] ? st.name : NULL;
+    struct ident *s = state(a);
+
+    return s && s->id[0] ? s->name : NULL;
+}
+
+struct evp_pkey_st *identity_key(struct agent *a)
+{
+    struct ident *s = state(a);
+
+    return s ? s->key : NULL;
+}
+
+const char *identity_key_id(struct agent *a)
+{
+    struct ident *s = state(a);
+
+    return s && s->key ? s->key_id : NULL;
 }

@@ -13,13 +13,13 @@ void identity_fini(struct agent *a);
 bool identity_ready(struct agent *a);
 /* The cluster's ID and name, or NULL while the ConfigMap is unknown. Borrowed until the next loop
  * iteration. */
-const char *identity_cluster_id(void);
-const char *identity_cluster_name(void);
+const char *identity_cluster_id(struct agent *a);
+const char *identity_cluster_name(struct agent *a);
 /* The cluster's identity key (Secret identity-key of the agent's namespace, made by the first
  * replica that finds it missing; peering/idkey.h) and its key ID, or NULL while there is none.
  * Borrowed until the next loop iteration. */
-struct evp_pkey_st *identity_key(void);
-const char *identity_key_id(void);
+struct evp_pkey_st *identity_key(struct agent *a);
+const char *identity_key_id(struct agent *a);
 #define AGENT_MODULE_IDENTITY                                                                      \
     {                                                                                              \
         "identity", identity_init, NULL, NULL, identity_fini, identity_ready                       \

@@ -776,7 +776,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 {
     struct disc_cand *c;
     struct rec *r;
-    const char *own = identity_cluster_id();
+    const char *own = identity_cluster_id(st.a);
 
     (void)data;
     if (!st.running || !inf_synced(st.fcs)) {

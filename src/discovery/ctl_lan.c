@@ -213,7 +213,7 @@ static void on_found(struct mdns *m, const struct mdns_found *f, void *data)
     enum drec_reason why;
     char id[PEER_NAME_MAX + 1];
     unsigned conflict;
-    const char *own = identity_cluster_id();
+    const char *own = identity_cluster_id(disc_agent());
     int e;
 
     (void)m, (void)data;
@@ -322,7 +322,8 @@ static void host_label(const char *id, char out[DREC_LABEL_MAX + 1])
 static void announce(void)
 {
     const struct disc_lan_config *c = disc_config();
-    const char *id = identity_cluster_id(), *iname = identity_cluster_name(), *url;
+    const char *id = identity_cluster_id(disc_agent()),
+               *iname = identity_cluster_name(disc_agent()), *url;
     char ubuf[DREC_URL_MAX + 1], items[DREC_TXT_BUILD_MAX][DREC_TXT_ITEM_MAX + 1], err[256];
     const char *txt[DREC_TXT_BUILD_MAX], *prefix;
     struct drec_announce a;
@@ -388,7 +389,7 @@ void disc_lan_reconfigure(void)
     const struct disc_lan_config *c;
     char ifaces[IFACES_MAX][IF_NAMESIZE], host[DREC_LABEL_MAX + 1], err[256];
     const char *allow[IFACES_MAX + 1];
-    const char *id = identity_cluster_id();
+    const char *id = identity_cluster_id(disc_agent());
     size_t n;
     int e;
 

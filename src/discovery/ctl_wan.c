@@ -129,7 +129,7 @@ static void on_result(struct dnssd *d, const struct dnssd_result *r, void *data)
     char service_domain[DREC_HOST_MAX * 2 + 8], msg[512] = "", (*keys)[DISC_KEY_MAX] = NULL;
     char(*ids)[PEER_NAME_MAX + 1] = NULL, (*found_ids)[PEER_NAME_MAX + 1] = NULL;
     size_t nkeys = 0, nids = 0, nfound = 0, ignored = 0, failed = 0;
-    const char *own = identity_cluster_id();
+    const char *own = identity_cluster_id(disc_agent());
 
     (void)d;
     s->b = NULL;

@@ -439,7 +439,7 @@ static void sender(struct rec *r, struct net_peer_state *s)
     /* Our own copy (a namespace name fits): cred_ns lives in the credential, which a call that
      * runs callbacks (closing an informer, starting one, sending a request) may replace. */
     snprintf(ns, sizeof(ns), "%s", cred_ns);
-    snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", identity_cluster_id());
+    snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", identity_cluster_id(st.a));
     if (!p->watch || p->role != role || strcmp(p->remote_ns, ns) != 0) {
         struct inf_options o = {.resource = &peer_res_networkconfigs, .namespace_ = ns};
         struct inf_handlers h = {.on_add = on_watch, .on_delete = on_watch};
@@ -467,7 +467,7 @@ static void sender(struct rec *r, struct net_peer_state *s)
         json_decref(mine);
         nc = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s,s:s}}", "apiVersion",
                        "net.liqo.io/v1alpha1", "kind", "NetworkConfig", "metadata", "name", name,
-                       "namespace", ns, "labels", PEER_LABEL_CLUSTER_ID, identity_cluster_id(),
+                       "namespace", ns, "labels", PEER_LABEL_CLUSTER_ID, identity_cluster_id(st.a),
                        "spec", "clusterID", p->id, "podCIDR", st.own_cidr);
         snprintf(p->published, sizeof(p->published), "%s", pub);
         p->published_ms = uv_now(agent_loop(st.a));
@@ -531,7 +531,7 @@ static void receiver(struct rec *r)
     }
     pc = json_string_value(json_object_get(json_object_get(nc, "spec"), "podCIDR"));
     to = json_string_value(json_object_get(json_object_get(nc, "spec"), "clusterID"));
-    if (!to || strcmp(to, identity_cluster_id()) != 0 || !pc || cidr_parse(pc, &remote) < 0) {
+    if (!to || strcmp(to, identity_cluster_id(st.a)) != 0 || !pc || cidr_parse(pc, &remote) < 0) {
         snprintf(s.message, sizeof(s.message),
                  "the peer's NetworkConfig is invalid (clusterID must be ours, podCIDR a CIDR)");
         log_warn(MOD, "peer %s: %s", p->id, s.message);
@@ -600,7 +600,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     json_t *fc;
 
     (void)data;
-    if (!st.running || !identity_cluster_id()) {
+    if (!st.running || !identity_cluster_id(st.a)) {
         if (st.running)
             wq_add_after(q, key, WAIT_MS);
         wq_done(q, key);

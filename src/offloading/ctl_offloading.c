@@ -248,12 +248,12 @@ static void reconcile(struct ctl *c, const char *key)
     invalid = nsof_spec_parse(obj, &spec, err, sizeof(err)) < 0;
     remote[0] = '\0';
     if (!invalid) {
-        if (!identity_cluster_id()) {
+        if (!identity_cluster_id(o->a)) {
             ctl_rec_end_after(&r->h, 500); /* the identity module has not read the cluster ID yet */
             goto out;
         }
-        if (nsof_remote_namespace(r->ns, spec.mapping, identity_cluster_name(),
-                                  identity_cluster_id(), remote, sizeof(remote)) < 0)
+        if (nsof_remote_namespace(r->ns, spec.mapping, identity_cluster_name(o->a),
+                                  identity_cluster_id(o->a), remote, sizeof(remote)) < 0)
             remote[0] = '\0';
         sel.selector = spec.selector;
         sel.keep = json_array();

@@ -206,15 +206,16 @@ static void handle_ids(struct httpd_request *req, void *data)
     char *json = NULL;
 
     (void)data;
-    if (!identity_cluster_id()) {
+    if (!identity_cluster_id(st.a)) {
         httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE, "the cluster has no identity yet");
         return;
     }
     memset(&ids, 0, sizeof(ids));
-    snprintf(ids.cluster_id, sizeof(ids.cluster_id), "%s", identity_cluster_id());
+    snprintf(ids.cluster_id, sizeof(ids.cluster_id), "%s", identity_cluster_id(st.a));
     snprintf(ids.cluster_name, sizeof(ids.cluster_name), "%s",
-             identity_cluster_name() ? identity_cluster_name() : "");
-    snprintf(ids.key_id, sizeof(ids.key_id), "%s", identity_key_id() ? identity_key_id() : "");
+             identity_cluster_name(st.a) ? identity_cluster_name(st.a) : "");
+    snprintf(ids.key_id, sizeof(ids.key_id), "%s",
+             identity_key_id(st.a) ? identity_key_id(st.a) : "");
     if (peer_wire_ids_encode(&ids, &json) < 0) {
         httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "cannot encode the identity");
         return;
@@ -930,10 +931,11 @@ static void step_reply(struct issue *is)
     p.ca_pem_len = kc->ca_pem_len;
     p.token = token;
     p.namespace = is->ns;
-    p.cluster_name = identity_cluster_name() && *identity_cluster_name() ? identity_cluster_name()
-                                                                         : identity_cluster_id();
+    p.cluster_name = identity_cluster_name(st.a) && *identity_cluster_name(st.a)
+                         ? identity_cluster_name(st.a)
+                         : identity_cluster_id(st.a);
     if (peer_kubeconfig_build(&p, &kubeconfig, err, sizeof(err)) < 0 ||
-        peer_wire_identity_response_encode(is->ns, kubeconfig, identity_key_id(), &json) < 0) {
+        peer_wire_identity_response_encode(is->ns, kubeconfig, identity_key_id(st.a), &json) < 0) {
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot build the credential");
     } else {
         /* A virtual kubelet's credential is re-issued at every refresh: at info only when made. */
@@ -1110,12 +1112,12 @@ static void handle_identity(struct httpd_request *req, void *data)
         issue_free(is);
         return;
     }
-    if (!identity_cluster_id()) {
+    if (!identity_cluster_id(st.a)) {
         httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE, "the cluster has no identity yet");
         issue_free(is);
         return;
     }
-    if (strcmp(is->in.cluster_id, identity_cluster_id()) == 0) {
+    if (strcmp(is->in.cluster_id, identity_cluster_id(st.a)) == 0) {
         httpd_respond_error(req, 400, PEER_WIRE_E_OWN_ID, "a cluster cannot peer with itself");
         issue_free(is);
         return;
@@ -1132,7 +1134,7 @@ static void handle_identity(struct httpd_request *req, void *data)
         issue_free(is);
         return;
     }
-    r = peer_idkey_verify_request(&is->in, identity_cluster_id(), (int64_t)time(NULL),
+    r = peer_idkey_verify_request(&is->in, identity_cluster_id(st.a), (int64_t)time(NULL),
                                   PEER_IDKEY_WINDOW, is->key_id, msg, sizeof(msg));
     if (r < 0) {
         const char *reason = r == -ETIME ? PEER_WIRE_E_STALE : PEER_WIRE_E_SIGNATURE;

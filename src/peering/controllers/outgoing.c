@@ -504,14 +504,14 @@ static void authenticate(struct rec *r, const json_t *spec)
     snprintf(in.cluster_name, sizeof(in.cluster_name), "%s", r->own_name);
     snprintf(in.token, sizeof(in.token), "%s", r->auth_token);
     /* The proof of our identity key, for this provider only (peering/idkey.h). */
-    if (!identity_key()) {
+    if (!identity_key(st.a)) {
         peer_identity_request_clear(&in);
         if (!condition(r, COND_AUTH, "Pending", "NoIdentityKey",
                        "this cluster has no identity key yet (Secret identity-key)"))
             rec_end(r, ERROR_RETRY_MS);
         return;
     }
-    if (peer_idkey_sign_request(identity_key(), r->id, (int64_t)time(NULL), &in) < 0 ||
+    if (peer_idkey_sign_request(identity_key(st.a), r->id, (int64_t)time(NULL), &in) < 0 ||
         peer_wire_identity_request_encode(&in, &body) < 0) {
         peer_identity_request_clear(&in);
         rec_end(r, ERROR_RETRY_MS);
@@ -921,16 +921,17 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         rec_end(r, -1);
         return;
     }
-    if (!identity_cluster_id()) {
+    if (!identity_cluster_id(st.a)) {
         rec_end(r, 2000); /* no identity of our own yet */
         return;
     }
     snprintf(r->id, sizeof(r->id), "%s", id);
     snprintf(r->name, sizeof(r->name), "%s", name && *name ? name : id);
-    snprintf(r->own_id, sizeof(r->own_id), "%s", identity_cluster_id());
+    snprintf(r->own_id, sizeof(r->own_id), "%s", identity_cluster_id(st.a));
     snprintf(r->own_name, sizeof(r->own_name), "%s",
-             identity_cluster_name() && *identity_cluster_name() ? identity_cluster_name()
-                                                                 : identity_cluster_id());
+             identity_cluster_name(st.a) && *identity_cluster_name(st.a)
+                 ? identity_cluster_name(st.a)
+                 : identity_cluster_id(st.a));
     if (strcmp(r->id, r->own_id) == 0) {
         if (!condition(r, COND_OUT, "Error", "OwnCluster",
                        "this ForeignCluster names this cluster"))
