@@ -272,3 +272,51 @@ void ctl_set_finalizer(struct ctl_rec *r, const struct kapi_resource *res, const
                     json_pack("{s:{s:s,s:o}}", "metadata", "resourceVersion", kapi_obj_rv(obj),
                               "finalizers", fins));
 }
+
+/* ---- modules on the skeleton -------------------------------------------------------------- */
+
+void *ctl_module_new(struct agent *a, const char *name, size_t size)
+{
+    struct ctl_module *m;
+
+    if (size < sizeof(*m))
+        return NULL;
+    m = x_calloc(1, size);
+    if (!m)
+        return NULL;
+    m->a = a;
+    if (agent_set_module_data(a, name, m) < 0) {
+        x_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+int ctl_module_start(struct agent *a, const char *name)
+{
+    struct ctl_module *m = agent_module_data(a, name);
+
+    if (!m || !m->ctl)
+        return -EINVAL;
+    ctl_start(m->ctl);
+    return 0;
+}
+
+void ctl_module_stop(struct agent *a, const char *name)
+{
+    struct ctl_module *m = agent_module_data(a, name);
+
+    if (m && m->ctl)
+        ctl_stop(m->ctl);
+}
+
+void ctl_module_fini(struct agent *a, const char *name)
+{
+    struct ctl_module *m = agent_module_data(a, name);
+
+    if (!m)
+        return;
+    ctl_free(m->ctl);
+    x_free(m);
+    agent_set_module_data(a, name, NULL);
+}

@@ -122,4 +122,21 @@ void ctl_merge_patch(struct ctl_rec *r, const struct kapi_resource *res, const c
 void ctl_set_finalizer(struct ctl_rec *r, const struct kapi_resource *res, const json_t *obj,
                        const char *finalizer, bool on);
 
+/* ---- modules on the skeleton -------------------------------------------------------------- */
+
+/* The head of the state of a module whose work is one controller: the module's own state type
+ * begins with it, and lives in the agent (agent_set_module_data under the module's name). */
+struct ctl_module {
+    struct agent *a;
+    struct ctl *ctl; /* made by the module's init (ctl_new) */
+};
+/* A zeroed state of size bytes (>= sizeof(struct ctl_module)) for module name, kept by the agent;
+ * NULL when out of memory or name is not in the module table. */
+void *ctl_module_new(struct agent *a, const char *name, size_t size);
+/* The module table's start, stop and fini of such a module: they start and stop its controller;
+ * fini frees the controller (ctl_free) and the state. */
+int ctl_module_start(struct agent *a, const char *name);
+void ctl_module_stop(struct agent *a, const char *name);
+void ctl_module_fini(struct agent *a, const char *name);
+
 #endif

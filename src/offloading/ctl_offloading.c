@@ -23,8 +23,7 @@
 
 /* The module's state (agent_module_data "offloading"). */
 struct offl {
-    struct agent *a;
-    struct ctl *ctl;
+    struct ctl_module mod; /* first */
     struct inf_informer *nsofs, *vnodes, *labelled, *config;
     struct metrics_family *m_phase;
 };
@@ -230,7 +229,7 @@ static void reconcile(struct ctl *c, const char *key)
     }
     /* Reserved namespaces are never labelled (the pod webhook would act in them) nor asked of
      * providers (mapxlate.c refuses them too). */
-    if (nsof_home_offloadable(r->ns, agent_namespace(o->a), false, err, sizeof(err)) < 0) {
+    if (nsof_home_offloadable(r->ns, agent_namespace(o->mod.a), false, err, sizeof(err)) < 0) {
         if (nsobj && jsn_label(nsobj, NSOF_LABEL_SCHEDULING))
             set_label(r, r->ns, false);
         else if (!write_status(r, obj, NSOF_PHASE_INVALID, NULL, err))
@@ -248,12 +247,12 @@ static void reconcile(struct ctl *c, const char *key)
     invalid = nsof_spec_parse(obj, &spec, err, sizeof(err)) < 0;
     remote[0] = '\0';
     if (!invalid) {
-        if (!identity_cluster_id(o->a)) {
+        if (!identity_cluster_id(o->mod.a)) {
             ctl_rec_end_after(&r->h, 500); /* the identity module has not read the cluster ID yet */
             goto out;
         }
-        if (nsof_remote_namespace(r->ns, spec.mapping, identity_cluster_name(o->a),
-                                  identity_cluster_id(o->a), remote, sizeof(remote)) < 0)
+        if (nsof_remote_namespace(r->ns, spec.mapping, identity_cluster_name(o->mod.a),
+                                  identity_cluster_id(o->mod.a), remote, sizeof(remote)) < 0)
             remote[0] = '\0';
         sel.selector = spec.selector;
         sel.keep = json_array();
@@ -335,7 +334,7 @@ static void enqueue(struct offl *o, const char *ns, const char *name)
     n = snprintf(key, sizeof(key), "%s/%s", ns, name);
     if (n < 0 || (size_t)n >= sizeof(key))
         return; /* longer than any valid namespace/name */
-    ctl_enqueue(o->ctl, key);
+    ctl_enqueue(o->mod.ctl, key);
 }
 
 static void on_nsof(struct inf_informer *inf, json_t *obj, void *data)
@@ -440,17 +439,11 @@ int offl_init(struct agent *a)
         .reconcile = reconcile,
         .retry_ms = 1000,
         .wait_ms = 2000};
-    struct offl *o = x_calloc(1, sizeof(*o));
+    struct offl *o = ctl_module_new(a, MOD, sizeof(*o));
     int r;
 
     if (!o)
         return -ENOMEM;
-    o->a = a;
-    r = agent_set_module_data(a, MOD, o);
-    if (r < 0) {
-        x_free(o);
-        return r;
-    }
     r = agent_informer(a, &peer_res_namespaceoffloadings, NULL, NULL, 0, &nh, o, &o->nsofs);
     if (r == 0)
         r = agent_informer(a, &kapi_nodes, NULL, VNODE_SEL, 0, &vh, o, &o->vnodes);
@@ -459,7 +452,7 @@ int offl_init(struct agent *a)
     if (r == 0)
         r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &o->config);
     if (r == 0)
-        r = ctl_new(a, &co, o, &o->ctl);
+        r = ctl_new(a, &co, o, &o->mod.ctl);
     if (r == 0)
         r = adm_webhook_register("pod-offloading", ADM_PATH_MUTATE, mutate, o);
     if (r == 0)
@@ -473,27 +466,15 @@ int offl_init(struct agent *a)
 
 int offl_start(struct agent *a)
 {
-    struct offl *o = agent_module_data(a, MOD);
-
-    ctl_start(o->ctl);
-    return 0;
+    return ctl_module_start(a, MOD);
 }
 
 void offl_stop(struct agent *a)
 {
-    struct offl *o = agent_module_data(a, MOD);
-
-    if (o)
-        ctl_stop(o->ctl);
+    ctl_module_stop(a, MOD);
 }
 
 void offl_fini(struct agent *a)
 {
-    struct offl *o = agent_module_data(a, MOD);
-
-    if (!o)
-        return;
-    ctl_free(o->ctl);
-    x_free(o);
-    agent_set_module_data(a, MOD, NULL);
+    ctl_module_fini(a, MOD);
 }

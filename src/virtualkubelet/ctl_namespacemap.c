@@ -46,8 +46,7 @@
 
 /* The module's state (agent_module_data "namespacemap"). */
 struct nsmapc {
-    struct agent *a;
-    struct ctl *ctl;
+    struct ctl_module mod; /* first */
     struct inf_informer *maps, *nss, *config, *fcs, *quotas, *limits;
 };
 
@@ -118,7 +117,7 @@ static int delete_ns(struct rec *r, const char *name)
 {
     log_info(MOD, "%s: deleting namespace %s (no longer asked for)", r->h.key, name);
     r->h.ch.next = ctl_chain_after_write;
-    return kapi_delete(agent_kube(r->m->a), &kapi_namespaces, NULL, name, NULL, ctl_call_cb, r);
+    return kapi_delete(agent_kube(r->m->mod.a), &kapi_namespaces, NULL, name, NULL, ctl_call_cb, r);
 }
 
 /* ---- reconcile --------------------------------------------------------------------------------
@@ -162,8 +161,8 @@ static void write_status(struct rec *r, bool complete)
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     r->h.ch.next = ctl_chain_after_write;
-    if (!body || kapi_patch(agent_kube(r->m->a), &peer_res_namespacemaps, r->ns, r->name, "status",
-                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
+    if (!body || kapi_patch(agent_kube(r->m->mod.a), &peer_res_namespacemaps, r->ns, r->name,
+                            "status", KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
 }
@@ -188,7 +187,7 @@ static void set_finalizer(struct rec *r, bool on)
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     r->h.ch.next = ctl_chain_after_write;
-    if (!body || kapi_patch(agent_kube(r->m->a), &peer_res_namespacemaps, r->ns, r->name, NULL,
+    if (!body || kapi_patch(agent_kube(r->m->mod.a), &peer_res_namespacemaps, r->ns, r->name, NULL,
                             KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
@@ -253,7 +252,7 @@ static bool podsec_labels(struct rec *r, const json_t *ns)
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     r->h.ch.next = ctl_chain_after_write;
-    if (!body || kapi_patch(agent_kube(r->m->a), &kapi_namespaces, NULL, name, NULL,
+    if (!body || kapi_patch(agent_kube(r->m->mod.a), &kapi_namespaces, NULL, name, NULL,
                             KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
@@ -301,13 +300,13 @@ static void write_guard(struct rec *r, const struct kapi_resource *res, const ch
         o = json_pack("{s:O}", "spec", spec_patch);
         body = o ? json_dumps(o, JSON_COMPACT) : NULL;
         if (body)
-            e = kapi_patch(agent_kube(r->m->a), res, ns, name, NULL, KAPI_PATCH_MERGE, body,
+            e = kapi_patch(agent_kube(r->m->mod.a), res, ns, name, NULL, KAPI_PATCH_MERGE, body,
                            ctl_call_cb, r);
     } else {
         o = json_pack("{s:s,s:s,s:o,s:O}", "apiVersion", "v1", "kind", res->kind, "metadata",
                       managed_meta(name, ns), "spec", spec);
         if (o)
-            e = kapi_create(agent_kube(r->m->a), res, ns, o, ctl_call_cb, r);
+            e = kapi_create(agent_kube(r->m->mod.a), res, ns, o, ctl_call_cb, r);
     }
     if (e < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
@@ -384,7 +383,7 @@ static void create_ns(struct rec *r, const char *name)
     log_info(MOD, "%s: creating namespace %s for the consumer (Pod Security level %s)", r->h.key,
              name, podsec_level(r));
     r->h.ch.next = ctl_chain_after_write;
-    if (!o || kapi_create(agent_kube(r->m->a), &kapi_namespaces, NULL, o, ctl_call_cb, r) < 0)
+    if (!o || kapi_create(agent_kube(r->m->mod.a), &kapi_namespaces, NULL, o, ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(o);
 }
@@ -415,7 +414,8 @@ static void bind_role(struct rec *r, const char *name)
                   "ClusterRole", "name", PEER_VK_REMOTE_ROLE, "subjects", "kind", "ServiceAccount",
                   "name", sa, "namespace", r->ns);
     r->h.ch.next = after_bind;
-    if (!o || kapi_create(agent_kube(r->m->a), &peer_res_rolebindings, name, o, ctl_call_cb, r) < 0)
+    if (!o ||
+        kapi_create(agent_kube(r->m->mod.a), &peer_res_rolebindings, name, o, ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(o);
 }
@@ -489,7 +489,7 @@ static void reconcile(struct ctl *c, const char *key)
                       "at most 512 namespaces per consumer");
             continue;
         }
-        if (!remote || nsmap_reserved(remote, agent_namespace(r->m->a))) {
+        if (!remote || nsmap_reserved(remote, agent_namespace(r->m->mod.a))) {
             set_entry(cur, local, remote ? remote : "", "Refused", "ReservedName",
                       "the name is reserved on this cluster or not a valid namespace name");
             continue;
@@ -516,7 +516,7 @@ static void reconcile(struct ctl *c, const char *key)
                       "for this consumer");
             continue;
         }
-        if (nsof_remote_allowed(local, remote, r->name, patterns, agent_namespace(r->m->a), why,
+        if (nsof_remote_allowed(local, remote, r->name, patterns, agent_namespace(r->m->mod.a), why,
                                 sizeof(why)) < 0) {
             const char *was = json_string_value(json_object_get(old_entry, "reason"));
 
@@ -593,7 +593,7 @@ static void enqueue_map(struct nsmapc *m, const char *ns, const char *name)
     if (!ns || !name)
         return;
     snprintf(key, sizeof(key), "%s/%s", ns, name);
-    ctl_enqueue(m->ctl, key);
+    ctl_enqueue(m->mod.ctl, key);
 }
 
 static void on_map(struct inf_informer *inf, json_t *obj, void *data)
@@ -639,7 +639,7 @@ static void on_ns(struct inf_informer *inf, json_t *obj, void *data)
 
     (void)inf;
     if (map && jsn_label(obj, PEER_LABEL_ORIGIN) && strlen(map) < 192)
-        ctl_enqueue(m->ctl, map);
+        ctl_enqueue(m->mod.ctl, map);
 }
 
 static void on_ns_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -721,17 +721,11 @@ int nsmap_init(struct agent *a)
         .reconcile = reconcile,
         .rec_release = rec_release,
         .retry_ms = 1000};
-    struct nsmapc *m = x_calloc(1, sizeof(*m));
+    struct nsmapc *m = ctl_module_new(a, MOD, sizeof(*m));
     int r;
 
     if (!m)
         return -ENOMEM;
-    m->a = a;
-    r = agent_set_module_data(a, MOD, m);
-    if (r < 0) {
-        x_free(m);
-        return r;
-    }
     r = agent_informer(a, &peer_res_namespacemaps, NULL, NULL, 0, &mh, m, &m->maps);
     if (r == 0)
         r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, &nh, m, &m->nss);
@@ -744,33 +738,21 @@ int nsmap_init(struct agent *a)
     if (r == 0)
         r = agent_informer(a, &kapi_resourcequotas, NULL, GUARD_SELECTOR, 0, &gh, m, &m->quotas);
     if (r == 0)
-        r = ctl_new(a, &co, m, &m->ctl);
+        r = ctl_new(a, &co, m, &m->mod.ctl);
     return r;
 }
 
 int nsmap_start(struct agent *a)
 {
-    struct nsmapc *m = agent_module_data(a, MOD);
-
-    ctl_start(m->ctl);
-    return 0;
+    return ctl_module_start(a, MOD);
 }
 
 void nsmap_stop(struct agent *a)
 {
-    struct nsmapc *m = agent_module_data(a, MOD);
-
-    if (m)
-        ctl_stop(m->ctl);
+    ctl_module_stop(a, MOD);
 }
 
 void nsmap_fini(struct agent *a)
 {
-    struct nsmapc *m = agent_module_data(a, MOD);
-
-    if (!m)
-        return;
-    ctl_free(m->ctl);
-    x_free(m);
-    agent_set_module_data(a, MOD, NULL);
+    ctl_module_fini(a, MOD);
 }

@@ -29,8 +29,7 @@
 
 /* The module's state (agent_module_data "incoming"). */
 struct incoming {
-    struct agent *a;
-    struct ctl *ctl;
+    struct ctl_module mod; /* first */
     struct inf_informer *prs, *fcs, *tenants;
 };
 
@@ -113,8 +112,8 @@ static void patch_status(struct rec *r, const struct kapi_resource *res, const c
 
     json_decref(patch);
     r->h.ch.next = after_write;
-    if (!body || kapi_patch(agent_kube(r->m->a), res, ns, name, "status", KAPI_PATCH_MERGE, body,
-                            ctl_call_cb, r) < 0)
+    if (!body || kapi_patch(agent_kube(r->m->mod.a), res, ns, name, "status", KAPI_PATCH_MERGE,
+                            body, ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
 }
@@ -149,7 +148,7 @@ static void withdrawn(struct rec *r)
     }
     snprintf(r->id, sizeof(r->id), "%.63s", r->name);
     {
-        struct pu_unit *u = pu_find(agent_peers(r->m->a), r->id);
+        struct pu_unit *u = pu_find(agent_peers(r->m->mod.a), r->id);
 
         if (pu_holds(u, OWNER)) {
             pu_drop_credential(u, PU_REQUESTER);
@@ -195,8 +194,8 @@ static void withdrawn(struct rec *r)
                  r->ns);
         r->requeue_ms = 200;
         r->h.ch.next = after_write;
-        if (kapi_delete(agent_kube(r->m->a), &kapi_namespaces, NULL, r->ns, NULL, ctl_call_cb, r) <
-            0)
+        if (kapi_delete(agent_kube(r->m->mod.a), &kapi_namespaces, NULL, r->ns, NULL, ctl_call_cb,
+                        r) < 0)
             ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
@@ -207,8 +206,8 @@ static void withdrawn(struct rec *r)
         log_info("incoming", "deleting ForeignCluster %s: no peering left in either direction",
                  kapi_obj_name(r->fc));
         r->h.ch.next = after_write;
-        if (kapi_delete(agent_kube(r->m->a), &peer_res_foreignclusters, NULL, kapi_obj_name(r->fc),
-                        NULL, ctl_call_cb, r) < 0)
+        if (kapi_delete(agent_kube(r->m->mod.a), &peer_res_foreignclusters, NULL,
+                        kapi_obj_name(r->fc), NULL, ctl_call_cb, r) < 0)
             ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
@@ -245,7 +244,7 @@ static void after_verify(void *owner)
                  "we were away; withdrawing its PeeringRequest %s",
                  r->id, r->h.key);
         r->h.ch.next = after_request_delete;
-        if (kapi_delete(agent_kube(r->m->a), &peer_res_peeringrequests, r->ns, r->name, NULL,
+        if (kapi_delete(agent_kube(r->m->mod.a), &peer_res_peeringrequests, r->ns, r->name, NULL,
                         ctl_call_cb, r) < 0)
             ctl_rec_end(&r->h, CTL_RETRY);
         return;
@@ -271,7 +270,7 @@ static struct kapi_client *install_requester(struct rec *r)
 
     if (!b64 || !rv)
         return NULL;
-    rc = pu_acquire(agent_peers(r->m->a), r->id, OWNER, &u);
+    rc = pu_acquire(agent_peers(r->m->mod.a), r->id, OWNER, &u);
     if (rc < 0) {
         log_warn("incoming", "cannot open the unit of peer %s: %s", r->id, strerror(-rc));
         return NULL;
@@ -360,8 +359,8 @@ static void create_fc(struct rec *r)
         json_object_set_new(json_object_get(fc, "spec"), "foreignAuthUrl", json_string(url));
     log_info("incoming", "creating ForeignCluster %s for incoming peering of %s", name, r->id);
     r->h.ch.next = after_fc_create;
-    if (!fc ||
-        kapi_create(agent_kube(r->m->a), &peer_res_foreignclusters, NULL, fc, ctl_call_cb, r) < 0)
+    if (!fc || kapi_create(agent_kube(r->m->mod.a), &peer_res_foreignclusters, NULL, fc,
+                           ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(fc);
 }
@@ -425,7 +424,7 @@ static void after_secret(void *owner)
         return;
     }
     r->h.ch.next = after_cc;
-    if (kapi_get(agent_kube(r->m->a), &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG,
+    if (kapi_get(agent_kube(r->m->mod.a), &peer_res_clusterconfigs, NULL, PEER_CLUSTER_CONFIG,
                  ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
 }
@@ -517,7 +516,7 @@ static void admit(struct rec *r)
         return;
     }
     r->h.ch.next = after_secret;
-    if (kapi_get(agent_kube(r->m->a), &kapi_secrets, r->ns, secret, ctl_call_cb, r) < 0)
+    if (kapi_get(agent_kube(r->m->mod.a), &kapi_secrets, r->ns, secret, ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
 }
 
@@ -559,7 +558,7 @@ static void enqueue(struct incoming *m, json_t *obj)
     if (!kapi_obj_name(obj) || !kapi_obj_namespace(obj))
         return;
     snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
-    ctl_enqueue(m->ctl, key);
+    ctl_enqueue(m->mod.ctl, key);
 }
 
 static void on_pr(struct inf_informer *inf, json_t *obj, void *data)
@@ -589,7 +588,7 @@ static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
     if (!ns || !id)
         return;
     snprintf(key, sizeof(key), "%s/%s", ns, id);
-    ctl_enqueue(m->ctl, key);
+    ctl_enqueue(m->mod.ctl, key);
 }
 
 static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -610,17 +609,11 @@ int peer_incoming_init(struct agent *a)
         .reconcile = reconcile,
         .rec_release = rec_release,
         .retry_ms = 2000};
-    struct incoming *m = x_calloc(1, sizeof(*m));
+    struct incoming *m = ctl_module_new(a, OWNER, sizeof(*m));
     int r;
 
     if (!m)
         return -ENOMEM;
-    m->a = a;
-    r = agent_set_module_data(a, OWNER, m);
-    if (r < 0) {
-        x_free(m);
-        return r;
-    }
     r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &h, m, &m->prs);
     if (r == 0)
         r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, m, &m->fcs);
@@ -628,33 +621,21 @@ int peer_incoming_init(struct agent *a)
         r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
                            &m->tenants);
     if (r == 0)
-        r = ctl_new(a, &co, m, &m->ctl);
+        r = ctl_new(a, &co, m, &m->mod.ctl);
     return r;
 }
 
 int peer_incoming_start(struct agent *a)
 {
-    struct incoming *m = agent_module_data(a, OWNER);
-
-    ctl_start(m->ctl);
-    return 0;
+    return ctl_module_start(a, OWNER);
 }
 
 void peer_incoming_stop(struct agent *a)
 {
-    struct incoming *m = agent_module_data(a, OWNER);
-
-    if (m)
-        ctl_stop(m->ctl);
+    ctl_module_stop(a, OWNER);
 }
 
 void peer_incoming_fini(struct agent *a)
 {
-    struct incoming *m = agent_module_data(a, OWNER);
-
-    if (!m)
-        return;
-    ctl_free(m->ctl);
-    x_free(m);
-    agent_set_module_data(a, OWNER, NULL);
+    ctl_module_fini(a, OWNER);
 }
