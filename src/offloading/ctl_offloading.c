@@ -47,19 +47,13 @@ static bool deleting(const json_t *o)
 /* ---- writes ----------------------------------------------------------------------------------
  */
 
-static void merge_patch(struct rec *r, const struct kapi_resource *res, const char *ns,
-                        const char *name, const char *sub, json_t *patch)
-{
-    ctl_merge_patch(&r->h, res, ns, name, sub, patch);
-}
-
 static void set_label(struct rec *r, const char *ns, bool on)
 {
     log_info(MOD, "%s namespace %s %s=true", on ? "labelling" : "unlabelling", ns,
              NSOF_LABEL_SCHEDULING);
-    merge_patch(r, &kapi_namespaces, NULL, ns, NULL,
-                json_pack("{s:{s:{s:o}}}", "metadata", "labels", NSOF_LABEL_SCHEDULING,
-                          on ? json_string("true") : json_null()));
+    ctl_merge_patch(&r->h, &kapi_namespaces, NULL, ns, NULL,
+                    json_pack("{s:{s:{s:o}}}", "metadata", "labels", NSOF_LABEL_SCHEDULING,
+                              on ? json_string("true") : json_null()));
 }
 
 static void set_finalizer(struct rec *r, const json_t *obj, bool on)
@@ -133,7 +127,7 @@ static bool write_status(struct rec *r, const json_t *obj, enum nsof_phase phase
                       message ? json_string(message) : json_null());
     if (patch && json_is_integer(gen))
         json_object_set(json_object_get(patch, "status"), "observedGeneration", (json_t *)gen);
-    merge_patch(r, &peer_res_namespaceoffloadings, r->ns, r->name, "status", patch);
+    ctl_merge_patch(&r->h, &peer_res_namespaceoffloadings, r->ns, r->name, "status", patch);
     return true;
 }
 
@@ -162,8 +156,8 @@ static void reconcile_deleting(struct rec *r, const json_t *obj, json_t *nsobj)
         if (!h.found) {
             log_info(MOD, "%s: provider %s has no virtual node any more: removing its key",
                      r->h.key, k);
-            merge_patch(r, &peer_res_namespaceoffloadings, r->ns, r->name, "status",
-                        json_pack("{s:{s:{s:n}}}", "status", "remoteNamespacesConditions", k));
+            ctl_merge_patch(&r->h, &peer_res_namespaceoffloadings, r->ns, r->name, "status",
+                            json_pack("{s:{s:{s:n}}}", "status", "remoteNamespacesConditions", k));
             return;
         }
     }
