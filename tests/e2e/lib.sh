@@ -550,6 +550,13 @@ wait_for() {
     sleep "$((p / 1000000)).$(printf '%06d' $((p % 1000000)))"
   done
   E2E_WAIT_US=$((E2E_WAIT_US + ${EPOCHREALTIME/./} - w0)) E2E_WAITS=$((E2E_WAITS + 1))
+  # E2E_WAIT_LOG=FILE: one line per wait (test, seconds since its start, seconds waited, what), to see
+  # where a group's time goes (tests/e2e/waits.sh summarises it).
+  if [ -n "${E2E_WAIT_LOG:-}" ]; then
+    w0=$((${EPOCHREALTIME/./} - w0))
+    printf '%s\t%s\t%d.%02d\t%s\n' "$TEST_NAME" "$(e2e_elapsed)" $((w0 / 1000000)) $((w0 / 10000 % 100)) "$d" \
+      >>"$E2E_WAIT_LOG" 2>/dev/null || true
+  fi
 }
 
 # expect_fail DESCRIPTION command...: the command must fail.
