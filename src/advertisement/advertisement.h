@@ -19,8 +19,9 @@ void bcast_fini(struct agent *a);
         "broadcaster", bcast_init, bcast_start, bcast_stop, bcast_fini, NULL                       \
     }
 
-/* The broadcaster's computation state (for tests and benchmarks). */
-struct shr_state *bcast_state(void);
+/* The broadcaster's computation state in agent a (for tests and benchmarks); NULL when the module
+ * is not initialised. */
+struct shr_state *bcast_state(struct agent *a);
 
 int advop_init(struct agent *a);
 int advop_start(struct agent *a);

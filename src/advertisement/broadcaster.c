@@ -18,6 +18,7 @@
  * A burst of node or pod events arms a 200 ms timer that compares every consumer's offer with what
  * was last sent. */
 #include "agent/agent.h"
+#include "agent/ctl.h"
 #include "agent/identity.h"
 #include "agent/peers.h"
 
@@ -46,13 +47,14 @@
 #define MOD            "broadcaster"
 #define MAX_CONSUMERS  1024
 #define CHECK_DELAY_MS 200
-#define RETRY_MS       1000
-#define WAIT_MS        500
 #define MAX_IMAGES     64
 #define MAX_IMAGE_NAME 512
 #define FIELD_MANAGER  "cliqo-broadcaster"
 
+struct bcast;
+
 struct consumer {
+    struct bcast *m;
     char id[64], name[64];
     char pr_ns[64];     /* its tenant namespace here, where its PeeringRequest lives */
     char remote_ns[64]; /* our tenant namespace on it (the PeeringRequest's spec.namespace) */
@@ -71,94 +73,84 @@ struct consumer {
     struct consumer *next;
 };
 
-static struct {
-    struct agent *a;
+/* The module's state (agent_module_data "broadcaster"). */
+struct bcast {
+    struct ctl_module mod; /* first */
     struct inf_informer *nodes, *pods, *prs, *fcs, *config;
-    struct wq_queue *q;
     struct shr_state *shr;
     struct consumer *consumers;
     size_t nconsumers;
     struct adv_config cfg;
     bool cfg_loaded;
     uv_timer_t *check;
-    bool running;
     /* node summary for the Advertisement, recomputed lazily after node events */
     uint64_t node_gen, summary_gen;
     json_t *labels, *images;
     struct shr_list largest;
     struct metrics_family *m_sends;
-} st;
+};
 
 struct rec {
-    struct ctl_call_chain ch; /* first */
-    char key[64];
+    struct ctl_rec h; /* first */
+    struct bcast *m;
     struct consumer *c;
     json_t *pr; /* the admitted request (a new reference) or NULL */
     struct shr_list offer, limits;
     char sig[512];
-    int requeue_ms;
+    int step; /* of the withdrawal */
 };
 
-static void rec_end(struct rec *r, int requeue_ms)
+static void rec_release(struct ctl_rec *h)
 {
-    if (st.q) {
-        if (requeue_ms >= 0)
-            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
-        wq_done(st.q, r->key);
-    }
-    json_decref(r->pr);
-    ctl_call_reset(&r->ch.last);
-    x_free(r);
+    json_decref(((struct rec *)h)->pr);
 }
 
-/* Ends with a retry after the key's exponential backoff (per consumer). */
-static void rec_fail(struct rec *r)
-{
-    if (st.q)
-        wq_add_rate_limited(st.q, r->key);
-    rec_end(r, -1);
-}
-
-static void count_send(const char *result)
+static void count_send(struct bcast *m, const char *result)
 {
     const char *l[2] = {result, NULL};
 
-    metrics_inc(st.m_sends, l);
+    metrics_inc(m->m_sends, l);
 }
 
-static uint64_t now_ms(void)
+static uint64_t now_ms(struct bcast *m)
 {
-    return uv_now(agent_loop(st.a));
+    return uv_now(agent_loop(m->mod.a));
+}
+
+static bool running(struct bcast *m)
+{
+    return m->mod.ctl && ctl_running(m->mod.ctl);
 }
 
 /* ---- consumers --------------------------------------------------------------------------------
  */
 
-static struct consumer *consumer_find(const char *id)
+static struct consumer *consumer_find(struct bcast *m, const char *id)
 {
-    for (struct consumer *c = st.consumers; c; c = c->next)
+    for (struct consumer *c = m->consumers; c; c = c->next)
         if (strcmp(c->id, id) == 0)
             return c;
     return NULL;
 }
 
-static struct consumer *consumer_ensure(const char *id)
+static struct consumer *consumer_ensure(struct bcast *m, const char *id)
 {
-    struct consumer *c = consumer_find(id);
+    struct consumer *c = consumer_find(m, id);
 
     if (c)
         return c;
-    if (st.nconsumers >= MAX_CONSUMERS) {
+    if (m->nconsumers >= MAX_CONSUMERS) {
         log_warn(MOD, "more than %d consumers: not sharing with %s", MAX_CONSUMERS, id);
         return NULL;
     }
     c = x_calloc(1, sizeof(*c));
     if (!c)
         return NULL;
+    c->m = m;
     snprintf(c->id, sizeof(c->id), "%s", id);
-    c->next = st.consumers;
-    st.consumers = c;
-    st.nconsumers++;
+    c->next = m->consumers;
+    m->consumers = c;
+    m->nconsumers++;
     return c;
 }
 
@@ -184,10 +176,12 @@ static void consumer_detach(struct consumer *c)
 
 static void consumer_free(struct consumer *c)
 {
-    for (struct consumer **pp = &st.consumers; *pp; pp = &(*pp)->next) {
+    struct bcast *m = c->m;
+
+    for (struct consumer **pp = &m->consumers; *pp; pp = &(*pp)->next) {
         if (*pp == c) {
             *pp = c->next;
-            st.nconsumers--;
+            m->nconsumers--;
             break;
         }
     }
@@ -195,11 +189,10 @@ static void consumer_free(struct consumer *c)
     x_free(c);
 }
 
-static void enqueue_all(void)
+static void enqueue_all(struct bcast *m)
 {
-    for (struct consumer *c = st.consumers; c; c = c->next)
-        if (st.q)
-            wq_add(st.q, c->id);
+    for (struct consumer *c = m->consumers; c; c = c->next)
+        ctl_enqueue(m->mod.ctl, c->id);
 }
 
 /* ---- the node summary: labels every counted node shares, images, largest allocatable ------------
@@ -310,11 +303,11 @@ static void summary_visit(json_t *node, void *data)
     }
 }
 
-static void refresh_summary(void)
+static void refresh_summary(struct bcast *m)
 {
     struct summary s = {.first = true};
 
-    if (st.labels && st.summary_gen == st.node_gen)
+    if (m->labels && m->summary_gen == m->node_gen)
         return;
     s.labels = json_object();
     s.images = json_array();
@@ -323,28 +316,29 @@ static void refresh_summary(void)
         json_decref(s.images);
         return;
     }
-    inf_foreach(st.nodes, summary_visit, &s);
-    json_decref(st.labels);
-    json_decref(st.images);
-    st.labels = s.labels;
-    st.images = s.images;
-    st.largest = s.largest;
-    st.summary_gen = st.node_gen;
+    inf_foreach(m->nodes, summary_visit, &s);
+    json_decref(m->labels);
+    json_decref(m->images);
+    m->labels = s.labels;
+    m->images = s.images;
+    m->largest = s.largest;
+    m->summary_gen = m->node_gen;
 }
 
 /* ---- informer handlers ------------------------------------------------------------------------
  */
 
-static void arm_check(void);
+static void arm_check(struct bcast *m);
 
 static void on_node(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct bcast *m = data;
+
     (void)inf;
-    (void)data;
-    if (shr_node_upsert(st.shr, obj) < 0)
+    if (shr_node_upsert(m->shr, obj) < 0)
         log_warn(MOD, "node %s not accounted for (out of memory)", kapi_obj_name(obj));
-    st.node_gen++;
-    arm_check();
+    m->node_gen++;
+    arm_check(m);
 }
 
 static void on_node_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -355,21 +349,23 @@ static void on_node_update(struct inf_informer *inf, json_t *old_obj, json_t *ne
 
 static void on_node_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct bcast *m = data;
+
     (void)inf;
-    (void)data;
-    shr_node_delete(st.shr, kapi_obj_name(obj));
-    st.node_gen++;
-    arm_check();
+    shr_node_delete(m->shr, kapi_obj_name(obj));
+    m->node_gen++;
+    arm_check(m);
 }
 
 static void on_pod(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct bcast *m = data;
+
     (void)inf;
-    (void)data;
-    if (shr_pod_upsert(st.shr, obj) < 0)
+    if (shr_pod_upsert(m->shr, obj) < 0)
         log_warn(MOD, "pod %s/%s not accounted for (out of memory)", kapi_obj_namespace(obj),
                  kapi_obj_name(obj));
-    arm_check();
+    arm_check(m);
 }
 
 static void on_pod_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -380,10 +376,11 @@ static void on_pod_update(struct inf_informer *inf, json_t *old_obj, json_t *new
 
 static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct bcast *m = data;
+
     (void)inf;
-    (void)data;
-    shr_pod_delete(st.shr, kapi_obj_namespace(obj), kapi_obj_name(obj));
-    arm_check();
+    shr_pod_delete(m->shr, kapi_obj_namespace(obj), kapi_obj_name(obj));
+    arm_check(m);
 }
 
 /* The first list of pods is in: the pods it staged are applied (share.h, "Staging"). Offers are
@@ -391,41 +388,40 @@ static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
  * pods running here were all counted. */
 static void on_pods_synced(struct inf_informer *inf, void *data)
 {
+    struct bcast *m = data;
     int r;
 
-    (void)data;
-    r = shr_flush(st.shr);
+    r = shr_flush(m->shr);
     if (r < 0)
         log_warn(MOD, "pods not accounted for yet: %s (retried at the next computation)",
                  strerror(-r));
-    log_info(MOD, "accounting for %zu pods on %zu nodes", inf_count(inf), inf_count(st.nodes));
-    arm_check();
+    log_info(MOD, "accounting for %zu pods on %zu nodes", inf_count(inf), inf_count(m->nodes));
+    arm_check(m);
 }
 
 /* Whether the computation has seen every node and pod once (both informers synced). */
-static bool counted(void)
+static bool counted(struct bcast *m)
 {
-    return inf_synced(st.nodes) && inf_synced(st.pods);
+    return inf_synced(m->nodes) && inf_synced(m->pods);
 }
 
 static void on_pr(struct inf_informer *inf, json_t *obj, void *data)
 {
     const char *phase = json_string_value(json_object_get(json_object_get(obj, "status"), "phase"));
     const char *id = kapi_obj_name(obj), *ns = kapi_obj_namespace(obj);
+    struct bcast *m = data;
     struct consumer *c;
 
     (void)inf;
-    (void)data;
     if (!id || !ns || !peer_cluster_id_valid(id))
         return;
-    c = consumer_find(id);
+    c = consumer_find(m, id);
     if (!c && phase && strcmp(phase, "Accepted") == 0)
-        c = consumer_ensure(id);
+        c = consumer_ensure(m, id);
     if (!c)
         return;
     snprintf(c->pr_ns, sizeof(c->pr_ns), "%s", ns);
-    if (st.q)
-        wq_add(st.q, id);
+    ctl_enqueue(m->mod.ctl, id);
 }
 
 static void on_pr_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -436,26 +432,26 @@ static void on_pr_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)
 {
-    struct adv_config old = st.cfg;
+    struct bcast *m = data;
+    struct adv_config old = m->cfg;
 
     (void)inf;
-    (void)data;
     if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) != 0)
         return;
-    advcfg_read(obj, &st.cfg);
-    if (!st.cfg_loaded || old.percent != st.cfg.percent || old.enabled != st.cfg.enabled ||
-        old.ttl_s != st.cfg.ttl_s || old.refresh_s != st.cfg.refresh_s ||
-        !json_equal(old.per_cluster, st.cfg.per_cluster) ||
-        !json_equal(old.prices, st.cfg.prices)) {
-        if (st.cfg_loaded)
+    advcfg_read(obj, &m->cfg);
+    if (!m->cfg_loaded || old.percent != m->cfg.percent || old.enabled != m->cfg.enabled ||
+        old.ttl_s != m->cfg.ttl_s || old.refresh_s != m->cfg.refresh_s ||
+        !json_equal(old.per_cluster, m->cfg.per_cluster) ||
+        !json_equal(old.prices, m->cfg.prices)) {
+        if (m->cfg_loaded)
             log_info(MOD,
                      "sharing configuration changed (percentage %u, broadcaster %s, refresh %us, "
                      "ttl %us, threshold %u%%): re-sending",
-                     st.cfg.percent, st.cfg.enabled ? "enabled" : "disabled", st.cfg.refresh_s,
-                     st.cfg.ttl_s, st.cfg.threshold);
-        enqueue_all();
+                     m->cfg.percent, m->cfg.enabled ? "enabled" : "disabled", m->cfg.refresh_s,
+                     m->cfg.ttl_s, m->cfg.threshold);
+        enqueue_all(m);
     }
-    st.cfg_loaded = true;
+    m->cfg_loaded = true;
     advcfg_done(&old);
 }
 
@@ -472,8 +468,7 @@ static void on_adv(struct inf_informer *inf, json_t *obj, void *data)
 
     (void)inf;
     (void)obj;
-    if (st.q)
-        wq_add(st.q, c->id);
+    ctl_enqueue(c->m->mod.ctl, c->id);
 }
 
 static void on_adv_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -487,30 +482,31 @@ static void on_adv_update(struct inf_informer *inf, json_t *old_obj, json_t *new
 
 static void check_moves(uv_timer_t *t)
 {
-    (void)t;
-    if (!st.running || !counted())
+    struct bcast *m = t->data;
+
+    if (!running(m) || !counted(m))
         return;
-    for (struct consumer *c = st.consumers; c; c = c->next) {
+    for (struct consumer *c = m->consumers; c; c = c->next) {
         struct shr_list fixed, offer;
         struct shr_policy p;
         char sig[512];
 
         if (!c->sent)
             continue;
-        advcfg_policy_for(&st.cfg, c->id, &p, &fixed, sig, sizeof(sig));
-        if (shr_offer(st.shr, c->id, &p, &offer) < 0)
+        advcfg_policy_for(&m->cfg, c->id, &p, &fixed, sig, sizeof(sig));
+        if (shr_offer(m->shr, c->id, &p, &offer) < 0)
             continue;
-        if (shr_list_moved(&c->last, &offer, st.cfg.threshold)) {
-            log_debug(MOD, "offer to %s moved by more than %u%%", c->id, st.cfg.threshold);
-            wq_add(st.q, c->id);
+        if (shr_list_moved(&c->last, &offer, m->cfg.threshold)) {
+            log_debug(MOD, "offer to %s moved by more than %u%%", c->id, m->cfg.threshold);
+            ctl_enqueue(m->mod.ctl, c->id);
         }
     }
 }
 
-static void arm_check(void)
+static void arm_check(struct bcast *m)
 {
-    if (st.running && st.check && !uv_is_active((uv_handle_t *)st.check))
-        uv_timer_start(st.check, check_moves, CHECK_DELAY_MS, 0);
+    if (running(m) && m->check && !uv_is_active((uv_handle_t *)m->check))
+        uv_timer_start(m->check, check_moves, CHECK_DELAY_MS, 0);
 }
 
 /* ---- helpers -----------------------------------------------------------------------------------
@@ -540,8 +536,6 @@ static json_t *list_to_quantities(const struct shr_list *l)
     return o;
 }
 
-static json_t *find_fc(const char *id);
-
 /* Merge-patches fc.status.advertisement.sent when it differs. Fire and forget: the next pass
  * writes it again if this one was lost. */
 static void on_fc_patched(struct kapi_client *c, const struct kapi_result *res, void *data)
@@ -552,9 +546,9 @@ static void on_fc_patched(struct kapi_client *c, const struct kapi_result *res, 
         log_debug(MOD, "cannot update a ForeignCluster's sharing status: %s", res->status.message);
 }
 
-static void write_fc_sent(const char *id, json_t *sent)
+static void write_fc_sent(struct bcast *m, const char *id, json_t *sent)
 {
-    json_t *fc = find_fc(id), *patch;
+    json_t *fc = peer_fc_find(m->fcs, id), *patch;
     json_t *cur =
         json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"), "sent");
     char *body;
@@ -579,16 +573,11 @@ static void write_fc_sent(const char *id, json_t *sent)
     patch = json_pack("{s:{s:{s:o}}}", "status", "advertisement", "sent", sent);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     if (body)
-        kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, kapi_obj_name(fc), "status",
-                   KAPI_PATCH_MERGE, body, on_fc_patched, NULL);
+        kapi_patch(agent_kube(m->mod.a), &peer_res_foreignclusters, NULL, kapi_obj_name(fc),
+                   "status", KAPI_PATCH_MERGE, body, on_fc_patched, NULL);
     x_free(body);
     json_decref(patch);
     json_decref(fc);
-}
-
-static json_t *find_fc(const char *id)
-{
-    return peer_fc_find(st.fcs, id);
 }
 
 /* ---- withdrawal --------------------------------------------------------------------------------
@@ -598,28 +587,29 @@ static void withdraw_step(struct rec *r);
 
 static bool withdraw_timed_out(struct rec *r)
 {
-    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    struct bcast *m = r->m;
+    json_t *cc = inf_get(m->config, NULL, PEER_CLUSTER_CONFIG);
     json_int_t secs = json_integer_value(json_object_get(
         json_object_get(json_object_get(cc, "spec"), "peeringConfig"), "unpeerTimeoutSeconds"));
 
     json_decref(cc);
     if (secs <= 0 || secs > 3600)
         secs = 30;
-    return now_ms() - r->c->withdraw_since_ms >= (uint64_t)secs * 1000;
+    return now_ms(m) - r->c->withdraw_since_ms >= (uint64_t)secs * 1000;
 }
 
 static void after_withdraw_call(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT) {
         if (r->c->unit && !withdraw_timed_out(r)) {
-            log_warn(MOD, "withdrawing from %s: %s (retrying)", r->c->id, r->ch.last.message);
-            rec_end(r, RETRY_MS);
+            log_warn(MOD, "withdrawing from %s: %s (retrying)", r->c->id, r->h.ch.last.message);
+            ctl_rec_end(&r->h, CTL_RETRY);
             return;
         }
         log_warn(MOD, "withdrawing from %s: %s; giving up on the consumer's side", r->c->id,
-                 r->ch.last.message);
+                 r->h.ch.last.message);
         consumer_detach(r->c); /* no client: the remaining steps are local */
     }
     withdraw_step(r);
@@ -627,56 +617,57 @@ static void after_withdraw_call(void *owner)
 
 static int delete_local(struct rec *r, const struct kapi_resource *res, const char *name)
 {
-    r->ch.next = after_withdraw_call;
-    return kapi_delete(agent_kube(st.a), res, r->c->pr_ns, name, NULL, ctl_call_cb, r);
+    r->h.ch.next = after_withdraw_call;
+    return kapi_delete(agent_kube(r->m->mod.a), res, r->c->pr_ns, name, NULL, ctl_call_cb, r);
 }
 
 /* One deletion per step, in order; each is idempotent (NotFound is success). */
 static void withdraw_step(struct rec *r)
 {
+    struct bcast *m = r->m;
     struct consumer *c = r->c;
     struct kapi_client *remote = pu_client(c->unit, PU_REQUESTER);
     char name[128];
     json_t *sent;
 
-    switch (r->requeue_ms++) {
+    switch (r->step++) {
     case 0: /* the Advertisement on the consumer */
         if (remote && c->remote_ns[0]) {
-            snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(st.a));
-            r->ch.next = after_withdraw_call;
+            snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(m->mod.a));
+            r->h.ch.next = after_withdraw_call;
             if (kapi_delete(remote, &peer_res_advertisements, c->remote_ns, name, NULL, ctl_call_cb,
                             r) == 0)
                 return;
         }
         /* fall through */
     case 1: /* the credential Secret on the consumer */
-        r->requeue_ms = 2;
+        r->step = 2;
         if (remote && c->remote_ns[0]) {
-            snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(st.a));
-            r->ch.next = after_withdraw_call;
+            snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(m->mod.a));
+            r->h.ch.next = after_withdraw_call;
             if (kapi_delete(remote, &kapi_secrets, c->remote_ns, name, NULL, ctl_call_cb, r) == 0)
                 return;
         }
         /* fall through */
     case 2: /* the namespaces made for the consumer (the NamespaceMap's finalizer deletes them) */
-        r->requeue_ms = 3;
+        r->step = 3;
         if (c->pr_ns[0] && delete_local(r, &peer_res_namespacemaps, c->id) == 0)
             return;
         /* fall through */
     case 3: /* the virtual kubelet's identity: its ServiceAccount, token and binding */
-        r->requeue_ms = 4;
+        r->step = 4;
         snprintf(name, sizeof(name), PEER_VK_SA_PREFIX "%s", c->id);
         if (c->pr_ns[0] && delete_local(r, &kapi_serviceaccounts, name) == 0)
             return;
         /* fall through */
     case 4:
-        r->requeue_ms = 5;
+        r->step = 5;
         snprintf(name, sizeof(name), PEER_VK_SA_PREFIX "%s-token", c->id);
         if (c->pr_ns[0] && delete_local(r, &kapi_secrets, name) == 0)
             return;
         /* fall through */
     case 5:
-        r->requeue_ms = 6;
+        r->step = 6;
         if (c->pr_ns[0] && delete_local(r, &peer_res_rolebindings, PEER_VK_TENANT_ROLE) == 0)
             return;
         /* fall through */
@@ -685,11 +676,11 @@ static void withdraw_step(struct rec *r)
     }
     log_info(MOD, "stopped sharing with %s: Advertisement withdrawn, credential revoked", c->id);
     sent = json_pack("{s:s,s:s,s:s}", "status", "Withdrawn", "reason",
-                     st.cfg.enabled ? "PeeringEnded" : "SharingDisabled", "message",
-                     st.cfg.enabled ? "the peering request is gone or no longer admitted"
+                     m->cfg.enabled ? "PeeringEnded" : "SharingDisabled", "message",
+                     m->cfg.enabled ? "the peering request is gone or no longer admitted"
                                     : "enableBroadcaster is false");
     if (sent)
-        write_fc_sent(c->id, sent);
+        write_fc_sent(m, c->id, sent);
     consumer_detach(c);
     c->sent = false;
     c->cred_hash[0] = c->adv_hash[0] = '\0';
@@ -698,20 +689,22 @@ static void withdraw_step(struct rec *r)
         consumer_free(c);
         r->c = NULL;
     }
-    rec_end(r, -1);
+    ctl_rec_end(&r->h, CTL_DONE);
 }
 
 static void withdraw(struct rec *r)
 {
+    struct bcast *m = r->m;
+
     if (r->c->withdrawn) {
         if (!r->pr)
             consumer_free(r->c);
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     if (!r->c->withdraw_since_ms)
-        r->c->withdraw_since_ms = now_ms();
-    r->requeue_ms = 0; /* used as the step counter */
+        r->c->withdraw_since_ms = now_ms(m);
+    r->step = 0;
     withdraw_step(r);
 }
 
@@ -724,7 +717,7 @@ static json_t *remote_adv(struct consumer *c)
 {
     char name[128];
 
-    snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(st.a));
+    snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(c->m->mod.a));
     return inf_get(pu_inf_get(c->watch), c->remote_ns, name);
 }
 
@@ -732,14 +725,15 @@ static void after_status_patch(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT)
-        log_debug(MOD, "cannot copy the decision of %s: %s", r->c->id, r->ch.last.message);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT)
+        log_debug(MOD, "cannot copy the decision of %s: %s", r->c->id, r->h.ch.last.message);
     mirror_status(r);
 }
 
 /* The consumer's decision, into the PeeringRequest's status and the ForeignCluster's. */
 static void mirror_status(struct rec *r)
 {
+    struct bcast *m = r->m;
     struct consumer *c = r->c;
     json_t *adv = remote_adv(c), *prs = json_object_get(r->pr, "status"), *sent;
     json_t *as = json_object_get(adv, "status");
@@ -761,8 +755,8 @@ static void mirror_status(struct rec *r)
         /* Our local copy says what we wrote: this pass goes on from there. */
         json_object_set_new(prs, "advertisementStatus", json_string(status));
         json_object_set_new(prs, "advertisementReason", json_string(reason));
-        r->ch.next = after_status_patch;
-        if (body && kapi_patch(agent_kube(st.a), &peer_res_peeringrequests, c->pr_ns, c->id,
+        r->h.ch.next = after_status_patch;
+        if (body && kapi_patch(agent_kube(m->mod.a), &peer_res_peeringrequests, c->pr_ns, c->id,
                                "status", KAPI_PATCH_MERGE, body, ctl_call_cb, r) == 0) {
             x_free(body);
             json_decref(adv);
@@ -773,55 +767,57 @@ static void mirror_status(struct rec *r)
     if (adv) {
         sent = json_pack("{s:s,s:s,s:s}", "status", status, "reason", reason, "message", msg);
         if (sent)
-            write_fc_sent(c->id, sent);
+            write_fc_sent(m, c->id, sent);
     }
     json_decref(adv);
-    due = c->sent_ms + (uint64_t)st.cfg.refresh_s * 1000;
-    rec_end(r, due > now_ms() ? (int)(due - now_ms()) : 0);
+    due = c->sent_ms + (uint64_t)m->cfg.refresh_s * 1000;
+    ctl_rec_end_after(&r->h, due > now_ms(m) ? (uint32_t)(due - now_ms(m)) : 0);
 }
 
 static void after_apply(void *owner)
 {
     struct rec *r = owner;
+    struct bcast *m = r->m;
     struct consumer *c = r->c;
     char now[32];
     json_t *sent;
 
-    if (r->ch.last.err < 0) {
-        count_send("error");
-        log_warn(MOD, "cannot write the Advertisement on %s: %s", c->id, r->ch.last.message);
-        rec_fail(r);
+    if (r->h.ch.last.err < 0) {
+        count_send(m, "error");
+        log_warn(MOD, "cannot write the Advertisement on %s: %s", c->id, r->h.ch.last.message);
+        ctl_rec_end(&r->h, CTL_BACKOFF);
         return;
     }
-    count_send("ok");
-    wq_forget(st.q, r->key);
+    count_send(m, "ok");
+    ctl_forget(r->h.ctl, r->h.key);
     if (!c->sent || shr_list_moved(&c->last, &r->offer, 0))
         log_info(MOD, "Advertisement sent to %s (%s, %zu resources)", c->id, r->sig, r->offer.n);
     c->sent = true;
-    c->sent_ms = now_ms();
+    c->sent_ms = now_ms(m);
     c->last = r->offer;
     snprintf(c->sig, sizeof(c->sig), "%s", r->sig);
     snprintf(c->adv_hash, sizeof(c->adv_hash), "%s", c->cred_hash);
     rfc3339_now(0, now, sizeof(now));
     sent = json_pack("{s:s,s:o}", "lastSent", now, "resources", list_to_quantities(&r->offer));
     if (sent)
-        write_fc_sent(c->id, sent);
+        write_fc_sent(m, c->id, sent);
     mirror_status(r);
 }
 
 static void send_advertisement(struct rec *r)
 {
+    struct bcast *m = r->m;
     struct consumer *c = r->c;
     struct kapi_client *remote = pu_client(c->unit, PU_REQUESTER);
     char name[128], secret[128], ts[32], ttl[32];
     int64_t now = (int64_t)time(NULL);
     json_t *adv, *spec, *hard, *max;
 
-    refresh_summary();
-    for (size_t i = 0; i < st.largest.n; i++) {
+    refresh_summary(m);
+    for (size_t i = 0; i < m->largest.n; i++) {
         bool found;
-        int64_t offered = shr_list_get(&r->offer, st.largest.items[i].name, &found);
-        struct shr_amount a = st.largest.items[i];
+        int64_t offered = shr_list_get(&r->offer, m->largest.items[i].name, &found);
+        struct shr_amount a = m->largest.items[i];
 
         if (!found)
             continue;
@@ -829,36 +825,38 @@ static void send_advertisement(struct rec *r)
             a.value = offered;
         r->limits.items[r->limits.n++] = a;
     }
-    snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(st.a));
-    snprintf(secret, sizeof(secret), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(st.a));
+    snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(m->mod.a));
+    snprintf(secret, sizeof(secret), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(m->mod.a));
     rfc3339_format(now, 0, 0, ts, sizeof(ts));
-    rfc3339_format(now + (int64_t)st.cfg.ttl_s, 0, 0, ttl, sizeof(ttl));
+    rfc3339_format(now + (int64_t)m->cfg.ttl_s, 0, 0, ttl, sizeof(ttl));
     hard = list_to_quantities(&r->offer);
     max = list_to_quantities(&r->limits);
-    adv = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:{s:s}},s:{s:s,s:{s:o},s:{s:[{s:s,s:o}]},"
-                    "s:{s:s,s:s},s:s,s:s}}",
-                    "apiVersion", "sharing.liqo.io/v1alpha1", "kind", "Advertisement", "metadata",
-                    "name", name, "namespace", c->remote_ns, "labels", PEER_LABEL_CLUSTER_ID,
-                    identity_cluster_id(st.a), "annotations", PEER_ANNOT_CRED_HASH, c->cred_hash,
-                    "spec", "clusterId", identity_cluster_id(st.a), "resourceQuota", "hard", hard,
-                    "limitRange", "limits", "type", "Pod", "max", max, "kubeConfigRef", "name",
-                    secret, "namespace", c->remote_ns, "timestamp", ts, "timeToLive", ttl);
+    adv =
+        json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s},s:{s:s}},s:{s:s,s:{s:o},s:{s:[{s:s,s:o}]},"
+                  "s:{s:s,s:s},s:s,s:s}}",
+                  "apiVersion", "sharing.liqo.io/v1alpha1", "kind", "Advertisement", "metadata",
+                  "name", name, "namespace", c->remote_ns, "labels", PEER_LABEL_CLUSTER_ID,
+                  identity_cluster_id(m->mod.a), "annotations", PEER_ANNOT_CRED_HASH, c->cred_hash,
+                  "spec", "clusterId", identity_cluster_id(m->mod.a), "resourceQuota", "hard", hard,
+                  "limitRange", "limits", "type", "Pod", "max", max, "kubeConfigRef", "name",
+                  secret, "namespace", c->remote_ns, "timestamp", ts, "timeToLive", ttl);
     spec = json_object_get(adv, "spec");
-    if (spec && st.labels && json_object_size(st.labels))
-        json_object_set(spec, "labels", st.labels);
-    if (spec && st.images && json_array_size(st.images))
-        json_object_set(spec, "images", st.images);
-    if (spec && st.cfg.prices)
-        json_object_set(spec, "prices", st.cfg.prices);
-    r->ch.next = after_apply;
+    if (spec && m->labels && json_object_size(m->labels))
+        json_object_set(spec, "labels", m->labels);
+    if (spec && m->images && json_array_size(m->images))
+        json_object_set(spec, "images", m->images);
+    if (spec && m->cfg.prices)
+        json_object_set(spec, "prices", m->cfg.prices);
+    r->h.ch.next = after_apply;
     if (!adv || kapi_apply(remote, &peer_res_advertisements, c->remote_ns, name, NULL, adv,
                            FIELD_MANAGER, true, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(adv);
 }
 
 static void share_advertisement(struct rec *r)
 {
+    struct bcast *m = r->m;
     struct consumer *c = r->c;
     struct shr_list fixed;
     struct shr_policy p;
@@ -866,18 +864,18 @@ static void share_advertisement(struct rec *r)
     bool synced = inf_synced(pu_inf_get(c->watch)), need;
     const char *why = NULL;
 
-    if (!counted()) {
-        rec_end(r, WAIT_MS); /* the nodes and pods running here are not all counted yet */
+    if (!counted(m)) {
+        ctl_rec_end(&r->h, CTL_WAIT); /* the nodes and pods running here are not all counted yet */
         return;
     }
-    if (advcfg_policy_for(&st.cfg, c->id, &p, &fixed, r->sig, sizeof(r->sig)) < 0)
+    if (advcfg_policy_for(&m->cfg, c->id, &p, &fixed, r->sig, sizeof(r->sig)) < 0)
         log_warn(MOD, "perCluster entry of %s is invalid: using the global percentage", c->id);
-    if (shr_offer(st.shr, c->id, &p, &r->offer) < 0) {
-        rec_end(r, RETRY_MS);
+    if (shr_offer(m->shr, c->id, &p, &r->offer) < 0) {
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (!synced) {
-        rec_end(r, WAIT_MS); /* first learn whether it is already there */
+        ctl_rec_end(&r->h, CTL_WAIT); /* first learn whether it is already there */
         return;
     }
     adv = remote_adv(c);
@@ -889,9 +887,9 @@ static void share_advertisement(struct rec *r)
         why = "policy changed";
     else if (strcmp(c->adv_hash, c->cred_hash) != 0)
         why = "credential changed";
-    else if (shr_list_moved(&c->last, &r->offer, st.cfg.threshold))
+    else if (shr_list_moved(&c->last, &r->offer, m->cfg.threshold))
         why = "amounts moved";
-    else if (now_ms() >= c->sent_ms + (uint64_t)st.cfg.refresh_s * 1000)
+    else if (now_ms(m) >= c->sent_ms + (uint64_t)m->cfg.refresh_s * 1000)
         why = "refresh";
     need = why != NULL;
     json_decref(adv);
@@ -907,10 +905,10 @@ static void after_secret(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0) {
+    if (r->h.ch.last.err < 0) {
         log_warn(MOD, "cannot write the virtual kubelet's credential on %s: %s", r->c->id,
-                 r->ch.last.message);
-        rec_fail(r);
+                 r->h.ch.last.message);
+        ctl_rec_end(&r->h, CTL_BACKOFF);
         return;
     }
     hash16(r->c->vk_kubeconfig, r->c->cred_hash);
@@ -919,6 +917,7 @@ static void after_secret(void *owner)
 
 static void share_secret(struct rec *r)
 {
+    struct bcast *m = r->m;
     struct consumer *c = r->c;
     char h[17], name[128];
     json_t *sec;
@@ -928,15 +927,15 @@ static void share_secret(struct rec *r)
         share_advertisement(r);
         return;
     }
-    snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(st.a));
+    snprintf(name, sizeof(name), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(m->mod.a));
     sec = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
                     "metadata", "name", name, "namespace", c->remote_ns, "labels",
-                    PEER_LABEL_CLUSTER_ID, identity_cluster_id(st.a), "stringData", "kubeconfig",
-                    c->vk_kubeconfig);
-    r->ch.next = after_secret;
+                    PEER_LABEL_CLUSTER_ID, identity_cluster_id(m->mod.a), "stringData",
+                    "kubeconfig", c->vk_kubeconfig);
+    r->h.ch.next = after_secret;
     if (!sec || kapi_apply(pu_client(c->unit, PU_REQUESTER), &kapi_secrets, c->remote_ns, name,
                            NULL, sec, FIELD_MANAGER, true, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(sec);
 }
 
@@ -944,30 +943,32 @@ static void on_vk_credential(int err, const char *message, const char *ns, const
                              void *data)
 {
     struct rec *r = data;
+    struct bcast *m = r->m;
 
     (void)ns;
     /* The agent stops: nothing failed, the next leader goes on. */
     if (err == -ECANCELED) {
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (err < 0) {
         log_warn(MOD, "cannot issue the virtual kubelet's identity for %s: %s", r->c->id, message);
-        rec_fail(r);
+        ctl_rec_end(&r->h, CTL_BACKOFF);
         return;
     }
     wipe_kubeconfig(r->c);
     r->c->vk_kubeconfig = x_strdup(kubeconfig);
     if (!r->c->vk_kubeconfig) {
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    r->c->vk_issued_ms = now_ms();
+    r->c->vk_issued_ms = now_ms(m);
     share_secret(r);
 }
 
 static void share(struct rec *r)
 {
+    struct bcast *m = r->m;
     struct consumer *c = r->c;
     const char *rns =
         json_string_value(json_object_get(json_object_get(r->pr, "spec"), "namespace"));
@@ -977,18 +978,19 @@ static void share(struct rec *r)
 
     c->withdrawn = false;
     c->withdraw_since_ms = 0;
-    if (!c->unit && (rc = pu_acquire(agent_peers(st.a), c->id, OWNER, &c->unit)) < 0) {
+    if (!c->unit && (rc = pu_acquire(agent_peers(m->mod.a), c->id, OWNER, &c->unit)) < 0) {
         log_warn(MOD, "cannot open the unit of %s: %s", c->id, strerror(-rc));
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (!pu_client(c->unit, PU_REQUESTER)) {
-        rec_end(r, WAIT_MS); /* the incoming controller installs it once the request is admitted */
+        /* the incoming controller installs it once the request is admitted */
+        ctl_rec_end(&r->h, CTL_WAIT);
         return;
     }
     if (!rns || !kname_dns_label(rns)) {
         log_warn(MOD, "PeeringRequest of %s has no valid spec.namespace", c->id);
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     snprintf(c->name, sizeof(c->name), "%s", name && kname_dns_label(name) ? name : c->id);
@@ -1000,52 +1002,47 @@ static void share(struct rec *r)
         pu_informer_close(c->watch);
         c->watch = NULL;
         snprintf(c->remote_ns, sizeof(c->remote_ns), "%s", rns);
-        snprintf(fs, sizeof(fs), "metadata.name=" PEER_ADV_PREFIX "%s", identity_cluster_id(st.a));
+        snprintf(fs, sizeof(fs), "metadata.name=" PEER_ADV_PREFIX "%s",
+                 identity_cluster_id(m->mod.a));
         o.field_selector = fs;
         rc = pu_informer(c->unit, PU_REQUESTER, &o, &h, c, &c->watch);
         if (rc < 0) {
             log_warn(MOD, "cannot watch our Advertisement on %s: %s", c->id, strerror(-rc));
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
             return;
         }
     }
-    if (c->vk_kubeconfig && now_ms() - c->vk_issued_ms < (uint64_t)st.cfg.refresh_s * 1000) {
+    if (c->vk_kubeconfig && now_ms(m) - c->vk_issued_ms < (uint64_t)m->cfg.refresh_s * 1000) {
         share_secret(r);
         return;
     }
-    if (peer_issue_credential_kind(st.a, PEER_CRED_VK, c->id, c->name, c->pr_ns, on_vk_credential,
-                                   r) < 0)
-        rec_end(r, RETRY_MS);
+    if (peer_issue_credential_kind(m->mod.a, PEER_CRED_VK, c->id, c->name, c->pr_ns,
+                                   on_vk_credential, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 /* ---- reconcile ---------------------------------------------------------------------------------
  */
 
-static void reconcile(struct wq_queue *q, const char *key, void *data)
+static void reconcile(struct ctl *ctl, const char *key)
 {
-    struct consumer *c = consumer_find(key);
+    struct bcast *m = ctl_data(ctl);
+    struct consumer *c = consumer_find(m, key);
     struct rec *r;
     const char *phase;
     bool want;
 
-    (void)data;
-    if (!st.running || !c || !identity_cluster_id(st.a) || !st.cfg_loaded) {
-        if (st.running && c)
-            wq_add_after(q, key, WAIT_MS);
-        wq_done(q, key);
+    if (!c || !identity_cluster_id(m->mod.a) || !m->cfg_loaded) {
+        ctl_skip(ctl, key, c ? CTL_WAIT : CTL_DONE);
         return;
     }
-    r = x_calloc(1, sizeof(*r));
-    if (!r) {
-        wq_add_after(q, key, RETRY_MS);
-        wq_done(q, key);
+    r = (struct rec *)ctl_rec_begin(ctl, key);
+    if (!r)
         return;
-    }
-    snprintf(r->key, sizeof(r->key), "%s", key);
+    r->m = m;
     r->c = c;
-    r->requeue_ms = -1;
     if (c->pr_ns[0]) {
-        json_t *cached = inf_get(st.prs, c->pr_ns, c->id);
+        json_t *cached = inf_get(m->prs, c->pr_ns, c->id);
 
         r->pr = cached ? json_deep_copy(cached) : NULL;
         json_decref(cached);
@@ -1055,7 +1052,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         r->pr = NULL;
     }
     phase = json_string_value(json_object_get(json_object_get(r->pr, "status"), "phase"));
-    want = r->pr && phase && strcmp(phase, "Accepted") == 0 && st.cfg.enabled;
+    want = r->pr && phase && strcmp(phase, "Accepted") == 0 && m->cfg.enabled;
     if (!want)
         withdraw(r);
     else
@@ -1069,7 +1066,8 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
  * enforcement) and the consumer's cluster name (may be NULL). Returns 0, or -ENOENT when this
  * process sent none since it started or since the last withdrawal (a standby replica, a consumer
  * whose sharing was withdrawn). */
-static int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen);
+static int bcast_last_offer(struct agent *a, const char *id, struct shr_list *ret, char *name,
+                            size_t namelen);
 
 int bcast_init(struct agent *a)
 {
@@ -1083,74 +1081,88 @@ int bcast_init(struct agent *a)
     struct inf_handlers rh = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
     struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
-    struct wq_options qo = {.max_concurrent = 64, .base_delay_ms = 500, .max_delay_ms = 60000};
+    struct ctl_options co = {
+        .name = "broadcaster",
+        .log_module = MOD,
+        .queue = {.max_concurrent = 64, .base_delay_ms = 500, .max_delay_ms = 60000},
+        .rec_size = sizeof(struct rec),
+        .reconcile = reconcile,
+        .rec_release = rec_release,
+        .retry_ms = 1000,
+        .wait_ms = 500};
+    struct bcast *m = ctl_module_new(a, MOD, sizeof(*m));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
+    if (!m)
+        return -ENOMEM;
     agent_set_last_offer(a, bcast_last_offer); /* for the offer check of admission */
-    advcfg_read(NULL, &st.cfg);
-    r = shr_new(&st.shr);
+    advcfg_read(NULL, &m->cfg);
+    r = shr_new(&m->shr);
     if (r == 0)
-        r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &nh, NULL, &st.nodes);
+        r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &nh, m, &m->nodes);
     if (r == 0)
-        r = agent_informer_ex(a, &po, 0, &ph, NULL, &st.pods);
+        r = agent_informer_ex(a, &po, 0, &ph, m, &m->pods);
     if (r == 0)
-        r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &rh, NULL, &st.prs);
+        r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &rh, m, &m->prs);
     if (r == 0)
-        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &st.fcs);
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &m->fcs);
     if (r == 0)
-        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, NULL, &st.config);
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, m, &m->config);
     if (r == 0)
-        r = agent_queue(a, "broadcaster", &qo, reconcile, NULL, &st.q);
+        r = ctl_new(a, &co, m, &m->mod.ctl);
     if (r == 0)
         r = metrics_family_new(
             agent_metrics(a), METRICS_COUNTER, "cliqo_broadcaster_advertisements_sent_total",
-            "Advertisements written on consumers, by result.", send_labels, NULL, 0, &st.m_sends);
-    if (r == 0 && !(st.check = ktimer_new(agent_loop(a), NULL)))
+            "Advertisements written on consumers, by result.", send_labels, NULL, 0, &m->m_sends);
+    if (r == 0 && !(m->check = ktimer_new(agent_loop(a), m)))
         r = -ENOMEM;
     return r;
 }
 
 int bcast_start(struct agent *a)
 {
-    (void)a;
-    st.running = true;
-    return 0;
+    return ctl_module_start(a, MOD);
 }
 
 void bcast_stop(struct agent *a)
 {
-    (void)a;
-    st.running = false;
-    if (st.check)
-        uv_timer_stop(st.check);
+    struct bcast *m = agent_module_data(a, MOD);
+
+    ctl_module_stop(a, MOD);
+    if (m && m->check)
+        uv_timer_stop(m->check);
 }
 
 void bcast_fini(struct agent *a)
 {
-    (void)a;
-    while (st.consumers)
-        consumer_free(st.consumers);
-    ktimer_free(st.check);
-    st.check = NULL;
-    st.shr = shr_free(st.shr);
-    json_decref(st.labels);
-    json_decref(st.images);
-    advcfg_done(&st.cfg);
-    st.q = NULL;
+    struct bcast *m = agent_module_data(a, MOD);
+
+    if (!m)
+        return;
+    while (m->consumers)
+        consumer_free(m->consumers);
+    ktimer_free(m->check);
+    m->shr = shr_free(m->shr);
+    json_decref(m->labels);
+    json_decref(m->images);
+    advcfg_done(&m->cfg);
+    ctl_module_fini(a, MOD);
 }
 
 /* For bench/ and tests: the computation state the informer handlers feed. */
-struct shr_state *bcast_state(void)
+struct shr_state *bcast_state(struct agent *a)
 {
-    return st.shr;
+    struct bcast *m = agent_module_data(a, MOD);
+
+    return m ? m->shr : NULL;
 }
 
 /* For the offer enforcement (src/admission/): what this process last sent the consumer. */
-static int bcast_last_offer(const char *id, struct shr_list *ret, char *name, size_t namelen)
+static int bcast_last_offer(struct agent *a, const char *id, struct shr_list *ret, char *name,
+                            size_t namelen)
 {
-    struct consumer *c = id ? consumer_find(id) : NULL;
+    struct bcast *m = agent_module_data(a, MOD);
+    struct consumer *c = m && id ? consumer_find(m, id) : NULL;
 
     if (!c || !c->sent || c->withdrawn || !ret)
         return -ENOENT;

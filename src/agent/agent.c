@@ -167,7 +167,7 @@ void agent_set_last_offer(struct agent *a, agent_last_offer_fn fn)
 int agent_last_offer(struct agent *a, const char *id, struct shr_list *ret, char *name,
                      size_t namelen)
 {
-    return a->last_offer ? a->last_offer(id, ret, name, namelen) : -ENOENT;
+    return a->last_offer ? a->last_offer(a, id, ret, name, namelen) : -ENOENT;
 }
 
 const char *agent_namespace(struct agent *a)

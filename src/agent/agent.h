@@ -85,9 +85,9 @@ void *agent_module_data(struct agent *a, const char *name);
  * ends); a caller gets -ENOENT while none is registered. */
 struct shr_list;
 /* The amounts this process last advertised to consumer `id` (the broadcaster's record), and the
- * name it used for the consumer. */
-typedef int (*agent_last_offer_fn)(const char *id, struct shr_list *ret, char *name,
-                                   size_t namelen);
+ * name it used for the consumer; the provider gets the agent asked, to find its own state. */
+typedef int (*agent_last_offer_fn)(struct agent *a, const char *id, struct shr_list *ret,
+                                   char *name, size_t namelen);
 void agent_set_last_offer(struct agent *a, agent_last_offer_fn fn);
 int agent_last_offer(struct agent *a, const char *id, struct shr_list *ret, char *name,
                      size_t namelen);

@@ -135,19 +135,51 @@ void ctl_enqueue(struct ctl *c, const char *key)
         wq_add(c->q, key);
 }
 
+/* Requeues key as how says and marks it done; nothing once the controller is freed. */
+static void key_end(struct ctl *c, const char *key, enum ctl_requeue how)
+{
+    if (c->freed || !c->q)
+        return;
+    switch (how) {
+    case CTL_NOW:
+        wq_add_after(c->q, key, 0);
+        break;
+    case CTL_RETRY:
+        wq_add_after(c->q, key, c->o.retry_ms);
+        break;
+    case CTL_WAIT:
+        wq_add_after(c->q, key, c->o.wait_ms);
+        break;
+    case CTL_STALE:
+        wq_add_after(c->q, key, STALE_MS);
+        break;
+    case CTL_BACKOFF:
+        wq_add_rate_limited(c->q, key);
+        break;
+    case CTL_DONE:
+    default:
+        break;
+    }
+    wq_done(c->q, key);
+}
+
+void ctl_skip(struct ctl *c, const char *key, enum ctl_requeue how)
+{
+    key_end(c, key, how);
+}
+
 struct ctl_rec *ctl_rec_begin(struct ctl *c, const char *key)
 {
     struct ctl_rec *r;
 
     if (strlen(key) >= sizeof(r->key)) {
         log_warn(c->log_module, "key %.64s... is too long; dropped", key);
-        wq_done(c->q, key);
+        key_end(c, key, CTL_DONE);
         return NULL;
     }
     r = x_calloc(1, c->o.rec_size);
     if (!r) {
-        wq_add_after(c->q, key, c->o.retry_ms);
-        wq_done(c->q, key);
+        key_end(c, key, CTL_RETRY);
         return NULL;
     }
     r->ctl = c;
@@ -156,15 +188,11 @@ struct ctl_rec *ctl_rec_begin(struct ctl *c, const char *key)
     return r;
 }
 
-static void rec_finish(struct ctl_rec *r, bool requeue, uint64_t after_ms)
+/* Releases and frees r, and its controller when fini freed it and r was its last record. */
+static void rec_free(struct ctl_rec *r)
 {
     struct ctl *c = r->ctl;
 
-    if (!c->freed && c->q) {
-        if (requeue)
-            wq_add_after(c->q, r->key, after_ms);
-        wq_done(c->q, r->key);
-    }
     if (c->o.rec_release)
         c->o.rec_release(r);
     ctl_call_reset(&r->ch.last);
@@ -175,26 +203,8 @@ static void rec_finish(struct ctl_rec *r, bool requeue, uint64_t after_ms)
 
 void ctl_rec_end(struct ctl_rec *r, enum ctl_requeue how)
 {
-    const struct ctl_options *o = &r->ctl->o;
-
-    switch (how) {
-    case CTL_NOW:
-        rec_finish(r, true, 0);
-        break;
-    case CTL_RETRY:
-        rec_finish(r, true, o->retry_ms);
-        break;
-    case CTL_WAIT:
-        rec_finish(r, true, o->wait_ms);
-        break;
-    case CTL_STALE:
-        rec_finish(r, true, STALE_MS);
-        break;
-    case CTL_DONE:
-    default:
-        rec_finish(r, false, 0);
-        break;
-    }
+    key_end(r->ctl, r->key, how);
+    rec_free(r);
 }
 
 void ctl_chain_after_write(void *owner)
@@ -212,29 +222,35 @@ void ctl_chain_after_write(void *owner)
 
 void ctl_rec_end_after(struct ctl_rec *r, uint32_t ms)
 {
-    rec_finish(r, true, ms);
+    struct ctl *c = r->ctl;
+
+    if (!c->freed && c->q) {
+        wq_add_after(c->q, r->key, ms);
+        wq_done(c->q, r->key);
+    }
+    rec_free(r);
+}
+
+void ctl_forget(struct ctl *c, const char *key)
+{
+    struct wq_queue *q = ctl_queue(c);
+
+    if (q)
+        wq_forget(q, key);
 }
 
 void ctl_after_write(struct kapi_client *kc, const struct kapi_result *res, void *data)
 {
     struct ctl_rec *r = data;
-    struct ctl *c = r->ctl;
-    struct wq_queue *q = ctl_queue(c);
 
     (void)kc;
     if (res->err < 0 && res->err != -ENOENT) {
         if (res->err != -ECANCELED)
-            log_warn(c->log_module, "%s: %s", r->key, res->status.message);
-        if (q && res->err != -ESTALE)
-            wq_add_rate_limited(q, r->key);
-        if (res->err == -ESTALE)
-            ctl_rec_end(r, CTL_STALE);
-        else
-            ctl_rec_end(r, CTL_DONE);
+            log_warn(r->ctl->log_module, "%s: %s", r->key, res->status.message);
+        ctl_rec_end(r, res->err == -ESTALE ? CTL_STALE : CTL_BACKOFF);
         return;
     }
-    if (q)
-        wq_forget(q, r->key);
+    ctl_forget(r->ctl, r->key);
     ctl_rec_end(r, CTL_NOW);
 }
 

@@ -57,11 +57,13 @@ struct ctl_rec {
 
 /* What comes next for a record's key when it ends. */
 enum ctl_requeue {
-    CTL_DONE,  /* nothing: the key comes back with the next event of its objects */
-    CTL_NOW,   /* again at once: the next step, after a write that succeeded */
-    CTL_RETRY, /* a request failed or memory ran out: again after ctl_options.retry_ms */
-    CTL_WAIT,  /* another component has to act first: again after ctl_options.wait_ms */
-    CTL_STALE, /* a write lost to a newer version of the object: again after 100 ms */
+    CTL_DONE,    /* nothing: the key comes back with the next event of its objects */
+    CTL_NOW,     /* again at once: the next step, after a write that succeeded */
+    CTL_RETRY,   /* a request failed or memory ran out: again after ctl_options.retry_ms */
+    CTL_WAIT,    /* another component has to act first: again after ctl_options.wait_ms */
+    CTL_STALE,   /* a write lost to a newer version of the object: again after 100 ms */
+    CTL_BACKOFF, /* a request failed: again after the key's own backoff (the queue's rate limiter:
+                    base_delay_ms * 2^failures, capped; ctl_forget starts it again) */
 };
 
 struct ctl_options {
@@ -104,9 +106,14 @@ struct ctl_rec *ctl_rec_begin(struct ctl *c, const char *key);
 void ctl_rec_end(struct ctl_rec *r, enum ctl_requeue how);
 /* Ends r with its key queued again after ms milliseconds. */
 void ctl_rec_end_after(struct ctl_rec *r, uint32_t ms);
+/* Forgets the failures of key: its next CTL_BACKOFF waits base_delay_ms again. */
+void ctl_forget(struct ctl *c, const char *key);
+/* Ends the pass over key of a reconcile that begins no record (nothing to do, or not yet): the key
+ * is requeued as `how` says. */
+void ctl_skip(struct ctl *c, const char *key, enum ctl_requeue how);
 
 /* A kapi callback for a write of a record (data = the record): a missing object counts as
- * success; any other failure is logged and the key rate-limited (CTL_STALE on a conflict); a
+ * success; any other failure is logged and CTL_BACKOFF (CTL_STALE on a conflict); a
  * success forgets the key's failures and goes on to the next step (CTL_NOW). Ends the record. */
 void ctl_after_write(struct kapi_client *kc, const struct kapi_result *res, void *data);
 /* The next step of a chain (ctl_call_chain.next, owner = the record) after a write: a missing or an

@@ -427,6 +427,22 @@ static void run_for(uint64_t ms)
     }
 }
 
+/* Starts an agent of these modules against a fresh fake API server (hold_token: see fake_start).
+ * The agent keeps its configuration: it is static. */
+static struct agent *start_agent(const struct agent_module *modules, bool hold_token)
+{
+    static struct agent_config cfg;
+    struct agent *a = NULL;
+
+    finished = false;
+    fake_start(hold_token);
+    write_kubeconfig();
+    config(&cfg);
+    assert_int_equal(agent_new(&api.loop, &cfg, modules, &a), 0);
+    assert_int_equal(agent_start(a), 0);
+    return a;
+}
+
 /* Shuts the agent down, waits for its end, closes the fake server; returns the exit status. A
  * POST /identity still held is answered once the modules are finished: a client still waiting
  * for it would run its callback now. */
@@ -521,16 +537,10 @@ static void test_issue_cancelled_before_fini(void **state, bool hold_token)
         {"requester", requester_init, requester_start, NULL, requester_fini, NULL},
         {NULL, NULL, NULL, NULL, NULL, NULL},
     };
-    struct agent_config cfg;
-    struct agent *a = NULL;
+    struct agent *a;
 
     (void)state;
-    finished = false;
-    fake_start(hold_token);
-    write_kubeconfig();
-    config(&cfg);
-    assert_int_equal(agent_new(&api.loop, &cfg, modules, &a), 0);
-    assert_int_equal(agent_start(a), 0);
+    a = start_agent(modules, hold_token);
     /* The issuance got as far as waiting for the token. */
     assert_true(run_until(NULL, &api.token_gets, 1, 20000));
     if (!hold_token)
@@ -802,6 +812,90 @@ static void test_skeleton_freed_with_record_in_flight(void **state)
     test_skeleton(true);
 }
 
+/* The outcomes that need no request: CTL_BACKOFF counts a failure of the key (its next delay is
+ * the queue's backoff) until ctl_forget; ctl_skip ends a pass that begins no record, with the
+ * key requeued as asked. Each key comes back exactly once. */
+static struct {
+    struct ctl *c;
+    int backoff, skip;
+    int failures_after_backoff, failures_after_forget;
+} oc;
+
+static void oc_reconcile(struct ctl *c, const char *key)
+{
+    struct ctl_rec *r;
+
+    if (strcmp(key, "skip") == 0) {
+        ctl_skip(c, key, ++oc.skip == 1 ? CTL_WAIT : CTL_DONE);
+        return;
+    }
+    r = ctl_rec_begin(c, key);
+    assert_non_null(r);
+    if (++oc.backoff == 1) {
+        ctl_rec_end(r, CTL_BACKOFF); /* the queue may drop its copy of key: named below */
+        oc.failures_after_backoff = wq_num_requeues(ctl_queue(c), "backoff");
+        return;
+    }
+    ctl_forget(c, key);
+    oc.failures_after_forget = wq_num_requeues(ctl_queue(c), "backoff");
+    ctl_rec_end(r, CTL_DONE);
+}
+
+static int oc_init(struct agent *a)
+{
+    struct ctl_options o = {.name = "outcomes",
+                            .queue = {.base_delay_ms = 5, .max_delay_ms = 1000},
+                            .rec_size = sizeof(struct ctl_rec),
+                            .reconcile = oc_reconcile,
+                            .wait_ms = 5};
+
+    memset(&oc, 0, sizeof(oc));
+    return ctl_new(a, &o, NULL, &oc.c);
+}
+
+static int oc_start(struct agent *a)
+{
+    (void)a;
+    ctl_start(oc.c);
+    ctl_enqueue(oc.c, "backoff");
+    ctl_enqueue(oc.c, "skip");
+    return 0;
+}
+
+static void oc_stop(struct agent *a)
+{
+    (void)a;
+    ctl_stop(oc.c);
+}
+
+static void oc_fini(struct agent *a)
+{
+    (void)a;
+    ctl_free(oc.c);
+    oc.c = NULL;
+}
+
+static void test_skeleton_outcomes(void **state)
+{
+    static const struct agent_module modules[] = {
+        SENTINEL_MODULE,
+        {"outcomes", oc_init, oc_start, oc_stop, oc_fini, NULL},
+        {NULL, NULL, NULL, NULL, NULL, NULL},
+    };
+    struct agent *a;
+
+    (void)state;
+    a = start_agent(modules, false);
+    assert_true(run_until(NULL, &oc.backoff, 2, 20000));
+    assert_true(run_until(NULL, &oc.skip, 2, 20000));
+    run_for(50); /* nothing more comes */
+    assert_int_equal(oc.backoff, 2);
+    assert_int_equal(oc.skip, 2);
+    assert_int_equal(oc.failures_after_backoff, 1);
+    assert_int_equal(oc.failures_after_forget, 0);
+    assert_int_equal(shutdown_agent(a), 0);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -812,6 +906,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_outgoing_identity_in_flight),
         cmocka_unit_test(test_skeleton_record_in_flight),
         cmocka_unit_test(test_skeleton_freed_with_record_in_flight),
+        cmocka_unit_test(test_skeleton_outcomes),
     };
 
     if (argc > 1)
