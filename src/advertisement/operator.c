@@ -19,6 +19,7 @@
  * decision (decisions written but not yet seen back are remembered in `pending`). */
 #include "agent/agent.h"
 #include "agent/config.h"
+#include "agent/ctl.h"
 #include "agent/identity.h"
 #include "agent/peers.h"
 
@@ -51,10 +52,14 @@
 #define RETRY_MS      1000
 #define WAIT_MS       300
 #define RESYNC_MS     30000
+#define TEARDOWN_MS   (5 * RETRY_MS) /* a virtual kubelet tearing down: on_torn_down is sooner */
 #define NODE_LEASE_NS "kube-node-lease"
 
+struct advop;
+
 struct vkent {
-    char key[192], ns[64], name[128], peer[64];
+    struct advop *m;
+    char key[256], ns[64], name[128], peer[64]; /* key: as a record's (ctl_rec.key) */
     struct pu_unit *unit;
     struct vk *vk;
     bool torn_down;
@@ -63,19 +68,20 @@ struct vkent {
     struct vkent *next;
 };
 
-static struct {
-    struct agent *a;
+/* The module's state (agent_module_data "advoperator"). */
+struct advop {
+    struct ctl_module mod; /* first */
     struct inf_informer *advs, *config, *tenants, *nodes, *fcs;
-    struct wq_queue *q;
     struct adv_config cfg;
-    bool cfg_loaded, running;
+    bool cfg_loaded;
     json_t *pending; /* key -> "Accepted" | "Refused" written, not yet seen back */
     struct vkent *vks;
-} st;
+};
 
 struct rec {
-    struct ctl_call_chain ch; /* first */
-    char key[192], ns[64], name[128], peer[64];
+    struct ctl_rec h; /* first */
+    struct advop *m;
+    char ns[64], name[128], peer[64];
     json_t *adv; /* working copy */
     struct vkent *e;
     struct advpol_result d;
@@ -85,22 +91,17 @@ struct rec {
     int step; /* Deployment mode chain */
 };
 
-static void rec_end(struct rec *r, int requeue_ms)
+static void rec_release(struct ctl_rec *h)
 {
-    if (st.q) {
-        if (requeue_ms >= 0)
-            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
-        wq_done(st.q, r->key);
-    }
+    struct rec *r = (struct rec *)h;
+
     json_decref(r->adv);
     json_decref(r->secret);
-    ctl_call_reset(&r->ch.last);
-    x_free(r);
 }
 
-static uint64_t remote_timeout_ms(void)
+static uint64_t remote_timeout_ms(struct advop *m)
 {
-    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_t *cc = inf_get(m->config, NULL, PEER_CLUSTER_CONFIG);
     json_int_t s = json_integer_value(json_object_get(
         json_object_get(json_object_get(cc, "spec"), "peeringConfig"), "unpeerTimeoutSeconds"));
 
@@ -114,9 +115,9 @@ static bool deleting(const json_t *obj)
 }
 
 /* The peer of a tenant namespace (its cluster-id label), or NULL. */
-static const char *tenant_peer(const char *ns, char *buf, size_t size)
+static const char *tenant_peer(struct advop *m, const char *ns, char *buf, size_t size)
 {
-    json_t *t = inf_get(st.tenants, NULL, ns);
+    json_t *t = inf_get(m->tenants, NULL, ns);
     const char *id = json_string_value(json_object_get(
         json_object_get(json_object_get(t, "metadata"), "labels"), PEER_LABEL_CLUSTER_ID));
     bool ok = id && peer_cluster_id_valid(id);
@@ -130,17 +131,17 @@ static const char *tenant_peer(const char *ns, char *buf, size_t size)
 /* ---- entries: the virtual kubelets
  * --------------------------------------------------------------- */
 
-static struct vkent *ent_find(const char *key)
+static struct vkent *ent_find(struct advop *m, const char *key)
 {
-    for (struct vkent *e = st.vks; e; e = e->next)
+    for (struct vkent *e = m->vks; e; e = e->next)
         if (strcmp(e->key, key) == 0)
             return e;
     return NULL;
 }
 
-static struct vkent *ent_by_peer(const char *peer)
+static struct vkent *ent_by_peer(struct advop *m, const char *peer)
 {
-    for (struct vkent *e = st.vks; e; e = e->next)
+    for (struct vkent *e = m->vks; e; e = e->next)
         if (strcmp(e->peer, peer) == 0)
             return e;
     return NULL;
@@ -148,25 +149,29 @@ static struct vkent *ent_by_peer(const char *peer)
 
 static struct vkent *ent_ensure(struct rec *r)
 {
-    struct vkent *e = ent_find(r->key);
+    struct advop *m = r->m;
+    struct vkent *e = ent_find(m, r->h.key);
 
     if (e)
         return e;
     e = x_calloc(1, sizeof(*e));
     if (!e)
         return NULL;
-    snprintf(e->key, sizeof(e->key), "%s", r->key);
+    e->m = m;
+    snprintf(e->key, sizeof(e->key), "%s", r->h.key);
     snprintf(e->ns, sizeof(e->ns), "%s", r->ns);
     snprintf(e->name, sizeof(e->name), "%s", r->name);
     snprintf(e->peer, sizeof(e->peer), "%s", r->peer);
-    e->next = st.vks;
-    st.vks = e;
+    e->next = m->vks;
+    m->vks = e;
     return e;
 }
 
 static void ent_free(struct vkent *e)
 {
-    for (struct vkent **pp = &st.vks; *pp; pp = &(*pp)->next) {
+    struct advop *m = e->m;
+
+    for (struct vkent **pp = &m->vks; *pp; pp = &(*pp)->next) {
         if (*pp == e) {
             *pp = e->next;
             break;
@@ -182,7 +187,7 @@ static json_t *src_adv(void *data)
 {
     struct vkent *e = data;
 
-    return inf_get(st.advs, e->ns, e->name);
+    return inf_get(e->m->advs, e->ns, e->name);
 }
 
 static json_t *src_node(void *data, bool *ret_known)
@@ -190,25 +195,26 @@ static json_t *src_node(void *data, bool *ret_known)
     struct vkent *e = data;
     char node[96];
 
-    *ret_known = inf_synced(st.nodes);
+    *ret_known = inf_synced(e->m->nodes);
     if (vk_node_name_for(e->peer, node, sizeof(node)) < 0)
         return NULL;
-    return inf_get(st.nodes, NULL, node);
+    return inf_get(e->m->nodes, NULL, node);
 }
 
 static int ent_start_vk(struct vkent *e)
 {
+    struct advop *m = e->m;
     struct vk_params p = {
-        .loop = agent_loop(st.a),
-        .local = agent_kube(st.a),
+        .loop = agent_loop(m->mod.a),
+        .local = agent_kube(m->mod.a),
         .unit = e->unit,
         .peer_id = e->peer,
-        .home_id = identity_cluster_id(st.a),
-        .home_name = identity_cluster_name(st.a),
-        .node_address = agent_config(st.a)->node_address,
-        .kubelet_port = agent_config(st.a)->kubelet_port,
+        .home_id = identity_cluster_id(m->mod.a),
+        .home_name = identity_cluster_name(m->mod.a),
+        .node_address = agent_config(m->mod.a)->node_address,
+        .kubelet_port = agent_config(m->mod.a)->kubelet_port,
         .src = {src_adv, src_node, e},
-        .remote_timeout_ms = remote_timeout_ms(),
+        .remote_timeout_ms = remote_timeout_ms(m),
     };
     int r;
 
@@ -216,9 +222,9 @@ static int ent_start_vk(struct vkent *e)
         return 0;
     r = vk_new(&p, &e->vk);
     if (r == 0) {
-        json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+        json_t *cc = inf_get(m->config, NULL, PEER_CLUSTER_CONFIG);
 
-        vk_set_keepalive(e->vk, st.cfg.keepalive_retry_s, st.cfg.keepalive_threshold);
+        vk_set_keepalive(e->vk, m->cfg.keepalive_retry_s, m->cfg.keepalive_threshold);
         vk_set_config(e->vk, cc);
         json_decref(cc);
     }
@@ -233,8 +239,7 @@ static void on_torn_down(struct vk *v, int err, void *data)
     (void)v;
     if (err == 0)
         e->torn_down = true;
-    if (st.q)
-        wq_add(st.q, e->key);
+    ctl_enqueue(e->m->mod.ctl, e->key);
 }
 
 /* Starts (or follows) the teardown of an entry's virtual kubelet; true once it is over. */
@@ -246,25 +251,13 @@ static bool ent_teardown(struct vkent *e)
         return false;
     if (vk_tearing_down(e->vk))
         return false;
-    vk_set_remote_timeout(e->vk, remote_timeout_ms());
+    vk_set_remote_timeout(e->vk, remote_timeout_ms(e->m));
     vk_teardown(e->vk, on_torn_down, e);
     return false;
 }
 
 /* ---- small writes
  * -------------------------------------------------------------------------------- */
-
-static void after_write(void *owner)
-{
-    struct rec *r = owner;
-
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT && r->ch.last.err != -EEXIST) {
-        log_warn(MOD, "%s: %s", r->key, r->ch.last.message);
-        rec_end(r, r->ch.last.err == -ESTALE ? 100 : RETRY_MS);
-        return;
-    }
-    rec_end(r, 0);
-}
 
 static void on_event_written(struct kapi_client *c, const struct kapi_result *res, void *data)
 {
@@ -274,7 +267,8 @@ static void on_event_written(struct kapi_client *c, const struct kapi_result *re
         log_debug(MOD, "cannot record an Event: %s", res->status.message);
 }
 
-static void emit_event(const json_t *adv, bool warning, const char *reason, const char *message)
+static void emit_event(struct advop *m, const json_t *adv, bool warning, const char *reason,
+                       const char *message)
 {
     char name[256], now[32];
     struct timespec ts;
@@ -294,35 +288,16 @@ static void emit_event(const json_t *adv, bool warning, const char *reason, cons
                   "message", message, "type", warning ? "Warning" : "Normal", "source", "component",
                   "cliqo-agent", "firstTimestamp", now, "lastTimestamp", now, "count", 1);
     if (ev)
-        kapi_create(agent_kube(st.a), &kapi_events, kapi_obj_namespace(adv), ev, on_event_written,
-                    NULL);
+        kapi_create(agent_kube(m->mod.a), &kapi_events, kapi_obj_namespace(adv), ev,
+                    on_event_written, NULL);
     json_decref(ev);
 }
 
+/* The finalizer's write is a step of the pass: on success it goes on at once (ctl.h). */
 static void set_finalizer(struct rec *r, bool on)
 {
-    json_t *fins = json_array(),
-           *old = json_object_get(json_object_get(r->adv, "metadata"), "finalizers"), *f, *patch;
-    size_t i;
-    char *body;
-
-    json_array_foreach(old, i, f)
-    {
-        if (!json_is_string(f) || strcmp(json_string_value(f), PEER_VK_FINALIZER) != 0)
-            json_array_append(fins, f);
-    }
-    if (on)
-        json_array_append_new(fins, json_string(PEER_VK_FINALIZER));
-    patch = json_pack("{s:{s:O,s:o}}", "metadata", "resourceVersion",
-                      json_object_get(json_object_get(r->adv, "metadata"), "resourceVersion"),
-                      "finalizers", fins);
-    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-    json_decref(patch);
-    r->ch.next = after_write;
-    if (!body || kapi_patch(agent_kube(st.a), &peer_res_advertisements, r->ns, r->name, NULL,
-                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
-    x_free(body);
+    ctl_set_finalizer_then(&r->h, &peer_res_advertisements, r->adv, PEER_VK_FINALIZER, on,
+                           ctl_chain_after_write);
 }
 
 static void on_fc_written(struct kapi_client *c, const struct kapi_result *res, void *data)
@@ -333,9 +308,9 @@ static void on_fc_written(struct kapi_client *c, const struct kapi_result *res, 
         log_debug(MOD, "cannot update a ForeignCluster's sharing status: %s", res->status.message);
 }
 
-static void write_fc_received(const char *peer, json_t *received)
+static void write_fc_received(struct advop *m, const char *peer, json_t *received)
 {
-    json_t *fc = peer_fc_find(st.fcs, peer), *cur, *patch;
+    json_t *fc = peer_fc_find(m->fcs, peer), *cur, *patch;
     char *body;
 
     cur = json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"),
@@ -348,8 +323,8 @@ static void write_fc_received(const char *peer, json_t *received)
     patch = json_pack("{s:{s:{s:o}}}", "status", "advertisement", "received", received);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     if (body)
-        kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, kapi_obj_name(fc), "status",
-                   KAPI_PATCH_MERGE, body, on_fc_written, NULL);
+        kapi_patch(agent_kube(m->mod.a), &peer_res_foreignclusters, NULL, kapi_obj_name(fc),
+                   "status", KAPI_PATCH_MERGE, body, on_fc_written, NULL);
     x_free(body);
     json_decref(patch);
     json_decref(fc);
@@ -359,15 +334,16 @@ static void write_fc_received(const char *peer, json_t *received)
  * ------------------------------------------------------------------------------------- */
 
 struct count {
+    struct advop *m;
     const char *key;
     const char *created; /* of the one being decided */
     const char *name;
     size_t accepted, waiting_before;
 };
 
-static const char *effective_status(const json_t *adv, const char *key)
+static const char *effective_status(struct advop *m, const json_t *adv, const char *key)
 {
-    const char *p = json_string_value(json_object_get(st.pending, key));
+    const char *p = json_string_value(json_object_get(m->pending, key));
 
     return p ? p : jsn_str_or_empty(json_object_get(adv, "status"), "advertisementStatus");
 }
@@ -375,6 +351,7 @@ static const char *effective_status(const json_t *adv, const char *key)
 static void count_visit(json_t *adv, void *data)
 {
     struct count *c = data;
+    struct advop *m = c->m;
     char key[192], pbuf[64];
     const json_t *status = json_object_get(adv, "status");
     const char *created = jsn_str_or_empty(json_object_get(adv, "metadata"), "creationTimestamp");
@@ -384,16 +361,16 @@ static void count_visit(json_t *adv, void *data)
     snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(adv), kapi_obj_name(adv));
     if (strcmp(key, c->key) == 0 || deleting(adv))
         return;
-    if (strcmp(effective_status(adv, key), "Accepted") == 0) {
+    if (strcmp(effective_status(m, adv, key), "Accepted") == 0) {
         c->accepted++;
         return;
     }
-    if (!advpol_waiting(effective_status(adv, key), jsn_str_or_empty(status, "reason"),
+    if (!advpol_waiting(effective_status(m, adv, key), jsn_str_or_empty(status, "reason"),
                         strcmp(jsn_str_or_empty(status, "decidedBy"), "Operator") == 0))
         return;
-    peer = tenant_peer(kapi_obj_namespace(adv), pbuf, sizeof(pbuf));
-    if (!peer || advcfg_list_has(st.cfg.deny, peer) ||
-        (json_array_size(st.cfg.allow) > 0 && !advcfg_list_has(st.cfg.allow, peer)))
+    peer = tenant_peer(m, kapi_obj_namespace(adv), pbuf, sizeof(pbuf));
+    if (!peer || advcfg_list_has(m->cfg.deny, peer) ||
+        (json_array_size(m->cfg.allow) > 0 && !advcfg_list_has(m->cfg.allow, peer)))
         return;
     cmp = strcmp(created, c->created);
     if (cmp < 0 || (cmp == 0 && strcmp(kapi_obj_name(adv), c->name) < 0))
@@ -405,6 +382,7 @@ static void count_visit(json_t *adv, void *data)
 
 static json_t *desired_status(struct rec *r)
 {
+    struct advop *m = r->m;
     const json_t *cur = json_object_get(r->adv, "status");
     const char *status = r->d.accept ? "Accepted" : "Refused";
     struct net_peer_state ns;
@@ -424,13 +402,13 @@ static json_t *desired_status(struct rec *r)
         return NULL;
     if (r->d.accept && r->e && vk_node_name_for(r->peer, node, sizeof(node)) == 0) {
         json_object_set_new(s, "vnodeReference", json_pack("{s:s}", "name", node));
-        if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT) {
+        if (m->cfg.vk_mode == ADVCFG_VK_DEPLOYMENT) {
             char dep[128];
 
             snprintf(dep, sizeof(dep), "virtual-kubelet-%s", r->peer);
             json_object_set_new(
                 s, "vkReference",
-                json_pack("{s:s,s:s}", "name", dep, "namespace", agent_namespace(st.a)));
+                json_pack("{s:s,s:s}", "name", dep, "namespace", agent_namespace(m->mod.a)));
         }
     }
     if (net_peer_state(r->peer, &ns) == 0) {
@@ -471,20 +449,22 @@ static bool status_differs(const json_t *cur, const json_t *want)
 static void after_status(void *owner)
 {
     struct rec *r = owner;
+    struct advop *m = r->m;
 
-    if (r->ch.last.err < 0) {
-        json_object_del(st.pending, r->key);
-        if (r->ch.last.err != -ENOENT && r->ch.last.err != -ESTALE)
-            log_warn(MOD, "%s: cannot write the status: %s", r->key, r->ch.last.message);
-        rec_end(r, r->ch.last.err == -ESTALE ? 100 : RETRY_MS);
+    if (r->h.ch.last.err < 0) {
+        json_object_del(m->pending, r->h.key);
+        if (r->h.ch.last.err != -ENOENT && r->h.ch.last.err != -ESTALE)
+            log_warn(MOD, "%s: cannot write the status: %s", r->h.key, r->h.ch.last.message);
+        ctl_rec_end(&r->h, r->h.ch.last.err == -ESTALE ? CTL_STALE : CTL_RETRY);
         return;
     }
-    rec_end(r, 0);
+    ctl_rec_end(&r->h, CTL_NOW);
 }
 
 /* Writes the status if it changed; the pass ends there (or at the next resync). */
 static void finish(struct rec *r)
 {
+    struct advop *m = r->m;
     json_t *cur = json_object_get(r->adv, "status"), *want = desired_status(r), *patch, *recv;
     const char *old = jsn_str_or_empty(cur, "advertisementStatus"), *now_status;
     const char *k;
@@ -494,7 +474,7 @@ static void finish(struct rec *r)
     char node[96];
 
     if (!want) {
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     now_status = jsn_str_or_empty(want, "advertisementStatus");
@@ -503,7 +483,7 @@ static void finish(struct rec *r)
     if (recv && r->d.accept && vk_node_name_for(r->peer, node, sizeof(node)) == 0)
         json_object_set_new(recv, "virtualNode", json_string(node));
     if (recv)
-        write_fc_received(r->peer, recv);
+        write_fc_received(m, r->peer, recv);
     if (!status_differs(cur, want)) {
         json_decref(want);
         rfc3339_parse(
@@ -511,17 +491,20 @@ static void finish(struct rec *r)
             RFC3339_OFFSET, &ttl);
         left = (ttl - (int64_t)time(NULL)) * 1000 + 500;
         /* Deployment mode looks at its Deployment on every pass: sooner. */
-        rec_end(r, left > 0 && left < RESYNC_MS                            ? (int)left
-                   : st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT && r->d.accept ? RESYNC_MS / 3
-                                                                           : RESYNC_MS);
+        if (left > 0 && left < RESYNC_MS)
+            ctl_rec_end_after(&r->h, (uint32_t)left);
+        else
+            ctl_rec_end_after(&r->h, m->cfg.vk_mode == ADVCFG_VK_DEPLOYMENT && r->d.accept
+                                         ? RESYNC_MS / 3
+                                         : RESYNC_MS);
         return;
     }
     if (strcmp(old, now_status) != 0 || strcmp(jsn_str_or_empty(cur, "reason"), r->d.reason) != 0) {
-        log_info(MOD, "Advertisement %s of cluster %s: %s (%s) %s", r->key, r->peer, now_status,
+        log_info(MOD, "Advertisement %s of cluster %s: %s (%s) %s", r->h.key, r->peer, now_status,
                  r->d.reason, r->d.message);
-        emit_event(r->adv, !r->d.accept,
+        emit_event(m, r->adv, !r->d.accept,
                    r->d.accept ? "AdvertisementAccepted" : "AdvertisementRefused", r->d.message);
-        json_object_set_new(st.pending, r->key, json_string(now_status));
+        json_object_set_new(m->pending, r->h.key, json_string(now_status));
     }
     json_object_foreach(cur, k, v)
     {
@@ -533,11 +516,11 @@ static void finish(struct rec *r)
                       "status", want);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
-    r->ch.next = after_status;
-    if (!body || kapi_patch(agent_kube(st.a), &peer_res_advertisements, r->ns, r->name, "status",
-                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0) {
-        json_object_del(st.pending, r->key);
-        rec_end(r, RETRY_MS);
+    r->h.ch.next = after_status;
+    if (!body || kapi_patch(agent_kube(m->mod.a), &peer_res_advertisements, r->ns, r->name,
+                            "status", KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0) {
+        json_object_del(m->pending, r->h.key);
+        ctl_rec_end(&r->h, CTL_RETRY);
     }
     x_free(body);
 }
@@ -589,9 +572,9 @@ static bool crb_set_subject(json_t *crb, const char *sa, const char *ns, bool ad
     return true;
 }
 
-static const char *vk_image(void)
+static const char *vk_image(struct advop *m)
 {
-    return st.cfg.vk_image[0] ? st.cfg.vk_image : "cliqo/cliqo-agent:" CLIQO_VERSION;
+    return m->cfg.vk_image[0] ? m->cfg.vk_image : "cliqo/cliqo-agent:" CLIQO_VERSION;
 }
 
 /* The name of the copy of a provider's virtual-kubelet credential in the agent's namespace. */
@@ -606,6 +589,7 @@ static void copy_name(const char *peer, char *buf, size_t size)
  * owned across namespaces: the operator deletes it itself (cleanup_deployment_rbac). */
 static json_t *deployment(struct rec *r, const char *name)
 {
+    struct advop *m = r->m;
     char adv[256], secret[128];
 
     snprintf(adv, sizeof(adv), "%s/%s", r->ns, r->name);
@@ -618,30 +602,31 @@ static json_t *deployment(struct rec *r, const char *name)
         "s:{s:b,s:b,s:b,s:{s:[s]}}}],"
         "s:[{s:s,s:{s:s,s:[{s:s,s:s}]}}]}}}}",
         "apiVersion", "apps/v1", "kind", "Deployment", "metadata", "name", name, "namespace",
-        agent_namespace(st.a), "labels", "app.kubernetes.io/name", "cliqo-virtual-kubelet",
+        agent_namespace(m->mod.a), "labels", "app.kubernetes.io/name", "cliqo-virtual-kubelet",
         PEER_LABEL_REMOTE_CLUSTER, r->peer, "app.kubernetes.io/managed-by", "cliqo-agent", "spec",
         "replicas", 1, "selector", "matchLabels", "app.kubernetes.io/name", "cliqo-virtual-kubelet",
         PEER_LABEL_REMOTE_CLUSTER, r->peer, "template", "metadata", "labels",
         "app.kubernetes.io/name", "cliqo-virtual-kubelet", PEER_LABEL_REMOTE_CLUSTER, r->peer,
         "app.kubernetes.io/part-of", "cliqo", "spec", "serviceAccountName", name,
         "automountServiceAccountToken", 1, "containers", "name", "virtual-kubelet", "image",
-        vk_image(), "command", "cliqo-agent", "virtual-kubelet", "--peer", r->peer, "--home-id",
-        identity_cluster_id(st.a), "--home-name",
-        identity_cluster_name(st.a) ? identity_cluster_name(st.a) : "", "--advertisement", adv,
-        "--remote-kubeconfig", "/etc/cliqo/remote/kubeconfig", "env", "name", "POD_IP", "valueFrom",
-        "fieldRef", "fieldPath", "status.podIP", "name", "POD_NAME", "valueFrom", "fieldRef",
-        "fieldPath", "metadata.name", "volumeMounts", "name", "remote-kubeconfig", "mountPath",
-        "/etc/cliqo/remote", "readOnly", 1, "resources", "requests", "cpu", "20m", "memory", "32Mi",
-        "limits", "cpu", "200m", "memory", "128Mi", "securityContext", "runAsNonRoot", 1,
-        "readOnlyRootFilesystem", 1, "allowPrivilegeEscalation", 0, "capabilities", "drop", "ALL",
-        "volumes", "name", "remote-kubeconfig", "secret", "secretName", secret, "items", "key",
-        "kubeconfig", "path", "kubeconfig");
+        vk_image(m), "command", "cliqo-agent", "virtual-kubelet", "--peer", r->peer, "--home-id",
+        identity_cluster_id(m->mod.a), "--home-name",
+        identity_cluster_name(m->mod.a) ? identity_cluster_name(m->mod.a) : "", "--advertisement",
+        adv, "--remote-kubeconfig", "/etc/cliqo/remote/kubeconfig", "env", "name", "POD_IP",
+        "valueFrom", "fieldRef", "fieldPath", "status.podIP", "name", "POD_NAME", "valueFrom",
+        "fieldRef", "fieldPath", "metadata.name", "volumeMounts", "name", "remote-kubeconfig",
+        "mountPath", "/etc/cliqo/remote", "readOnly", 1, "resources", "requests", "cpu", "20m",
+        "memory", "32Mi", "limits", "cpu", "200m", "memory", "128Mi", "securityContext",
+        "runAsNonRoot", 1, "readOnlyRootFilesystem", 1, "allowPrivilegeEscalation", 0,
+        "capabilities", "drop", "ALL", "volumes", "name", "remote-kubeconfig", "secret",
+        "secretName", secret, "items", "key", "kubeconfig", "path", "kubeconfig");
 }
 
 /* The copy of the provider's credential (the Secret spec.kubeConfigRef names, in the tenant
  * namespace) that the Deployment mounts. */
 static json_t *credential_copy(struct rec *r)
 {
+    struct advop *m = r->m;
     char name[128];
     const char *b64 =
         json_string_value(json_object_get(json_object_get(r->secret, "data"), "kubeconfig"));
@@ -649,11 +634,11 @@ static json_t *credential_copy(struct rec *r)
     if (!b64)
         return NULL;
     copy_name(r->peer, name, sizeof(name));
-    return json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s,s:s}},s:s,s:{s:s}}", "apiVersion", "v1",
-                     "kind", "Secret", "metadata", "name", name, "namespace", agent_namespace(st.a),
-                     "labels", "app.kubernetes.io/name", "cliqo-virtual-kubelet",
-                     PEER_LABEL_REMOTE_CLUSTER, r->peer, "app.kubernetes.io/managed-by",
-                     "cliqo-agent", "type", "Opaque", "data", "kubeconfig", b64);
+    return json_pack(
+        "{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s,s:s}},s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
+        "metadata", "name", name, "namespace", agent_namespace(m->mod.a), "labels",
+        "app.kubernetes.io/name", "cliqo-virtual-kubelet", PEER_LABEL_REMOTE_CLUSTER, r->peer,
+        "app.kubernetes.io/managed-by", "cliqo-agent", "type", "Opaque", "data", "kubeconfig", b64);
 }
 
 static void deploy_step(struct rec *r);
@@ -676,15 +661,15 @@ enum {
 static void after_deploy(void *owner)
 {
     struct rec *r = owner;
-    int err = r->ch.last.err;
+    int err = r->h.ch.last.err;
     bool get_step = r->step == DS_RB_ADV || r->step == DS_RB_LEASE || r->step == DS_CHECK ||
                     r->step == DS_RB_ADV_GET || r->step == DS_RB_LEASE_GET;
 
     if (err < 0 && err != -EEXIST && !(get_step && err == -ENOENT)) {
-        log_warn(MOD, "%s: Deployment mode: %s", r->key, r->ch.last.message);
+        log_warn(MOD, "%s: Deployment mode: %s", r->h.key, r->h.ch.last.message);
         if (r->step == DS_SA) /* the copy failed: write it again next time */
             r->e->copied_rv[0] = '\0';
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     deploy_step(r);
@@ -696,27 +681,28 @@ static void after_deploy(void *owner)
  * RoleBinding is recreated, never updated). */
 static void ensure_binding(struct rec *r, const char *name, const char *ns)
 {
-    const json_t *subj = json_array_get(json_object_get(r->ch.last.body, "subjects"), 0);
+    struct advop *m = r->m;
+    const json_t *subj = json_array_get(json_object_get(r->h.ch.last.body, "subjects"), 0);
     json_t *o;
 
-    if (r->ch.last.err == 0) {
-        if (json_array_size(json_object_get(r->ch.last.body, "subjects")) == 1 &&
+    if (r->h.ch.last.err == 0) {
+        if (json_array_size(json_object_get(r->h.ch.last.body, "subjects")) == 1 &&
             strcmp(jsn_str_or_empty(subj, "name"), name) == 0 &&
-            strcmp(jsn_str_or_empty(subj, "namespace"), agent_namespace(st.a)) == 0) {
+            strcmp(jsn_str_or_empty(subj, "namespace"), agent_namespace(m->mod.a)) == 0) {
             deploy_step(r);
             return;
         }
-        log_info(MOD, "%s: RoleBinding %s/%s binds another subject; recreating it", r->key, ns,
+        log_info(MOD, "%s: RoleBinding %s/%s binds another subject; recreating it", r->h.key, ns,
                  name);
         r->step -= 2; /* back to its GET, once deleted */
-        if (kapi_delete(agent_kube(st.a), &peer_res_rolebindings, ns, name, NULL, ctl_call_cb, r) <
-            0)
-            rec_end(r, RETRY_MS);
+        if (kapi_delete(agent_kube(m->mod.a), &peer_res_rolebindings, ns, name, NULL, ctl_call_cb,
+                        r) < 0)
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    o = binding("RoleBinding", name, ns, PEER_VK_LOCAL_ROLE "-ns", name, agent_namespace(st.a));
-    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, ns, o, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+    o = binding("RoleBinding", name, ns, PEER_VK_LOCAL_ROLE "-ns", name, agent_namespace(m->mod.a));
+    if (!o || kapi_create(agent_kube(m->mod.a), &peer_res_rolebindings, ns, o, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(o);
 }
 
@@ -728,14 +714,15 @@ static void ensure_binding(struct rec *r, const char *name, const char *ns)
  * provider may write Secrets (and so could mint a token of any ServiceAccount there). */
 static void deploy_step(struct rec *r)
 {
+    struct advop *m = r->m;
     char name[128];
-    const char *ans = agent_namespace(st.a);
+    const char *ans = agent_namespace(m->mod.a);
     json_t *o = NULL;
     const struct kapi_resource *res = NULL;
     const char *ns = ans;
 
     snprintf(name, sizeof(name), "virtual-kubelet-%s", r->peer);
-    r->ch.next = after_deploy;
+    r->h.ch.next = after_deploy;
     switch (r->step++) {
     case DS_COPY:
         if (strcmp(r->e->copied_rv, kapi_obj_rv(r->secret)) == 0) {
@@ -744,31 +731,32 @@ static void deploy_step(struct rec *r)
         }
         o = credential_copy(r);
         if (!o) {
-            log_warn(MOD, "%s: Deployment mode: the credential Secret holds no kubeconfig", r->key);
-            rec_end(r, RETRY_MS);
+            log_warn(MOD, "%s: Deployment mode: the credential Secret holds no kubeconfig",
+                     r->h.key);
+            ctl_rec_end(&r->h, CTL_RETRY);
             return;
         }
         snprintf(r->e->copied_rv, sizeof(r->e->copied_rv), "%s", kapi_obj_rv(r->secret));
-        if (kapi_apply(agent_kube(st.a), &kapi_secrets, ans, kapi_obj_name(o), NULL, o,
+        if (kapi_apply(agent_kube(m->mod.a), &kapi_secrets, ans, kapi_obj_name(o), NULL, o,
                        "cliqo-agent", true, ctl_call_cb, r) < 0) {
             r->e->copied_rv[0] = '\0';
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         }
         json_decref(o);
         return;
     case DS_SA:
         if (r->e->deployment_ensured) {
             r->step = DS_CHECK;
-            if (kapi_get(agent_kube(st.a), &kapi_deployments, ans, name, ctl_call_cb, r) < 0)
-                rec_end(r, RETRY_MS);
+            if (kapi_get(agent_kube(m->mod.a), &kapi_deployments, ans, name, ctl_call_cb, r) < 0)
+                ctl_rec_end(&r->h, CTL_RETRY);
             return;
         }
         /* An earlier version ran the virtual kubelet in the tenant namespace: its ServiceAccount
          * and Deployment go (its subject leaves the ClusterRoleBinding below). */
         if (strcmp(r->ns, ans) != 0) {
-            kapi_delete(agent_kube(st.a), &kapi_serviceaccounts, r->ns, name, NULL, on_fc_written,
-                        NULL);
-            kapi_delete(agent_kube(st.a), &kapi_deployments, r->ns, name, NULL, on_fc_written,
+            kapi_delete(agent_kube(m->mod.a), &kapi_serviceaccounts, r->ns, name, NULL,
+                        on_fc_written, NULL);
+            kapi_delete(agent_kube(m->mod.a), &kapi_deployments, r->ns, name, NULL, on_fc_written,
                         NULL);
         }
         o = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}}}", "apiVersion", "v1", "kind",
@@ -778,19 +766,19 @@ static void deploy_step(struct rec *r)
         res = &kapi_serviceaccounts;
         break;
     case DS_CRB_GET: /* read the shared ClusterRoleBinding; the next step adds our ServiceAccount */
-        if (kapi_get(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
+        if (kapi_get(agent_kube(m->mod.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
                      ctl_call_cb, r) < 0)
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     case DS_CRB_PUT: {
-        json_t *crb = json_deep_copy(r->ch.last.body);
+        json_t *crb = json_deep_copy(r->h.ch.last.body);
         bool changed;
 
-        if (r->ch.last.err < 0 || !crb) {
+        if (r->h.ch.last.err < 0 || !crb) {
             json_decref(crb);
-            log_warn(MOD, "%s: ClusterRoleBinding %s: %s (is cliqo installed?)", r->key,
-                     PEER_VK_LOCAL_ROLE, r->ch.last.message);
-            rec_end(r, RETRY_MS);
+            log_warn(MOD, "%s: ClusterRoleBinding %s: %s (is cliqo installed?)", r->h.key,
+                     PEER_VK_LOCAL_ROLE, r->h.ch.last.message);
+            ctl_rec_end(&r->h, CTL_RETRY);
             return;
         }
         changed = crb_set_subject(crb, name, ans, true);
@@ -801,19 +789,19 @@ static void deploy_step(struct rec *r)
             deploy_step(r); /* already there */
             return;
         }
-        r->ch.next = after_deploy;
-        if (kapi_update(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
-                        NULL, crb, ctl_call_cb, r) < 0)
-            rec_end(r, RETRY_MS);
+        r->h.ch.next = after_deploy;
+        if (kapi_update(agent_kube(m->mod.a), &peer_res_clusterrolebindings, NULL,
+                        PEER_VK_LOCAL_ROLE, NULL, crb, ctl_call_cb, r) < 0)
+            ctl_rec_end(&r->h, CTL_RETRY);
         json_decref(crb);
         return;
     }
     case DS_RB_ADV_GET:
     case DS_RB_LEASE_GET:
-        if (kapi_get(agent_kube(st.a), &peer_res_rolebindings,
+        if (kapi_get(agent_kube(m->mod.a), &peer_res_rolebindings,
                      r->step - 1 == DS_RB_ADV_GET ? r->ns : NODE_LEASE_NS, name, ctl_call_cb,
                      r) < 0)
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     case DS_RB_ADV:
         ensure_binding(r, name, r->ns);
@@ -824,14 +812,14 @@ static void deploy_step(struct rec *r)
     case DS_DEPLOYMENT:
         o = deployment(r, name);
         res = &kapi_deployments;
-        log_info(MOD, "%s: ensuring Deployment %s/%s of the virtual kubelet", r->key, ans, name);
+        log_info(MOD, "%s: ensuring Deployment %s/%s of the virtual kubelet", r->h.key, ans, name);
         break;
     case DS_CHECK:
     default:
         /* After the GET of DS_SA (or the create of DS_DEPLOYMENT). */
-        if (r->ch.last.err == -ENOENT) {
+        if (r->h.ch.last.err == -ENOENT) {
             log_warn(MOD, "%s: the virtual kubelet's Deployment is gone; creating it again",
-                     r->key);
+                     r->h.key);
             r->e->deployment_ensured = false;
             r->step = DS_COPY;
             deploy_step(r);
@@ -841,8 +829,8 @@ static void deploy_step(struct rec *r)
         finish(r);
         return;
     }
-    if (!o || kapi_create(agent_kube(st.a), res, ns, o, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+    if (!o || kapi_create(agent_kube(m->mod.a), res, ns, o, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(o);
 }
 
@@ -899,10 +887,10 @@ static void on_cleanup(struct kapi_client *c, const struct kapi_result *res, voi
  * ClusterRoleBinding, its RoleBindings (the Advertisement's namespace `ns`, kube-node-lease), and
  * in the agent's namespace its Deployment, ServiceAccount and credential copy; and what an earlier
  * version made in the tenant namespace. Requests in flight on their own. */
-static void cleanup_deployment_rbac(const char *peer, const char *ns)
+static void cleanup_deployment_rbac(struct advop *m, const char *peer, const char *ns)
 {
     char name[128], copy[128];
-    const char *ans = agent_namespace(st.a);
+    const char *ans = agent_namespace(m->mod.a);
     struct crb_removal *cr = x_calloc(1, sizeof(*cr));
 
     snprintf(name, sizeof(name), "virtual-kubelet-%s", peer);
@@ -912,20 +900,20 @@ static void cleanup_deployment_rbac(const char *peer, const char *ns)
         snprintf(cr->ns, sizeof(cr->ns), "%s", ans);
         if (ns && strcmp(ns, ans) != 0)
             snprintf(cr->legacy_ns, sizeof(cr->legacy_ns), "%s", ns);
-        if (kapi_get(agent_kube(st.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
+        if (kapi_get(agent_kube(m->mod.a), &peer_res_clusterrolebindings, NULL, PEER_VK_LOCAL_ROLE,
                      crb_remove_get, cr) == 0)
             cr = NULL;
     }
     x_free(cr);
-    kapi_delete(agent_kube(st.a), &peer_res_rolebindings, NODE_LEASE_NS, name, NULL, on_cleanup,
+    kapi_delete(agent_kube(m->mod.a), &peer_res_rolebindings, NODE_LEASE_NS, name, NULL, on_cleanup,
                 NULL);
-    kapi_delete(agent_kube(st.a), &kapi_deployments, ans, name, NULL, on_cleanup, NULL);
-    kapi_delete(agent_kube(st.a), &kapi_serviceaccounts, ans, name, NULL, on_cleanup, NULL);
-    kapi_delete(agent_kube(st.a), &kapi_secrets, ans, copy, NULL, on_cleanup, NULL);
+    kapi_delete(agent_kube(m->mod.a), &kapi_deployments, ans, name, NULL, on_cleanup, NULL);
+    kapi_delete(agent_kube(m->mod.a), &kapi_serviceaccounts, ans, name, NULL, on_cleanup, NULL);
+    kapi_delete(agent_kube(m->mod.a), &kapi_secrets, ans, copy, NULL, on_cleanup, NULL);
     if (ns && strcmp(ns, ans) != 0) {
-        kapi_delete(agent_kube(st.a), &peer_res_rolebindings, ns, name, NULL, on_cleanup, NULL);
-        kapi_delete(agent_kube(st.a), &kapi_deployments, ns, name, NULL, on_cleanup, NULL);
-        kapi_delete(agent_kube(st.a), &kapi_serviceaccounts, ns, name, NULL, on_cleanup, NULL);
+        kapi_delete(agent_kube(m->mod.a), &peer_res_rolebindings, ns, name, NULL, on_cleanup, NULL);
+        kapi_delete(agent_kube(m->mod.a), &kapi_deployments, ns, name, NULL, on_cleanup, NULL);
+        kapi_delete(agent_kube(m->mod.a), &kapi_serviceaccounts, ns, name, NULL, on_cleanup, NULL);
     }
 }
 
@@ -958,38 +946,40 @@ static void check_credential(struct rec *r)
 static void after_secret(void *owner)
 {
     struct rec *r = owner;
+    struct advop *m = r->m;
     struct advpol_input in;
     struct count cnt = {0};
     const json_t *status = json_object_get(r->adv, "status");
 
-    if (r->ch.last.err == -ENOENT && !r->invalid_reason) {
+    if (r->h.ch.last.err == -ENOENT && !r->invalid_reason) {
         r->invalid_reason = "NoCredential";
         snprintf(r->invalid_msg, sizeof(r->invalid_msg),
                  "the Secret named by spec.kubeConfigRef does not exist");
-    } else if (r->ch.last.err < 0 && !r->invalid_reason) {
-        rec_end(r, RETRY_MS);
+    } else if (r->h.ch.last.err < 0 && !r->invalid_reason) {
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     } else {
-        r->secret = json_incref(r->ch.last.body);
+        r->secret = json_incref(r->h.ch.last.body);
         if (!r->invalid_reason)
             check_credential(r);
     }
-    cnt.key = r->key;
+    cnt.m = m;
+    cnt.key = r->h.key;
     cnt.created = jsn_str_or_empty(json_object_get(r->adv, "metadata"), "creationTimestamp");
     cnt.name = r->name;
-    inf_foreach(st.advs, count_visit, &cnt);
+    inf_foreach(m->advs, count_visit, &cnt);
     memset(&in, 0, sizeof(in));
     in.peer = r->peer;
-    in.cfg = &st.cfg;
+    in.cfg = &m->cfg;
     in.invalid_reason = r->invalid_reason;
     in.invalid_message = r->invalid_msg;
-    in.cur_status = effective_status(r->adv, r->key);
+    in.cur_status = effective_status(m, r->adv, r->h.key);
     in.cur_reason = jsn_str_or_empty(status, "reason");
     in.by_operator = strcmp(jsn_str_or_empty(status, "decidedBy"), "Operator") == 0;
     in.accepted_others = cnt.accepted;
     in.waiting_before = cnt.waiting_before;
     advpol_decide(&in, &r->d);
-    r->e = ent_find(r->key);
+    r->e = ent_find(m, r->h.key);
     if (r->d.accept) {
         accepted(r);
         return;
@@ -1000,8 +990,8 @@ static void after_secret(void *owner)
         return;
     }
     if (r->e) {
-        if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT || r->e->deployment_ensured)
-            cleanup_deployment_rbac(r->peer, r->ns);
+        if (m->cfg.vk_mode == ADVCFG_VK_DEPLOYMENT || r->e->deployment_ensured)
+            cleanup_deployment_rbac(m, r->peer, r->ns);
         ent_free(r->e);
         r->e = NULL;
     }
@@ -1014,6 +1004,7 @@ static void after_secret(void *owner)
 
 static void accepted(struct rec *r)
 {
+    struct advop *m = r->m;
     const char *b64 =
         json_string_value(json_object_get(json_object_get(r->secret, "data"), "kubeconfig"));
     char *kubeconfig = NULL, err[256];
@@ -1026,7 +1017,7 @@ static void accepted(struct rec *r)
     }
     r->e = ent_ensure(r);
     if (!r->e) {
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (r->e->torn_down) {
@@ -1035,22 +1026,22 @@ static void accepted(struct rec *r)
         r->e->vk = NULL;
         r->e->torn_down = false;
     }
-    if (!r->e->unit && (rc = pu_acquire(agent_peers(st.a), r->peer, OWNER, &r->e->unit)) < 0) {
-        rec_end(r, RETRY_MS);
+    if (!r->e->unit && (rc = pu_acquire(agent_peers(m->mod.a), r->peer, OWNER, &r->e->unit)) < 0) {
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (!b64 || peer_base64_decode(b64, PEER_SECRET_MAX, &kubeconfig, &len) < 0) {
-        log_warn(MOD, "%s: the credential Secret holds no kubeconfig", r->key);
+        log_warn(MOD, "%s: the credential Secret holds no kubeconfig", r->h.key);
     } else {
         rc = pu_set_credential(r->e->unit, PU_VK, kubeconfig, len, kapi_obj_rv(r->secret), err,
                                sizeof(err));
         if (rc < 0)
-            log_warn(MOD, "%s: the virtual kubelet's credential is not usable: %s", r->key, err);
+            log_warn(MOD, "%s: the virtual kubelet's credential is not usable: %s", r->h.key, err);
     }
     if (kubeconfig)
         explicit_bzero(kubeconfig, len);
     x_free(kubeconfig);
-    if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT) {
+    if (m->cfg.vk_mode == ADVCFG_VK_DEPLOYMENT) {
         vk_free(r->e->vk);
         r->e->vk = NULL;
         r->step = DS_COPY;
@@ -1058,15 +1049,15 @@ static void accepted(struct rec *r)
         return;
     }
     if (r->e->deployment_ensured) {
-        cleanup_deployment_rbac(r->peer, r->ns); /* switched back to Embedded */
+        cleanup_deployment_rbac(m, r->peer, r->ns); /* switched back to Embedded */
         r->e->deployment_ensured = false;
         r->e->copied_rv[0] = '\0';
     }
     if (ent_start_vk(r->e) < 0) {
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    vk_set_keepalive(r->e->vk, st.cfg.keepalive_retry_s, st.cfg.keepalive_threshold);
+    vk_set_keepalive(r->e->vk, m->cfg.keepalive_retry_s, m->cfg.keepalive_threshold);
     vk_kick(r->e->vk);
     finish(r);
 }
@@ -1075,109 +1066,105 @@ static void after_expired_delete(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT)
-        log_warn(MOD, "%s: cannot delete the expired Advertisement: %s", r->key,
-                 r->ch.last.message);
-    rec_end(r, r->ch.last.err < 0 && r->ch.last.err != -ENOENT ? RETRY_MS : -1);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT)
+        log_warn(MOD, "%s: cannot delete the expired Advertisement: %s", r->h.key,
+                 r->h.ch.last.message);
+    ctl_rec_end(&r->h, r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT ? CTL_RETRY : CTL_DONE);
 }
 
 static void being_deleted(struct rec *r)
 {
+    struct advop *m = r->m;
     int64_t since = 0;
 
-    r->e = ent_find(r->key);
+    r->e = ent_find(m, r->h.key);
     if (!peer_has_finalizer(r->adv, PEER_VK_FINALIZER)) {
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
-    if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT && (!r->e || !r->e->vk)) {
+    if (m->cfg.vk_mode == ADVCFG_VK_DEPLOYMENT && (!r->e || !r->e->vk)) {
         /* The virtual kubelet's process tears down and removes the finalizer; the operator
          * takes over only if it did not within the unpeer timeout. */
         rfc3339_parse(jsn_str_or_empty(json_object_get(r->adv, "metadata"), "deletionTimestamp"),
                       RFC3339_OFFSET, &since);
-        if ((int64_t)time(NULL) - since < (int64_t)(remote_timeout_ms() / 1000)) {
-            rec_end(r, RETRY_MS);
+        if ((int64_t)time(NULL) - since < (int64_t)(remote_timeout_ms(m) / 1000)) {
+            ctl_rec_end(&r->h, CTL_RETRY);
             return;
         }
         log_warn(MOD, "%s: the virtual kubelet's Deployment did not tear down in time; doing it",
-                 r->key);
+                 r->h.key);
         if (!r->e)
             r->e = ent_ensure(r);
         if (r->e && !r->e->unit)
-            pu_acquire(agent_peers(st.a), r->peer, OWNER, &r->e->unit);
+            pu_acquire(agent_peers(m->mod.a), r->peer, OWNER, &r->e->unit);
     }
     if (!r->e) {
         r->e = ent_ensure(r);
         if (r->e && !r->e->unit)
-            pu_acquire(agent_peers(st.a), r->peer, OWNER, &r->e->unit);
+            pu_acquire(agent_peers(m->mod.a), r->peer, OWNER, &r->e->unit);
     }
     if (!r->e || !r->e->unit) {
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (!ent_teardown(r->e)) {
-        rec_end(r, RETRY_MS * 5); /* on_torn_down enqueues sooner */
+        ctl_rec_end_after(&r->h, TEARDOWN_MS); /* on_torn_down enqueues sooner */
         return;
     }
-    if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT || r->e->deployment_ensured)
-        cleanup_deployment_rbac(r->peer, r->ns);
+    if (m->cfg.vk_mode == ADVCFG_VK_DEPLOYMENT || r->e->deployment_ensured)
+        cleanup_deployment_rbac(m, r->peer, r->ns);
     ent_free(r->e);
     r->e = NULL;
-    log_info(MOD, "%s: virtual kubelet torn down; releasing the Advertisement", r->key);
+    log_info(MOD, "%s: virtual kubelet torn down; releasing the Advertisement", r->h.key);
     set_finalizer(r, false);
 }
 
-static void reconcile(struct wq_queue *q, const char *key, void *data)
+static void reconcile(struct ctl *c, const char *key)
 {
+    struct advop *m = ctl_data(c);
     const char *slash = strchr(key, '/');
     struct rec *r;
     json_t *cached;
     struct vkent *e;
     const char *sname;
 
-    (void)data;
-    if (!st.running || !slash || (size_t)(slash - key) >= sizeof(r->ns) ||
-        strlen(slash + 1) >= sizeof(r->name)) {
-        wq_done(q, key);
+    if (!slash || (size_t)(slash - key) >= sizeof(r->ns) || strlen(slash + 1) >= sizeof(r->name)) {
+        ctl_skip(c, key, CTL_DONE);
         return;
     }
-    if (!st.cfg_loaded || !identity_cluster_id(st.a)) {
-        wq_add_after(q, key, WAIT_MS);
-        wq_done(q, key);
+    if (!m->cfg_loaded || !identity_cluster_id(m->mod.a)) {
+        ctl_skip(c, key, CTL_WAIT);
         return;
     }
-    r = x_calloc(1, sizeof(*r));
-    if (!r) {
-        wq_add_after(q, key, RETRY_MS);
-        wq_done(q, key);
+    r = (struct rec *)ctl_rec_begin(c, key);
+    if (!r)
         return;
-    }
-    snprintf(r->key, sizeof(r->key), "%s", key);
+    r->m = m;
     snprintf(r->ns, sizeof(r->ns), "%.*s", (int)(slash - key), key);
     snprintf(r->name, sizeof(r->name), "%s", slash + 1);
-    cached = inf_get(st.advs, r->ns, r->name);
+    cached = inf_get(m->advs, r->ns, r->name);
     r->adv = cached ? json_deep_copy(cached) : NULL;
     json_decref(cached);
-    e = ent_find(key);
+    e = ent_find(m, key);
     if (!r->adv) {
-        json_object_del(st.pending, key);
+        json_object_del(m->pending, key);
         if (e) {
             /* Gone without our finalizer's teardown (it was removed by hand): the node goes. */
             snprintf(r->peer, sizeof(r->peer), "%s", e->peer);
             if (!ent_teardown(e)) {
-                rec_end(r, RETRY_MS * 5);
+                ctl_rec_end_after(&r->h, TEARDOWN_MS);
                 return;
             }
-            if (st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT || e->deployment_ensured)
-                cleanup_deployment_rbac(e->peer, e->ns);
+            if (m->cfg.vk_mode == ADVCFG_VK_DEPLOYMENT || e->deployment_ensured)
+                cleanup_deployment_rbac(m, e->peer, e->ns);
             ent_free(e);
         }
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
-    if (!tenant_peer(r->ns, r->peer, sizeof(r->peer))) {
+    if (!tenant_peer(m, r->ns, r->peer, sizeof(r->peer))) {
         /* Not in a tenant namespace: not a peer's Advertisement; nothing to decide. */
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     if (deleting(r->adv)) {
@@ -1187,37 +1174,37 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     r->invalid_reason = advpol_validate(r->adv, r->peer, (int64_t)time(NULL), r->invalid_msg,
                                         sizeof(r->invalid_msg));
     if (r->invalid_reason && strcmp(r->invalid_reason, "Expired") == 0) {
-        log_info(MOD, "%s: expired (%s); deleting it", r->key, r->invalid_msg);
-        emit_event(r->adv, true, "AdvertisementExpired", r->invalid_msg);
-        r->ch.next = after_expired_delete;
-        if (kapi_delete(agent_kube(st.a), &peer_res_advertisements, r->ns, r->name, NULL,
+        log_info(MOD, "%s: expired (%s); deleting it", r->h.key, r->invalid_msg);
+        emit_event(m, r->adv, true, "AdvertisementExpired", r->invalid_msg);
+        r->h.ch.next = after_expired_delete;
+        if (kapi_delete(agent_kube(m->mod.a), &peer_res_advertisements, r->ns, r->name, NULL,
                         ctl_call_cb, r) < 0)
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     sname = json_string_value(
         json_object_get(json_object_get(json_object_get(r->adv, "spec"), "kubeConfigRef"), "name"));
-    r->ch.next = after_secret;
+    r->h.ch.next = after_secret;
     if (!sname) {
-        r->ch.last.err = 0;
+        r->h.ch.last.err = 0;
         after_secret(r);
         return;
     }
-    if (kapi_get(agent_kube(st.a), &kapi_secrets, r->ns, sname, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+    if (kapi_get(agent_kube(m->mod.a), &kapi_secrets, r->ns, sname, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 /* ---- handlers
  * -------------------------------------------------------------------------------------- */
 
-static void enqueue_obj(const json_t *obj)
+static void enqueue_obj(struct advop *m, const json_t *obj)
 {
     char key[192];
 
-    if (!st.q || !kapi_obj_namespace(obj) || !kapi_obj_name(obj))
+    if (!kapi_obj_namespace(obj) || !kapi_obj_name(obj))
         return;
     snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
-    wq_add(st.q, key);
+    ctl_enqueue(m->mod.ctl, key);
 }
 
 /* Those waiting for a slot, after anything that may free one. */
@@ -1225,33 +1212,32 @@ static void waiting_visit(json_t *adv, void *data)
 {
     const json_t *status = json_object_get(adv, "status");
 
-    (void)data;
     if (advpol_waiting(jsn_str_or_empty(status, "advertisementStatus"),
                        jsn_str_or_empty(status, "reason"),
                        strcmp(jsn_str_or_empty(status, "decidedBy"), "Operator") == 0))
-        enqueue_obj(adv);
+        enqueue_obj(data, adv);
 }
 
-static void enqueue_waiting(void)
+static void enqueue_waiting(struct advop *m)
 {
-    inf_foreach(st.advs, waiting_visit, NULL);
+    inf_foreach(m->advs, waiting_visit, m);
 }
 
 static void on_adv(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct advop *m = data;
     char key[192];
     struct vkent *e;
     const char *p;
 
     (void)inf;
-    (void)data;
     snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
-    p = json_string_value(json_object_get(st.pending, key));
+    p = json_string_value(json_object_get(m->pending, key));
     if (p &&
         strcmp(p, jsn_str_or_empty(json_object_get(obj, "status"), "advertisementStatus")) == 0)
-        json_object_del(st.pending, key);
-    enqueue_obj(obj);
-    e = ent_find(key);
+        json_object_del(m->pending, key);
+    enqueue_obj(m, obj);
+    e = ent_find(m, key);
     if (e)
         vk_kick(e->vk);
 }
@@ -1263,48 +1249,47 @@ static void on_adv_update(struct inf_informer *inf, json_t *old_obj, json_t *new
 
     on_adv(inf, new_obj, data);
     if (strcmp(was, is) != 0 || deleting(new_obj))
-        enqueue_waiting();
+        enqueue_waiting(data);
 }
 
 static void on_adv_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
     on_adv(inf, obj, data);
-    enqueue_waiting();
+    enqueue_waiting(data);
 }
 
 static void all_visit(json_t *adv, void *data)
 {
-    (void)data;
-    enqueue_obj(adv);
+    enqueue_obj(data, adv);
 }
 
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)
 {
-    struct adv_config old = st.cfg;
+    struct advop *m = data;
+    struct adv_config old = m->cfg;
 
     (void)inf;
-    (void)data;
     if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) != 0)
         return;
-    advcfg_read(obj, &st.cfg);
-    if (st.cfg_loaded && (old.accept != st.cfg.accept || old.max_accept != st.cfg.max_accept ||
-                          !json_equal(old.allow, st.cfg.allow) ||
-                          !json_equal(old.deny, st.cfg.deny) || old.vk_mode != st.cfg.vk_mode))
+    advcfg_read(obj, &m->cfg);
+    if (m->cfg_loaded && (old.accept != m->cfg.accept || old.max_accept != m->cfg.max_accept ||
+                          !json_equal(old.allow, m->cfg.allow) ||
+                          !json_equal(old.deny, m->cfg.deny) || old.vk_mode != m->cfg.vk_mode))
         log_info(MOD,
                  "acceptance configuration changed (policy %s, maximum %u, allow %zu, deny %zu, "
                  "virtual kubelets %s)",
-                 st.cfg.accept == ADVCFG_MANUAL ? "Manual" : "AutoAcceptMax", st.cfg.max_accept,
-                 json_array_size(st.cfg.allow), json_array_size(st.cfg.deny),
-                 st.cfg.vk_mode == ADVCFG_VK_DEPLOYMENT ? "Deployment" : "Embedded");
-    st.cfg_loaded = true;
-    for (struct vkent *e = st.vks; e; e = e->next) {
+                 m->cfg.accept == ADVCFG_MANUAL ? "Manual" : "AutoAcceptMax", m->cfg.max_accept,
+                 json_array_size(m->cfg.allow), json_array_size(m->cfg.deny),
+                 m->cfg.vk_mode == ADVCFG_VK_DEPLOYMENT ? "Deployment" : "Embedded");
+    m->cfg_loaded = true;
+    for (struct vkent *e = m->vks; e; e = e->next) {
         if (e->vk) {
-            vk_set_keepalive(e->vk, st.cfg.keepalive_retry_s, st.cfg.keepalive_threshold);
+            vk_set_keepalive(e->vk, m->cfg.keepalive_retry_s, m->cfg.keepalive_threshold);
             vk_set_config(e->vk, obj);
         }
     }
     advcfg_done(&old);
-    inf_foreach(st.advs, all_visit, NULL);
+    inf_foreach(m->advs, all_visit, m);
 }
 
 static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -1319,10 +1304,9 @@ static void on_node(struct inf_informer *inf, json_t *obj, void *data)
     struct vkent *e;
 
     (void)inf;
-    (void)data;
     if (!name || strncmp(name, PEER_VNODE_PREFIX, strlen(PEER_VNODE_PREFIX)) != 0)
         return;
-    e = ent_by_peer(name + strlen(PEER_VNODE_PREFIX));
+    e = ent_by_peer(data, name + strlen(PEER_VNODE_PREFIX));
     if (e)
         vk_kick(e->vk);
 }
@@ -1335,13 +1319,13 @@ static void on_node_update(struct inf_informer *inf, json_t *old_obj, json_t *ne
 
 static void on_net(const char *id, void *data)
 {
-    struct vkent *e = ent_by_peer(id);
+    struct advop *m = data;
+    struct vkent *e = ent_by_peer(m, id);
 
-    (void)data;
-    if (e && st.q)
-        wq_add(st.q, e->key);
+    if (e)
+        ctl_enqueue(m->mod.ctl, e->key);
     else
-        inf_foreach(st.advs, all_visit, NULL);
+        inf_foreach(m->advs, all_visit, m);
 }
 
 /* ---- module
@@ -1353,29 +1337,38 @@ int advop_init(struct agent *a)
         .on_add = on_adv, .on_update = on_adv_update, .on_delete = on_adv_delete};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
     struct inf_handlers nh = {.on_add = on_node, .on_update = on_node_update, .on_delete = on_node};
-    struct wq_options qo = {.max_concurrent = 32, .base_delay_ms = 200, .max_delay_ms = 60000};
+    struct ctl_options co = {
+        .name = "advertisements",
+        .log_module = MOD,
+        .queue = {.max_concurrent = 32, .base_delay_ms = 200, .max_delay_ms = 60000},
+        .rec_size = sizeof(struct rec),
+        .reconcile = reconcile,
+        .rec_release = rec_release,
+        .retry_ms = RETRY_MS,
+        .wait_ms = WAIT_MS};
+    struct advop *m = ctl_module_new(a, MOD, sizeof(*m));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
-    advcfg_read(NULL, &st.cfg);
-    st.pending = json_object();
-    if (!st.pending)
+    if (!m)
         return -ENOMEM;
-    r = agent_informer(a, &peer_res_advertisements, NULL, NULL, 0, &ah, NULL, &st.advs);
+    advcfg_read(NULL, &m->cfg);
+    m->pending = json_object();
+    if (!m->pending)
+        return -ENOMEM;
+    r = agent_informer(a, &peer_res_advertisements, NULL, NULL, 0, &ah, m, &m->advs);
     if (r == 0)
-        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, NULL, &st.config);
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, m, &m->config);
     if (r == 0)
         r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
-                           &st.tenants);
+                           &m->tenants);
     if (r == 0)
-        r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &nh, NULL, &st.nodes);
+        r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &nh, m, &m->nodes);
     if (r == 0)
-        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &st.fcs);
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &m->fcs);
     if (r == 0)
-        r = agent_queue(a, "advertisements", &qo, reconcile, NULL, &st.q);
+        r = ctl_new(a, &co, m, &m->mod.ctl);
     if (r == 0)
-        r = net_subscribe(on_net, NULL);
+        r = net_subscribe(on_net, m);
     if (r == 0)
         r = vk_pods_metrics_init(agent_metrics(a));
     if (r == 0) /* logs and exec reach the pods of the virtual kubelets made here */
@@ -1385,27 +1378,26 @@ int advop_init(struct agent *a)
 
 int advop_start(struct agent *a)
 {
-    (void)a;
-    st.running = true;
-    return 0;
+    return ctl_module_start(a, MOD);
 }
 
 void advop_stop(struct agent *a)
 {
-    (void)a;
-    st.running = false;
+    ctl_module_stop(a, MOD);
 }
 
 void advop_fini(struct agent *a)
 {
-    (void)a;
+    struct advop *m = agent_module_data(a, MOD);
+
+    if (!m)
+        return;
     /* Virtual kubelets stop without deleting their nodes: they are adopted after a restart (or
      * by the next leader), as a kubelet's node stays when the kubelet restarts. */
-    while (st.vks)
-        ent_free(st.vks);
+    while (m->vks)
+        ent_free(m->vks);
     vk_pods_metrics_fini();
-    json_decref(st.pending);
-    st.pending = NULL;
-    advcfg_done(&st.cfg);
-    st.q = NULL;
+    json_decref(m->pending);
+    advcfg_done(&m->cfg);
+    ctl_module_fini(a, MOD);
 }

@@ -254,20 +254,29 @@ void ctl_after_write(struct kapi_client *kc, const struct kapi_result *res, void
     ctl_rec_end(r, CTL_NOW);
 }
 
-void ctl_merge_patch(struct ctl_rec *r, const struct kapi_resource *res, const char *ns,
-                     const char *name, const char *sub, json_t *patch)
+void ctl_merge_patch_then(struct ctl_rec *r, const struct kapi_resource *res, const char *ns,
+                          const char *name, const char *sub, json_t *patch,
+                          void (*next)(void *owner))
 {
     char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
 
+    if (next)
+        r->ch.next = next;
     if (!body || kapi_patch(agent_kube(r->ctl->a), res, ns, name, sub, KAPI_PATCH_MERGE, body,
-                            ctl_after_write, r) < 0)
+                            next ? ctl_call_cb : ctl_after_write, r) < 0)
         ctl_rec_end(r, CTL_RETRY);
     free(body);
     json_decref(patch);
 }
 
-void ctl_set_finalizer(struct ctl_rec *r, const struct kapi_resource *res, const json_t *obj,
-                       const char *finalizer, bool on)
+void ctl_merge_patch(struct ctl_rec *r, const struct kapi_resource *res, const char *ns,
+                     const char *name, const char *sub, json_t *patch)
+{
+    ctl_merge_patch_then(r, res, ns, name, sub, patch, NULL);
+}
+
+void ctl_set_finalizer_then(struct ctl_rec *r, const struct kapi_resource *res, const json_t *obj,
+                            const char *finalizer, bool on, void (*next)(void *owner))
 {
     const json_t *meta = json_object_get(obj, "metadata");
     json_t *fins = json_array(), *f;
@@ -284,9 +293,16 @@ void ctl_set_finalizer(struct ctl_rec *r, const struct kapi_resource *res, const
     }
     if (on)
         json_array_append_new(fins, json_string(finalizer));
-    ctl_merge_patch(r, res, kapi_obj_namespace(obj), kapi_obj_name(obj), NULL,
-                    json_pack("{s:{s:s,s:o}}", "metadata", "resourceVersion", kapi_obj_rv(obj),
-                              "finalizers", fins));
+    ctl_merge_patch_then(r, res, kapi_obj_namespace(obj), kapi_obj_name(obj), NULL,
+                         json_pack("{s:{s:s,s:o}}", "metadata", "resourceVersion", kapi_obj_rv(obj),
+                                   "finalizers", fins),
+                         next);
+}
+
+void ctl_set_finalizer(struct ctl_rec *r, const struct kapi_resource *res, const json_t *obj,
+                       const char *finalizer, bool on)
+{
+    ctl_set_finalizer_then(r, res, obj, finalizer, on, NULL);
 }
 
 /* ---- modules on the skeleton -------------------------------------------------------------- */

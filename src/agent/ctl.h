@@ -128,6 +128,14 @@ void ctl_merge_patch(struct ctl_rec *r, const struct kapi_resource *res, const c
  * finalizers, guarded by obj's resourceVersion; as ctl_merge_patch. */
 void ctl_set_finalizer(struct ctl_rec *r, const struct kapi_resource *res, const json_t *obj,
                        const char *finalizer, bool on);
+/* The same writes as a step of the record's chain: the result goes to next (ctl_call_chain.next,
+ * owner = the record; e.g. ctl_chain_after_write), which ends the record; NULL next is the two
+ * above (ctl_after_write). CTL_RETRY when the request cannot be sent. */
+void ctl_merge_patch_then(struct ctl_rec *r, const struct kapi_resource *res, const char *ns,
+                          const char *name, const char *sub, json_t *patch,
+                          void (*next)(void *owner));
+void ctl_set_finalizer_then(struct ctl_rec *r, const struct kapi_resource *res, const json_t *obj,
+                            const char *finalizer, bool on, void (*next)(void *owner));
 
 /* ---- modules on the skeleton -------------------------------------------------------------- */
 

@@ -70,6 +70,8 @@ static struct {
     bool token_created;             /* the token Secret: not found until it is created */
     int identity_posts;             /* POST /identity (the fake is the peer's auth endpoint too) */
     struct httpd_request *identity; /* the one held */
+    char patches[2][256];           /* PATCH of the tenant namespace: the first bodies */
+    int npatches;
 } api;
 
 static void respond_json(struct httpd_request *req, unsigned status, json_t *o)
@@ -281,6 +283,18 @@ static void on_token(struct httpd_request *req, void *data)
                            "type", "kubernetes.io/service-account-token"));
 }
 
+/* A merge patch of the tenant namespace: its body kept, the namespace answered. */
+static void on_patch(struct httpd_request *req, void *data)
+{
+    size_t len;
+    const char *body = httpd_req_body(req, &len);
+
+    if (api.npatches < 2)
+        snprintf(api.patches[api.npatches], sizeof(api.patches[0]), "%.*s", (int)len, body);
+    api.npatches++;
+    on_tenant(req, data);
+}
+
 static void on_identity_abort(struct httpd_request *req, void *data)
 {
     (void)req, (void)data;
@@ -319,6 +333,8 @@ static void fake_start(bool hold_token)
     assert_int_equal(httpd_route(api.h, "GET", "/version", 0, on_version, NULL), 0);
     assert_int_equal(httpd_route(api.h, "GET", "/api/v1/namespaces/" TENANT, 0, on_tenant, NULL),
                      0);
+    assert_int_equal(
+        httpd_route(api.h, "PATCH", "/api/v1/namespaces/" TENANT, 65536, on_patch, NULL), 0);
     assert_int_equal(httpd_route(api.h, "POST", "/api/v1/namespaces/" TENANT "/serviceaccounts",
                                  65536, on_create, NULL),
                      0);
@@ -816,7 +832,6 @@ static void test_skeleton_freed_with_record_in_flight(void **state)
  * the queue's backoff) until ctl_forget; ctl_skip ends a pass that begins no record, with the
  * key requeued as asked. Each key comes back exactly once. */
 static struct {
-    struct ctl *c;
     int backoff, skip;
     int failures_after_backoff, failures_after_forget;
 } oc;
@@ -841,51 +856,70 @@ static void oc_reconcile(struct ctl *c, const char *key)
     ctl_rec_end(r, CTL_DONE);
 }
 
-static int oc_init(struct agent *a)
+/* A module of one controller made with tc.o, whose start queues tc.keys (shared by the tests of
+ * the skeleton's outcomes and writes). */
+static struct {
+    struct ctl *c;
+    struct ctl_options o;
+    const char *keys[2];
+} tc;
+
+static int tc_init(struct agent *a)
+{
+    return ctl_new(a, &tc.o, NULL, &tc.c);
+}
+
+static int tc_start(struct agent *a)
+{
+    (void)a;
+    ctl_start(tc.c);
+    for (size_t i = 0; i < sizeof(tc.keys) / sizeof(tc.keys[0]); i++)
+        if (tc.keys[i])
+            ctl_enqueue(tc.c, tc.keys[i]);
+    return 0;
+}
+
+static void tc_stop(struct agent *a)
+{
+    (void)a;
+    ctl_stop(tc.c);
+}
+
+static void tc_fini(struct agent *a)
+{
+    (void)a;
+    ctl_free(tc.c);
+    tc.c = NULL;
+}
+
+static struct agent *start_controller(const struct ctl_options *o, const char *key1,
+                                      const char *key2)
+{
+    static const struct agent_module modules[] = {
+        SENTINEL_MODULE,
+        {"controller", tc_init, tc_start, tc_stop, tc_fini, NULL},
+        {NULL, NULL, NULL, NULL, NULL, NULL},
+    };
+
+    memset(&tc, 0, sizeof(tc));
+    tc.o = *o;
+    tc.keys[0] = key1;
+    tc.keys[1] = key2;
+    return start_agent(modules, false);
+}
+
+static void test_skeleton_outcomes(void **state)
 {
     struct ctl_options o = {.name = "outcomes",
                             .queue = {.base_delay_ms = 5, .max_delay_ms = 1000},
                             .rec_size = sizeof(struct ctl_rec),
                             .reconcile = oc_reconcile,
                             .wait_ms = 5};
-
-    memset(&oc, 0, sizeof(oc));
-    return ctl_new(a, &o, NULL, &oc.c);
-}
-
-static int oc_start(struct agent *a)
-{
-    (void)a;
-    ctl_start(oc.c);
-    ctl_enqueue(oc.c, "backoff");
-    ctl_enqueue(oc.c, "skip");
-    return 0;
-}
-
-static void oc_stop(struct agent *a)
-{
-    (void)a;
-    ctl_stop(oc.c);
-}
-
-static void oc_fini(struct agent *a)
-{
-    (void)a;
-    ctl_free(oc.c);
-    oc.c = NULL;
-}
-
-static void test_skeleton_outcomes(void **state)
-{
-    static const struct agent_module modules[] = {
-        SENTINEL_MODULE,
-        {"outcomes", oc_init, oc_start, oc_stop, oc_fini, NULL},
-        {NULL, NULL, NULL, NULL, NULL, NULL},
-    };
     struct agent *a;
 
     (void)state;
-    a = start_agent(modules, false);
+    memset(&oc, 0, sizeof(oc));
+    a = start_controller(&o, "backoff", "skip");
     assert_true(run_until(NULL, &oc.backoff, 2, 20000));
     assert_true(run_until(NULL, &oc.skip, 2, 20000));
     run_for(50); /* nothing more comes */
@@ -894,6 +928,65 @@ static void test_skeleton_outcomes(void **state)
     assert_int_equal(oc.failures_after_backoff, 1);
     assert_int_equal(oc.failures_after_forget, 0);
     assert_int_equal(shutdown_agent(a), 0);
+}
+
+/* The shared writes as a step of a chain (ctl_set_finalizer_then): the result goes to the step
+ * given, which ends the record; without one (ctl_set_finalizer), to ctl_after_write. Both send
+ * the same merge patch, guarded by the object's resourceVersion. */
+static struct {
+    int passes, nexts, next_err;
+} fz;
+
+static void fz_next(void *owner)
+{
+    struct ctl_rec *r = owner;
+
+    fz.nexts++;
+    fz.next_err = r->ch.last.err;
+    ctl_chain_after_write(r); /* success: CTL_NOW */
+}
+
+static void fz_reconcile(struct ctl *c, const char *key)
+{
+    json_t *ns = json_pack("{s:{s:s,s:s,s:[s,s]}}", "metadata", "name", TENANT, "resourceVersion",
+                           "7", "finalizers", "other", "cliqo.io/test");
+    struct ctl_rec *r = ctl_rec_begin(c, key);
+
+    assert_non_null(ns);
+    assert_non_null(r);
+    switch (fz.passes++) {
+    case 0:
+        ctl_set_finalizer_then(r, &kapi_namespaces, ns, "cliqo.io/test", false, fz_next);
+        break;
+    case 1:
+        ctl_set_finalizer(r, &kapi_namespaces, ns, "cliqo.io/test", true); /* CTL_NOW too */
+        break;
+    default:
+        ctl_rec_end(r, CTL_DONE);
+        break;
+    }
+    json_decref(ns);
+}
+
+static void test_skeleton_finalizer_steps(void **state)
+{
+    struct ctl_options o = {
+        .name = "finalizers", .rec_size = sizeof(struct ctl_rec), .reconcile = fz_reconcile};
+    struct agent *a;
+
+    (void)state;
+    memset(&fz, 0, sizeof(fz));
+    a = start_controller(&o, "ns", NULL);
+    assert_true(run_until(NULL, &fz.passes, 3, 20000));
+    assert_int_equal(shutdown_agent(a), 0);
+    assert_int_equal(fz.passes, 3);
+    assert_int_equal(fz.nexts, 1);
+    assert_int_equal(fz.next_err, 0);
+    assert_int_equal(api.npatches, 2);
+    assert_string_equal(api.patches[0],
+                        "{\"metadata\":{\"resourceVersion\":\"7\",\"finalizers\":[\"other\"]}}");
+    assert_string_equal(api.patches[1], "{\"metadata\":{\"resourceVersion\":\"7\",\"finalizers\":["
+                                        "\"other\",\"cliqo.io/test\"]}}");
 }
 
 int main(int argc, char **argv)
@@ -907,6 +1000,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_skeleton_record_in_flight),
         cmocka_unit_test(test_skeleton_freed_with_record_in_flight),
         cmocka_unit_test(test_skeleton_outcomes),
+        cmocka_unit_test(test_skeleton_finalizer_steps),
     };
 
     if (argc > 1)
