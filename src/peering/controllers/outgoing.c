@@ -22,6 +22,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/ctl.h"
 #include "agent/identity.h"
 #include "agent/peers.h"
 #include "common/log.h"
@@ -51,19 +52,18 @@ struct peer {
     bool used;
 };
 
-static struct {
-    struct agent *a;
+/* The module's state (agent_module_data "outgoing"). */
+struct outgoing {
+    struct ctl_module mod; /* first */
     struct inf_informer *fcs, *secrets, *config, *tenants;
-    struct wq_queue *q;
     struct peer peers[MAX_PEERS];
-    bool running;
     struct rec *authing; /* reconciles waiting for POST /identity on their own client */
-} st;
+};
 
 /* One reconcile in flight (the queue never runs two for the same key). */
 struct rec {
-    struct ctl_call_chain ch; /* first */
-    char key[256];
+    struct ctl_rec h; /* first */
+    struct outgoing *m;
     json_t *fc; /* our working copy (status changes are patched from it) */
     struct peer *p;
     char id[64], name[64], local_ns[64];
@@ -73,17 +73,15 @@ struct rec {
     char *auth_token;
     struct kapi_client *auth; /* client to the peer's auth endpoint, while POST /identity runs */
     struct kc_config *auth_cfg;
-    struct rec *auth_next; /* st.authing */
+    struct rec *auth_next; /* outgoing.authing */
     char auth_url[1025];   /* ours, from ClusterConfig when no flag gives it */
 };
-
-static void rec_end(struct rec *r, int requeue_ms);
 
 /* POST /identity is over (or never started): its client goes (peer_outgoing_stop takes it out
  * before aborting it: the abort frees it). */
 static void auth_client_done(struct rec *r)
 {
-    for (struct rec **pp = &st.authing; *pp; pp = &(*pp)->auth_next) {
+    for (struct rec **pp = &r->m->authing; *pp; pp = &(*pp)->auth_next) {
         if (*pp == r) {
             *pp = r->auth_next;
             break;
@@ -97,9 +95,9 @@ static void auth_client_done(struct rec *r)
 
 /* ClusterConfig configuration's spec.peeringConfig (a new reference, or NULL): what the agent's
  * flags do not say comes from there. */
-static json_t *peering_config(void)
+static json_t *peering_config(struct outgoing *m)
 {
-    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_t *cc = inf_get(m->config, NULL, PEER_CLUSTER_CONFIG);
     json_t *pc = json_incref(json_object_get(json_object_get(cc, "spec"), "peeringConfig"));
 
     json_decref(cc);
@@ -114,7 +112,7 @@ static const char *own_auth_url(struct rec *r)
     if (peer_ctl_options()->auth_url)
         return peer_ctl_options()->auth_url;
     if (!r->auth_url[0]) {
-        pc = peering_config();
+        pc = peering_config(r->m);
         u = json_string_value(json_object_get(pc, "authUrl"));
         if (u && strncmp(u, "https://", 8) == 0)
             snprintf(r->auth_url, sizeof(r->auth_url), "%s", u);
@@ -123,14 +121,14 @@ static const char *own_auth_url(struct rec *r)
     return r->auth_url[0] ? r->auth_url : NULL;
 }
 
-static uint64_t unpeer_timeout_ms(void)
+static uint64_t unpeer_timeout_ms(struct outgoing *m)
 {
     json_t *pc;
     json_int_t secs;
 
     if (peer_ctl_options()->unpeer_timeout_set)
         return peer_ctl_options()->unpeer_timeout_ms;
-    pc = peering_config();
+    pc = peering_config(m);
     secs = json_integer_value(json_object_get(pc, "unpeerTimeoutSeconds"));
     json_decref(pc);
     return secs > 0 && secs <= 3600 ? (uint64_t)secs * 1000 : peer_ctl_options()->unpeer_timeout_ms;
@@ -138,15 +136,15 @@ static uint64_t unpeer_timeout_ms(void)
 
 /* ---- peers' clients -------------------------------------------------------------------------- */
 
-static struct peer *peer_get(const char *fc, const char *id)
+static struct peer *peer_get(struct outgoing *m, const char *fc, const char *id)
 {
     struct peer *free_slot = NULL;
 
     for (int i = 0; i < MAX_PEERS; i++) {
-        if (st.peers[i].used && strcmp(st.peers[i].fc, fc) == 0)
-            return &st.peers[i];
-        if (!st.peers[i].used && !free_slot)
-            free_slot = &st.peers[i];
+        if (m->peers[i].used && strcmp(m->peers[i].fc, fc) == 0)
+            return &m->peers[i];
+        if (!m->peers[i].used && !free_slot)
+            free_slot = &m->peers[i];
     }
     if (!free_slot)
         return NULL;
@@ -179,9 +177,9 @@ static void peer_forget(struct peer *p)
     memset(p, 0, sizeof(*p));
 }
 
-static json_t *secret_get(const char *name)
+static json_t *secret_get(struct outgoing *m, const char *name)
 {
-    return inf_get(st.secrets, agent_namespace(st.a), name);
+    return inf_get(m->secrets, agent_namespace(m->mod.a), name);
 }
 
 static char *secret_field(const json_t *secret, const char *key)
@@ -200,6 +198,7 @@ static char *secret_field(const json_t *secret, const char *key)
  * why, for the ForeignCluster's condition. */
 static struct kapi_client *peer_client(struct rec *r, char *why, size_t whylen)
 {
+    struct outgoing *m = r->m;
     char name[128], err[KC_ERR_LEN];
     json_t *sec;
     char *kubeconfig = NULL, *ns = NULL;
@@ -207,7 +206,7 @@ static struct kapi_client *peer_client(struct rec *r, char *why, size_t whylen)
     int rc;
 
     snprintf(name, sizeof(name), "remote-identity-%s", r->id);
-    sec = secret_get(name);
+    sec = secret_get(m, name);
     if (!sec) {
         peer_drop_client(r->p);
         return NULL;
@@ -222,7 +221,7 @@ static struct kapi_client *peer_client(struct rec *r, char *why, size_t whylen)
         log_error("outgoing", "Secret %s has no usable kubeconfig/namespace", name);
         goto out;
     }
-    if (!r->p->unit && (rc = pu_acquire(agent_peers(st.a), r->id, OWNER, &r->p->unit)) < 0) {
+    if (!r->p->unit && (rc = pu_acquire(agent_peers(m->mod.a), r->id, OWNER, &r->p->unit)) < 0) {
         log_error("outgoing", "cannot open the unit of peer %s: %s", r->id, strerror(-rc));
         goto out;
     }
@@ -251,20 +250,21 @@ static void after_status(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err == -ESTALE || r->ch.last.err == -ENOENT) {
-        rec_end(r, 100); /* a newer object: look again */
+    if (r->h.ch.last.err == -ESTALE || r->h.ch.last.err == -ENOENT) {
+        ctl_rec_end(&r->h, CTL_STALE); /* a newer object: look again */
         return;
     }
-    if (r->ch.last.err < 0)
-        log_warn("outgoing", "cannot update the status of ForeignCluster %s: %s", r->key,
-                 r->ch.last.message);
-    rec_end(r, r->ch.last.err < 0 ? ERROR_RETRY_MS : -1);
+    if (r->h.ch.last.err < 0)
+        log_warn("outgoing", "cannot update the status of ForeignCluster %s: %s", r->h.key,
+                 r->h.ch.last.message);
+    ctl_rec_end(&r->h, r->h.ch.last.err < 0 ? CTL_RETRY : CTL_DONE);
 }
 
 /* Writes the working copy's status (conditions, tenant namespaces) and ends the reconcile. The
  * resourceVersion makes it conditional: a conflict just means "look again". */
 static void write_status(struct rec *r)
 {
+    struct outgoing *m = r->m;
     json_t *patch =
         json_pack("{s:{s:O},s:O}", "metadata", "resourceVersion",
                   json_object_get(json_object_get(r->fc, "metadata"), "resourceVersion"), "status",
@@ -272,10 +272,10 @@ static void write_status(struct rec *r)
     char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
 
     json_decref(patch);
-    r->ch.next = after_status;
-    if (!body || kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->key, "status",
-                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+    r->h.ch.next = after_status;
+    if (!body || kapi_patch(agent_kube(m->mod.a), &peer_res_foreignclusters, NULL, r->h.key,
+                            "status", KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
 }
 
@@ -286,7 +286,7 @@ static bool condition(struct rec *r, const char *type, const char *status, const
 {
     if (!peer_fc_set_condition(r->fc, type, status, reason, msg))
         return false;
-    log_info("outgoing", "ForeignCluster %s: %s=%s (%s) %s", r->key, type, status, reason, msg);
+    log_info("outgoing", "ForeignCluster %s: %s=%s (%s) %s", r->h.key, type, status, reason, msg);
     write_status(r);
     return true;
 }
@@ -322,39 +322,18 @@ static void after_patch(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
-        log_warn("outgoing", "ForeignCluster %s: %s", r->key, r->ch.last.message);
-        rec_end(r, r->ch.last.err == -ESTALE ? 100 : ERROR_RETRY_MS);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT) {
+        log_warn("outgoing", "ForeignCluster %s: %s", r->h.key, r->h.ch.last.message);
+        ctl_rec_end(&r->h, r->h.ch.last.err == -ESTALE ? CTL_STALE : CTL_RETRY);
         return;
     }
-    rec_end(r, -1);
+    ctl_rec_end(&r->h, CTL_DONE);
 }
 
 static void set_finalizer(struct rec *r, bool on)
 {
-    json_t *fins = json_array(),
-           *old = json_object_get(json_object_get(r->fc, "metadata"), "finalizers");
-    json_t *patch, *f;
-    size_t i;
-    char *body;
-
-    json_array_foreach(old, i, f)
-    {
-        if (!json_is_string(f) || strcmp(json_string_value(f), PEER_FINALIZER) != 0)
-            json_array_append(fins, f);
-    }
-    if (on)
-        json_array_append_new(fins, json_string(PEER_FINALIZER));
-    patch = json_pack("{s:{s:O,s:o}}", "metadata", "resourceVersion",
-                      json_object_get(json_object_get(r->fc, "metadata"), "resourceVersion"),
-                      "finalizers", fins);
-    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-    json_decref(patch);
-    r->ch.next = after_patch;
-    if (!body || kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->key, NULL,
-                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
-    x_free(body);
+    ctl_set_finalizer_then(&r->h, &peer_res_foreignclusters, r->fc, PEER_FINALIZER, on,
+                           after_patch);
 }
 
 /* ---- authentication ---------------------------------------------------------------------------
@@ -364,18 +343,19 @@ static void after_identity_secret(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
-        if (!condition(r, COND_AUTH, "Error", "StoreFailed", r->ch.last.message))
-            rec_end(r, ERROR_RETRY_MS);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -EEXIST) {
+        if (!condition(r, COND_AUTH, "Error", "StoreFailed", r->h.ch.last.message))
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (!condition(r, COND_AUTH, "Established", "IdentityAccepted", "the peer issued a credential"))
-        rec_end(r, 10);
+        ctl_rec_end_after(&r->h, 10);
 }
 
 static void after_identity(void *owner)
 {
     struct rec *r = owner;
+    struct outgoing *m = r->m;
     struct peer_identity_response resp;
     struct peer_wire_error werr;
     char *raw_copy = NULL, name[128];
@@ -384,12 +364,12 @@ static void after_identity(void *owner)
 
     memset(&resp, 0, sizeof(resp));
     auth_client_done(r);
-    if (r->ch.last.err == -ECANCELED) { /* the module stops (peer_outgoing_stop) */
-        rec_end(r, ERROR_RETRY_MS);
+    if (r->h.ch.last.err == -ECANCELED) { /* the module stops (peer_outgoing_stop) */
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    if (r->ch.last.http == 201 && r->ch.last.body) {
-        raw_copy = json_dumps(r->ch.last.body, JSON_COMPACT);
+    if (r->h.ch.last.http == 201 && r->h.ch.last.body) {
+        raw_copy = json_dumps(r->h.ch.last.body, JSON_COMPACT);
         rc = raw_copy ? peer_wire_identity_response_decode(raw_copy, strlen(raw_copy), &resp, &werr)
                       : -ENOMEM;
         if (raw_copy)
@@ -397,12 +377,12 @@ static void after_identity(void *owner)
         x_free(raw_copy);
         if (rc < 0) {
             if (!condition(r, COND_AUTH, "Error", "BadAnswer", werr.message))
-                rec_end(r, ERROR_RETRY_MS);
+                ctl_rec_end(&r->h, CTL_RETRY);
             return;
         }
         snprintf(name, sizeof(name), "remote-identity-%s", r->id);
         sec = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:{s:s,s:s}}", "apiVersion", "v1", "kind",
-                        "Secret", "metadata", "name", name, "namespace", agent_namespace(st.a),
+                        "Secret", "metadata", "name", name, "namespace", agent_namespace(m->mod.a),
                         "labels", PEER_LABEL_CLUSTER_ID, r->id, PEER_LABEL_REMOTE_ID, "true",
                         "stringData", "kubeconfig", resp.kubeconfig, "namespace", resp.namespace);
         /* The peer's key ID, as it told us over the pinned connection: the auth endpoint binds
@@ -411,34 +391,34 @@ static void after_identity(void *owner)
             json_object_set_new(json_object_get(sec, "stringData"), "key-id",
                                 json_string(resp.key_id));
         peer_identity_response_done(&resp);
-        r->ch.next = after_identity_secret;
-        if (!sec || kapi_create(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), sec,
+        r->h.ch.next = after_identity_secret;
+        if (!sec || kapi_create(agent_kube(m->mod.a), &kapi_secrets, agent_namespace(m->mod.a), sec,
                                 ctl_call_cb, r) < 0)
-            rec_end(r, ERROR_RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         json_decref(sec);
         return;
     }
     /* Refused or failed: the peer's JSON error says why. */
     {
         struct peer_wire_error perr;
-        char *txt = r->ch.last.body ? json_dumps(r->ch.last.body, JSON_COMPACT) : NULL;
-        const char *msg = r->ch.last.message;
+        char *txt = r->h.ch.last.body ? json_dumps(r->h.ch.last.body, JSON_COMPACT) : NULL;
+        const char *msg = r->h.ch.last.message;
 
         memset(&perr, 0, sizeof(perr));
         if (txt && peer_wire_error_decode(txt, strlen(txt), &perr, &werr) == 0)
             msg = perr.message;
-        if (r->ch.last.http == 403) {
+        if (r->h.ch.last.http == 403) {
             const char *why = strcmp(perr.reason, PEER_WIRE_E_MISMATCH) == 0    ? "IdentityMismatch"
                               : strcmp(perr.reason, PEER_WIRE_E_SIGNATURE) == 0 ? "SignatureRefused"
                               : strcmp(perr.reason, PEER_WIRE_E_STALE) == 0     ? "ClockSkew"
                                                                                 : "TokenRefused";
 
             if (!condition(r, COND_AUTH, "Denied", why, msg))
-                rec_end(r, 30000);
+                ctl_rec_end_after(&r->h, 30000);
         } else if (!condition(r, COND_AUTH, "Error",
-                              r->ch.last.http ? "AuthEndpointError" : "AuthEndpointUnreachable",
+                              r->h.ch.last.http ? "AuthEndpointError" : "AuthEndpointUnreachable",
                               msg)) {
-            rec_end(r, ERROR_RETRY_MS * 2);
+            ctl_rec_end_after(&r->h, 2 * ERROR_RETRY_MS);
         }
         x_free(txt);
     }
@@ -446,6 +426,7 @@ static void after_identity(void *owner)
 
 static void authenticate(struct rec *r, const json_t *spec)
 {
+    struct outgoing *m = r->m;
     const char *url = json_string_value(json_object_get(spec, "foreignAuthUrl"));
     bool insecure = json_is_true(json_object_get(spec, "insecureSkipTLSVerify"));
     struct kapi_client_options o = {.timeout_ms = REMOTE_TIMEOUT};
@@ -455,13 +436,13 @@ static void authenticate(struct rec *r, const json_t *spec)
     json_t *sec;
 
     snprintf(name, sizeof(name), "remote-auth-%s", r->id);
-    sec = secret_get(name);
+    sec = secret_get(m, name);
     if (!url || !sec) {
         json_decref(sec);
         if (!condition(r, COND_AUTH, "Pending", "NoCredentials",
                        !url ? "spec.foreignAuthUrl is not set"
                             : "no Secret remote-auth-<id> with the peer's token (cliqoctl add)"))
-            rec_end(r, 5000);
+            ctl_rec_end_after(&r->h, 5000);
         return;
     }
     r->auth_token = secret_field(sec, "token");
@@ -470,12 +451,12 @@ static void authenticate(struct rec *r, const json_t *spec)
     if (!r->auth_token || (!r->auth_ca && !insecure)) {
         if (!condition(r, COND_AUTH, "Error", "NoCredentials",
                        "Secret remote-auth-<id> lacks token or ca.crt"))
-            rec_end(r, 5000);
+            ctl_rec_end_after(&r->h, 5000);
         return;
     }
     r->auth_cfg = x_calloc(1, sizeof(*r->auth_cfg));
     if (!r->auth_cfg) {
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     r->auth_cfg->server = x_strdup(url);
@@ -484,37 +465,37 @@ static void authenticate(struct rec *r, const json_t *spec)
         log_warn("outgoing",
                  "ForeignCluster %s: insecureSkipTLSVerify is set, the auth endpoint "
                  "%s is not verified",
-                 r->key, url);
+                 r->h.key, url);
         r->auth_cfg->insecure_skip_tls_verify = true;
     } else {
         r->auth_cfg->ca_pem = (unsigned char *)x_strdup(r->auth_ca);
         r->auth_cfg->ca_pem_len = strlen(r->auth_ca);
     }
     if (!r->auth_cfg->server || !r->auth_cfg->namespace ||
-        kapi_client_new(agent_loop(st.a), r->auth_cfg, &o, &r->auth) < 0) {
-        rec_end(r, ERROR_RETRY_MS);
+        kapi_client_new(agent_loop(m->mod.a), r->auth_cfg, &o, &r->auth) < 0) {
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     /* The agent aborts only its own clients before the modules' fini: this one is ours to abort
      * when the module stops, so that its callback never runs after our fini. */
-    r->auth_next = st.authing;
-    st.authing = r;
+    r->auth_next = m->authing;
+    m->authing = r;
     memset(&in, 0, sizeof(in));
     snprintf(in.cluster_id, sizeof(in.cluster_id), "%s", r->own_id);
     snprintf(in.cluster_name, sizeof(in.cluster_name), "%s", r->own_name);
     snprintf(in.token, sizeof(in.token), "%s", r->auth_token);
     /* The proof of our identity key, for this provider only (peering/idkey.h). */
-    if (!identity_key(st.a)) {
+    if (!identity_key(m->mod.a)) {
         peer_identity_request_clear(&in);
         if (!condition(r, COND_AUTH, "Pending", "NoIdentityKey",
                        "this cluster has no identity key yet (Secret identity-key)"))
-            rec_end(r, ERROR_RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    if (peer_idkey_sign_request(identity_key(st.a), r->id, (int64_t)time(NULL), &in) < 0 ||
+    if (peer_idkey_sign_request(identity_key(m->mod.a), r->id, (int64_t)time(NULL), &in) < 0 ||
         peer_wire_identity_request_encode(&in, &body) < 0) {
         peer_identity_request_clear(&in);
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     peer_identity_request_clear(&in);
@@ -524,9 +505,9 @@ static void authenticate(struct rec *r, const json_t *spec)
     req.body = body;
     req.body_len = strlen(body);
     req.content_type = "application/json";
-    r->ch.next = after_identity;
+    r->h.ch.next = after_identity;
     if (kapi_send(r->auth, &req, ctl_call_cb, r, NULL) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     OPENSSL_cleanse(body, strlen(body));
     x_free(body);
 }
@@ -540,15 +521,15 @@ static void after_pr_create(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
-        if (!condition(r, COND_OUT, "Error", "RequestFailed", r->ch.last.message))
-            rec_end(r, ERROR_RETRY_MS);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -EEXIST) {
+        if (!condition(r, COND_OUT, "Error", "RequestFailed", r->h.ch.last.message))
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    r->ch.next = after_pr_get;
+    r->h.ch.next = after_pr_get;
     if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id,
                  ctl_call_cb, r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 static void start_request(struct rec *r);
@@ -556,11 +537,11 @@ static void start_request(struct rec *r);
 static void after_pr_get(void *owner)
 {
     struct rec *r = owner;
-    const json_t *status = json_object_get(r->ch.last.body, "status");
+    const json_t *status = json_object_get(r->h.ch.last.body, "status");
     const char *phase = json_string_value(json_object_get(status, "phase"));
     const char *msg = json_string_value(json_object_get(status, "message"));
 
-    if (r->ch.last.err == -ENOENT) {
+    if (r->h.ch.last.err == -ENOENT) {
         /* Not there (yet, or any more: a peer that lost it gets it back). */
         if (strcmp(peer_fc_condition(r->fc, COND_OUT), "Established") == 0 &&
             condition(r, COND_OUT, "Pending", "RequestLost",
@@ -569,20 +550,20 @@ static void after_pr_get(void *owner)
         start_request(r);
         return;
     }
-    if (r->ch.last.err < 0) {
-        if (!condition(r, COND_OUT, "Error", "PeerUnreachable", r->ch.last.message))
-            rec_end(r, ERROR_RETRY_MS);
+    if (r->h.ch.last.err < 0) {
+        if (!condition(r, COND_OUT, "Error", "PeerUnreachable", r->h.ch.last.message))
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (phase && strcmp(phase, "Accepted") == 0) {
         if (!condition(r, COND_OUT, "Established", "Accepted", "the peer accepted the request"))
-            rec_end(r, (int)peer_ctl_options()->resync_ms);
+            ctl_rec_end_after(&r->h, (uint32_t)peer_ctl_options()->resync_ms);
     } else if (phase && strcmp(phase, "Denied") == 0) {
         if (!condition(r, COND_OUT, "Denied", "RequestDenied", msg ? msg : "denied by the peer"))
-            rec_end(r, 30000);
+            ctl_rec_end_after(&r->h, 30000);
     } else if (!condition(r, COND_OUT, "Pending", "WaitingForPeer",
                           "the PeeringRequest awaits the peer's decision")) {
-        rec_end(r, PENDING_RECHECK);
+        ctl_rec_end_after(&r->h, PENDING_RECHECK);
     }
 }
 
@@ -599,10 +580,10 @@ static void create_request(struct rec *r)
                    r->own_id, "spec", "clusterIdentity", "clusterID", r->own_id, "clusterName",
                    r->own_name, "namespace", r->local_ns, "kubeConfigRef", "name", secret,
                    "namespace", r->p->remote_ns, "authUrl", own_auth_url(r));
-    r->ch.next = after_pr_create;
+    r->h.ch.next = after_pr_create;
     if (!pr || kapi_create(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, pr,
                            ctl_call_cb, r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(pr);
 }
 
@@ -610,9 +591,9 @@ static void after_pr_secret(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -EEXIST) {
-        if (!condition(r, COND_OUT, "Error", "PeerUnreachable", r->ch.last.message))
-            rec_end(r, ERROR_RETRY_MS);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -EEXIST) {
+        if (!condition(r, COND_OUT, "Error", "PeerUnreachable", r->h.ch.last.message))
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     create_request(r);
@@ -628,12 +609,12 @@ static void on_credential(int err, const char *message, const char *ns, const ch
     json_t *sec;
 
     if (err == -ECANCELED) { /* the agent stops: not an error of the peering */
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (err < 0) {
         if (!condition(r, COND_OUT, "Error", "CredentialFailed", message))
-            rec_end(r, ERROR_RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     snprintf(r->local_ns, sizeof(r->local_ns), "%s", ns);
@@ -641,10 +622,10 @@ static void on_credential(int err, const char *message, const char *ns, const ch
     sec = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1", "kind", "Secret",
                     "metadata", "name", name, "namespace", r->p->remote_ns, "labels",
                     PEER_LABEL_CLUSTER_ID, r->own_id, "stringData", "kubeconfig", kubeconfig);
-    r->ch.next = after_pr_secret;
+    r->h.ch.next = after_pr_secret;
     if (!sec || kapi_apply(peer_remote(r->p), &kapi_secrets, r->p->remote_ns, name, NULL, sec,
                            "cliqo-agent", true, ctl_call_cb, r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(sec);
 }
 
@@ -662,7 +643,7 @@ static void peer_outgoing(struct rec *r)
     if (!peer_client(r, why, sizeof(why))) {
         if (!condition(r, COND_OUT, "Error", "NoIdentity",
                        why[0] ? why : "the remote identity is not usable"))
-            rec_end(r, ERROR_RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     remote = tenant(r->fc, "remote");
@@ -675,25 +656,25 @@ static void peer_outgoing(struct rec *r)
         if (!condition(r, COND_OUT, "Error", "NoAuthUrl",
                        "this cluster's auth URL is unknown (--auth-url or ClusterConfig "
                        "spec.peeringConfig.authUrl)"))
-            rec_end(r, 10000);
+            ctl_rec_end_after(&r->h, 10000);
         return;
     }
     if (strcmp(peer_fc_condition(r->fc, COND_OUT), "None") == 0 &&
         condition(r, COND_OUT, "Pending", "Requesting", "creating the PeeringRequest on the peer"))
         return;
     /* Where is the request? (after_pr_get creates it when missing.) */
-    r->ch.next = after_pr_get;
+    r->h.ch.next = after_pr_get;
     if (kapi_get(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id,
                  ctl_call_cb, r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 /* The request is missing on the peer: our credential for it (issued or found again), handed
  * over in Secret pr-<our id>, then the PeeringRequest itself. */
 static void start_request(struct rec *r)
 {
-    if (peer_issue_credential(st.a, r->id, r->name, on_credential, r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+    if (peer_issue_credential(r->m->mod.a, r->id, r->name, on_credential, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 /* ---- unpeering ---------------------------------------------------------------------------------
@@ -705,10 +686,10 @@ static void after_local_ns_delete(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
-        log_warn("outgoing", "ForeignCluster %s: cannot delete namespace %s: %s", r->key,
-                 r->local_ns, r->ch.last.message);
-        rec_end(r, ERROR_RETRY_MS);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT) {
+        log_warn("outgoing", "ForeignCluster %s: cannot delete namespace %s: %s", r->h.key,
+                 r->local_ns, r->h.ch.last.message);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     set_tenant(r, "local", NULL);
@@ -721,41 +702,43 @@ static void after_local_ns_delete(void *owner)
 static void after_identity_delete(void *owner)
 {
     struct rec *r = owner;
+    struct outgoing *m = r->m;
     bool incoming = strcmp(peer_fc_condition(r->fc, COND_IN), "None") != 0;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
-        rec_end(r, ERROR_RETRY_MS);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT) {
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     peer_drop_client(r->p);
     if (incoming || !r->local_ns[0]) {
-        r->ch.last.err = 0;
+        r->h.ch.last.err = 0;
         after_local_ns_delete(r);
         return;
     }
-    r->ch.next = after_local_ns_delete;
-    if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, r->local_ns, NULL, ctl_call_cb, r) <
-        0)
-        rec_end(r, ERROR_RETRY_MS);
+    r->h.ch.next = after_local_ns_delete;
+    if (kapi_delete(agent_kube(m->mod.a), &kapi_namespaces, NULL, r->local_ns, NULL, ctl_call_cb,
+                    r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 static void unpeer_local(struct rec *r, const char *reason)
 {
+    struct outgoing *m = r->m;
     char name[128];
 
     r->why = reason;
     snprintf(name, sizeof(name), "remote-identity-%s", r->id);
-    r->ch.next = after_identity_delete;
-    if (kapi_delete(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), name, NULL, ctl_call_cb,
-                    r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+    r->h.ch.next = after_identity_delete;
+    if (kapi_delete(agent_kube(m->mod.a), &kapi_secrets, agent_namespace(m->mod.a), name, NULL,
+                    ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 static bool timed_out(struct rec *r)
 {
     int64_t since = peer_fc_condition_since(r->fc, COND_OUT);
 
-    return since && (int64_t)time(NULL) - since >= (int64_t)(unpeer_timeout_ms() / 1000);
+    return since && (int64_t)time(NULL) - since >= (int64_t)(unpeer_timeout_ms(r->m) / 1000);
 }
 
 static void remote_failed(struct rec *r, const char *what)
@@ -764,18 +747,18 @@ static void remote_failed(struct rec *r, const char *what)
         log_warn("outgoing",
                  "ForeignCluster %s: the peer did not answer within the unpeer timeout; could not "
                  "delete %s there (%s); finishing locally",
-                 r->key, what, r->ch.last.message);
+                 r->h.key, what, r->h.ch.last.message);
         unpeer_local(r, "PeerUnreachable");
         return;
     }
-    rec_end(r, 1000);
+    ctl_rec_end_after(&r->h, 1000);
 }
 
 static void after_remote_secret_delete(void *owner)
 {
     struct rec *r = owner;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT) {
         remote_failed(r, "the credential Secret");
         return;
     }
@@ -787,15 +770,15 @@ static void after_remote_pr_delete(void *owner)
     struct rec *r = owner;
     char name[96];
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT) {
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT) {
         remote_failed(r, "the PeeringRequest");
         return;
     }
     snprintf(name, sizeof(name), "pr-%s", r->own_id);
-    r->ch.next = after_remote_secret_delete;
+    r->h.ch.next = after_remote_secret_delete;
     if (kapi_delete(peer_remote(r->p), &kapi_secrets, r->p->remote_ns, name, NULL, ctl_call_cb, r) <
         0)
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 static void unpeer(struct rec *r)
@@ -812,22 +795,19 @@ static void unpeer(struct rec *r)
         unpeer_local(r, "NoIdentity");
         return;
     }
-    r->ch.next = after_remote_pr_delete;
+    r->h.ch.next = after_remote_pr_delete;
     if (kapi_delete(peer_remote(r->p), &peer_res_peeringrequests, r->p->remote_ns, r->own_id, NULL,
                     ctl_call_cb, r) < 0)
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
 }
 
 /* ---- reconcile ---------------------------------------------------------------------------------
  */
 
-static void rec_end(struct rec *r, int requeue_ms)
+static void rec_release(struct ctl_rec *h)
 {
-    if (st.q) {
-        if (requeue_ms >= 0)
-            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
-        wq_done(st.q, r->key);
-    }
+    struct rec *r = (struct rec *)h;
+
     auth_client_done(r);
     kc_config_free(r->auth_cfg);
     if (r->auth_token)
@@ -835,8 +815,6 @@ static void rec_end(struct rec *r, int requeue_ms)
     x_free(r->auth_token);
     x_free(r->auth_ca);
     json_decref(r->fc);
-    ctl_call_reset(&r->ch.last);
-    x_free(r);
 }
 
 struct tenant_find {
@@ -870,44 +848,38 @@ static void find_tenant(struct rec *r)
 {
     struct tenant_find f = {.id = r->id};
 
-    inf_foreach(st.tenants, tenant_visit, &f);
+    inf_foreach(r->m->tenants, tenant_visit, &f);
     if (f.name[0])
         snprintf(r->local_ns, sizeof(r->local_ns), "%s", f.name);
 }
 
-static void reconcile(struct wq_queue *q, const char *key, void *data)
+static void reconcile(struct ctl *c, const char *key)
 {
+    struct outgoing *m = ctl_data(c);
     struct rec *r;
     json_t *spec, *cached;
     const char *id, *name, *out;
     bool deleting, want, peered;
 
-    (void)data;
-    if (!st.running) {
-        wq_done(q, key);
-        return;
-    }
-    cached = inf_get(st.fcs, NULL, key);
+    cached = inf_get(m->fcs, NULL, key);
     if (!cached) {
         for (int i = 0; i < MAX_PEERS; i++)
-            if (st.peers[i].used && strcmp(st.peers[i].fc, key) == 0)
-                peer_forget(&st.peers[i]);
-        wq_forget(q, key);
-        wq_done(q, key);
+            if (m->peers[i].used && strcmp(m->peers[i].fc, key) == 0)
+                peer_forget(&m->peers[i]);
+        ctl_forget(c, key);
+        ctl_skip(c, key, CTL_DONE);
         return;
     }
-    r = x_calloc(1, sizeof(*r));
+    r = (struct rec *)ctl_rec_begin(c, key);
     if (!r) {
         json_decref(cached);
-        wq_add_after(q, key, ERROR_RETRY_MS);
-        wq_done(q, key);
         return;
     }
-    snprintf(r->key, sizeof(r->key), "%s", key);
+    r->m = m;
     r->fc = json_deep_copy(cached);
     json_decref(cached);
     if (!r->fc) {
-        rec_end(r, ERROR_RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     spec = json_object_get(r->fc, "spec");
@@ -918,34 +890,34 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     deleting = json_object_get(json_object_get(r->fc, "metadata"), "deletionTimestamp") != NULL;
     if (!id || !peer_cluster_id_valid(id)) {
         log_warn("outgoing", "ForeignCluster %s has no valid spec.clusterIdentity.clusterID", key);
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
-    if (!identity_cluster_id(st.a)) {
-        rec_end(r, 2000); /* no identity of our own yet */
+    if (!identity_cluster_id(m->mod.a)) {
+        ctl_rec_end(&r->h, CTL_WAIT); /* no identity of our own yet */
         return;
     }
     snprintf(r->id, sizeof(r->id), "%s", id);
     snprintf(r->name, sizeof(r->name), "%s", name && *name ? name : id);
-    snprintf(r->own_id, sizeof(r->own_id), "%s", identity_cluster_id(st.a));
+    snprintf(r->own_id, sizeof(r->own_id), "%s", identity_cluster_id(m->mod.a));
     snprintf(r->own_name, sizeof(r->own_name), "%s",
-             identity_cluster_name(st.a) && *identity_cluster_name(st.a)
-                 ? identity_cluster_name(st.a)
-                 : identity_cluster_id(st.a));
+             identity_cluster_name(m->mod.a) && *identity_cluster_name(m->mod.a)
+                 ? identity_cluster_name(m->mod.a)
+                 : identity_cluster_id(m->mod.a));
     if (strcmp(r->id, r->own_id) == 0) {
         if (!condition(r, COND_OUT, "Error", "OwnCluster",
                        "this ForeignCluster names this cluster"))
-            rec_end(r, -1);
+            ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
-    r->p = peer_get(key, id);
+    r->p = peer_get(m, key, id);
     if (!r->p) {
         log_error("outgoing", "too many peers (more than %d)", MAX_PEERS);
-        rec_end(r, 60000);
+        ctl_rec_end_after(&r->h, 60000);
         return;
     }
     if (peer_tenant_namespace(r->id, r->name, r->local_ns) < 0) {
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     find_tenant(r); /* one tenant namespace per peer: an existing one wins over the derived name */
@@ -963,7 +935,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
             set_finalizer(r, false);
             return;
         }
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     if (!peer_has_finalizer(r->fc, PEER_FINALIZER)) {
@@ -975,7 +947,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
         json_t *idsec;
 
         snprintf(sname, sizeof(sname), "remote-identity-%s", r->id);
-        idsec = secret_get(sname);
+        idsec = secret_get(m, sname);
         if (!idsec) {
             authenticate(r, spec);
             return;
@@ -985,7 +957,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     if (strcmp(peer_fc_condition(r->fc, COND_AUTH), "Established") != 0) {
         if (!condition(r, COND_AUTH, "Established", "IdentityAccepted",
                        "the peer issued a credential"))
-            rec_end(r, 10);
+            ctl_rec_end_after(&r->h, 10);
         return;
     }
     peer_outgoing(r);
@@ -994,35 +966,33 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 /* ---- module ------------------------------------------------------------------------------------
  */
 
-static void enqueue(json_t *obj)
+static void enqueue(struct outgoing *m, json_t *obj)
 {
     const char *name = kapi_obj_name(obj);
 
-    if (st.q && name)
-        wq_add(st.q, name);
+    if (name)
+        ctl_enqueue(m->mod.ctl, name);
 }
 
 static void on_fc_add(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
-    (void)data;
-    enqueue(obj);
+    enqueue(data, obj);
 }
 
 static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
     (void)inf;
-    (void)data;
     (void)old_obj;
-    enqueue(new_obj);
+    enqueue(data, new_obj);
 }
 
 /* A change of a remote-auth or remote-identity Secret reconciles its ForeignClusters. */
-static void enqueue_by_id(const char *id)
+static void enqueue_by_id(struct outgoing *m, const char *id)
 {
     for (int i = 0; i < MAX_PEERS; i++)
-        if (st.peers[i].used && strcmp(st.peers[i].id, id) == 0 && st.q)
-            wq_add(st.q, st.peers[i].fc);
+        if (m->peers[i].used && strcmp(m->peers[i].id, id) == 0)
+            ctl_enqueue(m->mod.ctl, m->peers[i].fc);
 }
 
 static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
@@ -1031,9 +1001,8 @@ static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
         json_object_get(json_object_get(obj, "metadata"), "labels"), PEER_LABEL_CLUSTER_ID));
 
     (void)inf;
-    (void)data;
     if (id)
-        enqueue_by_id(id);
+        enqueue_by_id(data, id);
 }
 
 static void on_secret_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -1048,41 +1017,51 @@ int peer_outgoing_init(struct agent *a)
         .on_add = on_fc_add, .on_update = on_fc_update, .on_delete = on_fc_add};
     struct inf_handlers sh = {
         .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret};
-    struct wq_options qo = {.max_concurrent = 64, .base_delay_ms = 200, .max_delay_ms = 60000};
+    struct ctl_options co = {
+        .name = "foreignclusters",
+        .log_module = OWNER,
+        .queue = {.max_concurrent = 64, .base_delay_ms = 200, .max_delay_ms = 60000},
+        .rec_size = sizeof(struct rec),
+        .reconcile = reconcile,
+        .rec_release = rec_release,
+        .retry_ms = ERROR_RETRY_MS,
+        .wait_ms = 2000};
+    struct outgoing *m = ctl_module_new(a, OWNER, sizeof(*m));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
-    r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, NULL, &st.fcs);
+    if (!m)
+        return -ENOMEM;
+    r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, m, &m->fcs);
     if (r == 0)
-        r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, 0, &sh, NULL, &st.secrets);
+        r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, 0, &sh, m, &m->secrets);
     if (r == 0)
-        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &st.config);
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &m->config);
     if (r == 0)
         r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
-                           &st.tenants);
+                           &m->tenants);
     if (r == 0)
-        r = agent_queue(a, "foreignclusters", &qo, reconcile, NULL, &st.q);
+        r = ctl_new(a, &co, m, &m->mod.ctl);
     return r;
 }
 
 int peer_outgoing_start(struct agent *a)
 {
-    (void)a;
-    st.running = true;
-    return 0;
+    return ctl_module_start(a, OWNER);
 }
 
 void peer_outgoing_stop(struct agent *a)
 {
-    (void)a;
-    st.running = false;
+    struct outgoing *m = agent_module_data(a, OWNER);
+
+    ctl_module_stop(a, OWNER);
+    if (!m)
+        return;
     /* POST /identity in flight completes now, as cancelled (after_identity ends its reconcile). */
-    while (st.authing) {
-        struct rec *r = st.authing;
+    while (m->authing) {
+        struct rec *r = m->authing;
         struct kapi_client *c = r->auth;
 
-        st.authing = r->auth_next;
+        m->authing = r->auth_next;
         r->auth_next = NULL;
         r->auth = NULL;
         kapi_client_abort(c);
@@ -1091,9 +1070,12 @@ void peer_outgoing_stop(struct agent *a)
 
 void peer_outgoing_fini(struct agent *a)
 {
-    (void)a;
+    struct outgoing *m = agent_module_data(a, OWNER);
+
+    if (!m)
+        return;
     for (int i = 0; i < MAX_PEERS; i++)
-        if (st.peers[i].used)
-            peer_forget(&st.peers[i]);
-    st.q = NULL;
+        if (m->peers[i].used)
+            peer_forget(&m->peers[i]);
+    ctl_module_fini(a, OWNER);
 }
