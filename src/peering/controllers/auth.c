@@ -68,9 +68,11 @@
 #define TOKEN_GC_MS     60000 /* sweep of expired single-use tokens */
 #define AGENT_SA        "cliqo-agent"
 #define AGENT_TENANT_CR "cliqo-agent-tenant"
+#define MOD             "auth"
 
-static struct {
-    struct agent *a;
+/* The module's state (agent_module_data "auth"); it has no controller (mod.ctl stays NULL). */
+struct auth {
+    struct ctl_module mod; /* first */
     struct inf_informer *secrets;
     struct httpd_server *srv;
     struct peer_limiter *lim;
@@ -81,7 +83,7 @@ static struct {
     struct issue *issues; /* credentials being issued (a timer or a request pending) */
     uv_timer_t *gc;       /* sweeps expired single-use tokens (leader) */
     bool stopped;         /* issuances end (cancelled) instead of going on; none starts */
-} st;
+};
 
 /* ---- the Secrets ---------------------------------------------------------------------------- */
 
@@ -97,46 +99,46 @@ static const char *secret_value(const json_t *obj, const char *key, char **owned
 }
 
 static void handle_identity(struct httpd_request *req, void *data);
-static void token_gc(const json_t *obj);
+static void token_gc(struct auth *m, const json_t *obj);
 static void handle_ids(struct httpd_request *req, void *data);
 static void handle_ca(struct httpd_request *req, void *data);
 
-static void start_server(const json_t *tls)
+static void start_server(struct auth *m, const json_t *tls)
 {
     char *cert = NULL, *key = NULL, *ca = NULL, err[256];
     int r;
 
-    if (st.listening)
+    if (m->listening)
         return;
     if (!secret_value(tls, "tls.crt", &cert) || !secret_value(tls, "tls.key", &key) ||
         !secret_value(tls, "ca.crt", &ca)) {
         log_error("auth",
                   "Secret %s/%s lacks tls.crt, tls.key or ca.crt: auth endpoint not started",
-                  agent_namespace(st.a), PEER_AUTH_TLS_SECRET);
+                  agent_namespace(m->mod.a), PEER_AUTH_TLS_SECRET);
         goto out;
     }
-    r = agent_auth_server(st.a, cert, key, &st.srv);
+    r = agent_auth_server(m->mod.a, cert, key, &m->srv);
     if (r < 0) {
         log_error("auth", "cannot create the auth server: %s", strerror(-r));
         goto out;
     }
-    if ((r = httpd_route(st.srv, "GET", "/ca", 0, handle_ca, NULL)) < 0 ||
-        (r = httpd_route(st.srv, "GET", "/ids", 0, handle_ids, NULL)) < 0 ||
-        (r = httpd_route(st.srv, "POST", "/identity", PEER_WIRE_REQUEST_MAX, handle_identity,
-                         NULL)) < 0) {
+    if ((r = httpd_route(m->srv, "GET", "/ca", 0, handle_ca, m)) < 0 ||
+        (r = httpd_route(m->srv, "GET", "/ids", 0, handle_ids, m)) < 0 ||
+        (r = httpd_route(m->srv, "POST", "/identity", PEER_WIRE_REQUEST_MAX, handle_identity, m)) <
+            0) {
         log_error("auth", "cannot add the auth routes: %s", strerror(-r));
         goto out;
     }
-    r = httpd_start(st.srv, err, sizeof(err));
+    r = httpd_start(m->srv, err, sizeof(err));
     if (r < 0) {
         log_error("auth", "cannot listen: %s", err);
         goto out;
     }
-    x_free(st.ca_pem);
-    st.ca_pem = ca;
+    x_free(m->ca_pem);
+    m->ca_pem = ca;
     ca = NULL;
-    st.listening = true;
-    log_info("auth", "auth endpoint listening on port %u", (unsigned)httpd_port(st.srv));
+    m->listening = true;
+    log_info("auth", "auth endpoint listening on port %u", (unsigned)httpd_port(m->srv));
 out:
     if (key)
         OPENSSL_cleanse(key, strlen(key));
@@ -147,31 +149,31 @@ out:
 
 static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct auth *m = data;
     const char *name = kapi_obj_name(obj);
     char *tok = NULL;
 
     (void)inf;
-    (void)data;
     if (!name)
         return;
     if (strcmp(name, PEER_AUTH_TOKEN_SECRET) == 0) {
         if (secret_value(obj, "token", &tok) && peer_token_valid(tok)) {
-            if (st.token[0] && strcmp(st.token, tok) != 0)
-                log_info("auth", "peering token rotated (Secret %s/%s)", agent_namespace(st.a),
+            if (m->token[0] && strcmp(m->token, tok) != 0)
+                log_info("auth", "peering token rotated (Secret %s/%s)", agent_namespace(m->mod.a),
                          PEER_AUTH_TOKEN_SECRET);
-            snprintf(st.token, sizeof(st.token), "%s", tok);
+            snprintf(m->token, sizeof(m->token), "%s", tok);
         } else {
             log_warn("auth", "Secret %s/%s has no valid token (64 lowercase hex digits)",
-                     agent_namespace(st.a), PEER_AUTH_TOKEN_SECRET);
-            OPENSSL_cleanse(st.token, sizeof(st.token));
+                     agent_namespace(m->mod.a), PEER_AUTH_TOKEN_SECRET);
+            OPENSSL_cleanse(m->token, sizeof(m->token));
         }
         if (tok)
             OPENSSL_cleanse(tok, strlen(tok));
         x_free(tok);
     } else if (strcmp(name, PEER_AUTH_TLS_SECRET) == 0) {
-        start_server(obj);
+        start_server(m, obj);
     } else if (strncmp(name, PEER_TOKEN_SECRET_PREFIX, strlen(PEER_TOKEN_SECRET_PREFIX)) == 0) {
-        token_gc(obj);
+        token_gc(m, obj);
     }
 }
 
@@ -183,12 +185,13 @@ static void on_secret_update(struct inf_informer *inf, json_t *old_obj, json_t *
 
 static void on_secret_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct auth *m = data;
+
     (void)inf;
-    (void)data;
     if (kapi_obj_name(obj) && strcmp(kapi_obj_name(obj), PEER_AUTH_TOKEN_SECRET) == 0) {
         log_warn("auth", "Secret %s/%s deleted: every peering request is refused until it is back",
-                 agent_namespace(st.a), PEER_AUTH_TOKEN_SECRET);
-        OPENSSL_cleanse(st.token, sizeof(st.token));
+                 agent_namespace(m->mod.a), PEER_AUTH_TOKEN_SECRET);
+        OPENSSL_cleanse(m->token, sizeof(m->token));
     }
 }
 
@@ -196,26 +199,27 @@ static void on_secret_delete(struct inf_informer *inf, json_t *obj, void *data)
 
 static void handle_ca(struct httpd_request *req, void *data)
 {
-    (void)data;
-    httpd_respond(req, 200, "application/x-pem-file", st.ca_pem, strlen(st.ca_pem));
+    struct auth *m = data;
+
+    httpd_respond(req, 200, "application/x-pem-file", m->ca_pem, strlen(m->ca_pem));
 }
 
 static void handle_ids(struct httpd_request *req, void *data)
 {
+    struct auth *m = data;
     struct peer_ids ids;
     char *json = NULL;
 
-    (void)data;
-    if (!identity_cluster_id(st.a)) {
+    if (!identity_cluster_id(m->mod.a)) {
         httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE, "the cluster has no identity yet");
         return;
     }
     memset(&ids, 0, sizeof(ids));
-    snprintf(ids.cluster_id, sizeof(ids.cluster_id), "%s", identity_cluster_id(st.a));
+    snprintf(ids.cluster_id, sizeof(ids.cluster_id), "%s", identity_cluster_id(m->mod.a));
     snprintf(ids.cluster_name, sizeof(ids.cluster_name), "%s",
-             identity_cluster_name(st.a) ? identity_cluster_name(st.a) : "");
+             identity_cluster_name(m->mod.a) ? identity_cluster_name(m->mod.a) : "");
     snprintf(ids.key_id, sizeof(ids.key_id), "%s",
-             identity_key_id(st.a) ? identity_key_id(st.a) : "");
+             identity_key_id(m->mod.a) ? identity_key_id(m->mod.a) : "");
     if (peer_wire_ids_encode(&ids, &json) < 0) {
         httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "cannot encode the identity");
         return;
@@ -227,7 +231,8 @@ static void handle_ids(struct httpd_request *req, void *data)
 /* ---- POST /identity -------------------------------------------------------------------------- */
 
 struct issue {
-    struct ctl_call_chain ch;  /* first */
+    struct ctl_call_chain ch; /* first */
+    struct auth *m;
     struct httpd_request *req; /* NULL once aborted (HTTP requests only) */
     bool http;                 /* answering an HTTP request (else calling done) */
     peer_issue_cb done;
@@ -252,20 +257,21 @@ struct issue {
     const struct kapi_resource *ens_res;
     json_t *ens_obj;
     void (*ens_next)(void *owner);
-    struct issue *next, **pprev; /* st.issues */
+    struct issue *next, **pprev; /* auth.issues */
 };
 
-static struct issue *issue_new(void)
+static struct issue *issue_new(struct auth *m)
 {
     struct issue *is = x_calloc(1, sizeof(*is));
 
     if (!is)
         return NULL;
-    is->next = st.issues;
-    if (st.issues)
-        st.issues->pprev = &is->next;
-    is->pprev = &st.issues;
-    st.issues = is;
+    is->m = m;
+    is->next = m->issues;
+    if (m->issues)
+        m->issues->pprev = &is->next;
+    is->pprev = &m->issues;
+    m->issues = is;
     return is;
 }
 
@@ -335,7 +341,9 @@ static bool created_or_exists(struct issue *is, const char *what)
  * cancelled (see cancel). */
 static bool gone(struct issue *is)
 {
-    if (st.stopped || is->ch.last.err == -ECANCELED) {
+    struct auth *m = is->m;
+
+    if (m->stopped || is->ch.last.err == -ECANCELED) {
         cancel(is);
         return true;
     }
@@ -354,6 +362,7 @@ static bool gone(struct issue *is)
 static void step_ensure_got(void *owner)
 {
     struct issue *is = owner;
+    struct auth *m = is->m;
 
     if (gone(is))
         return;
@@ -365,7 +374,7 @@ static void step_ensure_got(void *owner)
     }
     is->made = true;
     is->ch.next = is->ens_next;
-    if (kapi_create(agent_kube(st.a), is->ens_res, is->ns, is->ens_obj, ctl_call_cb, is) < 0)
+    if (kapi_create(agent_kube(m->mod.a), is->ens_res, is->ns, is->ens_obj, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
     json_decref(is->ens_obj);
     is->ens_obj = NULL;
@@ -374,6 +383,8 @@ static void step_ensure_got(void *owner)
 static void ensure_object(struct issue *is, const struct kapi_resource *res, const char *name,
                           json_t *o, void (*next)(void *))
 {
+    struct auth *m = is->m;
+
     if (!o) {
         finish(is, 500, PEER_WIRE_E_INTERNAL, "out of memory");
         return;
@@ -383,7 +394,7 @@ static void ensure_object(struct issue *is, const struct kapi_resource *res, con
     is->ens_obj = o;
     is->ens_next = next;
     is->ch.next = step_ensure_got;
-    if (kapi_get(agent_kube(st.a), res, is->ns, name, ctl_call_cb, is) < 0)
+    if (kapi_get(agent_kube(m->mod.a), res, is->ns, name, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
 }
 
@@ -394,17 +405,19 @@ static void create_namespace(struct issue *is, const char *key_id, void (*next)(
 static void on_poll_timer(uv_timer_t *t)
 {
     struct issue *is = t->data;
+    struct auth *m = is->m;
 
     if (gone(is))
         return;
     is->ch.next = step_poll_token;
-    if (kapi_get(agent_kube(st.a), &kapi_secrets, is->ns, is->secret, ctl_call_cb, is) < 0)
+    if (kapi_get(agent_kube(m->mod.a), &kapi_secrets, is->ns, is->secret, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot read the token Secret");
 }
 
 static void step_poll_token(void *owner)
 {
     struct issue *is = owner;
+    struct auth *m = is->m;
     const char *tok;
 
     if (gone(is))
@@ -422,14 +435,14 @@ static void step_poll_token(void *owner)
         finish(is, 500, PEER_WIRE_E_INTERNAL, msg);
         return;
     }
-    if (uv_now(agent_loop(st.a)) >= is->deadline) {
+    if (uv_now(agent_loop(m->mod.a)) >= is->deadline) {
         finish(is, 503, PEER_WIRE_E_UNAVAILABLE,
                "the service-account token was not issued in time (is the token controller of "
                "kube-controller-manager running, and can the API server reach this agent's "
                "webhooks, which check Secrets in tenant namespaces?)");
         return;
     }
-    if (!is->timer && !(is->timer = ktimer_new(agent_loop(st.a), is))) {
+    if (!is->timer && !(is->timer = ktimer_new(agent_loop(m->mod.a), is))) {
         finish(is, 500, PEER_WIRE_E_INTERNAL, "out of memory");
         return;
     }
@@ -439,6 +452,7 @@ static void step_poll_token(void *owner)
 static void step_token_secret(void *owner)
 {
     struct issue *is = owner;
+    struct auth *m = is->m;
     json_t *o;
 
     if (gone(is) || !created_or_exists(is, "the identity's RoleBinding"))
@@ -448,7 +462,7 @@ static void step_token_secret(void *owner)
                   PEER_LABEL_CLUSTER_ID, is->in.cluster_id, "annotations",
                   "kubernetes.io/service-account.name", is->sa, "type",
                   "kubernetes.io/service-account-token");
-    is->deadline = uv_now(agent_loop(st.a)) + TOKEN_WAIT_MS;
+    is->deadline = uv_now(agent_loop(m->mod.a)) + TOKEN_WAIT_MS;
     /* Found or created: step_poll_token reads ch.last, and again until the token is in it. */
     ensure_object(is, &kapi_secrets, is->secret, o, step_poll_token);
 }
@@ -467,13 +481,15 @@ static json_t *rolebinding(const char *ns, const char *name, const char *role, c
 static void step_peer_binding(void *owner)
 {
     struct issue *is = owner;
+    struct auth *m = is->m;
     json_t *o;
 
     if (gone(is) || !created_or_exists(is, "the ServiceAccount"))
         return;
     o = rolebinding(is->ns, is->binding, is->role, is->ns, is->sa);
     is->ch.next = step_token_secret;
-    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, ctl_call_cb, is) < 0)
+    if (!o ||
+        kapi_create(agent_kube(m->mod.a), &peer_res_rolebindings, is->ns, o, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the RoleBinding");
     json_decref(o);
 }
@@ -499,11 +515,12 @@ static void step_quota_counted(void *owner);
 static void on_quota_timer(uv_timer_t *t)
 {
     struct issue *is = t->data;
+    struct auth *m = is->m;
 
     if (gone(is))
         return;
     is->ch.next = step_quota_counted;
-    if (kapi_get(agent_kube(st.a), &kapi_resourcequotas, is->ns, PEER_TENANT_QUOTA, ctl_call_cb,
+    if (kapi_get(agent_kube(m->mod.a), &kapi_resourcequotas, is->ns, PEER_TENANT_QUOTA, ctl_call_cb,
                  is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot read the tenant namespace's ResourceQuota");
 }
@@ -511,6 +528,7 @@ static void on_quota_timer(uv_timer_t *t)
 static void step_quota_counted(void *owner)
 {
     struct issue *is = owner;
+    struct auth *m = is->m;
     const json_t *hard, *used;
     const char *k;
     json_t *v;
@@ -535,14 +553,14 @@ static void step_quota_counted(void *owner)
         step_sa(is);
         return;
     }
-    if (uv_now(agent_loop(st.a)) >= is->deadline) {
+    if (uv_now(agent_loop(m->mod.a)) >= is->deadline) {
         finish(is, 503, PEER_WIRE_E_UNAVAILABLE,
                "the tenant namespace's ResourceQuota " PEER_TENANT_QUOTA
                " was not counted in time (is the resourcequota controller of "
                "kube-controller-manager running?)");
         return;
     }
-    if (!is->timer && !(is->timer = ktimer_new(agent_loop(st.a), is))) {
+    if (!is->timer && !(is->timer = ktimer_new(agent_loop(m->mod.a), is))) {
         finish(is, 500, PEER_WIRE_E_INTERNAL, "out of memory");
         return;
     }
@@ -552,6 +570,7 @@ static void step_quota_counted(void *owner)
 static void step_quota(void *owner)
 {
     struct issue *is = owner;
+    struct auth *m = is->m;
     json_t *o;
 
     if (gone(is) || !created_or_exists(is, "the agent's RoleBinding"))
@@ -561,9 +580,10 @@ static void step_quota(void *owner)
                   "labels", "app.kubernetes.io/managed-by", "cliqo-agent",
                   "app.kubernetes.io/part-of", "cliqo", "spec", "hard", peer_tenant_quota_hard());
     is->ch.next = step_quota_counted;
-    is->deadline = uv_now(agent_loop(st.a)) + TOKEN_WAIT_MS;
+    is->deadline = uv_now(agent_loop(m->mod.a)) + TOKEN_WAIT_MS;
     /* Created (its status is not counted yet: read it again) or already there (read it). */
-    if (!o || kapi_create(agent_kube(st.a), &kapi_resourcequotas, is->ns, o, ctl_call_cb, is) < 0)
+    if (!o ||
+        kapi_create(agent_kube(m->mod.a), &kapi_resourcequotas, is->ns, o, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the ResourceQuota");
     json_decref(o);
 }
@@ -571,13 +591,15 @@ static void step_quota(void *owner)
 static void step_agent_binding(void *owner)
 {
     struct issue *is = owner;
+    struct auth *m = is->m;
     json_t *o;
 
     if (gone(is) || !created_or_exists(is, "the tenant namespace"))
         return;
-    o = rolebinding(is->ns, AGENT_SA, AGENT_TENANT_CR, agent_namespace(st.a), AGENT_SA);
+    o = rolebinding(is->ns, AGENT_SA, AGENT_TENANT_CR, agent_namespace(m->mod.a), AGENT_SA);
     is->ch.next = step_quota;
-    if (!o || kapi_create(agent_kube(st.a), &peer_res_rolebindings, is->ns, o, ctl_call_cb, is) < 0)
+    if (!o ||
+        kapi_create(agent_kube(m->mod.a), &peer_res_rolebindings, is->ns, o, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the RoleBinding");
     json_decref(o);
 }
@@ -614,14 +636,14 @@ static void step_namespace(void *owner)
 
 /* The key ID this cluster learned from X itself (the keyId of X's answer to our POST /identity,
  * kept in our Secret remote-identity-<X>), into ret; "" when none. */
-static void learned_key_id(const char *cluster_id, char ret[PEER_KEY_ID_LEN + 1])
+static void learned_key_id(struct auth *m, const char *cluster_id, char ret[PEER_KEY_ID_LEN + 1])
 {
     char name[128], *v = NULL;
     json_t *sec;
 
     ret[0] = '\0';
     snprintf(name, sizeof(name), "remote-identity-%s", cluster_id);
-    sec = inf_get(st.secrets, agent_namespace(st.a), name);
+    sec = inf_get(m->secrets, agent_namespace(m->mod.a), name);
     if (sec && secret_value(sec, "key-id", &v) && peer_idkey_id_valid(v))
         snprintf(ret, PEER_KEY_ID_LEN + 1, "%s", v);
     x_free(v);
@@ -630,6 +652,8 @@ static void learned_key_id(const char *cluster_id, char ret[PEER_KEY_ID_LEN + 1]
 
 static void refuse(struct issue *is, const char *reason, const char *msg)
 {
+    struct auth *m = is->m;
+
     if (strcmp(reason, PEER_WIRE_E_FORBIDDEN) == 0)
         log_warn("auth", "wrong peering token from %s (cluster %s): %s",
                  is->req ? httpd_req_peer_ip(is->req) : "?", is->in.cluster_id, msg);
@@ -637,7 +661,7 @@ static void refuse(struct issue *is, const char *reason, const char *msg)
         log_warn("auth", "refused the request of cluster %s from %s: %s", is->in.cluster_id,
                  is->req ? httpd_req_peer_ip(is->req) : "?", msg);
     if (is->req)
-        peer_limiter_fail(st.lim, httpd_req_peer_ip(is->req), uv_now(agent_loop(st.a)));
+        peer_limiter_fail(m->lim, httpd_req_peer_ip(is->req), uv_now(agent_loop(m->mod.a)));
     end(is, -EACCES, 403, reason, msg);
 }
 
@@ -663,6 +687,7 @@ static void refuse_mismatch(struct issue *is)
 
 static void create_namespace(struct issue *is, const char *key_id, void (*next)(void *))
 {
+    struct auth *m = is->m;
     json_t *o;
 
     o = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}}}", "apiVersion", "v1", "kind", "Namespace",
@@ -675,7 +700,7 @@ static void create_namespace(struct issue *is, const char *key_id, void (*next)(
         o = NULL;
     }
     is->ch.next = next;
-    if (!o || kapi_create(agent_kube(st.a), &kapi_namespaces, NULL, o, ctl_call_cb, is) < 0)
+    if (!o || kapi_create(agent_kube(m->mod.a), &kapi_namespaces, NULL, o, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot create the tenant namespace");
     json_decref(o);
 }
@@ -687,6 +712,7 @@ static void step_lookup(void *owner);
 static void step_ns_created(void *owner)
 {
     struct issue *is = owner;
+    struct auth *m = is->m;
     char sel[160];
     struct kapi_list_opts lo = {.label_selector = sel};
 
@@ -703,7 +729,7 @@ static void step_ns_created(void *owner)
     is->rechecked = true;
     snprintf(sel, sizeof(sel), "%s=%s", PEER_LABEL_CLUSTER_ID, is->in.cluster_id);
     is->ch.next = step_lookup;
-    if (kapi_list(agent_kube(st.a), &kapi_namespaces, NULL, &lo, ctl_call_cb, is) < 0)
+    if (kapi_list(agent_kube(m->mod.a), &kapi_namespaces, NULL, &lo, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot list the tenant namespaces");
 }
 
@@ -733,14 +759,15 @@ static void step_bound(void *owner)
  * resourceVersion, so that two requests cannot both bind it. */
 static void bind_namespace(struct issue *is)
 {
+    struct auth *m = is->m;
     char patch[512];
 
     snprintf(patch, sizeof(patch),
              "{\"metadata\":{\"resourceVersion\":\"%s\",\"annotations\":{\"%s\":\"%s\"}}}",
              is->found_rv, PEER_ANN_KEY_ID, is->key_id);
     is->ch.next = step_bound;
-    if (kapi_patch(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, NULL, KAPI_PATCH_MERGE, patch,
-                   ctl_call_cb, is) < 0)
+    if (kapi_patch(agent_kube(m->mod.a), &kapi_namespaces, NULL, is->ns, NULL, KAPI_PATCH_MERGE,
+                   patch, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot bind the tenant namespace");
 }
 
@@ -769,6 +796,7 @@ static void step_consumed(void *owner)
  * conditional on the resourceVersion read, then goes on with next. */
 static void consume_token(struct issue *is, void (*next)(struct issue *))
 {
+    struct auth *m = is->m;
     json_t *meta = json_object_get(is->tok_secret, "metadata"), *ann;
 
     if (is->tok != TOK_SINGLE_FRESH) {
@@ -788,7 +816,7 @@ static void consume_token(struct issue *is, void (*next)(struct issue *))
     }
     is->after_consume = next;
     is->ch.next = step_consumed;
-    if (kapi_update(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a),
+    if (kapi_update(agent_kube(m->mod.a), &kapi_secrets, agent_namespace(m->mod.a),
                     kapi_obj_name(is->tok_secret), NULL, is->tok_secret, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot use the token");
 }
@@ -834,6 +862,7 @@ static void on_duplicate_deleted(struct kapi_client *c, const struct kapi_result
 static void step_lookup(void *owner)
 {
     struct issue *is = owner;
+    struct auth *m = is->m;
     json_t *found;
     const char *bound;
     char learned[PEER_KEY_ID_LEN + 1];
@@ -849,7 +878,7 @@ static void step_lookup(void *owner)
         /* A concurrent request made another one first: ours goes. */
         log_warn("auth", "cluster %s: deleting the duplicate tenant namespace %s (%s is older)",
                  is->in.cluster_id, is->ns, kapi_obj_name(found));
-        if (kapi_delete(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, NULL,
+        if (kapi_delete(agent_kube(m->mod.a), &kapi_namespaces, NULL, is->ns, NULL,
                         on_duplicate_deleted, NULL) < 0)
             log_error("auth", "cannot delete the duplicate tenant namespace %s", is->ns);
         is->created = false;
@@ -863,7 +892,7 @@ static void step_lookup(void *owner)
                      is->ns, is->in.cluster_id);
             finish(is, 500, PEER_WIRE_E_INTERNAL, msg);
         } else if (!is->http) {
-            learned_key_id(is->in.cluster_id, learned);
+            learned_key_id(m, is->in.cluster_id, learned);
             create_namespace(is, learned, step_ns_created);
         } else if (is->tok == TOK_NONE) {
             refuse_token(is);
@@ -892,7 +921,7 @@ static void step_lookup(void *owner)
     /* Unbound: made by our outgoing controller towards X, or before identity keys. */
     snprintf(is->found_rv, sizeof(is->found_rv), "%s",
              kapi_obj_rv(found) ? kapi_obj_rv(found) : "");
-    learned_key_id(is->in.cluster_id, learned);
+    learned_key_id(m, is->in.cluster_id, learned);
     if (learned[0]) {
         if (strcmp(learned, is->key_id) != 0)
             refuse_mismatch(is);
@@ -913,8 +942,9 @@ static void step_lookup(void *owner)
 
 static void step_reply(struct issue *is)
 {
+    struct auth *m = is->m;
     const struct peer_ctl_options *o = peer_ctl_options();
-    const struct kc_config *kc = agent_kubeconfig(st.a);
+    const struct kc_config *kc = agent_kubeconfig(m->mod.a);
     const char *b64 =
         json_string_value(json_object_get(json_object_get(is->ch.last.body, "data"), "token"));
     struct peer_kubeconfig_params p;
@@ -931,11 +961,12 @@ static void step_reply(struct issue *is)
     p.ca_pem_len = kc->ca_pem_len;
     p.token = token;
     p.namespace = is->ns;
-    p.cluster_name = identity_cluster_name(st.a) && *identity_cluster_name(st.a)
-                         ? identity_cluster_name(st.a)
-                         : identity_cluster_id(st.a);
+    p.cluster_name = identity_cluster_name(m->mod.a) && *identity_cluster_name(m->mod.a)
+                         ? identity_cluster_name(m->mod.a)
+                         : identity_cluster_id(m->mod.a);
     if (peer_kubeconfig_build(&p, &kubeconfig, err, sizeof(err)) < 0 ||
-        peer_wire_identity_response_encode(is->ns, kubeconfig, identity_key_id(st.a), &json) < 0) {
+        peer_wire_identity_response_encode(is->ns, kubeconfig, identity_key_id(m->mod.a), &json) <
+            0) {
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot build the credential");
     } else {
         /* A virtual kubelet's credential is re-issued at every refresh: at info only when made. */
@@ -964,6 +995,7 @@ static void step_reply(struct issue *is)
 
 static void issue_start(struct issue *is)
 {
+    struct auth *m = is->m;
     const char *prefix = is->kind == PEER_CRED_VK ? PEER_VK_SA_PREFIX : "remote-";
 
     is->role = is->kind == PEER_CRED_VK ? PEER_VK_TENANT_ROLE : PEER_REMOTE_ROLE;
@@ -976,12 +1008,12 @@ static void issue_start(struct issue *is)
 
         snprintf(sel, sizeof(sel), "%s=%s", PEER_LABEL_CLUSTER_ID, is->in.cluster_id);
         is->ch.next = step_lookup;
-        if (kapi_list(agent_kube(st.a), &kapi_namespaces, NULL, &lo, ctl_call_cb, is) < 0)
+        if (kapi_list(agent_kube(m->mod.a), &kapi_namespaces, NULL, &lo, ctl_call_cb, is) < 0)
             finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
         return;
     }
     is->ch.next = step_namespace;
-    if (kapi_get(agent_kube(st.a), &kapi_namespaces, NULL, is->ns, ctl_call_cb, is) < 0)
+    if (kapi_get(agent_kube(m->mod.a), &kapi_namespaces, NULL, is->ns, ctl_call_cb, is) < 0)
         finish(is, 500, PEER_WIRE_E_INTERNAL, "cannot reach the API server");
 }
 
@@ -996,17 +1028,17 @@ static void on_token_deleted(struct kapi_client *c, const struct kapi_result *re
 }
 
 /* Deletes an expired single-use token Secret (leader only; conditional on its UID). */
-static void token_gc(const json_t *obj)
+static void token_gc(struct auth *m, const json_t *obj)
 {
     struct kapi_delete_opts o = {.precondition_uid = kapi_obj_uid(obj), .grace_period_seconds = -1};
 
-    if (!agent_is_leader(st.a) || st.stopped ||
+    if (!agent_is_leader(m->mod.a) || m->stopped ||
         peer_token_secret_check(obj, NULL, (int64_t)time(NULL), NULL) != -EKEYEXPIRED)
         return;
-    log_info("auth", "deleting expired peering token Secret %s/%s", agent_namespace(st.a),
+    log_info("auth", "deleting expired peering token Secret %s/%s", agent_namespace(m->mod.a),
              kapi_obj_name(obj));
-    if (kapi_delete(agent_kube(st.a), &kapi_secrets, agent_namespace(st.a), kapi_obj_name(obj), &o,
-                    on_token_deleted, NULL) < 0)
+    if (kapi_delete(agent_kube(m->mod.a), &kapi_secrets, agent_namespace(m->mod.a),
+                    kapi_obj_name(obj), &o, on_token_deleted, NULL) < 0)
         log_warn("auth", "cannot delete expired peering token Secret %s", kapi_obj_name(obj));
 }
 
@@ -1014,6 +1046,7 @@ static void token_gc(const json_t *obj)
  * very cluster and key: a retry), or none that is valid (is->tok_why says why). */
 static void token_classify(struct issue *is)
 {
+    struct auth *m = is->m;
     char digest[PEER_TOKEN_DIGEST_LEN + 1], name[96];
     const char *ucid, *ukey;
     json_t *sec = NULL, *ann;
@@ -1021,18 +1054,18 @@ static void token_classify(struct issue *is)
 
     is->tok = TOK_NONE;
     is->tok_why = NULL;
-    if (st.token[0] && peer_token_equal(is->in.token, st.token)) {
+    if (m->token[0] && peer_token_equal(is->in.token, m->token)) {
         is->tok = TOK_SHARED;
         return;
     }
     if (peer_token_digest(is->in.token, digest) < 0)
         return;
     snprintf(name, sizeof(name), "%s%.*s", PEER_TOKEN_SECRET_PREFIX, PEER_TOKEN_NAME_HEX, digest);
-    sec = inf_get(st.secrets, agent_namespace(st.a), name);
+    sec = inf_get(m->secrets, agent_namespace(m->mod.a), name);
     r = sec ? peer_token_secret_check(sec, digest, (int64_t)time(NULL), NULL) : -ENOENT;
     if (r == -EKEYEXPIRED) {
         is->tok_why = "it expired";
-        token_gc(sec);
+        token_gc(m, sec);
     }
     if (r < 0)
         goto out;
@@ -1075,8 +1108,9 @@ static void refuse_limited(struct httpd_request *req, const char *ip, uint64_t r
  * uncounted. */
 static void handle_identity(struct httpd_request *req, void *data)
 {
+    struct auth *m = data;
     const char *ip = httpd_req_peer_ip(req), *ct = httpd_req_header(req, "Content-Type");
-    uint64_t now = uv_now(agent_loop(st.a)), retry_ms = 0;
+    uint64_t now = uv_now(agent_loop(m->mod.a)), retry_ms = 0;
     struct peer_wire_error werr;
     struct issue *is;
     size_t len;
@@ -1085,17 +1119,16 @@ static void handle_identity(struct httpd_request *req, void *data)
     bool limited;
     int r;
 
-    (void)data;
     if (ct && strncmp(ct, "application/json", 16) != 0) {
         httpd_respond_error(req, 415, PEER_WIRE_E_MEDIA_TYPE, "the body must be application/json");
         return;
     }
-    is = issue_new();
+    is = issue_new(m);
     if (!is) {
         httpd_respond_error(req, 500, PEER_WIRE_E_INTERNAL, "out of memory");
         return;
     }
-    limited = peer_limiter_check(st.lim, ip, now, &retry_ms);
+    limited = peer_limiter_check(m->lim, ip, now, &retry_ms);
     r = peer_wire_identity_request_decode(body, len, &is->in, &werr);
     if (r < 0) {
         if (strcmp(werr.reason, PEER_WIRE_E_TOKEN) == 0) { /* a malformed token is a wrong one */
@@ -1104,7 +1137,7 @@ static void handle_identity(struct httpd_request *req, void *data)
                 issue_free(is);
                 return;
             }
-            peer_limiter_fail(st.lim, ip, now);
+            peer_limiter_fail(m->lim, ip, now);
         }
         log_warn("auth", "malformed peering request from %s: %s", ip, werr.message);
         httpd_respond_error(req, (unsigned)peer_wire_http_status(werr.reason), werr.reason,
@@ -1112,17 +1145,17 @@ static void handle_identity(struct httpd_request *req, void *data)
         issue_free(is);
         return;
     }
-    if (!identity_cluster_id(st.a)) {
+    if (!identity_cluster_id(m->mod.a)) {
         httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE, "the cluster has no identity yet");
         issue_free(is);
         return;
     }
-    if (strcmp(is->in.cluster_id, identity_cluster_id(st.a)) == 0) {
+    if (strcmp(is->in.cluster_id, identity_cluster_id(m->mod.a)) == 0) {
         httpd_respond_error(req, 400, PEER_WIRE_E_OWN_ID, "a cluster cannot peer with itself");
         issue_free(is);
         return;
     }
-    if (!agent_is_leader(st.a)) {
+    if (!agent_is_leader(m->mod.a)) {
         httpd_add_header(req, "Retry-After", "2");
         httpd_respond_error(req, 503, PEER_WIRE_E_UNAVAILABLE,
                             "this replica is a standby; retry (the leader issues credentials)");
@@ -1134,7 +1167,7 @@ static void handle_identity(struct httpd_request *req, void *data)
         issue_free(is);
         return;
     }
-    r = peer_idkey_verify_request(&is->in, identity_cluster_id(st.a), (int64_t)time(NULL),
+    r = peer_idkey_verify_request(&is->in, identity_cluster_id(m->mod.a), (int64_t)time(NULL),
                                   PEER_IDKEY_WINDOW, is->key_id, msg, sizeof(msg));
     if (r < 0) {
         const char *reason = r == -ETIME ? PEER_WIRE_E_STALE : PEER_WIRE_E_SIGNATURE;
@@ -1144,7 +1177,7 @@ static void handle_identity(struct httpd_request *req, void *data)
         } else if (limited) {
             refuse_limited(req, ip, retry_ms);
         } else {
-            peer_limiter_fail(st.lim, ip, now);
+            peer_limiter_fail(m->lim, ip, now);
             log_warn("auth", "refused a peering request from %s (cluster %s): %s", ip,
                      is->in.cluster_id, msg);
             httpd_respond_error(req, 403, reason, msg);
@@ -1174,14 +1207,14 @@ int peer_issue_credential_kind(struct agent *a, enum peer_cred_kind kind, const 
                                const char *cluster_name, const char *ns, peer_issue_cb done,
                                void *data)
 {
+    struct auth *m = agent_module_data(a, MOD);
     struct issue *is;
 
-    (void)a;
     if (!cluster_id || !cluster_name || (kind != PEER_CRED_PEERING && kind != PEER_CRED_VK))
         return -EINVAL;
-    if (st.stopped)
+    if (!m || m->stopped)
         return -ESHUTDOWN;
-    is = issue_new();
+    is = issue_new(m);
     if (!is)
         return -ENOMEM;
     is->kind = kind;
@@ -1219,35 +1252,40 @@ int peer_auth_init(struct agent *a)
 {
     struct inf_handlers h = {
         .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret_delete};
+    struct auth *m = ctl_module_new(a, MOD, sizeof(*m));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
-    r = peer_limiter_new(0, 0, 0, &st.lim);
+    if (!m)
+        return -ENOMEM;
+    r = peer_limiter_new(0, 0, 0, &m->lim);
     if (r < 0)
         return r;
-    return agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, AGENT_INF_ALWAYS, &h, NULL,
-                          &st.secrets);
+    return agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, AGENT_INF_ALWAYS, &h, m,
+                          &m->secrets);
 }
 
 static void gc_visit(json_t *obj, void *data)
 {
-    (void)data;
-    token_gc(obj);
+    token_gc(data, obj);
 }
 
 static void on_gc_timer(uv_timer_t *t)
 {
-    (void)t;
-    inf_foreach(st.secrets, gc_visit, NULL);
+    struct auth *m = t->data;
+
+    inf_foreach(m->secrets, gc_visit, m);
 }
 
 int peer_auth_start(struct agent *a)
 {
-    st.stopped = false;
-    if (!st.gc && !(st.gc = ktimer_new(agent_loop(a), NULL)))
+    struct auth *m = agent_module_data(a, MOD);
+
+    if (!m)
+        return -EINVAL;
+    m->stopped = false;
+    if (!m->gc && !(m->gc = ktimer_new(agent_loop(a), m)))
         return -ENOMEM;
-    uv_timer_start(st.gc, on_gc_timer, TOKEN_GC_MS, TOKEN_GC_MS);
+    uv_timer_start(m->gc, on_gc_timer, TOKEN_GC_MS, TOKEN_GC_MS);
     return 0;
 }
 
@@ -1255,15 +1293,17 @@ int peer_auth_start(struct agent *a)
  * their timer now, those with a request in flight when it completes. Idempotent. */
 void peer_auth_stop(struct agent *a)
 {
+    struct auth *m = agent_module_data(a, MOD);
     struct issue *is;
 
-    (void)a;
-    st.stopped = true;
-    if (st.gc)
-        uv_timer_stop(st.gc);
+    if (!m)
+        return;
+    m->stopped = true;
+    if (m->gc)
+        uv_timer_stop(m->gc);
     for (;;) {
         /* A callback may change the list: look again from its head after each. */
-        for (is = st.issues; is; is = is->next)
+        for (is = m->issues; is; is = is->next)
             if (is->timer && uv_is_active((uv_handle_t *)is->timer))
                 break;
         if (!is)
@@ -1274,21 +1314,25 @@ void peer_auth_stop(struct agent *a)
 
 void peer_auth_fini(struct agent *a)
 {
-    (void)a;
+    struct auth *m = agent_module_data(a, MOD);
+
+    if (!m)
+        return;
     /* Nothing is left (peer_auth_stop, then the agent's abort of its requests, ended every
      * issuance); were something left, its caller may be finished already: free it silently
      * rather than call back into freed state. */
-    while (st.issues)
-        issue_free(st.issues);
-    st.lim = peer_limiter_free(st.lim);
-    ktimer_free(st.gc);
-    x_free(st.ca_pem);
-    OPENSSL_cleanse(st.token, sizeof(st.token));
-    memset(&st, 0, sizeof(st));
+    while (m->issues)
+        issue_free(m->issues);
+    m->lim = peer_limiter_free(m->lim);
+    ktimer_free(m->gc);
+    x_free(m->ca_pem);
+    OPENSSL_cleanse(m->token, sizeof(m->token));
+    ctl_module_fini(a, MOD);
 }
 
 bool peer_auth_ready(struct agent *a)
 {
-    (void)a;
-    return st.secrets && inf_synced(st.secrets);
+    struct auth *m = agent_module_data(a, MOD);
+
+    return m && m->secrets && inf_synced(m->secrets);
 }

@@ -70,7 +70,8 @@ void peer_incoming_fini(struct agent *a);
  * not ready yet, retry; -ECANCELED: the auth module stopped, the agent is shutting down) and a
  * message. It runs exactly once, on the loop, and never after the agent aborted its requests
  * (before any module's fini): a caller may free in its fini what data points to. Returns 0, or
- * -EINVAL / -ENOMEM / -ESHUTDOWN (the auth module stopped); done is then not called. */
+ * -EINVAL / -ENOMEM / -ESHUTDOWN (the auth module of agent a stopped, or is not initialised);
+ * done is then not called. */
 typedef void (*peer_issue_cb)(int err, const char *message, const char *ns, const char *kubeconfig,
                               void *data);
 int peer_issue_credential(struct agent *a, const char *cluster_id, const char *cluster_name,
