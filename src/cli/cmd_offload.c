@@ -18,6 +18,7 @@
 #include "kube/names.h"
 #include "offloading/nsof.h"
 #include "peering/resources.h"
+#include "common/duration.h"
 #include "common/json.h"
 
 #include <errno.h>
@@ -290,7 +291,7 @@ static int offload(int argc, char **argv)
         if (cli_now_ms() >= deadline) {
             char d[32];
 
-            cli_format_duration(co.timeout_ms, d, sizeof(d));
+            dur_format(co.timeout_ms, d, sizeof(d));
             print_conditions(stderr, json_object_get(obj, "status"));
             if (phase && current(obj))
                 rc = cli_error(verb,
@@ -394,7 +395,7 @@ static int unoffload(int argc, char **argv)
         if (cli_now_ms() >= deadline) {
             char d[32];
 
-            cli_format_duration(co.timeout_ms, d, sizeof(d));
+            dur_format(co.timeout_ms, d, sizeof(d));
             print_conditions(stderr, json_object_get(obj, "status"));
             rc = cli_error(verb,
                            "the NamespaceOffloading of %s is still there after %s: providers above "

@@ -11,6 +11,7 @@
 #include "cli/discovered.h"
 #include "cli/kube.h"
 
+#include "common/duration.h"
 #include "common/json.h"
 #include "common/rfc3339.h"
 #include "common/strutil.h"
@@ -224,7 +225,8 @@ int cmd_generate_add_command_main(int argc, char **argv)
         } else if ((m = cli_opt(verb, "--ttl", argc, argv, &i, &flag_ttl)) != 0) {
             if (m < 0)
                 return 2;
-            if (cli_parse_duration(flag_ttl, &ttl_ms) < 0 || ttl_ms < 1000)
+            if (dur_parse(flag_ttl, DUR_SECONDS, &ttl_ms) < 0 || ttl_ms < 1000 ||
+                ttl_ms > CLI_MAX_DURATION_MS)
                 return cli_misuse(verb, "--ttl '%s' is not a duration from 1s to 24h", flag_ttl);
         } else if (strcmp(argv[i], "--rotate-token") == 0) {
             rotate = true;
@@ -805,7 +807,7 @@ static int wait_established(struct cli_kube *k, const char *name, uint64_t timeo
     uint64_t start = cli_now_ms(), last = start;
     char seen[512] = "", tbuf[32];
 
-    cli_format_duration(timeout_ms, tbuf, sizeof(tbuf));
+    dur_format(timeout_ms, tbuf, sizeof(tbuf));
     for (;;) {
         json_t *fc = NULL, *oc, *ac;
         char now[512];
@@ -1095,7 +1097,7 @@ int cmd_unpeer_main(int argc, char **argv)
                           "which ForeignCluster? (cliqoctl unpeer NAME; see cliqoctl status)");
     if (strlen(arg) > 253)
         return cli_misuse(verb, "'%.40s...' is too long for a name", arg);
-    cli_format_duration(co.timeout_ms, tbuf, sizeof(tbuf));
+    dur_format(co.timeout_ms, tbuf, sizeof(tbuf));
     start = last = cli_now_ms();
     if (cli_kube_open(&k, &co) < 0 || lookup_fc(&k, arg, &fc) < 0)
         goto kerr;

@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/kube.h"
 
+#include "common/duration.h"
 #include "common/xalloc.h"
 #include "deploy/manifests.h"
 #include "kube/yamljson.h"
@@ -280,7 +281,7 @@ int cmd_uninstall_main(int argc, char **argv)
         else
             return cli_misuse("uninstall", "unknown option '%s' (try --help)", argv[a]);
     }
-    cli_format_duration(co.timeout_ms, tbuf, sizeof(tbuf));
+    dur_format(co.timeout_ms, tbuf, sizeof(tbuf));
     deadline = cli_now_ms() + co.timeout_ms;
     fc_deadline = force ? cli_now_ms() + co.timeout_ms / 2 : deadline;
     if (cli_kube_open(&k, &co) < 0)
