@@ -39,18 +39,6 @@ struct cli_common {
 /* Initialises co with the defaults (namespace "cliqo", the given timeout). */
 void cli_common_init(struct cli_common *co, const char *verb, uint64_t default_timeout_ms);
 
-/* Matches argv[*i] against `--name VALUE` / `--name=VALUE`. Returns 1 (matched: *ret set and *i
- * advanced past a separate value), 0 (not this option) or -1 (matched but the value is missing;
- * the reason is printed). */
-int cli_opt(const char *verb, const char *name, int argc, char **argv, int *i, const char **ret);
-
-/* The shared options (--kubeconfig, --context, --namespace/-n, --timeout). Same returns as
- * cli_opt; -1 also for a bad value. */
-int cli_common_opt(struct cli_common *co, int argc, char **argv, int *i);
-
-/* `-o json` / `--output json`: *json set. Same returns as cli_opt; -1 also for another format. */
-int cli_output_opt(const char *verb, int argc, char **argv, int *i, bool *json);
-
 /* ---- option tables (common/opts.h) -------------------------------------------------------- */
 
 #define CLI_MAX_DURATION_MS (24ull * 3600 * 1000)
