@@ -86,9 +86,8 @@ static int decide(int argc, char **argv, bool accept)
                                    .args = &which,
                                    .max_args = 1};
 
-    cli_common_init(&co, verb, 60000);
-    if ((e = cli_parse(verb, &opts, argc, argv)) < 0)
-        return e == CLI_PARSED_HELP ? 0 : 2;
+    if ((e = cli_parse(&co, verb, 60000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(e);
     if (!which)
         return cli_misuse(verb, "which cluster? (a ForeignCluster's name or cluster ID)");
     if (cli_kube_open(&k, &co) < 0)

@@ -145,7 +145,7 @@ int cmd_discovered_main(int argc, char **argv)
     struct cli_kube k = {0};
     bool json = false;
     json_t *fcs = NULL, *arr = NULL;
-    int e, n, rc = 1;
+    int e, rc = 1;
     /* clang-format off */
     const struct opts_def defs[] = {
         CLI_OPT_OUTPUT(&json, "print a JSON array"),
@@ -157,9 +157,8 @@ int cmd_discovered_main(int argc, char **argv)
     /* clang-format on */
     const struct opts_spec opts = {.defs = defs, .usage = usage_text};
 
-    cli_common_init(&co, verb, 30000);
-    if ((n = cli_parse(verb, &opts, argc, argv)) < 0)
-        return n == CLI_PARSED_HELP ? 0 : 2;
+    if ((e = cli_parse(&co, verb, 30000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(e);
     if (cli_kube_open(&k, &co) < 0)
         goto kerr;
     e = cli_list(&k, &peer_res_foreignclusters, NULL, NULL, &fcs);

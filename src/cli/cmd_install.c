@@ -298,7 +298,7 @@ static int parse_args(int argc, char **argv, struct install_opts *o)
     };
     /* clang-format on */
     const struct opts_spec opts = {.defs = defs, .usage = usage_text};
-    int n = cli_parse("install", &opts, argc, argv);
+    int n = cli_parse(&o->co, "install", 120000, &opts, argc, argv);
 
     if (n < 0)
         return n == CLI_PARSED_HELP ? 1 : -1;
@@ -813,7 +813,6 @@ int cmd_install_main(int argc, char **argv)
     struct cli_kube k;
     int r, has_url;
 
-    cli_common_init(&o.co, "install", 120000);
     r = parse_args(argc, argv, &o);
     if (r != 0)
         return r < 0 ? 2 : 0;

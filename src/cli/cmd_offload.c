@@ -109,7 +109,7 @@ struct offload_args {
     bool wait;
 };
 
-/* The command line of offload into a: 0, 1 after the help, or -1 after a misuse. */
+/* The command line of offload into a: 0, or cli_parse's CLI_PARSED_HELP or CLI_PARSED_MISUSE. */
 static int offload_parse(int argc, char **argv, struct offload_args *a)
 {
     static const char *const strategies[] = {"Local", "Remote", "LocalAndRemote", NULL};
@@ -143,10 +143,9 @@ static int offload_parse(int argc, char **argv, struct offload_args *a)
         .defs = defs, .usage = offload_usage, .args = args, .max_args = 2};
 
     memset(a, 0, sizeof(*a));
-    cli_common_init(&a->co, "offload", 60000);
-    if ((n = cli_parse("offload", &opts, argc, argv)) < 0)
-        return n == CLI_PARSED_HELP ? 1 : -1;
-    return ns_operands("offload", args, n, &a->ns) != 0 ? -1 : 0;
+    if ((n = cli_parse(&a->co, "offload", 60000, &opts, argc, argv)) < 0)
+        return n;
+    return ns_operands("offload", args, n, &a->ns) != 0 ? CLI_PARSED_MISUSE : 0;
 }
 
 static int offload(int argc, char **argv)
@@ -161,8 +160,8 @@ static int offload(int argc, char **argv)
     uint64_t deadline;
     int e, rc = 1;
 
-    if ((e = offload_parse(argc, argv, &a)) != 0)
-        return e < 0 ? 2 : 0;
+    if ((e = offload_parse(argc, argv, &a)) < 0)
+        return cli_parsed_exit(e);
     if (a.selector && nsof_selector_from_text(a.selector, &sel, err, sizeof(err)) < 0)
         return cli_misuse(
             verb, "--selector: %s",
@@ -331,9 +330,8 @@ static int unoffload(int argc, char **argv)
     const struct opts_spec opts = {
         .defs = defs, .usage = unoffload_usage, .args = args, .max_args = 2};
 
-    cli_common_init(&co, verb, 60000);
-    if ((n = cli_parse(verb, &opts, argc, argv)) < 0)
-        return n == CLI_PARSED_HELP ? 0 : 2;
+    if ((n = cli_parse(&co, verb, 60000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(n);
     if (ns_operands(verb, args, n, &ns) != 0)
         return 2;
     if (cli_kube_open(&k, &co) < 0)

@@ -222,9 +222,8 @@ int cmd_generate_add_command_main(int argc, char **argv)
     /* clang-format on */
     const struct opts_spec opts = {.defs = defs, .usage = gen_usage};
 
-    cli_common_init(&co, verb, 30000);
-    if ((e = cli_parse(verb, &opts, argc, argv)) < 0)
-        return e == CLI_PARSED_HELP ? 0 : 2;
+    if ((e = cli_parse(&co, verb, 30000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(e);
     if (shared && ttl_ms)
         return cli_misuse(verb, "--ttl applies to single-use tokens, not with --shared-token");
     if (!ttl_ms)
@@ -547,7 +546,7 @@ static int add_parse(int argc, char **argv, struct add_opts *o)
                                    .args = &o->target, /* a discovered cluster */
                                    .max_args = 1};
 
-    if ((n = cli_parse(verb, &opts, argc, argv)) < 0)
+    if ((n = cli_parse(&o->co, verb, DEFAULT_ADD_TIMEOUT, &opts, argc, argv)) < 0)
         return n == CLI_PARSED_HELP ? 1 : -1;
     if (add_parse_discovery(o) < 0)
         return -1;
@@ -906,7 +905,6 @@ int cmd_add_main(int argc, char **argv)
     int e, rc = 1;
     bool curl_ready = false;
 
-    cli_common_init(&o.co, "add", DEFAULT_ADD_TIMEOUT);
     e = add_parse(argc, argv, &o);
     if (e != 0) {
         OPENSSL_cleanse(o.token, sizeof(o.token));
@@ -1064,9 +1062,8 @@ int cmd_unpeer_main(int argc, char **argv)
     const struct opts_spec opts = {
         .defs = defs, .usage = unpeer_usage, .args = args, .max_args = 2};
 
-    cli_common_init(&co, verb, 120000);
-    if ((n = cli_parse(verb, &opts, argc, argv)) < 0)
-        return n == CLI_PARSED_HELP ? 0 : 2;
+    if ((n = cli_parse(&co, verb, 120000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(n);
     if (n > 1)
         return cli_misuse(verb, "one ForeignCluster at a time ('%s' and '%s')", args[0], args[1]);
     if (n == 1)

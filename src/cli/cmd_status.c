@@ -131,7 +131,7 @@ struct status_args {
     bool json;
 };
 
-/* The command line of status into a: 0, 1 after the help, or -1 after a misuse. */
+/* The command line of status into a: cli_parse's result. */
 static int status_parse(int argc, char **argv, struct status_args *a)
 {
     /* clang-format off */
@@ -144,13 +144,9 @@ static int status_parse(int argc, char **argv, struct status_args *a)
     };
     /* clang-format on */
     const struct opts_spec opts = {.defs = defs, .usage = usage_text};
-    int n;
 
     a->json = false;
-    cli_common_init(&a->co, "status", 30000);
-    if ((n = cli_parse("status", &opts, argc, argv)) < 0)
-        return n == CLI_PARSED_HELP ? 1 : -1;
-    return 0;
+    return cli_parse(&a->co, "status", 30000, &opts, argc, argv);
 }
 
 int cmd_status_main(int argc, char **argv)
@@ -163,8 +159,8 @@ int cmd_status_main(int argc, char **argv)
     size_t i;
     int e, rc = 1;
 
-    if ((e = status_parse(argc, argv, &a)) != 0)
-        return e < 0 ? 2 : 0;
+    if ((e = status_parse(argc, argv, &a)) < 0)
+        return cli_parsed_exit(e);
     if (cli_kube_open(&k, &a.co) < 0)
         goto kerr;
     e = cli_get(&k, &kapi_configmaps, k.ns, PEER_CLUSTER_ID_CM, &cm);

@@ -251,7 +251,7 @@ struct uninstall_args {
     bool force;
 };
 
-/* The command line of uninstall into a: 0, 1 after the help, or -1 after a misuse. */
+/* The command line of uninstall into a: cli_parse's result. */
 static int uninstall_parse(int argc, char **argv, struct uninstall_args *a)
 {
     /* clang-format off */
@@ -265,13 +265,9 @@ static int uninstall_parse(int argc, char **argv, struct uninstall_args *a)
     };
     /* clang-format on */
     const struct opts_spec opts = {.defs = defs, .usage = usage_text};
-    int n;
 
     a->force = false;
-    cli_common_init(&a->co, "uninstall", 120000);
-    if ((n = cli_parse("uninstall", &opts, argc, argv)) < 0)
-        return n == CLI_PARSED_HELP ? 1 : -1;
-    return 0;
+    return cli_parse(&a->co, "uninstall", 120000, &opts, argc, argv);
 }
 
 int cmd_uninstall_main(int argc, char **argv)
@@ -285,8 +281,8 @@ int cmd_uninstall_main(int argc, char **argv)
     int e, rc = 1, deleted = 0, n;
     size_t i;
 
-    if ((e = uninstall_parse(argc, argv, &a)) != 0)
-        return e < 0 ? 2 : 0;
+    if ((e = uninstall_parse(argc, argv, &a)) < 0)
+        return cli_parsed_exit(e);
     dur_format(a.co.timeout_ms, tbuf, sizeof(tbuf));
     deadline = cli_now_ms() + a.co.timeout_ms;
     fc_deadline = a.force ? cli_now_ms() + a.co.timeout_ms / 2 : deadline;

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-void cli_common_init(struct cli_common *co, const char *verb, uint64_t default_timeout_ms)
+static void common_init(struct cli_common *co, const char *verb, uint64_t default_timeout_ms)
 {
     memset(co, 0, sizeof(*co));
     co->verb = verb;
@@ -40,11 +40,13 @@ int cli_output_json_opt(const struct opts_def *o, const char *value, char *err, 
     return 0;
 }
 
-int cli_parse(const char *verb, const struct opts_spec *spec, int argc, char **argv)
+int cli_parse(struct cli_common *co, const char *verb, uint64_t default_timeout_ms,
+              const struct opts_spec *spec, int argc, char **argv)
 {
     char err[512];
     int n;
 
+    common_init(co, verb, default_timeout_ms);
     if (cli_wants_help(argc, argv)) {
         opts_print_help(spec, stdout);
         return CLI_PARSED_HELP;
@@ -55,6 +57,11 @@ int cli_parse(const char *verb, const struct opts_spec *spec, int argc, char **a
         return CLI_PARSED_MISUSE;
     }
     return n;
+}
+
+int cli_parsed_exit(int parsed)
+{
+    return parsed == CLI_PARSED_HELP ? 0 : 2;
 }
 
 __attribute__((format(printf, 3, 0))) static void vreport(const char *verb, const char *kind,

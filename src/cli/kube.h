@@ -36,9 +36,6 @@ struct cli_common {
     uint64_t timeout_ms;
 };
 
-/* Initialises co with the defaults (namespace "cliqo", the given timeout). */
-void cli_common_init(struct cli_common *co, const char *verb, uint64_t default_timeout_ms);
-
 /* ---- option tables (common/opts.h) -------------------------------------------------------- */
 
 #define CLI_MAX_DURATION_MS (24ull * 3600 * 1000)
@@ -68,13 +65,17 @@ void cli_common_init(struct cli_common *co, const char *verb, uint64_t default_t
 int cli_namespace_opt(const struct opts_def *o, const char *value, char *err, size_t errlen);
 int cli_output_json_opt(const struct opts_def *o, const char *value, char *err, size_t errlen);
 
-/* The command line of verb: prints the help when argv asks for it (-h or --help wins wherever it
- * stands: cli_wants_help) and returns CLI_PARSED_HELP (the verb exits 0); prints a misuse
- * ("cliqoctl <verb>: error: ...") and returns CLI_PARSED_MISUSE (exit 2); else opts_parse() and
- * the number of positional arguments. */
-int cli_parse(const char *verb, const struct opts_spec *spec, int argc, char **argv);
+/* The command line of verb, whose table writes the shared options into co: initialises co with
+ * the defaults (namespace "cliqo", the given timeout), then prints the help when argv asks for it
+ * (-h or --help wins wherever it stands: cli_wants_help) and returns CLI_PARSED_HELP, or prints a
+ * misuse ("cliqoctl <verb>: error: ...") and returns CLI_PARSED_MISUSE; else opts_parse() and the
+ * number of positional arguments. */
+int cli_parse(struct cli_common *co, const char *verb, uint64_t default_timeout_ms,
+              const struct opts_spec *spec, int argc, char **argv);
 #define CLI_PARSED_HELP   (-1)
 #define CLI_PARSED_MISUSE (-2)
+/* The verb's exit status after CLI_PARSED_HELP (0) or CLI_PARSED_MISUSE (2). */
+int cli_parsed_exit(int parsed);
 
 /* "cliqoctl <verb>: error: <message>" on stderr. cli_misuse returns 2, cli_error returns 1. */
 __attribute__((format(printf, 2, 3))) int cli_misuse(const char *verb, const char *fmt, ...);
