@@ -2,3 +2,5 @@
 cliqo_fuzzer(jsonb cliqo_common)
 # The RFC 3339 parser (timestamps in peers' objects and the kubelet API's sinceTime).
 cliqo_fuzzer(rfc3339 cliqo_common)
+# The command-line options of every program and the durations they read.
+cliqo_fuzzer(opts cliqo_common)

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "common/log.h"
 
@@ -56,7 +57,7 @@ struct agent_config {
 int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *err, size_t errlen);
 /* "<n>ms", "<n>s", "<n>m", "<n>h" → milliseconds. Returns 0, -EINVAL or -ERANGE. */
 int agent_parse_duration(const char *s, uint64_t *ret_ms);
-/* The --help text. */
-const char *agent_usage(void);
+/* Writes the --help text to f. */
+void agent_usage(FILE *f);
 
 #endif

@@ -44,7 +44,7 @@ int main(int argc, char **argv)
         return 2;
     }
     if (cfg.help) {
-        fputs(agent_usage(), stdout);
+        agent_usage(stdout);
         return 0;
     }
     if (cfg.version) {

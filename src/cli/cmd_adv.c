@@ -23,12 +23,7 @@ static const char accept_usage[] =
     "stands until 'cliqoctl refuse' (only the deny list and an invalid Advertisement win over "
     "it).\n"
     "\n"
-    "Options:\n"
-    "  --wait                  wait until the virtual node is Ready (up to --timeout)\n"
-    "  --timeout DURATION      how long --wait waits (default 60s)\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS      cliqo's namespace (default cliqo)\n";
+    "Options:\n";
 
 static const char refuse_usage[] =
     "Usage: cliqoctl refuse CLUSTER [options]\n"
@@ -37,10 +32,7 @@ static const char refuse_usage[] =
     "A virtual node already running for it is drained and removed; the peering itself stays.\n"
     "The decision stands until 'cliqoctl accept'.\n"
     "\n"
-    "Options:\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS      cliqo's namespace (default cliqo)\n";
+    "Options:\n";
 
 /* The ForeignCluster named `which`, or whose cluster ID is `which` (a new reference). */
 static int find_fc(struct cli_kube *k, const char *which, json_t **ret)
@@ -79,28 +71,23 @@ static int decide(int argc, char **argv, bool accept)
     char name[128], now[32], patch[1024];
     bool wait = false;
     int e, rc = 1;
+    /* refuse takes no --wait: its table starts after it. */
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "wait", .kind = OPTS_FLAG, .dest = &wait,
+         .help = "wait until the virtual node is Ready (up to --timeout)"},
+        CLI_OPT_TIMEOUT(&co, accept ? 0 : OPTS_HIDDEN, "how long --wait waits (default 60s)"),
+        CLI_OPTS_KUBE(&co),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {.defs = accept ? defs : defs + 1,
+                                   .usage = accept ? accept_usage : refuse_usage,
+                                   .args = &which,
+                                   .max_args = 1};
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(accept ? accept_usage : refuse_usage, stdout);
-        return 0;
-    }
-    cli_common_init(&co, verb, 60000);
-    for (int a = 1; a < argc; a++) {
-        int m;
-
-        if ((m = cli_common_opt(&co, argc, argv, &a)) != 0) {
-            if (m < 0)
-                return 2;
-        } else if (accept && strcmp(argv[a], "--wait") == 0) {
-            wait = true;
-        } else if (argv[a][0] == '-') {
-            return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
-        } else if (!which) {
-            which = argv[a];
-        } else {
-            return cli_misuse(verb, "unexpected argument '%s'", argv[a]);
-        }
-    }
+    if ((e = cli_parse(&co, verb, 60000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(e);
     if (!which)
         return cli_misuse(verb, "which cluster? (a ForeignCluster's name or cluster ID)");
     if (cli_kube_open(&k, &co) < 0)

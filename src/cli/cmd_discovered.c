@@ -32,11 +32,7 @@ static const char usage_text[] =
     "  NoCredentials  nothing supplied: peer with 'cliqoctl add NAME --token T --ca-cert-hash H'\n"
     "  Conflict       several announcements claim this cluster ID and disagree: no join\n"
     "\n"
-    "Options:\n"
-    "  -o json                 print a JSON array\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS      cliqo's namespace (default cliqo)\n";
+    "Options:\n";
 
 static const char *or_dash(const char *s)
 {
@@ -150,25 +146,19 @@ int cmd_discovered_main(int argc, char **argv)
     bool json = false;
     json_t *fcs = NULL, *arr = NULL;
     int e, rc = 1;
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        CLI_OPT_OUTPUT(&json, "print a JSON array"),
+        CLI_OPTS_KUBE(&co),
+        /* Accepted as by every cluster verb,
+        not shown: each request has its own timeout. */ CLI_OPT_TIMEOUT(&co, OPTS_HIDDEN, NULL),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {.defs = defs, .usage = usage_text};
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    cli_common_init(&co, verb, 30000);
-    for (int a = 1; a < argc; a++) {
-        int m;
-
-        if ((m = cli_common_opt(&co, argc, argv, &a)) != 0) {
-            if (m < 0)
-                return 2;
-        } else if ((m = cli_output_opt(verb, argc, argv, &a, &json)) != 0) {
-            if (m < 0)
-                return 2;
-        } else {
-            return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
-        }
-    }
+    if ((e = cli_parse(&co, verb, 30000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(e);
     if (cli_kube_open(&k, &co) < 0)
         goto kerr;
     e = cli_list(&k, &peer_res_foreignclusters, NULL, NULL, &fcs);

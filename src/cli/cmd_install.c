@@ -63,22 +63,7 @@ static const char usage_text[] =
     "cluster-id, Secrets auth-token and auth-tls) when missing. Existing identity objects are\n"
     "never changed, so running install again is safe.\n"
     "\n"
-    "Options:\n"
-    "  --cluster-name NAME     cluster name (default: from the kubeconfig's cluster name)\n"
-    "  --cluster-id ID         cluster ID (default: a random UUID v4)\n"
-    "  --auth-address ADDR     host or IP (port allowed) where peers reach the auth endpoint;\n"
-    "                          repeatable; added to the auth certificate's SANs\n"
-    "  --auth-url URL          ClusterConfig spec.peeringConfig.authUrl (default:\n"
-    "                          https://<first --auth-address>)\n"
-    "  --api-server-url URL    the API URL peers use, passed to the agent's Deployment\n"
-    "  --skip-agent            leave out the agent's Deployment and Services (run it locally)\n"
-    "  --agent-image IMG       the agent's container image\n"
-    "  --dry-run               print what would be applied (secret values redacted); change\n"
-    "                          nothing\n"
-    "  --timeout D             how long to wait for the CRDs (default 2m)\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS      cliqo's namespace (default cliqo)\n";
+    "Options:\n";
 
 static void plan_free(struct plan *p)
 {
@@ -283,46 +268,41 @@ static bool auth_url_valid(const char *u)
     return true;
 }
 
+/* The command line into o: 0, 1 after the help, or -1 after a misuse. */
 static int parse_args(int argc, char **argv, struct install_opts *o)
 {
-    for (int i = 1; i < argc; i++) {
-        const char *v;
-        int m;
+    struct opts_list addrs = {.items = o->addrs, .max = MAX_ADDRS};
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "cluster-name", .kind = OPTS_STRING, .arg = "NAME", .dest = &o->cluster_name,
+         .help = "cluster name (default: from the kubeconfig's cluster name)"},
+        {.name = "cluster-id", .kind = OPTS_STRING, .arg = "ID", .dest = &o->cluster_id,
+         .help = "cluster ID (default: a random UUID v4)"},
+        {.name = "auth-address", .kind = OPTS_LIST, .arg = "ADDR", .dest = &addrs,
+         .help = "host or IP (port allowed) where peers reach the auth endpoint; repeatable; "
+                 "added to the auth certificate's SANs"},
+        {.name = "auth-url", .kind = OPTS_STRING, .arg = "URL", .dest = &o->auth_url,
+         .help = "ClusterConfig spec.peeringConfig.authUrl (default: https://<first "
+                 "--auth-address>)"},
+        {.name = "api-server-url", .kind = OPTS_STRING, .arg = "URL", .dest = &o->api_server_url,
+         .help = "the API URL peers use, passed to the agent's Deployment"},
+        {.name = "skip-agent", .kind = OPTS_FLAG, .dest = &o->skip_agent,
+         .help = "leave out the agent's Deployment and Services (run it locally)"},
+        {.name = "agent-image", .kind = OPTS_STRING, .arg = "IMG", .dest = &o->agent_image,
+         .help = "the agent's container image"},
+        {.name = "dry-run", .kind = OPTS_FLAG, .dest = &o->dry_run,
+         .help = "print what would be applied (secret values redacted); change nothing"},
+        CLI_OPT_TIMEOUT(&o->co, 0, "how long to wait for the CRDs (default 2m)"),
+        CLI_OPTS_KUBE(&o->co),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {.defs = defs, .usage = usage_text};
+    int n = cli_parse(&o->co, "install", 120000, &opts, argc, argv);
 
-        if ((m = cli_common_opt(&o->co, argc, argv, &i)) != 0) {
-            if (m < 0)
-                return -1;
-        } else if ((m = cli_opt("install", "--cluster-name", argc, argv, &i, &o->cluster_name))) {
-            if (m < 0)
-                return -1;
-        } else if ((m = cli_opt("install", "--cluster-id", argc, argv, &i, &o->cluster_id))) {
-            if (m < 0)
-                return -1;
-        } else if ((m = cli_opt("install", "--auth-address", argc, argv, &i, &v))) {
-            if (m < 0)
-                return -1;
-            if (o->naddrs >= MAX_ADDRS)
-                return cli_misuse("install", "at most %d --auth-address options", MAX_ADDRS), -1;
-            o->addrs[o->naddrs++] = v;
-        } else if ((m = cli_opt("install", "--auth-url", argc, argv, &i, &o->auth_url))) {
-            if (m < 0)
-                return -1;
-        } else if ((m = cli_opt("install", "--api-server-url", argc, argv, &i,
-                                &o->api_server_url))) {
-            if (m < 0)
-                return -1;
-        } else if ((m = cli_opt("install", "--agent-image", argc, argv, &i, &o->agent_image))) {
-            if (m < 0)
-                return -1;
-        } else if (strcmp(argv[i], "--skip-agent") == 0) {
-            o->skip_agent = true;
-        } else if (strcmp(argv[i], "--dry-run") == 0) {
-            o->dry_run = true;
-        } else {
-            cli_misuse("install", "unknown option '%s' (try --help)", argv[i]);
-            return -1;
-        }
-    }
+    if (n < 0)
+        return n == CLI_PARSED_HELP ? 1 : -1;
+    o->naddrs = addrs.n;
     if (o->cluster_name && !peer_cluster_name_valid(o->cluster_name))
         return cli_misuse("install",
                           "--cluster-name '%s' is not an RFC 1123 label (lower case letters, "
@@ -833,13 +813,9 @@ int cmd_install_main(int argc, char **argv)
     struct cli_kube k;
     int r, has_url;
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    cli_common_init(&o.co, "install", 120000);
-    if (parse_args(argc, argv, &o) < 0)
-        return 2;
+    r = parse_args(argc, argv, &o);
+    if (r != 0)
+        return r < 0 ? 2 : 0;
     has_url = wanted_auth_url(&o, url, sizeof(url));
     if (has_url < 0)
         return cli_misuse("install", "cannot make an https:// URL of --auth-address '%s'",

@@ -18,6 +18,7 @@
 #include "kube/names.h"
 #include "offloading/nsof.h"
 #include "peering/resources.h"
+#include "common/duration.h"
 #include "common/json.h"
 
 #include <errno.h>
@@ -35,21 +36,7 @@ static const char offload_usage[] =
     "liqo.io/scheduling-enabled=true, and its pod webhook gives new pods of NAME the tolerations\n"
     "and node affinity the strategy implies. Pods already running are not moved.\n"
     "\n"
-    "Options:\n"
-    "  --strategy S            where its pods may run: Local, Remote or LocalAndRemote\n"
-    "                          (default on creation: LocalAndRemote)\n"
-    "  --mapping M             the namespace's name on the providers: DefaultName\n"
-    "                          (NAME-<cluster name>-<hash>) or EnforceSameName (NAME)\n"
-    "                          (default on creation: DefaultName)\n"
-    "  --selector SEL          which providers (virtual nodes) by their labels, label-selector\n"
-    "                          syntax: 'k=v,k!=v,k in (a,b),k notin (a),k,!k' (all must hold);\n"
-    "                          '' removes it (every provider)\n"
-    "  --wait                  wait until the agent reports Ready (exit 0) or a failure: Invalid,\n"
-    "                          NoClusterSelected, SomeFailed, AllFailed (exit 1); print the phase\n"
-    "                          and each provider's conditions\n"
-    "  --timeout D             how long --wait waits (default 60s)\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n";
+    "Options:\n";
 
 static const char unoffload_usage[] =
     "Usage: cliqoctl unoffload namespace NAME [options]\n"
@@ -58,20 +45,7 @@ static const char unoffload_usage[] =
     "remove\n"
     "the namespace (and its pods) from the providers; then the agent removes the label.\n"
     "\n"
-    "Options:\n"
-    "  --wait                  wait until every provider released the namespace and the\n"
-    "                          NamespaceOffloading is gone\n"
-    "  --timeout D             how long --wait waits (default 60s)\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n";
-
-static bool one_of(const char *v, const char *const *allowed)
-{
-    for (; *allowed; allowed++)
-        if (strcmp(v, *allowed) == 0)
-            return true;
-    return false;
-}
+    "Options:\n";
 
 /* "Ready=True (Accepted: message)" parts of one provider's conditions. */
 static void print_conditions(FILE *f, const json_t *status)
@@ -115,104 +89,102 @@ static bool current(const json_t *o)
            json_integer_value(og) >= json_integer_value(g);
 }
 
-/* The operands "namespace NAME" (or "ns NAME"), one at a time: 0, or 2 after a usage error. */
-static int ns_operand(const char *verb, const char *arg, bool *kind_seen, const char **ns)
+/* The operands "namespace NAME" (or "ns NAME"), NAME a namespace name: 0 (*ns set), or 2 after a
+ * usage error. */
+static int ns_operands(const char *verb, const char *const *args, int n, const char **ns)
 {
-    if (!*kind_seen) {
-        if (strcmp(arg, "namespace") != 0 && strcmp(arg, "ns") != 0)
-            return cli_misuse(verb, "what to %s? only 'namespace NAME' (not '%s')", verb, arg);
-        *kind_seen = true;
-    } else if (!*ns) {
-        *ns = arg;
-    } else {
-        return cli_misuse(verb, "unexpected argument '%s'", arg);
-    }
+    if (n > 0 && strcmp(args[0], "namespace") != 0 && strcmp(args[0], "ns") != 0)
+        return cli_misuse(verb, "what to %s? only 'namespace NAME' (not '%s')", verb, args[0]);
+    if (n < 2)
+        return cli_misuse(verb, "which namespace? (cliqoctl %s namespace NAME)", verb);
+    if (!kname_dns_label(args[1]))
+        return cli_misuse(verb, "'%s' is not a valid namespace name", args[1]);
+    *ns = args[1];
     return 0;
 }
 
-/* Both operands were given and NAME is a namespace name: 0, or 2 after a usage error. */
-static int ns_operands_check(const char *verb, bool kind_seen, const char *ns)
+struct offload_args {
+    struct cli_common co;
+    const char *ns, *strategy, *mapping, *selector;
+    bool wait;
+};
+
+/* The command line of offload into a: 0, or cli_parse's CLI_PARSED_HELP or CLI_PARSED_MISUSE. */
+static int offload_parse(int argc, char **argv, struct offload_args *a)
 {
-    if (!kind_seen || !ns)
-        return cli_misuse(verb, "which namespace? (cliqoctl %s namespace NAME)", verb);
-    if (!kname_dns_label(ns))
-        return cli_misuse(verb, "'%s' is not a valid namespace name", ns);
-    return 0;
+    static const char *const strategies[] = {"Local", "Remote", "LocalAndRemote", NULL};
+    static const char *const mappings[] = {"DefaultName", "EnforceSameName", NULL};
+    const char *args[2];
+    int n;
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "strategy", .kind = OPTS_CHOICE, .arg = "S", .dest = &a->strategy,
+         .choices = strategies,
+         .help = "where its pods may run: Local, Remote or LocalAndRemote (default on creation: "
+                 "LocalAndRemote)"},
+        {.name = "mapping", .kind = OPTS_CHOICE, .arg = "M", .dest = &a->mapping,
+         .choices = mappings,
+         .help = "the namespace's name on the providers: DefaultName (NAME-<cluster "
+                 "name>-<hash>) or EnforceSameName (NAME) (default on creation: DefaultName)"},
+        {.name = "selector", .kind = OPTS_STRING, .arg = "SEL", .dest = &a->selector,
+         .help = "which providers (virtual nodes) by their labels, label-selector syntax: "
+                 "'k=v,k!=v,k in (a,b),k notin (a),k,!k' (all must hold); '' removes it (every "
+                 "provider)"},
+        {.name = "wait", .kind = OPTS_FLAG, .dest = &a->wait,
+         .help = "wait until the agent reports Ready (exit 0) or a failure: Invalid, "
+                 "NoClusterSelected, SomeFailed, AllFailed (exit 1); print the phase and each "
+                 "provider's conditions"},
+        CLI_OPT_TIMEOUT(&a->co, 0, "how long --wait waits (default 60s)"),
+        CLI_OPTS_KUBE(&a->co),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {
+        .defs = defs, .usage = offload_usage, .args = args, .max_args = 2};
+
+    memset(a, 0, sizeof(*a));
+    if ((n = cli_parse(&a->co, "offload", 60000, &opts, argc, argv)) < 0)
+        return n;
+    return ns_operands("offload", args, n, &a->ns) != 0 ? CLI_PARSED_MISUSE : 0;
 }
 
 static int offload(int argc, char **argv)
 {
     const char *verb = "offload";
-    static const char *const strategies[] = {"Local", "Remote", "LocalAndRemote", NULL};
-    static const char *const mappings[] = {"DefaultName", "EnforceSameName", NULL};
-    struct cli_common co;
+    struct offload_args a;
     struct cli_kube k = {0};
-    const char *ns = NULL, *strategy = NULL, *mapping = NULL, *seltext = NULL, *phase;
+    const char *phase;
     json_t *sel = NULL, *obj = NULL, *spec = NULL, *nsobj = NULL, *patch = NULL;
     char err[512], *body = NULL;
-    bool wait = false, kind_seen = false, created = false;
+    bool created = false;
     uint64_t deadline;
     int e, rc = 1;
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(offload_usage, stdout);
-        return 0;
-    }
-    cli_common_init(&co, verb, 60000);
-    for (int a = 1; a < argc; a++) {
-        int m;
-
-        if ((m = cli_common_opt(&co, argc, argv, &a)) != 0) {
-            if (m < 0)
-                return 2;
-        } else if ((m = cli_opt(verb, "--strategy", argc, argv, &a, &strategy)) != 0) {
-            if (m < 0)
-                return 2;
-            if (!one_of(strategy, strategies))
-                return cli_misuse(verb, "--strategy '%s' is not Local, Remote or LocalAndRemote",
-                                  strategy);
-        } else if ((m = cli_opt(verb, "--mapping", argc, argv, &a, &mapping)) != 0) {
-            if (m < 0)
-                return 2;
-            if (!one_of(mapping, mappings))
-                return cli_misuse(verb, "--mapping '%s' is not DefaultName or EnforceSameName",
-                                  mapping);
-        } else if ((m = cli_opt(verb, "--selector", argc, argv, &a, &seltext)) != 0) {
-            if (m < 0)
-                return 2;
-        } else if (strcmp(argv[a], "--wait") == 0) {
-            wait = true;
-        } else if (argv[a][0] == '-') {
-            return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
-        } else if ((m = ns_operand(verb, argv[a], &kind_seen, &ns)) != 0) {
-            return m;
-        }
-    }
-    if (ns_operands_check(verb, kind_seen, ns) != 0)
-        return 2;
-    if (seltext && nsof_selector_from_text(seltext, &sel, err, sizeof(err)) < 0)
+    if ((e = offload_parse(argc, argv, &a)) < 0)
+        return cli_parsed_exit(e);
+    if (a.selector && nsof_selector_from_text(a.selector, &sel, err, sizeof(err)) < 0)
         return cli_misuse(
             verb, "--selector: %s",
             err + (strncmp(err, "selector: ", 10) == 0 || strncmp(err, "selector, ", 10) == 0 ? 10
                                                                                               : 0));
-    if (nsof_home_offloadable(ns, co.ns, false, err, sizeof(err)) < 0)
+    if (nsof_home_offloadable(a.ns, a.co.ns, false, err, sizeof(err)) < 0)
         return cli_error(verb, "%s", err);
-    if (cli_kube_open(&k, &co) < 0)
+    if (cli_kube_open(&k, &a.co) < 0)
         goto kerr;
-    e = cli_get(&k, &kapi_namespaces, NULL, ns, &nsobj);
+    e = cli_get(&k, &kapi_namespaces, NULL, a.ns, &nsobj);
     if (e == -ENOENT) {
-        rc = cli_error(verb, "namespace %s does not exist", ns);
+        rc = cli_error(verb, "namespace %s does not exist", a.ns);
         goto out;
     }
     if (e < 0)
         goto kerr;
     if (nsof_home_offloadable(
-            ns, co.ns, jsn_str_at(nsobj, "metadata", "labels", PEER_LABEL_TENANT, NULL) != NULL,
+            a.ns, a.co.ns, jsn_str_at(nsobj, "metadata", "labels", PEER_LABEL_TENANT, NULL) != NULL,
             err, sizeof(err)) < 0) {
         rc = cli_error(verb, "%s", err);
         goto out;
     }
-    e = cli_get(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME, &obj);
+    e = cli_get(&k, &peer_res_namespaceoffloadings, a.ns, NSOF_NAME, &obj);
     if (e < 0 && e != -ENOENT)
         goto kerr;
     if (obj && json_object_get(json_object_get(obj, "metadata"), "deletionTimestamp")) {
@@ -220,28 +192,28 @@ static int offload(int argc, char **argv)
             cli_error(verb,
                       "the NamespaceOffloading of %s is being deleted (providers are releasing the "
                       "namespace): try again when it is gone",
-                      ns);
+                      a.ns);
         goto out;
     }
     spec = json_object();
     if (!spec)
         goto oom;
-    if (strategy)
-        json_object_set_new(spec, "podOffloadingStrategy", json_string(strategy));
-    if (mapping)
-        json_object_set_new(spec, "namespaceMappingStrategy", json_string(mapping));
-    if (seltext)
+    if (a.strategy)
+        json_object_set_new(spec, "podOffloadingStrategy", json_string(a.strategy));
+    if (a.mapping)
+        json_object_set_new(spec, "namespaceMappingStrategy", json_string(a.mapping));
+    if (a.selector)
         json_object_set(spec, "clusterSelector", sel ? sel : json_null());
     if (!obj) {
         json_t *o;
 
-        if (seltext && !sel)
+        if (a.selector && !sel)
             json_object_del(spec, "clusterSelector");
         o = json_pack("{s:s,s:s,s:{s:s,s:s},s:O}", "apiVersion", NSOF_GROUP_VERSION, "kind",
-                      NSOF_KIND, "metadata", "name", NSOF_NAME, "namespace", ns, "spec", spec);
+                      NSOF_KIND, "metadata", "name", NSOF_NAME, "namespace", a.ns, "spec", spec);
         if (!o)
             goto oom;
-        e = cli_create(&k, &peer_res_namespaceoffloadings, ns, o, &obj);
+        e = cli_create(&k, &peer_res_namespaceoffloadings, a.ns, o, &obj);
         json_decref(o);
         if (e < 0)
             goto kerr;
@@ -253,13 +225,13 @@ static int offload(int argc, char **argv)
         body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
         if (!body)
             goto oom;
-        e = cli_merge_patch(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME, NULL, body, &upd);
+        e = cli_merge_patch(&k, &peer_res_namespaceoffloadings, a.ns, NSOF_NAME, NULL, body, &upd);
         if (e < 0)
             goto kerr;
         json_decref(obj);
         obj = upd;
     }
-    printf("namespaceoffloading %s/%s %s (strategy %s, mapping %s%s)\n", ns, NSOF_NAME,
+    printf("namespaceoffloading %s/%s %s (strategy %s, mapping %s%s)\n", a.ns, NSOF_NAME,
            created ? "created" : "configured",
            jsn_str_at(obj, "spec", "podOffloadingStrategy", NULL)
                ? jsn_str_at(obj, "spec", "podOffloadingStrategy", NULL)
@@ -270,15 +242,15 @@ static int offload(int argc, char **argv)
            json_object_get(json_object_get(obj, "spec"), "clusterSelector") ? ", with a selector"
                                                                             : "");
     fflush(stdout);
-    if (!wait) {
+    if (!a.wait) {
         rc = 0;
         goto out;
     }
-    deadline = cli_now_ms() + co.timeout_ms;
+    deadline = cli_now_ms() + a.co.timeout_ms;
     for (;;) {
         json_decref(obj);
         obj = NULL;
-        e = cli_get(&k, &peer_res_namespaceoffloadings, ns, NSOF_NAME, &obj);
+        e = cli_get(&k, &peer_res_namespaceoffloadings, a.ns, NSOF_NAME, &obj);
         if (e < 0)
             goto kerr;
         phase = phase_of(obj);
@@ -290,18 +262,18 @@ static int offload(int argc, char **argv)
         if (cli_now_ms() >= deadline) {
             char d[32];
 
-            cli_format_duration(co.timeout_ms, d, sizeof(d));
+            dur_format(a.co.timeout_ms, d, sizeof(d));
             print_conditions(stderr, json_object_get(obj, "status"));
             if (phase && current(obj))
                 rc = cli_error(verb,
                                "namespace %s is not Ready after %s (phase %s): the providers above "
                                "have not all reported it ready",
-                               ns, d, phase);
+                               a.ns, d, phase);
             else
                 rc = cli_error(verb,
                                "no phase reported for namespace %s after %s: is the agent "
                                "running?",
-                               ns, d);
+                               a.ns, d);
             goto out;
         }
         cli_sleep_ms(POLL_MS);
@@ -317,7 +289,7 @@ static int offload(int argc, char **argv)
     print_conditions(stdout, json_object_get(obj, "status"));
     rc = strcmp(phase, "Ready") == 0 ? 0 : 1;
     if (rc)
-        cli_error(verb, "namespace %s: phase %s", ns, phase);
+        cli_error(verb, "namespace %s: phase %s", a.ns, phase);
     goto out;
 oom:
     rc = cli_error(verb, "out of memory");
@@ -340,32 +312,27 @@ static int unoffload(int argc, char **argv)
     const char *verb = "unoffload";
     struct cli_common co;
     struct cli_kube k = {0};
-    const char *ns = NULL;
-    bool wait = false, kind_seen = false;
+    const char *ns = NULL, *args[2];
+    bool wait = false;
     json_t *obj = NULL;
     uint64_t deadline;
-    int e, rc = 1;
+    int e, n, rc = 1;
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "wait", .kind = OPTS_FLAG, .dest = &wait,
+         .help = "wait until every provider released the namespace and the NamespaceOffloading "
+                 "is gone"},
+        CLI_OPT_TIMEOUT(&co, 0, "how long --wait waits (default 60s)"),
+        CLI_OPTS_KUBE(&co),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {
+        .defs = defs, .usage = unoffload_usage, .args = args, .max_args = 2};
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(unoffload_usage, stdout);
-        return 0;
-    }
-    cli_common_init(&co, verb, 60000);
-    for (int a = 1; a < argc; a++) {
-        int m;
-
-        if ((m = cli_common_opt(&co, argc, argv, &a)) != 0) {
-            if (m < 0)
-                return 2;
-        } else if (strcmp(argv[a], "--wait") == 0) {
-            wait = true;
-        } else if (argv[a][0] == '-') {
-            return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
-        } else if ((m = ns_operand(verb, argv[a], &kind_seen, &ns)) != 0) {
-            return m;
-        }
-    }
-    if (ns_operands_check(verb, kind_seen, ns) != 0)
+    if ((n = cli_parse(&co, verb, 60000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(n);
+    if (ns_operands(verb, args, n, &ns) != 0)
         return 2;
     if (cli_kube_open(&k, &co) < 0)
         goto kerr;
@@ -394,7 +361,7 @@ static int unoffload(int argc, char **argv)
         if (cli_now_ms() >= deadline) {
             char d[32];
 
-            cli_format_duration(co.timeout_ms, d, sizeof(d));
+            dur_format(co.timeout_ms, d, sizeof(d));
             print_conditions(stderr, json_object_get(obj, "status"));
             rc = cli_error(verb,
                            "the NamespaceOffloading of %s is still there after %s: providers above "

@@ -11,6 +11,7 @@
 #include "cli/discovered.h"
 #include "cli/kube.h"
 
+#include "common/duration.h"
 #include "common/json.h"
 #include "common/rfc3339.h"
 #include "common/strutil.h"
@@ -49,6 +50,15 @@ static bool url_valid(const char *u)
         if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
             return false;
     return true;
+}
+
+/* --auth-url */
+static int url_opt(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    if (!url_valid(v))
+        return opts_fail(o, err, errlen, "'%s' is not an https:// URL", v);
+    *(const char **)o->dest = v;
+    return 0;
 }
 
 /* Reads the local identity (ConfigMap cluster-id). */
@@ -92,18 +102,7 @@ static const char gen_usage[] =
     "new single-use one that expires (a Secret peering-token-* in cliqo's namespace keeps only\n"
     "its SHA-256 and expiry): the first cluster that uses it owns it.\n"
     "\n"
-    "Options:\n"
-    "  --auth-url URL          the auth URL peers use (default: ClusterConfig\n"
-    "                          spec.peeringConfig.authUrl)\n"
-    "  --ttl DURATION          how long the single-use token is valid (default 1h, at most 24h)\n"
-    "  --shared-token          print the cluster-wide token instead (any number of peers may\n"
-    "                          use it until it is rotated)\n"
-    "  --rotate-token          replace the cluster-wide token first and revoke every\n"
-    "                          single-use token not used yet (the old ones stop working)\n"
-    "  -o json                 print a JSON object instead of the command line\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS      cliqo's namespace (default cliqo)\n";
+    "Options:\n";
 
 static int rotate_token(struct cli_kube *k)
 {
@@ -190,9 +189,9 @@ int cmd_generate_add_command_main(int argc, char **argv)
     const char *verb = "generate-add-command";
     struct cli_common co;
     struct cli_kube k;
-    const char *flag_url = NULL, *url, *flag_ttl = NULL;
+    const char *flag_url = NULL, *url;
     bool rotate = false, json = false, shared = false;
-    uint64_t ttl_ms = 3600000;
+    uint64_t ttl_ms = 0; /* 0: not given (1h) */
     char single[PEER_TOKEN_LEN + 1] = "", expires[32] = "";
     unsigned revoked = 0;
     char id[PEER_NAME_MAX + 1], name[PEER_NAME_MAX + 1], hash[PEER_CA_HASH_LEN + 1];
@@ -201,41 +200,34 @@ int cmd_generate_add_command_main(int argc, char **argv)
     char *token = NULL, *ca = NULL;
     size_t token_len = 0, ca_len = 0;
     int e, rc = 1;
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "auth-url", .kind = OPTS_CUSTOM, .arg = "URL", .dest = &flag_url, .fn = url_opt,
+         .help = "the auth URL peers use (default: ClusterConfig spec.peeringConfig.authUrl)"},
+        {.name = "ttl", .kind = OPTS_DURATION, .flags = OPTS_SECONDS, .arg = "DURATION",
+         .dest = &ttl_ms, .min = 1000, .max = CLI_MAX_DURATION_MS,
+         .help = "how long the single-use token is valid (default 1h, at most 24h)"},
+        {.name = "shared-token", .kind = OPTS_FLAG, .dest = &shared,
+         .help = "print the cluster-wide token instead (any number of peers may use it until it "
+                 "is rotated)"},
+        {.name = "rotate-token", .kind = OPTS_FLAG, .dest = &rotate,
+         .help = "replace the cluster-wide token first and revoke every single-use token not "
+                 "used yet (the old ones stop working)"},
+        CLI_OPT_OUTPUT(&json, "print a JSON object instead of the command line"),
+        CLI_OPTS_KUBE(&co),
+        /* Accepted as by every cluster verb,
+        not shown: each request has its own timeout. */ CLI_OPT_TIMEOUT(&co, OPTS_HIDDEN, NULL),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {.defs = defs, .usage = gen_usage};
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(gen_usage, stdout);
-        return 0;
-    }
-    cli_common_init(&co, verb, 30000);
-    for (int i = 1; i < argc; i++) {
-        int m;
-
-        if ((m = cli_common_opt(&co, argc, argv, &i)) != 0) {
-            if (m < 0)
-                return 2;
-        } else if ((m = cli_opt(verb, "--auth-url", argc, argv, &i, &flag_url)) != 0) {
-            if (m < 0)
-                return 2;
-            if (!url_valid(flag_url))
-                return cli_misuse(verb, "--auth-url '%s' is not an https:// URL", flag_url);
-        } else if ((m = cli_output_opt(verb, argc, argv, &i, &json)) != 0) {
-            if (m < 0)
-                return 2;
-        } else if ((m = cli_opt(verb, "--ttl", argc, argv, &i, &flag_ttl)) != 0) {
-            if (m < 0)
-                return 2;
-            if (cli_parse_duration(flag_ttl, &ttl_ms) < 0 || ttl_ms < 1000)
-                return cli_misuse(verb, "--ttl '%s' is not a duration from 1s to 24h", flag_ttl);
-        } else if (strcmp(argv[i], "--rotate-token") == 0) {
-            rotate = true;
-        } else if (strcmp(argv[i], "--shared-token") == 0) {
-            shared = true;
-        } else {
-            return cli_misuse(verb, "unknown option '%s' (try --help)", argv[i]);
-        }
-    }
-    if (shared && flag_ttl)
+    if ((e = cli_parse(&co, verb, 30000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(e);
+    if (shared && ttl_ms)
         return cli_misuse(verb, "--ttl applies to single-use tokens, not with --shared-token");
+    if (!ttl_ms)
+        ttl_ms = 3600000;
     if (cli_kube_open(&k, &co) < 0 || read_identity(&k, id, name) < 0)
         goto kerr;
     if (rotate) {
@@ -449,19 +441,9 @@ static const char add_usage[] =
     "creates the Secret remote-auth-<ID> and the ForeignCluster, and waits until the agent has\n"
     "established the outgoing peering.\n"
     "\n"
-    "Options:\n"
-    "  --auth-url URL             the foreign cluster's auth endpoint (https://)\n"
-    "  --id ID                    the foreign cluster's ID\n"
-    "  --token TOKEN              the foreign cluster's peering token\n"
-    "  --ca-cert-hash sha256:HEX  the hash of the foreign auth CA's public key\n"
-    "  --insecure-skip-tls-verify trust the endpoint without checking it (not recommended)\n"
-    "  --name NAME                the ForeignCluster's name (default: the foreign cluster's\n"
-    "                             name)\n"
-    "  --wait / --no-wait         wait for the outgoing peering (default: wait)\n"
-    "  --timeout D                how long to wait (default 2m)\n"
-    "  --kubeconfig FILE          kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME             kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS         cliqo's namespace (default cliqo)\n"
+    "Options:\n";
+
+static const char add_footer[] =
     "\n"
     "A cluster found by discovery (see 'cliqoctl discovered') is named by its ForeignCluster,\n"
     "cluster ID or announced name: its URL and ID come from discovery, and its announced CA\n"
@@ -527,36 +509,45 @@ static int add_parse_discovery(struct add_opts *o)
     return 0;
 }
 
+/* The command line into o: 0, 1 after the help, or -1 after a misuse. */
 static int add_parse(int argc, char **argv, struct add_opts *o)
 {
     const char *verb = "add";
+    int n;
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "auth-url", .kind = OPTS_STRING, .arg = "URL", .dest = &o->url,
+         .help = "the foreign cluster's auth endpoint (https://)"},
+        {.name = "id", .kind = OPTS_STRING, .arg = "ID", .dest = &o->id,
+         .help = "the foreign cluster's ID"},
+        {.name = "token", .kind = OPTS_STRING, .arg = "TOKEN", .dest = &o->token_arg,
+         .help = "the foreign cluster's peering token"},
+        {.name = "ca-cert-hash", .kind = OPTS_STRING, .arg = "sha256:HEX", .dest = &o->hash,
+         .help = "the hash of the foreign auth CA's public key"},
+        {.name = "insecure-skip-tls-verify", .kind = OPTS_FLAG, .dest = &o->insecure,
+         .help = "trust the endpoint without checking it (not recommended)"},
+        {.name = "name", .kind = OPTS_STRING, .arg = "NAME", .dest = &o->name,
+         .help = "the ForeignCluster's name (default: the foreign cluster's name)"},
+        {.name = "wait", .kind = OPTS_FLAG, .dest = &o->wait,
+         .help = "wait for the outgoing peering (the default)"},
+        {.name = "no-wait", .kind = OPTS_FLAG, .flags = OPTS_CLEAR, .dest = &o->wait,
+         .help = "do not wait for it"},
+        {.name = "when-discovered", .kind = OPTS_FLAG, .dest = &o->when_discovered,
+         .help = "store the token and the expected CA hash for when discovery finds the cluster "
+                 "(see below)"},
+        CLI_OPT_TIMEOUT(&o->co, 0, "how long to wait (default 2m)"),
+        CLI_OPTS_KUBE(&o->co),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {.defs = defs,
+                                   .usage = add_usage,
+                                   .footer = add_footer,
+                                   .args = &o->target, /* a discovered cluster */
+                                   .max_args = 1};
 
-    for (int i = 1; i < argc; i++) {
-        int m;
-
-        if ((m = cli_common_opt(&o->co, argc, argv, &i)) != 0 ||
-            (m = cli_opt(verb, "--auth-url", argc, argv, &i, &o->url)) != 0 ||
-            (m = cli_opt(verb, "--id", argc, argv, &i, &o->id)) != 0 ||
-            (m = cli_opt(verb, "--token", argc, argv, &i, &o->token_arg)) != 0 ||
-            (m = cli_opt(verb, "--ca-cert-hash", argc, argv, &i, &o->hash)) != 0 ||
-            (m = cli_opt(verb, "--name", argc, argv, &i, &o->name)) != 0) {
-            if (m < 0)
-                return -1;
-        } else if (strcmp(argv[i], "--insecure-skip-tls-verify") == 0) {
-            o->insecure = true;
-        } else if (strcmp(argv[i], "--wait") == 0) {
-            o->wait = true;
-        } else if (strcmp(argv[i], "--no-wait") == 0) {
-            o->wait = false;
-        } else if (strcmp(argv[i], "--when-discovered") == 0) {
-            o->when_discovered = true;
-        } else if (argv[i][0] != '-' && !o->target) {
-            o->target = argv[i]; /* a discovered cluster */
-        } else {
-            cli_misuse(verb, "unknown option '%s' (try --help)", argv[i]);
-            return -1;
-        }
-    }
+    if ((n = cli_parse(&o->co, verb, DEFAULT_ADD_TIMEOUT, &opts, argc, argv)) < 0)
+        return n == CLI_PARSED_HELP ? 1 : -1;
     if (add_parse_discovery(o) < 0)
         return -1;
     if (!o->url || !o->id || !o->token_arg)
@@ -805,7 +796,7 @@ static int wait_established(struct cli_kube *k, const char *name, uint64_t timeo
     uint64_t start = cli_now_ms(), last = start;
     char seen[512] = "", tbuf[32];
 
-    cli_format_duration(timeout_ms, tbuf, sizeof(tbuf));
+    dur_format(timeout_ms, tbuf, sizeof(tbuf));
     for (;;) {
         json_t *fc = NULL, *oc, *ac;
         char now[512];
@@ -914,14 +905,10 @@ int cmd_add_main(int argc, char **argv)
     int e, rc = 1;
     bool curl_ready = false;
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(add_usage, stdout);
-        return 0;
-    }
-    cli_common_init(&o.co, "add", DEFAULT_ADD_TIMEOUT);
-    if (add_parse(argc, argv, &o) < 0) {
+    e = add_parse(argc, argv, &o);
+    if (e != 0) {
         OPENSSL_cleanse(o.token, sizeof(o.token));
-        return 2;
+        return e < 0 ? 2 : 0;
     }
     start = cli_now_ms();
     if (o.insecure)
@@ -1019,12 +1006,7 @@ static const char unpeer_usage[] =
     "first) and waits until it is gone. With --keep, keeps the ForeignCluster and only disables\n"
     "the outgoing peering (outgoingPeeringEnabled: No), waiting until it is None.\n"
     "\n"
-    "Options:\n"
-    "  --keep                  keep the ForeignCluster, disable outgoing peering\n"
-    "  --timeout D             how long to wait (default 2m)\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS      cliqo's namespace (default cliqo)\n";
+    "Options:\n";
 
 /* The ForeignCluster named `arg`, else the one whose cluster ID is `arg`. */
 static int lookup_fc(struct cli_kube *k, const char *arg, json_t **ret)
@@ -1062,40 +1044,36 @@ int cmd_unpeer_main(int argc, char **argv)
     const char *verb = "unpeer";
     struct cli_common co;
     struct cli_kube k = {0};
-    const char *arg = NULL;
+    const char *arg = NULL, *args[2];
     bool keep = false;
     json_t *fc = NULL;
     char name[256], uid[64], tbuf[32], seen[256] = "";
     uint64_t start, last;
-    int e, rc = 1;
+    int e, n, rc = 1;
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "keep", .kind = OPTS_FLAG, .dest = &keep,
+         .help = "keep the ForeignCluster, disable outgoing peering"},
+        CLI_OPT_TIMEOUT(&co, 0, "how long to wait (default 2m)"),
+        CLI_OPTS_KUBE(&co),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {
+        .defs = defs, .usage = unpeer_usage, .args = args, .max_args = 2};
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(unpeer_usage, stdout);
-        return 0;
-    }
-    cli_common_init(&co, verb, 120000);
-    for (int i = 1; i < argc; i++) {
-        int m = cli_common_opt(&co, argc, argv, &i);
-
-        if (m < 0)
-            return 2;
-        if (m > 0)
-            continue;
-        if (strcmp(argv[i], "--keep") == 0)
-            keep = true;
-        else if (argv[i][0] == '-')
-            return cli_misuse(verb, "unknown option '%s' (try --help)", argv[i]);
-        else if (arg)
-            return cli_misuse(verb, "one ForeignCluster at a time ('%s' and '%s')", arg, argv[i]);
-        else
-            arg = argv[i];
-    }
+    if ((n = cli_parse(&co, verb, 120000, &opts, argc, argv)) < 0)
+        return cli_parsed_exit(n);
+    if (n > 1)
+        return cli_misuse(verb, "one ForeignCluster at a time ('%s' and '%s')", args[0], args[1]);
+    if (n == 1)
+        arg = args[0];
     if (!arg)
         return cli_misuse(verb,
                           "which ForeignCluster? (cliqoctl unpeer NAME; see cliqoctl status)");
     if (strlen(arg) > 253)
         return cli_misuse(verb, "'%.40s...' is too long for a name", arg);
-    cli_format_duration(co.timeout_ms, tbuf, sizeof(tbuf));
+    dur_format(co.timeout_ms, tbuf, sizeof(tbuf));
     start = last = cli_now_ms();
     if (cli_kube_open(&k, &co) < 0 || lookup_fc(&k, arg, &fc) < 0)
         goto kerr;

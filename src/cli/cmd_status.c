@@ -21,11 +21,7 @@ static const char usage_text[] =
     "found (as 'cliqoctl discovered' shows them); then the offloaded namespaces: strategy, name\n"
     "on the providers, phase and each provider's readiness.\n"
     "\n"
-    "Options:\n"
-    "  -o json                 print a JSON document (with the full conditions)\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS      cliqo's namespace (default cliqo)\n";
+    "Options:\n";
 
 static const char *or_dash(const char *s)
 {
@@ -130,36 +126,42 @@ static void print_sharing(struct cli_kube *k, json_t *fcs)
     }
 }
 
+struct status_args {
+    struct cli_common co;
+    bool json;
+};
+
+/* The command line of status into a: cli_parse's result. */
+static int status_parse(int argc, char **argv, struct status_args *a)
+{
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        CLI_OPT_OUTPUT(&a->json, "print a JSON document (with the full conditions)"),
+        CLI_OPTS_KUBE(&a->co),
+        /* Accepted as by every cluster verb, not shown: each request has its own timeout. */
+        CLI_OPT_TIMEOUT(&a->co, OPTS_HIDDEN, NULL),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {.defs = defs, .usage = usage_text};
+
+    a->json = false;
+    return cli_parse(&a->co, "status", 30000, &opts, argc, argv);
+}
+
 int cmd_status_main(int argc, char **argv)
 {
     const char *verb = "status";
-    struct cli_common co;
+    struct status_args a;
     struct cli_kube k = {0};
-    bool json = false;
     json_t *cm = NULL, *fcs = NULL, *fc, *doc = NULL, *peers, *offl = NULL;
     const char *id = NULL, *name = NULL;
     size_t i;
     int e, rc = 1;
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    cli_common_init(&co, verb, 30000);
-    for (int a = 1; a < argc; a++) {
-        int m;
-
-        if ((m = cli_common_opt(&co, argc, argv, &a)) != 0) {
-            if (m < 0)
-                return 2;
-        } else if ((m = cli_output_opt(verb, argc, argv, &a, &json)) != 0) {
-            if (m < 0)
-                return 2;
-        } else {
-            return cli_misuse(verb, "unknown option '%s' (try --help)", argv[a]);
-        }
-    }
-    if (cli_kube_open(&k, &co) < 0)
+    if ((e = status_parse(argc, argv, &a)) < 0)
+        return cli_parsed_exit(e);
+    if (cli_kube_open(&k, &a.co) < 0)
         goto kerr;
     e = cli_get(&k, &kapi_configmaps, k.ns, PEER_CLUSTER_ID_CM, &cm);
     if (e < 0 && e != -ENOENT)
@@ -168,7 +170,7 @@ int cmd_status_main(int argc, char **argv)
     if (e < 0 && e != -ENOENT)
         goto kerr;
     if (!cm && !fcs) {
-        if (json)
+        if (a.json)
             printf("{\"installed\": false}\n");
         else
             printf("cliqo is not installed in this cluster (no ConfigMap %s/%s, no ForeignCluster "
@@ -183,7 +185,7 @@ int cmd_status_main(int argc, char **argv)
         goto kerr;
     id = jsn_str_at(cm, "data", "cluster-id", NULL);
     name = jsn_str_at(cm, "data", "cluster-name", NULL);
-    if (json) {
+    if (a.json) {
         doc = json_pack("{s:b, s:s, s:s*, s:s*, s:[]}", "installed", 1, "namespace", k.ns,
                         "clusterID", id, "clusterName", name, "foreignClusters");
         peers = json_object_get(doc, "foreignClusters");

@@ -7,6 +7,7 @@
 #include "cli/cli.h"
 #include "cli/kube.h"
 
+#include "common/duration.h"
 #include "common/xalloc.h"
 #include "deploy/manifests.h"
 #include "kube/yamljson.h"
@@ -26,13 +27,7 @@ static const char usage_text[] =
     "namespaces, the cliqo namespace, RBAC objects and CRDs. Refuses while a ForeignCluster has a\n"
     "peering, unless --force. Uninstalling when nothing is installed succeeds.\n"
     "\n"
-    "Options:\n"
-    "  --force                 uninstall even with peerings; after the timeout remove\n"
-    "                          finalizers that still hold objects\n"
-    "  --timeout D             how long to wait for objects to go away (default 2m)\n"
-    "  --kubeconfig FILE       kubeconfig (default: $KUBECONFIG, ~/.kube/config)\n"
-    "  --context NAME          kubeconfig context (default: the current context)\n"
-    "  -n, --namespace NS      cliqo's namespace (default cliqo)\n";
+    "Options:\n";
 
 struct tracked {
     const struct kapi_resource *r;
@@ -251,39 +246,47 @@ static int delete_labelled(struct cli_kube *k, struct tracker *t, int *deleted)
     return 0;
 }
 
+struct uninstall_args {
+    struct cli_common co;
+    bool force;
+};
+
+/* The command line of uninstall into a: cli_parse's result. */
+static int uninstall_parse(int argc, char **argv, struct uninstall_args *a)
+{
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "force", .kind = OPTS_FLAG, .dest = &a->force,
+         .help = "uninstall even with peerings; after the timeout remove finalizers that still "
+                 "hold objects"},
+        CLI_OPT_TIMEOUT(&a->co, 0, "how long to wait for objects to go away (default 2m)"),
+        CLI_OPTS_KUBE(&a->co),
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {.defs = defs, .usage = usage_text};
+
+    a->force = false;
+    return cli_parse(&a->co, "uninstall", 120000, &opts, argc, argv);
+}
+
 int cmd_uninstall_main(int argc, char **argv)
 {
-    struct cli_common co;
+    struct uninstall_args a;
     struct cli_kube k;
     struct tracker *t = NULL;
     json_t *fcs = NULL, *fc, *tenants = NULL, *ns;
     char left[1024] = "", tbuf[32];
     uint64_t deadline, fc_deadline;
-    bool force = false;
     int e, rc = 1, deleted = 0, n;
     size_t i;
 
-    if (cli_wants_help(argc, argv)) {
-        fputs(usage_text, stdout);
-        return 0;
-    }
-    cli_common_init(&co, "uninstall", 120000);
-    for (int a = 1; a < argc; a++) {
-        int m = cli_common_opt(&co, argc, argv, &a);
-
-        if (m < 0)
-            return 2;
-        if (m > 0)
-            continue;
-        if (strcmp(argv[a], "--force") == 0)
-            force = true;
-        else
-            return cli_misuse("uninstall", "unknown option '%s' (try --help)", argv[a]);
-    }
-    cli_format_duration(co.timeout_ms, tbuf, sizeof(tbuf));
-    deadline = cli_now_ms() + co.timeout_ms;
-    fc_deadline = force ? cli_now_ms() + co.timeout_ms / 2 : deadline;
-    if (cli_kube_open(&k, &co) < 0)
+    if ((e = uninstall_parse(argc, argv, &a)) < 0)
+        return cli_parsed_exit(e);
+    dur_format(a.co.timeout_ms, tbuf, sizeof(tbuf));
+    deadline = cli_now_ms() + a.co.timeout_ms;
+    fc_deadline = a.force ? cli_now_ms() + a.co.timeout_ms / 2 : deadline;
+    if (cli_kube_open(&k, &a.co) < 0)
         goto kerr;
     t = x_calloc(1, sizeof(*t));
     if (!t) {
@@ -297,7 +300,7 @@ int cmd_uninstall_main(int argc, char **argv)
         fcs = json_array();
     else if (e < 0)
         goto kerr;
-    if (!force) {
+    if (!a.force) {
         char names[512] = "";
         size_t peered = 0;
 
@@ -330,7 +333,7 @@ int cmd_uninstall_main(int argc, char **argv)
         n = wait_gone(&k, t, fc_deadline, "ForeignCluster(s)", left, sizeof(left));
         if (n < 0)
             goto kerr;
-        if (n > 0 && !force) {
+        if (n > 0 && !a.force) {
             rc = cli_error("uninstall",
                            "%d ForeignCluster(s) not deleted after %s, e.g. %s: is the agent "
                            "running? (uninstall --force removes the finalizers)",
@@ -365,9 +368,9 @@ int cmd_uninstall_main(int argc, char **argv)
         rc = 0;
         goto out;
     }
-    n = wait_gone(&k, t, force ? cli_now_ms() + (deadline - cli_now_ms()) / 2 : deadline,
+    n = wait_gone(&k, t, a.force ? cli_now_ms() + (deadline - cli_now_ms()) / 2 : deadline,
                   "object(s)", left, sizeof(left));
-    if (n > 0 && force) {
+    if (n > 0 && a.force) {
         cli_progress("uninstall", "%d object(s) still present (%s): removing finalizers", n, left);
         strip_all(&k);
         n = wait_gone(&k, t, deadline, "object(s)", left, sizeof(left));
@@ -376,7 +379,7 @@ int cmd_uninstall_main(int argc, char **argv)
         goto kerr;
     if (n > 0) {
         rc = cli_error("uninstall", "%d object(s) still present after %s, e.g. %s%s", n, tbuf, left,
-                       force ? "" : " (uninstall --force removes finalizers)");
+                       a.force ? "" : " (uninstall --force removes finalizers)");
         goto out;
     }
     printf("cliqo uninstalled\n");

@@ -1,4 +1,5 @@
 #include "cli/cli.h"
+#include "cli/kube.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -9,19 +10,26 @@
 
 int cmd_version_main(int argc, char **argv)
 {
-    bool json = false;
+    bool json = false, help = false;
+    char err[256];
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        CLI_OPT_OUTPUT(&json, "print a JSON object"),
+        {.name = "help", .short_name = 'h', .kind = OPTS_FLAG, .flags = OPTS_STOP, .dest = &help,
+         .help = "print this help"},
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec opts = {
+        .defs = defs,
+        .usage = "Usage: cliqoctl version [-o json]\n\nPrint the cliqoctl version and git "
+                 "revision.\n\nOptions:\n"};
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            printf("Usage: cliqoctl version [-o json]\n\nPrint the cliqoctl version and git "
-                   "revision.\n");
-            return 0;
-        } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc && strcmp(argv[i + 1], "json") == 0) {
-            json = true;
-            i++;
-        } else {
-            return cli_fail("version: unknown argument '%s' (try --help)", argv[i]);
-        }
+    if (opts_parse(&opts, argc, argv, err, sizeof(err)) < 0)
+        return cli_fail("version: %s", err);
+    if (help) {
+        opts_print_help(&opts, stdout);
+        return 0;
     }
     if (json)
         printf("{\"version\": \"%s\", \"gitRevision\": \"%s\"}\n", CLIQO_VERSION,

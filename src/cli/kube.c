@@ -1,7 +1,10 @@
 /* cli/kube: options, the synchronous API client and JSON helpers of the cluster-facing verbs. */
+#include "cli/cli.h"
 #include "cli/kube.h"
 
+#include "common/duration.h"
 #include "common/rfc3339.h"
+#include "kube/names.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 
@@ -13,9 +16,7 @@
 #include <string.h>
 #include <time.h>
 
-#define MAX_DURATION_MS (24ull * 3600 * 1000)
-
-void cli_common_init(struct cli_common *co, const char *verb, uint64_t default_timeout_ms)
+static void common_init(struct cli_common *co, const char *verb, uint64_t default_timeout_ms)
 {
     memset(co, 0, sizeof(*co));
     co->verb = verb;
@@ -23,116 +24,44 @@ void cli_common_init(struct cli_common *co, const char *verb, uint64_t default_t
     co->timeout_ms = default_timeout_ms;
 }
 
-int cli_opt(const char *verb, const char *name, int argc, char **argv, int *i, const char **ret)
+int cli_namespace_opt(const struct opts_def *o, const char *value, char *err, size_t errlen)
 {
-    const char *a = argv[*i];
-    size_t n = strlen(name);
-
-    if (strncmp(a, name, n) != 0)
-        return 0;
-    if (a[n] == '=') {
-        *ret = a + n + 1;
-        return 1;
-    }
-    if (a[n] != '\0')
-        return 0;
-    if (*i + 1 >= argc) {
-        cli_misuse(verb, "option '%s' needs a value (try --help)", name);
-        return -1;
-    }
-    *i += 1;
-    *ret = argv[*i];
-    return 1;
-}
-
-int cli_output_opt(const char *verb, int argc, char **argv, int *i, bool *json)
-{
-    const char *v;
-    int m;
-
-    if ((m = cli_opt(verb, "-o", argc, argv, i, &v)) == 0 &&
-        (m = cli_opt(verb, "--output", argc, argv, i, &v)) == 0)
-        return 0;
-    if (m < 0)
-        return -1;
-    if (strcmp(v, "json") != 0) {
-        cli_misuse(verb, "unknown output format '%s' (only json)", v);
-        return -1;
-    }
-    *json = true;
-    return 1;
-}
-
-int cli_common_opt(struct cli_common *co, int argc, char **argv, int *i)
-{
-    const char *v;
-    int m;
-
-    if ((m = cli_opt(co->verb, "--kubeconfig", argc, argv, i, &co->kubeconfig)) != 0)
-        return m;
-    if ((m = cli_opt(co->verb, "--context", argc, argv, i, &co->context)) != 0)
-        return m;
-    if ((m = cli_opt(co->verb, "--namespace", argc, argv, i, &co->ns)) != 0 ||
-        (m = cli_opt(co->verb, "-n", argc, argv, i, &co->ns)) != 0) {
-        if (m > 0 && (!*co->ns || strlen(co->ns) > 63 ||
-                      strspn(co->ns, "abcdefghijklmnopqrstuvwxyz0123456789-") != strlen(co->ns) ||
-                      co->ns[0] == '-' || co->ns[strlen(co->ns) - 1] == '-')) {
-            cli_misuse(co->verb, "--namespace '%s' is not a valid namespace name", co->ns);
-            return -1;
-        }
-        return m;
-    }
-    if ((m = cli_opt(co->verb, "--timeout", argc, argv, i, &v)) != 0) {
-        if (m > 0 && (cli_parse_duration(v, &co->timeout_ms) < 0 || co->timeout_ms == 0)) {
-            cli_misuse(co->verb,
-                       "--timeout '%s' is not a duration (e.g. 30s, 2m, 500ms; at most 24h)", v);
-            return -1;
-        }
-        return m;
-    }
+    if (!kname_dns_label(value))
+        return opts_fail(o, err, errlen, "'%s' is not a valid namespace name", value);
+    *(const char **)o->dest = value;
     return 0;
 }
 
-int cli_parse_duration(const char *s, uint64_t *ret_ms)
+int cli_output_json_opt(const struct opts_def *o, const char *value, char *err, size_t errlen)
 {
-    char num[32];
-    size_t digits = strspn(s, "0123456789");
-    const char *unit = s + digits;
-    uint64_t v, mult;
-    int r;
-
-    if (digits == 0 || digits >= sizeof(num))
-        return -EINVAL;
-    if (strcmp(unit, "") == 0 || strcmp(unit, "s") == 0)
-        mult = 1000;
-    else if (strcmp(unit, "ms") == 0)
-        mult = 1;
-    else if (strcmp(unit, "m") == 0)
-        mult = 60000;
-    else if (strcmp(unit, "h") == 0)
-        mult = 3600000;
-    else
-        return -EINVAL;
-    memcpy(num, s, digits);
-    num[digits] = '\0';
-    r = parse_u64(num, MAX_DURATION_MS / mult, &v);
-    if (r < 0)
-        return r;
-    *ret_ms = v * mult;
+    if (strcmp(value, "json") != 0)
+        return opts_fail(o, err, errlen, "unknown output format '%s' (only json)", value);
+    *(bool *)o->dest = true;
     return 0;
 }
 
-void cli_format_duration(uint64_t ms, char *buf, size_t size)
+int cli_parse(struct cli_common *co, const char *verb, uint64_t default_timeout_ms,
+              const struct opts_spec *spec, int argc, char **argv)
 {
-    if (ms % 3600000 == 0 && ms >= 3600000)
-        snprintf(buf, size, "%lluh", (unsigned long long)(ms / 3600000));
-    else if (ms % 60000 == 0 && ms >= 60000)
-        snprintf(buf, size, "%llum", (unsigned long long)(ms / 60000));
-    else if (ms % 1000 == 0)
-        snprintf(buf, size, "%llus", (unsigned long long)(ms / 1000));
-    else
-        snprintf(buf, size, "%llu.%llus", (unsigned long long)(ms / 1000),
-                 (unsigned long long)(ms % 1000 / 100));
+    char err[512];
+    int n;
+
+    common_init(co, verb, default_timeout_ms);
+    if (cli_wants_help(argc, argv)) {
+        opts_print_help(spec, stdout);
+        return CLI_PARSED_HELP;
+    }
+    n = opts_parse(spec, argc, argv, err, sizeof(err));
+    if (n < 0) {
+        cli_misuse(verb, "%s", err);
+        return CLI_PARSED_MISUSE;
+    }
+    return n;
+}
+
+int cli_parsed_exit(int parsed)
+{
+    return parsed == CLI_PARSED_HELP ? 0 : 2;
 }
 
 __attribute__((format(printf, 3, 0))) static void vreport(const char *verb, const char *kind,

@@ -19,6 +19,7 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "common/opts.h"
 #include "kube/api.h"
 #include "peering/objects.h"
 #include "kube/kubeconfig.h"
@@ -35,26 +36,46 @@ struct cli_common {
     uint64_t timeout_ms;
 };
 
-/* Initialises co with the defaults (namespace "cliqo", the given timeout). */
-void cli_common_init(struct cli_common *co, const char *verb, uint64_t default_timeout_ms);
+/* ---- option tables (common/opts.h) -------------------------------------------------------- */
 
-/* Matches argv[*i] against `--name VALUE` / `--name=VALUE`. Returns 1 (matched: *ret set and *i
- * advanced past a separate value), 0 (not this option) or -1 (matched but the value is missing;
- * the reason is printed). */
-int cli_opt(const char *verb, const char *name, int argc, char **argv, int *i, const char **ret);
+#define CLI_MAX_DURATION_MS (24ull * 3600 * 1000)
 
-/* The shared options (--kubeconfig, --context, --namespace/-n, --timeout). Same returns as
- * cli_opt; -1 also for a bad value. */
-int cli_common_opt(struct cli_common *co, int argc, char **argv, int *i);
+/* clang-format off */
+/* The entries of the shared options, writing into the struct cli_common *co: --kubeconfig,
+ * --context and -n/--namespace (checked: a namespace name). */
+#define CLI_OPTS_KUBE(co)                                                                          \
+    {.name = "kubeconfig", .kind = OPTS_STRING, .arg = "FILE", .dest = &(co)->kubeconfig,          \
+     .help = "kubeconfig (default: $KUBECONFIG, ~/.kube/config)"},                                 \
+    {.name = "context", .kind = OPTS_STRING, .arg = "NAME", .dest = &(co)->context,                \
+     .help = "kubeconfig context (default: the current context)"},                                 \
+    {.name = "namespace", .short_name = 'n', .kind = OPTS_CUSTOM, .arg = "NS", .dest = &(co)->ns,  \
+     .fn = cli_namespace_opt, .help = "cliqo's namespace (default cliqo)"}
+/* --timeout D (30s, 2m, 500ms or a number of seconds; at most 24 h) into co->timeout_ms; more:
+ * further flags (OPTS_HIDDEN) or 0. */
+#define CLI_OPT_TIMEOUT(co, more, text)                                                            \
+    {.name = "timeout", .kind = OPTS_DURATION, .flags = OPTS_SECONDS | (more), .arg = "D",         \
+     .dest = &(co)->timeout_ms, .min = 1, .max = CLI_MAX_DURATION_MS, .help = (text)}
+/* -o json / --output json: *json set (bool *json). */
+#define CLI_OPT_OUTPUT(json, text)                                                                 \
+    {.name = "output", .short_name = 'o', .kind = OPTS_CUSTOM, .arg = "json", .dest = (json),      \
+     .fn = cli_output_json_opt, .help = (text)}
+/* clang-format on */
 
-/* `-o json` / `--output json`: *json set. Same returns as cli_opt; -1 also for another format. */
-int cli_output_opt(const char *verb, int argc, char **argv, int *i, bool *json);
+/* OPTS_CUSTOM callbacks of the macros above. */
+int cli_namespace_opt(const struct opts_def *o, const char *value, char *err, size_t errlen);
+int cli_output_json_opt(const struct opts_def *o, const char *value, char *err, size_t errlen);
 
-/* "500ms", "30s", "2m", "1h", or a bare number of seconds, into milliseconds (at most 24 h).
- * Returns 0, -EINVAL or -ERANGE. */
-int cli_parse_duration(const char *s, uint64_t *ret_ms);
-/* "2m", "45s", "1.5s" for messages. */
-void cli_format_duration(uint64_t ms, char *buf, size_t size);
+/* The command line of verb, whose table writes the shared options into co: initialises co with
+ * the defaults (namespace "cliqo", the given timeout), then prints the help when argv asks for it
+ * (-h or --help wins wherever it stands: cli_wants_help) and returns CLI_PARSED_HELP, or prints a
+ * misuse ("cliqoctl <verb>: error: ...") and returns CLI_PARSED_MISUSE; else opts_parse() and the
+ * number of positional arguments. */
+int cli_parse(struct cli_common *co, const char *verb, uint64_t default_timeout_ms,
+              const struct opts_spec *spec, int argc, char **argv);
+#define CLI_PARSED_HELP   (-1)
+#define CLI_PARSED_MISUSE (-2)
+/* The verb's exit status after CLI_PARSED_HELP (0) or CLI_PARSED_MISUSE (2). */
+int cli_parsed_exit(int parsed);
 
 /* "cliqoctl <verb>: error: <message>" on stderr. cli_misuse returns 2, cli_error returns 1. */
 __attribute__((format(printf, 2, 3))) int cli_misuse(const char *verb, const char *fmt, ...);

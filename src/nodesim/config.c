@@ -1,12 +1,13 @@
 /* nodesim configuration: command-line flags, their defaults and validation. */
 #include "nodesim/nodesim.h"
 
+#include "common/duration.h"
 #include "common/errbuf.h"
+#include "common/opts.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
 
 #include <errno.h>
-#include <getopt.h>
 #include <stdarg.h>
 #include <string.h>
 
@@ -22,161 +23,20 @@
 #define DEF_LEASE_MS    10000
 #define DEF_STATUS_MS   60000
 #define DEF_LEASE_DUR_S 40
-#define DEF_QPS         200.0
+#define DEF_QPS         200
 #define DEF_BURST       400
 #define DEF_CONCURRENCY 64
 #define MAX_CONCURRENCY 1024
 #define MAX_DURATION_MS 86400000ULL
 
-enum {
-    OPT_KUBECONFIG = 256,
-    OPT_CONTEXT,
-    OPT_NODES,
-    OPT_PREFIX,
-    OPT_CPU,
-    OPT_MEMORY,
-    OPT_PODS,
-    OPT_STORAGE,
-    OPT_EXT,
-    OPT_LABEL,
-    OPT_POD_CIDR,
-    OPT_NODE_MASK,
-    OPT_NODE_IP,
-    OPT_HEARTBEAT,
-    OPT_STATUS,
-    OPT_LEASE_DUR,
-    OPT_QPS,
-    OPT_BURST,
-    OPT_CONCURRENCY,
-    OPT_HEALTHZ,
-    OPT_KUBELET_ADDR,
-    OPT_TLS_CERT,
-    OPT_TLS_KEY,
-    OPT_CLIENT_CA,
-    OPT_DELETE,
-    OPT_LOG_LEVEL,
-};
-
-static const struct option long_opts[] = {
-    {"kubeconfig", required_argument, NULL, OPT_KUBECONFIG},
-    {"context", required_argument, NULL, OPT_CONTEXT},
-    {"nodes", required_argument, NULL, OPT_NODES},
-    {"node-prefix", required_argument, NULL, OPT_PREFIX},
-    {"cpu", required_argument, NULL, OPT_CPU},
-    {"memory", required_argument, NULL, OPT_MEMORY},
-    {"pods", required_argument, NULL, OPT_PODS},
-    {"ephemeral-storage", required_argument, NULL, OPT_STORAGE},
-    {"extended-resource", required_argument, NULL, OPT_EXT},
-    {"label", required_argument, NULL, OPT_LABEL},
-    {"pod-cidr-base", required_argument, NULL, OPT_POD_CIDR},
-    {"node-cidr-mask", required_argument, NULL, OPT_NODE_MASK},
-    {"node-ip-base", required_argument, NULL, OPT_NODE_IP},
-    {"heartbeat", required_argument, NULL, OPT_HEARTBEAT},
-    {"status-interval", required_argument, NULL, OPT_STATUS},
-    {"lease-duration", required_argument, NULL, OPT_LEASE_DUR},
-    {"qps", required_argument, NULL, OPT_QPS},
-    {"burst", required_argument, NULL, OPT_BURST},
-    {"concurrency", required_argument, NULL, OPT_CONCURRENCY},
-    {"healthz-port", required_argument, NULL, OPT_HEALTHZ},
-    {"kubelet-addr", required_argument, NULL, OPT_KUBELET_ADDR},
-    {"tls-cert-file", required_argument, NULL, OPT_TLS_CERT},
-    {"tls-private-key-file", required_argument, NULL, OPT_TLS_KEY},
-    {"client-ca-file", required_argument, NULL, OPT_CLIENT_CA},
-    {"delete-nodes-on-exit", no_argument, NULL, OPT_DELETE},
-    {"log-level", required_argument, NULL, OPT_LOG_LEVEL},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
-
-void ns_usage(FILE *f)
-{
-    fprintf(
-        f,
-        "Usage: cliqo-nodesim [options]\n"
-        "\n"
-        "Simulated kubelets: registers N nodes, keeps them Ready (status and Leases in\n"
-        "kube-node-lease), runs the pods bound to them (status only) and finishes their\n"
-        "deletion. Failure injection: node annotation " NS_ANN_READY "=false|unknown, pod\n"
-        "annotation " NS_ANN_FAIL "=<exit code> (see docs/nodesim.md).\n"
-        "\n"
-        "Options:\n"
-        "  --kubeconfig FILE          kubeconfig (default $KUBECONFIG, ~/.kube/config, "
-        "in-cluster)\n"
-        "  --context NAME             kubeconfig context (default: the current one)\n"
-        "  --nodes N                  simulated nodes, 0..%d (default %d)\n"
-        "  --node-prefix P            node names are P-0 .. P-(N-1) (default " DEF_PREFIX ")\n"
-        "  --cpu Q                    cpu capacity and allocatable per node (default " DEF_CPU ")\n"
-        "  --memory Q                 memory per node (default " DEF_MEMORY ")\n"
-        "  --pods Q                   pod capacity per node (default " DEF_PODS "; at most the\n"
-        "                             addresses of a node's pod CIDR)\n"
-        "  --ephemeral-storage Q      ephemeral-storage per node (default " DEF_STORAGE ")\n"
-        "  --extended-resource R=Q    an extended resource per node, e.g. nvidia.com/gpu=4\n"
-        "                             (repeatable, at most %d)\n"
-        "  --label K=V                a label on every node (repeatable, at most %d)\n"
-        "  --pod-cidr-base CIDR       pod address space; node i gets its i-th block\n"
-        "                             (default " DEF_POD_CIDR ")\n"
-        "  --node-cidr-mask M         prefix length of each node's block, 16..28 (default %d)\n"
-        "  --node-ip-base IP          InternalIP of node 0; node i gets IP+i (default " DEF_NODE_IP
-        ")\n"
-        "  --heartbeat D              Lease renewal interval (default 10s)\n"
-        "  --status-interval D        node status heartbeat interval (default 1m)\n"
-        "  --lease-duration D         leaseDurationSeconds of the Leases (default 40s)\n"
-        "  --qps X                    client-side API rate limit (default %.0f)\n"
-        "  --burst N                  client-side API burst (default %d)\n"
-        "  --concurrency N            pods processed at once, 1..%d (default %d)\n"
-        "  --healthz-port P           serve GET /healthz on 127.0.0.1:P, plain HTTP (default:\n"
-        "                             off)\n"
-        "  --kubelet-addr IP:PORT     serve the kubelet API (logs, exec, /healthz) over HTTPS on\n"
-        "                             IP:PORT for every node; the nodes then publish IP as their\n"
-        "                             InternalIP and PORT as their kubelet port (default: off;\n"
-        "                             nodes publish --node-ip-base + i and 10250)\n"
-        "  --tls-cert-file FILE       the kubelet API's serving certificate (PEM; with\n"
-        "                             --kubelet-addr)\n"
-        "  --tls-private-key-file F   its key (PEM)\n"
-        "  --client-ca-file FILE      CA bundle the API server's client certificate must chain\n"
-        "                             to; callers are then authorised with SubjectAccessReviews\n"
-        "                             (nodes/proxy)\n"
-        "  --delete-nodes-on-exit     delete the nodes on SIGTERM/SIGINT (default: leave them,\n"
-        "                             they go NotReady as when a kubelet stops)\n"
-        "  --log-level L              debug, info, warn or error (default info)\n"
-        "  -h, --help                 show this help\n"
-        "\n"
-        "Quantities use Kubernetes syntax (500m, 4, 16Gi); durations are 500ms, 10s, 2m, 1h\n"
-        "or a number of seconds.\n",
-        NS_MAX_NODES, DEF_NODES, NS_MAX_EXTENDED, NS_MAX_LABELS, DEF_NODE_MASK, DEF_QPS, DEF_BURST,
-        MAX_CONCURRENCY, DEF_CONCURRENCY);
-}
-
 int ns_parse_duration_ms(const char *s, uint64_t *ret)
 {
-    static const struct {
-        const char *suffix;
-        uint64_t mult;
-    } units[] = {{"ms", 1}, {"s", 1000}, {"m", 60000}, {"h", 3600000}, {"", 1000}};
-    char num[32];
     uint64_t v;
-    size_t len, n;
 
-    if (!s || !ret)
+    if (dur_parse(s, DUR_SECONDS, &v) < 0 || v > MAX_DURATION_MS)
         return -EINVAL;
-    len = strlen(s);
-    for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-        size_t sl = strlen(units[i].suffix);
-        if (len <= sl || strcmp(s + len - sl, units[i].suffix) != 0)
-            continue;
-        n = len - sl;
-        if (n >= sizeof(num))
-            return -ERANGE;
-        memcpy(num, s, n);
-        num[n] = '\0';
-        if (num[n - 1] < '0' || num[n - 1] > '9')
-            continue; /* "5ms" must not match "s" with "5m" as the number */
-        if (parse_u64(num, MAX_DURATION_MS / units[i].mult, &v) < 0)
-            return -EINVAL;
-        *ret = v * units[i].mult;
-        return 0;
-    }
-    return -EINVAL;
+    *ret = v;
+    return 0;
 }
 
 int ns_parse_ipv4(const char *s, uint32_t *ret)
@@ -388,32 +248,6 @@ static int set_str(char **dst, const char *s)
     return 0;
 }
 
-static int parse_uint(const char *flag, const char *s, uint64_t min, uint64_t max, uint64_t *ret,
-                      char *err, size_t errlen)
-{
-    uint64_t v;
-
-    if (parse_u64(s, max, &v) < 0 || v < min)
-        return errbuf_fmt(err, errlen, -EINVAL,
-                          "--%s must be an integer from %llu to %llu, got '%s'", flag,
-                          (unsigned long long)min, (unsigned long long)max, s);
-    *ret = v;
-    return 0;
-}
-
-static int parse_dur(const char *flag, const char *s, uint64_t min_ms, uint64_t *ret, char *err,
-                     size_t errlen)
-{
-    uint64_t v;
-
-    if (ns_parse_duration_ms(s, &v) < 0 || v < min_ms)
-        return errbuf_fmt(err, errlen, -EINVAL,
-                          "--%s: '%s' is not a duration of at least %llu ms (e.g. 500ms, 10s, 2m)",
-                          flag, s, (unsigned long long)min_ms);
-    *ret = v;
-    return 0;
-}
-
 /* A decimal number such as 200 or 12.5 (the flag needs no exponent or sign). */
 static int parse_qps(const char *s, double *ret)
 {
@@ -503,152 +337,218 @@ static int validate(struct ns_config *cfg, char *err, size_t errlen)
     return 0;
 }
 
+/* ---- the command line ------------------------------------------------------------------------ */
+
+#define STR_(x) #x
+#define STR(x)  STR_(x)
+
+static const char usage_head[] =
+    "Usage: cliqo-nodesim [options]\n"
+    "\n"
+    "Simulated kubelets: registers N nodes, keeps them Ready (status and Leases in\n"
+    "kube-node-lease), runs the pods bound to them (status only) and finishes their\n"
+    "deletion. Failure injection: node annotation " NS_ANN_READY "=false|unknown, pod\n"
+    "annotation " NS_ANN_FAIL "=<exit code> (see docs/nodesim.md).\n"
+    "\n"
+    "Options:\n";
+
+static const char usage_foot[] =
+    "\n"
+    "Quantities use Kubernetes syntax (500m, 4, 16Gi); durations are 500ms, 10s, 2m, 1h\n"
+    "or a number of seconds.\n";
+
+/* A string option the configuration owns a copy of. */
+static int str_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    return set_str(o->dest, v) < 0 ? opts_fail(o, err, errlen, "out of memory") : 0;
+}
+
+static int qty_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    return parse_qty(o->name, v, o->dest, err, errlen);
+}
+
+static int ext_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    int r = parse_ext(o->dest, v, err, errlen);
+
+    return r == -ENOMEM ? opts_fail(o, err, errlen, "out of memory") : r;
+}
+
+static int label_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    int r = parse_label(o->dest, v, err, errlen);
+
+    return r == -ENOMEM ? opts_fail(o, err, errlen, "out of memory") : r;
+}
+
+static int pod_cidr_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    struct ns_config *cfg = o->dest;
+
+    if (ns_parse_cidr(v, &cfg->pod_cidr_base, &cfg->pod_cidr_prefix) < 0 ||
+        cfg->pod_cidr_prefix < 8 || cfg->pod_cidr_prefix > 28)
+        return opts_fail(o, err, errlen,
+                         "'%s' is not an IPv4 network address with a prefix from /8 to /28 (e.g. "
+                         "10.244.0.0/16)",
+                         v);
+    return 0;
+}
+
+static int node_ip_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    if (ns_parse_ipv4(v, o->dest) < 0)
+        return opts_fail(o, err, errlen, "'%s' is not an IPv4 address", v);
+    return 0;
+}
+
+static int qps_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    double *qps = o->dest;
+
+    if (parse_qps(v, qps) < 0 || *qps <= 0)
+        return opts_fail(o, err, errlen, "must be a positive number, got '%s'", v);
+    return 0;
+}
+
+static int kubelet_addr_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    struct ns_config *cfg = o->dest;
+    const char *colon = strrchr(v, ':');
+    char host[NS_IP_LEN];
+    uint64_t port;
+
+    if (!colon || (size_t)(colon - v) >= sizeof(host) || parse_u64(colon + 1, 65535, &port) < 0 ||
+        port == 0)
+        return opts_fail(o, err, errlen, "must be IP:PORT (e.g. 127.0.0.1:10250), got '%s'", v);
+    memcpy(host, v, (size_t)(colon - v));
+    host[colon - v] = '\0';
+    if (ns_parse_ipv4(host, &cfg->kubelet_ip) < 0 || cfg->kubelet_ip == 0)
+        return opts_fail(o, err, errlen, "'%s' is not an IPv4 address nodes can publish", host);
+    cfg->kubelet_port = (unsigned)port;
+    return set_str(&cfg->kubelet_addr, v) < 0 ? opts_fail(o, err, errlen, "out of memory") : 0;
+}
+
+/* The options of cliqo-nodesim, writing into cfg (and f): one table for the parser and the help. */
+struct ns_flags {
+    struct opts_def defs[32];
+    struct opts_spec spec;
+    uint64_t lease_duration_ms;
+    bool help;
+};
+
+static void ns_flags_init(struct ns_flags *f, struct ns_config *cfg)
+{
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "kubeconfig", .kind = OPTS_CUSTOM, .arg = "FILE", .dest = &cfg->kubeconfig,
+         .fn = str_flag, .help = "kubeconfig (default $KUBECONFIG, ~/.kube/config, in-cluster)"},
+        {.name = "context", .kind = OPTS_CUSTOM, .arg = "NAME", .dest = &cfg->context,
+         .fn = str_flag, .help = "kubeconfig context (default: the current one)"},
+        {.name = "nodes", .kind = OPTS_UINT, .arg = "N", .dest = &cfg->nodes,
+         .size = sizeof(cfg->nodes), .max = NS_MAX_NODES,
+         .help = "simulated nodes, 0.." STR(NS_MAX_NODES) " (default " STR(DEF_NODES) ")"},
+        {.name = "node-prefix", .kind = OPTS_CUSTOM, .arg = "P", .dest = &cfg->node_prefix,
+         .fn = str_flag, .help = "node names are P-0 .. P-(N-1) (default " DEF_PREFIX ")"},
+        {.name = "cpu", .kind = OPTS_CUSTOM, .arg = "Q", .dest = &cfg->cpu, .fn = qty_flag,
+         .help = "cpu capacity and allocatable per node (default " DEF_CPU ")"},
+        {.name = "memory", .kind = OPTS_CUSTOM, .arg = "Q", .dest = &cfg->memory, .fn = qty_flag,
+         .help = "memory per node (default " DEF_MEMORY ")"},
+        {.name = "pods", .kind = OPTS_CUSTOM, .arg = "Q", .dest = &cfg->pods, .fn = qty_flag,
+         .help = "pod capacity per node (default " DEF_PODS
+                 "; at most the addresses of a node's pod CIDR)"},
+        {.name = "ephemeral-storage", .kind = OPTS_CUSTOM, .arg = "Q", .dest = &cfg->storage,
+         .fn = qty_flag, .help = "ephemeral-storage per node (default " DEF_STORAGE ")"},
+        {.name = "extended-resource", .kind = OPTS_CUSTOM, .arg = "R=Q", .dest = cfg,
+         .fn = ext_flag,
+         .help = "an extended resource per node, e.g. nvidia.com/gpu=4 (repeatable, at most "
+                 STR(NS_MAX_EXTENDED) ")"},
+        {.name = "label", .kind = OPTS_CUSTOM, .arg = "K=V", .dest = cfg, .fn = label_flag,
+         .help = "a label on every node (repeatable, at most " STR(NS_MAX_LABELS) ")"},
+        {.name = "pod-cidr-base", .kind = OPTS_CUSTOM, .arg = "CIDR", .dest = cfg,
+         .fn = pod_cidr_flag,
+         .help = "pod address space; node i gets its i-th block (default " DEF_POD_CIDR ")"},
+        {.name = "node-cidr-mask", .kind = OPTS_UINT, .arg = "M", .dest = &cfg->node_cidr_mask,
+         .size = sizeof(cfg->node_cidr_mask), .min = 16, .max = 28,
+         .help = "prefix length of each node's block, 16..28 (default " STR(DEF_NODE_MASK) ")"},
+        {.name = "node-ip-base", .kind = OPTS_CUSTOM, .arg = "IP", .dest = &cfg->node_ip_base,
+         .fn = node_ip_flag,
+         .help = "InternalIP of node 0; node i gets IP+i (default " DEF_NODE_IP ")"},
+        {.name = "heartbeat", .kind = OPTS_DURATION, .flags = OPTS_SECONDS, .arg = "D",
+         .dest = &cfg->lease_ms, .min = 100, .max = MAX_DURATION_MS,
+         .help = "Lease renewal interval (default 10s)"},
+        {.name = "status-interval", .kind = OPTS_DURATION, .flags = OPTS_SECONDS, .arg = "D",
+         .dest = &cfg->status_ms, .min = 100, .max = MAX_DURATION_MS,
+         .help = "node status heartbeat interval (default 1m)"},
+        {.name = "lease-duration", .kind = OPTS_DURATION, .flags = OPTS_SECONDS, .arg = "D",
+         .dest = &f->lease_duration_ms, .min = 1000, .max = MAX_DURATION_MS,
+         .help = "leaseDurationSeconds of the Leases (default 40s)"},
+        {.name = "qps", .kind = OPTS_CUSTOM, .arg = "X", .dest = &cfg->qps, .fn = qps_flag,
+         .help = "client-side API rate limit (default " STR(DEF_QPS) ")"},
+        {.name = "burst", .kind = OPTS_UINT, .arg = "N", .dest = &cfg->burst,
+         .size = sizeof(cfg->burst), .min = 1, .max = 100000,
+         .help = "client-side API burst (default " STR(DEF_BURST) ")"},
+        {.name = "concurrency", .kind = OPTS_UINT, .arg = "N", .dest = &cfg->concurrency,
+         .size = sizeof(cfg->concurrency), .min = 1, .max = MAX_CONCURRENCY,
+         .help = "pods processed at once, 1.." STR(MAX_CONCURRENCY) " (default "
+                 STR(DEF_CONCURRENCY) ")"},
+        {.name = "healthz-port", .kind = OPTS_UINT, .arg = "P", .dest = &cfg->healthz_port,
+         .size = sizeof(cfg->healthz_port), .max = 65535,
+         .help = "serve GET /healthz on 127.0.0.1:P, plain HTTP (default: off)"},
+        {.name = "kubelet-addr", .kind = OPTS_CUSTOM, .arg = "IP:PORT", .dest = cfg,
+         .fn = kubelet_addr_flag,
+         .help = "serve the kubelet API (logs, exec, /healthz) over HTTPS on IP:PORT for every "
+                 "node; the nodes then publish IP as their InternalIP and PORT as their kubelet "
+                 "port (default: off; nodes publish --node-ip-base + i and 10250)"},
+        {.name = "tls-cert-file", .kind = OPTS_CUSTOM, .arg = "FILE", .dest = &cfg->tls_cert_file,
+         .fn = str_flag,
+         .help = "the kubelet API's serving certificate (PEM; with --kubelet-addr)"},
+        {.name = "tls-private-key-file", .kind = OPTS_CUSTOM, .arg = "F",
+         .dest = &cfg->tls_key_file, .fn = str_flag, .help = "its key (PEM)"},
+        {.name = "client-ca-file", .kind = OPTS_CUSTOM, .arg = "FILE", .dest = &cfg->client_ca_file,
+         .fn = str_flag,
+         .help = "CA bundle the API server's client certificate must chain to; callers are then "
+                 "authorised with SubjectAccessReviews (nodes/proxy)"},
+        {.name = "delete-nodes-on-exit", .kind = OPTS_FLAG, .dest = &cfg->delete_nodes_on_exit,
+         .help = "delete the nodes on SIGTERM/SIGINT (default: leave them, they go NotReady as "
+                 "when a kubelet stops)"},
+        {.name = "log-level", .kind = OPTS_CUSTOM, .arg = "L", .dest = &cfg->log_level,
+         .fn = opts_log_level, .help = "debug, info, warn or error (default info)"},
+        {.name = "help", .short_name = 'h', .kind = OPTS_FLAG, .flags = OPTS_STOP, .dest = &f->help,
+         .help = "show this help"},
+        {0},
+    };
+    /* clang-format on */
+
+    _Static_assert(sizeof(defs) <= sizeof(f->defs), "ns_flags: defs too small");
+    memcpy(f->defs, defs, sizeof(defs));
+    f->spec = (struct opts_spec){.defs = f->defs, .usage = usage_head, .footer = usage_foot};
+    f->lease_duration_ms = cfg->lease_duration_s * 1000;
+    f->help = false;
+}
+
+void ns_usage(FILE *f)
+{
+    struct ns_config cfg = {0};
+    struct ns_flags flags;
+
+    ns_flags_init(&flags, &cfg);
+    opts_print_help(&flags.spec, f);
+}
+
 int ns_config_parse(int argc, char **argv, struct ns_config *cfg, char *err, size_t errlen)
 {
-    uint64_t v = 0; /* read only after a successful parse, but -O3 cannot tell */
-    int c, r;
+    struct ns_flags flags;
 
-    if (err && errlen)
-        err[0] = '\0';
-    r = set_defaults(cfg);
-    if (r < 0)
+    errbuf_clear(err, errlen);
+    if (set_defaults(cfg) < 0)
         return errbuf_fmt(err, errlen, -EINVAL, "internal error: bad defaults");
-    optind = 0; /* full re-initialisation (glibc), so that tests can parse several times */
-    opterr = 0;
-    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-        const char *a = optarg;
-        r = 0;
-        switch (c) {
-        case OPT_KUBECONFIG:
-            r = set_str(&cfg->kubeconfig, a);
-            break;
-        case OPT_CONTEXT:
-            r = set_str(&cfg->context, a);
-            break;
-        case OPT_NODES:
-            r = parse_uint("nodes", a, 0, NS_MAX_NODES, &v, err, errlen);
-            cfg->nodes = (unsigned)v;
-            break;
-        case OPT_PREFIX:
-            r = set_str(&cfg->node_prefix, a);
-            break;
-        case OPT_CPU:
-            r = parse_qty("cpu", a, &cfg->cpu, err, errlen);
-            break;
-        case OPT_MEMORY:
-            r = parse_qty("memory", a, &cfg->memory, err, errlen);
-            break;
-        case OPT_PODS:
-            r = parse_qty("pods", a, &cfg->pods, err, errlen);
-            break;
-        case OPT_STORAGE:
-            r = parse_qty("ephemeral-storage", a, &cfg->storage, err, errlen);
-            break;
-        case OPT_EXT:
-            r = parse_ext(cfg, a, err, errlen);
-            break;
-        case OPT_LABEL:
-            r = parse_label(cfg, a, err, errlen);
-            break;
-        case OPT_POD_CIDR:
-            if (ns_parse_cidr(a, &cfg->pod_cidr_base, &cfg->pod_cidr_prefix) < 0 ||
-                cfg->pod_cidr_prefix < 8 || cfg->pod_cidr_prefix > 28)
-                r = errbuf_fmt(err, errlen, -EINVAL,
-                               "--pod-cidr-base: '%s' is not an IPv4 network address with a prefix "
-                               "from /8 to /28 (e.g. 10.244.0.0/16)",
-                               a);
-            break;
-        case OPT_NODE_MASK:
-            r = parse_uint("node-cidr-mask", a, 16, 28, &v, err, errlen);
-            cfg->node_cidr_mask = (unsigned)v;
-            break;
-        case OPT_NODE_IP:
-            if (ns_parse_ipv4(a, &cfg->node_ip_base) < 0)
-                r = errbuf_fmt(err, errlen, -EINVAL, "--node-ip-base: '%s' is not an IPv4 address",
-                               a);
-            break;
-        case OPT_HEARTBEAT:
-            r = parse_dur("heartbeat", a, 100, &cfg->lease_ms, err, errlen);
-            break;
-        case OPT_STATUS:
-            r = parse_dur("status-interval", a, 100, &cfg->status_ms, err, errlen);
-            break;
-        case OPT_LEASE_DUR:
-            r = parse_dur("lease-duration", a, 1000, &v, err, errlen);
-            cfg->lease_duration_s = (v + 999) / 1000;
-            break;
-        case OPT_QPS:
-            if (parse_qps(a, &cfg->qps) < 0 || cfg->qps <= 0)
-                r = errbuf_fmt(err, errlen, -EINVAL, "--qps must be a positive number, got '%s'",
-                               a);
-            break;
-        case OPT_BURST:
-            r = parse_uint("burst", a, 1, 100000, &v, err, errlen);
-            cfg->burst = (int)v;
-            break;
-        case OPT_CONCURRENCY:
-            r = parse_uint("concurrency", a, 1, MAX_CONCURRENCY, &v, err, errlen);
-            cfg->concurrency = (unsigned)v;
-            break;
-        case OPT_HEALTHZ:
-            r = parse_uint("healthz-port", a, 0, 65535, &v, err, errlen);
-            cfg->healthz_port = (unsigned)v;
-            break;
-        case OPT_KUBELET_ADDR: {
-            const char *colon = strrchr(a, ':');
-            char host[NS_IP_LEN];
-
-            if (!colon || (size_t)(colon - a) >= sizeof(host) ||
-                parse_u64(colon + 1, 65535, &v) < 0 || v == 0) {
-                r = errbuf_fmt(err, errlen, -EINVAL,
-                               "--kubelet-addr must be IP:PORT (e.g. 127.0.0.1:10250), got '%s'",
-                               a);
-                break;
-            }
-            memcpy(host, a, (size_t)(colon - a));
-            host[colon - a] = '\0';
-            if (ns_parse_ipv4(host, &cfg->kubelet_ip) < 0 || cfg->kubelet_ip == 0) {
-                r = errbuf_fmt(err, errlen, -EINVAL,
-                               "--kubelet-addr: '%s' is not an IPv4 address nodes can publish",
-                               host);
-                break;
-            }
-            cfg->kubelet_port = (unsigned)v;
-            r = set_str(&cfg->kubelet_addr, a);
-            break;
-        }
-        case OPT_TLS_CERT:
-            r = set_str(&cfg->tls_cert_file, a);
-            break;
-        case OPT_TLS_KEY:
-            r = set_str(&cfg->tls_key_file, a);
-            break;
-        case OPT_CLIENT_CA:
-            r = set_str(&cfg->client_ca_file, a);
-            break;
-        case OPT_DELETE:
-            cfg->delete_nodes_on_exit = true;
-            break;
-        case OPT_LOG_LEVEL:
-            cfg->log_level = log_level_from_string(a);
-            if (cfg->log_level == _LOG_LEVEL_INVALID)
-                r = errbuf_fmt(err, errlen, -EINVAL,
-                               "--log-level must be debug, info, warn or error, got '%s'", a);
-            break;
-        case 'h':
-            return NS_CONFIG_HELP;
-        case ':':
-            return errbuf_fmt(err, errlen, -EINVAL, "%s needs a value", argv[optind - 1]);
-        default:
-            return errbuf_fmt(err, errlen, -EINVAL, "unknown option '%s' (try --help)",
-                              argv[optind - 1]);
-        }
-        if (r < 0)
-            return r == -ENOMEM ? errbuf_fmt(err, errlen, -EINVAL, "out of memory") : r;
-    }
-    if (optind < argc)
-        return errbuf_fmt(err, errlen, -EINVAL, "unexpected argument '%s' (try --help)",
-                          argv[optind]);
+    ns_flags_init(&flags, cfg);
+    if (opts_parse(&flags.spec, argc, argv, err, errlen) < 0)
+        return -EINVAL;
+    if (flags.help)
+        return NS_CONFIG_HELP;
+    cfg->lease_duration_s = (flags.lease_duration_ms + 999) / 1000;
     return validate(cfg, err, errlen);
 }
 

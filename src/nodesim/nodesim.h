@@ -85,7 +85,7 @@ struct ns_config {
 /* Result of ns_config_parse besides 0 and negative errnos: --help was asked for. */
 #define NS_CONFIG_HELP 1
 
-/* Parses argv (getopt_long; argv[0] is the program name) into cfg, which it initialises with the
+/* Parses argv (common/opts.h; argv[0] is the program name) into cfg, which it initialises with the
  * defaults first. Returns 0, NS_CONFIG_HELP, or -EINVAL with a one-line message in err. cfg must
  * be released with ns_config_done() whatever the result. */
 int ns_config_parse(int argc, char **argv, struct ns_config *cfg, char *err, size_t errlen);

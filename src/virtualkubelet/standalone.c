@@ -10,7 +10,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <openssl/evp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,7 +19,9 @@
 
 #include "agent/peers.h"
 #include "common/fileio.h"
+#include "common/errbuf.h"
 #include "common/log.h"
+#include "common/opts.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/kubeconfig.h"
@@ -37,7 +38,7 @@
 #define CRED_CHECK_MS   10000
 #define FINALIZER_RETRY 1000
 
-static const char usage[] =
+static const char usage_head[] =
     "Usage: cliqo-agent virtual-kubelet --peer ID --home-id ID --advertisement NS/NAME\n"
     "                                   --remote-kubeconfig PATH [flags]\n"
     "\n"
@@ -46,22 +47,9 @@ static const char usage[] =
     "provider, maps the offloaded namespaces and runs the pods bound to the node there, and tears\n"
     "down when its Advertisement is deleted.\n"
     "\n"
-    "Flags:\n"
-    "  --peer ID                 the provider's cluster ID\n"
-    "  --home-id ID              this cluster's ID (names the NamespaceMap on the provider)\n"
-    "  --home-name NAME          this cluster's name (in the names of remote namespaces)\n"
-    "  --advertisement NS/NAME   the accepted Advertisement\n"
-    "  --remote-kubeconfig PATH  the credential for the provider (a mounted Secret; re-read\n"
-    "                            when it changes)\n"
-    "  --kubeconfig PATH         the home cluster (default: $KUBECONFIG, ~/.kube/config, then\n"
-    "                            the in-cluster service account)\n"
-    "  --node-address IP         the virtual node's InternalIP (default $POD_IP, else 127.0.0.1)\n"
-    "  --kubelet-port PORT       the virtual node's kubelet port (default 10250, or the port\n"
-    "                            of --kubelet-addr)\n"
-    "  --kubelet-addr HOST:PORT  where its kubelet API (logs, exec) listens (default\n"
-    "                            every address, on the kubelet port)\n"
-    "  --log-level LEVEL         debug, info, warn or error (default info)\n"
-    "  --help                    print this help and exit\n"
+    "Flags:\n";
+
+static const char usage_foot[] =
     "\n"
     "Exit status: 0 after a teardown or SIGTERM, 1 on a runtime failure, 2 on a bad command "
     "line.\n";
@@ -313,119 +301,76 @@ static void on_signal(uv_signal_t *s, int signum)
     stop(0);
 }
 
-static int parse(int argc, char **argv)
+/* The command line into g: 0, 1 after the help, or -EINVAL with the reason in err. */
+static int parse(int argc, char **argv, char *err, size_t errlen)
 {
-    static const struct option opts[] = {
-        {"peer", required_argument, NULL, 'p'},
-        {"home-id", required_argument, NULL, 'H'},
-        {"home-name", required_argument, NULL, 'N'},
-        {"advertisement", required_argument, NULL, 'a'},
-        {"remote-kubeconfig", required_argument, NULL, 'r'},
-        {"kubeconfig", required_argument, NULL, 'k'},
-        {"node-address", required_argument, NULL, 'n'},
-        {"kubelet-port", required_argument, NULL, 'P'},
-        {"kubelet-addr", required_argument, NULL, 'A'},
-        {"log-level", required_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
-    };
+    enum log_level level = log_get_level();
     const char *adv = NULL, *slash;
+    unsigned port_flag = 0;
+    bool help = false;
     uint64_t port;
-    int c;
+    /* clang-format off */
+    const struct opts_def defs[] = {
+        {.name = "peer", .kind = OPTS_STRING, .arg = "ID", .dest = &g.peer,
+         .help = "the provider's cluster ID"},
+        {.name = "home-id", .kind = OPTS_STRING, .arg = "ID", .dest = &g.home,
+         .help = "this cluster's ID (names the NamespaceMap on the provider)"},
+        {.name = "home-name", .kind = OPTS_STRING, .arg = "NAME", .dest = &g.home_name,
+         .help = "this cluster's name (in the names of remote namespaces)"},
+        {.name = "advertisement", .kind = OPTS_STRING, .arg = "NS/NAME", .dest = &adv,
+         .help = "the accepted Advertisement"},
+        {.name = "remote-kubeconfig", .kind = OPTS_STRING, .arg = "PATH", .dest = &g.remote_path,
+         .help = "the credential for the provider (a mounted Secret; re-read when it changes)"},
+        {.name = "kubeconfig", .kind = OPTS_STRING, .arg = "PATH", .dest = &g.kubeconfig,
+         .help = "the home cluster (default: $KUBECONFIG, ~/.kube/config, then the in-cluster "
+                 "service account)"},
+        {.name = "node-address", .kind = OPTS_STRING, .arg = "IP", .dest = &g.address,
+         .help = "the virtual node's InternalIP (default $POD_IP, else 127.0.0.1)"},
+        {.name = "kubelet-port", .kind = OPTS_UINT, .arg = "PORT", .dest = &port_flag,
+         .size = sizeof(port_flag), .min = 1, .max = 65535,
+         .help = "the virtual node's kubelet port (default 10250, or the port of --kubelet-addr)"},
+        {.name = "kubelet-addr", .kind = OPTS_STRING, .arg = "HOST:PORT", .dest = &g.kla_addr,
+         .help = "where its kubelet API (logs, exec) listens (default every address, on the "
+                 "kubelet port)"},
+        {.name = "log-level", .kind = OPTS_CUSTOM, .arg = "LEVEL", .dest = &level,
+         .fn = opts_log_level, .help = "debug, info, warn or error (default info)"},
+        {.name = "help", .kind = OPTS_FLAG, .flags = OPTS_STOP, .dest = &help,
+         .help = "print this help and exit"},
+        {0},
+    };
+    /* clang-format on */
+    const struct opts_spec spec = {
+        .defs = defs, .noun = "flag", .usage = usage_head, .footer = usage_foot};
 
-    opterr = 0;
-    optind = 1;
-    g.port = 10250;
-    while ((c = getopt_long(argc, argv, ":", opts, NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            g.peer = optarg;
-            break;
-        case 'H':
-            g.home = optarg;
-            break;
-        case 'N':
-            g.home_name = optarg;
-            break;
-        case 'a':
-            adv = optarg;
-            break;
-        case 'r':
-            g.remote_path = optarg;
-            break;
-        case 'k':
-            g.kubeconfig = optarg;
-            break;
-        case 'n':
-            g.address = optarg;
-            break;
-        case 'P':
-            if (parse_u64(optarg, 65535, &port) < 0 || port == 0) {
-                fprintf(stderr, "cliqo-agent virtual-kubelet: --kubelet-port: invalid port '%s'\n",
-                        optarg);
-                return 2;
-            }
-            g.port = (unsigned)port;
-            g.port_given = true;
-            break;
-        case 'A':
-            g.kla_addr = optarg;
-            break;
-        case 'l':
-            if (log_level_from_string(optarg) == _LOG_LEVEL_INVALID) {
-                fprintf(stderr, "cliqo-agent virtual-kubelet: --log-level: invalid level '%s'\n",
-                        optarg);
-                return 2;
-            }
-            log_set_level(log_level_from_string(optarg));
-            break;
-        case 'h':
-            fputs(usage, stdout);
-            return -1;
-        default:
-            fprintf(stderr,
-                    "cliqo-agent virtual-kubelet: unknown or incomplete flag '%s' (see "
-                    "--help)\n",
-                    argv[optind - 1]);
-            return 2;
-        }
+    if (opts_parse(&spec, argc, argv, err, errlen) < 0)
+        return -EINVAL;
+    if (help) {
+        opts_print_help(&spec, stdout);
+        return 1;
     }
-    if (optind < argc) {
-        fprintf(stderr, "cliqo-agent virtual-kubelet: unexpected argument '%s'\n", argv[optind]);
-        return 2;
-    }
-    if (!g.peer || !peer_cluster_id_valid(g.peer) || !g.home || !peer_cluster_id_valid(g.home)) {
-        fprintf(stderr, "cliqo-agent virtual-kubelet: --peer and --home-id must be cluster IDs\n");
-        return 2;
-    }
-    if (g.home_name && *g.home_name && !peer_cluster_name_valid(g.home_name)) {
-        fprintf(stderr, "cliqo-agent virtual-kubelet: --home-name must be a cluster name\n");
-        return 2;
-    }
-    if (!g.remote_path || !*g.remote_path) {
-        fprintf(stderr, "cliqo-agent virtual-kubelet: --remote-kubeconfig is required\n");
-        return 2;
-    }
+    log_set_level(level);
+    g.port = port_flag ? port_flag : 10250;
+    g.port_given = port_flag != 0;
+    if (!g.peer || !peer_cluster_id_valid(g.peer) || !g.home || !peer_cluster_id_valid(g.home))
+        return errbuf_fmt(err, errlen, -EINVAL, "--peer and --home-id must be cluster IDs");
+    if (g.home_name && *g.home_name && !peer_cluster_name_valid(g.home_name))
+        return errbuf_fmt(err, errlen, -EINVAL, "--home-name must be a cluster name");
+    if (!g.remote_path || !*g.remote_path)
+        return errbuf_fmt(err, errlen, -EINVAL, "--remote-kubeconfig is required");
     if (g.address) {
         unsigned char ip[16];
 
-        if (inet_pton(AF_INET, g.address, ip) != 1 && inet_pton(AF_INET6, g.address, ip) != 1) {
-            fprintf(stderr,
-                    "cliqo-agent virtual-kubelet: --node-address: '%s' is not an IP address\n",
-                    g.address);
-            return 2;
-        }
+        if (inet_pton(AF_INET, g.address, ip) != 1 && inet_pton(AF_INET6, g.address, ip) != 1)
+            return errbuf_fmt(err, errlen, -EINVAL, "--node-address: '%s' is not an IP address",
+                              g.address);
     }
     if (g.kla_addr) {
         const char *colon = strrchr(g.kla_addr, ':');
 
         if (!colon || parse_u64(colon + 1, 65535, &port) < 0 || port == 0 ||
-            (g.port_given && port != g.port)) {
-            fprintf(stderr,
-                    "cliqo-agent virtual-kubelet: --kubelet-addr: want HOST:PORT with a port%s\n",
-                    g.port_given ? " equal to --kubelet-port" : "");
-            return 2;
-        }
+            (g.port_given && port != g.port))
+            return errbuf_fmt(err, errlen, -EINVAL, "--kubelet-addr: want HOST:PORT with a port%s",
+                              g.port_given ? " equal to --kubelet-port" : "");
         g.port = (unsigned)port;
     } else {
         snprintf(g.kla_addr_buf, sizeof(g.kla_addr_buf), ":%u", g.port);
@@ -433,10 +378,8 @@ static int parse(int argc, char **argv)
     }
     slash = adv ? strchr(adv, '/') : NULL;
     if (!slash || (size_t)(slash - adv) >= sizeof(g.adv_ns_buf) ||
-        strlen(slash + 1) >= sizeof(g.adv_name_buf) || slash == adv || !slash[1]) {
-        fprintf(stderr, "cliqo-agent virtual-kubelet: --advertisement must be NAMESPACE/NAME\n");
-        return 2;
-    }
+        strlen(slash + 1) >= sizeof(g.adv_name_buf) || slash == adv || !slash[1])
+        return errbuf_fmt(err, errlen, -EINVAL, "--advertisement must be NAMESPACE/NAME");
     snprintf(g.adv_ns_buf, sizeof(g.adv_ns_buf), "%.*s", (int)(slash - adv), adv);
     snprintf(g.adv_name_buf, sizeof(g.adv_name_buf), "%s", slash + 1);
     g.adv_ns = g.adv_ns_buf;
@@ -520,12 +463,15 @@ static int start(void)
 
 int vk_standalone_main(int argc, char **argv)
 {
+    char err[256];
     int r, code;
 
     memset(&g, 0, sizeof(g));
-    r = parse(argc, argv);
+    r = parse(argc, argv, err, sizeof(err));
+    if (r < 0)
+        fprintf(stderr, "cliqo-agent virtual-kubelet: %s\n", err);
     if (r != 0)
-        return r < 0 ? 0 : r;
+        return r < 0 ? 2 : 0;
     signal(SIGPIPE, SIG_IGN);
     if (uv_loop_init(&g.loop) < 0)
         return 1;
