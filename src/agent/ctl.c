@@ -135,32 +135,43 @@ void ctl_enqueue(struct ctl *c, const char *key)
         wq_add(c->q, key);
 }
 
-/* Requeues key as how says and marks it done; nothing once the controller is freed. */
-static void key_end(struct ctl *c, const char *key, enum ctl_requeue how)
+/* Queues key again after ms (none when ms < 0) and marks it done; nothing once the controller is
+ * freed. */
+static void key_end_after(struct ctl *c, const char *key, int64_t ms)
 {
     if (c->freed || !c->q)
         return;
+    if (ms >= 0)
+        wq_add_after(c->q, key, (uint64_t)ms);
+    wq_done(c->q, key);
+}
+
+/* Requeues key as how says and marks it done; nothing once the controller is freed. */
+static void key_end(struct ctl *c, const char *key, enum ctl_requeue how)
+{
     switch (how) {
     case CTL_NOW:
-        wq_add_after(c->q, key, 0);
+        key_end_after(c, key, 0);
         break;
     case CTL_RETRY:
-        wq_add_after(c->q, key, c->o.retry_ms);
+        key_end_after(c, key, c->o.retry_ms);
         break;
     case CTL_WAIT:
-        wq_add_after(c->q, key, c->o.wait_ms);
+        key_end_after(c, key, c->o.wait_ms);
         break;
     case CTL_STALE:
-        wq_add_after(c->q, key, STALE_MS);
+        key_end_after(c, key, STALE_MS);
         break;
     case CTL_BACKOFF:
-        wq_add_rate_limited(c->q, key);
+        if (!c->freed && c->q)
+            wq_add_rate_limited(c->q, key);
+        key_end_after(c, key, -1);
         break;
     case CTL_DONE:
     default:
+        key_end_after(c, key, -1);
         break;
     }
-    wq_done(c->q, key);
 }
 
 void ctl_skip(struct ctl *c, const char *key, enum ctl_requeue how)
@@ -222,12 +233,7 @@ void ctl_chain_after_write(void *owner)
 
 void ctl_rec_end_after(struct ctl_rec *r, uint32_t ms)
 {
-    struct ctl *c = r->ctl;
-
-    if (!c->freed && c->q) {
-        wq_add_after(c->q, r->key, ms);
-        wq_done(c->q, r->key);
-    }
+    key_end_after(r->ctl, r->key, ms);
     rec_free(r);
 }
 
