@@ -3,7 +3,6 @@
  */
 #include "agent/agent-internal.h"
 #include "common/log.h"
-#include "peering/controllers/controllers.h"
 #include "virtualkubelet/virtualkubelet.h"
 
 #include <signal.h>
@@ -58,10 +57,6 @@ int main(int argc, char **argv)
         fprintf(stderr, "cliqo-agent: cannot create the event loop: %s\n", uv_strerror(r));
         return 1;
     }
-    peer_ctl_configure(&(struct peer_ctl_options){.api_server_url = cfg.api_server_url,
-                                                  .auth_url = cfg.auth_url,
-                                                  .unpeer_timeout_ms = cfg.unpeer_timeout_ms,
-                                                  .resync_ms = cfg.peer_check_ms});
     /* The trim timer does not keep the loop alive (unreferenced); closed once the agent stopped. */
     uv_timer_init(&loop, &trim);
     uv_timer_start(&trim, on_trim, TRIM_INTERVAL_MS, TRIM_INTERVAL_MS);

@@ -146,11 +146,12 @@ static void read_config(void)
 
 static const char *auth_url(char *buf, size_t size)
 {
+    const char *own = peer_ctl_options(lan.a).auth_url;
     json_t *cc;
     const char *u;
 
-    if (peer_ctl_options()->auth_url)
-        return peer_ctl_options()->auth_url;
+    if (own)
+        return own;
     cc = disc_cluster_config();
     u = json_string_value(
         json_object_get(json_object_get(json_object_get(cc, "spec"), "peeringConfig"), "authUrl"));

@@ -943,7 +943,7 @@ static void step_lookup(void *owner)
 static void step_reply(struct issue *is)
 {
     struct auth *m = is->m;
-    const struct peer_ctl_options *o = peer_ctl_options();
+    const struct peer_ctl_options opts = peer_ctl_options(m->mod.a), *o = &opts;
     const struct kc_config *kc = agent_kubeconfig(m->mod.a);
     const char *b64 =
         json_string_value(json_object_get(json_object_get(is->ch.last.body, "data"), "token"));

@@ -19,7 +19,7 @@
 #include "agent/ctl.h"
 #include "peering/objects.h"
 
-/* Options of the controllers (flags of cliqo-agent; NULL/0: the default). */
+/* Options of the controllers, from the agent's flags (agent_config; NULL/0: the default). */
 struct peer_ctl_options {
     const char *api_server_url; /* the URL peers use to reach this cluster's apiserver;
                                    default: the server of the agent's own kubeconfig */
@@ -29,8 +29,8 @@ struct peer_ctl_options {
     bool unpeer_timeout_set;    /* given by flag: wins over ClusterConfig */
     uint64_t resync_ms;         /* re-check of established peerings; default 30 s */
 };
-void peer_ctl_configure(const struct peer_ctl_options *o);
-const struct peer_ctl_options *peer_ctl_options(void);
+/* The options of agent a's controllers, defaults filled in (a NULL agent: every default). */
+struct peer_ctl_options peer_ctl_options(struct agent *a);
 
 /* ---- modules -------------------------------------------------------------------------------- */
 

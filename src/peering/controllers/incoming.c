@@ -253,7 +253,7 @@ static void after_verify(void *owner)
         log_debug("incoming",
                   "cluster %s not reachable with its credential (%s); keeping the peering", r->id,
                   r->h.ch.last.message);
-    rec_end(r, (int)peer_ctl_options()->resync_ms);
+    rec_end(r, (int)peer_ctl_options(r->m->mod.a).resync_ms);
 }
 
 /* The requester's credential (the admitted request's kubeconfig Secret) in its unit, role
@@ -299,12 +299,12 @@ static void verify_requester(struct rec *r)
     struct kapi_client *c = install_requester(r);
 
     if (!c || !ns) {
-        rec_end(r, (int)peer_ctl_options()->resync_ms);
+        rec_end(r, (int)peer_ctl_options(r->m->mod.a).resync_ms);
         return;
     }
     r->h.ch.next = after_verify;
     if (kapi_list(c, &kapi_secrets, ns, &lo, ctl_call_cb, r) < 0)
-        rec_end(r, (int)peer_ctl_options()->resync_ms);
+        rec_end(r, (int)peer_ctl_options(r->m->mod.a).resync_ms);
 }
 
 static void decide(struct rec *r, const char *phase, const char *reason, const char *msg)
@@ -419,7 +419,7 @@ static void after_secret(void *owner)
     r->secret = json_incref(r->h.ch.last.body);
     if (requester_refused(r, msg, sizeof(msg))) {
         /* Checked again every resync period: a rewritten Secret fires no PeeringRequest event. */
-        r->requeue_ms = (int)peer_ctl_options()->resync_ms;
+        r->requeue_ms = (int)peer_ctl_options(r->m->mod.a).resync_ms;
         decide(r, "Pending", "InvalidKubeconfig", msg);
         return;
     }

@@ -1,20 +1,28 @@
 /* The options the agent's flags give the peering controllers; see controllers.h. */
 #include "peering/controllers/controllers.h"
 
-/* The defaults hold until peer_ctl_configure (tests and tools may never call it). */
-static struct peer_ctl_options opts = {.unpeer_timeout_ms = 30000, .resync_ms = 30000};
+#include <string.h>
 
-void peer_ctl_configure(const struct peer_ctl_options *o)
-{
-    opts = *o;
-    opts.unpeer_timeout_set = o->unpeer_timeout_ms != 0;
-    if (!opts.unpeer_timeout_ms)
-        opts.unpeer_timeout_ms = 30000;
-    if (!opts.resync_ms)
-        opts.resync_ms = 30000;
-}
+#include "agent/config.h"
 
-const struct peer_ctl_options *peer_ctl_options(void)
+#define PEER_CTL_DEFAULT_MS 30000
+
+struct peer_ctl_options peer_ctl_options(struct agent *a)
 {
-    return &opts;
+    const struct agent_config *cfg = a ? agent_config(a) : NULL;
+    struct peer_ctl_options o;
+
+    memset(&o, 0, sizeof(o));
+    if (cfg) {
+        o.api_server_url = cfg->api_server_url;
+        o.auth_url = cfg->auth_url;
+        o.unpeer_timeout_ms = cfg->unpeer_timeout_ms;
+        o.resync_ms = cfg->peer_check_ms;
+    }
+    o.unpeer_timeout_set = o.unpeer_timeout_ms != 0;
+    if (!o.unpeer_timeout_ms)
+        o.unpeer_timeout_ms = PEER_CTL_DEFAULT_MS;
+    if (!o.resync_ms)
+        o.resync_ms = PEER_CTL_DEFAULT_MS;
+    return o;
 }

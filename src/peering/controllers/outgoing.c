@@ -106,11 +106,12 @@ static json_t *peering_config(struct outgoing *m)
 
 static const char *own_auth_url(struct rec *r)
 {
+    const struct peer_ctl_options o = peer_ctl_options(r->m->mod.a);
     json_t *pc;
     const char *u;
 
-    if (peer_ctl_options()->auth_url)
-        return peer_ctl_options()->auth_url;
+    if (o.auth_url)
+        return o.auth_url;
     if (!r->auth_url[0]) {
         pc = peering_config(r->m);
         u = json_string_value(json_object_get(pc, "authUrl"));
@@ -123,15 +124,16 @@ static const char *own_auth_url(struct rec *r)
 
 static uint64_t unpeer_timeout_ms(struct outgoing *m)
 {
+    const struct peer_ctl_options o = peer_ctl_options(m->mod.a);
     json_t *pc;
     json_int_t secs;
 
-    if (peer_ctl_options()->unpeer_timeout_set)
-        return peer_ctl_options()->unpeer_timeout_ms;
+    if (o.unpeer_timeout_set)
+        return o.unpeer_timeout_ms;
     pc = peering_config(m);
     secs = json_integer_value(json_object_get(pc, "unpeerTimeoutSeconds"));
     json_decref(pc);
-    return secs > 0 && secs <= 3600 ? (uint64_t)secs * 1000 : peer_ctl_options()->unpeer_timeout_ms;
+    return secs > 0 && secs <= 3600 ? (uint64_t)secs * 1000 : o.unpeer_timeout_ms;
 }
 
 /* ---- peers' clients -------------------------------------------------------------------------- */
@@ -557,7 +559,7 @@ static void after_pr_get(void *owner)
     }
     if (phase && strcmp(phase, "Accepted") == 0) {
         if (!condition(r, COND_OUT, "Established", "Accepted", "the peer accepted the request"))
-            ctl_rec_end_after(&r->h, (uint32_t)peer_ctl_options()->resync_ms);
+            ctl_rec_end_after(&r->h, (uint32_t)peer_ctl_options(r->m->mod.a).resync_ms);
     } else if (phase && strcmp(phase, "Denied") == 0) {
         if (!condition(r, COND_OUT, "Denied", "RequestDenied", msg ? msg : "denied by the peer"))
             ctl_rec_end_after(&r->h, 30000);
