@@ -43,8 +43,7 @@
 #include "peering/objects.h"
 #include "peering/resources.h"
 #include "kubeletapi/module.h"
-#include "virtualkubelet/pods.h"
-#include "virtualkubelet/virtualkubelet.h"
+#include "offloading/pods.h"
 #include "virtualkubelet/vk.h"
 
 #define MOD           "advoperator"

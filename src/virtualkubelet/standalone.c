@@ -5,7 +5,7 @@
  * finalizer and exits 0. SIGTERM stops it at once (the node stays, its Lease expires). It serves
  * its node's kubelet API (logs, exec: kla_service, src/kubeletapi/service.h) on --kubelet-addr,
  * by default every address on the node's kubelet port. */
-#include "virtualkubelet/virtualkubelet.h"
+#include "virtualkubelet/standalone.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,7 +30,7 @@
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
-#include "virtualkubelet/pods.h"
+#include "offloading/pods.h"
 #include "virtualkubelet/vk.h"
 
 #define MOD             "virtual-kubelet"

@@ -22,7 +22,7 @@
 #include "peering/objects.h"
 #include "peering/resources.h"
 #include "virtualkubelet/nsmapping.h"
-#include "virtualkubelet/pods.h"
+#include "offloading/pods.h"
 #include "virtualkubelet/reflect.h"
 
 #define MOD               "virtual-kubelet"
@@ -47,8 +47,9 @@ enum td_step {
     TD_DONE,
 };
 
-/* The reflectors every virtual kubelet runs (reflect.h), in this order; the pods reflector is first
- * (vk.c also calls what only it has: pods.h), then the object reflectors (reflect_objects.c). */
+/* The reflectors every virtual kubelet runs (offloading/reflector.h), in this order; the pods
+ * reflector is first (offloading/pods.h; vk.c also calls what only it has), then the object
+ * reflectors (reflect.h, reflect_objects.c). */
 static const struct vk_reflector_ops *const reflectors[] = {
     &vk_reflect_pods,       &vk_reflect_services, &vk_reflect_endpointslices,
     &vk_reflect_configmaps, &vk_reflect_secrets,

@@ -5,11 +5,11 @@
  * the advertised amounts, conditions, a Lease in kube-node-lease), probes the provider with its
  * own credential (keepalive: the node turns NotReady with reason ProviderUnreachable after
  * `threshold` failures in a row, and Ready again at the first success), keeps its NamespaceMap on
- * the provider, runs the namespace mapping (nsmapping.h) and the reflectors (reflect.h: pods.h and
- * the object reflectors) with the peering's address translations, and on teardown goes in the
- * order the original design wanted: cordon, drain, wait for the remote pods to go, remove what it
- * created on the provider (bounded by a timeout), release the NamespaceOffloadings' conditions,
- * stop, delete the node.
+ * the provider, runs the namespace mapping (nsmapping.h) and the reflectors
+ * (offloading/reflector.h: offloading/pods.h and the object reflectors of reflect.h) with the
+ * peering's address translations, and on teardown goes in the order the original design wanted:
+ * cordon, drain, wait for the remote pods to go, remove what it created on the provider (bounded by
+ * a timeout), release the NamespaceOffloadings' conditions, stop, delete the node.
  *
  * The same code runs embedded in the agent (one per accepted Advertisement) and standalone
  * (`cliqo-agent virtual-kubelet`, Deployment mode): its inputs come through struct vk_source, so

@@ -14,12 +14,12 @@
  * at most one request; the clients' token buckets pace them), forwarded Events
  * VK_PODS_EVENT_QPS per reflector and a few per pod (the rest are dropped and counted).
  *
- * It implements struct vk_reflector_ops (reflect.h) plus what only pods have: the provider's
+ * It implements struct vk_reflector_ops (reflector.h) plus what only pods have: the provider's
  * reachability (set by the keepalive), the state of the namespace mapping, counts and evictions for
  * the namespace mapping and the teardown, and the logs/exec resolver. Single-threaded, on the loop.
  */
-#ifndef CLIQO_VIRTUALKUBELET_PODS_H
-#define CLIQO_VIRTUALKUBELET_PODS_H
+#ifndef CLIQO_OFFLOADING_PODS_H
+#define CLIQO_OFFLOADING_PODS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,7 +27,7 @@
 #include "metrics/metrics.h"
 #include "kube/api.h"
 #include "kubeletapi/kubeletapi.h"
-#include "virtualkubelet/reflect.h"
+#include "offloading/reflector.h"
 
 #define VK_PODS_MAX         20000 /* home pods with per-pod state */
 #define VK_PODS_CONCURRENCY 64

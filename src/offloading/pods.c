@@ -3,7 +3,7 @@
  * Every request holds a reference on the reflector, so destroy never leaves a callback with a
  * dangling pointer: a destroyed reflector only drops the references of the requests that come back
  * (and never calls wq_done on its closed queue). */
-#include "virtualkubelet/pods.h"
+#include "offloading/pods.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@
 #include "kube/informer.h"
 #include "kube/workqueue.h"
 #include "peering/objects.h"
-#include "virtualkubelet/podxlate.h"
+#include "offloading/podxlate.h"
 
 #define MOD             "vk-pods"
 #define NS_MAX          64
