@@ -42,6 +42,7 @@
 #define VK_ANNOT_HOME_UID  "offloading.cliqo.io/home-uid"
 
 struct vk_reflect_filter; /* the object reflectors' filters (src/virtualkubelet/reflect.h) */
+struct vk_pods_shared;    /* what the pods reflectors share (pods.h) */
 struct metrics_registry;
 
 /* What a reflector is given; valid from create to destroy (strings and tables owned by the virtual
@@ -67,6 +68,9 @@ struct vk_reflect_env {
      * (cliqo_vk_reflect_*, labels peer and kind). */
     size_t max_objects_per_ns;
     struct metrics_registry *metrics;
+    /* What the pods reflectors of the agent (or process) share: their list and metrics (pods.h);
+     * NULL: the pods reflector counts nothing and no vk_pod_target finds it. */
+    struct vk_pods_shared *pods;
 };
 #define VK_REFLECT_DEFAULT_MAX_OBJECTS 5000
 
