@@ -41,9 +41,9 @@
 #define VK_ANNOT_HOME_NS   "offloading.cliqo.io/home-namespace"
 #define VK_ANNOT_HOME_UID  "offloading.cliqo.io/home-uid"
 
-struct vk_reflect_filter; /* the object reflectors' filters (src/virtualkubelet/reflect.h) */
-struct vk_pods_shared;    /* what the pods reflectors share (pods.h) */
-struct metrics_registry;
+struct vk_reflect_filter;  /* the object reflectors' filters (src/virtualkubelet/reflect.h) */
+struct vk_reflect_metrics; /* the object reflectors' metrics (src/virtualkubelet/reflect.h) */
+struct vk_pods_shared;     /* what the pods reflectors share (pods.h) */
 
 /* What a reflector is given; valid from create to destroy (strings and tables owned by the virtual
  * kubelet; the filters may change, followed by a kick). */
@@ -64,10 +64,10 @@ struct vk_reflect_env {
     int (*home_to_remote_ip)(void *data, const char *ip, char *out, size_t size);
     void *ip_data;
     /* Optional (zero: the default or none). The most copies of one kind a reflector keeps in one
-     * remote namespace (default VK_REFLECT_DEFAULT_MAX_OBJECTS); the registry its metrics go to
-     * (cliqo_vk_reflect_*, labels peer and kind). */
+     * remote namespace (default VK_REFLECT_DEFAULT_MAX_OBJECTS); the object reflectors' metric
+     * families (cliqo_vk_reflect_*, labels peer and kind: vk_reflect_metrics_new). */
     size_t max_objects_per_ns;
-    struct metrics_registry *metrics;
+    struct vk_reflect_metrics *metrics;
     /* What the pods reflectors of the agent (or process) share: their list and metrics (pods.h);
      * NULL: the pods reflector counts nothing and no vk_pod_target finds it. */
     struct vk_pods_shared *pods;

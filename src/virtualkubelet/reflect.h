@@ -48,6 +48,14 @@ void vk_reflect_filter_clear(struct vk_reflect_filter *f);
 int vk_reflect_filters_from_config(const json_t *clusterconfig,
                                    struct vk_reflect_filter filters[_VK_REFLECT_KINDS], char *err,
                                    size_t errlen);
+/* The object reflectors' metrics (cliqo_vk_reflect_*, labels peer and kind) in registry reg (NULL:
+ * none): made by whoever creates the reflectors and given to each through env->metrics, freed after
+ * the last of them is destroyed (NULL-safe). Families the registry refuses are left off with a
+ * warning: the reflectors then count nothing. Returns 0, -EINVAL or -ENOMEM. */
+struct metrics_registry;
+int vk_reflect_metrics_new(struct metrics_registry *reg, struct vk_reflect_metrics **ret);
+void vk_reflect_metrics_free(struct vk_reflect_metrics *m);
+
 /* "services", "endpointslices", "configmaps", "secrets" (NULL for another value). */
 const char *vk_reflect_kind_name(enum vk_reflect_kind kind);
 
