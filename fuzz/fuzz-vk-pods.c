@@ -1,4 +1,4 @@
-/* libFuzzer harness for src/virtualkubelet/podxlate.c (and mapxlate.c's reading of a NamespaceMap
+/* libFuzzer harness for src/offloading/podxlate.c (and mapxlate.c's reading of a NamespaceMap
  * status): what a virtual kubelet reads from the provider, remote pods, remote Events and the
  * NamespaceMap's currentMapping, all hostile.
  *
@@ -16,7 +16,7 @@
  *   - the NamespaceMap's answer is believed (Accepted) only for the remote name asked for, and the
  *     conditions made of it are bounded.
  * A violated invariant aborts, which libFuzzer reports as a crash. */
-#include "../src/virtualkubelet/podxlate.c"
+#include "../src/offloading/podxlate.c"
 
 #include <stdlib.h>
 

@@ -43,8 +43,7 @@
 #include "peering/objects.h"
 #include "peering/resources.h"
 #include "kubeletapi/module.h"
-#include "virtualkubelet/pods.h"
-#include "virtualkubelet/virtualkubelet.h"
+#include "offloading/pods.h"
 #include "virtualkubelet/vk.h"
 
 #define MOD           "advoperator"
@@ -76,6 +75,7 @@ struct advop {
     bool cfg_loaded;
     json_t *pending; /* key -> "Accepted" | "Refused" written, not yet seen back */
     struct vkent *vks;
+    struct vk_pods_shared *pods; /* what the pods reflectors of vks share (vk_params.pods) */
 };
 
 struct rec {
@@ -214,6 +214,7 @@ static int ent_start_vk(struct vkent *e)
         .node_address = agent_config(m->mod.a)->node_address,
         .kubelet_port = agent_config(m->mod.a)->kubelet_port,
         .src = {src_adv, src_node, e},
+        .pods = m->pods,
         .remote_timeout_ms = remote_timeout_ms(m),
     };
     int r;
@@ -1370,9 +1371,9 @@ int advop_init(struct agent *a)
     if (r == 0)
         r = net_subscribe(on_net, m);
     if (r == 0)
-        r = vk_pods_metrics_init(agent_metrics(a));
+        r = vk_pods_shared_new(agent_metrics(a), &m->pods);
     if (r == 0) /* logs and exec reach the pods of the virtual kubelets made here */
-        kla_agent_set_resolver(a, vk_kla_resolve, NULL);
+        kla_agent_set_resolver(a, vk_kla_resolve, m->pods);
     return r;
 }
 
@@ -1396,7 +1397,10 @@ void advop_fini(struct agent *a)
      * by the next leader), as a kubelet's node stays when the kubelet restarts. */
     while (m->vks)
         ent_free(m->vks);
-    vk_pods_metrics_fini();
+    /* After every virtual kubelet, and after the kubeletapi module's fini (later in the module
+     * list, so earlier here), which drops the resolver that was given it. */
+    vk_pods_shared_free(m->pods);
+    m->pods = NULL;
     json_decref(m->pending);
     advcfg_done(&m->cfg);
     ctl_module_fini(a, MOD);

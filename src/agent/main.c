@@ -3,7 +3,7 @@
  */
 #include "agent/agent-internal.h"
 #include "common/log.h"
-#include "virtualkubelet/virtualkubelet.h"
+#include "virtualkubelet/standalone.h"
 
 #include <signal.h>
 #include <stdio.h>

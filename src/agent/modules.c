@@ -9,7 +9,7 @@
 #include "network/network.h"
 #include "offloading/offloading.h"
 #include "peering/controllers/controllers.h"
-#include "virtualkubelet/virtualkubelet.h"
+#include "offloading/provider_namespacemap.h"
 
 /* One module per line, so that adding one is a one-line change. */
 /* clang-format off */

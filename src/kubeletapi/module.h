@@ -5,7 +5,7 @@
  * name being "cliqo-<identity>" made a DNS label (kla_service_label).
  *
  * The relay's resolver maps a home pod to its virtual node, the provider's client, the remote
- * namespace and pod. The virtual kubelets give theirs (vk_kla_resolve, src/virtualkubelet/pods.h)
+ * namespace and pod. The virtual kubelets give theirs (vk_kla_resolve, src/offloading/pods.h)
  * with kla_agent_set_resolver, from the advertisement operator's init; until then, or with NULL, no
  * pod is known. May be called before the module starts and at any time after; the module's fini
  * forgets it. */

@@ -1,42 +1,16 @@
-/* reflect: the virtual kubelet's reflectors (docs/offloading.md, "Each virtual kubelet").
- *
- * A virtual kubelet (vk.c) owns one instance of each reflector (pods, services, endpointslices,
- * configmaps, secrets). It tells them which namespace pairs are mapped (local namespace on the home
- * cluster -> namespace B created for us, Accepted in the NamespaceMap's status) and when anything
- * they depend on changed. Each reflector owns its informers (local ones on env->local, remote ones
- * registered on env->unit with role PU_VK, so that a rotated credential re-creates them), one work
- * queue, and the requests it makes; data flows informer -> store -> queue -> reconcile -> API.
- *
- * Everything read from the provider is untrusted input: a remote object is mapped back to a local
- * one only through the pairs the virtual kubelet gave (remote namespace -> local namespace), never
- * through a name or label the provider wrote.
- *
- * Life cycle, all on the loop: create -> any number of ns_add / ns_remove / kick -> destroy.
- * ns_add for a local namespace already added replaces its remote name (a stop and a start).
- * destroy stops at once: informers closed, queue closed, requests in flight aborted or ignored;
- * nothing is deleted on either side (the namespace's deletion on the provider removes the copies).
- * Single-threaded. */
+/* reflect: the virtual kubelet's object reflectors (docs/offloading.md, "Each virtual kubelet"):
+ * services, endpointslices, configmaps and secrets (reflect_objects.c), with their reflection
+ * filters (reflect_filter.c). They implement struct vk_reflector_ops (offloading/reflector.h, with
+ * the labels and the environment every reflector shares); the pods reflector is pod offloading's
+ * (offloading/pods.h). A virtual kubelet (vk.c) owns one instance of each. */
 #ifndef CLIQO_VIRTUALKUBELET_REFLECT_H
 #define CLIQO_VIRTUALKUBELET_REFLECT_H
 
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <uv.h>
 
-#include "agent/peers.h"
-#include "kube/api.h"
-
-/* Labels on every object a virtual kubelet creates on the provider. */
-#define VK_LABEL_ORIGIN      "virtualkubelet.liqo.io/origin"      /* the home cluster's ID */
-#define VK_LABEL_DESTINATION "virtualkubelet.liqo.io/destination" /* the provider's ID */
-#define VK_LABEL_REFLECTED   "liqo.io/reflected"                  /* "true" */
-/* On remote pods (labels where the value fits, annotations always). */
-#define VK_LABEL_HOME_UID  "offloading.cliqo.io/home-uid"
-#define VK_LABEL_HOME_NS   "offloading.cliqo.io/home-namespace"
-#define VK_ANNOT_HOME_NAME "offloading.cliqo.io/home-name"
-#define VK_ANNOT_HOME_NS   "offloading.cliqo.io/home-namespace"
-#define VK_ANNOT_HOME_UID  "offloading.cliqo.io/home-uid"
+#include "offloading/reflector.h"
 
 /* The reflection filters of one kind: "namespace/name" patterns where '*' matches any run of
  * characters; an object is reflected when it matches no deny pattern and (allow is empty or it
@@ -57,43 +31,6 @@ enum vk_reflect_kind {
     _VK_REFLECT_KINDS,
 };
 
-/* What a reflector is given; valid from create to destroy (strings and tables owned by the virtual
- * kubelet; the filters may change, followed by a kick). */
-struct vk_reflect_env {
-    uv_loop_t *loop;
-    struct kapi_client *local; /* the home cluster */
-    struct pu_unit *unit;      /* the provider's unit: pu_client(unit, PU_VK), pu_informer */
-    const char *home_id;       /* this cluster */
-    const char *peer_id;       /* the provider */
-    const char *node_name;     /* liqo-<peer_id> */
-    const char *node_address;  /* the virtual node's InternalIP (the home pods' hostIP) */
-    const struct vk_reflect_filter *filters; /* [_VK_REFLECT_KINDS] */
-    /* IP translations of the peering (docs/advertisement.md, pod-CIDR remapping): an address of
-     * a pod on the provider as the home cluster must use it, and a home address as the provider
-     * must use it. They write into out (size >= 46) and return 0, or a negative errno (not an
-     * address of the peering's ranges: the caller keeps the original). NULL data is allowed. */
-    int (*remote_to_home_ip)(void *data, const char *ip, char *out, size_t size);
-    int (*home_to_remote_ip)(void *data, const char *ip, char *out, size_t size);
-    void *ip_data;
-    /* Optional (zero: the default or none). The most copies of one kind a reflector keeps in one
-     * remote namespace (default VK_REFLECT_DEFAULT_MAX_OBJECTS); the registry its metrics go to
-     * (cliqo_vk_reflect_*, labels peer and kind). */
-    size_t max_objects_per_ns;
-    struct metrics_registry *metrics;
-};
-#define VK_REFLECT_DEFAULT_MAX_OBJECTS 5000
-
-struct vk_reflector_ops {
-    const char *kind; /* for logs and metrics: "pods", "services", ... */
-    int (*create)(const struct vk_reflect_env *env, void **ret_state);
-    void (*ns_add)(void *state, const char *local_ns, const char *remote_ns);
-    void (*ns_remove)(void *state, const char *local_ns);
-    /* Filters, translations or reachability changed: reconcile every key again. */
-    void (*kick)(void *state);
-    /* NULL-safe state. */
-    void (*destroy)(void *state);
-};
-
 extern const struct vk_reflector_ops vk_reflect_services;
 extern const struct vk_reflector_ops vk_reflect_endpointslices;
 extern const struct vk_reflector_ops vk_reflect_configmaps;
@@ -111,6 +48,14 @@ void vk_reflect_filter_clear(struct vk_reflect_filter *f);
 int vk_reflect_filters_from_config(const json_t *clusterconfig,
                                    struct vk_reflect_filter filters[_VK_REFLECT_KINDS], char *err,
                                    size_t errlen);
+/* The object reflectors' metrics (cliqo_vk_reflect_*, labels peer and kind) in registry reg (NULL:
+ * none): made by whoever creates the reflectors and given to each through env->metrics, freed after
+ * the last of them is destroyed (NULL-safe). Families the registry refuses are left off with a
+ * warning: the reflectors then count nothing. Returns 0, -EINVAL or -ENOMEM. */
+struct metrics_registry;
+int vk_reflect_metrics_new(struct metrics_registry *reg, struct vk_reflect_metrics **ret);
+void vk_reflect_metrics_free(struct vk_reflect_metrics *m);
+
 /* "services", "endpointslices", "configmaps", "secrets" (NULL for another value). */
 const char *vk_reflect_kind_name(enum vk_reflect_kind kind);
 

@@ -123,26 +123,32 @@ struct refl {
 
 /* ---- metrics --------------------------------------------------------------------------------- */
 
-static struct {
-    struct metrics_registry *reg;
+struct vk_reflect_metrics {
+    bool on; /* the families are registered */
     struct metrics_family *objects, *namespaces, *writes, *refused, *clashes;
-} M;
+};
 
-static void metrics_setup(struct metrics_registry *reg)
+int vk_reflect_metrics_new(struct metrics_registry *reg, struct vk_reflect_metrics **ret)
 {
     static const char *const pk[] = {"peer", "kind", NULL};
     static const char *const w[] = {"peer", "kind", "verb", "result", NULL};
     static const char *const rf[] = {"peer", "kind", "reason", NULL};
     struct metrics_family *f[5] = {0};
+    struct vk_reflect_metrics *m;
     int r;
 
-    if (!reg || reg == M.reg)
-        return;
+    if (!ret)
+        return -EINVAL;
+    *ret = m = x_calloc(1, sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    if (!reg)
+        return 0;
     r = metrics_family_new(reg, METRICS_GAUGE, "cliqo_vk_reflect_objects",
                            "Copies of home objects a virtual kubelet keeps on its provider.", pk,
                            NULL, 0, &f[0]);
     if (r == -EEXIST)
-        return; /* another registry at a recycled address would not have them: keep M */
+        return 0; /* registered by another context: this one counts nothing */
     if (r == 0)
         r = metrics_family_new(reg, METRICS_GAUGE, "cliqo_vk_reflect_namespaces",
                                "Namespace pairs a reflector keeps in sync.", pk, NULL, 0, &f[1]);
@@ -163,21 +169,27 @@ static void metrics_setup(struct metrics_registry *reg)
                                pk, NULL, 0, &f[4]);
     if (r < 0) {
         log_warn(MOD, "cannot register the reflection metrics: %s", strerror(-r));
-        return;
+        return 0;
     }
     for (int i = 0; i < 5; i++)
         metrics_family_set_max_series(f[i], 20000);
-    M.reg = reg;
-    M.objects = f[0];
-    M.namespaces = f[1];
-    M.writes = f[2];
-    M.refused = f[3];
-    M.clashes = f[4];
+    m->on = true;
+    m->objects = f[0];
+    m->namespaces = f[1];
+    m->writes = f[2];
+    m->refused = f[3];
+    m->clashes = f[4];
+    return 0;
+}
+
+void vk_reflect_metrics_free(struct vk_reflect_metrics *m)
+{
+    x_free(m);
 }
 
 static bool metrics_on(const struct refl *r)
 {
-    return r->env->metrics && r->env->metrics == M.reg;
+    return r->env->metrics && r->env->metrics->on;
 }
 
 static void m_write(struct refl *r, const char *verb, int err)
@@ -189,7 +201,7 @@ static void m_write(struct refl *r, const char *verb, int err)
     const char *v[] = {r->env->peer_id, r->kname, verb, result};
 
     if (metrics_on(r))
-        metrics_inc(M.writes, v);
+        metrics_inc(r->env->metrics->writes, v);
 }
 
 static void m_refused(struct refl *r, const char *reason)
@@ -197,7 +209,7 @@ static void m_refused(struct refl *r, const char *reason)
     const char *v[] = {r->env->peer_id, r->kname, reason};
 
     if (metrics_on(r))
-        metrics_inc(M.refused, v);
+        metrics_inc(r->env->metrics->refused, v);
 }
 
 static void m_clash(struct refl *r)
@@ -205,7 +217,7 @@ static void m_clash(struct refl *r)
     const char *v[] = {r->env->peer_id, r->kname};
 
     if (metrics_on(r))
-        metrics_inc(M.clashes, v);
+        metrics_inc(r->env->metrics->clashes, v);
 }
 
 static void m_gauges(struct refl *r)
@@ -220,8 +232,8 @@ static void m_gauges(struct refl *r)
 
         n += inf ? inf_count(inf) : 0;
     }
-    metrics_set(M.objects, v, (double)n);
-    metrics_set(M.namespaces, v, (double)r->npairs);
+    metrics_set(r->env->metrics->objects, v, (double)n);
+    metrics_set(r->env->metrics->namespaces, v, (double)r->npairs);
 }
 
 /* ---- references ------------------------------------------------------------------------------ */
@@ -1008,7 +1020,6 @@ static int refl_create(const struct kind_desc *k, const struct vk_reflect_env *e
         refl_free(r);
         return -ENOMEM;
     }
-    metrics_setup(env->metrics);
     if (!r->lres || !r->rres)
         start_pending(r); /* discovery */
     *ret_state = r;
@@ -1137,7 +1148,9 @@ static void refl_destroy(void *state)
     r->npairs = 0;
     if (metrics_on(r)) {
         /* The series of a departed peer do not accumulate (its reflectors go together). */
-        struct metrics_family *fams[] = {M.objects, M.namespaces, M.writes, M.refused, M.clashes};
+        const struct vk_reflect_metrics *m = r->env->metrics;
+        struct metrics_family *fams[] = {m->objects, m->namespaces, m->writes, m->refused,
+                                         m->clashes};
 
         for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
             metrics_family_remove(fams[i], "peer", r->env->peer_id);

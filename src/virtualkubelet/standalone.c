@@ -5,7 +5,7 @@
  * finalizer and exits 0. SIGTERM stops it at once (the node stays, its Lease expires). It serves
  * its node's kubelet API (logs, exec: kla_service, src/kubeletapi/service.h) on --kubelet-addr,
  * by default every address on the node's kubelet port. */
-#include "virtualkubelet/virtualkubelet.h"
+#include "virtualkubelet/standalone.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -30,7 +30,7 @@
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
-#include "virtualkubelet/pods.h"
+#include "offloading/pods.h"
 #include "virtualkubelet/vk.h"
 
 #define MOD             "virtual-kubelet"
@@ -54,6 +54,9 @@ static const char usage_foot[] =
     "Exit status: 0 after a teardown or SIGTERM, 1 on a runtime failure, 2 on a bad command "
     "line.\n";
 
+/* The process's own context: this file is the main of `cliqo-agent virtual-kubelet` (a composition
+ * root of its own, one virtual kubelet per process), and signal and timer callbacks reach it here.
+ */
 static struct {
     uv_loop_t loop;
     const char *peer, *home, *home_name, *adv_ns, *adv_name, *remote_path, *kubeconfig, *address,
@@ -68,6 +71,7 @@ static struct {
     struct pu_unit *unit;
     struct inf_informer *adv_inf, *node_inf, *cc_inf;
     struct vk *vk;
+    struct vk_pods_shared *pods; /* the pods reflector's (no metrics here) */
     uv_signal_t sigterm, sigint;
     uv_timer_t *cred_timer, *fin_timer;
     char cred_version[32];
@@ -279,6 +283,8 @@ static void stop(int code)
     g.kla = NULL;
     vk_free(g.vk);
     g.vk = NULL;
+    vk_pods_shared_free(g.pods); /* after its reflector, and the kubelet API that looked in it */
+    g.pods = NULL;
     inf_free(g.adv_inf);
     inf_free(g.node_inf);
     inf_free(g.cc_inf);
@@ -439,6 +445,9 @@ static int start(void)
     p.kubelet_port = g.port;
     p.src.advertisement = src_adv;
     p.src.node = src_node;
+    if ((r = vk_pods_shared_new(NULL, &g.pods)) < 0)
+        return r;
+    p.pods = g.pods;
     if ((r = vk_new(&p, &g.vk)) < 0)
         return r;
     {
@@ -451,7 +460,7 @@ static int start(void)
         }
         if ((r = kla_service_new(&g.loop, g.local, &ko, &g.kla)) < 0)
             return log_errno(r, MOD, "cannot set up the kubelet API on %s", g.kla_addr);
-        kla_service_set_resolver(g.kla, vk_kla_resolve, NULL);
+        kla_service_set_resolver(g.kla, vk_kla_resolve, g.pods);
     }
     if ((r = inf_start(g.adv_inf)) < 0 || (r = inf_start(g.node_inf)) < 0 ||
         (r = inf_start(g.cc_inf)) < 0)

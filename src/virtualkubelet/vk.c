@@ -22,7 +22,7 @@
 #include "peering/objects.h"
 #include "peering/resources.h"
 #include "virtualkubelet/nsmapping.h"
-#include "virtualkubelet/pods.h"
+#include "offloading/pods.h"
 #include "virtualkubelet/reflect.h"
 
 #define MOD               "virtual-kubelet"
@@ -47,8 +47,9 @@ enum td_step {
     TD_DONE,
 };
 
-/* The reflectors every virtual kubelet runs (reflect.h), in this order; the pods reflector is first
- * (vk.c also calls what only it has: pods.h), then the object reflectors (reflect_objects.c). */
+/* The reflectors every virtual kubelet runs (offloading/reflector.h), in this order; the pods
+ * reflector is first (offloading/pods.h; vk.c also calls what only it has), then the object
+ * reflectors (reflect.h, reflect_objects.c). */
 static const struct vk_reflector_ops *const reflectors[] = {
     &vk_reflect_pods,       &vk_reflect_services, &vk_reflect_endpointslices,
     &vk_reflect_configmaps, &vk_reflect_secrets,
@@ -66,6 +67,7 @@ struct vk {
     uv_loop_t *loop;
     struct kapi_client *local;
     struct pu_unit *unit;
+    struct vk_pods_shared *pods; /* borrowed from the owner (vk_params) */
     char peer[64], home[64], home_name[64], node[80], address[64];
     unsigned kubelet_port;
     struct vk_source src;
@@ -550,6 +552,7 @@ static int start_reflection(struct vk *v)
         .remote_to_home_ip = remote_to_home,
         .home_to_remote_ip = home_to_remote,
         .ip_data = v,
+        .pods = v->pods,
     };
     for (size_t i = 0; i < N_REFLECTORS; i++) {
         r = reflectors[i]->create(&v->env, &v->refl[i]);
@@ -1431,6 +1434,7 @@ int vk_new(const struct vk_params *p, struct vk **ret)
     v->loop = p->loop;
     v->local = p->local;
     v->unit = p->unit;
+    v->pods = p->pods;
     v->src = p->src;
     snprintf(v->peer, sizeof(v->peer), "%s", p->peer_id);
     snprintf(v->home, sizeof(v->home), "%s", p->home_id);

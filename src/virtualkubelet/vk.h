@@ -5,11 +5,11 @@
  * the advertised amounts, conditions, a Lease in kube-node-lease), probes the provider with its
  * own credential (keepalive: the node turns NotReady with reason ProviderUnreachable after
  * `threshold` failures in a row, and Ready again at the first success), keeps its NamespaceMap on
- * the provider, runs the namespace mapping (nsmapping.h) and the reflectors (reflect.h: pods.h and
- * the object reflectors) with the peering's address translations, and on teardown goes in the
- * order the original design wanted: cordon, drain, wait for the remote pods to go, remove what it
- * created on the provider (bounded by a timeout), release the NamespaceOffloadings' conditions,
- * stop, delete the node.
+ * the provider, runs the namespace mapping (nsmapping.h) and the reflectors
+ * (offloading/reflector.h: offloading/pods.h and the object reflectors of reflect.h) with the
+ * peering's address translations, and on teardown goes in the order the original design wanted:
+ * cordon, drain, wait for the remote pods to go, remove what it created on the provider (bounded by
+ * a timeout), release the NamespaceOffloadings' conditions, stop, delete the node.
  *
  * The same code runs embedded in the agent (one per accepted Advertisement) and standalone
  * (`cliqo-agent virtual-kubelet`, Deployment mode): its inputs come through struct vk_source, so
@@ -34,6 +34,7 @@
 #include "kube/api.h"
 
 struct vk;
+struct vk_pods_shared;
 
 struct vk_source {
     /* The Advertisement (a new reference), or NULL when it is not known (yet). */
@@ -54,6 +55,10 @@ struct vk_params {
     const char *node_address;  /* status.addresses InternalIP */
     unsigned kubelet_port;     /* status.daemonEndpoints.kubeletEndpoint.Port */
     struct vk_source src;
+    /* What the pods reflectors of the caller's virtual kubelets share (offloading/pods.h:
+     * vk_pods_shared_new): their metrics and the kubelet API's lookup. Borrowed: it must outlive
+     * the vk. NULL: this one's pods are counted nowhere and found by no lookup. */
+    struct vk_pods_shared *pods;
     uint64_t lease_ms;          /* Lease renewal period; default 10 s */
     uint64_t status_ms;         /* node status refresh period; default 60 s */
     uint64_t remote_timeout_ms; /* teardown: how long the provider may not answer; default 30 s */

@@ -25,9 +25,9 @@ fresh # kube (layer 2) including the agent's runtime (layer 5)
 sed -i '0,/^#include "kube\/api.h"/s//#include "kube\/api.h"\n#include "agent\/agent.h"/' "$tmp/src/kube/api.c"
 expect "an upward include" "src/kube/api.c:[0-9]*: includes agent/agent.h: kube (layer 2) runs up to agent"
 
-fresh # admission includes virtualkubelet, which includes admission
-printf '#include "virtualkubelet/pods.h"\n' >>"$tmp/src/admission/review.c"
-expect "a loop between two features" "admission <-> virtualkubelet"
+fresh # admission includes offloading, which includes admission
+printf '#include "offloading/pods.h"\n' >>"$tmp/src/admission/review.c"
+expect "a loop between two features" "admission <-> offloading"
 
 fresh # a feature including the composition root
 printf '#include "agent/main.c"\n' >>"$tmp/src/offloading/nsof.c"

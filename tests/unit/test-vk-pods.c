@@ -1,5 +1,5 @@
 /* Unit tests of the virtual kubelet's pure translations (docs/offloading.md, "Pods" and "Each
- * virtual kubelet"): src/virtualkubelet/podxlate.c (home -> remote pod, remote -> home status,
+ * virtual kubelet"): src/offloading/podxlate.c (home -> remote pod, remote -> home status,
  * what needs updating, stale/adopt decisions, the action of a reconcile, Events, transforms) and
  * src/virtualkubelet/mapxlate.c (which namespaces are asked for, how much of the provider's answer
  * is believed, the conditions mirrored, the desiredMapping patch).
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "virtualkubelet/mapxlate.h"
-#include "virtualkubelet/podxlate.h"
+#include "offloading/podxlate.h"
 
 #define HOME_ID "aaaaaaaa-1111-4111-8111-111111111111"
 #define PEER_ID "bbbbbbbb-2222-4222-8222-222222222222"

@@ -1,2 +1,6 @@
-# The virtual kubelet's pure translations (src/virtualkubelet/podxlate.c, mapxlate.c).
+# The pure translations of pod offloading and of the virtual kubelet's namespace mapping
+# (src/offloading/podxlate.c, src/virtualkubelet/mapxlate.c).
 cliqo_unit_test(vk-pods cliqo_vkxlate)
+if(TARGET test-vk-pods)
+    target_link_libraries(test-vk-pods PRIVATE cliqo_podxlate)
+endif()

@@ -61,6 +61,7 @@ static struct {
     struct kc_config *kc;
     struct kapi_client *local;
     struct metrics_registry *metrics;
+    struct vk_reflect_metrics *rmetrics; /* the reflectors' families in metrics */
     struct pu_registry *reg;
     struct pu_unit *unit;
     struct vk_reflect_filter filters[_VK_REFLECT_KINDS];
@@ -284,9 +285,12 @@ static int start(void)
         .filters = g.filters,
         .home_to_remote_ip = g.remap_from[0] ? remap : NULL,
         .max_objects_per_ns = g.max_objects,
-        .metrics = g.metrics,
     };
     load_filters();
+    /* The reflectors' metric families, in the registry of the unit's (--metrics). */
+    if ((r = vk_reflect_metrics_new(g.metrics, &g.rmetrics)) < 0)
+        return log_errno(r, MOD, "cannot set up the reflectors' metrics");
+    g.env.metrics = g.rmetrics;
     for (int k = 0; k < _VK_REFLECT_KINDS; k++) {
         r = ops[k]->create(&g.env, &g.state[k]);
         if (r < 0)
@@ -405,6 +409,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < _VK_REFLECT_KINDS; k++)
         vk_reflect_filter_clear(&g.filters[k]);
     g.kc = kc_config_free(g.kc);
+    vk_reflect_metrics_free(g.rmetrics);
     g.metrics = metrics_registry_free(g.metrics);
     if (uv_loop_close(&g.loop) < 0 && code == 0)
         code = 1;

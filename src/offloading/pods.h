@@ -14,12 +14,12 @@
  * at most one request; the clients' token buckets pace them), forwarded Events
  * VK_PODS_EVENT_QPS per reflector and a few per pod (the rest are dropped and counted).
  *
- * It implements struct vk_reflector_ops (reflect.h) plus what only pods have: the provider's
+ * It implements struct vk_reflector_ops (reflector.h) plus what only pods have: the provider's
  * reachability (set by the keepalive), the state of the namespace mapping, counts and evictions for
  * the namespace mapping and the teardown, and the logs/exec resolver. Single-threaded, on the loop.
  */
-#ifndef CLIQO_VIRTUALKUBELET_PODS_H
-#define CLIQO_VIRTUALKUBELET_PODS_H
+#ifndef CLIQO_OFFLOADING_PODS_H
+#define CLIQO_OFFLOADING_PODS_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -27,7 +27,7 @@
 #include "metrics/metrics.h"
 #include "kube/api.h"
 #include "kubeletapi/kubeletapi.h"
-#include "virtualkubelet/reflect.h"
+#include "offloading/reflector.h"
 
 #define VK_PODS_MAX         20000 /* home pods with per-pod state */
 #define VK_PODS_CONCURRENCY 64
@@ -35,6 +35,15 @@
 #define VK_PODS_EVENT_BURST 100
 
 extern const struct vk_reflector_ops vk_reflect_pods;
+
+/* What the pods reflectors of one agent (or of one standalone process) share: the list of them
+ * (vk_pod_target looks in every one) and their metrics (cliqo_vk_*{peer} in registry r; NULL: they
+ * count nothing). Made by whoever creates the virtual kubelets (the advertisement operator's
+ * module state, the standalone process) and given to each through env->pods; freed after the last
+ * reflector given it is destroyed (NULL-safe). vk_pods_shared_new returns 0 or a negative errno. */
+struct vk_pods_shared;
+int vk_pods_shared_new(struct metrics_registry *r, struct vk_pods_shared **ret);
+void vk_pods_shared_free(struct vk_pods_shared *sh);
 
 /* The keepalive's verdict (vk.c): while unreachable nothing is created or deleted, home pods keep
  * their status with cliqo.io/ProviderReachable=False; reachable again reconciles every pod. why is
@@ -56,24 +65,20 @@ bool vk_pods_synced(void *state);
 
 /* The logs/exec resolver (docs/offloading.md, "Kubelet API"): home pod ns/pod -> its virtual
  * node, the client of the provider (the unit's PU_VK client, borrowed: valid during the current
- * loop callback), the remote namespace and pod name. Looks in every pods reflector of the process.
+ * loop callback), the remote namespace and pod name. Looks in every pods reflector of sh (NULL:
+ * none).
  * Returns 0, -ENOENT (not a pod of a virtual node here, or not offloaded yet), -EAGAIN (a home pod
  * bound to a virtual node here whose provider has no client now: only ret_node is written) or
  * -ENAMETOOLONG (a buffer too small). */
-int vk_pod_target(const char *ns, const char *pod, char *ret_node, size_t node_size,
-                  struct kapi_client **ret_client, char *ret_remote_ns, size_t remote_ns_size,
-                  char *ret_remote_pod, size_t remote_pod_size);
+int vk_pod_target(const struct vk_pods_shared *sh, const char *ns, const char *pod, char *ret_node,
+                  size_t node_size, struct kapi_client **ret_client, char *ret_remote_ns,
+                  size_t remote_ns_size, char *ret_remote_pod, size_t remote_pod_size);
 
-/* The kubelet API's resolver (kla_resolve_fn, data unused) over vk_pod_target: 0 with the target,
- * -ENOENT (not a pod of a virtual node of this process) or -EAGAIN (its provider has no client
- * now). The advertisement operator, which makes the virtual kubelets, gives it to the kubeletapi
- * module; the standalone virtual kubelet to its own service. */
+/* The kubelet API's resolver (kla_resolve_fn, data: the struct vk_pods_shared of the virtual
+ * kubelets) over vk_pod_target: 0 with the target, -ENOENT (not a pod of a virtual node of this
+ * process) or -EAGAIN (its provider has no client now). The advertisement operator, which makes
+ * the virtual kubelets, gives it to the kubeletapi module; the standalone virtual kubelet to its
+ * own service. */
 int vk_kla_resolve(void *data, const char *ns, const char *pod, struct kla_target *ret);
-
-/* Metrics of every pods reflector of the process, in registry r (cliqo_vk_*{peer}); call once
- * before creating reflectors (the agent's advertisement operator does), fini after the last is
- * gone. Without it the reflectors count nothing. Returns 0 or a negative errno. */
-int vk_pods_metrics_init(struct metrics_registry *r);
-void vk_pods_metrics_fini(void);
 
 #endif

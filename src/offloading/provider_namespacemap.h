@@ -1,8 +1,8 @@
-/* virtualkubelet: the provider's NamespaceMap controller (an agent module) and the standalone
- * virtual kubelet process (`cliqo-agent virtual-kubelet`, Deployment mode). The virtual kubelet
- * itself is vk.h. */
-#ifndef CLIQO_VIRTUALKUBELET_VIRTUALKUBELET_H
-#define CLIQO_VIRTUALKUBELET_VIRTUALKUBELET_H
+/* provider_namespacemap: the provider's NamespaceMap controller (the agent module `namespacemap`,
+ * docs/advertisement.md, "Namespace maps"): offloading's provider half, which creates the
+ * namespaces a consumer's virtual kubelet asks for (provider_namespacemap.c). */
+#ifndef CLIQO_OFFLOADING_PROVIDER_NAMESPACEMAP_H
+#define CLIQO_OFFLOADING_PROVIDER_NAMESPACEMAP_H
 
 #include <stdbool.h>
 
@@ -20,10 +20,5 @@ void nsmap_fini(struct agent *a);
     {                                                                                              \
         "namespacemap", nsmap_init, nsmap_start, nsmap_stop, nsmap_fini, NULL                      \
     }
-
-/* `cliqo-agent virtual-kubelet ...` (argv[0] is "virtual-kubelet"): runs one virtual kubelet
- * until SIGTERM, or until its Advertisement is deleted and the teardown is over. Returns the exit
- * status (0, 1 runtime failure, 2 bad command line). */
-int vk_standalone_main(int argc, char **argv);
 
 #endif

@@ -1,5 +1,5 @@
 /* podxlate: see podxlate.h and docs/offloading.md ("Pods"). */
-#include "virtualkubelet/podxlate.h"
+#include "offloading/podxlate.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,7 +11,7 @@
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "peering/resources.h"
-#include "virtualkubelet/reflect.h"
+#include "offloading/reflector.h"
 
 #define MAX_IP_TEXT 46
 #define SA_TOKEN    "-token-"

@@ -3,7 +3,7 @@
  * Every request holds a reference on the reflector, so destroy never leaves a callback with a
  * dangling pointer: a destroyed reflector only drops the references of the requests that come back
  * (and never calls wq_done on its closed queue). */
-#include "virtualkubelet/pods.h"
+#include "offloading/pods.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +18,7 @@
 #include "kube/informer.h"
 #include "kube/workqueue.h"
 #include "peering/objects.h"
-#include "virtualkubelet/podxlate.h"
+#include "offloading/podxlate.h"
 
 #define MOD             "vk-pods"
 #define NS_MAX          64
@@ -80,64 +80,78 @@ struct pods {
     double ev_tokens;
     uint64_t ev_at;
     unsigned ev_inflight;
-    struct pods *next_all; /* every reflector of the process (vk_pod_target) */
+    struct vk_pods_shared *sh; /* env.pods: NULL without one, and once destroyed */
+    struct pods *next_all;     /* sh's list: every reflector sharing it (vk_pod_target) */
 };
 
-static struct pods *all;
+/* ---- what the reflectors share
+ * ------------------------------------------------------------------------ */
 
-/* ---- metrics
- * -------------------------------------------------------------------------------------- */
-
-static struct {
+struct vk_pods_shared {
+    struct pods *all; /* every live reflector given this context */
     struct metrics_registry *r;
     struct metrics_family *offloaded, *creations, *refusals, *status, *events, *dropped, *orphans,
         *deletions;
-} m;
+};
 
-int vk_pods_metrics_init(struct metrics_registry *r)
+/* A metric family of p's shared context, or NULL (nothing counted). */
+#define FAMILY(p, f) ((p)->sh ? (p)->sh->f : NULL)
+
+int vk_pods_shared_new(struct metrics_registry *r, struct vk_pods_shared **ret)
 {
     static const char *const peer[] = {"peer", NULL};
     static const char *const peer_reason[] = {"peer", "reason", NULL};
+    struct vk_pods_shared *m;
     int e = 0;
 
-    memset(&m, 0, sizeof(m));
-    if (!r)
+    if (!ret)
+        return -EINVAL;
+    *ret = NULL;
+    m = x_calloc(1, sizeof(*m));
+    if (!m)
+        return -ENOMEM;
+    if (!r) {
+        *ret = m;
         return 0;
+    }
 #define FAM(type, name, help, labels, out)                                                         \
     if (e == 0)                                                                                    \
     e = metrics_family_new(r, type, name, help, labels, NULL, 0, out)
     FAM(METRICS_GAUGE, "cliqo_vk_offloaded_pods",
         "Home pods bound to the virtual node of a provider whose remote pod exists.", peer,
-        &m.offloaded);
+        &m->offloaded);
     FAM(METRICS_COUNTER, "cliqo_vk_pod_creations_total",
-        "Remote pods created (first creation or re-creation), by provider.", peer, &m.creations);
+        "Remote pods created (first creation or re-creation), by provider.", peer, &m->creations);
     FAM(METRICS_COUNTER, "cliqo_vk_pod_refusals_total",
         "Remote pod creations the provider refused, by provider and reason.", peer_reason,
-        &m.refusals);
+        &m->refusals);
     FAM(METRICS_COUNTER, "cliqo_vk_pod_status_updates_total",
-        "Status updates written to home pods, by provider.", peer, &m.status);
+        "Status updates written to home pods, by provider.", peer, &m->status);
     FAM(METRICS_COUNTER, "cliqo_vk_pod_events_forwarded_total",
-        "Provider Events about remote pods re-emitted on home pods, by provider.", peer, &m.events);
+        "Provider Events about remote pods re-emitted on home pods, by provider.", peer,
+        &m->events);
     FAM(METRICS_COUNTER, "cliqo_vk_pod_events_dropped_total",
-        "Provider Events not forwarded because of the rate limits, by provider.", peer, &m.dropped);
+        "Provider Events not forwarded because of the rate limits, by provider.", peer,
+        &m->dropped);
     FAM(METRICS_COUNTER, "cliqo_vk_pod_orphan_deletions_total",
         "Remote pods deleted because their home pod is gone or not bound here, by provider.", peer,
-        &m.orphans);
+        &m->orphans);
     FAM(METRICS_COUNTER, "cliqo_vk_pod_remote_deletions_total",
         "Remote pods deleted because their home pod was deleted or stale, by provider.", peer,
-        &m.deletions);
+        &m->deletions);
 #undef FAM
     if (e < 0) {
-        memset(&m, 0, sizeof(m));
+        x_free(m);
         return e;
     }
-    m.r = r;
+    m->r = r;
+    *ret = m;
     return 0;
 }
 
-void vk_pods_metrics_fini(void)
+void vk_pods_shared_free(struct vk_pods_shared *m)
 {
-    memset(&m, 0, sizeof(m));
+    x_free(m);
 }
 
 static void count(struct metrics_family *f, struct pods *p)
@@ -152,16 +166,16 @@ static void count_refusal(struct pods *p, const char *reason)
 {
     const char *l[] = {p->peer_id, reason, NULL};
 
-    if (m.refusals)
-        metrics_inc(m.refusals, l);
+    if (FAMILY(p, refusals))
+        metrics_inc(p->sh->refusals, l);
 }
 
 static void offloaded_gauge(struct pods *p)
 {
     const char *l[] = {p->peer_id, NULL};
 
-    if (m.offloaded)
-        metrics_set(m.offloaded, l, (double)vk_pods_remote_count(p));
+    if (FAMILY(p, offloaded))
+        metrics_set(p->sh->offloaded, l, (double)vk_pods_remote_count(p));
 }
 
 /* ---- references
@@ -545,7 +559,7 @@ static void after_event(struct kapi_client *c, const struct kapi_result *res, vo
     }
     p->ev_inflight--;
     if (res->err == 0)
-        count(m.events, p);
+        count(FAMILY(p, events), p);
     else
         log_debug(MOD, "provider %s: cannot forward an Event to %s/%s: %s", p->peer_id, r->ns,
                   r->name, res->status.message);
@@ -589,7 +603,7 @@ static void forward_event(struct podns *n, const json_t *ev)
     if (s)
         refill(&s->ev_tokens, &s->ev_at, now, EVENT_POD_RATE, EVENT_POD_BURST);
     if (!s || s->ev_tokens < 1 || p->ev_tokens < 1 || p->ev_inflight >= EVENTS_INFLIGHT) {
-        count(m.dropped, p);
+        count(FAMILY(p, dropped), p);
         goto out;
     }
     r = x_calloc(1, sizeof(*r));
@@ -759,7 +773,7 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
         return;
     }
     if (res->err == 0) {
-        count(m.creations, p);
+        count(FAMILY(p, creations), p);
         if ((s = ps_find(p, r->key))) {
             x_free(s->refuse_msg);
             s->refuse_msg = NULL;
@@ -809,7 +823,7 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
          * version back) sets no such guard, so that it can never hold the key forever. */
         case VKP_STATUS:
             if (res->err == 0) {
-                count(m.status, p);
+                count(FAMILY(p, status), p);
                 if ((s = ps_get(p, r->key)) && !rv_is(r->home_rv, kapi_obj_rv(res->body)))
                     set_rv(s->home_rv, r->home_rv);
             }
@@ -820,7 +834,7 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
                 set_rv(s->remote_rv, r->remote_rv);
             break;
         case VKP_DELETE_REMOTE:
-            count(r->orphan ? m.orphans : m.deletions, p);
+            count(r->orphan ? FAMILY(p, orphans) : FAMILY(p, deletions), p);
             break;
         default:
             break;
@@ -1118,8 +1132,11 @@ static int pods_create(const struct vk_reflect_env *env, void **ret_state)
         (e = inf_add_index(p->home, IDX_NS, inf_index_by_namespace)) < 0 ||
         (e = inf_start(p->home)) < 0)
         goto fail;
-    p->next_all = all;
-    all = p;
+    p->sh = env->pods;
+    if (p->sh) {
+        p->next_all = p->sh->all;
+        p->sh->all = p;
+    }
     *ret_state = p;
     return 0;
 fail:
@@ -1213,7 +1230,7 @@ static void pods_destroy(void *state)
 
     if (!p)
         return;
-    for (struct pods **pp = &all; *pp; pp = &(*pp)->next_all) {
+    for (struct pods **pp = p->sh ? &p->sh->all : NULL; pp && *pp; pp = &(*pp)->next_all) {
         if (*pp == p) {
             *pp = p->next_all;
             break;
@@ -1230,17 +1247,19 @@ static void pods_destroy(void *state)
     }
     wq_close(p->q, NULL, NULL);
     p->q = NULL;
-    if (m.r) {
-        struct metrics_family *fams[] = {m.offloaded, m.creations, m.refusals, m.status,
-                                         m.events,    m.dropped,   m.orphans,  m.deletions};
+    if (p->sh && p->sh->r) {
+        struct vk_pods_shared *m = p->sh;
+        struct metrics_family *fams[] = {m->offloaded, m->creations, m->refusals, m->status,
+                                         m->events,    m->dropped,   m->orphans,  m->deletions};
         bool other = false;
 
-        for (struct pods *o = all; o; o = o->next_all)
+        for (struct pods *o = m->all; o; o = o->next_all)
             other |= strcmp(o->peer_id, p->peer_id) == 0;
         for (size_t i = 0; !other && i < sizeof(fams) / sizeof(fams[0]); i++)
             if (fams[i])
                 metrics_family_remove(fams[i], "peer", p->peer_id);
     }
+    p->sh = NULL; /* its owner may free it once the last reflector is destroyed */
     if (--p->refs == 0)
         pods_free(p);
 }
@@ -1398,13 +1417,13 @@ bool vk_pods_synced(void *state)
     return p && p->home && inf_synced(p->home);
 }
 
-int vk_pod_target(const char *ns, const char *pod, char *ret_node, size_t node_size,
-                  struct kapi_client **ret_client, char *ret_remote_ns, size_t remote_ns_size,
-                  char *ret_remote_pod, size_t remote_pod_size)
+int vk_pod_target(const struct vk_pods_shared *sh, const char *ns, const char *pod, char *ret_node,
+                  size_t node_size, struct kapi_client **ret_client, char *ret_remote_ns,
+                  size_t remote_ns_size, char *ret_remote_pod, size_t remote_pod_size)
 {
     if (!ns || !pod)
         return -EINVAL;
-    for (struct pods *p = all; p; p = p->next_all) {
+    for (struct pods *p = sh ? sh->all : NULL; p; p = p->next_all) {
         struct podns *n = ns_by_local(p, ns);
         struct inf_informer *ri = remote_pods(n);
         json_t *home, *remote;
@@ -1453,9 +1472,8 @@ int vk_kla_resolve(void *data, const char *ns, const char *pod, struct kla_targe
     struct kapi_client *c = NULL;
     int r;
 
-    (void)data;
-    r = vk_pod_target(ns, pod, ret->node, sizeof(ret->node), &c, ret->ns, sizeof(ret->ns), ret->pod,
-                      sizeof(ret->pod));
+    r = vk_pod_target(data, ns, pod, ret->node, sizeof(ret->node), &c, ret->ns, sizeof(ret->ns),
+                      ret->pod, sizeof(ret->pod));
     if (r < 0) {
         /* -EAGAIN: the pod is ours but the provider's credential is not there (yet), ret->node
          * named; -ENAMETOOLONG cannot happen with names the API validated. */

@@ -9,8 +9,8 @@
  * these functions only take fields of the remote object that describe that object).
  *
  * Ownership: inputs are borrowed; returned json_t are new references the caller owns. */
-#ifndef CLIQO_VIRTUALKUBELET_PODXLATE_H
-#define CLIQO_VIRTUALKUBELET_PODXLATE_H
+#ifndef CLIQO_OFFLOADING_PODXLATE_H
+#define CLIQO_OFFLOADING_PODXLATE_H
 
 #include <jansson.h>
 #include <stdbool.h>

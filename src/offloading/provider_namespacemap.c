@@ -1,5 +1,5 @@
-/* namespacemap: the provider's side of the namespaces a consumer asks for (docs/advertisement.md,
- * "Namespace maps").
+/* provider_namespacemap: the agent module `namespacemap`, offloading's provider half: the
+ * provider's side of the namespaces a consumer asks for (docs/advertisement.md, "Namespace maps").
  *
  * A NamespaceMap named <consumer ID> in the consumer's tenant namespace lists, in
  * spec.desiredMapping, "consumer namespace -> namespace here". For each entry this controller
@@ -37,7 +37,7 @@
 #include "peering/objects.h"
 #include "peering/identity.h"
 #include "peering/resources.h"
-#include "virtualkubelet/virtualkubelet.h"
+#include "offloading/provider_namespacemap.h"
 
 #define MOD            "namespacemap"
 #define MAX_ENTRIES    512
