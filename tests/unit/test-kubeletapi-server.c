@@ -180,7 +180,9 @@ static struct {
     /* backend */
     size_t big_total, big_sent, big_max_queued;
     struct kla_request *big_r, *hang_r;
+    bool big_waiting; /* the big backend waits for a drain */
     bool hang_closed, flood_failed;
+    bool authz_manual; /* a slow decision comes when the test calls authz_later, not after 300 ms */
     int exec_closed;
 } t;
 
@@ -215,7 +217,8 @@ static int fake_check(void *impl, const struct kla_authz_attrs *a, kla_authz_cb 
         p->decision = 0;
         uv_timer_init(&t.loop, &p->timer);
         p->timer.data = p;
-        uv_timer_start(&p->timer, authz_later, 300, 0);
+        if (!t.authz_manual)
+            uv_timer_start(&p->timer, authz_later, 300, 0);
         t.pending = p;
         *ret_handle = p;
         return 0;
@@ -256,12 +259,14 @@ static void big_pump(struct kla_request *r, void *data)
     static char chunk[16384];
 
     (void)data;
+    t.big_waiting = false;
     while (t.big_sent < t.big_total) {
         size_t n =
             t.big_total - t.big_sent < sizeof(chunk) ? t.big_total - t.big_sent : sizeof(chunk);
 
         if (!kla_resp_writable(r)) {
             kla_resp_on_drain(r, big_pump, NULL);
+            t.big_waiting = true;
             return;
         }
         for (size_t i = 0; i < n; i++)
@@ -421,6 +426,16 @@ static void run_for(int ms)
 
     run_until(&never, ms);
 }
+
+/* Runs the loop until cond holds or ms have passed. The bound only stops a test that would hang:
+ * on a starved machine an event may take seconds, so waits are for the event, never for a time. */
+#define RUN_UNTIL(cond, ms)                                                                        \
+    do {                                                                                           \
+        uint64_t end_ = uv_now(&t.loop) + (ms);                                                    \
+        while (!(cond) && uv_now(&t.loop) < end_)                                                  \
+            run_for(10);                                                                           \
+    } while (0)
+#define WAIT_MS 30000
 
 static void client_open(struct client *cl, const struct ident *id, const char *ca)
 {
@@ -642,7 +657,7 @@ static void test_requests(void **state)
         snprintf(hdr, sizeof(hdr), "X-Big: %s\r\n", big);
         assert_int_equal(request(&cl, "GET", "/healthz", hdr, &body), 431);
     }
-    run_until(&cl.closed, 2000);
+    run_until(&cl.closed, WAIT_MS);
     assert_true(cl.closed);
     client_close(&cl);
     sbuf_done(&body);
@@ -658,17 +673,28 @@ static void test_async_authz_cancel(void **state)
     client_open(&cl, &pki.slow, pki.ca);
     assert_int_equal(request(&cl, "GET", "/containerLogs/ns/web/small", NULL, &body), 200);
     assert_string_equal(sbuf_str(&body), "hello\n");
-    /* leave while the decision is pending: the server cancels it */
+    /* leave while the decision is pending: the server cancels it; the decision, when it comes
+     * afterwards, is not delivered (the test releases it, so no timer can beat the close) */
+    t.authz_manual = true;
     assert_int_equal(kla_conn_write(cl.c, "GET /containerLogs/ns/web/small HTTP/1.1\r\n\r\n", 44),
                      0);
-    run_for(100);
+    RUN_UNTIL(t.pending, WAIT_MS);
     assert_non_null(t.pending);
     kla_conn_close(cl.c, 0);
-    run_for(500);
+    RUN_UNTIL(t.cancels == 1, WAIT_MS);
     assert_int_equal(t.cancels, 1);
+    authz_later(&t.pending->timer);
+    run_for(50); /* the timer's close callback */
+    t.authz_manual = false;
     assert_null(t.pending);
     client_close(&cl);
     sbuf_done(&body);
+}
+
+/* Whether a chunked response in b has ended (its last chunk and the empty trailer). */
+static bool chunked_ended(const struct sbuf *b)
+{
+    return sbuf_len(b) >= 5 && memcmp(sbuf_str(b) + sbuf_len(b) - 5, "0\r\n\r\n", 5) == 0;
 }
 
 static void test_streaming_backpressure(void **state)
@@ -684,7 +710,8 @@ static void test_streaming_backpressure(void **state)
     t.big_total = 32u << 20;
     kla_conn_pause(cl.c, true);
     assert_int_equal(kla_conn_write(cl.c, "GET /containerLogs/ns/web/big HTTP/1.1\r\n\r\n", 42), 0);
-    run_for(700);
+    RUN_UNTIL(t.big_waiting, WAIT_MS);
+    assert_true(t.big_waiting);
     assert_non_null(t.big_r);
     /* It had to wait (the kernel's socket buffers took what they could), and the server never
      * buffered more than the high-water mark, one chunk and its framing and TLS overhead. */
@@ -701,11 +728,11 @@ static void test_streaming_backpressure(void **state)
     sbuf_done(&cl.in);
     sbuf_init(&cl.in, 64u << 20);
     {
-        uint64_t end = uv_now(&t.loop) + 10000;
+        uint64_t end = uv_now(&t.loop) + WAIT_MS;
 
         while (t.big_r && uv_now(&t.loop) < end)
             uv_run(&t.loop, UV_RUN_ONCE);
-        run_for(300);
+        RUN_UNTIL(chunked_ended(&cl.in), WAIT_MS); /* the client has read the last chunk */
     }
     assert_null(t.big_r);
     assert_int_equal(t.big_sent, t.big_total);
@@ -731,7 +758,7 @@ static void test_streaming_backpressure(void **state)
     assert_int_equal(kla_conn_write(cl.c, "GET /containerLogs/ns/web/flood HTTP/1.1\r\n\r\n", 44),
                      0);
     kla_conn_pause(cl.c, false);
-    run_until(&cl.closed, 5000);
+    run_until(&cl.closed, WAIT_MS);
     assert_true(t.flood_failed);
     assert_true(cl.closed);
     client_close(&cl);
@@ -739,10 +766,10 @@ static void test_streaming_backpressure(void **state)
     client_open(&cl, &pki.alice, pki.ca);
     assert_int_equal(kla_conn_write(cl.c, "GET /containerLogs/ns/web/hang HTTP/1.1\r\n\r\n", 43),
                      0);
-    run_for(300);
+    RUN_UNTIL(t.hang_r, WAIT_MS);
     assert_non_null(t.hang_r);
     kla_conn_close(cl.c, 0);
-    run_until(&t.hang_closed, 2000);
+    run_until(&t.hang_closed, WAIT_MS);
     assert_true(t.hang_closed);
     client_close(&cl);
     sbuf_done(&body);
@@ -841,12 +868,12 @@ static void test_exec(void **state)
     open_stream(&cl, KLA_STREAM_STDIN);
     open_stream(&cl, KLA_STREAM_STDOUT);
     open_stream(&cl, KLA_STREAM_STDERR);
-    run_for(200);
+    RUN_UNTIL(cl.replies >= 4, WAIT_MS);
     assert_int_equal(cl.replies, 4);
     assert_int_equal(kla_spdy_data(cl.sp, cl.sid[KLA_STREAM_STDIN], "abc", 3, false), 3);
     run_for(100);
     assert_int_equal(kla_spdy_data(cl.sp, cl.sid[KLA_STREAM_STDIN], "def", 3, true), 3);
-    run_until(&cl.closed, 3000);
+    run_until(&cl.closed, WAIT_MS);
     assert_true(cl.closed);
     assert_true(cl.goaway);
     assert_true(cl.error_fin);
@@ -875,7 +902,7 @@ static void test_exec(void **state)
     client_open(&cl, &pki.alice, pki.ca);
     assert_int_equal(request(&cl, "POST", "/exec/ns/web/echo?command=cat&output=1", upgrade, &body),
                      101);
-    run_until(&cl.closed, 3000);
+    run_until(&cl.closed, WAIT_MS);
     assert_true(cl.closed);
     assert_int_equal(t.exec_closed, 2);
     client_close(&cl);
@@ -923,6 +950,15 @@ static int setup_short_deadline(void **state)
     return setup_server(state);
 }
 
+static int closed_count(const struct client *cl, int n)
+{
+    int closed = 0;
+
+    for (int i = 0; i < n; i++)
+        closed += cl[i].closed;
+    return closed;
+}
+
 static void test_connection_limit(void **state)
 {
     struct client cl[8];
@@ -933,9 +969,9 @@ static void test_connection_limit(void **state)
     sbuf_init(&body, 1 << 20);
     for (int i = 0; i < 8; i++)
         client_open(&cl[i], &pki.alice, pki.ca);
-    run_for(500);
-    for (int i = 0; i < 8; i++)
-        closed += cl[i].closed;
+    RUN_UNTIL(closed_count(cl, 8) >= 2, WAIT_MS);
+    run_for(200); /* and no third one */
+    closed = closed_count(cl, 8);
     assert_int_equal(closed, 2); /* max_per_ip 6 */
     for (int i = 0; i < 8; i++)
         client_close(&cl[i]);
