@@ -1198,25 +1198,16 @@ static void reconcile(struct ctl *c, const char *key)
 /* ---- handlers
  * -------------------------------------------------------------------------------------- */
 
-static void enqueue_obj(struct advop *m, const json_t *obj)
-{
-    char key[192];
-
-    if (!kapi_obj_namespace(obj) || !kapi_obj_name(obj))
-        return;
-    snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
-    ctl_enqueue(m->mod.ctl, key);
-}
-
 /* Those waiting for a slot, after anything that may free one. */
 static void waiting_visit(json_t *adv, void *data)
 {
+    struct advop *m = data;
     const json_t *status = json_object_get(adv, "status");
 
     if (advpol_waiting(jsn_str_or_empty(status, "advertisementStatus"),
                        jsn_str_or_empty(status, "reason"),
                        strcmp(jsn_str_or_empty(status, "decidedBy"), "Operator") == 0))
-        enqueue_obj(data, adv);
+        ctl_enqueue_obj(m->mod.ctl, adv);
 }
 
 static void enqueue_waiting(struct advop *m)
@@ -1237,7 +1228,7 @@ static void on_adv(struct inf_informer *inf, json_t *obj, void *data)
     if (p &&
         strcmp(p, jsn_str_or_empty(json_object_get(obj, "status"), "advertisementStatus")) == 0)
         json_object_del(m->pending, key);
-    enqueue_obj(m, obj);
+    ctl_enqueue_obj(m->mod.ctl, obj);
     e = ent_find(m, key);
     if (e)
         vk_kick(e->vk);
@@ -1261,7 +1252,9 @@ static void on_adv_delete(struct inf_informer *inf, json_t *obj, void *data)
 
 static void all_visit(json_t *adv, void *data)
 {
-    enqueue_obj(data, adv);
+    struct advop *m = data;
+
+    ctl_enqueue_obj(m->mod.ctl, adv);
 }
 
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)

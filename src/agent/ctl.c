@@ -135,6 +135,24 @@ void ctl_enqueue(struct ctl *c, const char *key)
         wq_add(c->q, key);
 }
 
+void ctl_enqueue_ns_name(struct ctl *c, const char *ns, const char *name)
+{
+    char key[sizeof(((struct ctl_rec *)0)->key)];
+    int n;
+
+    if (!ns || !name)
+        return;
+    n = snprintf(key, sizeof(key), "%s/%s", ns, name);
+    if (n < 0 || (size_t)n >= sizeof(key))
+        return; /* longer than any valid namespace/name */
+    ctl_enqueue(c, key);
+}
+
+void ctl_enqueue_obj(struct ctl *c, const json_t *obj)
+{
+    ctl_enqueue_ns_name(c, kapi_obj_namespace(obj), kapi_obj_name(obj));
+}
+
 /* Queues key again after ms (none when ms < 0) and marks it done; nothing once the controller is
  * freed. */
 static void key_end_after(struct ctl *c, const char *key, int64_t ms)
@@ -357,4 +375,18 @@ void ctl_module_fini(struct agent *a, const char *name)
     ctl_free(m->ctl);
     x_free(m);
     agent_set_module_data(a, name, NULL);
+}
+
+void ctl_module_on_obj(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct ctl_module *m = data;
+
+    (void)inf;
+    ctl_enqueue_obj(m->ctl, obj);
+}
+
+void ctl_module_on_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    ctl_module_on_obj(inf, new_obj, data);
 }

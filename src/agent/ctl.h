@@ -97,6 +97,12 @@ struct wq_queue *ctl_queue(const struct ctl *c);
 /* Queues key (an informer's event); nothing before ctl_new made c (NULL) or after ctl_free. */
 void ctl_enqueue(struct ctl *c, const char *key);
 
+/* Queues the key "ns/name" (the key of a namespaced object); nothing when either is missing or
+ * the key would not fit a record's key (no valid object's does). */
+void ctl_enqueue_ns_name(struct ctl *c, const char *ns, const char *name);
+/* Queues the "namespace/name" key of obj. */
+void ctl_enqueue_obj(struct ctl *c, const json_t *obj);
+
 /* A new record for key (zeroed beyond its head), or NULL: the key was too long (dropped, with a
  * warning) or memory ran out (the key is queued again after retry_ms). Either way, with NULL the
  * key is done and the caller returns. */
@@ -153,5 +159,10 @@ void *ctl_module_new(struct agent *a, const char *name, size_t size);
 int ctl_module_start(struct agent *a, const char *name);
 void ctl_module_stop(struct agent *a, const char *name);
 void ctl_module_fini(struct agent *a, const char *name);
+/* Informer handlers of such a module (data: its state, which begins with struct ctl_module) that
+ * queue the "namespace/name" key of the object an event is about: on_add and on_delete take
+ * ctl_module_on_obj, on_update ctl_module_on_update (the new object). */
+void ctl_module_on_obj(struct inf_informer *inf, json_t *obj, void *data);
+void ctl_module_on_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data);
 
 #endif

@@ -318,34 +318,11 @@ static void mutate(const struct adm_request *req, struct adm_verdict *v, void *d
 /* ---- module ------------------------------------------------------------------------------------
  */
 
-static void enqueue(struct offl *o, const char *ns, const char *name)
-{
-    char key[192];
-    int n;
-
-    if (!ns || !name)
-        return;
-    n = snprintf(key, sizeof(key), "%s/%s", ns, name);
-    if (n < 0 || (size_t)n >= sizeof(key))
-        return; /* longer than any valid namespace/name */
-    ctl_enqueue(o->mod.ctl, key);
-}
-
-static void on_nsof(struct inf_informer *inf, json_t *obj, void *data)
-{
-    (void)inf;
-    enqueue(data, kapi_obj_namespace(obj), kapi_obj_name(obj));
-}
-
-static void on_nsof_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
-{
-    (void)old_obj;
-    on_nsof(inf, new_obj, data);
-}
-
 static void enqueue_visit(json_t *obj, void *data)
 {
-    enqueue(data, kapi_obj_namespace(obj), kapi_obj_name(obj));
+    struct offl *o = data;
+
+    ctl_enqueue_obj(o->mod.ctl, obj);
 }
 
 /* A virtual node came, went or changed its labels: every selection may change. */
@@ -369,8 +346,10 @@ static void on_vnode_update(struct inf_informer *inf, json_t *old_obj, json_t *n
 
 static void on_labelled(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct offl *o = data;
+
     (void)inf;
-    enqueue(data, kapi_obj_name(obj), NSOF_NAME);
+    ctl_enqueue_ns_name(o->mod.ctl, kapi_obj_name(obj), NSOF_NAME);
 }
 
 static void on_labelled_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj,
@@ -421,7 +400,9 @@ static void collect(struct metrics_registry *reg, void *data)
 int offl_init(struct agent *a)
 {
     static const char *const labels[] = {"phase", NULL};
-    struct inf_handlers nh = {.on_add = on_nsof, .on_update = on_nsof_update, .on_delete = on_nsof};
+    struct inf_handlers nh = {.on_add = ctl_module_on_obj,
+                              .on_update = ctl_module_on_update,
+                              .on_delete = ctl_module_on_obj};
     struct inf_handlers vh = {
         .on_add = on_vnode, .on_update = on_vnode_update, .on_delete = on_vnode};
     struct inf_handlers lh = {

@@ -586,33 +586,13 @@ static void reconcile(struct ctl *c, const char *key)
 /* ---- module -----------------------------------------------------------------------------------
  */
 
-static void enqueue_map(struct nsmapc *m, const char *ns, const char *name)
-{
-    char key[192];
-
-    if (!ns || !name)
-        return;
-    snprintf(key, sizeof(key), "%s/%s", ns, name);
-    ctl_enqueue(m->mod.ctl, key);
-}
-
-static void on_map(struct inf_informer *inf, json_t *obj, void *data)
-{
-    (void)inf;
-    enqueue_map(data, kapi_obj_namespace(obj), kapi_obj_name(obj));
-}
-
-static void on_map_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
-{
-    (void)old_obj;
-    on_map(inf, new_obj, data);
-}
-
 /* The ClusterConfig changed: every map looks again (Pod Security levels, the allow list of
  * remote namespace names). */
 static void requeue_map(json_t *map, void *data)
 {
-    enqueue_map(data, kapi_obj_namespace(map), kapi_obj_name(map));
+    struct nsmapc *m = data;
+
+    ctl_enqueue_obj(m->mod.ctl, map);
 }
 
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)
@@ -706,7 +686,9 @@ static void on_guard_update(struct inf_informer *inf, json_t *old_obj, json_t *n
 
 int nsmap_init(struct agent *a)
 {
-    struct inf_handlers mh = {.on_add = on_map, .on_update = on_map_update, .on_delete = on_map};
+    struct inf_handlers mh = {.on_add = ctl_module_on_obj,
+                              .on_update = ctl_module_on_update,
+                              .on_delete = ctl_module_on_obj};
     struct inf_handlers nh = {.on_add = on_ns, .on_update = on_ns_update, .on_delete = on_ns};
     struct inf_handlers ch = {
         .on_add = on_config, .on_update = on_config_update, .on_delete = on_config};

@@ -989,6 +989,71 @@ static void test_skeleton_finalizer_steps(void **state)
                                         "\"other\",\"cliqo.io/test\"]}}");
 }
 
+/* The keys the shared enqueue helpers and informer handlers queue: "namespace/name" of an object,
+ * nothing for a missing part or a key longer than a record's. */
+static struct {
+    int n;
+    char keys[8][sizeof(((struct ctl_rec *)0)->key)];
+} ek;
+
+static void ek_reconcile(struct ctl *c, const char *key)
+{
+    if (ek.n < 8)
+        snprintf(ek.keys[ek.n], sizeof(ek.keys[0]), "%s", key);
+    ek.n++;
+    ctl_skip(c, key, CTL_DONE);
+}
+
+static int cmp_key(const void *x, const void *y)
+{
+    return strcmp(x, y);
+}
+
+static void test_skeleton_enqueue_keys(void **state)
+{
+    struct ctl_options o = {
+        .name = "keys", .rec_size = sizeof(struct ctl_rec), .reconcile = ek_reconcile};
+    char fits[251], too_long[300], want_fits[256];
+    json_t *ab = json_pack("{s:{s:s,s:s}}", "metadata", "namespace", "a", "name", "b");
+    json_t *cd = json_pack("{s:{s:s,s:s}}", "metadata", "namespace", "c", "name", "d");
+    json_t *ef = json_pack("{s:{s:s,s:s}}", "metadata", "namespace", "e", "name", "f");
+    json_t *cluster = json_pack("{s:{s:s}}", "metadata", "name", "node-1");
+    struct ctl_module cm;
+    struct agent *a;
+
+    (void)state;
+    memset(&ek, 0, sizeof(ek));
+    memset(fits, 'x', sizeof(fits) - 1);
+    fits[sizeof(fits) - 1] = 0; /* "ns/" + 250: 253 bytes, fits a record's key */
+    memset(too_long, 'y', sizeof(too_long) - 1);
+    too_long[sizeof(too_long) - 1] = 0;
+    snprintf(want_fits, sizeof(want_fits), "ns/%s", fits);
+    a = start_controller(&o, NULL, NULL);
+    cm = (struct ctl_module){.a = a, .ctl = tc.c};
+    ctl_enqueue_ns_name(tc.c, "ns", "name");
+    ctl_enqueue_ns_name(tc.c, NULL, "name");
+    ctl_enqueue_ns_name(tc.c, "ns", NULL);
+    ctl_enqueue_ns_name(tc.c, "ns", fits);
+    ctl_enqueue_ns_name(tc.c, "ns", too_long);
+    ctl_module_on_obj(NULL, ab, &cm);
+    ctl_module_on_update(NULL, cd, ef, &cm); /* the new object's key */
+    ctl_module_on_obj(NULL, cluster, &cm);   /* no namespace: no key */
+    ctl_enqueue_obj(NULL, ab);               /* no controller: nothing */
+    assert_true(run_until(NULL, &ek.n, 4, 20000));
+    run_for(50); /* nothing more comes */
+    assert_int_equal(ek.n, 4);
+    qsort(ek.keys, 4, sizeof(ek.keys[0]), cmp_key);
+    assert_string_equal(ek.keys[0], "a/b");
+    assert_string_equal(ek.keys[1], "e/f");
+    assert_string_equal(ek.keys[2], "ns/name");
+    assert_string_equal(ek.keys[3], want_fits);
+    assert_int_equal(shutdown_agent(a), 0);
+    json_decref(ab);
+    json_decref(cd);
+    json_decref(ef);
+    json_decref(cluster);
+}
+
 int main(int argc, char **argv)
 {
     const struct CMUnitTest tests[] = {
@@ -1001,6 +1066,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_skeleton_freed_with_record_in_flight),
         cmocka_unit_test(test_skeleton_outcomes),
         cmocka_unit_test(test_skeleton_finalizer_steps),
+        cmocka_unit_test(test_skeleton_enqueue_keys),
     };
 
     if (argc > 1)

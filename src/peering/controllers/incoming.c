@@ -551,28 +551,6 @@ static void reconcile(struct ctl *c, const char *key)
 /* ---- module ------------------------------------------------------------------------------------
  */
 
-static void enqueue(struct incoming *m, json_t *obj)
-{
-    char key[256];
-
-    if (!kapi_obj_name(obj) || !kapi_obj_namespace(obj))
-        return;
-    snprintf(key, sizeof(key), "%s/%s", kapi_obj_namespace(obj), kapi_obj_name(obj));
-    ctl_enqueue(m->mod.ctl, key);
-}
-
-static void on_pr(struct inf_informer *inf, json_t *obj, void *data)
-{
-    (void)inf;
-    enqueue(data, obj);
-}
-
-static void on_pr_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
-{
-    (void)old_obj;
-    on_pr(inf, new_obj, data);
-}
-
 /* A ForeignCluster with an incoming side reconciles its request's key (tenant namespace/ID); so
  * does one whose IncomingPeering is None after a withdrawal (the cleanup may still be pending). */
 static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
@@ -582,13 +560,9 @@ static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
         json_object_get(json_object_get(obj, "status"), "tenantNamespace"), "local"));
     const char *id = json_string_value(json_object_get(
         json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID"));
-    char key[256];
 
     (void)inf;
-    if (!ns || !id)
-        return;
-    snprintf(key, sizeof(key), "%s/%s", ns, id);
-    ctl_enqueue(m->mod.ctl, key);
+    ctl_enqueue_ns_name(m->mod.ctl, ns, id);
 }
 
 static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -599,7 +573,9 @@ static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 
 int peer_incoming_init(struct agent *a)
 {
-    struct inf_handlers h = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
+    struct inf_handlers h = {.on_add = ctl_module_on_obj,
+                             .on_update = ctl_module_on_update,
+                             .on_delete = ctl_module_on_obj};
     struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update};
     struct ctl_options co = {
         .name = "peeringrequests",
