@@ -21,11 +21,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/config.h"
 #include "agent/identity.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "discovery/mdns.h"
-#include "peering/controllers/controllers.h"
 #include "peering/pki.h"
 #include "peering/resources.h"
 
@@ -146,11 +146,12 @@ static void read_config(void)
 
 static const char *auth_url(char *buf, size_t size)
 {
+    const struct agent_config *ac = agent_config(disc_agent());
     json_t *cc;
     const char *u;
 
-    if (peer_ctl_options()->auth_url)
-        return peer_ctl_options()->auth_url;
+    if (ac && ac->auth_url)
+        return ac->auth_url;
     cc = disc_cluster_config();
     u = json_string_value(
         json_object_get(json_object_get(json_object_get(cc, "spec"), "peeringConfig"), "authUrl"));
