@@ -155,7 +155,8 @@ void disc_lan_tick(struct disc *d);
  * not browsing). */
 int64_t disc_lan_sweep_after(const struct disc *d);
 const char *disc_lan_state(const struct disc *d); /* announcement state, for metrics and logs */
-/* mDNS packets the responders rejected (mdns_rejected_packets). */
+/* mDNS packets the responders of this generation rejected (mdns_rejected_packets, summed over
+ * every responder made since disc_lan_init). */
 unsigned long disc_lan_rejected_packets(const struct disc *d);
 
 /* ---- ctl_wan.c --------------------------------------------------------------------------------

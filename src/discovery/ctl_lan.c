@@ -52,6 +52,7 @@ struct disc_lan {
     int64_t last_scan, last_fail;
     char state[24];
     char warned[256];
+    unsigned long rejected_before; /* mDNS packets rejected by the responders freed so far */
 };
 
 static int64_t now_ms(void)
@@ -76,8 +77,7 @@ int64_t disc_lan_sweep_after(const struct disc *d)
 
 unsigned long disc_lan_rejected_packets(const struct disc *d)
 {
-    (void)d;
-    return mdns_rejected_packets();
+    return d->lan->rejected_before + mdns_rejected_packets(d->lan->m);
 }
 
 /* Logs a warning once per distinct message (the configuration is looked at often). */
@@ -315,6 +315,7 @@ static void responder_stop(struct disc_lan *lan)
 {
     if (!lan->m)
         return;
+    lan->rejected_before += mdns_rejected_packets(lan->m);
     lan->m = mdns_free(lan->m); /* goodbyes */
     lan->browse_since = 0;
     lan->btype[0] = lan->bdomain[0] = '\0';
