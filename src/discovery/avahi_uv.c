@@ -15,6 +15,7 @@ struct auv {
     unsigned live;    /* watches and timeouts Avahi has not freed */
     unsigned handles; /* uv handles not closed yet */
     bool freeing;
+    void *data; /* the owner's, for auv_dispatching */
 };
 
 struct AvahiWatch {
@@ -32,6 +33,16 @@ struct AvahiTimeout {
     AvahiTimeoutCallback cb;
     void *data;
 };
+
+/* The adapter whose watch or timeout callback is running, NULL between callbacks. It stays at file
+ * scope because Avahi's log function is process-wide and gets no context (auv_dispatching); it
+ * holds no state from one callback to the next. */
+static struct auv *dispatching;
+
+void *auv_dispatching(void)
+{
+    return dispatching ? dispatching->data : NULL;
+}
 
 static void handle_closed(struct auv *p)
 {
@@ -66,6 +77,7 @@ static int uv_events(AvahiWatchEvent e)
 static void on_poll(uv_poll_t *h, int status, int events)
 {
     struct AvahiWatch *w = h->data;
+    struct auv *outer = dispatching;
 
     if (status < 0)
         w->revents = AVAHI_WATCH_ERR;
@@ -74,7 +86,9 @@ static void on_poll(uv_poll_t *h, int status, int events)
                                        ((events & UV_WRITABLE) ? AVAHI_WATCH_OUT : 0) |
                                        ((events & UV_DISCONNECT) ? AVAHI_WATCH_HUP : 0));
     /* The callback may free w (uv_close: the memory stays until the close callback). */
+    dispatching = w->owner;
     w->cb(w, w->fd, w->revents, w->data);
+    dispatching = outer;
     if (!uv_is_closing((uv_handle_t *)h))
         w->revents = 0;
 }
@@ -130,8 +144,11 @@ static void watch_free(AvahiWatch *w)
 static void on_timer(uv_timer_t *h)
 {
     struct AvahiTimeout *t = h->data;
+    struct auv *outer = dispatching;
 
+    dispatching = t->owner;
     t->cb(t, t->data);
+    dispatching = outer;
 }
 
 /* Arms the one-shot timer for the absolute wall-clock time tv (NULL: disarm). */
@@ -192,7 +209,7 @@ static void timeout_free(AvahiTimeout *t)
     uv_close((uv_handle_t *)&t->h, timeout_closed);
 }
 
-int auv_new(uv_loop_t *loop, struct auv **ret)
+int auv_new(uv_loop_t *loop, void *data, struct auv **ret)
 {
     struct auv *p;
 
@@ -202,6 +219,7 @@ int auv_new(uv_loop_t *loop, struct auv **ret)
     if (!p)
         return -ENOMEM;
     p->loop = loop;
+    p->data = data;
     p->api.userdata = p;
     p->api.watch_new = watch_new;
     p->api.watch_update = watch_update;

@@ -17,12 +17,16 @@
 
 struct auv;
 
-/* Returns 0 or -ENOMEM. */
-int auv_new(uv_loop_t *loop, struct auv **ret);
+/* data is the owner's (auv_dispatching). Returns 0, -EINVAL or -ENOMEM. */
+int auv_new(uv_loop_t *loop, void *data, struct auv **ret);
 const AvahiPoll *auv_poll(struct auv *p);
 /* Number of watches and timeouts not yet freed by Avahi (tests). */
 unsigned auv_live(const struct auv *p);
 /* NULL-safe; returns NULL. */
 struct auv *auv_free(struct auv *p);
+/* The data of the adapter whose watch or timeout callback is running now (everything Avahi does
+ * on its own runs in one), or NULL outside them: what a process-wide hook such as Avahi's log
+ * function has instead of a context. */
+void *auv_dispatching(void);
 
 #endif

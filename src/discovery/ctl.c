@@ -30,32 +30,20 @@
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
-#include "discovery/mdns.h"
 #include "kube/backoff.h"
-#include "agent/ctl.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
 
-#define RETRY_MS       2000
+#define RETRY_MS       2000  /* a request failed, or memory ran out (ctl_options.retry_ms) */
+#define LOOK_AGAIN_MS  200   /* a newer object, or the informer is behind */
+#define UNSYNCED_MS    500   /* the ForeignClusters are not cached yet */
+#define TAKEN_MS       60000 /* ForeignCluster <ID> belongs to another cluster */
 #define SWEEP_MS       1000
 #define FC_API_VERSION "discovery.liqo.io/v1alpha1"
 
-static struct {
-    struct agent *a;
-    struct inf_informer *fcs, *secrets, *config, *sds;
-    struct wq_queue *q;
-    struct disc_cand **cands;
-    size_t ncands;
-    struct disc_lan_config cfg;
-    bool running;
-    uv_timer_t *sweep;
-    int64_t last_sweep_enqueue;
-    struct metrics_family *m_clusters, *m_ignored, *m_dropped, *m_rejected, *m_announce, *m_events;
-} st;
-
+/* One pass of the reconcile of a cluster ID (the key). */
 struct rec {
-    struct ctl_call_chain ch; /* first */
-    char id[PEER_NAME_MAX + 1];
+    struct ctl_rec h; /* first; h.key: the cluster ID */
     char fc_name[256];
     json_t *fc;
     const char *what; /* for logs */
@@ -69,34 +57,34 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-struct agent *disc_agent(void)
+struct agent *disc_agent(const struct disc *d)
 {
-    return st.a;
+    return d->mod.a;
 }
 
-bool disc_running(void)
+bool disc_running(const struct disc *d)
 {
-    return st.running;
+    return d->mod.ctl && ctl_running(d->mod.ctl);
 }
 
-const struct disc_lan_config *disc_config(void)
+const struct disc_lan_config *disc_config(const struct disc *d)
 {
-    return &st.cfg;
+    return &d->cfg;
 }
 
-json_t *disc_cluster_config(void)
+json_t *disc_cluster_config(struct disc *d)
 {
-    return st.config ? inf_get(st.config, NULL, PEER_CLUSTER_CONFIG) : NULL;
+    return d->config ? inf_get(d->config, NULL, PEER_CLUSTER_CONFIG) : NULL;
 }
 
-json_t *disc_secret(const char *name)
+json_t *disc_secret(struct disc *d, const char *name)
 {
-    return st.secrets ? inf_get(st.secrets, agent_namespace(st.a), name) : NULL;
+    return d->secrets ? inf_get(d->secrets, agent_namespace(d->mod.a), name) : NULL;
 }
 
-json_t *disc_search_domain(const char *name)
+json_t *disc_search_domain(struct disc *d, const char *name)
 {
-    return st.sds ? inf_get(st.sds, NULL, name) : NULL;
+    return d->sds ? inf_get(d->sds, NULL, name) : NULL;
 }
 
 char *disc_secret_field(const json_t *secret, const char *key, size_t max)
@@ -117,19 +105,19 @@ char *disc_secret_field(const json_t *secret, const char *key, size_t max)
 /* ---- metrics -----------------------------------------------------------------------------------
  */
 
-void disc_count_ignored(enum disc_kind kind, const char *reason)
+void disc_count_ignored(struct disc *d, enum disc_kind kind, const char *reason)
 {
-    metrics_inc(st.m_ignored, (const char *[]){kind == DISC_LAN ? "lan" : "wan", reason});
+    metrics_inc(d->m_ignored, (const char *[]){kind == DISC_LAN ? "lan" : "wan", reason});
 }
 
-void disc_count_dropped(const char *reason)
+void disc_count_dropped(struct disc *d, const char *reason)
 {
-    metrics_inc(st.m_dropped, (const char *[]){reason});
+    metrics_inc(d->m_dropped, (const char *[]){reason});
 }
 
-void disc_count_event(const char *event)
+void disc_count_event(struct disc *d, const char *event)
 {
-    metrics_inc(st.m_events, (const char *[]){event});
+    metrics_inc(d->m_events, (const char *[]){event});
 }
 
 static void collect(struct metrics_registry *r, void *data)
@@ -137,87 +125,88 @@ static void collect(struct metrics_registry *r, void *data)
     size_t lan = 0, wan = 0;
     static const char *const states[] = {"none",   "probing",  "established", "renamed",
                                          "failed", "disabled", "no-auth-url"};
-    const char *cur = disc_lan_state();
+    struct disc *d = data;
+    const char *cur = disc_lan_state(d);
 
-    (void)r, (void)data;
-    for (size_t i = 0; i < st.ncands; i++) {
+    (void)r;
+    for (size_t i = 0; i < d->ncands; i++) {
         bool l = false, w = false;
 
-        for (size_t k = 0; k < st.cands[i]->nsrc; k++)
-            if (st.cands[i]->src[k].kind == DISC_LAN)
+        for (size_t k = 0; k < d->cands[i]->nsrc; k++)
+            if (d->cands[i]->src[k].kind == DISC_LAN)
                 l = true;
             else
                 w = true;
         lan += l;
         wan += w;
     }
-    metrics_set(st.m_clusters, (const char *[]){"lan"}, (double)lan);
-    metrics_set(st.m_clusters, (const char *[]){"wan"}, (double)wan);
-    metrics_set(st.m_rejected, NULL, (double)mdns_rejected_packets());
+    metrics_set(d->m_clusters, (const char *[]){"lan"}, (double)lan);
+    metrics_set(d->m_clusters, (const char *[]){"wan"}, (double)wan);
+    metrics_set(d->m_rejected, NULL, (double)disc_lan_rejected_packets(d));
     for (size_t i = 0; i < sizeof(states) / sizeof(states[0]); i++)
-        metrics_set(st.m_announce, (const char *[]){states[i]}, strcmp(states[i], cur) == 0);
+        metrics_set(d->m_announce, (const char *[]){states[i]}, strcmp(states[i], cur) == 0);
 }
 
-static int metrics_init(struct agent *a)
+static int metrics_init(struct disc *d)
 {
-    struct metrics_registry *r = agent_metrics(a);
+    struct metrics_registry *r = agent_metrics(d->mod.a);
     int e;
 
     e = metrics_family_new(r, METRICS_GAUGE, "cliqo_discovery_clusters",
                            "Clusters announced now, by how they are found.",
-                           (const char *[]){"source", NULL}, NULL, 0, &st.m_clusters);
+                           (const char *[]){"source", NULL}, NULL, 0, &d->m_clusters);
     if (!e)
         e = metrics_family_new(
             r, METRICS_COUNTER, "cliqo_discovery_records_ignored_total",
             "Announcements ignored because a field is missing or malformed, by source and reason.",
-            (const char *[]){"source", "reason", NULL}, NULL, 0, &st.m_ignored);
+            (const char *[]){"source", "reason", NULL}, NULL, 0, &d->m_ignored);
     if (!e)
         e = metrics_family_new(r, METRICS_COUNTER, "cliqo_discovery_dropped_total",
                                "Announcements dropped because a limit was reached, by limit.",
-                               (const char *[]){"reason", NULL}, NULL, 0, &st.m_dropped);
+                               (const char *[]){"reason", NULL}, NULL, 0, &d->m_dropped);
     if (!e)
         e = metrics_family_new(r, METRICS_COUNTER, "cliqo_discovery_mdns_packets_rejected_total",
                                "mDNS packets the responder rejected as malformed or out of place.",
-                               NULL, NULL, 0, &st.m_rejected);
+                               NULL, NULL, 0, &d->m_rejected);
     if (!e)
         e = metrics_family_new(r, METRICS_GAUGE, "cliqo_discovery_announcement",
                                "State of this cluster's LAN announcement (1 for the current one).",
-                               (const char *[]){"state", NULL}, NULL, 0, &st.m_announce);
+                               (const char *[]){"state", NULL}, NULL, 0, &d->m_announce);
     if (!e)
         e = metrics_family_new(r, METRICS_COUNTER, "cliqo_discovery_events_total",
                                "Discovery events: LAN found and removed, WAN refreshes, "
                                "ForeignClusters created and deleted, joins, CA hash mismatches.",
-                               (const char *[]){"event", NULL}, NULL, 0, &st.m_events);
+                               (const char *[]){"event", NULL}, NULL, 0, &d->m_events);
     if (!e)
-        e = metrics_add_collector(r, collect, NULL);
+        e = metrics_add_collector(r, collect, d);
     return e;
 }
 
 /* ---- the table ---------------------------------------------------------------------------------
  */
 
-struct disc_cand *disc_cand_get(const char *id)
+struct disc_cand *disc_cand_get(struct disc *d, const char *id)
 {
-    for (size_t i = 0; i < st.ncands; i++)
-        if (strcmp(st.cands[i]->id, id) == 0)
-            return st.cands[i];
+    for (size_t i = 0; i < d->ncands; i++)
+        if (strcmp(d->cands[i]->id, id) == 0)
+            return d->cands[i];
     return NULL;
 }
 
-static void cand_free(struct disc_cand *c)
+static void cand_free(struct disc *d, struct disc_cand *c)
 {
-    for (size_t i = 0; i < st.ncands; i++)
-        if (st.cands[i] == c) {
-            st.cands[i] = st.cands[--st.ncands];
+    for (size_t i = 0; i < d->ncands; i++)
+        if (d->cands[i] == c) {
+            d->cands[i] = d->cands[--d->ncands];
             break;
         }
     x_free(c);
 }
 
-void disc_enqueue(const char *id)
+void disc_enqueue(struct disc *d, const char *id)
 {
-    if (st.q && st.running && id && *id)
-        (void)wq_add(st.q, id);
+    if (disc_running(d) && id && *id)
+        ctl_enqueue(d->mod.ctl, id);
 }
 
 static bool same_announce(const struct disc_source *a, const struct disc_source *b)
@@ -225,20 +214,20 @@ static bool same_announce(const struct disc_source *a, const struct disc_source 
     return memcmp(&a->a, &b->a, sizeof(a->a)) == 0 && strcmp(a->instance, b->instance) == 0;
 }
 
-int disc_source_put(const char *id, const struct disc_source *s)
+int disc_source_put(struct disc *d, const char *id, const struct disc_source *s)
 {
-    struct disc_cand *c = disc_cand_get(id);
+    struct disc_cand *c = disc_cand_get(d, id);
     int64_t now = now_ms();
-    size_t max = st.cfg.max_clusters ? st.cfg.max_clusters : DISC_DEFAULT_MAX;
+    size_t max = d->cfg.max_clusters ? d->cfg.max_clusters : DISC_DEFAULT_MAX;
 
     if (!c) {
-        if (st.ncands >= max)
+        if (d->ncands >= max)
             return -ENOSPC;
         c = x_calloc(1, sizeof(*c));
         if (!c)
             return -ENOMEM;
         snprintf(c->id, sizeof(c->id), "%s", id);
-        st.cands[st.ncands++] = c;
+        d->cands[d->ncands++] = c;
     }
     for (size_t i = 0; i < c->nsrc; i++) {
         struct disc_source *o = &c->src[i];
@@ -255,7 +244,7 @@ int disc_source_put(const char *id, const struct disc_source *s)
             o->last_seen = now;
         }
         c->last_seen = now;
-        disc_enqueue(id);
+        disc_enqueue(d, id);
         return 0;
     }
     if (c->nsrc >= DISC_SOURCES_MAX)
@@ -264,46 +253,46 @@ int disc_source_put(const char *id, const struct disc_source *s)
     c->src[c->nsrc].first_seen = c->src[c->nsrc].last_seen = now;
     c->nsrc++;
     c->last_seen = now;
-    disc_enqueue(id);
+    disc_enqueue(d, id);
     return 0;
 }
 
-static void drop_at(struct disc_cand *c, size_t i, bool gone)
+static void drop_at(struct disc *d, struct disc_cand *c, size_t i, bool gone)
 {
     if (c->src[i].kind == DISC_LAN && gone)
         c->lan_removed = true;
     c->src[i] = c->src[--c->nsrc];
-    disc_enqueue(c->id);
+    disc_enqueue(d, c->id);
 }
 
-void disc_source_drop(enum disc_kind kind, const char *sd, const char *key)
+void disc_source_drop(struct disc *d, enum disc_kind kind, const char *sd, const char *key)
 {
-    for (size_t k = 0; k < st.ncands; k++) {
-        struct disc_cand *c = st.cands[k];
+    for (size_t k = 0; k < d->ncands; k++) {
+        struct disc_cand *c = d->cands[k];
 
         for (size_t i = 0; i < c->nsrc; i++)
             if (c->src[i].kind == kind && strcmp(c->src[i].sd, sd ? sd : "") == 0 &&
                 strcmp(c->src[i].key, key) == 0) {
-                drop_at(c, i, true);
+                drop_at(d, c, i, true);
                 break;
             }
     }
 }
 
-const char *disc_source_id(enum disc_kind kind, const char *sd, const char *key)
+const char *disc_source_id(struct disc *d, enum disc_kind kind, const char *sd, const char *key)
 {
-    for (size_t k = 0; k < st.ncands; k++)
-        for (size_t i = 0; i < st.cands[k]->nsrc; i++)
-            if (st.cands[k]->src[i].kind == kind && strcmp(st.cands[k]->src[i].sd, sd) == 0 &&
-                strcmp(st.cands[k]->src[i].key, key) == 0)
-                return st.cands[k]->id;
+    for (size_t k = 0; k < d->ncands; k++)
+        for (size_t i = 0; i < d->cands[k]->nsrc; i++)
+            if (d->cands[k]->src[i].kind == kind && strcmp(d->cands[k]->src[i].sd, sd) == 0 &&
+                strcmp(d->cands[k]->src[i].key, key) == 0)
+                return d->cands[k]->id;
     return NULL;
 }
 
-void disc_sources_retain(const char *sd, char (*keep)[DISC_KEY_MAX], size_t n)
+void disc_sources_retain(struct disc *d, const char *sd, char (*keep)[DISC_KEY_MAX], size_t n)
 {
-    for (size_t k = 0; k < st.ncands; k++) {
-        struct disc_cand *c = st.cands[k];
+    for (size_t k = 0; k < d->ncands; k++) {
+        struct disc_cand *c = d->cands[k];
 
         for (size_t i = 0; i < c->nsrc;) {
             bool kept = c->src[i].kind != DISC_WAN || strcmp(c->src[i].sd, sd) != 0;
@@ -313,19 +302,19 @@ void disc_sources_retain(const char *sd, char (*keep)[DISC_KEY_MAX], size_t n)
             if (kept)
                 i++;
             else
-                drop_at(c, i, true);
+                drop_at(d, c, i, true);
         }
     }
 }
 
-void disc_sources_drop_all(enum disc_kind kind, const char *sd, bool gone)
+void disc_sources_drop_all(struct disc *d, enum disc_kind kind, const char *sd, bool gone)
 {
-    for (size_t k = 0; k < st.ncands; k++) {
-        struct disc_cand *c = st.cands[k];
+    for (size_t k = 0; k < d->ncands; k++) {
+        struct disc_cand *c = d->cands[k];
 
         for (size_t i = 0; i < c->nsrc;)
             if (c->src[i].kind == kind && (!sd || strcmp(c->src[i].sd, sd) == 0))
-                drop_at(c, i, gone);
+                drop_at(d, c, i, gone);
             else
                 i++;
     }
@@ -394,75 +383,66 @@ static void find_visit(json_t *obj, void *data)
         f->found = json_deep_copy(obj);
 }
 
-static json_t *find_fc(const char *id)
+static json_t *find_fc(struct disc *d, const char *id)
 {
     struct find f = {id, NULL};
 
-    inf_foreach(st.fcs, find_visit, &f);
+    inf_foreach(d->fcs, find_visit, &f);
     return f.found;
 }
 
 static void enqueue_managed(json_t *obj, void *data)
 {
+    struct disc *d = data;
     const char *id = fc_id(obj);
 
-    (void)data;
-    if (fc_managed(obj) || disc_cand_get(id ? id : ""))
-        disc_enqueue(id);
+    if (fc_managed(obj) || disc_cand_get(d, id ? id : ""))
+        disc_enqueue(d, id);
 }
 
-void disc_enqueue_all(void)
+void disc_enqueue_all(struct disc *d)
 {
-    if (st.fcs)
-        inf_foreach(st.fcs, enqueue_managed, NULL);
-    for (size_t i = 0; i < st.ncands; i++)
-        disc_enqueue(st.cands[i]->id);
+    if (d->fcs)
+        inf_foreach(d->fcs, enqueue_managed, d);
+    for (size_t i = 0; i < d->ncands; i++)
+        disc_enqueue(d, d->cands[i]->id);
 }
 
 /* ---- reconcile ---------------------------------------------------------------------------------
  */
 
-static void rec_end(struct rec *r, int requeue_ms)
+static void rec_release(struct ctl_rec *h)
 {
-    if (st.q) {
-        if (requeue_ms >= 0)
-            wq_add_after(st.q, r->id, (uint64_t)requeue_ms);
-        wq_done(st.q, r->id);
-    }
+    struct rec *r = (struct rec *)h;
+
     json_decref(r->fc);
-    ctl_call_reset(&r->ch.last);
-    x_free(r);
 }
 
+/* The next step after a write of the ForeignCluster (ctl_call_chain.next): the informer brings
+ * the result back, so a success ends the pass. */
 static void after_write(void *owner)
 {
     struct rec *r = owner;
-    int e = r->ch.last.err;
+    int e = r->h.ch.last.err;
 
     if (e == -ESTALE || e == -EEXIST || e == -ENOENT) {
-        rec_end(r, 200); /* a newer object, or the informer is behind: look again */
+        ctl_rec_end_after(&r->h, LOOK_AGAIN_MS); /* a newer object, or the informer is behind */
         return;
     }
     if (e < 0) {
         log_warn(DISC_MOD, "cannot %s ForeignCluster %s: %s", r->what, r->fc_name,
-                 r->ch.last.message);
-        rec_end(r, RETRY_MS);
+                 r->h.ch.last.message);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    rec_end(r, -1);
+    ctl_rec_end(&r->h, CTL_DONE);
 }
 
 static void send_patch(struct rec *r, const char *sub, json_t *patch, const char *what)
 {
-    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-
-    json_decref(patch);
     r->what = what;
-    r->ch.next = after_write;
-    if (!body || kapi_patch(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->fc_name, sub,
-                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
-    x_free(body);
+    ctl_merge_patch_then(&r->h, &peer_res_foreignclusters, NULL, r->fc_name, sub, patch,
+                         after_write);
 }
 
 static const struct disc_source *primary(const struct disc_cand *c, bool *ret_conflict)
@@ -488,24 +468,25 @@ static const struct disc_source *primary(const struct disc_cand *c, bool *ret_co
     return p;
 }
 
-static void create_fc(struct rec *r, const struct disc_source *p)
+static void create_fc(struct disc *d, struct rec *r, const struct disc_source *p)
 {
+    const char *id = r->h.key;
     json_t *fc, *sd = NULL;
     const char *type = p->kind == DISC_LAN ? DISC_LABEL_TYPE_LAN : DISC_LABEL_TYPE_WAN;
 
     if (p->kind == DISC_WAN) {
-        sd = disc_search_domain(p->sd);
+        sd = disc_search_domain(d, p->sd);
         if (!sd || !kapi_obj_uid(sd)) {
             json_decref(sd);
-            rec_end(r, RETRY_MS); /* the SearchDomain is not cached yet, or is going */
+            ctl_rec_end(&r->h, CTL_RETRY); /* the SearchDomain is not cached yet, or is going */
             return;
         }
     }
     fc = json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:{s:s},s:s,s:s,s:s}}", "apiVersion",
-                   FC_API_VERSION, "kind", "ForeignCluster", "metadata", "name", r->id, "labels",
-                   PEER_LABEL_CLUSTER_ID, r->id, PEER_LABEL_DISC_TYPE, type, "spec",
-                   "clusterIdentity", "clusterID", r->id, "foreignAuthUrl", p->a.url,
-                   "outgoingPeeringEnabled", "Auto", "incomingPeeringEnabled", "Auto");
+                   FC_API_VERSION, "kind", "ForeignCluster", "metadata", "name", id, "labels",
+                   PEER_LABEL_CLUSTER_ID, id, PEER_LABEL_DISC_TYPE, type, "spec", "clusterIdentity",
+                   "clusterID", id, "foreignAuthUrl", p->a.url, "outgoingPeeringEnabled", "Auto",
+                   "incomingPeeringEnabled", "Auto");
     if (fc && p->a.name[0])
         json_object_set_new(json_object_get(json_object_get(fc, "spec"), "clusterIdentity"),
                             "clusterName", json_string(p->a.name));
@@ -515,47 +496,48 @@ static void create_fc(struct rec *r, const struct disc_source *p)
                                       "SearchDomain", "name", kapi_obj_name(sd), "uid",
                                       kapi_obj_uid(sd)));
     json_decref(sd);
-    snprintf(r->fc_name, sizeof(r->fc_name), "%s", r->id);
+    snprintf(r->fc_name, sizeof(r->fc_name), "%s", id);
     log_info(DISC_MOD,
              "found cluster %s (%s) on the %s at %s (instance '%s'%s%s): creating its "
              "ForeignCluster",
-             r->id, p->a.name[0] ? p->a.name : "no name", type, p->a.url, p->instance,
+             id, p->a.name[0] ? p->a.name : "no name", type, p->a.url, p->instance,
              p->kind == DISC_WAN ? ", SearchDomain " : "", p->kind == DISC_WAN ? p->sd : "");
-    disc_count_event("fc-created");
+    disc_count_event(d, "fc-created");
     r->what = "create";
-    r->ch.next = after_write;
-    if (!fc ||
-        kapi_create(agent_kube(st.a), &peer_res_foreignclusters, NULL, fc, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+    r->h.ch.next = after_write;
+    if (!fc || kapi_create(agent_kube(disc_agent(d)), &peer_res_foreignclusters, NULL, fc,
+                           ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
     json_decref(fc);
 }
 
 /* status.discovery as it should be for announced cluster c. */
-static json_t *desired_status(const struct disc_cand *c, const struct disc_source *p,
-                              const struct disc_verdict *v, bool conflict)
+static json_t *desired_status(const struct disc *d, const struct disc_cand *c,
+                              const struct disc_source *p, const struct disc_verdict *v,
+                              bool conflict)
 {
     char first[32], last[32];
-    json_t *d;
+    json_t *ds;
 
     rfc3339_format(p->first_seen / 1000, 0, 0, first, sizeof(first));
     rfc3339_format(c->last_seen / 1000, 0, 0, last, sizeof(last));
-    d = json_pack("{s:s,s:s,s:s,s:b,s:s,s:s,s:s}", "type",
-                  p->kind == DISC_LAN ? DISC_LABEL_TYPE_LAN : DISC_LABEL_TYPE_WAN, "instance",
-                  p->instance, "authUrl", p->a.url, "announced", 1, "trust",
-                  disc_trust_name(v->trust), "firstSeen", first, "lastSeen", last);
-    if (!d)
+    ds = json_pack("{s:s,s:s,s:s,s:b,s:s,s:s,s:s}", "type",
+                   p->kind == DISC_LAN ? DISC_LABEL_TYPE_LAN : DISC_LABEL_TYPE_WAN, "instance",
+                   p->instance, "authUrl", p->a.url, "announced", 1, "trust",
+                   disc_trust_name(v->trust), "firstSeen", first, "lastSeen", last);
+    if (!ds)
         return NULL;
     if (p->a.ca_hash[0])
-        json_object_set_new(d, "caCertHash", json_string(p->a.ca_hash));
+        json_object_set_new(ds, "caCertHash", json_string(p->a.ca_hash));
     if (p->kind == DISC_WAN)
-        json_object_set_new(d, "searchDomain", json_string(p->sd));
+        json_object_set_new(ds, "searchDomain", json_string(p->sd));
     else
-        json_object_set_new(d, "ttlSeconds", json_integer(st.cfg.ttl));
+        json_object_set_new(ds, "ttlSeconds", json_integer(d->cfg.ttl));
     if (v->message[0])
-        json_object_set_new(d, "message", json_string(v->message));
+        json_object_set_new(ds, "message", json_string(v->message));
     else if (conflict)
-        json_object_set_new(d, "message", json_string("conflicting announcements"));
-    return d;
+        json_object_set_new(ds, "message", json_string("conflicting announcements"));
+    return ds;
 }
 
 /* Equal, ignoring the times (they change only with the rest, or once per process). */
@@ -600,14 +582,16 @@ static json_t *status_patch(const json_t *fc, json_t *want)
 
 static void after_join(const char *id, int err, const char *message, void *data)
 {
-    (void)data;
+    struct disc *d = data;
+
     if (err < 0)
         log_warn(DISC_MOD, "cluster %s: not joined: %s", id, message);
-    disc_enqueue(id);
+    disc_enqueue(d, id);
 }
 
-static void present(struct rec *r, struct disc_cand *c)
+static void present(struct disc *d, struct rec *r, struct disc_cand *c)
 {
+    const char *id = r->h.key;
     bool conflict, managed, peered;
     const struct disc_source *p = primary(c, &conflict);
     const json_t *spec, *have;
@@ -616,18 +600,18 @@ static void present(struct rec *r, struct disc_cand *c)
     json_t *want;
 
     if (!r->fc) {
-        json_t *taken = inf_get(st.fcs, NULL, r->id);
+        json_t *taken = inf_get(d->fcs, NULL, id);
 
         if (taken) {
             log_warn(DISC_MOD,
                      "cluster %s is announced, but ForeignCluster %s belongs to cluster %s: "
                      "not creating one, ignoring",
-                     r->id, r->id, fc_id(taken) ? fc_id(taken) : "(none)");
+                     id, id, fc_id(taken) ? fc_id(taken) : "(none)");
             json_decref(taken);
-            rec_end(r, 60000);
+            ctl_rec_end_after(&r->h, TAKEN_MS);
             return;
         }
-        create_fc(r, p);
+        create_fc(d, r, p);
         return;
     }
     snprintf(r->fc_name, sizeof(r->fc_name), "%s", kapi_obj_name(r->fc));
@@ -648,53 +632,54 @@ static void present(struct rec *r, struct disc_cand *c)
         if (patch && p->a.name[0])
             json_object_set_new(json_object_get(patch, "spec"), "clusterIdentity",
                                 json_pack("{s:s}", "clusterName", p->a.name));
-        log_info(DISC_MOD, "cluster %s now announces %s%s%s: updating ForeignCluster %s", r->id,
+        log_info(DISC_MOD, "cluster %s now announces %s%s%s: updating ForeignCluster %s", id,
                  p->a.url, p->a.name[0] ? " as " : "", p->a.name, r->fc_name);
         send_patch(r, NULL, patch, "update");
         return;
     }
-    disc_trust_decide(c, p, r->fc, &v);
+    disc_trust_decide(d, c, p, r->fc, &v);
     if (conflict) {
         v.trust = DISC_TRUST_CONFLICT;
         v.join = false;
         snprintf(v.message, sizeof(v.message),
                  "several announcements claim cluster ID %s with different URLs or CA hashes; "
                  "not joining until they agree",
-                 r->id);
+                 id);
     }
-    want = desired_status(c, p, &v, conflict);
+    want = desired_status(d, c, p, &v, conflict);
     have = json_object_get(json_object_get(r->fc, "status"), "discovery");
     if (want && (!status_same(have, want) || !json_object_get(have, "lastSeen"))) {
         if (v.trust == DISC_TRUST_MISMATCH || v.trust == DISC_TRUST_CONFLICT) {
-            log_warn(DISC_MOD, "cluster %s (ForeignCluster %s): %s", r->id, r->fc_name, v.message);
+            log_warn(DISC_MOD, "cluster %s (ForeignCluster %s): %s", id, r->fc_name, v.message);
             if (v.trust == DISC_TRUST_MISMATCH)
-                disc_count_event("ca-hash-mismatch");
+                disc_count_event(d, "ca-hash-mismatch");
         }
         send_patch(r, "status", status_patch(r->fc, want), "update the status of");
         return;
     }
     json_decref(want);
     if (v.join && managed && !peered &&
-        disc_trust_join(r->id, r->fc_name, kapi_obj_uid(r->fc), p->a.url, &v, p->a.ca_hash,
-                        after_join, NULL) == 0) {
+        disc_trust_join(d, id, r->fc_name, kapi_obj_uid(r->fc), p->a.url, &v, p->a.ca_hash,
+                        after_join, d) == 0) {
         if (v.tofu)
             log_warn(DISC_MOD,
                      "WARNING: joining cluster %s at %s WITHOUT an operator-supplied CA hash "
                      "(autojoinUntrusted): its CA is trusted on first use; anyone on the network "
                      "path could have announced it",
-                     r->id, p->a.url);
+                     id, p->a.url);
         else
             log_info(DISC_MOD,
                      "joining cluster %s at %s: autojoin, credentials and CA hash supplied by the "
                      "operator",
-                     r->id, p->a.url);
-        disc_count_event("autojoin");
+                     id, p->a.url);
+        disc_count_event(d, "autojoin");
     }
-    rec_end(r, -1);
+    ctl_rec_end(&r->h, CTL_DONE);
 }
 
-static void absent(struct rec *r, struct disc_cand *c)
+static void absent(struct disc *d, struct rec *r, struct disc_cand *c)
 {
+    const char *id = r->h.key;
     const char *type, *sd;
     json_t *have;
     bool deletable = false;
@@ -702,8 +687,8 @@ static void absent(struct rec *r, struct disc_cand *c)
 
     if (!r->fc) {
         if (c)
-            cand_free(c);
-        rec_end(r, -1);
+            cand_free(d, c);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     snprintf(r->fc_name, sizeof(r->fc_name), "%s", kapi_obj_name(r->fc));
@@ -712,7 +697,7 @@ static void absent(struct rec *r, struct disc_cand *c)
     if (!fc_managed(r->fc)) {
         /* Manual or IncomingPeering: never ours to delete; the status says it is not announced. */
         if (c)
-            cand_free(c);
+            cand_free(d, c);
         if (json_is_object(have) && json_is_true(json_object_get(have, "announced"))) {
             json_t *want = json_deep_copy(have);
 
@@ -721,26 +706,26 @@ static void absent(struct rec *r, struct disc_cand *c)
             send_patch(r, "status", status_patch(r->fc, want), "update the status of");
             return;
         }
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     if (type && strcmp(type, DISC_LABEL_TYPE_LAN) == 0) {
-        after = disc_lan_sweep_after();
+        after = disc_lan_sweep_after(d);
         deletable = (c && c->lan_removed) || (after > 0 && now_ms() >= after);
         if (!deletable && after > 0) {
-            rec_end(r, (int)(after - now_ms() + 100));
+            ctl_rec_end_after(&r->h, (uint32_t)(after - now_ms() + 100));
             return;
         }
     } else if (type && strcmp(type, DISC_LABEL_TYPE_WAN) == 0) {
         sd = fc_search_domain(r->fc);
-        deletable = sd && disc_wan_known_absent(sd, r->id);
+        deletable = sd && disc_wan_known_absent(d, sd, id);
     }
     if (!deletable) {
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     if (c)
-        cand_free(c);
+        cand_free(d, c);
     if (fc_peered(r->fc)) {
         if (json_is_object(have) && json_is_true(json_object_get(have, "announced"))) {
             json_t *want = json_deep_copy(have);
@@ -750,64 +735,58 @@ static void absent(struct rec *r, struct disc_cand *c)
                                 json_string("no longer announced; kept because it is peered (the "
                                             "peering's own health decides)"));
             log_info(DISC_MOD, "cluster %s is no longer announced; ForeignCluster %s kept (peered)",
-                     r->id, r->fc_name);
+                     id, r->fc_name);
             send_patch(r, "status", status_patch(r->fc, want), "update the status of");
             return;
         }
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
-    log_info(DISC_MOD, "cluster %s is no longer announced (%s): deleting ForeignCluster %s", r->id,
+    log_info(DISC_MOD, "cluster %s is no longer announced (%s): deleting ForeignCluster %s", id,
              type, r->fc_name);
-    disc_count_event("fc-deleted");
+    disc_count_event(d, "fc-deleted");
     r->what = "delete";
-    r->ch.next = after_write;
+    r->h.ch.next = after_write;
     {
         struct kapi_delete_opts o = {.precondition_uid = kapi_obj_uid(r->fc),
                                      .grace_period_seconds = -1};
 
-        if (kapi_delete(agent_kube(st.a), &peer_res_foreignclusters, NULL, r->fc_name, &o,
+        if (kapi_delete(agent_kube(disc_agent(d)), &peer_res_foreignclusters, NULL, r->fc_name, &o,
                         ctl_call_cb, r) < 0)
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
     }
 }
 
-static void reconcile(struct wq_queue *q, const char *key, void *data)
+static void reconcile(struct ctl *ctl, const char *key)
 {
+    struct disc *d = ctl_data(ctl);
+    const char *own = identity_cluster_id(disc_agent(d));
     struct disc_cand *c;
     struct rec *r;
-    const char *own = identity_cluster_id(st.a);
 
-    (void)data;
-    if (!st.running || !inf_synced(st.fcs)) {
-        if (st.running)
-            wq_add_after(q, key, 500);
-        wq_done(q, key);
+    r = (struct rec *)ctl_rec_begin(ctl, key);
+    if (!r)
+        return;
+    if (!inf_synced(d->fcs)) {
+        ctl_rec_end_after(&r->h, UNSYNCED_MS);
         return;
     }
-    c = disc_cand_get(key);
+    c = disc_cand_get(d, key);
     if (own && strcmp(own, key) == 0) {
         if (c)
-            cand_free(c);
-        wq_done(q, key);
+            cand_free(d, c);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
-    r = x_calloc(1, sizeof(*r));
-    if (!r) {
-        wq_add_after(q, key, RETRY_MS);
-        wq_done(q, key);
-        return;
-    }
-    snprintf(r->id, sizeof(r->id), "%s", key);
-    r->fc = find_fc(key);
+    r->fc = find_fc(d, key);
     if (r->fc && json_object_get(json_object_get(r->fc, "metadata"), "deletionTimestamp")) {
-        rec_end(r, -1); /* going: the informer tells us when it is gone */
+        ctl_rec_end(&r->h, CTL_DONE); /* going: the informer tells us when it is gone */
         return;
     }
     if (c && c->nsrc > 0)
-        present(r, c);
+        present(d, r, c);
     else
-        absent(r, c);
+        absent(d, r, c);
 }
 
 /* ---- informer handlers -------------------------------------------------------------------------
@@ -815,12 +794,13 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 
 static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct disc *d = data;
     const char *id = fc_id(obj);
 
-    (void)inf, (void)data;
-    if (id && (fc_managed(obj) || disc_cand_get(id) ||
+    (void)inf;
+    if (id && (fc_managed(obj) || disc_cand_get(d, id) ||
                json_object_get(json_object_get(obj, "status"), "discovery")))
-        disc_enqueue(id);
+        disc_enqueue(d, id);
 }
 
 static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -831,13 +811,14 @@ static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 
 static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct disc *d = data;
     const char *name = kapi_obj_name(obj);
 
-    (void)inf, (void)data;
-    if (name && strncmp(name, "remote-auth-", 12) == 0 && disc_cand_get(name + 12))
-        disc_enqueue(name + 12);
+    (void)inf;
+    if (name && strncmp(name, "remote-auth-", 12) == 0 && disc_cand_get(d, name + 12))
+        disc_enqueue(d, name + 12);
     if (name && strcmp(name, PEER_AUTH_TLS_SECRET) == 0)
-        disc_lan_reconfigure(); /* the CA hash we announce */
+        disc_lan_reconfigure(d); /* the CA hash we announce */
 }
 
 static void on_secret_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -848,10 +829,12 @@ static void on_secret_update(struct inf_informer *inf, json_t *old_obj, json_t *
 
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)
 {
-    (void)inf, (void)data;
+    struct disc *d = data;
+
+    (void)inf;
     if (kapi_obj_name(obj) && strcmp(kapi_obj_name(obj), PEER_CLUSTER_CONFIG) == 0) {
-        disc_lan_reconfigure();
-        disc_enqueue_all(); /* the join policy may have changed */
+        disc_lan_reconfigure(d);
+        disc_enqueue_all(d); /* the join policy may have changed */
     }
 }
 
@@ -866,19 +849,19 @@ static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *
 
 static void on_sweep(uv_timer_t *t)
 {
+    struct disc *d = t->data;
     int64_t after, now = now_ms();
 
-    (void)t;
-    if (!st.running)
+    if (!disc_running(d))
         return;
-    disc_lan_tick();
+    disc_lan_tick(d);
     /* Once the LAN has been watched for a whole TTL, discovered ForeignClusters that were never
      * seen since are looked at (a restart while a cluster vanished). Again every TTL. */
-    after = disc_lan_sweep_after();
+    after = disc_lan_sweep_after(d);
     if (after > 0 && now >= after &&
-        now - st.last_sweep_enqueue >= (int64_t)(st.cfg.ttl ? st.cfg.ttl : 1) * 1000) {
-        st.last_sweep_enqueue = now;
-        disc_enqueue_all();
+        now - d->last_sweep_enqueue >= (int64_t)(d->cfg.ttl ? d->cfg.ttl : 1) * 1000) {
+        d->last_sweep_enqueue = now;
+        disc_enqueue_all(d);
     }
 }
 
@@ -891,74 +874,86 @@ int disc_init(struct agent *a)
     struct inf_handlers sh = {
         .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
-    struct wq_options qo = {.max_concurrent = 4,
-                            .base_delay_ms = 200,
-                            .max_delay_ms = 30000,
-                            .max_keys = DISC_MAX_LIMIT * 2};
+    struct ctl_options co = {.name = DISC_MOD,
+                             .queue = {.max_concurrent = 4,
+                                       .base_delay_ms = 200,
+                                       .max_delay_ms = 30000,
+                                       .max_keys = DISC_MAX_LIMIT * 2},
+                             .rec_size = sizeof(struct rec),
+                             .reconcile = reconcile,
+                             .rec_release = rec_release,
+                             .retry_ms = RETRY_MS};
+    struct disc *d = ctl_module_new(a, DISC_MOD, sizeof(*d));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
-    st.cfg.ttl = DISC_DEFAULT_TTL;
-    st.cfg.max_clusters = DISC_DEFAULT_MAX;
-    st.cands = x_calloc(DISC_MAX_LIMIT, sizeof(*st.cands));
-    if (!st.cands)
+    if (!d)
         return -ENOMEM;
-    r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, NULL, &st.fcs);
+    d->cfg.ttl = DISC_DEFAULT_TTL;
+    d->cfg.max_clusters = DISC_DEFAULT_MAX;
+    d->cands = x_calloc(DISC_MAX_LIMIT, sizeof(*d->cands));
+    if (!d->cands)
+        return -ENOMEM;
+    r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, d, &d->fcs);
     if (r == 0)
-        r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, 0, &sh, NULL, &st.secrets);
+        r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, 0, &sh, d, &d->secrets);
     if (r == 0)
-        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, NULL, &st.config);
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, d, &d->config);
     if (r == 0)
-        r = agent_informer(a, &peer_res_searchdomains, NULL, NULL, 0, NULL, NULL, &st.sds);
+        r = agent_informer(a, &peer_res_searchdomains, NULL, NULL, 0, NULL, NULL, &d->sds);
     if (r == 0)
-        r = agent_queue(a, "discovery", &qo, reconcile, NULL, &st.q);
+        r = ctl_new(a, &co, d, &d->mod.ctl);
     if (r == 0)
-        r = metrics_init(a);
+        r = metrics_init(d);
     if (r == 0)
-        r = disc_lan_init(a);
+        r = disc_lan_init(d);
     if (r == 0)
-        r = disc_wan_init(a);
+        r = disc_wan_init(d);
+    if (r == 0)
+        r = disc_trust_init(d);
     return r;
 }
 
 int disc_start(struct agent *a)
 {
-    st.running = true;
-    st.sweep = ktimer_new(agent_loop(a), NULL);
-    if (!st.sweep)
+    struct disc *d = agent_module_data(a, DISC_MOD);
+    int r = ctl_module_start(a, DISC_MOD);
+
+    if (r < 0)
+        return r;
+    d->sweep = ktimer_new(agent_loop(a), d);
+    if (!d->sweep)
         return -ENOMEM;
-    uv_timer_start(st.sweep, on_sweep, SWEEP_MS, SWEEP_MS);
-    disc_lan_start();
-    disc_wan_start();
+    uv_timer_start(d->sweep, on_sweep, SWEEP_MS, SWEEP_MS);
+    disc_lan_start(d);
+    disc_wan_start(d);
     return 0;
 }
 
 void disc_stop(struct agent *a)
 {
-    (void)a;
-    if (!st.running)
+    struct disc *d = agent_module_data(a, DISC_MOD);
+
+    if (!d || !disc_running(d))
         return;
-    st.running = false;
-    ktimer_free(st.sweep);
-    st.sweep = NULL;
-    disc_wan_stop();
-    disc_lan_stop(); /* goodbye packets */
+    ctl_module_stop(a, DISC_MOD);
+    ktimer_free(d->sweep);
+    d->sweep = NULL;
+    disc_wan_stop(d);
+    disc_lan_stop(d); /* goodbye packets */
 }
 
 void disc_fini(struct agent *a)
 {
-    disc_stop(a);
-    disc_wan_fini();
-    disc_trust_fini();
-    while (st.ncands > 0)
-        cand_free(st.cands[st.ncands - 1]);
-    x_free(st.cands);
-    st.cands = NULL;
-    st.q = NULL;
-}
+    struct disc *d = agent_module_data(a, DISC_MOD);
 
-struct disc_lan_config *disc__config_mut(void)
-{
-    return &st.cfg;
+    if (!d)
+        return;
+    disc_stop(a);
+    disc_wan_fini(d);
+    disc_lan_fini(d);
+    disc_trust_fini(d);
+    while (d->ncands > 0)
+        cand_free(d, d->cands[d->ncands - 1]);
+    x_free(d->cands);
+    ctl_module_fini(a, DISC_MOD); /* the controller, and d */
 }

@@ -16,7 +16,9 @@
  * (disc_max_clusters, sources per cluster) and every refusal is counted. ForeignClusters are the
  * durable result: the reconcile (key: cluster ID) makes them agree with the table, level-triggered
  * and idempotent, so a restart converges to the same objects. Everything runs on the agent's loop,
- * only while this replica leads (start/stop). */
+ * only while this replica leads (start/stop). The state of all four files is struct disc (below),
+ * kept by the agent for one generation (disc_init to disc_fini); the reconcile is a controller on
+ * the skeleton of agent/ctl.h, and every callback reaches the state through its argument. */
 #ifndef CLIQO_DISCOVERY_CTL_H
 #define CLIQO_DISCOVERY_CTL_H
 
@@ -25,6 +27,7 @@
 #include <stdint.h>
 
 #include "agent/agent.h"
+#include "agent/ctl.h"
 #include "discovery/module.h"
 #include "discovery/record.h"
 
@@ -73,73 +76,101 @@ struct disc_lan_config {
     size_t ninterfaces;
 };
 
+/* The module's state (agent_module_data "discovery"), made in disc_init and freed in disc_fini,
+ * every generation. Each file keeps its own part behind its own pointer (made by its init, freed
+ * by its fini); callbacks reach it through their data. */
+struct disc_lan;   /* ctl_lan.c */
+struct disc_wan;   /* ctl_wan.c */
+struct disc_joins; /* trust.c: the joins in flight and the failures remembered */
+struct metrics_family;
+struct inf_informer;
+struct disc {
+    struct ctl_module mod; /* first: the agent and the controller (agent/ctl.h) */
+    struct inf_informer *fcs, *secrets, *config, *sds;
+    struct disc_cand **cands;
+    size_t ncands;
+    struct disc_lan_config cfg;
+    uv_timer_t *sweep;
+    int64_t last_sweep_enqueue;
+    struct metrics_family *m_clusters, *m_ignored, *m_dropped, *m_rejected, *m_announce, *m_events;
+    struct disc_lan *lan;
+    struct disc_wan *wan;
+    struct disc_joins *joins;
+};
+
 /* ---- ctl.c ------------------------------------------------------------------------------------
  */
 
-struct agent *disc_agent(void);
-/* The configuration ctl_lan.c fills from ClusterConfig. */
-struct disc_lan_config *disc__config_mut(void);
-bool disc_running(void);
-const struct disc_lan_config *disc_config(void);
+struct agent *disc_agent(const struct disc *d);
+bool disc_running(const struct disc *d);
+const struct disc_lan_config *disc_config(const struct disc *d);
 /* The cached ClusterConfig (new reference or NULL). */
-json_t *disc_cluster_config(void);
+json_t *disc_cluster_config(struct disc *d);
 /* A cached Secret of the agent's namespace (new reference or NULL). */
-json_t *disc_secret(const char *name);
+json_t *disc_secret(struct disc *d, const char *name);
 /* A Secret value (base64-decoded, x_malloc'd) or NULL. */
 char *disc_secret_field(const json_t *secret, const char *key, size_t max);
 /* The cached SearchDomain (new reference or NULL). */
-json_t *disc_search_domain(const char *name);
+json_t *disc_search_domain(struct disc *d, const char *name);
 
 /* The table. */
-struct disc_cand *disc_cand_get(const char *id);
+struct disc_cand *disc_cand_get(struct disc *d, const char *id);
 /* Adds or replaces the source with this key for cluster `id`. Returns 0, or -ENOSPC when the
  * table (or the cluster's sources) is full: the caller counts it. Enqueues the cluster when
  * anything changed. */
-int disc_source_put(const char *id, const struct disc_source *s);
+int disc_source_put(struct disc *d, const char *id, const struct disc_source *s);
 /* Removes the source with this key (LAN: the instance; WAN: SearchDomain + key). Enqueues. */
-void disc_source_drop(enum disc_kind kind, const char *sd, const char *key);
+void disc_source_drop(struct disc *d, enum disc_kind kind, const char *sd, const char *key);
 /* The cluster ID of the source with this key, or NULL (borrowed). */
-const char *disc_source_id(enum disc_kind kind, const char *sd, const char *key);
+const char *disc_source_id(struct disc *d, enum disc_kind kind, const char *sd, const char *key);
 /* Removes every WAN source of SearchDomain sd whose key is not in keep[0..n). */
-void disc_sources_retain(const char *sd, char (*keep)[DISC_KEY_MAX], size_t n);
+void disc_sources_retain(struct disc *d, const char *sd, char (*keep)[DISC_KEY_MAX], size_t n);
 /* Drops every source of a kind (sd NULL: of every SearchDomain). gone: the announcements are
  * known to have stopped (else they are only unknown now: a new responder, a deleted
  * SearchDomain). */
-void disc_sources_drop_all(enum disc_kind kind, const char *sd, bool gone);
-void disc_enqueue(const char *id);
+void disc_sources_drop_all(struct disc *d, enum disc_kind kind, const char *sd, bool gone);
+void disc_enqueue(struct disc *d, const char *id);
 /* Enqueues every ForeignCluster discovery created (type label LAN or WAN). */
-void disc_enqueue_all(void);
+void disc_enqueue_all(struct disc *d);
 
 /* Metrics. */
-void disc_count_ignored(enum disc_kind kind, const char *reason);
-void disc_count_dropped(const char *reason);
-void disc_count_event(const char *event);
+void disc_count_ignored(struct disc *d, enum disc_kind kind, const char *reason);
+void disc_count_dropped(struct disc *d, const char *reason);
+void disc_count_event(struct disc *d, const char *event);
 
 /* ---- ctl_lan.c --------------------------------------------------------------------------------
  */
 
-int disc_lan_init(struct agent *a);
-void disc_lan_start(void);
-void disc_lan_stop(void);
+/* Makes d->lan and reads the configuration into d->cfg. */
+int disc_lan_init(struct disc *d);
+void disc_lan_start(struct disc *d);
+void disc_lan_stop(struct disc *d);
+/* Frees d->lan (after disc_lan_stop). NULL-safe. */
+void disc_lan_fini(struct disc *d);
 /* ClusterConfig or identity changed: re-read the configuration, re-announce, re-browse. */
-void disc_lan_reconfigure(void);
+void disc_lan_reconfigure(struct disc *d);
 /* Periodic: interface changes. */
-void disc_lan_tick(void);
+void disc_lan_tick(struct disc *d);
 /* When a LAN-only ForeignCluster that was never seen in this process may be removed (Unix ms; 0:
  * not browsing). */
-int64_t disc_lan_sweep_after(void);
-const char *disc_lan_state(void); /* announcement state, for metrics and logs */
+int64_t disc_lan_sweep_after(const struct disc *d);
+const char *disc_lan_state(const struct disc *d); /* announcement state, for metrics and logs */
+/* mDNS packets the responders of this generation rejected (mdns_rejected_packets, summed over
+ * every responder made since disc_lan_init). */
+unsigned long disc_lan_rejected_packets(const struct disc *d);
 
 /* ---- ctl_wan.c --------------------------------------------------------------------------------
  */
 
-int disc_wan_init(struct agent *a);
-void disc_wan_start(void);
-void disc_wan_stop(void);
-void disc_wan_fini(void);
+/* Makes d->wan. */
+int disc_wan_init(struct disc *d);
+void disc_wan_start(struct disc *d);
+void disc_wan_stop(struct disc *d);
+/* Forgets every SearchDomain and frees d->wan. NULL-safe. */
+void disc_wan_fini(struct disc *d);
 /* True when SearchDomain sd's last browse succeeded and did not list cluster id (nor failed on
  * an instance that might be it): its ForeignCluster may go. */
-bool disc_wan_known_absent(const char *sd, const char *id);
+bool disc_wan_known_absent(const struct disc *d, const char *sd, const char *id);
 
 /* ---- trust.c ----------------------------------------------------------------------------------
  */
@@ -164,7 +195,7 @@ struct disc_verdict {
 };
 
 /* Decides for cluster c and its ForeignCluster fc (kind: how it was found). */
-void disc_trust_decide(const struct disc_cand *c, const struct disc_source *primary,
+void disc_trust_decide(struct disc *d, const struct disc_cand *c, const struct disc_source *primary,
                        const json_t *fc, struct disc_verdict *ret);
 /* Fetches the CA of `url` (no TLS check: the answer is pinned), checks it against v->expected (or,
  * with v->tofu, against the announced hash), stores it in Secret remote-auth-<id>, then sets the
@@ -173,13 +204,16 @@ void disc_trust_decide(const struct disc_cand *c, const struct disc_source *prim
  * an unpeer (which deletes the ForeignCluster) also forgets the credentials: a cluster that was
  * unpeered is not joined again by itself when it is rediscovered. */
 typedef void (*disc_join_cb)(const char *id, int err, const char *message, void *data);
-int disc_trust_join(const char *id, const char *fc_name, const char *fc_uid, const char *url,
-                    const struct disc_verdict *v, const char *announced_hash, disc_join_cb done,
-                    void *data);
+int disc_trust_join(struct disc *d, const char *id, const char *fc_name, const char *fc_uid,
+                    const char *url, const struct disc_verdict *v, const char *announced_hash,
+                    disc_join_cb done, void *data);
 /* A mismatch found by a fetch is remembered (per ID, until the announcement or the expected hash
  * changes) so that the join is not retried in a loop. */
-bool disc_trust_failed(const char *id, const char *url, const char *expected, char *why,
-                       size_t whylen);
-void disc_trust_fini(void);
+bool disc_trust_failed(struct disc *d, const char *id, const char *url, const char *expected,
+                       char *why, size_t whylen);
+/* Makes d->joins. */
+int disc_trust_init(struct disc *d);
+/* Ends every join in flight (no callback) and frees d->joins. NULL-safe. */
+void disc_trust_fini(struct disc *d);
 
 #endif

@@ -21,11 +21,11 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/config.h"
 #include "agent/identity.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "discovery/mdns.h"
-#include "peering/controllers/controllers.h"
 #include "peering/pki.h"
 #include "peering/resources.h"
 
@@ -38,8 +38,9 @@ static const char *const pod_prefixes[] = {"cni",   "flannel", "cali",         "
                                            "tunl",  "genev",   "nodelocaldns", "cbr",    "liqo",
                                            "ovn",   "antrea",  "kilo",         "wg-",    "flannel"};
 
-static struct {
-    struct agent *a;
+/* The LAN's part of the module's state (struct disc, d->lan). */
+struct disc_lan {
+    struct disc *d;
     struct mdns *m;
     bool running;
     char ifaces[IFACES_MAX][IF_NAMESIZE];
@@ -51,7 +52,8 @@ static struct {
     int64_t last_scan, last_fail;
     char state[24];
     char warned[256];
-} lan;
+    unsigned long rejected_before; /* mDNS packets rejected by the responders freed so far */
+};
 
 static int64_t now_ms(void)
 {
@@ -61,22 +63,29 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-const char *disc_lan_state(void)
+const char *disc_lan_state(const struct disc *d)
 {
-    return lan.state[0] ? lan.state : "none";
+    return d->lan->state[0] ? d->lan->state : "none";
 }
 
-int64_t disc_lan_sweep_after(void)
+int64_t disc_lan_sweep_after(const struct disc *d)
 {
-    return lan.browse_since ? lan.browse_since + (int64_t)disc_config()->ttl * 1000 : 0;
+    const struct disc_lan *lan = d->lan;
+
+    return lan->browse_since ? lan->browse_since + (int64_t)disc_config(d)->ttl * 1000 : 0;
+}
+
+unsigned long disc_lan_rejected_packets(const struct disc *d)
+{
+    return d->lan->rejected_before + mdns_rejected_packets(d->lan->m);
 }
 
 /* Logs a warning once per distinct message (the configuration is looked at often). */
-static void warn_once(const char *msg)
+static void warn_once(struct disc_lan *lan, const char *msg)
 {
-    if (strcmp(lan.warned, msg) == 0)
+    if (strcmp(lan->warned, msg) == 0)
         return;
-    snprintf(lan.warned, sizeof(lan.warned), "%s", msg);
+    snprintf(lan->warned, sizeof(lan->warned), "%s", msg);
     log_warn(DISC_MOD, "%s", msg);
 }
 
@@ -106,10 +115,10 @@ static unsigned get_uint(const json_t *o, const char *k, unsigned def, unsigned 
     return i < min ? min : i > max ? max : (unsigned)i;
 }
 
-static void read_config(void)
+static void read_config(struct disc *d)
 {
-    struct disc_lan_config *c = disc__config_mut(), n;
-    json_t *cc = disc_cluster_config();
+    struct disc_lan_config *c = &d->cfg, n;
+    json_t *cc = disc_cluster_config(d);
     const json_t *dc = json_object_get(json_object_get(cc, "spec"), "discoveryConfig");
     const json_t *ifs = json_object_get(dc, "interfaces"), *v;
     const char *s;
@@ -144,15 +153,15 @@ static void read_config(void)
     json_decref(cc);
 }
 
-static const char *auth_url(char *buf, size_t size)
+static const char *auth_url(struct disc *d, char *buf, size_t size)
 {
-    const char *own = peer_ctl_options(lan.a).auth_url;
+    const struct agent_config *ac = agent_config(disc_agent(d));
     json_t *cc;
     const char *u;
 
-    if (own)
-        return own;
-    cc = disc_cluster_config();
+    if (ac && ac->auth_url)
+        return ac->auth_url;
+    cc = disc_cluster_config(d);
     u = json_string_value(
         json_object_get(json_object_get(json_object_get(cc, "spec"), "peeringConfig"), "authUrl"));
     copy(buf, size, u);
@@ -177,9 +186,9 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* The interfaces to use now, sorted. */
-static size_t pick_interfaces(char out[IFACES_MAX][IF_NAMESIZE])
+static size_t pick_interfaces(const struct disc *d, char out[IFACES_MAX][IF_NAMESIZE])
 {
-    const struct disc_lan_config *c = disc_config();
+    const struct disc_lan_config *c = disc_config(d);
     struct ifaddrs *ifs = NULL;
     size_t n = 0;
 
@@ -214,10 +223,11 @@ static void on_found(struct mdns *m, const struct mdns_found *f, void *data)
     enum drec_reason why;
     char id[PEER_NAME_MAX + 1];
     unsigned conflict;
-    const char *own = identity_cluster_id(disc_agent());
+    struct disc *d = ((struct disc_lan *)data)->d;
+    const char *own = identity_cluster_id(disc_agent(d));
     int e;
 
-    (void)m, (void)data;
+    (void)m;
     memset(&s, 0, sizeof(s));
     e = drec_txt_parse(f->txt, f->ntxt, DREC_REQUIRE_URL, &s.a, &why);
     /* An instance name in our format must name the same cluster as its TXT. */
@@ -228,8 +238,8 @@ static void on_found(struct mdns *m, const struct mdns_found *f, void *data)
     }
     if (e < 0) {
         log_debug(DISC_MOD, "LAN: ignoring instance '%s': %s", f->instance, drec_reason_name(why));
-        disc_count_ignored(DISC_LAN, drec_reason_name(why));
-        disc_source_drop(DISC_LAN, "", f->instance); /* it may have been valid before */
+        disc_count_ignored(d, DISC_LAN, drec_reason_name(why));
+        disc_source_drop(d, DISC_LAN, "", f->instance); /* it may have been valid before */
         return;
     }
     if (own && strcmp(s.a.id, own) == 0)
@@ -237,32 +247,36 @@ static void on_found(struct mdns *m, const struct mdns_found *f, void *data)
     s.kind = DISC_LAN;
     copy(s.key, sizeof(s.key), f->instance);
     copy(s.instance, sizeof(s.instance), f->instance);
-    e = disc_source_put(s.a.id, &s);
+    e = disc_source_put(d, s.a.id, &s);
     if (e == -ENOSPC) {
         log_debug(DISC_MOD, "LAN: ignoring cluster %s: the table is full", s.a.id);
-        disc_count_dropped("clusters-cap");
+        disc_count_dropped(d, "clusters-cap");
         return;
     }
-    disc_count_event("lan-found");
+    disc_count_event(d, "lan-found");
 }
 
 static void on_removed(struct mdns *m, const char *instance, void *data)
 {
-    (void)m, (void)data;
+    struct disc *d = ((struct disc_lan *)data)->d;
+
+    (void)m;
     log_debug(DISC_MOD, "LAN: instance '%s' is gone (goodbye or TTL)", instance);
-    disc_count_event("lan-removed");
-    disc_source_drop(DISC_LAN, "", instance);
+    disc_count_event(d, "lan-removed");
+    disc_source_drop(d, DISC_LAN, "", instance);
 }
 
 static void on_published(struct mdns *m, enum mdns_pub_state st, const char *instance,
                          const char *msg, void *data)
 {
-    (void)m, (void)data;
-    copy(lan.state, sizeof(lan.state), mdns_pub_state_name(st));
+    struct disc_lan *lan = data;
+
+    (void)m;
+    copy(lan->state, sizeof(lan->state), mdns_pub_state_name(st));
     switch (st) {
     case MDNS_PUB_ESTABLISHED:
         log_info(DISC_MOD, "announcing this cluster on the LAN as '%s' (%s.%s)", instance,
-                 disc_config()->service, disc_config()->domain);
+                 disc_config(lan->d)->service, disc_config(lan->d)->domain);
         break;
     case MDNS_PUB_RENAMED:
         log_warn(DISC_MOD, "mDNS: %s: renamed to '%s' and probing again", msg, instance);
@@ -277,34 +291,37 @@ static void on_published(struct mdns *m, enum mdns_pub_state st, const char *ins
 
 static void on_dropped(struct mdns *m, const char *reason, const char *instance, void *data)
 {
-    (void)m, (void)data;
+    struct disc_lan *lan = data;
+
+    (void)m;
     if (strcmp(reason, "cap") == 0) {
         log_debug(DISC_MOD, "LAN: not following instance '%s': the browse limit is reached",
                   instance);
-        disc_count_dropped("mdns-cap");
+        disc_count_dropped(lan->d, "mdns-cap");
     } else if (strcmp(reason, "unresolved") == 0) {
         log_debug(DISC_MOD, "LAN: instance '%s' has no SRV or TXT record", instance);
-        disc_count_ignored(DISC_LAN, "unresolved");
+        disc_count_ignored(lan->d, DISC_LAN, "unresolved");
     } else {
         log_warn(DISC_MOD, "mDNS: the browser failed; restarting the responder");
-        lan.last_scan = 0; /* the next tick restarts */
-        lan.nifaces = IFACES_MAX + 1;
+        lan->last_scan = 0; /* the next tick restarts */
+        lan->nifaces = IFACES_MAX + 1;
     }
 }
 
 /* ---- apply -------------------------------------------------------------------------------------
  */
 
-static void responder_stop(void)
+static void responder_stop(struct disc_lan *lan)
 {
-    if (!lan.m)
+    if (!lan->m)
         return;
-    lan.m = mdns_free(lan.m); /* goodbyes */
-    lan.browse_since = 0;
-    lan.btype[0] = lan.bdomain[0] = '\0';
+    lan->rejected_before += mdns_rejected_packets(lan->m);
+    lan->m = mdns_free(lan->m); /* goodbyes */
+    lan->browse_since = 0;
+    lan->btype[0] = lan->bdomain[0] = '\0';
     /* What it saw is unknown now, not gone: those clusters go only if a new browse does not find
      * them within a TTL. */
-    disc_sources_drop_all(DISC_LAN, NULL, false);
+    disc_sources_drop_all(lan->d, DISC_LAN, NULL, false);
 }
 
 static void host_label(const char *id, char out[DREC_LABEL_MAX + 1])
@@ -320,11 +337,12 @@ static void host_label(const char *id, char out[DREC_LABEL_MAX + 1])
     out[o] = '\0';
 }
 
-static void announce(void)
+static void announce(struct disc_lan *lan)
 {
-    const struct disc_lan_config *c = disc_config();
-    const char *id = identity_cluster_id(disc_agent()),
-               *iname = identity_cluster_name(disc_agent()), *url;
+    struct disc *d = lan->d;
+    const struct disc_lan_config *c = disc_config(d);
+    const char *id = identity_cluster_id(disc_agent(d)),
+               *iname = identity_cluster_name(disc_agent(d)), *url;
     char ubuf[DREC_URL_MAX + 1], items[DREC_TXT_BUILD_MAX][DREC_TXT_ITEM_MAX + 1], err[256];
     const char *txt[DREC_TXT_BUILD_MAX], *prefix;
     struct drec_announce a;
@@ -334,15 +352,16 @@ static void announce(void)
     int e;
 
     if (!c->enable_advertisement) {
-        mdns_unpublish(lan.m);
-        copy(lan.state, sizeof(lan.state), "disabled");
+        mdns_unpublish(lan->m);
+        copy(lan->state, sizeof(lan->state), "disabled");
         return;
     }
-    url = auth_url(ubuf, sizeof(ubuf));
+    url = auth_url(d, ubuf, sizeof(ubuf));
     if (!url || !drec_url_valid(url)) {
-        mdns_unpublish(lan.m);
-        copy(lan.state, sizeof(lan.state), "no-auth-url");
-        warn_once(url ? "not announcing this cluster on the LAN: its auth URL is not "
+        mdns_unpublish(lan->m);
+        copy(lan->state, sizeof(lan->state), "no-auth-url");
+        warn_once(lan,
+                  url ? "not announcing this cluster on the LAN: its auth URL is not "
                         "https://host[:port] (set --auth-url or ClusterConfig "
                         "spec.peeringConfig.authUrl)"
                       : "not announcing this cluster on the LAN: no auth URL (set --auth-url or "
@@ -355,96 +374,98 @@ static void announce(void)
     if (peer_cluster_name_valid(prefix))
         copy(a.name, sizeof(a.name), prefix);
     copy(a.url, sizeof(a.url), url);
-    tls = disc_secret(PEER_AUTH_TLS_SECRET);
+    tls = disc_secret(d, PEER_AUTH_TLS_SECRET);
     ca = disc_secret_field(tls, "ca.crt", PEER_PKI_PEM_MAX);
     if (ca && peer_pki_ca_hash(ca, strlen(ca), a.ca_hash, err, sizeof(err)) < 0)
         a.ca_hash[0] = '\0';
     x_free(ca);
     json_decref(tls);
     if (drec_txt_build(&a, items, &n) < 0) {
-        warn_once("not announcing this cluster on the LAN: its identity does not fit in TXT");
+        warn_once(lan, "not announcing this cluster on the LAN: its identity does not fit in TXT");
         return;
     }
     for (size_t i = 0; i < n; i++)
         txt[i] = items[i];
-    e = mdns_publish(lan.m, &(struct mdns_service){.prefix = prefix,
-                                                   .id = id,
-                                                   .type = c->service,
-                                                   .domain = c->domain,
-                                                   .port = c->port ? c->port : drec_url_port(url),
-                                                   .ttl = c->ttl,
-                                                   .txt = txt,
-                                                   .ntxt = n});
+    e = mdns_publish(lan->m, &(struct mdns_service){.prefix = prefix,
+                                                    .id = id,
+                                                    .type = c->service,
+                                                    .domain = c->domain,
+                                                    .port = c->port ? c->port : drec_url_port(url),
+                                                    .ttl = c->ttl,
+                                                    .txt = txt,
+                                                    .ntxt = n});
     if (e < 0) {
         snprintf(
             err, sizeof(err),
             "not announcing this cluster on the LAN: service type '%.60s' or domain '%.100s' is "
             "not valid for DNS-SD",
             c->service, c->domain);
-        warn_once(err);
+        warn_once(lan, err);
     }
 }
 
-void disc_lan_reconfigure(void)
+void disc_lan_reconfigure(struct disc *d)
 {
+    struct disc_lan *lan = d->lan;
     const struct disc_lan_config *c;
     char ifaces[IFACES_MAX][IF_NAMESIZE], host[DREC_LABEL_MAX + 1], err[256];
     const char *allow[IFACES_MAX + 1];
-    const char *id = identity_cluster_id(disc_agent());
+    const char *id = identity_cluster_id(disc_agent(d));
     size_t n;
     int e;
 
-    read_config();
-    if (!lan.running)
+    read_config(d);
+    if (!lan->running)
         return;
-    c = disc_config();
+    c = disc_config(d);
     if (!id) {
-        responder_stop(); /* no identity yet: nothing to announce, cannot tell ourselves apart */
+        responder_stop(lan); /* no identity yet: nothing to announce, cannot tell ourselves apart */
         return;
     }
     if (!c->enable_discovery && !c->enable_advertisement) {
-        responder_stop();
-        copy(lan.state, sizeof(lan.state), "disabled");
+        responder_stop(lan);
+        copy(lan->state, sizeof(lan->state), "disabled");
         return;
     }
     memset(ifaces, 0, sizeof(ifaces));
-    n = pick_interfaces(ifaces);
-    lan.last_scan = now_ms();
+    n = pick_interfaces(d, ifaces);
+    lan->last_scan = now_ms();
     host_label(id, host);
-    if (lan.m && (n != lan.nifaces || memcmp(ifaces, lan.ifaces, sizeof(ifaces)) != 0 ||
-                  strcmp(host, lan.host) != 0 || lan.max != c->max_clusters)) {
+    if (lan->m && (n != lan->nifaces || memcmp(ifaces, lan->ifaces, sizeof(ifaces)) != 0 ||
+                   strcmp(host, lan->host) != 0 || lan->max != c->max_clusters)) {
         log_info(DISC_MOD, "mDNS: the interfaces, host name or limit changed; restarting the "
                            "responder");
-        responder_stop();
+        responder_stop(lan);
     }
-    if (!lan.m) {
+    if (!lan->m) {
         if (n == 0) {
-            copy(lan.state, sizeof(lan.state), "failed");
-            warn_once("mDNS: no usable network interface (up, multicast, IPv4, not loopback or a "
+            copy(lan->state, sizeof(lan->state), "failed");
+            warn_once(lan,
+                      "mDNS: no usable network interface (up, multicast, IPv4, not loopback or a "
                       "pod network); set ClusterConfig discoveryConfig.interfaces");
             return;
         }
         for (size_t i = 0; i < n; i++)
             allow[i] = ifaces[i];
         allow[n] = NULL;
-        e = mdns_new(agent_loop(lan.a),
+        e = mdns_new(agent_loop(disc_agent(d)),
                      &(struct mdns_options){
                          .host_name = host, .allow_ifaces = allow, .max_services = c->max_clusters},
                      &(struct mdns_callbacks){.found = on_found,
                                               .removed = on_removed,
                                               .published = on_published,
                                               .dropped = on_dropped},
-                     NULL, &lan.m, err, sizeof(err));
+                     lan, &lan->m, err, sizeof(err));
         if (e < 0) {
-            lan.last_fail = now_ms();
-            copy(lan.state, sizeof(lan.state), "failed");
-            warn_once(err[0] ? err : "mDNS: cannot start the responder");
+            lan->last_fail = now_ms();
+            copy(lan->state, sizeof(lan->state), "failed");
+            warn_once(lan, err[0] ? err : "mDNS: cannot start the responder");
             return;
         }
-        memcpy(lan.ifaces, ifaces, sizeof(ifaces));
-        lan.nifaces = n;
-        copy(lan.host, sizeof(lan.host), host);
-        lan.max = c->max_clusters;
+        memcpy(lan->ifaces, ifaces, sizeof(ifaces));
+        lan->nifaces = n;
+        copy(lan->host, sizeof(lan->host), host);
+        lan->max = c->max_clusters;
         {
             char list[IFACES_MAX * (IF_NAMESIZE + 1) + 1];
             size_t o = 0;
@@ -456,59 +477,71 @@ void disc_lan_reconfigure(void)
         }
     }
     if (c->enable_discovery) {
-        if (strcmp(lan.btype, c->service) != 0 || strcmp(lan.bdomain, c->domain) != 0) {
-            if (lan.browse_since)
-                disc_sources_drop_all(DISC_LAN, NULL, false);
-            e = mdns_browse(lan.m, c->service, c->domain);
+        if (strcmp(lan->btype, c->service) != 0 || strcmp(lan->bdomain, c->domain) != 0) {
+            if (lan->browse_since)
+                disc_sources_drop_all(d, DISC_LAN, NULL, false);
+            e = mdns_browse(lan->m, c->service, c->domain);
             if (e < 0) {
                 snprintf(err, sizeof(err), "mDNS: cannot browse '%.60s' in '%.100s'", c->service,
                          c->domain);
-                warn_once(err);
-                lan.browse_since = 0;
+                warn_once(lan, err);
+                lan->browse_since = 0;
             } else {
-                copy(lan.btype, sizeof(lan.btype), c->service);
-                copy(lan.bdomain, sizeof(lan.bdomain), c->domain);
-                lan.browse_since = now_ms();
+                copy(lan->btype, sizeof(lan->btype), c->service);
+                copy(lan->bdomain, sizeof(lan->bdomain), c->domain);
+                lan->browse_since = now_ms();
             }
         }
-    } else if (lan.browse_since) {
-        mdns_browse_stop(lan.m);
-        lan.browse_since = 0;
-        lan.btype[0] = lan.bdomain[0] = '\0';
-        disc_sources_drop_all(DISC_LAN, NULL, false);
+    } else if (lan->browse_since) {
+        mdns_browse_stop(lan->m);
+        lan->browse_since = 0;
+        lan->btype[0] = lan->bdomain[0] = '\0';
+        disc_sources_drop_all(d, DISC_LAN, NULL, false);
     }
-    announce();
+    announce(lan);
 }
 
-void disc_lan_tick(void)
+void disc_lan_tick(struct disc *d)
 {
+    struct disc_lan *lan = d->lan;
     int64_t now = now_ms();
 
-    if (!lan.running)
+    if (!lan->running)
         return;
-    if ((lan.m && now - lan.last_scan >= IFACE_RESCAN_MS) ||
-        (!lan.m && now - lan.last_fail >= IFACE_RESCAN_MS))
-        disc_lan_reconfigure();
-    else if (!lan.m && !lan.last_fail)
-        disc_lan_reconfigure();
+    if ((lan->m && now - lan->last_scan >= IFACE_RESCAN_MS) ||
+        (!lan->m && now - lan->last_fail >= IFACE_RESCAN_MS))
+        disc_lan_reconfigure(d);
+    else if (!lan->m && !lan->last_fail)
+        disc_lan_reconfigure(d);
 }
 
-int disc_lan_init(struct agent *a)
+int disc_lan_init(struct disc *d)
 {
-    memset(&lan, 0, sizeof(lan));
-    lan.a = a;
-    read_config();
+    d->lan = x_calloc(1, sizeof(*d->lan));
+    if (!d->lan)
+        return -ENOMEM;
+    d->lan->d = d;
+    read_config(d);
     return 0;
 }
 
-void disc_lan_start(void)
+void disc_lan_start(struct disc *d)
 {
-    lan.running = true;
-    disc_lan_reconfigure();
+    d->lan->running = true;
+    disc_lan_reconfigure(d);
 }
 
-void disc_lan_stop(void)
+void disc_lan_stop(struct disc *d)
 {
-    lan.running = false;
-    responder_stop();
+    d->lan->running = false;
+    responder_stop(d->lan);
+}
+
+void disc_lan_fini(struct disc *d)
+{
+    if (!d->lan)
+        return;
+    disc_lan_stop(d);
+    x_free(d->lan);
+    d->lan = NULL;
 }

@@ -22,7 +22,6 @@
 #include "common/xalloc.h"
 #include "discovery/dnssd.h"
 #include "kube/backoff.h"
-#include "agent/ctl.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
 
@@ -30,13 +29,14 @@
 #define REFRESH_MAX_S 86400
 
 struct sdom {
+    struct disc *d; /* the module (timer and lookup callbacks get the sdom) */
     bool used;
     char name[DREC_HOST_MAX + 1];
     char domain[DREC_HOST_MAX + 1];
     char service[DREC_LABEL_MAX * 2 + 2];
     char server[DNSSD_SERVER_MAX + 1];
     unsigned refresh_s;
-    struct dnssd *d;
+    struct dnssd *dns;
     struct dnssd_browse *b;
     uv_timer_t *timer;
     /* The last refresh: did it succeed, and which clusters did it list (or could not look up). */
@@ -45,29 +45,29 @@ struct sdom {
     size_t nkeep;
 };
 
-static struct {
-    struct agent *a;
+/* The WAN's part of the module's state (struct disc, d->wan). */
+struct disc_wan {
     struct inf_informer *sds;
     struct sdom sd[DISC_SD_MAX];
     bool running;
-} wan;
+};
 
 static void copy(char *dst, size_t size, const char *src)
 {
     snprintf(dst, size, "%s", src ? src : "");
 }
 
-static struct sdom *sd_find(const char *name)
+static struct sdom *sd_find(struct disc_wan *wan, const char *name)
 {
     for (int i = 0; i < DISC_SD_MAX; i++)
-        if (wan.sd[i].used && strcmp(wan.sd[i].name, name) == 0)
-            return &wan.sd[i];
+        if (wan->sd[i].used && strcmp(wan->sd[i].name, name) == 0)
+            return &wan->sd[i];
     return NULL;
 }
 
-bool disc_wan_known_absent(const char *sd, const char *id)
+bool disc_wan_known_absent(const struct disc *d, const char *sd, const char *id)
 {
-    struct sdom *s = sd_find(sd);
+    const struct sdom *s = sd_find(d->wan, sd);
 
     if (!s || !s->last_ok)
         return false;
@@ -105,8 +105,8 @@ static void write_status(struct sdom *s, const char *result, const char *message
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     if (body)
-        (void)kapi_patch(agent_kube(wan.a), &peer_res_searchdomains, NULL, s->name, "status",
-                         KAPI_PATCH_MERGE, body, after_status, NULL);
+        (void)kapi_patch(agent_kube(disc_agent(s->d)), &peer_res_searchdomains, NULL, s->name,
+                         "status", KAPI_PATCH_MERGE, body, after_status, NULL);
     x_free(body);
 }
 
@@ -126,25 +126,26 @@ static bool keep_has(char (*ids)[PEER_NAME_MAX + 1], size_t n, const char *id)
 static void on_result(struct dnssd *d, const struct dnssd_result *r, void *data)
 {
     struct sdom *s = data;
+    struct disc *dm = s->d;
     char service_domain[DREC_HOST_MAX * 2 + 8], msg[512] = "", (*keys)[DISC_KEY_MAX] = NULL;
     char(*ids)[PEER_NAME_MAX + 1] = NULL, (*found_ids)[PEER_NAME_MAX + 1] = NULL;
     size_t nkeys = 0, nids = 0, nfound = 0, ignored = 0, failed = 0;
-    const char *own = identity_cluster_id(disc_agent());
+    const char *own = identity_cluster_id(disc_agent(dm));
 
     (void)d;
     s->b = NULL;
-    if (!wan.running)
+    if (!dm->wan->running)
         return;
     schedule(s, (uint64_t)s->refresh_s * 1000);
     if (r->err < 0 && r->err != -ENOENT) {
         log_warn(DISC_MOD, "SearchDomain %s: %s; keeping what was found before", s->name,
                  r->message);
-        disc_count_event("wan-refresh-error");
+        disc_count_event(dm, "wan-refresh-error");
         s->last_ok = false;
         write_status(s, "Error", r->message, 0, 0, 0, NULL, 0);
         return;
     }
-    disc_count_event("wan-refresh-ok");
+    disc_count_event(dm, "wan-refresh-ok");
     snprintf(service_domain, sizeof(service_domain), "%s.%s", s->service, s->domain);
     if (r->n) {
         keys = x_calloc(r->n, sizeof(*keys));
@@ -176,9 +177,9 @@ static void on_result(struct dnssd *d, const struct dnssd_result *r, void *data)
             copy(keys[nkeys++], DISC_KEY_MAX, in->fullname);
             if (named)
                 copy(ids[nids++], PEER_NAME_MAX + 1, iid);
-            else if (disc_source_id(DISC_WAN, s->name, in->fullname))
+            else if (disc_source_id(dm, DISC_WAN, s->name, in->fullname))
                 copy(ids[nids++], PEER_NAME_MAX + 1,
-                     disc_source_id(DISC_WAN, s->name, in->fullname));
+                     disc_source_id(dm, DISC_WAN, s->name, in->fullname));
             if (!msg[0])
                 snprintf(msg, sizeof(msg), "%.200s: %.200s", in->fullname, in->message);
             continue;
@@ -208,8 +209,8 @@ static void on_result(struct dnssd *d, const struct dnssd_result *r, void *data)
         src.kind = DISC_WAN;
         copy(src.sd, sizeof(src.sd), s->name);
         copy(src.key, sizeof(src.key), in->fullname);
-        if (disc_source_put(src.a.id, &src) == -ENOSPC) {
-            disc_count_dropped("clusters-cap");
+        if (disc_source_put(dm, src.a.id, &src) == -ENOSPC) {
+            disc_count_dropped(dm, "clusters-cap");
             continue;
         }
         copy(keys[nkeys++], DISC_KEY_MAX, in->fullname);
@@ -221,15 +222,15 @@ static void on_result(struct dnssd *d, const struct dnssd_result *r, void *data)
         ignored++;
         log_debug(DISC_MOD, "SearchDomain %s: ignoring instance %s: %s", s->name, in->fullname,
                   drec_reason_name(why));
-        disc_count_ignored(DISC_WAN, drec_reason_name(why));
+        disc_count_ignored(dm, DISC_WAN, drec_reason_name(why));
     }
     if (r->truncated) {
-        disc_count_dropped("wan-instances-cap");
+        disc_count_dropped(dm, "wan-instances-cap");
         if (!msg[0])
             snprintf(msg, sizeof(msg), "%zu instances over the limit were not looked up",
                      r->truncated);
     }
-    disc_sources_retain(s->name, keys, nkeys);
+    disc_sources_retain(dm, s->name, keys, nkeys);
     x_free(s->keep_ids);
     s->keep_ids = ids;
     s->nkeep = nids;
@@ -250,16 +251,16 @@ out:
     x_free(ids);
     x_free(found_ids);
     /* ForeignClusters of this domain the refresh no longer lists: the reconcile decides. */
-    disc_enqueue_all();
+    disc_enqueue_all(dm);
 }
 
 static void refresh(struct sdom *s)
 {
     int e;
 
-    if (!wan.running || s->b || !s->d)
+    if (!s->d->wan->running || s->b || !s->dns)
         return;
-    e = dnssd_browse(s->d, s->service, s->domain, on_result, s, &s->b);
+    e = dnssd_browse(s->dns, s->service, s->domain, on_result, s, &s->b);
     if (e < 0) {
         s->b = NULL;
         write_status(s, "Error", "cannot start the DNS lookups", 0, 0, 0, NULL, 0);
@@ -286,7 +287,7 @@ static void sd_close(struct sdom *s)
     if (s->b)
         dnssd_browse_cancel(s->b);
     s->b = NULL;
-    s->d = dnssd_free(s->d);
+    s->dns = dnssd_free(s->dns);
     ktimer_free(s->timer);
     s->timer = NULL;
 }
@@ -298,51 +299,53 @@ static void sd_forget(struct sdom *s)
     memset(s, 0, sizeof(*s));
 }
 
-static void sd_apply(json_t *obj)
+static void sd_apply(struct disc *d, json_t *obj)
 {
+    struct disc_wan *wan = d->wan;
     const char *name = kapi_obj_name(obj), *domain, *server, *service;
     const json_t *spec = json_object_get(obj, "spec");
     struct sdom *s, n;
     json_int_t refresh_s;
     char err[256];
 
-    if (!name || !wan.running)
+    if (!name || !wan->running)
         return;
     domain = json_string_value(json_object_get(spec, "domain"));
     server = json_string_value(json_object_get(spec, "dnsServer"));
     service = json_string_value(json_object_get(spec, "service"));
     refresh_s = json_integer_value(json_object_get(spec, "refreshSeconds"));
     memset(&n, 0, sizeof(n));
+    n.d = d;
     copy(n.name, sizeof(n.name), name);
     copy(n.domain, sizeof(n.domain), domain);
     if (n.domain[0] && n.domain[strlen(n.domain) - 1] == '.')
         n.domain[strlen(n.domain) - 1] = '\0';
     copy(n.server, sizeof(n.server), server);
-    copy(n.service, sizeof(n.service), service && *service ? service : disc_config()->service);
+    copy(n.service, sizeof(n.service), service && *service ? service : disc_config(d)->service);
     n.refresh_s = refresh_s >= REFRESH_MIN_S && refresh_s <= REFRESH_MAX_S
                       ? (unsigned)refresh_s
                       : DISC_DEFAULT_WAN_REFRESH;
-    s = sd_find(name);
+    s = sd_find(wan, name);
     if (s && strcmp(s->domain, n.domain) == 0 && strcmp(s->server, n.server) == 0 &&
         strcmp(s->service, n.service) == 0 && s->refresh_s == n.refresh_s) {
-        disc_enqueue_all(); /* autojoin may have changed */
+        disc_enqueue_all(d); /* autojoin may have changed */
         return;
     }
     if (!s) {
         for (int i = 0; i < DISC_SD_MAX && !s; i++)
-            if (!wan.sd[i].used)
-                s = &wan.sd[i];
+            if (!wan->sd[i].used)
+                s = &wan->sd[i];
         if (!s) {
             log_warn(DISC_MOD, "SearchDomain %s: more than %d SearchDomains; ignoring it", name,
                      DISC_SD_MAX);
-            disc_count_dropped("searchdomains-cap");
+            disc_count_dropped(d, "searchdomains-cap");
             return;
         }
     } else {
         /* Another domain or server: what the old one listed is unknown now. */
         sd_close(s);
         x_free(s->keep_ids);
-        disc_sources_drop_all(DISC_WAN, name, false);
+        disc_sources_drop_all(d, DISC_WAN, name, false);
     }
     *s = n;
     s->used = true;
@@ -353,14 +356,14 @@ static void sd_apply(json_t *obj)
                      0, 0, 0, NULL, 0);
         return;
     }
-    if (dnssd_new(agent_loop(wan.a),
+    if (dnssd_new(agent_loop(disc_agent(d)),
                   &(struct dnssd_options){.server = n.server[0] ? n.server : NULL,
-                                          .max_instances = disc_config()->max_clusters},
-                  &s->d, err, sizeof(err)) < 0) {
+                                          .max_instances = disc_config(d)->max_clusters},
+                  &s->dns, err, sizeof(err)) < 0) {
         write_status(s, "Error", err[0] ? err : "cannot start the DNS resolver", 0, 0, 0, NULL, 0);
         return;
     }
-    s->timer = ktimer_new(agent_loop(wan.a), s);
+    s->timer = ktimer_new(agent_loop(disc_agent(d)), s);
     log_info(DISC_MOD, "SearchDomain %s: browsing %s.%s every %us%s%s", name, s->service, s->domain,
              s->refresh_s, n.server[0] ? " with DNS server " : "", n.server);
     refresh(s);
@@ -368,8 +371,8 @@ static void sd_apply(json_t *obj)
 
 static void on_sd(struct inf_informer *inf, json_t *obj, void *data)
 {
-    (void)inf, (void)data;
-    sd_apply(obj);
+    (void)inf;
+    sd_apply(data, obj);
 }
 
 static void on_sd_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -380,50 +383,62 @@ static void on_sd_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 
 static void on_sd_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
-    struct sdom *s = kapi_obj_name(obj) ? sd_find(kapi_obj_name(obj)) : NULL;
+    struct disc *d = data;
+    struct sdom *s = kapi_obj_name(obj) ? sd_find(d->wan, kapi_obj_name(obj)) : NULL;
 
-    (void)inf, (void)data;
+    (void)inf;
     if (!s)
         return;
     log_info(DISC_MOD, "SearchDomain %s deleted: its ForeignClusters go with it (owner)", s->name);
-    disc_sources_drop_all(DISC_WAN, s->name, false);
+    disc_sources_drop_all(d, DISC_WAN, s->name, false);
     sd_forget(s);
 }
 
 static void replay(json_t *obj, void *data)
 {
-    (void)data;
-    sd_apply(obj);
+    sd_apply(data, obj);
 }
 
-int disc_wan_init(struct agent *a)
+int disc_wan_init(struct disc *d)
 {
     struct inf_handlers h = {.on_add = on_sd, .on_update = on_sd_update, .on_delete = on_sd_delete};
 
-    memset(&wan, 0, sizeof(wan));
-    wan.a = a;
-    return agent_informer(a, &peer_res_searchdomains, NULL, NULL, 0, &h, NULL, &wan.sds);
+    d->wan = x_calloc(1, sizeof(*d->wan));
+    if (!d->wan)
+        return -ENOMEM;
+    return agent_informer(disc_agent(d), &peer_res_searchdomains, NULL, NULL, 0, &h, d,
+                          &d->wan->sds);
 }
 
-void disc_wan_start(void)
+void disc_wan_start(struct disc *d)
 {
-    wan.running = true;
+    struct disc_wan *wan = d->wan;
+
+    wan->running = true;
     /* The agent replays cached objects after start; applying twice is harmless. */
-    if (wan.sds && inf_synced(wan.sds))
-        inf_foreach(wan.sds, replay, NULL);
+    if (wan->sds && inf_synced(wan->sds))
+        inf_foreach(wan->sds, replay, d);
 }
 
-void disc_wan_stop(void)
+void disc_wan_stop(struct disc *d)
 {
-    wan.running = false;
+    struct disc_wan *wan = d->wan;
+
+    wan->running = false;
     for (int i = 0; i < DISC_SD_MAX; i++)
-        if (wan.sd[i].used)
-            sd_close(&wan.sd[i]);
+        if (wan->sd[i].used)
+            sd_close(&wan->sd[i]);
 }
 
-void disc_wan_fini(void)
+void disc_wan_fini(struct disc *d)
 {
+    struct disc_wan *wan = d->wan;
+
+    if (!wan)
+        return;
     for (int i = 0; i < DISC_SD_MAX; i++)
-        if (wan.sd[i].used)
-            sd_forget(&wan.sd[i]);
+        if (wan->sd[i].used)
+            sd_forget(&wan->sd[i]);
+    x_free(wan);
+    d->wan = NULL;
 }

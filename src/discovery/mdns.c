@@ -67,13 +67,12 @@ struct mdns {
     char btype[DREC_LABEL_MAX * 2 + 2], bdomain[DREC_HOST_MAX + 1];
     struct entry **entries;
     size_t nentries;
+    unsigned long rejected; /* packets Avahi rejected (avahi_log_hook) */
 };
 
-static unsigned long rejected_packets;
-
-unsigned long mdns_rejected_packets(void)
+unsigned long mdns_rejected_packets(const struct mdns *m)
 {
-    return rejected_packets;
+    return m ? m->rejected : 0;
 }
 
 const char *mdns_pub_state_name(enum mdns_pub_state s)
@@ -95,9 +94,12 @@ const char *mdns_pub_state_name(enum mdns_pub_state s)
 
 /* Avahi logs through one process-wide function. Its messages go to our log at debug level (a
  * hostile LAN must not be able to flood the log), errors at warn; the packets it rejects are
- * counted. */
+ * counted in the responder that received them (the one whose socket callback is running: packets
+ * are read only there). */
 static void avahi_log_hook(AvahiLogLevel level, const char *txt)
 {
+    struct mdns *m = auv_dispatching();
+
     static const char *const rejects[] = {
         "Received invalid packet", "Packet too short or invalid",  "Invalid response packet",
         "Invalid legacy unicast",  "Received non-local",           "with invalid source port",
@@ -106,7 +108,8 @@ static void avahi_log_hook(AvahiLogLevel level, const char *txt)
 
     for (size_t i = 0; i < sizeof(rejects) / sizeof(rejects[0]); i++)
         if (strstr(txt, rejects[i])) {
-            rejected_packets++;
+            if (m)
+                m->rejected++;
             break;
         }
     log_msg(level == AVAHI_LOG_ERROR ? LOG_LEVEL_WARN : LOG_LEVEL_DEBUG, "mdns", "avahi: %s", txt);
@@ -492,7 +495,7 @@ int mdns_new(uv_loop_t *loop, const struct mdns_options *o, const struct mdns_ca
     if (m->max_services > MDNS_MAX_SERVICES_LIMIT)
         m->max_services = MDNS_MAX_SERVICES_LIMIT;
     m->entries = x_calloc(m->max_services, sizeof(*m->entries));
-    if (!m->entries || auv_new(loop, &m->poll) < 0)
+    if (!m->entries || auv_new(loop, m, &m->poll) < 0)
         goto fail;
     copy_str(m->host, sizeof(m->host), o && o->host_name ? o->host_name : "cliqo");
     for (size_t i = 0; o && o->allow_ifaces && o->allow_ifaces[i] && i < MDNS_MAX_IFACES; i++)

@@ -19,8 +19,8 @@
  *
  * Limits (hostile LAN): at most max_services instances are followed at once; further ones are
  * dropped (dropped("cap")) until room frees. Avahi keeps at most cache_entries_max records per
- * interface. Packets Avahi rejects as malformed are counted (mdns_rejected_packets). Nothing
- * received is interpreted here beyond the DNS layer: TXT strings are handed over as bytes.
+ * interface. Packets Avahi rejects as malformed are counted per responder (mdns_rejected_packets).
+ * Nothing received is interpreted here beyond the DNS layer: TXT strings are handed over as bytes.
  *
  * Interfaces: an allow-list (names) or, without one, every up, multicast-capable interface; a deny
  * list is removed from either. Avahi takes them at creation: to change them, free and create again.
@@ -117,7 +117,8 @@ const char *mdns_host_name(const struct mdns *m);
 /* Instances followed by the browser now. */
 size_t mdns_followed(const struct mdns *m);
 
-/* Process-wide count of packets Avahi rejected (malformed, wrong port, non-local, bad TTL). */
-unsigned long mdns_rejected_packets(void);
+/* Packets this responder's Avahi rejected (malformed, wrong port, non-local, bad TTL); 0 for
+ * NULL. */
+unsigned long mdns_rejected_packets(const struct mdns *m);
 
 #endif

@@ -24,7 +24,6 @@
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
-#include "agent/ctl.h"
 #include "peering/objects.h"
 #include "peering/pki.h"
 #include "peering/resources.h"
@@ -36,6 +35,7 @@
 #define ERROR_HOLD_MS    (20 * 1000)     /* the endpoint did not answer */
 
 struct join {
+    struct disc *d; /* the module (the join's callbacks get the join) */
     bool used;
     char id[PEER_NAME_MAX + 1];
     char fc[256];
@@ -59,8 +59,11 @@ struct failure {
     int64_t until;
 };
 
-static struct join joins[JOINS_MAX];
-static struct failure failures[FAILURES_MAX];
+/* trust.c's part of the module's state (struct disc, d->joins). */
+struct disc_joins {
+    struct join joins[JOINS_MAX];
+    struct failure failures[FAILURES_MAX];
+};
 
 static int64_t now_ms(void)
 {
@@ -92,6 +95,7 @@ const char *disc_trust_name(enum disc_trust t)
 
 static void remember(const struct join *j, const char *why, int64_t hold)
 {
+    struct failure *failures = j->d->joins->failures;
     struct failure *f = NULL, *oldest = &failures[0];
 
     for (int i = 0; i < FAILURES_MAX && !f; i++)
@@ -114,11 +118,11 @@ static void remember(const struct join *j, const char *why, int64_t hold)
     f->until = now_ms() + hold;
 }
 
-bool disc_trust_failed(const char *id, const char *url, const char *expected, char *why,
-                       size_t whylen)
+bool disc_trust_failed(struct disc *d, const char *id, const char *url, const char *expected,
+                       char *why, size_t whylen)
 {
     for (int i = 0; i < FAILURES_MAX; i++) {
-        struct failure *f = &failures[i];
+        struct failure *f = &d->joins->failures[i];
 
         if (!f->used || strcmp(f->id, id) != 0)
             continue;
@@ -136,9 +140,9 @@ bool disc_trust_failed(const char *id, const char *url, const char *expected, ch
 /* ---- the decision ------------------------------------------------------------------------------
  */
 
-static bool search_domain_autojoin(const char *sd)
+static bool search_domain_autojoin(struct disc *d, const char *sd)
 {
-    json_t *o = disc_search_domain(sd);
+    json_t *o = disc_search_domain(d, sd);
     bool v = json_is_true(json_object_get(json_object_get(o, "spec"), "autojoin"));
 
     json_decref(o);
@@ -164,10 +168,10 @@ static bool owned_by_other(const json_t *sec, const json_t *fc)
     return false;
 }
 
-void disc_trust_decide(const struct disc_cand *c, const struct disc_source *p, const json_t *fc,
-                       struct disc_verdict *v)
+void disc_trust_decide(struct disc *d, const struct disc_cand *c, const struct disc_source *p,
+                       const json_t *fc, struct disc_verdict *v)
 {
-    const struct disc_lan_config *cfg = disc_config();
+    const struct disc_lan_config *cfg = disc_config(d);
     char name[PEER_NAME_MAX + 32], err[256], why[400];
     char *token = NULL, *ca = NULL, *hash = NULL, ca_hash[PEER_CA_HASH_LEN + 1] = "";
     const char *out =
@@ -178,7 +182,7 @@ void disc_trust_decide(const struct disc_cand *c, const struct disc_source *p, c
 
     memset(v, 0, sizeof(*v));
     snprintf(name, sizeof(name), "remote-auth-%s", c->id);
-    sec = disc_secret(name);
+    sec = disc_secret(d, name);
     if (sec && owned_by_other(sec, fc)) {
         /* The credentials of a ForeignCluster that was deleted (an unpeer): they are being
          * garbage-collected and must not join the rediscovered cluster again. */
@@ -193,7 +197,7 @@ void disc_trust_decide(const struct disc_cand *c, const struct disc_source *p, c
         ca_hash[0] = '\0';
     if ((!hash || drec_hash_normalize(hash, strlen(hash), v->expected) < 0) && ca_hash[0])
         snprintf(v->expected, sizeof(v->expected), "%s", ca_hash);
-    policy = p->kind == DISC_LAN ? cfg->autojoin : search_domain_autojoin(p->sd);
+    policy = p->kind == DISC_LAN ? cfg->autojoin : search_domain_autojoin(d, p->sd);
     if (!token || !*token) {
         v->trust = DISC_TRUST_NO_CREDENTIALS;
         snprintf(v->message, sizeof(v->message),
@@ -208,7 +212,7 @@ void disc_trust_decide(const struct disc_cand *c, const struct disc_source *p, c
                      "CA hash mismatch: the cluster announces %s but the expected hash (Secret "
                      "remote-auth-%s) is %s; possible spoofing: not joining",
                      p->a.ca_hash, c->id, v->expected);
-        } else if (disc_trust_failed(c->id, p->a.url, v->expected, why, sizeof(why))) {
+        } else if (disc_trust_failed(d, c->id, p->a.url, v->expected, why, sizeof(why))) {
             v->trust = DISC_TRUST_MISMATCH;
             snprintf(v->message, sizeof(v->message), "%s", why);
         } else {
@@ -221,7 +225,7 @@ void disc_trust_decide(const struct disc_cand *c, const struct disc_source *p, c
     } else {
         v->trust = DISC_TRUST_UNTRUSTED;
         if (cfg->autojoin_untrusted && automatic && (p->kind == DISC_LAN || policy)) {
-            if (disc_trust_failed(c->id, p->a.url, "", why, sizeof(why))) {
+            if (disc_trust_failed(d, c->id, p->a.url, "", why, sizeof(why))) {
                 v->trust = DISC_TRUST_MISMATCH;
                 snprintf(v->message, sizeof(v->message), "%s", why);
             } else {
@@ -294,7 +298,7 @@ static void enable_outgoing(struct join *j)
         "[{\"op\":\"test\",\"path\":\"/spec/outgoingPeeringEnabled\",\"value\":\"Auto\"},"
         "{\"op\":\"replace\",\"path\":\"/spec/outgoingPeeringEnabled\",\"value\":\"Yes\"}]";
 
-    if (kapi_patch(agent_kube(disc_agent()), &peer_res_foreignclusters, NULL, j->fc, NULL,
+    if (kapi_patch(agent_kube(disc_agent(j->d)), &peer_res_foreignclusters, NULL, j->fc, NULL,
                    KAPI_PATCH_JSON, patch, after_fc, j) < 0)
         join_end(j, -ENOMEM, "cannot send the ForeignCluster patch");
 }
@@ -328,8 +332,9 @@ static void store_ca(struct join *j, const char *pem, const char *hash)
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     if (body)
-        e = kapi_patch(agent_kube(disc_agent()), &kapi_secrets, agent_namespace(disc_agent()), name,
-                       NULL, KAPI_PATCH_MERGE, body, after_secret, j);
+        e = kapi_patch(agent_kube(disc_agent(j->d)), &kapi_secrets,
+                       agent_namespace(disc_agent(j->d)), name, NULL, KAPI_PATCH_MERGE, body,
+                       after_secret, j);
     x_free(body);
     if (e < 0)
         join_end(j, e, "cannot send the Secret patch");
@@ -354,7 +359,7 @@ static void after_ca(struct kapi_client *c, const struct kapi_result *res, void 
     if (peer_pki_ca_hash(res->raw, res->raw_len, got, err, sizeof(err)) < 0) {
         snprintf(msg, sizeof(msg), "%s/ca is not a single CA certificate: %s", j->url, err);
         remember(j, msg, MISMATCH_HOLD_MS);
-        disc_count_event("ca-hash-mismatch");
+        disc_count_event(j->d, "ca-hash-mismatch");
         join_end(j, -EACCES, msg);
         return;
     }
@@ -364,7 +369,7 @@ static void after_ca(struct kapi_client *c, const struct kapi_result *res, void 
                  "spoofing: not joining",
                  j->url, got, j->tofu ? "announced" : "expected", want);
         remember(j, msg, MISMATCH_HOLD_MS);
-        disc_count_event("ca-hash-mismatch");
+        disc_count_event(j->d, "ca-hash-mismatch");
         log_warn(DISC_MOD, "cluster %s: %s", j->id, msg);
         join_end(j, -EACCES, msg);
         return;
@@ -386,13 +391,13 @@ static void after_ca(struct kapi_client *c, const struct kapi_result *res, void 
     }
 }
 
-int disc_trust_join(const char *id, const char *fc_name, const char *fc_uid, const char *url,
-                    const struct disc_verdict *v, const char *announced_hash, disc_join_cb done,
-                    void *data)
+int disc_trust_join(struct disc *d, const char *id, const char *fc_name, const char *fc_uid,
+                    const char *url, const struct disc_verdict *v, const char *announced_hash,
+                    disc_join_cb done, void *data)
 {
     struct kapi_client_options o = {.timeout_ms = FETCH_TIMEOUT_MS, .max_body = PEER_PKI_PEM_MAX};
     struct kapi_request req = {.method = "GET", .path = "/ca"};
-    struct join *j = NULL;
+    struct join *joins = d->joins->joins, *j = NULL;
 
     for (int i = 0; i < JOINS_MAX; i++) {
         if (joins[i].used && strcmp(joins[i].id, id) == 0)
@@ -403,6 +408,7 @@ int disc_trust_join(const char *id, const char *fc_name, const char *fc_uid, con
     if (!j)
         return -EBUSY;
     memset(j, 0, sizeof(*j));
+    j->d = d;
     j->used = true;
     snprintf(j->id, sizeof(j->id), "%s", id);
     snprintf(j->fc, sizeof(j->fc), "%s", fc_name);
@@ -427,7 +433,7 @@ int disc_trust_join(const char *id, const char *fc_name, const char *fc_uid, con
     j->cfg->namespace = x_strdup("default");
     j->cfg->insecure_skip_tls_verify = true;
     if (!j->cfg->server || !j->cfg->namespace ||
-        kapi_client_new(agent_loop(disc_agent()), j->cfg, &o, &j->c) < 0 ||
+        kapi_client_new(agent_loop(disc_agent(d)), j->cfg, &o, &j->c) < 0 ||
         kapi_send(j->c, &req, after_ca, j, NULL) < 0)
         goto nomem;
     return 0;
@@ -439,12 +445,23 @@ nomem:
     return -ENOMEM;
 }
 
-void disc_trust_fini(void)
+int disc_trust_init(struct disc *d)
 {
+    d->joins = x_calloc(1, sizeof(*d->joins));
+    return d->joins ? 0 : -ENOMEM;
+}
+
+void disc_trust_fini(struct disc *d)
+{
+    struct disc_joins *t = d->joins;
+
+    if (!t)
+        return;
     for (int i = 0; i < JOINS_MAX; i++)
-        if (joins[i].used) {
-            joins[i].done = NULL;
-            join_end(&joins[i], -ECANCELED, NULL);
+        if (t->joins[i].used) {
+            t->joins[i].done = NULL;
+            join_end(&t->joins[i], -ECANCELED, NULL);
         }
-    memset(failures, 0, sizeof(failures));
+    x_free(t);
+    d->joins = NULL;
 }
