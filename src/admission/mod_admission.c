@@ -47,7 +47,6 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/names.h"
-#include "network/network.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/pki.h"
@@ -1212,7 +1211,7 @@ static const char *peer_of(const json_t *ns)
 
 static void slice_check(const struct adm_request *req, const char *origin, struct adm_verdict *v)
 {
-    struct net_peer_state ps;
+    struct agent_peer_network ps;
     struct pod_ips ips = {json_object()};
     struct cidr c;
     size_t n = 0;
@@ -1221,7 +1220,7 @@ static void slice_check(const struct adm_request *req, const char *origin, struc
         deny(v, 500, "out of memory");
         return;
     }
-    if (net_peer_state(origin, &ps) == 0 && ps.remote_mapped[0] &&
+    if (agent_peer_network(st.a, origin, &ps) == 0 && ps.remote_mapped[0] &&
         cidr_parse(ps.remote_mapped, &c) == 0)
         n = 1;
     inf_index_foreach(st.nss, IDX_ORIGIN, origin, ip_visit_ns, &ips);
