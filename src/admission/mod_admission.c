@@ -30,6 +30,7 @@
 #include "admission/placement.h"
 #include "offer/share.h"
 #include "agent/config.h"
+#include "agent/ctl.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +48,6 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/names.h"
-#include "network/network.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
 #include "peering/pki.h"
@@ -72,12 +72,25 @@ static const struct kapi_resource res_validating = {"admissionregistration.k8s.i
                                                     "validatingwebhookconfigurations",
                                                     "ValidatingWebhookConfiguration", false};
 
+struct adm;
+
 struct webhook {
     char name[32];
     char path[64];
     adm_handler_fn fn;
     void *data;
+    struct adm *ad; /* the module's state, once the server routes to it */
 };
+
+/* The handlers registered for the next server (adm_webhook_register). It stays at file scope:
+ * adm_webhook_register takes no agent, and its caller outside this folder (the offloading
+ * module's init) passes none; adm_init empties it every generation, and the server routes to the
+ * copy in the module's state. */
+static struct {
+    struct webhook hooks[MAX_WEBHOOKS];
+    size_t nhooks;
+    bool sealed; /* a server exists: no more routes */
+} reg;
 
 /* The certificate material of the Secret, decoded. */
 struct material {
@@ -87,40 +100,62 @@ struct material {
     const char *rv; /* borrowed from the Secret */
 };
 
-static struct {
-    struct agent *a;
-    struct webhook hooks[MAX_WEBHOOKS];
+/* Creates admitted and not seen by the informer yet, so that a burst cannot overshoot the count
+ * between admission and the watch event (as the offer's ledger). When the webhooks are not
+ * authenticated, with the ledger's rules (admission/ledger.h): a create without the object's UID
+ * holds nothing, a held one ends ADM_LEDGER_CONFIRM_MS after admission unless the informer shows
+ * it, and a full table refuses nobody (forged reviews may have filled it), so that forged reviews
+ * cannot keep a peer from creating its objects. */
+#define TENANT_PENDING_MAX    256
+#define TENANT_PENDING_TTL_MS 15000
+struct tenant_pending {
+    size_t kind;
+    char ns[64], name[ADM_NAME_MAX + 1];
+    uint64_t expires_ms;
+};
+
+/* The module's state (agent_module_data "admission"). */
+struct adm {
+    struct ctl_module mod;              /* first */
+    struct webhook hooks[MAX_WEBHOOKS]; /* the registrations, as the server routes them */
     size_t nhooks;
     struct httpd_server *srv;
     char *cert, *key; /* the pair the server uses */
     struct inf_informer *secret, *mcfg, *vcfg, *nss, *pods, *fcs, *config;
     struct inf_informer *tenant_objs[4]; /* tenant_kinds[i]: counted per tenant namespace */
     struct adm_usage *usage;             /* running totals of the pods' requests per namespace */
-    struct wq_queue *q;
-    bool running;
+    struct adm_podsec podsec;
     const char *sans[ADM_MAX_SANS];
     char san_buf[ADM_MAX_SANS][256];
     size_t nsans;
     char next_hash[65]; /* of the next CA whose publication is timed */
     uint64_t published_since_ms;
     struct adm_ledger *ledger;
+    struct tenant_pending tenant_pending[TENANT_PENDING_MAX];
     /* The API server's webhook client certificate: its CA bundle as last loaded from
      * --webhook-client-ca (NULL: the webhooks are not authenticated) and the names accepted. */
     char *client_ca;
     const char *client_cn[AGENT_MAX_WEBHOOK_CNS + 1];
     uv_timer_t *ca_timer;
     struct metrics_family *m_req, *m_dur;
-} st;
+};
+
+/* One pass of the leader's sync. */
+struct rec {
+    struct ctl_rec h; /* first */
+    struct adm *ad;
+    const char *what; /* the object being written */
+};
 
 /* Whether the API server, and only it, can send reviews. */
-static bool authenticated(void)
+static bool authenticated(const struct adm *ad)
 {
-    return st.client_ca != NULL;
+    return ad->client_ca != NULL;
 }
 
-static uint64_t now_ms(void)
+static uint64_t now_ms(struct adm *ad)
 {
-    return uv_now(agent_loop(st.a));
+    return uv_now(agent_loop(ad->mod.a));
 }
 
 /* ---- registration and serving ----------------------------------------------------------------
@@ -133,12 +168,12 @@ int adm_webhook_register(const char *name, const char *path, adm_handler_fn fn, 
     if (!name || !path || path[0] != '/' || !fn || strlen(name) >= sizeof(w->name) ||
         strlen(path) >= sizeof(w->path))
         return -EINVAL;
-    for (size_t i = 0; i < st.nhooks; i++)
-        if (strcmp(st.hooks[i].path, path) == 0)
+    for (size_t i = 0; i < reg.nhooks; i++)
+        if (strcmp(reg.hooks[i].path, path) == 0)
             return -EEXIST;
-    if (st.nhooks >= MAX_WEBHOOKS || st.srv)
+    if (reg.nhooks >= MAX_WEBHOOKS || reg.sealed)
         return -ENOSPC;
-    w = &st.hooks[st.nhooks++];
+    w = &reg.hooks[reg.nhooks++];
     snprintf(w->name, sizeof(w->name), "%s", name);
     snprintf(w->path, sizeof(w->path), "%s", path);
     w->fn = fn;
@@ -151,8 +186,8 @@ static void count(const struct webhook *w, const char *result, uint64_t t0)
     const char *l[3] = {w->name, result, NULL};
     const char *d[2] = {w->name, NULL};
 
-    metrics_inc(st.m_req, l);
-    metrics_observe(st.m_dur, d, (double)(uv_hrtime() - t0) / 1e9);
+    metrics_inc(w->ad->m_req, l);
+    metrics_observe(w->ad->m_dur, d, (double)(uv_hrtime() - t0) / 1e9);
 }
 
 static void on_review(struct httpd_request *req, void *data)
@@ -200,18 +235,18 @@ static void on_response(const struct httpd_request *req, const char *route, unsi
         log_debug(MOD, "webhook server answered %u on %s", status, route ? route : "(unmatched)");
 }
 
-static void free_pair(void)
+static void free_pair(struct adm *ad)
 {
-    if (st.key)
-        OPENSSL_cleanse(st.key, strlen(st.key));
-    x_free(st.key);
-    x_free(st.cert);
-    st.key = st.cert = NULL;
+    if (ad->key)
+        OPENSSL_cleanse(ad->key, strlen(ad->key));
+    x_free(ad->key);
+    x_free(ad->cert);
+    ad->key = ad->cert = NULL;
 }
 
-static int start_server(const char *cert, const char *key)
+static int start_server(struct adm *ad, const char *cert, const char *key)
 {
-    const struct agent_config *cfg = agent_config(st.a);
+    const struct agent_config *cfg = agent_config(ad->mod.a);
     struct httpd_options o = {
         .name = "webhook",
         .addr = cfg->webhook_addr,
@@ -224,28 +259,33 @@ static int start_server(const char *cert, const char *key)
          * failurePolicy Fail refuse the pods. Slow clients are cut by httpd's request deadline. */
         .connection_limit = ADM_CONNECTION_LIMIT,
         .per_ip_connection_limit = ADM_CONNECTION_LIMIT,
-        .client_ca_pem = st.client_ca,
-        .client_cn = st.client_ca && st.client_cn[0] ? st.client_cn : NULL,
+        .client_ca_pem = ad->client_ca,
+        .client_cn = ad->client_ca && ad->client_cn[0] ? ad->client_cn : NULL,
     };
     char err[256];
     int r;
 
-    r = httpd_new(agent_loop(st.a), &o, &st.srv);
+    r = httpd_new(agent_loop(ad->mod.a), &o, &ad->srv);
     if (r < 0)
         return log_errno(r, MOD, "cannot create the webhook server on %s", cfg->webhook_addr);
-    for (size_t i = 0; i < st.nhooks; i++) {
-        r = httpd_route(st.srv, "POST", st.hooks[i].path, ADM_REVIEW_MAX, on_review, &st.hooks[i]);
+    reg.sealed = true;
+    for (size_t i = 0; i < reg.nhooks; i++) {
+        ad->hooks[i] = reg.hooks[i];
+        ad->hooks[i].ad = ad;
+        ad->nhooks = i + 1;
+        r = httpd_route(ad->srv, "POST", ad->hooks[i].path, ADM_REVIEW_MAX, on_review,
+                        &ad->hooks[i]);
         if (r < 0)
-            return log_errno(r, MOD, "cannot add route %s", st.hooks[i].path);
+            return log_errno(r, MOD, "cannot add route %s", ad->hooks[i].path);
     }
-    r = httpd_start(st.srv, err, sizeof(err));
+    r = httpd_start(ad->srv, err, sizeof(err));
     if (r < 0) {
         log_error(MOD, "cannot serve the admission webhooks: %s", err);
         return r;
     }
-    log_info(MOD, "admission webhooks listening on port %u (%s)", (unsigned)httpd_port(st.srv),
-             authenticated() ? "clients must present the API server's webhook client certificate"
-                             : "UNAUTHENTICATED: any client");
+    log_info(MOD, "admission webhooks listening on port %u (%s)", (unsigned)httpd_port(ad->srv),
+             authenticated(ad) ? "clients must present the API server's webhook client certificate"
+                               : "UNAUTHENTICATED: any client");
     return 0;
 }
 
@@ -254,14 +294,14 @@ static int start_server(const char *cert, const char *key)
 
 /* Loads --webhook-client-ca: 0 with the bundle in *ret (the number of certificates in
  * *ret_count), or a negative errno with the reason logged. */
-static int load_client_ca(const char *path, char **ret, int *ret_count)
+static int load_client_ca(struct adm *ad, const char *path, char **ret, int *ret_count)
 {
     char *pem = NULL;
     int r = file_read(path, HTTPD_CLIENT_CA_MAX, 0, &pem, NULL);
 
     if (r < 0)
         return log_errno(r, MOD, "cannot read --webhook-client-ca %s", path);
-    r = httpd_client_ca_check(pem, st.client_cn[0] ? st.client_cn : NULL);
+    r = httpd_client_ca_check(pem, ad->client_cn[0] ? ad->client_cn : NULL);
     if (r < 0) {
         x_free(pem);
         return log_errno(r, MOD, "--webhook-client-ca %s holds no CA certificate that loads", path);
@@ -275,19 +315,19 @@ static int load_client_ca(const char *path, char **ret, int *ret_count)
  * next handshake; one that does not load is ignored with a warning (the current one stays). */
 static void on_ca_timer(uv_timer_t *t)
 {
-    const char *path = agent_config(st.a)->webhook_client_ca;
+    struct adm *ad = t->data;
+    const char *path = agent_config(ad->mod.a)->webhook_client_ca;
     char *pem = NULL;
     int n, r;
 
-    (void)t;
-    if (!path || load_client_ca(path, &pem, &n) < 0)
+    if (!path || load_client_ca(ad, path, &pem, &n) < 0)
         return;
-    if (st.client_ca && strcmp(pem, st.client_ca) == 0) {
+    if (ad->client_ca && strcmp(pem, ad->client_ca) == 0) {
         x_free(pem);
         return;
     }
-    if (st.srv) {
-        r = httpd_set_client_ca(st.srv, pem, st.client_cn[0] ? st.client_cn : NULL);
+    if (ad->srv) {
+        r = httpd_set_client_ca(ad->srv, pem, ad->client_cn[0] ? ad->client_cn : NULL);
         if (r < 0) {
             log_warn(MOD, "cannot use the new --webhook-client-ca %s (%s): keeping the current one",
                      path, strerror(-r));
@@ -296,19 +336,19 @@ static void on_ca_timer(uv_timer_t *t)
         }
     }
     log_info(MOD, "the webhooks' client CA changed in %s: %d certificates from now on", path, n);
-    x_free(st.client_ca);
-    st.client_ca = pem;
+    x_free(ad->client_ca);
+    ad->client_ca = pem;
 }
 
 /* At init: the mode of the webhooks, said once and clearly. */
-static int setup_client_auth(const struct agent_config *cfg)
+static int setup_client_auth(struct adm *ad, const struct agent_config *cfg)
 {
     struct sbuf names;
     int n, r;
 
     for (size_t i = 0; i < cfg->nwebhook_client_cn; i++)
-        st.client_cn[i] = cfg->webhook_client_cn[i];
-    st.client_cn[cfg->nwebhook_client_cn] = NULL;
+        ad->client_cn[i] = cfg->webhook_client_cn[i];
+    ad->client_cn[cfg->nwebhook_client_cn] = NULL;
     if (!cfg->webhook_client_ca) {
         log_warn(
             MOD,
@@ -319,7 +359,7 @@ static int setup_client_auth(const struct agent_config *cfg)
             cfg->webhook_addr, ADM_LEDGER_CONFIRM_MS);
         return 0;
     }
-    r = load_client_ca(cfg->webhook_client_ca, &st.client_ca, &n);
+    r = load_client_ca(ad, cfg->webhook_client_ca, &ad->client_ca, &n);
     if (r < 0)
         return r;
     sbuf_init(&names, 2048);
@@ -330,11 +370,11 @@ static int setup_client_auth(const struct agent_config *cfg)
              "CA certificate(s) in %s is required in the TLS handshake, with common name %s",
              n, cfg->webhook_client_ca, sbuf_len(&names) ? sbuf_str(&names) : "any");
     sbuf_done(&names);
-    st.ca_timer = ktimer_new(agent_loop(st.a), NULL);
-    if (!st.ca_timer)
+    ad->ca_timer = ktimer_new(agent_loop(ad->mod.a), ad);
+    if (!ad->ca_timer)
         return -ENOMEM;
-    uv_timer_start(st.ca_timer, on_ca_timer, CA_RELOAD_MS, CA_RELOAD_MS);
-    uv_unref((uv_handle_t *)st.ca_timer);
+    uv_timer_start(ad->ca_timer, on_ca_timer, CA_RELOAD_MS, CA_RELOAD_MS);
+    uv_unref((uv_handle_t *)ad->ca_timer);
     return 0;
 }
 
@@ -389,7 +429,7 @@ static int material_read(const json_t *secret, struct material *m)
 }
 
 /* Every replica: serve the Secret's pair. */
-static void load_serving(json_t *secret)
+static void load_serving(struct adm *ad, json_t *secret)
 {
     char *cert = NULL, *key = NULL;
     size_t clen, klen;
@@ -398,16 +438,16 @@ static void load_serving(json_t *secret)
     if (secret_value(secret, "tls.crt", &cert, &clen) < 0 ||
         secret_value(secret, "tls.key", &key, &klen) < 0 || !cert || !key)
         goto out;
-    if (st.cert && st.key && strcmp(cert, st.cert) == 0 && strcmp(key, st.key) == 0)
+    if (ad->cert && ad->key && strcmp(cert, ad->cert) == 0 && strcmp(key, ad->key) == 0)
         goto out;
-    if (!st.srv) {
-        r = start_server(cert, key);
+    if (!ad->srv) {
+        r = start_server(ad, cert, key);
         if (r < 0) {
-            agent_shutdown(st.a, 1);
+            agent_shutdown(ad->mod.a, 1);
             goto out;
         }
     } else {
-        r = httpd_set_tls(st.srv, cert, key);
+        r = httpd_set_tls(ad->srv, cert, key);
         if (r < 0) {
             log_warn(MOD,
                      "the serving certificate of Secret %s does not load (%s): keeping the "
@@ -417,9 +457,9 @@ static void load_serving(json_t *secret)
         }
         log_info(MOD, "serving certificate reloaded from Secret %s", ADM_CERTS_SECRET);
     }
-    free_pair();
-    st.cert = cert;
-    st.key = key;
+    free_pair(ad);
+    ad->cert = cert;
+    ad->key = key;
     cert = key = NULL;
 out:
     if (key)
@@ -431,40 +471,27 @@ out:
 /* ---- the leader: certificates and configurations ---------------------------------------------
  */
 
-static void kick(void)
+static void kick(struct adm *ad)
 {
-    if (st.q && st.running)
-        wq_add(st.q, KEY);
+    if (ad->mod.ctl && ctl_running(ad->mod.ctl))
+        ctl_enqueue(ad->mod.ctl, KEY);
 }
 
-static void end_pass(int requeue_ms)
-{
-    if (!st.q)
-        return;
-    if (requeue_ms >= 0)
-        wq_add_after(st.q, KEY, (uint64_t)requeue_ms);
-    wq_done(st.q, KEY);
-}
-
+/* Not ctl_after_write: a missing object (a create into a namespace that is gone) is a failure
+ * here, and a cancelled write is not logged. */
 static void after_write(struct kapi_client *c, const struct kapi_result *res, void *data)
 {
-    const char *what = data;
+    struct rec *r = data;
 
     (void)c;
-    if (!st.q)
-        return;
     if (res->err < 0) {
-        if (res->err != -ECANCELED)
-            log_warn(MOD, "cannot write %s: %s", what, res->status.message);
-        if (res->err == -ESTALE)
-            wq_add_after(st.q, KEY, 100);
-        else
-            wq_add_rate_limited(st.q, KEY);
-        wq_done(st.q, KEY);
+        if (res->err != -ECANCELED && ctl_queue(r->h.ctl))
+            log_warn(MOD, "cannot write %s: %s", r->what, res->status.message);
+        ctl_rec_end(&r->h, res->err == -ESTALE ? CTL_STALE : CTL_BACKOFF);
         return;
     }
-    wq_forget(st.q, KEY);
-    end_pass(0);
+    ctl_forget(r->h.ctl, KEY);
+    ctl_rec_end(&r->h, CTL_NOW);
 }
 
 static char *b64(const char *s, size_t len)
@@ -514,15 +541,19 @@ static char *join(const char *const *parts, size_t n)
 }
 
 /* Applies the plan's steps to m (in memory) and writes the Secret. */
-static void write_certs(const json_t *secret, struct material *m, unsigned acts, int64_t now)
+static void write_certs(struct rec *rec, const json_t *secret, struct material *m, unsigned acts,
+                        int64_t now)
 {
-    const char *ns = agent_namespace(st.a);
+    struct adm *ad = rec->ad;
+    const char *ns = agent_namespace(ad->mod.a);
     char *prev[ADM_MAX_PREVIOUS + 1] = {0}, *cert = NULL, *key = NULL, *joined = NULL;
     int64_t prev_na[ADM_MAX_PREVIOUS + 1];
     int nprev = 0;
     char err[256];
     json_t *obj = NULL, *data;
     int r = -ENOMEM;
+
+    rec->what = "Secret " ADM_CERTS_SECRET;
 
     if (m->previous_len) {
         nprev = adm_cert_list(m->previous, m->previous_len, prev_na, prev, ADM_MAX_PREVIOUS);
@@ -586,12 +617,12 @@ static void write_certs(const json_t *secret, struct material *m, unsigned acts,
     }
     if (acts & ADM_CERT_NEW_SERVING) {
         if (peer_pki_server_issue(m->ca, strlen(m->ca), m->ca_key, strlen(m->ca_key), ADM_SERVICE,
-                                  st.sans, st.nsans, ADM_SERVING_DAYS, &cert, &key, err,
+                                  ad->sans, ad->nsans, ADM_SERVING_DAYS, &cert, &key, err,
                                   sizeof(err)) < 0) {
             log_warn(MOD, "cannot issue the serving certificate: %s", err);
             goto fail;
         }
-        log_info(MOD, "issued a serving certificate for the webhooks (%zu names)", st.nsans);
+        log_info(MOD, "issued a serving certificate for the webhooks (%zu names)", ad->nsans);
     }
     joined = join((const char *const *)prev, (size_t)nprev);
     obj = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s,s:s}},s:s,s:{}}", "apiVersion", "v1", "kind",
@@ -619,16 +650,15 @@ static void write_certs(const json_t *secret, struct material *m, unsigned acts,
             json_object_del(ann, ADM_ROTATE_ANNOTATION);
             json_object_set_new(json_object_get(obj, "metadata"), "annotations", ann);
         }
-        r = kapi_update(agent_kube(st.a), &kapi_secrets, ns, ADM_CERTS_SECRET, NULL, obj,
-                        after_write, (void *)"Secret " ADM_CERTS_SECRET);
+        r = kapi_update(agent_kube(ad->mod.a), &kapi_secrets, ns, ADM_CERTS_SECRET, NULL, obj,
+                        after_write, rec);
     } else {
-        r = kapi_create(agent_kube(st.a), &kapi_secrets, ns, obj, after_write,
-                        (void *)"Secret " ADM_CERTS_SECRET);
+        r = kapi_create(agent_kube(ad->mod.a), &kapi_secrets, ns, obj, after_write, rec);
     }
     if (r == 0)
         goto out;
 fail:
-    end_pass(RETRY_MS);
+    ctl_rec_end(&rec->h, CTL_RETRY);
 out:
     for (int i = 0; i < nprev; i++)
         x_free(prev[i]);
@@ -640,9 +670,9 @@ out:
     json_decref(obj);
 }
 
-static json_t *client_config(const char *path, const char *bundle)
+static json_t *client_config(struct adm *ad, const char *path, const char *bundle)
 {
-    const struct agent_config *cfg = agent_config(st.a);
+    const struct agent_config *cfg = agent_config(ad->mod.a);
     char *enc = b64(bundle, strlen(bundle)), url[2048];
     json_t *cc = NULL;
 
@@ -656,18 +686,19 @@ static json_t *client_config(const char *path, const char *bundle)
         snprintf(url, sizeof(url), "%.*s%s", (int)n, cfg->webhook_url, path);
         cc = json_pack("{s:s,s:s}", "url", url, "caBundle", enc);
     } else {
-        cc = json_pack("{s:{s:s,s:s,s:s,s:i},s:s}", "service", "namespace", agent_namespace(st.a),
-                       "name", ADM_SERVICE, "path", path, "port", 443, "caBundle", enc);
+        cc = json_pack("{s:{s:s,s:s,s:s,s:i},s:s}", "service", "namespace",
+                       agent_namespace(ad->mod.a), "name", ADM_SERVICE, "path", path, "port", 443,
+                       "caBundle", enc);
     }
     x_free(enc);
     return cc;
 }
 
 /* One webhook of a configuration: name, path, rules (taken) and namespaceSelector (taken). */
-static json_t *webhook(const char *name, const char *path, const char *bundle, json_t *rules,
-                       json_t *selector)
+static json_t *webhook(struct adm *ad, const char *name, const char *path, const char *bundle,
+                       json_t *rules, json_t *selector)
 {
-    json_t *cc = client_config(path, bundle), *hook = NULL;
+    json_t *cc = client_config(ad, path, bundle), *hook = NULL;
 
     if (cc && rules && selector)
         hook = json_pack("{s:s,s:[s],s:s,s:s,s:i,s:s,s:o,s:o,s:o}", "name", name,
@@ -682,7 +713,7 @@ static json_t *webhook(const char *name, const char *path, const char *bundle, j
     return hook;
 }
 
-static json_t *desired_config(bool mutating, const char *bundle)
+static json_t *desired_config(struct adm *ad, bool mutating, const char *bundle)
 {
     json_t *hooks = json_array(), *obj;
     json_t *origin_sel = json_pack("{s:[{s:s,s:s}]}", "matchExpressions", "key", PEER_LABEL_ORIGIN,
@@ -696,7 +727,7 @@ static json_t *desired_config(bool mutating, const char *bundle)
     }
     if (mutating) {
         json_t *h =
-            webhook("pods.offloading.cliqo.io", ADM_PATH_MUTATE, bundle,
+            webhook(ad, "pods.offloading.cliqo.io", ADM_PATH_MUTATE, bundle,
                     json_pack(pod_rule, "operations", "CREATE", "apiGroups", "", "apiVersions",
                               "v1", "resources", "pods", "scope", "Namespaced"),
                     json_pack("{s:{s:s}}", "matchLabels", "liqo.io/scheduling-enabled", "true"));
@@ -705,16 +736,17 @@ static json_t *desired_config(bool mutating, const char *bundle)
             json_object_set_new(h, "reinvocationPolicy", json_string("Never"));
         json_array_append_new(hooks, h);
     } else {
-        json_array_append_new(hooks, webhook("offer.admission.cliqo.io", ADM_PATH_VALIDATE, bundle,
-                                             json_pack(pod_rule, "operations", "CREATE",
-                                                       "apiGroups", "", "apiVersions", "v1",
-                                                       "resources", "pods", "scope", "Namespaced"),
-                                             json_incref(origin_sel)));
+        json_array_append_new(
+            hooks,
+            webhook(ad, "offer.admission.cliqo.io", ADM_PATH_VALIDATE, bundle,
+                    json_pack(pod_rule, "operations", "CREATE", "apiGroups", "", "apiVersions",
+                              "v1", "resources", "pods", "scope", "Namespaced"),
+                    json_incref(origin_sel)));
         /* What a peer's credentials write in its namespaces, and Secrets in tenant namespaces. */
         json_array_append_new(
             hooks,
             webhook(
-                "objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
+                ad, "objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
                 /* discovery.k8s.io v1 is served from 1.21; 1.20 has v1beta1 only. */
                 json_pack("[{s:[s,s],s:[s],s:[s],s:[s,s],s:s},{s:[s,s],s:[s],s:[s,s],s:[s],s:s}]",
                           "operations", "CREATE", "UPDATE", "apiGroups", "", "apiVersions", "v1",
@@ -724,7 +756,7 @@ static json_t *desired_config(bool mutating, const char *bundle)
                 json_incref(origin_sel)));
         /* cliqo's kinds a peer creates in its tenant namespace: counted. */
         json_array_append_new(
-            hooks, webhook("tenant-objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
+            hooks, webhook(ad, "tenant-objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
                            json_pack("[{s:[s],s:[s,s,s,s],s:[s],s:[s,s,s,s],s:s}]", "operations",
                                      "CREATE", "apiGroups", "discovery.liqo.io", "sharing.liqo.io",
                                      "net.liqo.io", "virtualkubelet.liqo.io", "apiVersions", "*",
@@ -732,7 +764,7 @@ static json_t *desired_config(bool mutating, const char *bundle)
                                      "networkconfigs", "namespacemaps", "scope", "Namespaced"),
                            json_pack("{s:{s:s}}", "matchLabels", PEER_LABEL_TENANT, "true")));
         json_array_append_new(
-            hooks, webhook("tenant-secrets.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
+            hooks, webhook(ad, "tenant-secrets.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
                            json_pack("[{s:[s,s],s:[s],s:[s],s:[s],s:s}]", "operations", "CREATE",
                                      "UPDATE", "apiGroups", "", "apiVersions", "v1", "resources",
                                      "secrets", "scope", "Namespaced"),
@@ -808,8 +840,10 @@ static void hash_of(const char *s, char out[65])
     out[64] = '\0';
 }
 
-static void sync_pass(struct wq_queue *q, const char *key, void *data)
+static void sync_pass(struct ctl *c, const char *key)
 {
+    struct adm *ad = ctl_data(c);
+    struct rec *r;
     json_t *secret = NULL, *mcfg = NULL, *vcfg = NULL, *want = NULL;
     struct material m = {0};
     struct adm_cert_facts f = {0};
@@ -818,24 +852,22 @@ static void sync_pass(struct wq_queue *q, const char *key, void *data)
     char *bundle = NULL;
     int n;
 
-    (void)data;
-    (void)key;
-    if (!st.running) {
-        wq_done(q, KEY);
+    if (!inf_synced(ad->secret) || !inf_synced(ad->mcfg) || !inf_synced(ad->vcfg)) {
+        ctl_skip(c, key, CTL_WAIT);
         return;
     }
-    if (!inf_synced(st.secret) || !inf_synced(st.mcfg) || !inf_synced(st.vcfg)) {
-        end_pass(500);
+    r = (struct rec *)ctl_rec_begin(c, key);
+    if (!r)
         return;
-    }
-    secret = inf_get(st.secret, agent_namespace(st.a), ADM_CERTS_SECRET);
+    r->ad = ad;
+    secret = inf_get(ad->secret, agent_namespace(ad->mod.a), ADM_CERTS_SECRET);
     if (secret && material_read(secret, &m) < 0) {
         log_warn(MOD, "Secret %s does not decode: starting afresh", ADM_CERTS_SECRET);
         material_done(&m);
         m.rv = kapi_obj_rv(secret);
     }
-    mcfg = inf_get(st.mcfg, NULL, ADM_MUTATING_CONFIG);
-    vcfg = inf_get(st.vcfg, NULL, ADM_VALIDATING_CONFIG);
+    mcfg = inf_get(ad->mcfg, NULL, ADM_MUTATING_CONFIG);
+    vcfg = inf_get(ad->vcfg, NULL, ADM_VALIDATING_CONFIG);
     f.now = (int64_t)time(NULL);
     f.ca_ok = adm_cert_ca_ok(m.ca, m.ca_len, m.ca_key, m.ca_key_len, f.now, &f.ca) == 0;
     f.next_ok = m.next &&
@@ -846,21 +878,21 @@ static void sync_pass(struct wq_queue *q, const char *key, void *data)
 
         hash_of(m.next, h);
         if (mcfg && vcfg && bundle_has(mcfg, m.next) && bundle_has(vcfg, m.next)) {
-            if (strcmp(h, st.next_hash) != 0 || !st.published_since_ms) {
-                snprintf(st.next_hash, sizeof(st.next_hash), "%s", h);
-                st.published_since_ms = now_ms();
+            if (strcmp(h, ad->next_hash) != 0 || !ad->published_since_ms) {
+                snprintf(ad->next_hash, sizeof(ad->next_hash), "%s", h);
+                ad->published_since_ms = now_ms(ad);
             }
-            f.next_published_s = (int64_t)((now_ms() - st.published_since_ms) / 1000);
+            f.next_published_s = (int64_t)((now_ms(ad) - ad->published_since_ms) / 1000);
         } else {
-            st.published_since_ms = 0;
+            ad->published_since_ms = 0;
         }
     }
     if (f.ca_ok) {
         char err[160];
 
         f.serving_ok =
-            adm_cert_serving_ok(m.tls, m.tls_len, m.tls_key, m.tls_key_len, m.ca, m.ca_len, st.sans,
-                                st.nsans, f.now, &f.serving, err, sizeof(err)) == 0;
+            adm_cert_serving_ok(m.tls, m.tls_len, m.tls_key, m.tls_key_len, m.ca, m.ca_len,
+                                ad->sans, ad->nsans, f.now, &f.serving, err, sizeof(err)) == 0;
         if (!f.serving_ok && m.tls)
             log_info(MOD, "serving certificate to be issued again: %s", err);
     }
@@ -874,12 +906,12 @@ static void sync_pass(struct wq_queue *q, const char *key, void *data)
     f.force_serving = strcmp(m.rotate, "serving") == 0;
     acts = adm_cert_plan(&f, &next);
     if (acts) {
-        write_certs(secret, &m, acts, f.now);
+        write_certs(r, secret, &m, acts, f.now);
         goto out;
     }
     if (m.rotate[0] && (f.force_ca || f.force_serving)) {
         /* force_ca during a rotation already under way: nothing to do but drop the request */
-        write_certs(secret, &m, 0, f.now);
+        write_certs(r, secret, &m, 0, f.now);
         goto out;
     }
     {
@@ -888,7 +920,7 @@ static void sync_pass(struct wq_queue *q, const char *key, void *data)
         bundle = join(parts, 3);
     }
     if (!bundle) {
-        end_pass(RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         goto out;
     }
     for (int i = 0; i < 2; i++) {
@@ -896,16 +928,17 @@ static void sync_pass(struct wq_queue *q, const char *key, void *data)
         const struct kapi_resource *res = i == 0 ? &res_mutating : &res_validating;
         const char *name = i == 0 ? ADM_MUTATING_CONFIG : ADM_VALIDATING_CONFIG;
 
-        want = desired_config(i == 0, bundle);
+        want = desired_config(ad, i == 0, bundle);
         if (!want) {
-            end_pass(RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
             goto out;
         }
         if (!config_matches(want, observed)) {
             log_info(MOD, "%s %s %s", observed ? "updating" : "creating", res->kind, name);
-            if (kapi_apply(agent_kube(st.a), res, NULL, name, NULL, want, FIELD_MANAGER, true,
-                           after_write, (void *)res->kind) < 0)
-                end_pass(RETRY_MS);
+            r->what = res->kind;
+            if (kapi_apply(agent_kube(ad->mod.a), res, NULL, name, NULL, want, FIELD_MANAGER, true,
+                           after_write, r) < 0)
+                ctl_rec_end(&r->h, CTL_RETRY);
             goto out;
         }
         json_decref(want);
@@ -913,11 +946,11 @@ static void sync_pass(struct wq_queue *q, const char *key, void *data)
     }
     /* Nothing to write: come back when the next step is due. */
     if (f.next_ok && f.next_published_s < 0)
-        end_pass(RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     else if (next == INT64_MAX || next - f.now > MAX_REQUEUE_S)
-        end_pass(MAX_REQUEUE_S * 1000);
+        ctl_rec_end_after(&r->h, MAX_REQUEUE_S * 1000);
     else
-        end_pass((int)((next > f.now ? next - f.now : 0) * 1000 + 100));
+        ctl_rec_end_after(&r->h, (uint32_t)((next > f.now ? next - f.now : 0) * 1000 + 100));
 out:
     json_decref(want);
     x_free(bundle);
@@ -943,9 +976,9 @@ static int idx_origin(const json_t *obj, const char **values, size_t max)
 /* Pod events keep the running totals (admission/offer.h) and end the reservations of the pods
  * they show. A count that fails (a quantity beyond int64, too many names) is logged: the pod was
  * validated by the API server, so this does not happen in practice. */
-static void count_pod(const json_t *pod, int sign)
+static void count_pod(struct adm *ad, const json_t *pod, int sign)
 {
-    int rc = st.usage ? adm_usage_pod(st.usage, pod, sign) : 0;
+    int rc = ad->usage ? adm_usage_pod(ad->usage, pod, sign) : 0;
 
     if (rc < 0)
         log_warn(MOD, "cannot count pod %s/%s in the offer's running totals: %s",
@@ -955,27 +988,28 @@ static void count_pod(const json_t *pod, int sign)
 
 static void on_pod(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct adm *ad = data;
+
     (void)inf;
-    (void)data;
-    count_pod(obj, 1);
+    count_pod(ad, obj, 1);
     /* Counted from now on, or the name is someone else's: either way its reservation ends. */
-    adm_ledger_seen(st.ledger, kapi_obj_namespace(obj), kapi_obj_name(obj));
+    adm_ledger_seen(ad->ledger, kapi_obj_namespace(obj), kapi_obj_name(obj));
 }
 
 static void on_pod_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
-    count_pod(old_obj, -1);
+    count_pod(data, old_obj, -1);
     on_pod(inf, new_obj, data);
 }
 
 static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
-    (void)data;
-    count_pod(obj, -1);
+    count_pod(data, obj, -1);
 }
 
 struct usage {
+    struct adm *ad;
     struct shr_list used;
     int err;
 };
@@ -984,22 +1018,23 @@ static void sum_namespace(json_t *ns, void *data)
 {
     struct usage *u = data;
 
-    if (!u->err && st.usage && adm_usage_add_ns(st.usage, kapi_obj_name(ns), &u->used) < 0)
+    if (!u->err && u->ad->usage && adm_usage_add_ns(u->ad->usage, kapi_obj_name(ns), &u->used) < 0)
         u->err = -ENOSPC;
 }
 
 /* The offer last sent consumer id: the broadcaster's own record when this replica runs it, else
  * the copy the broadcaster keeps in the ForeignCluster's status. */
-static int offer_of(const char *id, struct shr_list *ret, char *name, size_t namelen)
+static int offer_of(struct adm *ad, const char *id, struct shr_list *ret, char *name,
+                    size_t namelen)
 {
     json_t *fc;
     const json_t *sent;
     const char *status, *cname;
     int r = -ENOENT;
 
-    if (agent_last_offer(st.a, id, ret, name, namelen) == 0)
+    if (agent_last_offer(ad->mod.a, id, ret, name, namelen) == 0)
         return 0;
-    fc = peer_fc_find(st.fcs, id);
+    fc = peer_fc_find(ad->fcs, id);
     if (!fc)
         return -ENOENT;
     sent = json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"), "sent");
@@ -1030,9 +1065,9 @@ __attribute__((format(printf, 3, 4))) static void deny(struct adm_verdict *v, in
 
 /* The placement of a consumer's pod (admission/placement.h) against the ClusterConfig's
  * spec.offloadingConfig.placement. */
-static bool placement_ok(const struct adm_request *req, struct adm_verdict *v)
+static bool placement_ok(struct adm *ad, const struct adm_request *req, struct adm_verdict *v)
 {
-    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_t *cc = inf_get(ad->config, NULL, PEER_CLUSTER_CONFIG);
     const json_t *pl = json_object_get(
         json_object_get(json_object_get(cc, "spec"), "offloadingConfig"), "placement");
     char msg[ADM_MESSAGE_MAX + 1];
@@ -1048,27 +1083,27 @@ static bool placement_ok(const struct adm_request *req, struct adm_verdict *v)
  * be a pod (the name is taken). */
 static bool pod_known(const char *ns, const char *name, void *data)
 {
-    json_t *pod = inf_get(st.pods, ns, name);
+    struct adm *ad = data;
+    json_t *pod = inf_get(ad->pods, ns, name);
     bool known = pod != NULL;
 
-    (void)data;
     json_decref(pod);
     return known;
 }
 
 static void offer_check(const struct adm_request *req, struct adm_verdict *v, void *data)
 {
+    struct adm *ad = data;
     json_t *ns = NULL, *tenant = NULL;
     const char *origin, *map, *slash;
     char tns[64], expected[256], cname[64], shown[64], err[200];
     struct shr_list pod, offer, counted;
-    struct usage u = {0};
+    struct usage u = {.ad = ad};
     json_t *same;
     const char *name, *uid;
-    bool has_offer, authed = authenticated();
+    bool has_offer, authed = authenticated(ad);
     int r;
 
-    (void)data;
     if (strcmp(req->operation, "CREATE") != 0 || strcmp(req->kind, "Pod") != 0 || req->group[0])
         return;
     /* A pod created with generateName has its name by the time validating webhooks see it (the
@@ -1076,7 +1111,7 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
     name = req->name[0] ? req->name : kapi_obj_name(req->object);
     if (!name || strlen(name) > ADM_NAME_MAX)
         name = "";
-    ns = inf_get(st.nss, NULL, req->ns);
+    ns = inf_get(ad->nss, NULL, req->ns);
     if (!ns) {
         deny(v, 403, "namespace %s is not known to the provider's agent yet: try again",
              adm_printable(req->ns, shown, sizeof(shown)));
@@ -1094,7 +1129,7 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
         goto out;
     }
     snprintf(tns, sizeof(tns), "%.*s", (int)(slash - map), map);
-    tenant = inf_get(st.nss, NULL, tns);
+    tenant = inf_get(ad->nss, NULL, tns);
     if (!tenant || !jsn_label(tenant, PEER_LABEL_CLUSTER_ID) ||
         strcmp(jsn_label(tenant, PEER_LABEL_CLUSTER_ID), origin) != 0 ||
         !jsn_label(tenant, PEER_LABEL_TENANT) ||
@@ -1103,7 +1138,7 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
              adm_printable(req->ns, shown, sizeof(shown)), origin);
         goto out;
     }
-    has_offer = offer_of(origin, &offer, cname, sizeof(cname)) == 0;
+    has_offer = offer_of(ad, origin, &offer, cname, sizeof(cname)) == 0;
     if (!has_offer)
         snprintf(cname, sizeof(cname), "%s", origin);
     snprintf(expected, sizeof(expected), "system:serviceaccount:%s:" PEER_VK_SA_PREFIX "%s", tns,
@@ -1120,7 +1155,7 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
                  req->ns, adm_printable(req->username, who, sizeof(who)));
         goto out;
     }
-    if (adm_podsec_enforce(req, origin, v) < 0 || !placement_ok(req, v))
+    if (adm_podsec_enforce(&ad->podsec, req, origin, v) < 0 || !placement_ok(ad, req, v))
         goto out;
     if (adm_offer_pod_requests(req->object, &pod, err, sizeof(err)) < 0) {
         deny(v, 400, "cannot count the pod's requests: %s", err);
@@ -1130,15 +1165,15 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
         deny(v, 403, "offer exceeded: nothing has been offered to %s yet", cname);
         goto out;
     }
-    inf_index_foreach(st.nss, IDX_ORIGIN, origin, sum_namespace, &u);
+    inf_index_foreach(ad->nss, IDX_ORIGIN, origin, sum_namespace, &u);
     /* A pod of the same name is counted, but this create will be refused as AlreadyExists. */
-    same = name[0] ? inf_get(st.pods, req->ns, name) : NULL;
+    same = name[0] ? inf_get(ad->pods, req->ns, name) : NULL;
     if (same && adm_offer_pod_live(same) && adm_offer_pod_requests(same, &counted, NULL, 0) == 0)
         adm_offer_sub(&u.used, &counted);
     json_decref(same);
-    adm_ledger_purge(st.ledger, now_ms());
-    if (!u.err && adm_ledger_sum(st.ledger, origin, req->ns, name[0] ? name : NULL, now_ms(),
-                                 pod_known, NULL, &u.used) < 0)
+    adm_ledger_purge(ad->ledger, now_ms(ad));
+    if (!u.err && adm_ledger_sum(ad->ledger, origin, req->ns, name[0] ? name : NULL, now_ms(ad),
+                                 pod_known, ad, &u.used) < 0)
         u.err = -ENOSPC;
     if (u.err) {
         deny(v, 403, "offer exceeded: too many resource names to count for %s", cname);
@@ -1155,8 +1190,8 @@ static void offer_check(const struct adm_request *req, struct adm_verdict *v, vo
     uid = kapi_obj_uid(req->object);
     if (req->dry_run || !name[0] || !uid || !*uid)
         goto out;
-    r = adm_ledger_reserve(st.ledger, origin, req->ns, name, uid, &pod, authed, now_ms(),
-                           now_ms() + (authed ? ADM_LEDGER_TTL_MS : ADM_LEDGER_CONFIRM_MS));
+    r = adm_ledger_reserve(ad->ledger, origin, req->ns, name, uid, &pod, authed, now_ms(ad),
+                           now_ms(ad) + (authed ? ADM_LEDGER_TTL_MS : ADM_LEDGER_CONFIRM_MS));
     if (r == -EDQUOT || r == -ENOSPC)
         deny(v, 429, "too many pod creations of %s in flight on this provider: try again", cname);
     else if (r == -ENOMEM)
@@ -1172,6 +1207,7 @@ out:
 
 struct pod_ips {
     json_t *set; /* ip -> true */
+    struct adm *ad;
 };
 
 static void ip_visit_pod(json_t *pod, void *data)
@@ -1189,7 +1225,9 @@ static void ip_visit_pod(json_t *pod, void *data)
 
 static void ip_visit_ns(json_t *ns, void *data)
 {
-    inf_index_foreach(st.pods, IDX_NAMESPACE, kapi_obj_name(ns), ip_visit_pod, data);
+    struct pod_ips *p = data;
+
+    inf_index_foreach(p->ad->pods, IDX_NAMESPACE, kapi_obj_name(ns), ip_visit_pod, data);
 }
 
 static bool is_pod_ip(const char *ip, void *data)
@@ -1210,10 +1248,11 @@ static const char *peer_of(const json_t *ns)
     return jsn_label(ns, PEER_LABEL_ORIGIN);
 }
 
-static void slice_check(const struct adm_request *req, const char *origin, struct adm_verdict *v)
+static void slice_check(struct adm *ad, const struct adm_request *req, const char *origin,
+                        struct adm_verdict *v)
 {
-    struct net_peer_state ps;
-    struct pod_ips ips = {json_object()};
+    struct agent_peer_network ps;
+    struct pod_ips ips = {json_object(), ad};
     struct cidr c;
     size_t n = 0;
 
@@ -1221,10 +1260,10 @@ static void slice_check(const struct adm_request *req, const char *origin, struc
         deny(v, 500, "out of memory");
         return;
     }
-    if (net_peer_state(origin, &ps) == 0 && ps.remote_mapped[0] &&
+    if (agent_peer_network(ad->mod.a, origin, &ps) == 0 && ps.remote_mapped[0] &&
         cidr_parse(ps.remote_mapped, &c) == 0)
         n = 1;
-    inf_index_foreach(st.nss, IDX_ORIGIN, origin, ip_visit_ns, &ips);
+    inf_index_foreach(ad->nss, IDX_ORIGIN, origin, ip_visit_ns, &ips);
     if (adm_objects_slice_check(req->object, req->ns, &c, n, is_pod_ip, &ips, v->message,
                                 sizeof(v->message)) < 0) {
         v->allowed = false;
@@ -1238,34 +1277,21 @@ static const struct kapi_resource *const tenant_kinds[] = {
     &peer_res_peeringrequests, &peer_res_advertisements, &peer_res_networkconfigs,
     &peer_res_namespacemaps};
 
-/* Creates admitted and not seen by the informer yet, so that a burst cannot overshoot the count
- * between admission and the watch event (as the offer's ledger). When the webhooks are not
- * authenticated, with the ledger's rules (admission/ledger.h): a create without the object's UID
- * holds nothing, a held one ends ADM_LEDGER_CONFIRM_MS after admission unless the informer shows
- * it, and a full table refuses nobody (forged reviews may have filled it), so that forged reviews
- * cannot keep a peer from creating its objects. */
-#define TENANT_PENDING_MAX    256
-#define TENANT_PENDING_TTL_MS 15000
-static struct tenant_pending {
-    size_t kind;
-    char ns[64], name[ADM_NAME_MAX + 1];
-    uint64_t expires_ms;
-} tenant_pending[TENANT_PENDING_MAX];
-
 static void count_visit(json_t *obj, void *data)
 {
     (void)obj;
     (*(size_t *)data)++;
 }
 
-/* A create of one of tenant_kinds: refused when the namespace has its limit already. */
-static void tenant_count_check(const struct adm_request *req, struct adm_verdict *v)
+/* A create of one of tenant_kinds: refused when the namespace has its limit already (the
+ * creates in flight are in ad->tenant_pending). */
+static void tenant_count_check(struct adm *ad, const struct adm_request *req, struct adm_verdict *v)
 {
     const char *name = req->name[0] ? req->name : kapi_obj_name(req->object);
     const char *uid = kapi_obj_uid(req->object);
-    bool authed = authenticated();
+    bool authed = authenticated(ad);
     struct tenant_pending *slot = NULL;
-    uint64_t now = now_ms();
+    uint64_t now = now_ms(ad);
     size_t i, n = 0;
 
     for (i = 0; i < sizeof(tenant_kinds) / sizeof(tenant_kinds[0]); i++)
@@ -1274,13 +1300,14 @@ static void tenant_count_check(const struct adm_request *req, struct adm_verdict
             break;
     if (i == sizeof(tenant_kinds) / sizeof(tenant_kinds[0]))
         return;
-    if (!st.tenant_objs[i] || !inf_synced(st.tenant_objs[i])) {
+    if (!ad->tenant_objs[i] || !inf_synced(ad->tenant_objs[i])) {
         deny(v, 503, "the provider's agent has not read its %s yet: try again",
              tenant_kinds[i]->resource);
         return;
     }
-    inf_index_foreach(st.tenant_objs[i], IDX_NAMESPACE, req->ns, count_visit, &n);
-    for (struct tenant_pending *p = tenant_pending; p < tenant_pending + TENANT_PENDING_MAX; p++) {
+    inf_index_foreach(ad->tenant_objs[i], IDX_NAMESPACE, req->ns, count_visit, &n);
+    for (struct tenant_pending *p = ad->tenant_pending; p < ad->tenant_pending + TENANT_PENDING_MAX;
+         p++) {
         json_t *seen;
 
         if (p->expires_ms <= now) {
@@ -1289,7 +1316,7 @@ static void tenant_count_check(const struct adm_request *req, struct adm_verdict
         }
         if (p->kind != i || strcmp(p->ns, req->ns) != 0)
             continue;
-        seen = inf_get(st.tenant_objs[i], p->ns, p->name);
+        seen = inf_get(ad->tenant_objs[i], p->ns, p->name);
         if (seen)
             p->expires_ms = 0; /* counted by the informer now */
         else
@@ -1323,21 +1350,21 @@ static void tenant_count_check(const struct adm_request *req, struct adm_verdict
  * labels or owner references on the object prove nothing: the writer sets them. */
 static void objects_check(const struct adm_request *req, struct adm_verdict *v, void *data)
 {
+    struct adm *ad = data;
     json_t *sa_ns = NULL, *ns = NULL;
     const char *peer, *origin;
     char nsname[64], shown[64];
 
-    (void)data;
     if ((strcmp(req->operation, "CREATE") != 0 && strcmp(req->operation, "UPDATE") != 0) ||
         adm_objects_sa_namespace(req->username, nsname, sizeof(nsname)) < 0)
         return;
-    sa_ns = inf_get(st.nss, NULL, nsname);
+    sa_ns = inf_get(ad->nss, NULL, nsname);
     peer = sa_ns ? peer_of(sa_ns) : NULL;
     if (!peer)
         goto out;
     if (strcmp(req->operation, "CREATE") == 0 &&
         adm_objects_tenant_limit(req->group, req->resource) >= 0) {
-        tenant_count_check(req, v);
+        tenant_count_check(ad, req, v);
         goto out;
     }
     if (!req->group[0] && strcmp(req->kind, "Secret") == 0) {
@@ -1347,7 +1374,7 @@ static void objects_check(const struct adm_request *req, struct adm_verdict *v, 
         }
         goto out;
     }
-    ns = inf_get(st.nss, NULL, req->ns);
+    ns = inf_get(ad->nss, NULL, req->ns);
     origin = jsn_label(ns, PEER_LABEL_ORIGIN);
     if (!origin || strcmp(origin, peer) != 0) {
         deny(v, 403, "namespace %s was not made for the consumer whose credential this is",
@@ -1361,7 +1388,7 @@ static void objects_check(const struct adm_request *req, struct adm_verdict *v, 
         }
     } else if (strcmp(req->group, "discovery.k8s.io") == 0 &&
                strcmp(req->kind, "EndpointSlice") == 0) {
-        slice_check(req, origin, v);
+        slice_check(ad, req, origin, v);
     }
 out:
     json_decref(sa_ns);
@@ -1374,9 +1401,8 @@ out:
 static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
-    (void)data;
-    load_serving(obj);
-    kick();
+    load_serving(data, obj);
+    kick(data);
 }
 
 static void on_secret_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -1389,16 +1415,14 @@ static void on_secret_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
     (void)obj;
-    (void)data;
-    kick();
+    kick(data);
 }
 
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
     (void)obj;
-    (void)data;
-    kick();
+    kick(data);
 }
 
 static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -1428,16 +1452,16 @@ static int url_host(const char *url, char *buf, size_t size)
     return 0;
 }
 
-static void add_san(const char *s)
+static void add_san(struct adm *ad, const char *s)
 {
-    for (size_t i = 0; i < st.nsans; i++)
-        if (strcmp(st.sans[i], s) == 0)
+    for (size_t i = 0; i < ad->nsans; i++)
+        if (strcmp(ad->sans[i], s) == 0)
             return;
-    if (st.nsans >= ADM_MAX_SANS)
+    if (ad->nsans >= ADM_MAX_SANS)
         return;
-    snprintf(st.san_buf[st.nsans], sizeof(st.san_buf[0]), "%s", s);
-    st.sans[st.nsans] = st.san_buf[st.nsans];
-    st.nsans++;
+    snprintf(ad->san_buf[ad->nsans], sizeof(ad->san_buf[0]), "%s", s);
+    ad->sans[ad->nsans] = ad->san_buf[ad->nsans];
+    ad->nsans++;
 }
 
 int adm_init(struct agent *a)
@@ -1464,109 +1488,118 @@ int adm_init(struct agent *a)
                              .field_selector = "metadata.name=" ADM_VALIDATING_CONFIG,
                              .store = INF_STORE_TREE};
     struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
-    struct wq_options qo = {.base_delay_ms = 500, .max_delay_ms = 60000};
+    struct ctl_options co = {.name = "admission",
+                             .log_module = MOD,
+                             .queue = {.base_delay_ms = 500, .max_delay_ms = 60000},
+                             .rec_size = sizeof(struct rec),
+                             .reconcile = sync_pass,
+                             .retry_ms = RETRY_MS,
+                             .wait_ms = 500};
+    struct adm *ad = ctl_module_new(a, MOD, sizeof(*ad));
     char host[256], name[256];
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
+    if (!ad)
+        return -ENOMEM;
+    memset(&reg, 0, sizeof(reg));
     snprintf(name, sizeof(name), "%s", ADM_SERVICE);
-    add_san(name);
+    add_san(ad, name);
     snprintf(name, sizeof(name), "%s.%s", ADM_SERVICE, ns);
-    add_san(name);
+    add_san(ad, name);
     snprintf(name, sizeof(name), "%s.%s.svc", ADM_SERVICE, ns);
-    add_san(name);
+    add_san(ad, name);
     snprintf(name, sizeof(name), "%s.%s.svc.cluster.local", ADM_SERVICE, ns);
-    add_san(name);
+    add_san(ad, name);
     if (cfg->webhook_url) {
         if (url_host(cfg->webhook_url, host, sizeof(host)) < 0) {
             log_error(MOD, "--webhook-url %s has no usable host", cfg->webhook_url);
             return -EINVAL;
         }
-        add_san(host);
+        add_san(ad, host);
     }
-    r = setup_client_auth(cfg);
+    r = setup_client_auth(ad, cfg);
     if (r == 0)
-        r = adm_ledger_new(0, 0, &st.ledger);
+        r = adm_ledger_new(0, 0, &ad->ledger);
     if (r == 0)
-        r = adm_webhook_register("offer-enforcement", ADM_PATH_VALIDATE, offer_check, NULL);
+        r = adm_webhook_register("offer-enforcement", ADM_PATH_VALIDATE, offer_check, ad);
     if (r == 0)
-        r = adm_usage_new(&st.usage);
+        r = adm_usage_new(&ad->usage);
     if (r == 0)
-        r = adm_webhook_register("objects", ADM_PATH_OBJECTS, objects_check, NULL);
+        r = adm_webhook_register("objects", ADM_PATH_OBJECTS, objects_check, ad);
     if (r == 0)
-        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &st.config);
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &ad->config);
     if (r == 0)
-        r = agent_informer_ex(a, &so, AGENT_INF_ALWAYS, &sh, NULL, &st.secret);
+        r = agent_informer_ex(a, &so, AGENT_INF_ALWAYS, &sh, ad, &ad->secret);
     if (r == 0)
-        r = agent_informer_ex(a, &mo, 0, &ch, NULL, &st.mcfg);
+        r = agent_informer_ex(a, &mo, 0, &ch, ad, &ad->mcfg);
     if (r == 0)
-        r = agent_informer_ex(a, &vo, 0, &ch, NULL, &st.vcfg);
+        r = agent_informer_ex(a, &vo, 0, &ch, ad, &ad->vcfg);
     if (r == 0)
-        r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, NULL, NULL, &st.nss);
+        r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, NULL, NULL, &ad->nss);
     if (r == 0)
-        r = agent_informer_ex(a, &po, AGENT_INF_ALWAYS, &ph, NULL, &st.pods);
+        r = agent_informer_ex(a, &po, AGENT_INF_ALWAYS, &ph, ad, &ad->pods);
     if (r == 0)
-        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &st.fcs);
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &ad->fcs);
     for (size_t i = 0; r == 0 && i < sizeof(tenant_kinds) / sizeof(tenant_kinds[0]); i++) {
-        r = agent_informer(a, tenant_kinds[i], NULL, NULL, 0, NULL, NULL, &st.tenant_objs[i]);
-        if (r == 0 && (r = inf_add_index(st.tenant_objs[i], IDX_NAMESPACE,
+        r = agent_informer(a, tenant_kinds[i], NULL, NULL, 0, NULL, NULL, &ad->tenant_objs[i]);
+        if (r == 0 && (r = inf_add_index(ad->tenant_objs[i], IDX_NAMESPACE,
                                          inf_index_by_namespace)) == -EEXIST)
             r = 0;
     }
     if (r == 0)
-        r = adm_podsec_init(a);
-    if (r == 0 && (r = inf_add_index(st.nss, IDX_ORIGIN, idx_origin)) == -EEXIST)
+        r = adm_podsec_init(a, &ad->podsec);
+    if (r == 0 && (r = inf_add_index(ad->nss, IDX_ORIGIN, idx_origin)) == -EEXIST)
         r = 0;
-    if (r == 0 && (r = inf_add_index(st.pods, IDX_NAMESPACE, inf_index_by_namespace)) == -EEXIST)
+    if (r == 0 && (r = inf_add_index(ad->pods, IDX_NAMESPACE, inf_index_by_namespace)) == -EEXIST)
         r = 0;
     if (r == 0)
-        r = agent_queue(a, "admission", &qo, sync_pass, NULL, &st.q);
+        r = ctl_new(a, &co, ad, &ad->mod.ctl);
     if (r == 0)
         r = metrics_family_new(agent_metrics(a), METRICS_COUNTER, "cliqo_admission_requests_total",
                                "Admission reviews answered, by webhook and result (allowed, "
                                "patched, denied, invalid, error).",
-                               req_labels, NULL, 0, &st.m_req);
+                               req_labels, NULL, 0, &ad->m_req);
     if (r == 0)
         r = metrics_family_new(agent_metrics(a), METRICS_HISTOGRAM,
                                "cliqo_admission_request_duration_seconds",
                                "Time to decide on an admission review, by webhook.", dur_labels,
-                               buckets, sizeof(buckets) / sizeof(buckets[0]), &st.m_dur);
+                               buckets, sizeof(buckets) / sizeof(buckets[0]), &ad->m_dur);
     return r;
 }
 
 int adm_start(struct agent *a)
 {
-    (void)a;
-    st.running = true;
-    kick();
-    return 0;
+    int r = ctl_module_start(a, MOD);
+
+    if (r == 0)
+        kick(agent_module_data(a, MOD));
+    return r;
 }
 
 void adm_stop(struct agent *a)
 {
-    (void)a;
-    st.running = false;
+    ctl_module_stop(a, MOD);
 }
 
 void adm_fini(struct agent *a)
 {
-    (void)a;
-    httpd_close(st.srv, NULL, NULL);
-    st.srv = NULL;
-    free_pair();
-    st.ledger = adm_ledger_free(st.ledger);
-    ktimer_free(st.ca_timer);
-    st.ca_timer = NULL;
-    x_free(st.client_ca);
-    st.client_ca = NULL;
-    adm_usage_free(st.usage);
-    st.usage = NULL;
-    st.q = NULL;
+    struct adm *ad = agent_module_data(a, MOD);
+
+    if (!ad)
+        return;
+    httpd_close(ad->srv, NULL, NULL);
+    reg.sealed = false;
+    free_pair(ad);
+    adm_ledger_free(ad->ledger);
+    ktimer_free(ad->ca_timer);
+    x_free(ad->client_ca);
+    adm_usage_free(ad->usage);
+    ctl_module_fini(a, MOD);
 }
 
 bool adm_ready(struct agent *a)
 {
-    (void)a;
-    return st.srv && httpd_started(st.srv);
+    struct adm *ad = agent_module_data(a, MOD);
+
+    return ad && ad->srv && httpd_started(ad->srv);
 }

@@ -10,19 +10,15 @@
 
 #define MOD "admission"
 
-static struct {
-    struct inf_informer *config;
-} st;
-
-int adm_podsec_init(struct agent *a)
+int adm_podsec_init(struct agent *a, struct adm_podsec *ps)
 {
-    memset(&st, 0, sizeof(st));
-    return agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &st.config);
+    memset(ps, 0, sizeof(*ps));
+    return agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &ps->config);
 }
 
-enum adm_podsec_level adm_podsec_level_now(const char *id)
+enum adm_podsec_level adm_podsec_level_now(const struct adm_podsec *ps, const char *id)
 {
-    json_t *cc = st.config ? inf_get(st.config, NULL, PEER_CLUSTER_CONFIG) : NULL;
+    json_t *cc = ps->config ? inf_get(ps->config, NULL, PEER_CLUSTER_CONFIG) : NULL;
     bool bad = false;
     enum adm_podsec_level l = adm_podsec_level_for(cc, id, &bad);
 
@@ -35,18 +31,19 @@ enum adm_podsec_level adm_podsec_level_now(const char *id)
     return l;
 }
 
-int adm_podsec_enforce(const struct adm_request *req, const char *origin, struct adm_verdict *ret)
+int adm_podsec_enforce(const struct adm_podsec *ps, const struct adm_request *req,
+                       const char *origin, struct adm_verdict *ret)
 {
     int r;
 
-    if (!st.config || !inf_synced(st.config)) {
+    if (!ps->config || !inf_synced(ps->config)) {
         ret->allowed = false;
         ret->code = 403;
         snprintf(ret->message, sizeof(ret->message),
                  "the provider's ClusterConfig is not known to its agent yet: try again");
         return -EAGAIN;
     }
-    r = adm_podsec_check(adm_podsec_level_now(origin), req->object, ret->message,
+    r = adm_podsec_check(adm_podsec_level_now(ps, origin), req->object, ret->message,
                          sizeof(ret->message));
     if (r == 0)
         return 0;

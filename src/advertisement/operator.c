@@ -37,7 +37,6 @@
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/kubeconfig.h"
-#include "network/network.h"
 #include "peering/controllers/controllers.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -386,7 +385,7 @@ static json_t *desired_status(struct rec *r)
     struct advop *m = r->m;
     const json_t *cur = json_object_get(r->adv, "status");
     const char *status = r->d.accept ? "Accepted" : "Refused";
-    struct net_peer_state ns;
+    struct agent_peer_network ns;
     char now[32], node[96];
     json_t *s;
 
@@ -412,7 +411,7 @@ static json_t *desired_status(struct rec *r)
                 json_pack("{s:s,s:s}", "name", dep, "namespace", agent_namespace(m->mod.a)));
         }
     }
-    if (net_peer_state(r->peer, &ns) == 0) {
+    if (agent_peer_network(m->mod.a, r->peer, &ns) == 0) {
         json_t *n = json_pack("{s:b}", "settled", ns.settled);
 
         if (n && ns.remote_cidr[0])
@@ -1362,7 +1361,7 @@ int advop_init(struct agent *a)
     if (r == 0)
         r = ctl_new(a, &co, m, &m->mod.ctl);
     if (r == 0)
-        r = net_subscribe(on_net, m);
+        r = agent_subscribe_peer_network(a, on_net, m);
     if (r == 0)
         r = vk_pods_shared_new(agent_metrics(a), &m->pods);
     if (r == 0) /* logs and exec reach the pods of the virtual kubelets made here */

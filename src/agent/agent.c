@@ -38,6 +38,7 @@
 #define SYNC_CHECK_MS     100
 #define MAX_INFORMERS     64
 #define MAX_QUEUES        64
+#define MAX_NET_SUBS      4
 #define METRICS_MAX_BYTES (4u << 20)
 
 struct inf_entry {
@@ -108,7 +109,12 @@ struct agent {
     bool shutting_down, finishing;
     int exit_code;
 
-    agent_last_offer_fn last_offer; /* agent_set_last_offer: cleared with the modules */
+    agent_last_offer_fn last_offer;     /* agent_set_last_offer: cleared with the modules */
+    agent_peer_network_fn peer_network; /* agent_set_peer_network: cleared with the modules */
+    struct {
+        agent_peer_network_changed_fn fn;
+        void *data;
+    } net_subs[MAX_NET_SUBS];       /* agent_subscribe_peer_network: likewise */
     void *mdata[AGENT_MAX_MODULES]; /* agent_set_module_data, by index in the table */
 };
 
@@ -168,6 +174,35 @@ int agent_last_offer(struct agent *a, const char *id, struct shr_list *ret, char
                      size_t namelen)
 {
     return a->last_offer ? a->last_offer(a, id, ret, name, namelen) : -ENOENT;
+}
+
+void agent_set_peer_network(struct agent *a, agent_peer_network_fn fn)
+{
+    a->peer_network = fn;
+}
+
+int agent_peer_network(struct agent *a, const char *id, struct agent_peer_network *ret)
+{
+    return a->peer_network ? a->peer_network(a, id, ret) : -ENOENT;
+}
+
+int agent_subscribe_peer_network(struct agent *a, agent_peer_network_changed_fn fn, void *data)
+{
+    for (int i = 0; i < MAX_NET_SUBS; i++) {
+        if (!a->net_subs[i].fn) {
+            a->net_subs[i].fn = fn;
+            a->net_subs[i].data = data;
+            return 0;
+        }
+    }
+    return -ENOSPC;
+}
+
+void agent_peer_network_changed(struct agent *a, const char *id)
+{
+    for (int i = 0; i < MAX_NET_SUBS; i++)
+        if (a->net_subs[i].fn)
+            a->net_subs[i].fn(id, a->net_subs[i].data);
 }
 
 const char *agent_namespace(struct agent *a)
@@ -960,6 +995,8 @@ static void teardown_modules(struct agent *a)
             a->modules[i].fini(a);
     a->ninited = 0;
     a->last_offer = NULL;
+    a->peer_network = NULL;
+    memset(a->net_subs, 0, sizeof(a->net_subs));
     memset(a->mdata, 0, sizeof(a->mdata));
     pu_registry_free(a->peers);
     a->peers = NULL;

@@ -92,6 +92,29 @@ void agent_set_last_offer(struct agent *a, agent_last_offer_fn fn);
 int agent_last_offer(struct agent *a, const char *id, struct shr_list *ret, char *name,
                      size_t namelen);
 
+/* What the module `network` knows of peer `id`'s pod-CIDR remapping (strings empty when unknown).
+ */
+#define AGENT_CIDR_STR_MAX 50 /* a CIDR's text and its NUL (network/ipam.h's CIDR_STR_MAX) */
+struct agent_peer_network {
+    char remote_cidr[AGENT_CIDR_STR_MAX];   /* the peer's pod CIDR, as it announced it */
+    char remote_mapped[AGENT_CIDR_STR_MAX]; /* where this cluster sees the peer's pods */
+    char local_mapped[AGENT_CIDR_STR_MAX];  /* where the peer sees this cluster's pods */
+    bool settled;                           /* both directions known */
+    char message[256];                      /* why not settled, or a refusal */
+};
+typedef int (*agent_peer_network_fn)(struct agent *a, const char *id,
+                                     struct agent_peer_network *ret);
+void agent_set_peer_network(struct agent *a, agent_peer_network_fn fn);
+/* Returns 0 and the state, or -ENOENT for a peer the provider does not know. */
+int agent_peer_network(struct agent *a, const char *id, struct agent_peer_network *ret);
+/* Called (on the loop) whenever the state of a peer changes: the provider says so with
+ * agent_peer_network_changed. A module subscribes from its init, before or after the provider's;
+ * subscriptions are cleared with the module generation. One subscriber per module; returns 0 or
+ * -ENOSPC. */
+typedef void (*agent_peer_network_changed_fn)(const char *id, void *data);
+int agent_subscribe_peer_network(struct agent *a, agent_peer_network_changed_fn fn, void *data);
+void agent_peer_network_changed(struct agent *a, const char *id);
+
 /* The health and metrics server (plain HTTP on --http-addr). Modules may add routes in init. */
 struct httpd_server *agent_http_server(struct agent *a);
 /* The auth endpoint's HTTPS server on --auth-addr, created by the first call with the PEM

@@ -23,11 +23,13 @@
 #define WAIT_MS        300
 #define REPUBLISH_MS   600000
 #define MAX_PEERS      1024
-#define MAX_SUBSCRIBER 4
 #define FIELD_MANAGER  "cliqo-network"
 #define NODES_DELAY_MS 500
 
+struct net;
+
 struct npeer {
+    struct net *n; /* the module's state, for the peer's own informer */
     char id[64];
     struct pu_unit *unit;
     enum pu_role role;
@@ -35,31 +37,29 @@ struct npeer {
     struct pu_inf *watch;
     char published[CIDR_STR_MAX + 80]; /* "<cidr>@<namespace>" last applied on the peer */
     uint64_t published_ms;
-    struct net_peer_state state;
+    struct agent_peer_network state;
     struct npeer *next;
 };
 
-static struct {
-    struct agent *a;
+_Static_assert(AGENT_CIDR_STR_MAX == CIDR_STR_MAX, "agent.h's CIDR size is the IPAM's");
+
+/* The module's state (agent_module_data "network"). */
+struct net {
+    struct ctl_module mod; /* first */
     struct inf_informer *ncs, *fcs, *nodes, *config;
-    struct wq_queue *q;
     struct ipam *ipam;
-    bool restored, running, cfg_seen;
+    bool restored, cfg_seen;
     char own_cidr[CIDR_STR_MAX];
     unsigned min_prefix4, min_prefix6; /* liqonetConfig.peerPodCIDRMinPrefix{V4,V6} */
     char cfg_sig[2048];
     struct npeer *peers;
     size_t npeers;
-    struct {
-        net_changed_fn fn;
-        void *data;
-    } subs[MAX_SUBSCRIBER];
     uv_timer_t *nodes_timer;
-} st;
+};
 
 struct rec {
-    struct ctl_call_chain ch; /* first */
-    char key[64];
+    struct ctl_rec h; /* first */
+    struct net *n;
     struct npeer *p;
     json_t *fc;
 };
@@ -67,27 +67,28 @@ struct rec {
 /* ---- peers
  * --------------------------------------------------------------------------------------- */
 
-static struct npeer *peer_find(const char *id)
+static struct npeer *peer_find(struct net *n, const char *id)
 {
-    for (struct npeer *p = st.peers; p; p = p->next)
+    for (struct npeer *p = n->peers; p; p = p->next)
         if (strcmp(p->id, id) == 0)
             return p;
     return NULL;
 }
 
-static struct npeer *peer_ensure(const char *id)
+static struct npeer *peer_ensure(struct net *n, const char *id)
 {
-    struct npeer *p = peer_find(id);
+    struct npeer *p = peer_find(n, id);
 
-    if (p || st.npeers >= MAX_PEERS)
+    if (p || n->npeers >= MAX_PEERS)
         return p;
     p = x_calloc(1, sizeof(*p));
     if (!p)
         return NULL;
+    p->n = n;
     snprintf(p->id, sizeof(p->id), "%s", id);
-    p->next = st.peers;
-    st.peers = p;
-    st.npeers++;
+    p->next = n->peers;
+    n->peers = p;
+    n->npeers++;
     return p;
 }
 
@@ -104,10 +105,10 @@ static void peer_detach(struct npeer *p)
 
 static void peer_free(struct npeer *p)
 {
-    for (struct npeer **pp = &st.peers; *pp; pp = &(*pp)->next) {
+    for (struct npeer **pp = &p->n->peers; *pp; pp = &(*pp)->next) {
         if (*pp == p) {
             *pp = p->next;
-            st.npeers--;
+            p->n->npeers--;
             break;
         }
     }
@@ -115,9 +116,11 @@ static void peer_free(struct npeer *p)
     x_free(p);
 }
 
-int net_peer_state(const char *id, struct net_peer_state *ret)
+/* The agent's service agent_peer_network (agent.h). */
+static int peer_network(struct agent *a, const char *id, struct agent_peer_network *ret)
 {
-    struct npeer *p = id ? peer_find(id) : NULL;
+    struct net *n = agent_module_data(a, MOD);
+    struct npeer *p = n && id ? peer_find(n, id) : NULL;
 
     if (!p)
         return -ENOENT;
@@ -125,19 +128,7 @@ int net_peer_state(const char *id, struct net_peer_state *ret)
     return 0;
 }
 
-int net_subscribe(net_changed_fn fn, void *data)
-{
-    for (int i = 0; i < MAX_SUBSCRIBER; i++) {
-        if (!st.subs[i].fn) {
-            st.subs[i].fn = fn;
-            st.subs[i].data = data;
-            return 0;
-        }
-    }
-    return -ENOSPC;
-}
-
-static void set_state(struct npeer *p, const struct net_peer_state *s)
+static void set_state(struct npeer *p, const struct agent_peer_network *s)
 {
     if (memcmp(&p->state, s, sizeof(*s)) == 0)
         return;
@@ -146,16 +137,13 @@ static void set_state(struct npeer *p, const struct net_peer_state *s)
                  "peer %s: remapping settled (its pods %s seen here as %s; ours seen there as %s)",
                  p->id, s->remote_cidr, s->remote_mapped, s->local_mapped);
     p->state = *s;
-    for (int i = 0; i < MAX_SUBSCRIBER; i++)
-        if (st.subs[i].fn)
-            st.subs[i].fn(p->id, st.subs[i].data);
+    agent_peer_network_changed(p->n->mod.a, p->id);
 }
 
-static void enqueue_all(void)
+static void enqueue_all(struct net *n)
 {
-    for (struct npeer *p = st.peers; p; p = p->next)
-        if (st.q)
-            wq_add(st.q, p->id);
+    for (struct npeer *p = n->peers; p; p = p->next)
+        ctl_enqueue(n->mod.ctl, p->id);
 }
 
 /* ---- this cluster's CIDRs and the IPAM's configuration ----------------------------------------
@@ -195,7 +183,7 @@ static void node_cidr_visit(json_t *node, void *data)
 
 /* This cluster's pod CIDR: liqonetConfig.podCIDR, else the smallest CIDR covering the physical
  * nodes' spec.podCIDR. Returns 0 (ret filled) or -ENOENT. */
-static int own_pod_cidr(const json_t *ln, struct cidr *ret)
+static int own_pod_cidr(struct net *n, const json_t *ln, struct cidr *ret)
 {
     const char *pc = json_string_value(json_object_get(ln, "podCIDR"));
     struct covering cv;
@@ -203,13 +191,13 @@ static int own_pod_cidr(const json_t *ln, struct cidr *ret)
     if (pc && cidr_parse(pc, ret) == 0)
         return 0;
     memset(&cv, 0, sizeof(cv));
-    inf_foreach(st.nodes, node_cidr_visit, &cv);
+    inf_foreach(n->nodes, node_cidr_visit, &cv);
     if (cv.n == 0 || cv.overflow)
         return -ENOENT;
     return cidr_covering(cv.list, cv.n, ret);
 }
 
-static void reserve_one(const char *text, const char *what)
+static void reserve_one(struct net *n, const char *text, const char *what)
 {
     struct cidr c;
     int r;
@@ -220,7 +208,7 @@ static void reserve_one(const char *text, const char *what)
         log_warn(MOD, "ClusterConfig: %s '%s' is not a valid CIDR, ignoring", what, text);
         return;
     }
-    r = ipam_reserve(st.ipam, &c, what);
+    r = ipam_reserve(n->ipam, &c, what);
     if (r < 0)
         log_warn(MOD, "cannot reserve %s %s: %s", what, text, strerror(-r));
 }
@@ -240,39 +228,39 @@ static unsigned config_prefix(const json_t *ln, const char *key, unsigned def, u
 }
 
 /* Reads the configuration into the IPAM; enqueues every peer when something changed. */
-static void apply_config(void)
+static void apply_config(struct net *n)
 {
-    json_t *cc = inf_get(st.config, NULL, PEER_CLUSTER_CONFIG);
+    json_t *cc = inf_get(n->config, NULL, PEER_CLUSTER_CONFIG);
     const json_t *ln = json_object_get(json_object_get(cc, "spec"), "liqonetConfig");
     struct cidr own, pools[IPAM_MAX_POOLS];
     size_t npools = 0, i;
     json_t *v;
-    char sig[sizeof(st.cfg_sig)], ownbuf[CIDR_STR_MAX] = "";
+    char sig[sizeof(n->cfg_sig)], ownbuf[CIDR_STR_MAX] = "";
     char *dump = ln ? json_dumps(ln, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
     const char *ids[64];
     size_t nconf;
 
-    if (own_pod_cidr(ln, &own) == 0)
+    if (own_pod_cidr(n, ln, &own) == 0)
         cidr_format(&own, ownbuf, sizeof(ownbuf));
     snprintf(sig, sizeof(sig), "%s|%s", ownbuf, dump ? dump : "");
     x_free(dump);
-    if (st.cfg_seen && strcmp(sig, st.cfg_sig) == 0) {
+    if (n->cfg_seen && strcmp(sig, n->cfg_sig) == 0) {
         json_decref(cc);
         return;
     }
-    st.cfg_seen = true;
-    snprintf(st.cfg_sig, sizeof(st.cfg_sig), "%s", sig);
-    if (strcmp(ownbuf, st.own_cidr) != 0)
+    n->cfg_seen = true;
+    snprintf(n->cfg_sig, sizeof(n->cfg_sig), "%s", sig);
+    if (strcmp(ownbuf, n->own_cidr) != 0)
         log_info(MOD, "this cluster's pod CIDR: %s", *ownbuf ? ownbuf : "unknown");
-    snprintf(st.own_cidr, sizeof(st.own_cidr), "%s", ownbuf);
-    st.min_prefix4 = config_prefix(ln, "peerPodCIDRMinPrefixV4", IPAM_DEFAULT_MIN_PREFIX4, 32);
-    st.min_prefix6 = config_prefix(ln, "peerPodCIDRMinPrefixV6", IPAM_DEFAULT_MIN_PREFIX6, 128);
-    ipam_clear_reserved(st.ipam);
+    snprintf(n->own_cidr, sizeof(n->own_cidr), "%s", ownbuf);
+    n->min_prefix4 = config_prefix(ln, "peerPodCIDRMinPrefixV4", IPAM_DEFAULT_MIN_PREFIX4, 32);
+    n->min_prefix6 = config_prefix(ln, "peerPodCIDRMinPrefixV6", IPAM_DEFAULT_MIN_PREFIX6, 128);
+    ipam_clear_reserved(n->ipam);
     if (*ownbuf)
-        ipam_reserve(st.ipam, &own, "the pod CIDR");
-    reserve_one(json_string_value(json_object_get(ln, "serviceCIDR")), "the service CIDR");
+        ipam_reserve(n->ipam, &own, "the pod CIDR");
+    reserve_one(n, json_string_value(json_object_get(ln, "serviceCIDR")), "the service CIDR");
     json_array_foreach(json_object_get(ln, "reservedSubnets"), i, v)
-        reserve_one(json_string_value(v), "a reserved subnet");
+        reserve_one(n, json_string_value(v), "a reserved subnet");
     json_array_foreach(json_object_get(ln, "remappingPool"), i, v)
     {
         const char *t = json_string_value(v);
@@ -284,14 +272,14 @@ static void apply_config(void)
     }
     if (npools == 0)
         cidr_parse("10.0.0.0/8", &pools[npools++]);
-    ipam_set_pool(st.ipam, pools, npools);
-    nconf = ipam_conflicts(st.ipam, ids, sizeof(ids) / sizeof(ids[0]));
+    ipam_set_pool(n->ipam, pools, npools);
+    nconf = ipam_conflicts(n->ipam, ids, sizeof(ids) / sizeof(ids[0]));
     for (i = 0; i < nconf && i < sizeof(ids) / sizeof(ids[0]); i++) {
         log_warn(MOD, "peer %s: its mapping now overlaps a reserved range; remapping it", ids[i]);
-        ipam_release_peer(st.ipam, ids[i]);
+        ipam_release_peer(n->ipam, ids[i]);
     }
     json_decref(cc);
-    enqueue_all();
+    enqueue_all(n);
 }
 
 /* After a restart: every mapping recorded in a NetworkConfig status, before any new one. */
@@ -302,10 +290,10 @@ static void restore_visit(json_t *nc, void *data)
     const char *nat =
         json_string_value(json_object_get(json_object_get(nc, "status"), "podCIDRNAT"));
     struct cidr remote, mapped;
+    struct net *n = data;
     const char *id;
     int r;
 
-    (void)data;
     if (!name || strncmp(name, PEER_NETCFG_PREFIX, strlen(PEER_NETCFG_PREFIX)) != 0 || !pc ||
         !nat || !*nat)
         return;
@@ -316,42 +304,35 @@ static void restore_visit(json_t *nc, void *data)
         mapped = remote;
     else if (cidr_parse(nat, &mapped) < 0)
         return;
-    r = ipam_restore(st.ipam, id, &remote, &mapped);
+    r = ipam_restore(n->ipam, id, &remote, &mapped);
     if (r < 0)
         log_warn(MOD, "peer %s: cannot restore its mapping %s (%s); it will be mapped again", id,
                  nat, strerror(-r));
-    if (peer_ensure(id) && st.q)
-        wq_add(st.q, id);
+    if (peer_ensure(n, id))
+        ctl_enqueue(n->mod.ctl, id);
 }
 
-static bool try_restore(void)
+static bool try_restore(struct net *n)
 {
-    if (st.restored)
+    if (n->restored)
         return true;
-    if (!inf_synced(st.ncs) || !inf_synced(st.nodes) || !inf_synced(st.config) ||
-        !inf_synced(st.fcs))
+    if (!inf_synced(n->ncs) || !inf_synced(n->nodes) || !inf_synced(n->config) ||
+        !inf_synced(n->fcs))
         return false;
-    apply_config();
-    inf_foreach(st.ncs, restore_visit, NULL);
-    st.restored = true;
+    apply_config(n);
+    inf_foreach(n->ncs, restore_visit, n);
+    n->restored = true;
     log_info(MOD, "restored %zu pod-CIDR mappings from NetworkConfig statuses",
-             ipam_peer_count(st.ipam));
+             ipam_peer_count(n->ipam));
     return true;
 }
 
 /* ---- reconcile
  * ----------------------------------------------------------------------------------- */
 
-static void rec_end(struct rec *r, int requeue_ms)
+static void rec_release(struct ctl_rec *h)
 {
-    if (st.q) {
-        if (requeue_ms >= 0)
-            wq_add_after(st.q, r->key, (uint64_t)requeue_ms);
-        wq_done(st.q, r->key);
-    }
-    json_decref(r->fc);
-    ctl_call_reset(&r->ch.last);
-    x_free(r);
+    json_decref(((struct rec *)h)->fc);
 }
 
 static const char *tenant_local(const json_t *fc)
@@ -366,16 +347,16 @@ static bool fc_peered(const json_t *fc)
                   strcmp(peer_fc_condition(fc, "IncomingPeering"), "Established") == 0);
 }
 
-static void sender(struct rec *r, struct net_peer_state *s);
+static void sender(struct rec *r, struct agent_peer_network *s);
 
 static void after_status(void *owner)
 {
     struct rec *r = owner;
-    struct net_peer_state s = r->p->state;
+    struct agent_peer_network s = r->p->state;
 
-    if (r->ch.last.err < 0 && r->ch.last.err != -ENOENT)
-        log_warn(MOD, "peer %s: cannot write its NetworkConfig's status: %s", r->key,
-                 r->ch.last.message);
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT)
+        log_warn(MOD, "peer %s: cannot write its NetworkConfig's status: %s", r->h.key,
+                 r->h.ch.last.message);
     sender(r, &s);
 }
 
@@ -384,21 +365,24 @@ static void on_watch(struct inf_informer *inf, json_t *obj, void *data);
 static void after_publish(void *owner)
 {
     struct rec *r = owner;
+    struct net *n = r->n;
 
-    if (r->ch.last.err < 0) {
-        log_warn(MOD, "peer %s: cannot publish our NetworkConfig: %s", r->key, r->ch.last.message);
+    if (r->h.ch.last.err < 0) {
+        log_warn(MOD, "peer %s: cannot publish our NetworkConfig: %s", r->h.key,
+                 r->h.ch.last.message);
         r->p->published[0] = '\0';
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    log_info(MOD, "peer %s: published our pod CIDR %s (namespace %s)", r->key, st.own_cidr,
+    log_info(MOD, "peer %s: published our pod CIDR %s (namespace %s)", r->h.key, n->own_cidr,
              r->p->remote_ns);
-    rec_end(r, 0);
+    ctl_rec_end(&r->h, CTL_NOW);
 }
 
 /* Ours, on the peer: publish it when needed, then read how the peer mapped us. */
-static void sender(struct rec *r, struct net_peer_state *s)
+static void sender(struct rec *r, struct agent_peer_network *s)
 {
+    struct net *n = r->n;
     struct npeer *p = r->p;
     enum pu_role role;
     struct kapi_client *c = NULL;
@@ -413,11 +397,11 @@ static void sender(struct rec *r, struct net_peer_state *s)
         snprintf(s->message, sizeof(s->message), "not peered");
         s->settled = false;
         set_state(p, s);
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
-    if (!p->unit && (rc = pu_acquire(agent_peers(st.a), p->id, OWNER, &p->unit)) < 0) {
-        rec_end(r, RETRY_MS);
+    if (!p->unit && (rc = pu_acquire(agent_peers(n->mod.a), p->id, OWNER, &p->unit)) < 0) {
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     for (role = PU_PEERING; role <= PU_REQUESTER; role++) {
@@ -426,20 +410,20 @@ static void sender(struct rec *r, struct net_peer_state *s)
         if (c && cred_ns)
             break;
     }
-    if (!c || !cred_ns || !st.own_cidr[0]) {
+    if (!c || !cred_ns || !n->own_cidr[0]) {
         snprintf(s->message, sizeof(s->message), "%s",
-                 !st.own_cidr[0] ? "this cluster's pod CIDR is unknown (liqonetConfig.podCIDR, "
+                 !n->own_cidr[0] ? "this cluster's pod CIDR is unknown (liqonetConfig.podCIDR, "
                                    "or nodes' spec.podCIDR)"
                                  : "no credential for the peer yet");
         s->settled = false;
         set_state(p, s);
-        rec_end(r, WAIT_MS * 3);
+        ctl_rec_end_after(&r->h, WAIT_MS * 3);
         return;
     }
     /* Our own copy (a namespace name fits): cred_ns lives in the credential, which a call that
      * runs callbacks (closing an informer, starting one, sending a request) may replace. */
     snprintf(ns, sizeof(ns), "%s", cred_ns);
-    snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", identity_cluster_id(st.a));
+    snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", identity_cluster_id(n->mod.a));
     if (!p->watch || p->role != role || strcmp(p->remote_ns, ns) != 0) {
         struct inf_options o = {.resource = &peer_res_networkconfigs, .namespace_ = ns};
         struct inf_handlers h = {.on_add = on_watch, .on_delete = on_watch};
@@ -452,30 +436,31 @@ static void sender(struct rec *r, struct net_peer_state *s)
         p->role = role;
         snprintf(p->remote_ns, sizeof(p->remote_ns), "%s", ns);
         if (pu_informer(p->unit, role, &o, &h, p, &p->watch) < 0) {
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
             return;
         }
     }
     if (!inf_synced(pu_inf_get(p->watch))) {
-        rec_end(r, WAIT_MS);
+        ctl_rec_end(&r->h, CTL_WAIT);
         return;
     }
     mine = inf_get(pu_inf_get(p->watch), ns, name);
-    snprintf(pub, sizeof(pub), "%s@%s", st.own_cidr, ns);
+    snprintf(pub, sizeof(pub), "%s@%s", n->own_cidr, ns);
     if (!mine || strcmp(pub, p->published) != 0 ||
-        uv_now(agent_loop(st.a)) - p->published_ms > REPUBLISH_MS) {
+        uv_now(agent_loop(n->mod.a)) - p->published_ms > REPUBLISH_MS) {
         json_decref(mine);
         nc = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s,s:s}}", "apiVersion",
                        "net.liqo.io/v1alpha1", "kind", "NetworkConfig", "metadata", "name", name,
-                       "namespace", ns, "labels", PEER_LABEL_CLUSTER_ID, identity_cluster_id(st.a),
-                       "spec", "clusterID", p->id, "podCIDR", st.own_cidr);
+                       "namespace", ns, "labels", PEER_LABEL_CLUSTER_ID,
+                       identity_cluster_id(n->mod.a), "spec", "clusterID", p->id, "podCIDR",
+                       n->own_cidr);
         snprintf(p->published, sizeof(p->published), "%s", pub);
-        p->published_ms = uv_now(agent_loop(st.a));
-        r->ch.next = after_publish;
+        p->published_ms = uv_now(agent_loop(n->mod.a));
+        r->h.ch.next = after_publish;
         if (!nc || kapi_apply(c, &peer_res_networkconfigs, ns, name, NULL, nc, FIELD_MANAGER, true,
                               ctl_call_cb, r) < 0) {
             p->published[0] = '\0';
-            rec_end(r, RETRY_MS);
+            ctl_rec_end(&r->h, CTL_RETRY);
         }
         json_decref(nc);
         return;
@@ -487,7 +472,7 @@ static void sender(struct rec *r, struct net_peer_state *s)
 
         s->local_mapped[0] = '\0';
         if (nat && strcmp(nat, "None") == 0)
-            snprintf(s->local_mapped, sizeof(s->local_mapped), "%s", st.own_cidr);
+            snprintf(s->local_mapped, sizeof(s->local_mapped), "%s", n->own_cidr);
         else if (nat && cidr_parse(nat, &mc) == 0)
             cidr_format(&mc, s->local_mapped, sizeof(s->local_mapped));
     }
@@ -500,14 +485,15 @@ static void sender(struct rec *r, struct net_peer_state *s)
     else
         s->message[0] = '\0';
     set_state(p, s);
-    rec_end(r, s->settled ? (int)REPUBLISH_MS : WAIT_MS * 3);
+    ctl_rec_end_after(&r->h, s->settled ? REPUBLISH_MS : WAIT_MS * 3);
 }
 
 /* Theirs, here: map their pod CIDR and record the mapping in the object's status. */
 static void receiver(struct rec *r)
 {
+    struct net *n = r->n;
     struct npeer *p = r->p;
-    struct net_peer_state s = p->state;
+    struct agent_peer_network s = p->state;
     const char *tns = tenant_local(r->fc);
     char name[128], want_nat[CIDR_STR_MAX], *body = NULL;
     json_t *nc = NULL, *patch;
@@ -518,11 +504,11 @@ static void receiver(struct rec *r)
 
     snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", p->id);
     if (tns)
-        nc = inf_get(st.ncs, tns, name);
+        nc = inf_get(n->ncs, tns, name);
     if (!nc || json_object_get(json_object_get(nc, "metadata"), "deletionTimestamp")) {
-        if (ipam_lookup(st.ipam, p->id, NULL, NULL) == 0) {
+        if (ipam_lookup(n->ipam, p->id, NULL, NULL) == 0) {
             log_info(MOD, "peer %s: its NetworkConfig is gone; forgetting its mapping", p->id);
-            ipam_release_peer(st.ipam, p->id);
+            ipam_release_peer(n->ipam, p->id);
         }
         s.remote_cidr[0] = s.remote_mapped[0] = '\0';
         json_decref(nc);
@@ -531,7 +517,8 @@ static void receiver(struct rec *r)
     }
     pc = json_string_value(json_object_get(json_object_get(nc, "spec"), "podCIDR"));
     to = json_string_value(json_object_get(json_object_get(nc, "spec"), "clusterID"));
-    if (!to || strcmp(to, identity_cluster_id(st.a)) != 0 || !pc || cidr_parse(pc, &remote) < 0) {
+    if (!to || strcmp(to, identity_cluster_id(n->mod.a)) != 0 || !pc ||
+        cidr_parse(pc, &remote) < 0) {
         snprintf(s.message, sizeof(s.message),
                  "the peer's NetworkConfig is invalid (clusterID must be ours, podCIDR a CIDR)");
         log_warn(MOD, "peer %s: %s", p->id, s.message);
@@ -541,21 +528,21 @@ static void receiver(struct rec *r)
         return;
     }
     cidr_format(&remote, s.remote_cidr, sizeof(s.remote_cidr));
-    if (!cidr_size_allowed(&remote, st.min_prefix4, st.min_prefix6)) {
+    if (!cidr_size_allowed(&remote, n->min_prefix4, n->min_prefix6)) {
         snprintf(s.message, sizeof(s.message),
                  "the peer's pod CIDR %s is larger than this cluster accepts (prefix at least /%u: "
                  "liqonetConfig.peerPodCIDRMinPrefixV%c)",
-                 s.remote_cidr, remote.family == 4 ? st.min_prefix4 : st.min_prefix6,
+                 s.remote_cidr, remote.family == 4 ? n->min_prefix4 : n->min_prefix6,
                  remote.family == 4 ? '4' : '6');
         log_warn(MOD, "peer %s: %s", p->id, s.message);
-        if (ipam_lookup(st.ipam, p->id, NULL, NULL) == 0)
-            ipam_release_peer(st.ipam, p->id);
+        if (ipam_lookup(n->ipam, p->id, NULL, NULL) == 0)
+            ipam_release_peer(n->ipam, p->id);
         s.remote_mapped[0] = '\0';
         json_decref(nc);
         sender(r, &s);
         return;
     }
-    rc = ipam_map_peer(st.ipam, p->id, &remote, &mapped, &remapped);
+    rc = ipam_map_peer(n->ipam, p->id, &remote, &mapped, &remapped);
     if (rc < 0) {
         snprintf(s.message, sizeof(s.message),
                  "no free block of the size of %s in the remapping pool (%s)", s.remote_cidr,
@@ -586,55 +573,42 @@ static void receiver(struct rec *r)
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     p->state = s; /* sender() continues from here after the write */
-    r->ch.next = after_status;
-    if (!body || kapi_patch(agent_kube(st.a), &peer_res_networkconfigs, tns, name, "status",
+    r->h.ch.next = after_status;
+    if (!body || kapi_patch(agent_kube(n->mod.a), &peer_res_networkconfigs, tns, name, "status",
                             KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
     x_free(body);
     json_decref(nc);
 }
 
-static void reconcile(struct wq_queue *q, const char *key, void *data)
+static void reconcile(struct ctl *c, const char *key)
 {
+    struct net *n = ctl_data(c);
     struct rec *r;
-    json_t *fc;
 
-    (void)data;
-    if (!st.running || !identity_cluster_id(st.a)) {
-        if (st.running)
-            wq_add_after(q, key, WAIT_MS);
-        wq_done(q, key);
+    if (!identity_cluster_id(n->mod.a) || !try_restore(n)) {
+        ctl_skip(c, key, CTL_WAIT);
         return;
     }
-    if (!try_restore()) {
-        wq_add_after(q, key, WAIT_MS);
-        wq_done(q, key);
+    r = (struct rec *)ctl_rec_begin(c, key);
+    if (!r)
         return;
-    }
-    fc = peer_fc_find(st.fcs, key);
-    r = x_calloc(1, sizeof(*r));
-    if (!r) {
-        json_decref(fc);
-        wq_add_after(q, key, RETRY_MS);
-        wq_done(q, key);
-        return;
-    }
-    snprintf(r->key, sizeof(r->key), "%s", key);
-    r->fc = fc;
-    r->p = peer_ensure(key);
+    r->n = n;
+    r->fc = peer_fc_find(n->fcs, key);
+    r->p = peer_ensure(n, key);
     if (!r->p) {
-        rec_end(r, RETRY_MS);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    if (!r->fc && ipam_lookup(st.ipam, key, NULL, NULL) < 0) {
+    if (!r->fc && ipam_lookup(n->ipam, key, NULL, NULL) < 0) {
         /* Forgotten on both sides: nothing left to keep. */
-        struct net_peer_state s;
+        struct agent_peer_network s;
 
         memset(&s, 0, sizeof(s));
         set_state(r->p, &s);
         peer_free(r->p);
         r->p = NULL;
-        rec_end(r, -1);
+        ctl_rec_end(&r->h, CTL_DONE);
         return;
     }
     receiver(r);
@@ -643,10 +617,10 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 /* ---- handlers
  * ------------------------------------------------------------------------------------ */
 
-static void enqueue(const char *id)
+static void enqueue(struct net *n, const char *id)
 {
-    if (st.q && id && peer_cluster_id_valid(id) && peer_ensure(id))
-        wq_add(st.q, id);
+    if (n->mod.ctl && id && peer_cluster_id_valid(id) && peer_ensure(n, id))
+        ctl_enqueue(n->mod.ctl, id);
 }
 
 static void on_nc(struct inf_informer *inf, json_t *obj, void *data)
@@ -654,9 +628,8 @@ static void on_nc(struct inf_informer *inf, json_t *obj, void *data)
     const char *name = kapi_obj_name(obj);
 
     (void)inf;
-    (void)data;
     if (name && strncmp(name, PEER_NETCFG_PREFIX, strlen(PEER_NETCFG_PREFIX)) == 0)
-        enqueue(name + strlen(PEER_NETCFG_PREFIX));
+        enqueue(data, name + strlen(PEER_NETCFG_PREFIX));
 }
 
 static void on_nc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -668,9 +641,9 @@ static void on_nc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 static void on_fc(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
-    (void)data;
-    enqueue(json_string_value(json_object_get(
-        json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID")));
+    enqueue(data,
+            json_string_value(json_object_get(
+                json_object_get(json_object_get(obj, "spec"), "clusterIdentity"), "clusterID")));
 }
 
 static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -685,24 +658,25 @@ static void on_watch(struct inf_informer *inf, json_t *obj, void *data)
 
     (void)inf;
     (void)obj;
-    if (st.q)
-        wq_add(st.q, p->id);
+    ctl_enqueue(p->n->mod.ctl, p->id);
 }
 
 static void config_changed(uv_timer_t *t)
 {
-    (void)t;
-    if (st.restored)
-        apply_config();
+    struct net *n = t->data;
+
+    if (n->restored)
+        apply_config(n);
 }
 
 static void on_config_or_node(struct inf_informer *inf, json_t *obj, void *data)
 {
+    struct net *n = data;
+
     (void)inf;
     (void)obj;
-    (void)data;
-    if (st.nodes_timer && !uv_is_active((uv_handle_t *)st.nodes_timer))
-        uv_timer_start(st.nodes_timer, config_changed, NODES_DELAY_MS, 0);
+    if (n->nodes_timer && !uv_is_active((uv_handle_t *)n->nodes_timer))
+        uv_timer_start(n->nodes_timer, config_changed, NODES_DELAY_MS, 0);
 }
 
 static void on_config_or_node_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj,
@@ -722,57 +696,63 @@ int net_init(struct agent *a)
     struct inf_handlers ch = {.on_add = on_config_or_node,
                               .on_update = on_config_or_node_update,
                               .on_delete = on_config_or_node};
-    struct wq_options qo = {.max_concurrent = 32, .base_delay_ms = 500, .max_delay_ms = 60000};
+    struct ctl_options co = {
+        .name = "network",
+        .log_module = MOD,
+        .queue = {.max_concurrent = 32, .base_delay_ms = 500, .max_delay_ms = 60000},
+        .rec_size = sizeof(struct rec),
+        .reconcile = reconcile,
+        .rec_release = rec_release,
+        .retry_ms = RETRY_MS,
+        .wait_ms = WAIT_MS};
+    struct net *n = ctl_module_new(a, MOD, sizeof(*n));
     int r;
 
-    memset(&st, 0, sizeof(st));
-    st.a = a;
-    st.min_prefix4 = IPAM_DEFAULT_MIN_PREFIX4;
-    st.min_prefix6 = IPAM_DEFAULT_MIN_PREFIX6;
-    r = ipam_new(&st.ipam);
+    if (!n)
+        return -ENOMEM;
+    n->min_prefix4 = IPAM_DEFAULT_MIN_PREFIX4;
+    n->min_prefix6 = IPAM_DEFAULT_MIN_PREFIX6;
+    r = ipam_new(&n->ipam);
     if (r == 0)
-        r = agent_informer(a, &peer_res_networkconfigs, NULL, NULL, 0, &nh, NULL, &st.ncs);
+        r = agent_informer(a, &peer_res_networkconfigs, NULL, NULL, 0, &nh, n, &n->ncs);
     if (r == 0)
-        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, NULL, &st.fcs);
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, n, &n->fcs);
     if (r == 0)
-        r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &ch, NULL, &st.nodes);
+        r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &ch, n, &n->nodes);
     if (r == 0)
-        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, NULL, &st.config);
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, n, &n->config);
     if (r == 0)
-        r = agent_queue(a, "network", &qo, reconcile, NULL, &st.q);
-    if (r == 0 && !(st.nodes_timer = ktimer_new(agent_loop(a), NULL)))
+        r = ctl_new(a, &co, n, &n->mod.ctl);
+    if (r == 0 && !(n->nodes_timer = ktimer_new(agent_loop(a), n)))
         r = -ENOMEM;
+    if (r == 0) /* for the advertisement operator's status and the admission's slice check */
+        agent_set_peer_network(a, peer_network);
     return r;
 }
 
 int net_start(struct agent *a)
 {
-    (void)a;
-    st.running = true;
-    return 0;
+    return ctl_module_start(a, MOD);
 }
 
 void net_stop(struct agent *a)
 {
-    (void)a;
-    st.running = false;
-    if (st.nodes_timer)
-        uv_timer_stop(st.nodes_timer);
+    struct net *n = agent_module_data(a, MOD);
+
+    ctl_module_stop(a, MOD);
+    if (n && n->nodes_timer)
+        uv_timer_stop(n->nodes_timer);
 }
 
 void net_fini(struct agent *a)
 {
-    (void)a;
-    while (st.peers)
-        peer_free(st.peers);
-    ktimer_free(st.nodes_timer);
-    st.nodes_timer = NULL;
-    st.ipam = ipam_free(st.ipam);
-    st.q = NULL;
-}
+    struct net *n = agent_module_data(a, MOD);
 
-bool net_ready(struct agent *a)
-{
-    (void)a;
-    return true;
+    if (!n)
+        return;
+    while (n->peers)
+        peer_free(n->peers);
+    ktimer_free(n->nodes_timer);
+    ipam_free(n->ipam);
+    ctl_module_fini(a, MOD);
 }

@@ -11,36 +11,19 @@
 #ifndef CLIQO_NETWORK_NETWORK_H
 #define CLIQO_NETWORK_NETWORK_H
 
-#include <stdbool.h>
-
 #include "agent/agent.h"
 #include "network/ipam.h"
 
-/* What is known about peer `id` (strings empty when unknown). */
-struct net_peer_state {
-    char remote_cidr[CIDR_STR_MAX];   /* the peer's pod CIDR, as it announced it */
-    char remote_mapped[CIDR_STR_MAX]; /* where this cluster sees the peer's pods */
-    char local_mapped[CIDR_STR_MAX];  /* where the peer sees this cluster's pods */
-    bool settled;                     /* both directions known */
-    char message[256];                /* why not settled, or a refusal */
-};
-
-/* Returns 0 and the state, or -ENOENT for a peer the module does not know. */
-int net_peer_state(const char *id, struct net_peer_state *ret);
-
-/* Called (on the loop) whenever the state of a peer changes. One subscriber per module; returns 0
- * or -ENOSPC. */
-typedef void (*net_changed_fn)(const char *id, void *data);
-int net_subscribe(net_changed_fn fn, void *data);
-
+/* What it knows of a peer, and when that changes, reach the other modules through the agent
+ * (agent_peer_network, agent_subscribe_peer_network in agent/agent.h); its state lives in the agent
+ * (agent_module_data "network"). */
 int net_init(struct agent *a);
 int net_start(struct agent *a);
 void net_stop(struct agent *a);
 void net_fini(struct agent *a);
-bool net_ready(struct agent *a);
 #define AGENT_MODULE_NETWORK                                                                       \
     {                                                                                              \
-        "network", net_init, net_start, net_stop, net_fini, net_ready                              \
+        "network", net_init, net_start, net_stop, net_fini, NULL                                   \
     }
 
 #endif
