@@ -46,9 +46,11 @@ struct adm_verdict {
 };
 typedef void (*adm_handler_fn)(const struct adm_request *req, struct adm_verdict *ret, void *data);
 
-/* Registers the handler of a path ("/mutate-pods"); name labels its metrics. From a module's
- * init. Returns 0, -EINVAL, -EEXIST or -ENOSPC. */
-int adm_webhook_register(const char *name, const char *path, adm_handler_fn fn, void *data);
+/* Registers the handler of a path ("/mutate-pods") with agent a's admission module; name labels
+ * its metrics. From a module's init (after admission's). Returns 0, -EINVAL, -EEXIST, -ENOSPC, or
+ * -ENOENT (no admission module in a). */
+int adm_webhook_register(struct agent *a, const char *name, const char *path, adm_handler_fn fn,
+                         void *data);
 
 int adm_init(struct agent *a);
 int adm_start(struct agent *a);

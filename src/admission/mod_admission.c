@@ -82,16 +82,6 @@ struct webhook {
     struct adm *ad; /* the module's state, once the server routes to it */
 };
 
-/* The handlers registered for the next server (adm_webhook_register). It stays at file scope:
- * adm_webhook_register takes no agent, and its caller outside this folder (the offloading
- * module's init) passes none; adm_init empties it every generation, and the server routes to the
- * copy in the module's state. */
-static struct {
-    struct webhook hooks[MAX_WEBHOOKS];
-    size_t nhooks;
-    bool sealed; /* a server exists: no more routes */
-} reg;
-
 /* The certificate material of the Secret, decoded. */
 struct material {
     char *ca, *ca_key, *next, *next_key, *previous, *tls, *tls_key;
@@ -117,8 +107,9 @@ struct tenant_pending {
 /* The module's state (agent_module_data "admission"). */
 struct adm {
     struct ctl_module mod;              /* first */
-    struct webhook hooks[MAX_WEBHOOKS]; /* the registrations, as the server routes them */
+    struct webhook hooks[MAX_WEBHOOKS]; /* the registrations (adm_webhook_register), routed */
     size_t nhooks;
+    bool sealed; /* a server exists: no more routes */
     struct httpd_server *srv;
     char *cert, *key; /* the pair the server uses */
     struct inf_informer *secret, *mcfg, *vcfg, *nss, *pods, *fcs, *config;
@@ -161,23 +152,28 @@ static uint64_t now_ms(struct adm *ad)
 /* ---- registration and serving ----------------------------------------------------------------
  */
 
-int adm_webhook_register(const char *name, const char *path, adm_handler_fn fn, void *data)
+int adm_webhook_register(struct agent *a, const char *name, const char *path, adm_handler_fn fn,
+                         void *data)
 {
+    struct adm *ad = a ? agent_module_data(a, MOD) : NULL;
     struct webhook *w;
 
     if (!name || !path || path[0] != '/' || !fn || strlen(name) >= sizeof(w->name) ||
         strlen(path) >= sizeof(w->path))
         return -EINVAL;
-    for (size_t i = 0; i < reg.nhooks; i++)
-        if (strcmp(reg.hooks[i].path, path) == 0)
+    if (!ad)
+        return -ENOENT;
+    for (size_t i = 0; i < ad->nhooks; i++)
+        if (strcmp(ad->hooks[i].path, path) == 0)
             return -EEXIST;
-    if (reg.nhooks >= MAX_WEBHOOKS || reg.sealed)
+    if (ad->nhooks >= MAX_WEBHOOKS || ad->sealed)
         return -ENOSPC;
-    w = &reg.hooks[reg.nhooks++];
+    w = &ad->hooks[ad->nhooks++];
     snprintf(w->name, sizeof(w->name), "%s", name);
     snprintf(w->path, sizeof(w->path), "%s", path);
     w->fn = fn;
     w->data = data;
+    w->ad = ad;
     return 0;
 }
 
@@ -268,11 +264,8 @@ static int start_server(struct adm *ad, const char *cert, const char *key)
     r = httpd_new(agent_loop(ad->mod.a), &o, &ad->srv);
     if (r < 0)
         return log_errno(r, MOD, "cannot create the webhook server on %s", cfg->webhook_addr);
-    reg.sealed = true;
-    for (size_t i = 0; i < reg.nhooks; i++) {
-        ad->hooks[i] = reg.hooks[i];
-        ad->hooks[i].ad = ad;
-        ad->nhooks = i + 1;
+    ad->sealed = true;
+    for (size_t i = 0; i < ad->nhooks; i++) {
         r = httpd_route(ad->srv, "POST", ad->hooks[i].path, ADM_REVIEW_MAX, on_review,
                         &ad->hooks[i]);
         if (r < 0)
@@ -1501,7 +1494,6 @@ int adm_init(struct agent *a)
 
     if (!ad)
         return -ENOMEM;
-    memset(&reg, 0, sizeof(reg));
     snprintf(name, sizeof(name), "%s", ADM_SERVICE);
     add_san(ad, name);
     snprintf(name, sizeof(name), "%s.%s", ADM_SERVICE, ns);
@@ -1521,11 +1513,11 @@ int adm_init(struct agent *a)
     if (r == 0)
         r = adm_ledger_new(0, 0, &ad->ledger);
     if (r == 0)
-        r = adm_webhook_register("offer-enforcement", ADM_PATH_VALIDATE, offer_check, ad);
+        r = adm_webhook_register(a, "offer-enforcement", ADM_PATH_VALIDATE, offer_check, ad);
     if (r == 0)
         r = adm_usage_new(&ad->usage);
     if (r == 0)
-        r = adm_webhook_register("objects", ADM_PATH_OBJECTS, objects_check, ad);
+        r = adm_webhook_register(a, "objects", ADM_PATH_OBJECTS, objects_check, ad);
     if (r == 0)
         r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &ad->config);
     if (r == 0)
@@ -1588,7 +1580,6 @@ void adm_fini(struct agent *a)
     if (!ad)
         return;
     httpd_close(ad->srv, NULL, NULL);
-    reg.sealed = false;
     free_pair(ad);
     adm_ledger_free(ad->ledger);
     ktimer_free(ad->ca_timer);

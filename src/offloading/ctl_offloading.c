@@ -429,7 +429,7 @@ int offl_init(struct agent *a)
     if (r == 0)
         r = ctl_new(a, &co, o, &o->mod.ctl);
     if (r == 0)
-        r = adm_webhook_register("pod-offloading", ADM_PATH_MUTATE, mutate, o);
+        r = adm_webhook_register(a, "pod-offloading", ADM_PATH_MUTATE, mutate, o);
     if (r == 0)
         r = metrics_family_new(agent_metrics(a), METRICS_GAUGE, "cliqo_offloading_namespaces",
                                "NamespaceOffloadings by status.offloadingPhase (\"\": none yet).",
