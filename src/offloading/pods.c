@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "agent/ctl.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
@@ -652,15 +653,17 @@ struct rec {
     char home_rv[RV_MAX], remote_rv[RV_MAX];
 };
 
-static void rec_end(struct rec *r, int requeue)
+/* Ends r with the skeleton's outcomes (agent/ctl.h; the reflector has a queue of its own, not a
+ * struct ctl): CTL_DONE forgets the key's failures, CTL_NOW queues it again at once, CTL_BACKOFF
+ * after its own backoff (the queue's rate limiter); the others are not used here. */
+static void rec_end(struct rec *r, enum ctl_requeue how)
 {
     struct pods *p = r->p;
 
-    /* requeue: 0 none, 1 now, 2 rate-limited */
     if (!p->dead && p->q) {
-        if (requeue == 1)
+        if (how == CTL_NOW)
             wq_add(p->q, r->key);
-        else if (requeue == 2)
+        else if (how == CTL_BACKOFF)
             wq_add_rate_limited(p->q, r->key);
         else
             wq_forget(p->q, r->key);
@@ -743,7 +746,7 @@ static void refused(struct rec *r, const json_t *home, const struct kapi_result 
         snprintf(msg, sizeof(msg), "provider %s refused the pod: %s", p->peer_id, why);
     count_refusal(p, reason);
     if (!s) {
-        rec_end(r, 2);
+        rec_end(r, CTL_BACKOFF);
         return;
     }
     delay = backoff_next(&s->bo);
@@ -757,7 +760,7 @@ static void refused(struct rec *r, const json_t *home, const struct kapi_result 
     }
     if (!p->dead && p->q)
         wq_add_after(p->q, r->key, delay);
-    rec_end(r, 1); /* the status now */
+    rec_end(r, CTL_NOW); /* the status now */
 }
 
 static void after_create(struct kapi_client *c, const struct kapi_result *res, void *data)
@@ -780,7 +783,7 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
             s->exists = 0;
             backoff_reset(&s->bo);
         }
-        rec_end(r, 0);
+        rec_end(r, CTL_DONE);
         return;
     }
     if (res->err == -EEXIST && (s = ps_get(p, r->key)) && ++s->exists < EXISTS_TRIES) {
@@ -788,7 +791,7 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
          * someone else's. */
         if (!p->dead && p->q)
             wq_add_after(p->q, r->key, EXISTS_WAIT_MS);
-        rec_end(r, 0);
+        rec_end(r, CTL_DONE);
         return;
     }
     if (res->err == -EEXIST || res->err == -EPERM || res->err == -EINVAL) {
@@ -802,7 +805,7 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
     }
     log_debug(MOD, "provider %s: cannot create pod %s: %s", p->peer_id, r->key,
               res->status.message);
-    rec_end(r, 2);
+    rec_end(r, CTL_BACKOFF);
 }
 
 static void after_write(struct kapi_client *c, const struct kapi_result *res, void *data)
@@ -839,7 +842,7 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
         default:
             break;
         }
-        rec_end(r, 0);
+        rec_end(r, CTL_DONE);
         return;
     }
     if (r->action == VKP_UPDATE_REMOTE && res->err == -EINVAL && (s = ps_get(p, r->key))) {
@@ -847,17 +850,17 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
         log_warn(MOD, "provider %s: pod %s cannot be updated: %s", p->peer_id, r->key,
                  res->status.message);
         set_rv(s->update_failed_rv, r->home_rv);
-        rec_end(r, 1);
+        rec_end(r, CTL_NOW);
         return;
     }
     if (res->err == -ESTALE && r->action != VKP_UPDATE_REMOTE) {
         /* A precondition (UID) failed: another incarnation; the informers will say. */
-        rec_end(r, 0);
+        rec_end(r, CTL_DONE);
         return;
     }
     log_debug(MOD, "provider %s: %s of %s failed: %s", p->peer_id, vkp_action_name(r->action),
               r->key, res->status.message);
-    rec_end(r, 2);
+    rec_end(r, CTL_BACKOFF);
 }
 
 static int do_create(struct rec *r, const json_t *home, struct podns *n)
@@ -992,7 +995,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     r->p = p;
     snprintf(r->key, sizeof(r->key), "%s", key);
     if (p->dead || split_key(key, r->ns, r->name) < 0) {
-        rec_end(r, 0);
+        rec_end(r, CTL_DONE);
         return;
     }
     n = ns_by_local(p, r->ns);
@@ -1068,14 +1071,14 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     default:
         if (defer_ms)
             wq_add_after(q, key, defer_ms);
-        rec_end(r, 0);
+        rec_end(r, CTL_DONE);
         r = NULL;
         break;
     }
     if (r && e < 0) {
         log_debug(MOD, "provider %s: %s of %s not sent: %s", p->peer_id, vkp_action_name(action),
                   key, strerror(-e));
-        rec_end(r, e == -EINVAL ? 0 : 2);
+        rec_end(r, e == -EINVAL ? CTL_DONE : CTL_BACKOFF);
     }
     json_decref(home);
     json_decref(remote);
