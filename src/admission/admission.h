@@ -54,12 +54,13 @@ int adm_webhook_register(struct agent *a, const char *name, const char *path, ad
 
 int adm_init(struct agent *a);
 int adm_start(struct agent *a);
-void adm_stop(struct agent *a);
 void adm_fini(struct agent *a);
 bool adm_ready(struct agent *a);
+/* stop: the controller skeleton's (agent_module.ctl) */
 #define AGENT_MODULE_ADMISSION                                                                     \
     {                                                                                              \
-        "admission", adm_init, adm_start, adm_stop, adm_fini, adm_ready                            \
+        .name = "admission", .init = adm_init, .start = adm_start, .fini = adm_fini,               \
+        .ready = adm_ready, .ctl = true                                                            \
     }
 
 #endif

@@ -1568,11 +1568,6 @@ int adm_start(struct agent *a)
     return r;
 }
 
-void adm_stop(struct agent *a)
-{
-    ctl_module_stop(a, MOD);
-}
-
 void adm_fini(struct agent *a)
 {
     struct adm *ad = agent_module_data(a, MOD);

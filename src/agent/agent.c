@@ -12,6 +12,7 @@
  * A force timer (--shutdown-timeout, unreferenced so it never keeps the loop alive by itself)
  * exits the process with status 1 if this takes too long; a second signal does the same at once. */
 #include "agent/agent-internal.h"
+#include "agent/ctl.h"
 #include "common/log.h"
 #include "common/netaddr.h"
 #include "common/strutil.h"
@@ -811,10 +812,14 @@ static void stop_modules(struct agent *a)
         uv_timer_stop(&a->sync_timer);
     a->sync_wait_since = 0;
     for (int i = a->ninited - 1; i >= 0; i--) {
-        if (a->modules[i].stop) {
-            log_debug("agent", "stopping module %s", a->modules[i].name);
-            a->modules[i].stop(a);
-        }
+        const struct agent_module *m = &a->modules[i];
+
+        if (m->stop || m->ctl)
+            log_debug("agent", "stopping module %s", m->name);
+        if (m->stop)
+            m->stop(a);
+        else if (m->ctl)
+            ctl_module_stop(a, m->name);
     }
     for (struct queue_ent *q = a->queues; q; q = q->next)
         wq_shutdown(q->q);
@@ -866,9 +871,9 @@ static void start_modules(struct agent *a)
         const struct agent_module *m = &a->modules[i];
         int r;
 
-        if (!m->start)
+        if (!m->start && !m->ctl)
             continue;
-        r = m->start(a);
+        r = m->start ? m->start(a) : ctl_module_start(a, m->name);
         if (r < 0) {
             log_errno(r, "agent", "module %s failed to start; giving up leadership", m->name);
             stop_modules(a);
@@ -990,9 +995,12 @@ static void teardown_modules(struct agent *a)
     a->auth = NULL;
     pu_registry_abort(a->peers);
     kapi_client_abort(a->kube); /* it closes itself once its handles are closed */
-    for (int i = a->ninited - 1; i >= 0; i--)
+    for (int i = a->ninited - 1; i >= 0; i--) {
         if (a->modules[i].fini)
             a->modules[i].fini(a);
+        else if (a->modules[i].ctl)
+            ctl_module_fini(a, a->modules[i].name);
+    }
     a->ninited = 0;
     a->last_offer = NULL;
     a->peer_network = NULL;

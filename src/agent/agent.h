@@ -53,6 +53,9 @@ struct agent_module {
     void (*stop)(struct agent *a); /* on losing leadership or shutdown; idempotent */
     void (*fini)(struct agent *a);
     bool (*ready)(struct agent *a);
+    /* A module whose state begins with struct ctl_module (agent/ctl.h): a NULL start, stop or
+     * fini is the skeleton's ctl_module_start, ctl_module_stop or ctl_module_fini. */
+    bool ctl;
 };
 
 /* The module table (modules.c), terminated by an entry with a NULL name; at most AGENT_MAX_MODULES.

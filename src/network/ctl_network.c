@@ -730,11 +730,6 @@ int net_init(struct agent *a)
     return r;
 }
 
-int net_start(struct agent *a)
-{
-    return ctl_module_start(a, MOD);
-}
-
 void net_stop(struct agent *a)
 {
     struct net *n = agent_module_data(a, MOD);

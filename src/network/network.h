@@ -18,12 +18,12 @@
  * (agent_peer_network, agent_subscribe_peer_network in agent/agent.h); its state lives in the agent
  * (agent_module_data "network"). */
 int net_init(struct agent *a);
-int net_start(struct agent *a);
 void net_stop(struct agent *a);
 void net_fini(struct agent *a);
+/* start: the controller skeleton's (agent_module.ctl) */
 #define AGENT_MODULE_NETWORK                                                                       \
     {                                                                                              \
-        "network", net_init, net_start, net_stop, net_fini, NULL                                   \
+        .name = "network", .init = net_init, .stop = net_stop, .fini = net_fini, .ctl = true       \
     }
 
 #endif

@@ -438,18 +438,3 @@ int offl_init(struct agent *a)
         r = metrics_add_collector(agent_metrics(a), collect, o);
     return r;
 }
-
-int offl_start(struct agent *a)
-{
-    return ctl_module_start(a, MOD);
-}
-
-void offl_stop(struct agent *a)
-{
-    ctl_module_stop(a, MOD);
-}
-
-void offl_fini(struct agent *a)
-{
-    ctl_module_fini(a, MOD);
-}

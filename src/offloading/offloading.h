@@ -31,12 +31,10 @@
 #define OFFL_GRACE_MAX     2592000 /* 30 days, as the CRD's maximum */
 
 int offl_init(struct agent *a);
-int offl_start(struct agent *a);
-void offl_stop(struct agent *a);
-void offl_fini(struct agent *a);
+/* start, stop, fini: the controller skeleton's (agent_module.ctl) */
 #define AGENT_MODULE_OFFLOADING                                                                    \
     {                                                                                              \
-        "offloading", offl_init, offl_start, offl_stop, offl_fini, NULL                            \
+        .name = "offloading", .init = offl_init, .ctl = true                                       \
     }
 
 #endif

@@ -723,18 +723,3 @@ int nsmap_init(struct agent *a)
         r = ctl_new(a, &co, m, &m->mod.ctl);
     return r;
 }
-
-int nsmap_start(struct agent *a)
-{
-    return ctl_module_start(a, MOD);
-}
-
-void nsmap_stop(struct agent *a)
-{
-    ctl_module_stop(a, MOD);
-}
-
-void nsmap_fini(struct agent *a)
-{
-    ctl_module_fini(a, MOD);
-}

@@ -13,12 +13,10 @@
 bool nsmap_reserved(const char *name, const char *agent_ns);
 
 int nsmap_init(struct agent *a);
-int nsmap_start(struct agent *a);
-void nsmap_stop(struct agent *a);
-void nsmap_fini(struct agent *a);
+/* start, stop, fini: the controller skeleton's (agent_module.ctl) */
 #define AGENT_MODULE_NAMESPACEMAP                                                                  \
     {                                                                                              \
-        "namespacemap", nsmap_init, nsmap_start, nsmap_stop, nsmap_fini, NULL                      \
+        .name = "namespacemap", .init = nsmap_init, .ctl = true                                    \
     }
 
 #endif

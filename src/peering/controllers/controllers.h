@@ -55,13 +55,10 @@ void peer_outgoing_fini(struct agent *a);
     }
 
 int peer_incoming_init(struct agent *a);
-int peer_incoming_start(struct agent *a);
-void peer_incoming_stop(struct agent *a);
-void peer_incoming_fini(struct agent *a);
+/* start, stop, fini: the controller skeleton's (agent_module.ctl) */
 #define AGENT_MODULE_PEER_INCOMING                                                                 \
     {                                                                                              \
-        "incoming", peer_incoming_init, peer_incoming_start, peer_incoming_stop,                   \
-            peer_incoming_fini, NULL                                                               \
+        .name = "incoming", .init = peer_incoming_init, .ctl = true                                \
     }
 
 /* Issues (or finds again) the credential of peer `cluster_id` on this cluster: its tenant

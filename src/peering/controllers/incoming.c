@@ -600,18 +600,3 @@ int peer_incoming_init(struct agent *a)
         r = ctl_new(a, &co, m, &m->mod.ctl);
     return r;
 }
-
-int peer_incoming_start(struct agent *a)
-{
-    return ctl_module_start(a, OWNER);
-}
-
-void peer_incoming_stop(struct agent *a)
-{
-    ctl_module_stop(a, OWNER);
-}
-
-void peer_incoming_fini(struct agent *a)
-{
-    ctl_module_fini(a, OWNER);
-}
