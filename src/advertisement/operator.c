@@ -1249,13 +1249,6 @@ static void on_adv_delete(struct inf_informer *inf, json_t *obj, void *data)
     enqueue_waiting(data);
 }
 
-static void all_visit(json_t *adv, void *data)
-{
-    struct advop *m = data;
-
-    ctl_enqueue_obj(m->mod.ctl, adv);
-}
-
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)
 {
     struct advop *m = data;
@@ -1282,7 +1275,7 @@ static void on_config(struct inf_informer *inf, json_t *obj, void *data)
         }
     }
     advcfg_done(&old);
-    inf_foreach(m->advs, all_visit, m);
+    ctl_enqueue_all(m->mod.ctl, m->advs);
 }
 
 static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -1318,7 +1311,7 @@ static void on_net(const char *id, void *data)
     if (e)
         ctl_enqueue(m->mod.ctl, e->key);
     else
-        inf_foreach(m->advs, all_visit, m);
+        ctl_enqueue_all(m->mod.ctl, m->advs);
 }
 
 /* ---- module

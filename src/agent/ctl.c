@@ -153,6 +153,17 @@ void ctl_enqueue_obj(struct ctl *c, const json_t *obj)
     ctl_enqueue_ns_name(c, kapi_obj_namespace(obj), kapi_obj_name(obj));
 }
 
+static void enqueue_visit(json_t *obj, void *data)
+{
+    ctl_enqueue_obj(data, obj);
+}
+
+void ctl_enqueue_all(struct ctl *c, struct inf_informer *inf)
+{
+    if (c && inf)
+        inf_foreach(inf, enqueue_visit, c);
+}
+
 /* Queues key again after ms (none when ms < 0) and marks it done; nothing once the controller is
  * freed. */
 static void key_end_after(struct ctl *c, const char *key, int64_t ms)
@@ -390,3 +401,6 @@ void ctl_module_on_update(struct inf_informer *inf, json_t *old_obj, json_t *new
     (void)old_obj;
     ctl_module_on_obj(inf, new_obj, data);
 }
+
+const struct inf_handlers ctl_module_obj_handlers = {
+    .on_add = ctl_module_on_obj, .on_update = ctl_module_on_update, .on_delete = ctl_module_on_obj};

@@ -102,6 +102,8 @@ void ctl_enqueue(struct ctl *c, const char *key);
 void ctl_enqueue_ns_name(struct ctl *c, const char *ns, const char *name);
 /* Queues the "namespace/name" key of obj. */
 void ctl_enqueue_obj(struct ctl *c, const json_t *obj);
+/* Queues the key of every object in inf's store (a change that concerns them all). */
+void ctl_enqueue_all(struct ctl *c, struct inf_informer *inf);
 
 /* A new record for key (zeroed beyond its head), or NULL: the key was too long (dropped, with a
  * warning) or memory ran out (the key is queued again after retry_ms). Either way, with NULL the
@@ -164,5 +166,7 @@ void ctl_module_fini(struct agent *a, const char *name);
  * ctl_module_on_obj, on_update ctl_module_on_update (the new object). */
 void ctl_module_on_obj(struct inf_informer *inf, json_t *obj, void *data);
 void ctl_module_on_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data);
+/* Those two as the handlers of every event (on_add, on_update, on_delete). */
+extern const struct inf_handlers ctl_module_obj_handlers;
 
 #endif

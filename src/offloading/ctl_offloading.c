@@ -318,13 +318,6 @@ static void mutate(const struct adm_request *req, struct adm_verdict *v, void *d
 /* ---- module ------------------------------------------------------------------------------------
  */
 
-static void enqueue_visit(json_t *obj, void *data)
-{
-    struct offl *o = data;
-
-    ctl_enqueue_obj(o->mod.ctl, obj);
-}
-
 /* A virtual node came, went or changed its labels: every selection may change. */
 static void on_vnode(struct inf_informer *inf, json_t *obj, void *data)
 {
@@ -332,7 +325,7 @@ static void on_vnode(struct inf_informer *inf, json_t *obj, void *data)
 
     (void)inf;
     (void)obj;
-    inf_foreach(o->nsofs, enqueue_visit, o);
+    ctl_enqueue_all(o->mod.ctl, o->nsofs);
 }
 
 static void on_vnode_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -400,9 +393,6 @@ static void collect(struct metrics_registry *reg, void *data)
 int offl_init(struct agent *a)
 {
     static const char *const labels[] = {"phase", NULL};
-    struct inf_handlers nh = {.on_add = ctl_module_on_obj,
-                              .on_update = ctl_module_on_update,
-                              .on_delete = ctl_module_on_obj};
     struct inf_handlers vh = {
         .on_add = on_vnode, .on_update = on_vnode_update, .on_delete = on_vnode};
     struct inf_handlers lh = {
@@ -419,7 +409,8 @@ int offl_init(struct agent *a)
 
     if (!o)
         return -ENOMEM;
-    r = agent_informer(a, &peer_res_namespaceoffloadings, NULL, NULL, 0, &nh, o, &o->nsofs);
+    r = agent_informer(a, &peer_res_namespaceoffloadings, NULL, NULL, 0, &ctl_module_obj_handlers,
+                       o, &o->nsofs);
     if (r == 0)
         r = agent_informer(a, &kapi_nodes, NULL, VNODE_SEL, 0, &vh, o, &o->vnodes);
     if (r == 0)

@@ -588,21 +588,13 @@ static void reconcile(struct ctl *c, const char *key)
 
 /* The ClusterConfig changed: every map looks again (Pod Security levels, the allow list of
  * remote namespace names). */
-static void requeue_map(json_t *map, void *data)
-{
-    struct nsmapc *m = data;
-
-    ctl_enqueue_obj(m->mod.ctl, map);
-}
-
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)
 {
     struct nsmapc *m = data;
 
     (void)inf;
     (void)obj;
-    if (m->maps)
-        inf_foreach(m->maps, requeue_map, m);
+    ctl_enqueue_all(m->mod.ctl, m->maps);
 }
 
 static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
@@ -639,7 +631,7 @@ static void requeue_if_named(json_t *map, void *data)
     const struct id_match *im = data;
 
     if (kapi_obj_name(map) && strcmp(kapi_obj_name(map), im->id) == 0)
-        requeue_map(map, im->m);
+        ctl_enqueue_obj(im->m->mod.ctl, map);
 }
 
 static const json_t *sent_of(const json_t *fc)
@@ -686,9 +678,6 @@ static void on_guard_update(struct inf_informer *inf, json_t *old_obj, json_t *n
 
 int nsmap_init(struct agent *a)
 {
-    struct inf_handlers mh = {.on_add = ctl_module_on_obj,
-                              .on_update = ctl_module_on_update,
-                              .on_delete = ctl_module_on_obj};
     struct inf_handlers nh = {.on_add = on_ns, .on_update = on_ns_update, .on_delete = on_ns};
     struct inf_handlers ch = {
         .on_add = on_config, .on_update = on_config_update, .on_delete = on_config};
@@ -708,7 +697,8 @@ int nsmap_init(struct agent *a)
 
     if (!m)
         return -ENOMEM;
-    r = agent_informer(a, &peer_res_namespacemaps, NULL, NULL, 0, &mh, m, &m->maps);
+    r = agent_informer(a, &peer_res_namespacemaps, NULL, NULL, 0, &ctl_module_obj_handlers, m,
+                       &m->maps);
     if (r == 0)
         r = agent_informer(a, &kapi_namespaces, NULL, NULL, 0, &nh, m, &m->nss);
     if (r == 0)

@@ -573,9 +573,6 @@ static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 
 int peer_incoming_init(struct agent *a)
 {
-    struct inf_handlers h = {.on_add = ctl_module_on_obj,
-                             .on_update = ctl_module_on_update,
-                             .on_delete = ctl_module_on_obj};
     struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update};
     struct ctl_options co = {
         .name = "peeringrequests",
@@ -590,7 +587,8 @@ int peer_incoming_init(struct agent *a)
 
     if (!m)
         return -ENOMEM;
-    r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &h, m, &m->prs);
+    r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &ctl_module_obj_handlers, m,
+                       &m->prs);
     if (r == 0)
         r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, m, &m->fcs);
     if (r == 0)
