@@ -3,7 +3,8 @@
  * tenant namespaces, cliqo's namespace, the other objects of the manifests (cluster-scoped, or in
  * kube-node-lease), the agent's labelled objects (webhook configurations, CSRs) and the CRDs.
  * Every wait has a deadline (--timeout); with --force, objects still held by finalizers at the
- * deadline have their finalizers removed, so nothing hangs. */
+ * deadline have their finalizers removed, so nothing hangs, and when no agent runs (nobody holds
+ * and renews its Lease) nothing waits for it: cliqo's finalizers go at once. */
 #include "cli/cli.h"
 #include "cli/kube.h"
 
@@ -144,9 +145,62 @@ static int count_left(struct cli_kube *k, struct tracker *t, char *left, size_t 
     return n;
 }
 
-/* Waits until every tracked object is gone or the deadline passes. Returns the number left. */
+/* Whether an agent runs: it holds its leader-election Lease (AGENT_LEASE in the CLI's namespace)
+ * and renews it. Only cliqo's finalizers need the agent, so --force waits for it only while it
+ * runs. The holder's clock is never compared with ours: a Lease counts as renewed when its
+ * resourceVersion changed, and as abandoned when it did not change for its leaseDurationSeconds
+ * as this process observes them (as the elector itself judges, src/kube/leader.c). */
+#define AGENT_LEASE "cliqo-agent"
+
+struct agent_probe {
+    char rv[64];      /* the Lease's resourceVersion when last seen changed */
+    uint64_t seen_ms; /* when */
+    bool gone;        /* decided: no agent runs */
+    char why[160];
+};
+
+/* Returns true while an agent may be running; false (and p->why) once it is known not to. An
+ * error reading the Lease counts as running: the caller then waits as it would anyway. */
+static bool agent_running(struct cli_kube *k, struct agent_probe *p)
+{
+    json_t *lease = NULL, *spec;
+    const char *holder, *rv;
+    json_int_t dur;
+    int e;
+
+    if (p->gone)
+        return false;
+    e = cli_get(k, &kapi_leases, k->ns, AGENT_LEASE, &lease);
+    if (e == -ENOENT) {
+        snprintf(p->why, sizeof(p->why), "no Lease %s/%s: no agent campaigns", k->ns, AGENT_LEASE);
+        p->gone = true;
+        return false;
+    }
+    if (e < 0)
+        return true;
+    spec = json_object_get(lease, "spec");
+    holder = json_string_value(json_object_get(spec, "holderIdentity"));
+    rv = json_string_value(json_object_get(json_object_get(lease, "metadata"), "resourceVersion"));
+    dur = json_integer_value(json_object_get(spec, "leaseDurationSeconds"));
+    if (!holder || !*holder) {
+        snprintf(p->why, sizeof(p->why), "Lease %s/%s is held by nobody", k->ns, AGENT_LEASE);
+        p->gone = true;
+    } else if (!rv || strcmp(rv, p->rv) != 0) {
+        snprintf(p->rv, sizeof(p->rv), "%s", rv ? rv : "");
+        p->seen_ms = cli_now_ms();
+    } else if (cli_now_ms() - p->seen_ms > (uint64_t)(dur > 0 && dur < 3600 ? dur : 15) * 1000) {
+        snprintf(p->why, sizeof(p->why), "Lease %s/%s of %s not renewed for %llds", k->ns,
+                 AGENT_LEASE, holder, (long long)(dur > 0 ? dur : 15));
+        p->gone = true;
+    }
+    json_decref(lease);
+    return !p->gone;
+}
+
+/* Waits until every tracked object is gone or the deadline passes, or, with a probe, until no
+ * agent runs. Returns the number left. */
 static int wait_gone(struct cli_kube *k, struct tracker *t, uint64_t deadline, const char *what,
-                     char *left, size_t size)
+                     struct agent_probe *probe, char *left, size_t size)
 {
     uint64_t start = cli_now_ms(), last = start;
 
@@ -157,6 +211,10 @@ static int wait_gone(struct cli_kube *k, struct tracker *t, uint64_t deadline, c
             return n;
         if (cli_now_ms() >= deadline)
             return n;
+        if (probe && !agent_running(k, probe)) {
+            cli_progress("uninstall", "%s: not waiting for the agent", probe->why);
+            return n;
+        }
         if (cli_now_ms() - last >= 5000) {
             last = cli_now_ms();
             cli_progress("uninstall", "waiting for %d %s to go away (%s) ... %llus", n, what, left,
@@ -258,7 +316,7 @@ static int uninstall_parse(int argc, char **argv, struct uninstall_args *a)
     const struct opts_def defs[] = {
         {.name = "force", .kind = OPTS_FLAG, .dest = &a->force,
          .help = "uninstall even with peerings; after the timeout remove finalizers that still "
-                 "hold objects"},
+                 "hold objects, at once when no agent runs"},
         CLI_OPT_TIMEOUT(&a->co, 0, "how long to wait for objects to go away (default 2m)"),
         CLI_OPTS_KUBE(&a->co),
         {0},
@@ -277,6 +335,7 @@ int cmd_uninstall_main(int argc, char **argv)
     struct tracker *t = NULL;
     json_t *fcs = NULL, *fc, *tenants = NULL, *ns;
     char left[1024] = "", tbuf[32];
+    struct agent_probe probe = {0};
     uint64_t deadline, fc_deadline;
     int e, rc = 1, deleted = 0, n;
     size_t i;
@@ -320,6 +379,9 @@ int cmd_uninstall_main(int argc, char **argv)
             goto out;
         }
     }
+    /* With --force, only an agent that runs is waited for (agent_running). */
+    if (a.force && !agent_running(&k, &probe))
+        cli_progress("uninstall", "%s: removing finalizers without waiting", probe.why);
     json_array_foreach(fcs, i, fc)
     {
         e = delete_tracked(&k, t, &peer_res_foreignclusters, NULL, kapi_obj_name(fc));
@@ -330,7 +392,8 @@ int cmd_uninstall_main(int argc, char **argv)
     if (t->n > 0) {
         cli_progress("uninstall", "waiting for %zu ForeignCluster(s) to be unpeered and deleted",
                      t->n);
-        n = wait_gone(&k, t, fc_deadline, "ForeignCluster(s)", left, sizeof(left));
+        n = wait_gone(&k, t, fc_deadline, "ForeignCluster(s)", a.force ? &probe : NULL, left,
+                      sizeof(left));
         if (n < 0)
             goto kerr;
         if (n > 0 && !a.force) {
@@ -368,12 +431,20 @@ int cmd_uninstall_main(int argc, char **argv)
         rc = 0;
         goto out;
     }
-    n = wait_gone(&k, t, a.force ? cli_now_ms() + (deadline - cli_now_ms()) / 2 : deadline,
-                  "object(s)", left, sizeof(left));
+    /* The Lease goes with cliqo's namespace, so the probe's verdict is the one from before. Without
+     * an agent nobody else removes cliqo's finalizers: --force removes them at once and gives the
+     * namespaces the whole timeout; with one, the agent gets half of what is left first. */
+    if (a.force && probe.gone) {
+        strip_all(&k);
+        n = wait_gone(&k, t, deadline, "object(s)", NULL, left, sizeof(left));
+    } else {
+        n = wait_gone(&k, t, a.force ? cli_now_ms() + (deadline - cli_now_ms()) / 2 : deadline,
+                      "object(s)", NULL, left, sizeof(left));
+    }
     if (n > 0 && a.force) {
         cli_progress("uninstall", "%d object(s) still present (%s): removing finalizers", n, left);
         strip_all(&k);
-        n = wait_gone(&k, t, deadline, "object(s)", left, sizeof(left));
+        n = wait_gone(&k, t, deadline, "object(s)", NULL, left, sizeof(left));
     }
     if (n < 0)
         goto kerr;
