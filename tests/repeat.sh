@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/repeat.sh GROUP N [--beside OTHER] [--build-dir DIR]: runs the e2e group GROUP (its up, tests and down)
-# N times in a row and prints, per test, how many runs failed; the failing runs' output is kept under
+# N times in a row and prints, per test, how many runs failed (GROUP "all": every e2e group, in CI's lanes); the failing runs' output is kept under
 # DIR/repeat/. With --beside, the group OTHER runs over and over beside it meanwhile, as the two e2e lanes of
 # CI run two groups side by side, and its table is printed too. A test that fails by chance shows up here
 # before it stops somebody's work in CI. Exits 1 when any run failed.
@@ -8,28 +8,32 @@ set -euo pipefail
 
 usage() {
   cat <<EOF
-Usage: tests/repeat.sh GROUP N [--beside OTHER] [--build-dir DIR]
+Usage: tests/repeat.sh GROUP N [--beside OTHER] [--build-dir DIR] [--lanes LANES]
 
 Runs the e2e group GROUP (e2e.GROUP.*: up, every test, down) N times in a row with ctest and prints a table
 of runs and failures per test. The output of every failing run is kept in DIR/repeat/GROUP-RUN.log.
 
   GROUP            an e2e group, e.g. offloading, peering, advertisement (ctest -N -L e2e lists them),
                    or several run together, comma-separated: the groups on the shared one-cluster
-                   environment are single,kube,kuberes,agent,cli,deploy
+                   environment are single,kube,kuberes,agent,cli,deploy; "all" runs every e2e
+                   test as CI does (its lanes side by side, ctest -j LANES) and adds a table per group
   N                how many runs (1 to 100)
   --beside OTHER   meanwhile run the group OTHER over and over beside it (as CI's two e2e lanes do; its
                    last run ends after GROUP's last) and print its table too
   --build-dir DIR  the configured build with e2e tests (default: build/asan)
+  --lanes LANES    with "all": how many lanes run side by side (default 2, as the build's
+                   CLIQO_E2E_LANES)
   -h, --help       this text
 EOF
 }
 
-group='' n='' build=build/asan beside=
+group='' n='' build=build/asan beside= lanes=2
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --beside) [ $# -ge 2 ] || { echo "repeat: --beside needs a group" >&2; exit 2; }; beside=$2; shift ;;
     --build-dir) [ $# -ge 2 ] || { echo "repeat: --build-dir needs a directory" >&2; exit 2; }; build=$2; shift ;;
+    --lanes) [[ "${2:-}" =~ ^[1-9]$ ]] || { echo "repeat: --lanes needs 1 to 9" >&2; exit 2; }; lanes=$2; shift ;;
     -*) echo "repeat: unknown option $1 (see --help)" >&2; exit 2 ;;
     *)
       if [ -z "$group" ]; then group=$1
@@ -43,11 +47,16 @@ for g in "$group" $beside; do
   [[ "$g" =~ ^[a-z0-9-]+(,[a-z0-9-]+)*$ ]] || { echo "repeat: '$g' is not a group name or a list of them" >&2; exit 2; }
 done
 [ "$beside" != "$group" ] || { echo "repeat: --beside needs another group than $group" >&2; exit 2; }
+[ "$group" != all ] || [ -z "$beside" ] || { echo "repeat: all runs every group: no --beside" >&2; exit 2; }
 if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 100 ]; then echo "repeat: N must be 1 to 100" >&2; exit 2; fi
 [ -f "$build/CTestTestfile.cmake" ] || { echo "repeat: $build is not a configured build directory" >&2; exit 2; }
+# test_regex GROUP: the ctest -R of a group, a list of them, or all.
+test_regex() {
+  if [ "$1" = all ]; then echo '^e2e\.'; else echo "^e2e\\.(${1//,/|})\\."; fi
+}
 group_tests() {
   local t
-  t=$(ctest --test-dir "$build" -N -R "^e2e\\.(${1//,/|})\\." | sed -n 's/^ *Test *#[0-9]*: //p')
+  t=$(ctest --test-dir "$build" -N -R "$(test_regex "$1")" | sed -n 's/^ *Test *#[0-9]*: //p')
   [ -n "$t" ] || { echo "repeat: no e2e tests in group '$1' in $build" >&2; exit 2; }
   printf '%s\n' "$t"
 }
@@ -70,7 +79,8 @@ repeat_group() {
       until:*) [ "$i" -eq 1 ] || [ ! -e "${count#until:}" ] || break ;;
       *) [ "$i" -le "$count" ] || break ;;
     esac
-    out=$(ctest --test-dir "$build" -R "^e2e\\.(${g//,/|})\\." --output-on-failure 2>&1) || true
+    out=$(ctest --test-dir "$build" -R "$(test_regex "$g")" -j "$([ "$g" = all ] && echo "$lanes" || echo 1)" \
+      --output-on-failure 2>&1) || true
     failed=0
     while read -r name result time; do
       [ -n "${runs[$name]+x}" ] || continue
@@ -98,6 +108,17 @@ repeat_group() {
       printf '%-45s %5d %8d %10s\n' "$t" "${runs[$t]}" "${fails[$t]}" "$mean"
     done
     echo "failed runs of $g: $bad_runs of $i"
+    if [ "$g" = all ]; then
+      # Per group (e2e.GROUP.TEST; a test outside a group, e2e.GROUP.TEST too, is its own group):
+      # runs and the failures of its tests added up.
+      printf '\n%-20s %6s %8s %12s\n' group tests failures "mean sum (s)"
+      for t in $gtests; do
+        mean=$(awk -v s="${secs[$t]}" -v r="${runs[$t]}" 'BEGIN { printf "%.1f", r ? s / r : 0 }')
+        echo "$t ${fails[$t]} $mean"
+      done | awk '{ split($1, p, "."); g = p[2]; n[g]++; f[g] += $2; s[g] += $3; if (!(g in o)) o[g] = ++k }
+        END { for (g in o) order[o[g]] = g
+              for (j = 1; j <= k; j++) { g = order[j]; printf "%-20s %6d %8d %12.1f\n", g, n[g], f[g], s[g] } }'
+    fi
   } >"$table"
   [ "$bad_runs" = 0 ]
 }
