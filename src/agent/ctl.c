@@ -1,5 +1,6 @@
 /* Plumbing shared by the agent's controllers; see ctl.h. */
 #include "agent/ctl.h"
+#include "common/liveref.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -38,15 +39,15 @@ struct ctl {
     char name[64], log_module[64];
     void *data;
     struct wq_queue *q; /* the agent's; NULL once freed */
-    bool running, freed;
-    size_t inflight; /* records begun and not ended */
+    bool running;
+    struct liveref life; /* ctl_free's and one per record begun and not ended; dead once freed */
 };
 
 static void process(struct wq_queue *q, const char *key, void *data)
 {
     struct ctl *c = data;
 
-    if (!c->running || c->freed) {
+    if (!c->running || c->life.dead) {
         wq_done(q, key);
         return;
     }
@@ -74,6 +75,7 @@ int ctl_new(struct agent *a, const struct ctl_options *o, void *data, struct ctl
     if (!c->o.wait_ms)
         c->o.wait_ms = 2000;
     c->data = data;
+    liveref_init(&c->life, x_free, c);
     r = agent_queue(a, c->name, &c->o.queue, process, c, &c->q);
     if (r < 0) {
         x_free(c);
@@ -88,10 +90,9 @@ void ctl_free(struct ctl *c)
     if (!c)
         return;
     c->running = false;
-    c->freed = true;
+    liveref_kill(&c->life);
     c->q = NULL; /* the agent frees its queues with the module generation */
-    if (c->inflight == 0)
-        x_free(c);
+    (void)liveref_put(&c->life);
 }
 
 void ctl_start(struct ctl *c)
@@ -106,7 +107,7 @@ void ctl_stop(struct ctl *c)
 
 bool ctl_running(const struct ctl *c)
 {
-    return c->running && !c->freed;
+    return c->running && !c->life.dead;
 }
 
 struct agent *ctl_agent(const struct ctl *c)
@@ -121,17 +122,17 @@ void *ctl_data(const struct ctl *c)
 
 size_t ctl_records(const struct ctl *c)
 {
-    return c->inflight;
+    return (size_t)c->life.refs - !c->life.dead; /* the owner's reference is no record */
 }
 
 struct wq_queue *ctl_queue(const struct ctl *c)
 {
-    return c->freed ? NULL : c->q;
+    return c->life.dead ? NULL : c->q;
 }
 
 void ctl_enqueue(struct ctl *c, const char *key)
 {
-    if (c && !c->freed && c->q)
+    if (c && !c->life.dead && c->q)
         wq_add(c->q, key);
 }
 
@@ -168,7 +169,7 @@ void ctl_enqueue_all(struct ctl *c, struct inf_informer *inf)
  * freed. */
 static void key_end_after(struct ctl *c, const char *key, int64_t ms)
 {
-    if (c->freed || !c->q)
+    if (c->life.dead || !c->q)
         return;
     if (ms >= 0)
         wq_add_after(c->q, key, (uint64_t)ms);
@@ -192,7 +193,7 @@ static void key_end(struct ctl *c, const char *key, enum ctl_requeue how)
         key_end_after(c, key, STALE_MS);
         break;
     case CTL_BACKOFF:
-        if (!c->freed && c->q)
+        if (!c->life.dead && c->q)
             wq_add_rate_limited(c->q, key);
         key_end_after(c, key, -1);
         break;
@@ -224,7 +225,7 @@ struct ctl_rec *ctl_rec_begin(struct ctl *c, const char *key)
     }
     r->ctl = c;
     snprintf(r->key, sizeof(r->key), "%s", key);
-    c->inflight++;
+    (void)liveref_hold(&c->life);
     return r;
 }
 
@@ -237,8 +238,7 @@ static void rec_free(struct ctl_rec *r)
         c->o.rec_release(r);
     ctl_call_reset(&r->ch.last);
     x_free(r);
-    if (--c->inflight == 0 && c->freed)
-        x_free(c);
+    (void)liveref_put(&c->life);
 }
 
 void ctl_rec_end(struct ctl_rec *r, enum ctl_requeue how)

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "agent/ctl.h"
+#include "common/liveref.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
@@ -73,8 +74,7 @@ struct pods {
     struct podns *nss;
     struct pstate *table[BUCKETS];
     size_t nstates;
-    int refs;
-    bool dead;
+    struct liveref life; /* the owner's reference and one per request in flight */
     bool reachable, mapping_synced;
     char unreachable[256];
     int64_t started_wall;
@@ -190,8 +190,10 @@ static void pstate_free(struct pstate *s)
     }
 }
 
-static void pods_free(struct pods *p)
+static void pods_free(void *data)
 {
+    struct pods *p = data;
+
     for (size_t i = 0; i < BUCKETS; i++) {
         while (p->table[i]) {
             struct pstate *s = p->table[i];
@@ -201,22 +203,6 @@ static void pods_free(struct pods *p)
         }
     }
     x_free(p);
-}
-
-static struct pods *ref(struct pods *p)
-{
-    p->refs++;
-    return p;
-}
-
-/* Drops a request's reference; true when the reflector is destroyed (the caller stops). */
-static bool unref_dead(struct pods *p)
-{
-    if (--p->refs == 0 && p->dead) {
-        pods_free(p);
-        return true;
-    }
-    return p->dead;
 }
 
 static uint64_t now_ms(struct pods *p)
@@ -315,7 +301,7 @@ static void enqueue(struct pods *p, const char *ns, const char *name)
     char key[KEY_MAX];
     int n;
 
-    if (p->dead || !p->q || !ns || !name)
+    if (p->life.dead || !p->q || !ns || !name)
         return;
     n = snprintf(key, sizeof(key), "%s/%s", ns, name);
     if (n > 0 && (size_t)n < sizeof(key))
@@ -357,7 +343,7 @@ static void enqueue_all(struct pods *p)
 {
     struct visit v = {p, NULL};
 
-    if (p->dead)
+    if (p->life.dead)
         return;
     if (p->home)
         inf_foreach(p->home, visit_home, &v);
@@ -534,9 +520,8 @@ static void send_event(struct evreq *r, bool patch)
     } else {
         e = kapi_create(p->env.local, &kapi_events, r->ns, r->ev, after_event, r);
     }
-    if (e < 0) {
+    if (liveref_sent(&p->life, e) < 0) {
         p->ev_inflight--;
-        p->refs--;
         json_decref(r->ev);
         x_free(r);
     }
@@ -548,13 +533,13 @@ static void after_event(struct kapi_client *c, const struct kapi_result *res, vo
     struct pods *p = r->p;
 
     (void)c;
-    if (unref_dead(p)) {
+    if (liveref_put(&p->life)) {
         json_decref(r->ev);
         x_free(r);
         return;
     }
     if (!r->patched && res->err == -EEXIST) {
-        p->refs++; /* the retry's reference */
+        (void)liveref_hold(&p->life); /* the retry's reference */
         send_event(r, true);
         return;
     }
@@ -582,7 +567,7 @@ static void forward_event(struct podns *n, const json_t *ev)
     int64_t t;
     uint64_t now = now_ms(p);
 
-    if (p->dead || !name || !ri || strlen(name) >= NAME_MAX_)
+    if (p->life.dead || !name || !ri || strlen(name) >= NAME_MAX_)
         return;
     /* Old Events of the first list (a restart) were forwarded then, or are history. */
     if (vkp_rfc3339_seconds(json_string_value(json_object_get(ev, "lastTimestamp")), last,
@@ -612,7 +597,7 @@ static void forward_event(struct podns *n, const json_t *ev)
         goto out;
     s->ev_tokens -= 1;
     p->ev_tokens -= 1;
-    r->p = ref(p);
+    r->p = liveref_hold(&p->life);
     r->ev = out;
     out = NULL;
     snprintf(r->ns, sizeof(r->ns), "%s", n->local);
@@ -660,7 +645,7 @@ static void rec_end(struct rec *r, enum ctl_requeue how)
 {
     struct pods *p = r->p;
 
-    if (!p->dead && p->q) {
+    if (!p->life.dead && p->q) {
         if (how == CTL_NOW)
             wq_add(p->q, r->key);
         else if (how == CTL_BACKOFF)
@@ -709,15 +694,15 @@ static void emit_refusal_event(struct pods *p, const json_t *home, const char *m
         json_decref(ev);
         return;
     }
-    r->p = ref(p);
+    r->p = liveref_hold(&p->life);
     r->ev = ev;
     snprintf(r->ns, sizeof(r->ns), "%s", kapi_obj_namespace(home));
     snprintf(r->name, sizeof(r->name), "%s", name);
     p->ev_inflight++;
     r->patched = true; /* no retry as a patch */
-    if (kapi_create(p->env.local, &kapi_events, r->ns, ev, after_event, r) < 0) {
+    if (liveref_sent(&p->life, kapi_create(p->env.local, &kapi_events, r->ns, ev, after_event, r)) <
+        0) {
         p->ev_inflight--;
-        p->refs--;
         json_decref(r->ev);
         x_free(r);
     }
@@ -758,7 +743,7 @@ static void refused(struct rec *r, const json_t *home, const struct kapi_result 
         s->refuse_msg = x_strdup(msg);
         emit_refusal_event(p, home, msg);
     }
-    if (!p->dead && p->q)
+    if (!p->life.dead && p->q)
         wq_add_after(p->q, r->key, delay);
     rec_end(r, CTL_NOW); /* the status now */
 }
@@ -771,7 +756,7 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
     json_t *home;
 
     (void)c;
-    if (unref_dead(p)) {
+    if (liveref_put(&p->life)) {
         x_free(r);
         return;
     }
@@ -789,7 +774,7 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
     if (res->err == -EEXIST && (s = ps_get(p, r->key)) && ++s->exists < EXISTS_TRIES) {
         /* Ours, most likely, and our informer has not shown it yet: look again before calling it
          * someone else's. */
-        if (!p->dead && p->q)
+        if (!p->life.dead && p->q)
             wq_add_after(p->q, r->key, EXISTS_WAIT_MS);
         rec_end(r, CTL_DONE);
         return;
@@ -815,7 +800,7 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
     struct pstate *s;
 
     (void)c;
-    if (unref_dead(p)) {
+    if (liveref_put(&p->life)) {
         x_free(r);
         return;
     }
@@ -879,10 +864,8 @@ static int do_create(struct rec *r, const json_t *home, struct podns *n)
         log_warn(MOD, "provider %s: pod %s cannot be offloaded: %s", p->peer_id, r->key, err);
         return e;
     }
-    ref(p);
-    e = kapi_create(c, &kapi_pods, n->remote, pod, after_create, r);
-    if (e < 0)
-        p->refs--;
+    (void)liveref_hold(&p->life);
+    e = liveref_sent(&p->life, kapi_create(c, &kapi_pods, n->remote, pod, after_create, r));
     json_decref(pod);
     return e;
 }
@@ -892,15 +875,12 @@ static int do_delete(struct rec *r, struct kapi_client *c, const char *ns, const
 {
     struct kapi_delete_opts dopt = {.grace_period_seconds = grace,
                                     .precondition_uid = kapi_obj_uid(o)};
-    int e;
 
     if (!c)
         return -EAGAIN;
-    ref(r->p);
-    e = kapi_delete(c, &kapi_pods, ns, r->name, &dopt, after_write, r);
-    if (e < 0)
-        r->p->refs--;
-    return e;
+    (void)liveref_hold(&r->p->life);
+    return liveref_sent(&r->p->life,
+                        kapi_delete(c, &kapi_pods, ns, r->name, &dopt, after_write, r));
 }
 
 static int do_patch(struct rec *r, struct kapi_client *c, const char *ns, const char *sub,
@@ -913,10 +893,9 @@ static int do_patch(struct rec *r, struct kapi_client *c, const char *ns, const 
         x_free(body);
         return !c ? -EAGAIN : -ENOMEM;
     }
-    ref(r->p);
-    e = kapi_patch(c, &kapi_pods, ns, r->name, sub, type, body, after_write, r);
-    if (e < 0)
-        r->p->refs--;
+    (void)liveref_hold(&r->p->life);
+    e = liveref_sent(&r->p->life,
+                     kapi_patch(c, &kapi_pods, ns, r->name, sub, type, body, after_write, r));
     x_free(body);
     return e;
 }
@@ -994,7 +973,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     }
     r->p = p;
     snprintf(r->key, sizeof(r->key), "%s", key);
-    if (p->dead || split_key(key, r->ns, r->name) < 0) {
+    if (p->life.dead || split_key(key, r->ns, r->name) < 0) {
         rec_end(r, CTL_DONE);
         return;
     }
@@ -1121,7 +1100,7 @@ static int pods_create(const struct vk_reflect_env *env, void **ret_state)
     p->env.peer_id = p->peer_id;
     p->env.node_name = p->node;
     p->env.node_address = p->address;
-    p->refs = 1;
+    liveref_init(&p->life, pods_free, p);
     p->reachable = true;
     p->started_wall = (int64_t)time(NULL);
     p->ev_tokens = VK_PODS_EVENT_BURST;
@@ -1194,7 +1173,7 @@ static void pods_ns_add(void *state, const char *local, const char *remote)
     struct inf_handlers eh = {
         .on_add = on_event, .on_update = on_event_update, .on_error = on_ns_error};
 
-    if (p->dead || !local || !remote || strlen(local) >= NS_MAX || strlen(remote) >= NS_MAX)
+    if (p->life.dead || !local || !remote || strlen(local) >= NS_MAX || strlen(remote) >= NS_MAX)
         return;
     if (n && strcmp(n->remote, remote) == 0)
         return;
@@ -1239,7 +1218,7 @@ static void pods_destroy(void *state)
             break;
         }
     }
-    p->dead = true;
+    liveref_kill(&p->life);
     inf_free(p->home);
     p->home = NULL;
     while (p->nss) {
@@ -1263,8 +1242,7 @@ static void pods_destroy(void *state)
                 metrics_family_remove(fams[i], "peer", p->peer_id);
     }
     p->sh = NULL; /* its owner may free it once the last reflector is destroyed */
-    if (--p->refs == 0)
-        pods_free(p);
+    (void)liveref_put(&p->life);
 }
 
 const struct vk_reflector_ops vk_reflect_pods = {
@@ -1283,7 +1261,7 @@ void vk_pods_set_reachable(void *state, bool reachable, const char *why)
 {
     struct pods *p = state;
 
-    if (!p || p->dead)
+    if (!p || p->life.dead)
         return;
     snprintf(p->unreachable, sizeof(p->unreachable), "%s", why ? why : "");
     if (p->reachable == reachable)
@@ -1298,7 +1276,7 @@ void vk_pods_set_mapping_synced(void *state, bool synced)
 {
     struct pods *p = state;
 
-    if (!p || p->dead || p->mapping_synced == synced)
+    if (!p || p->life.dead || p->mapping_synced == synced)
         return;
     p->mapping_synced = synced;
     enqueue_all(p);
@@ -1349,7 +1327,8 @@ static void after_evict(struct kapi_client *c, const struct kapi_result *res, vo
     struct pstate *s;
 
     (void)c;
-    if (!unref_dead(p) && res->err < 0 && res->err != -ENOENT && (s = ps_find(p, ev->key))) {
+    if (!liveref_put(&p->life) && res->err < 0 && res->err != -ENOENT &&
+        (s = ps_find(p, ev->key))) {
         log_warn(MOD, "provider %s: cannot delete pod %s: %s", p->peer_id, ev->key,
                  res->status.message);
         s->evicting = false;
@@ -1364,7 +1343,7 @@ void vk_pods_evict_namespace(void *state, const char *ns)
     size_t i;
     json_t *e;
 
-    if (!p || p->dead || !p->home || !v.list) {
+    if (!p || p->life.dead || !p->home || !v.list) {
         json_decref(v.list);
         return;
     }
@@ -1387,12 +1366,12 @@ void vk_pods_evict_namespace(void *state, const char *ns)
             continue;
         }
         s->evicting = true;
-        ev->p = ref(p);
+        ev->p = liveref_hold(&p->life);
         log_info(MOD, "provider %s: deleting pod %s (its namespace is no longer offloaded here)",
                  p->peer_id, ev->key);
-        if (kapi_delete(p->env.local, &kapi_pods, ns, json_string_value(json_object_get(e, "name")),
-                        &dopt, after_evict, ev) < 0) {
-            p->refs--;
+        if (liveref_sent(&p->life, kapi_delete(p->env.local, &kapi_pods, ns,
+                                               json_string_value(json_object_get(e, "name")), &dopt,
+                                               after_evict, ev)) < 0) {
             s->evicting = false;
             x_free(ev);
         }

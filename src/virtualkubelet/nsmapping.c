@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/liveref.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
@@ -36,9 +37,9 @@ struct vkns {
     /* What was last written, with the version of the object it was written on: while the
      * informer still shows that version, the same write is not sent again. */
     char *map_sent, map_sent_rv[32];
-    json_t *applied; /* namespace -> {"rv": version written on, "conds": conditions or null} */
-    int refs;
-    bool dead, busy, dirty, synced_told;
+    json_t *applied;     /* namespace -> {"rv": version written on, "conds": conditions or null} */
+    struct liveref life; /* the owner's reference and one per write in flight */
+    bool busy, dirty, synced_told;
     bool releasing;
     uint64_t release_deadline;
     void (*done)(void *data);
@@ -49,8 +50,10 @@ static void pass(uv_timer_t *t);
 
 /* ---- references ------------------------------------------------------------------------------ */
 
-static void destroy(struct vkns *m)
+static void destroy(void *data)
 {
+    struct vkns *m = data;
+
     ktimer_free(m->tick);
     json_decref(m->active);
     json_decref(m->applied);
@@ -58,24 +61,9 @@ static void destroy(struct vkns *m)
     x_free(m);
 }
 
-static struct vkns *ref(struct vkns *m)
-{
-    m->refs++;
-    return m;
-}
-
-static bool unref_dead(struct vkns *m)
-{
-    if (--m->refs == 0 && m->dead) {
-        destroy(m);
-        return true;
-    }
-    return m->dead;
-}
-
 static void schedule(struct vkns *m, uint64_t ms)
 {
-    if (!m->dead && m->tick)
+    if (!m->life.dead && m->tick)
         uv_timer_start(m->tick, pass, ms, 0);
 }
 
@@ -91,7 +79,7 @@ static void pass_end(struct vkns *m, uint64_t next_ms)
 
 void vkns_kick(struct vkns *m)
 {
-    if (!m || m->dead)
+    if (!m || m->life.dead)
         return;
     if (m->busy)
         m->dirty = true;
@@ -156,7 +144,7 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
     struct vkns *m = data;
 
     (void)c;
-    if (unref_dead(m))
+    if (liveref_put(&m->life))
         return;
     if (res->err < 0 && res->err != -ENOENT) {
         log_warn(MOD, "provider %s: %s", m->peer_id, res->status.message);
@@ -191,10 +179,9 @@ static int patch_map(struct vkns *m, const json_t *map, json_t *patch)
     m->map_sent = x_strdup(body);
     snprintf(m->map_sent_rv, sizeof(m->map_sent_rv), "%s", rv ? rv : "");
     log_info(MOD, "provider %s: NamespaceMap desiredMapping %s", m->peer_id, body);
-    e = kapi_patch(c, &peer_res_namespacemaps, m->map_ns, m->home_id, NULL, KAPI_PATCH_MERGE, body,
-                   after_write, ref(m));
-    if (e < 0)
-        m->refs--;
+    e = liveref_sent(&m->life,
+                     kapi_patch(c, &peer_res_namespacemaps, m->map_ns, m->home_id, NULL,
+                                KAPI_PATCH_MERGE, body, after_write, liveref_hold(&m->life)));
     x_free(body);
     return e < 0 ? e : 1;
 }
@@ -225,10 +212,9 @@ static bool apply_conditions(struct vkns *m, const json_t *nsof, const char *ns,
                             json_pack("{s:O}", m->peer_id, conds));
     log_debug(MOD, "provider %s: NamespaceOffloading %s: %s", m->peer_id, ns,
               conds ? "conditions" : "key removed");
-    e = kapi_apply(m->p.local, &peer_res_namespaceoffloadings, ns, NSOF_NAME, "status", obj,
-                   m->manager, true, after_write, ref(m));
-    if (e < 0)
-        m->refs--;
+    e = liveref_sent(&m->life,
+                     kapi_apply(m->p.local, &peer_res_namespaceoffloadings, ns, NSOF_NAME, "status",
+                                obj, m->manager, true, after_write, liveref_hold(&m->life)));
     json_decref(obj);
     return e == 0;
 }
@@ -364,7 +350,7 @@ static void pass(uv_timer_t *t)
     size_t i;
     char now[32], remote[NSOF_NS_MAX + 1], err[256];
 
-    if (m->dead || m->busy)
+    if (m->life.dead || m->busy)
         return;
     if (m->releasing) {
         release_step(m);
@@ -469,7 +455,7 @@ int vkns_new(const struct vkns_params *p, struct vkns **ret)
     snprintf(m->peer_id, sizeof(m->peer_id), "%s", p->peer_id);
     snprintf(m->node, sizeof(m->node), "%s", p->node_name);
     snprintf(m->manager, sizeof(m->manager), "cliqo-vk-%s", p->peer_id);
-    m->refs = 1;
+    liveref_init(&m->life, destroy, m);
     m->active = json_object();
     m->applied = json_object();
     m->tick = ktimer_new(p->loop, m);
@@ -492,7 +478,7 @@ int vkns_new(const struct vkns_params *p, struct vkns **ret)
 
 void vkns_release(struct vkns *m, uint64_t timeout_ms, void (*done)(void *data), void *data)
 {
-    if (!m || m->dead)
+    if (!m || m->life.dead)
         return;
     m->done = done;
     m->done_data = data;
@@ -507,13 +493,12 @@ void vkns_free(struct vkns *m)
 {
     if (!m)
         return;
-    m->dead = true;
+    liveref_kill(&m->life);
     uv_timer_stop(m->tick);
     inf_free(m->nsofs);
     m->nsofs = NULL;
     pu_informer_close(m->map_inf);
     m->map_inf = NULL;
     m->done = NULL;
-    if (--m->refs == 0)
-        destroy(m);
+    (void)liveref_put(&m->life);
 }

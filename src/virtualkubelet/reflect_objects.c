@@ -49,6 +49,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/liveref.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
@@ -116,9 +117,8 @@ struct refl {
     bool disc_local_busy, disc_remote_busy;
     struct backoff retry_backoff;
     uv_timer_t *retry_timer;
-    json_t *stuck; /* key -> resourceVersion B answered an update with, still differing */
-    int refs;
-    bool dead;
+    json_t *stuck;       /* key -> resourceVersion B answered an update with, still differing */
+    struct liveref life; /* the owner's reference and one per request in flight */
 };
 
 /* ---- metrics --------------------------------------------------------------------------------- */
@@ -238,26 +238,12 @@ static void m_gauges(struct refl *r)
 
 /* ---- references ------------------------------------------------------------------------------ */
 
-static void refl_free(struct refl *r)
+static void refl_free(void *data)
 {
+    struct refl *r = data;
+
     json_decref(r->stuck);
     x_free(r);
-}
-
-static struct refl *ref(struct refl *r)
-{
-    r->refs++;
-    return r;
-}
-
-/* Drops a reference; true when the reflector is dead (the caller must stop). */
-static bool unref_dead(struct refl *r)
-{
-    bool dead = r->dead;
-
-    if (--r->refs == 0 && dead)
-        refl_free(r);
-    return dead;
 }
 
 /* ---- names and keys -------------------------------------------------------------------------- */
@@ -493,7 +479,7 @@ static void on_retry(uv_timer_t *t)
 
 static void retry_later(struct refl *r)
 {
-    if (r->dead)
+    if (r->life.dead)
         return;
     if (!r->retry_timer && !(r->retry_timer = ktimer_new(r->env->loop, r)))
         return;
@@ -540,7 +526,7 @@ static void on_disc_local(struct kapi_client *c, int err, const char *version, c
     (void)kind;
     (void)namespaced;
     r->disc_local_busy = false;
-    if (unref_dead(r))
+    if (liveref_put(&r->life))
         return;
     disc_done(r, true, err, version);
 }
@@ -554,7 +540,7 @@ static void on_disc_remote(struct kapi_client *c, int err, const char *version, 
     (void)kind;
     (void)namespaced;
     r->disc_remote_busy = false;
-    if (unref_dead(r))
+    if (liveref_put(&r->life))
         return;
     disc_done(r, false, err, version);
 }
@@ -566,26 +552,26 @@ static void start_pending(struct refl *r)
     bool again = false;
     int e;
 
-    if (r->dead)
+    if (r->life.dead)
         return;
     if (!r->lres && !r->disc_local_busy) {
         r->disc_local_busy = true;
-        e = kdisc_resolve(r->env->local, "discovery.k8s.io", "endpointslices", prefer,
-                          on_disc_local, ref(r));
+        e = liveref_sent(&r->life,
+                         kdisc_resolve(r->env->local, "discovery.k8s.io", "endpointslices", prefer,
+                                       on_disc_local, liveref_hold(&r->life)));
         if (e < 0) {
             r->disc_local_busy = false;
-            r->refs--;
             again = true;
         }
     }
     if (!r->rres && !r->disc_remote_busy) {
         if (rc) {
             r->disc_remote_busy = true;
-            e = kdisc_resolve(rc, "discovery.k8s.io", "endpointslices", prefer, on_disc_remote,
-                              ref(r));
+            e = liveref_sent(&r->life,
+                             kdisc_resolve(rc, "discovery.k8s.io", "endpointslices", prefer,
+                                           on_disc_remote, liveref_hold(&r->life)));
             if (e < 0) {
                 r->disc_remote_busy = false;
-                r->refs--;
                 again = true;
             }
         } else {
@@ -666,7 +652,7 @@ static void op_send(struct op *o, json_t *body)
     int e = -ENOTCONN;
 
     if (c) {
-        ref(r);
+        (void)liveref_hold(&r->life);
         switch (o->step) {
         case STEP_CREATE:
             e = kapi_create(c, r->rres, o->remote_ns, body, on_result, o);
@@ -684,8 +670,7 @@ static void op_send(struct op *o, json_t *body)
             e = kapi_delete(c, r->rres, o->remote_ns, o->name, &del, on_result, o);
             break;
         }
-        if (e < 0)
-            r->refs--;
+        (void)liveref_sent(&r->life, e);
     }
     if (e < 0) {
         log_warn(MOD, "%s %s: cannot send the request: %s", r->kname, o->key, strerror(-e));
@@ -745,7 +730,7 @@ static void on_result(struct kapi_client *c, const struct kapi_result *res, void
     json_t *body;
 
     (void)c;
-    if (unref_dead(r)) {
+    if (liveref_put(&r->life)) {
         op_free(o);
         return;
     }
@@ -995,7 +980,7 @@ static int refl_create(const struct kind_desc *k, const struct vk_reflect_env *e
     r->env = env;
     r->cap = env->max_objects_per_ns ? env->max_objects_per_ns : VK_REFLECT_DEFAULT_MAX_OBJECTS;
     r->lres = r->rres = k->res;
-    r->refs = 1;
+    liveref_init(&r->life, refl_free, r);
     backoff_init(&r->retry_backoff, RETRY_MIN_MS, RETRY_MAX_MS);
     if (k->kind == VK_REFLECT_ENDPOINTSLICES) {
         n1 = snprintf(r->lsel, sizeof(r->lsel), "%s!=true,%s,%s!=%s", VK_LABEL_REFLECTED,
@@ -1047,7 +1032,7 @@ static void refl_ns_add(void *state, const char *local_ns, const char *remote_ns
     struct pair *p;
     int e;
 
-    if (!r || r->dead)
+    if (!r || r->life.dead)
         return;
     if (!kname_dns_label(local_ns) || !kname_dns_label(remote_ns)) {
         log_warn(MOD,
@@ -1104,7 +1089,7 @@ static void refl_ns_remove(void *state, const char *local_ns)
     struct refl *r = state;
     struct pair **pp;
 
-    if (!r || r->dead || !local_ns)
+    if (!r || r->life.dead || !local_ns)
         return;
     for (pp = &r->pairs; *pp; pp = &(*pp)->next) {
         struct pair *p = *pp;
@@ -1126,7 +1111,7 @@ static void refl_kick(void *state)
 {
     struct refl *r = state;
 
-    if (!r || r->dead)
+    if (!r || r->life.dead)
         return;
     for (struct pair *p = r->pairs; p; p = p->next)
         pair_enqueue_all(p);
@@ -1137,9 +1122,9 @@ static void refl_destroy(void *state)
     struct refl *r = state;
     struct pair *p;
 
-    if (!r || r->dead)
+    if (!r || r->life.dead)
         return;
-    r->dead = true;
+    liveref_kill(&r->life);
     while ((p = r->pairs)) {
         r->pairs = p->next;
         pair_stop(p);
@@ -1159,8 +1144,7 @@ static void refl_destroy(void *state)
     r->q = NULL;
     ktimer_free(r->retry_timer);
     r->retry_timer = NULL;
-    if (--r->refs == 0)
-        refl_free(r);
+    (void)liveref_put(&r->life);
 }
 
 #define KIND_OPS(var, desc)                                                                        \

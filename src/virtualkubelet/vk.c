@@ -13,6 +13,7 @@
 
 #include "offer/share.h"
 #include "common/jsonb.h"
+#include "common/liveref.h"
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
@@ -74,8 +75,7 @@ struct vk {
     uint64_t lease_ms, status_ms, remote_timeout_ms;
 
     uv_timer_t *tick, *lease, *probe;
-    int refs;
-    bool dead;
+    struct liveref life; /* the owner's reference and one per request in flight */
 
     bool busy, dirty;   /* a reconcile pass in flight; kicked meanwhile */
     char *status_sig;   /* the last status written (without timestamps) */
@@ -113,8 +113,10 @@ struct vk {
 
 /* ---- references ------------------------------------------------------------------------------ */
 
-static void vk_destroy(struct vk *v)
+static void vk_destroy(void *data)
 {
+    struct vk *v = data;
+
     for (int k = 0; k < _VK_REFLECT_KINDS; k++)
         vk_reflect_filter_clear(&v->filters[k]);
     ktimer_free(v->tick);
@@ -123,22 +125,6 @@ static void vk_destroy(struct vk *v)
     x_free(v->status_sig);
     json_decref(v->drain);
     x_free(v);
-}
-
-static struct vk *ref(struct vk *v)
-{
-    v->refs++;
-    return v;
-}
-
-/* Drops a request's reference; true when the vk is gone (the caller must stop). */
-static bool unref_dead(struct vk *v)
-{
-    if (--v->refs == 0 && v->dead) {
-        vk_destroy(v);
-        return true;
-    }
-    return v->dead;
 }
 
 static uint64_t now_ms(struct vk *v)
@@ -174,7 +160,7 @@ static void schedule(struct vk *v, uint64_t ms);
 
 void vk_kick(struct vk *v)
 {
-    if (!v || v->dead)
+    if (!v || v->life.dead)
         return;
     vkns_kick(v->nsmap); /* the node's labels may have changed */
     if (v->busy) {
@@ -441,7 +427,7 @@ void vk_set_config(struct vk *v, const json_t *cc)
     struct cidr c;
     bool changed = false;
 
-    if (!v || v->dead)
+    if (!v || v->life.dead)
         return;
     if (!pc || cidr_parse(pc, &c) < 0)
         pc = "";
@@ -584,7 +570,7 @@ static void teardown_step(struct vk *v);
 
 static void schedule(struct vk *v, uint64_t ms)
 {
-    if (!v->dead && v->tick)
+    if (!v->life.dead && v->tick)
         uv_timer_start(v->tick, pass, ms, 0);
 }
 
@@ -603,7 +589,7 @@ static void after_status(struct kapi_client *c, const struct kapi_result *res, v
     struct vk *v = data;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     if (res->err == -ENOENT) {
         /* Deleted under us: registered again on the next pass. */
@@ -687,9 +673,9 @@ static void write_status(struct vk *v, const json_t *node, json_t *status)
     patch = json_pack("{s:O}", "status", status);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
-    if (!body || kapi_patch(v->local, &kapi_nodes, NULL, v->node, "status", KAPI_PATCH_STRATEGIC,
-                            body, after_status, ref(v)) < 0) {
-        v->refs--;
+    if (!body || liveref_sent(&v->life, kapi_patch(v->local, &kapi_nodes, NULL, v->node, "status",
+                                                   KAPI_PATCH_STRATEGIC, body, after_status,
+                                                   liveref_hold(&v->life))) < 0) {
         pass_end(v, RETRY_MS);
     }
     x_free(body);
@@ -700,7 +686,7 @@ static void after_node_write(struct kapi_client *c, const struct kapi_result *re
     struct vk *v = data;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     if (res->err < 0 && res->err != -EEXIST) {
         log_warn(MOD, "cannot register virtual node %s: %s", v->node, res->status.message);
@@ -746,8 +732,9 @@ static void create_node(struct vk *v, const json_t *adv)
                   "metadata", "name", v->node, "labels", node_labels(v, adv), "annotations",
                   "cliqo.io/provider-cluster-id", v->peer, "spec", "taints", taints());
 
-    if (!node || kapi_create(v->local, &kapi_nodes, NULL, node, after_node_write, ref(v)) < 0) {
-        v->refs--;
+    if (!node ||
+        liveref_sent(&v->life, kapi_create(v->local, &kapi_nodes, NULL, node, after_node_write,
+                                           liveref_hold(&v->life))) < 0) {
         pass_end(v, RETRY_MS);
     }
     json_decref(node);
@@ -849,10 +836,9 @@ static bool fix_node(struct vk *v, const json_t *node, const json_t *adv)
     if (!body)
         goto out;
     log_info(MOD, "virtual node %s: updating its labels and taint", v->node);
-    if (kapi_patch(v->local, &kapi_nodes, NULL, v->node, NULL, KAPI_PATCH_MERGE, body,
-                   after_node_write, ref(v)) < 0)
-        v->refs--;
-    else
+    if (liveref_sent(&v->life,
+                     kapi_patch(v->local, &kapi_nodes, NULL, v->node, NULL, KAPI_PATCH_MERGE, body,
+                                after_node_write, liveref_hold(&v->life))) == 0)
         written = true;
 out:
     x_free(body);
@@ -870,7 +856,7 @@ static void pass(uv_timer_t *t)
     json_t *adv, *node, *status;
     bool known = false;
 
-    if (v->dead || v->busy)
+    if (v->life.dead || v->busy)
         return;
     if (v->tearing) {
         teardown_step(v);
@@ -920,7 +906,7 @@ static void renew(uv_timer_t *t);
 
 static void lease_rearm(struct vk *v)
 {
-    if (!v->dead && !v->tearing)
+    if (!v->life.dead && !v->tearing)
         uv_timer_start(v->lease, renew, v->lease_ms, 0);
 }
 
@@ -929,7 +915,7 @@ static void after_lease_create(struct kapi_client *c, const struct kapi_result *
     struct vk *v = data;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     v->lease_busy = false;
     if (res->err < 0 && res->err != -EEXIST)
@@ -952,19 +938,19 @@ static void after_lease_patch(struct kapi_client *c, const struct kapi_result *r
     json_t *lease;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     if (res->err == -ENOENT && v->node_uid[0] && !v->tearing) {
         lease = json_pack("{s:s,s:s,s:{s:s,s:s,s:[{s:s,s:s,s:s,s:s}]},s:o}", "apiVersion",
                           "coordination.k8s.io/v1", "kind", "Lease", "metadata", "name", v->node,
                           "namespace", NODE_LEASE_NS, "ownerReferences", "apiVersion", "v1", "kind",
                           "Node", "name", v->node, "uid", v->node_uid, "spec", lease_spec(v));
-        if (lease && kapi_create(v->local, &kapi_leases, NODE_LEASE_NS, lease, after_lease_create,
-                                 ref(v)) == 0) {
+        if (lease &&
+            liveref_sent(&v->life, kapi_create(v->local, &kapi_leases, NODE_LEASE_NS, lease,
+                                               after_lease_create, liveref_hold(&v->life))) == 0) {
             json_decref(lease);
             return;
         }
-        v->refs--;
         json_decref(lease);
     } else if (res->err < 0 && res->err != -ENOENT) {
         log_warn(MOD, "cannot renew the Lease of %s: %s", v->node, res->status.message);
@@ -979,7 +965,7 @@ static void renew(uv_timer_t *t)
     json_t *patch;
     char *body;
 
-    if (v->dead || v->tearing || v->lease_busy)
+    if (v->life.dead || v->tearing || v->lease_busy)
         return;
     if (!v->node_uid[0]) {
         lease_rearm(v);
@@ -989,9 +975,9 @@ static void renew(uv_timer_t *t)
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
     v->lease_busy = true;
-    if (!body || kapi_patch(v->local, &kapi_leases, NODE_LEASE_NS, v->node, NULL, KAPI_PATCH_MERGE,
-                            body, after_lease_patch, ref(v)) < 0) {
-        v->refs--;
+    if (!body || liveref_sent(&v->life, kapi_patch(v->local, &kapi_leases, NODE_LEASE_NS, v->node,
+                                                   NULL, KAPI_PATCH_MERGE, body, after_lease_patch,
+                                                   liveref_hold(&v->life))) < 0) {
         v->lease_busy = false;
         lease_rearm(v);
     }
@@ -1005,7 +991,7 @@ static void probe(uv_timer_t *t);
 
 static void probe_rearm(struct vk *v)
 {
-    if (!v->dead && !v->tearing)
+    if (!v->life.dead && !v->tearing)
         uv_timer_start(v->probe, probe, (uint64_t)v->ka_retry_s * 1000, 0);
 }
 
@@ -1040,7 +1026,7 @@ static void after_map_create(struct kapi_client *c, const struct kapi_result *re
     struct vk *v = data;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     v->ka_busy = false;
     if (res->err == 0 || res->err == -EEXIST) {
@@ -1059,7 +1045,7 @@ static void after_probe(struct kapi_client *c, const struct kapi_result *res, vo
     const char *ns;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     /* Only now: a freed vk's unit is its owner's no longer. Borrowed from the credential, used
      * before anything here can replace it. */
@@ -1069,11 +1055,11 @@ static void after_probe(struct kapi_client *c, const struct kapi_result *res, vo
                         "virtualkubelet.liqo.io/v1alpha1", "kind", "NamespaceMap", "metadata",
                         "name", v->home, "namespace", ns, "spec", "desiredMapping");
         if (map &&
-            kapi_create(c, &peer_res_namespacemaps, ns, map, after_map_create, ref(v)) == 0) {
+            liveref_sent(&v->life, kapi_create(c, &peer_res_namespacemaps, ns, map,
+                                               after_map_create, liveref_hold(&v->life))) == 0) {
             json_decref(map);
             return;
         }
-        v->refs--;
         json_decref(map);
     }
     v->ka_busy = false;
@@ -1095,7 +1081,7 @@ static void probe(uv_timer_t *t)
     struct kapi_client *c = pu_client(v->unit, PU_VK);
     const char *ns = pu_namespace(v->unit, PU_VK);
 
-    if (v->dead || v->tearing || v->ka_busy)
+    if (v->life.dead || v->tearing || v->ka_busy)
         return;
     if (!c || !ns) {
         probe_result(v, false, "no credential for the provider");
@@ -1103,8 +1089,8 @@ static void probe(uv_timer_t *t)
         return;
     }
     v->ka_busy = true;
-    if (kapi_get(c, &peer_res_namespacemaps, ns, v->home, after_probe, ref(v)) < 0) {
-        v->refs--;
+    if (liveref_sent(&v->life, kapi_get(c, &peer_res_namespacemaps, ns, v->home, after_probe,
+                                        liveref_hold(&v->life))) < 0) {
         v->ka_busy = false;
         probe_result(v, false, "cannot send a request");
         probe_rearm(v);
@@ -1142,7 +1128,7 @@ static void after_cordon(struct kapi_client *c, const struct kapi_result *res, v
     struct vk *v = data;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     if (res->err < 0 && res->err != -ENOENT) {
         log_warn(MOD, "cannot cordon %s: %s", v->node, res->status.message);
@@ -1158,7 +1144,7 @@ static void after_pod_delete(struct kapi_client *c, const struct kapi_result *re
     struct vk *v = data;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     if (res->err < 0 && res->err != -ENOENT)
         log_warn(MOD, "teardown of %s: cannot delete a pod: %s", v->node, res->status.message);
@@ -1173,7 +1159,7 @@ static void after_pod_list(struct kapi_client *c, const struct kapi_result *res,
     json_t *items;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     if (res->err < 0) {
         log_warn(MOD, "teardown of %s: cannot list its pods: %s", v->node, res->status.message);
@@ -1216,9 +1202,9 @@ static void drain_step(struct vk *v)
     if (v->drain && v->drain_i < json_array_size(v->drain)) {
         pod = json_array_get(v->drain, v->drain_i);
         dopt.precondition_uid = kapi_obj_uid(pod);
-        if (kapi_delete(v->local, &kapi_pods, kapi_obj_namespace(pod), kapi_obj_name(pod), &dopt,
-                        after_pod_delete, ref(v)) < 0) {
-            v->refs--;
+        if (liveref_sent(&v->life, kapi_delete(v->local, &kapi_pods, kapi_obj_namespace(pod),
+                                               kapi_obj_name(pod), &dopt, after_pod_delete,
+                                               liveref_hold(&v->life))) < 0) {
             v->drain_i++;
             td_retry(v);
         }
@@ -1227,8 +1213,8 @@ static void drain_step(struct vk *v)
     json_decref(v->drain);
     v->drain = NULL;
     snprintf(fs, sizeof(fs), "spec.nodeName=%s", v->node);
-    if (kapi_list(v->local, &kapi_pods, NULL, &lo, after_pod_list, ref(v)) < 0) {
-        v->refs--;
+    if (liveref_sent(&v->life, kapi_list(v->local, &kapi_pods, NULL, &lo, after_pod_list,
+                                         liveref_hold(&v->life))) < 0) {
         td_retry(v);
     }
 }
@@ -1238,7 +1224,7 @@ static void after_remote(struct kapi_client *c, const struct kapi_result *res, v
     struct vk *v = data;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     if (res->err == -ENOENT) {
         log_info(MOD, "teardown of %s: NamespaceMap removed from provider %s", v->node, v->peer);
@@ -1278,7 +1264,7 @@ static void after_node_delete(struct kapi_client *c, const struct kapi_result *r
     vk_done_cb done;
 
     (void)c;
-    if (unref_dead(v))
+    if (liveref_put(&v->life))
         return;
     if (res->err < 0 && res->err != -ENOENT) {
         log_warn(MOD, "teardown of %s: cannot delete the node: %s", v->node, res->status.message);
@@ -1302,9 +1288,10 @@ static void teardown_step(struct vk *v)
     v->busy = true;
     switch (v->td) {
     case TD_CORDON:
-        if (kapi_patch(v->local, &kapi_nodes, NULL, v->node, NULL, KAPI_PATCH_MERGE,
-                       "{\"spec\":{\"unschedulable\":true}}", after_cordon, ref(v)) < 0) {
-            v->refs--;
+        if (liveref_sent(&v->life,
+                         kapi_patch(v->local, &kapi_nodes, NULL, v->node, NULL, KAPI_PATCH_MERGE,
+                                    "{\"spec\":{\"unschedulable\":true}}", after_cordon,
+                                    liveref_hold(&v->life))) < 0) {
             td_retry(v);
         }
         return;
@@ -1346,17 +1333,16 @@ static void teardown_step(struct vk *v)
             return;
         }
         if ((v->td_remote_asked
-                 ? kapi_get(c, &peer_res_namespacemaps, ns, v->home, after_remote, ref(v))
-                 : kapi_delete(c, &peer_res_namespacemaps, ns, v->home, NULL, after_remote,
-                               ref(v))) < 0) {
-            v->refs--;
+                 ? liveref_sent(&v->life, kapi_get(c, &peer_res_namespacemaps, ns, v->home,
+                                                   after_remote, liveref_hold(&v->life)))
+                 : liveref_sent(&v->life, kapi_delete(c, &peer_res_namespacemaps, ns, v->home, NULL,
+                                                      after_remote, liveref_hold(&v->life)))) < 0) {
             td_retry(v);
         }
         return;
     case TD_NODE:
-        if (kapi_delete(v->local, &kapi_nodes, NULL, v->node, NULL, after_node_delete, ref(v)) <
-            0) {
-            v->refs--;
+        if (liveref_sent(&v->life, kapi_delete(v->local, &kapi_nodes, NULL, v->node, NULL,
+                                               after_node_delete, liveref_hold(&v->life))) < 0) {
             td_retry(v);
         }
         return;
@@ -1369,7 +1355,7 @@ static void teardown_step(struct vk *v)
 
 void vk_teardown(struct vk *v, vk_done_cb done, void *data)
 {
-    if (!v || v->dead)
+    if (!v || v->life.dead)
         return;
     v->done = done;
     v->done_data = data;
@@ -1399,7 +1385,7 @@ void vk_teardown(struct vk *v, vk_done_cb done, void *data)
 
 void vk_set_keepalive(struct vk *v, unsigned retry_s, unsigned threshold)
 {
-    if (!v || v->dead)
+    if (!v || v->life.dead)
         return;
     retry_s = retry_s ? retry_s : 20;
     threshold = threshold ? threshold : 3;
@@ -1447,7 +1433,7 @@ int vk_new(const struct vk_params *p, struct vk **ret)
     v->remote_timeout_ms = p->remote_timeout_ms ? p->remote_timeout_ms : DEFAULT_REMOTE_MS;
     v->ka_retry_s = 20;
     v->ka_threshold = 3;
-    v->refs = 1; /* the owner's */
+    liveref_init(&v->life, vk_destroy, v);
     if (vk_node_name_for(p->peer_id, v->node, sizeof(v->node)) < 0 ||
         !(v->tick = ktimer_new(p->loop, v)) || !(v->lease = ktimer_new(p->loop, v)) ||
         !(v->probe = ktimer_new(p->loop, v))) {
@@ -1471,12 +1457,11 @@ void vk_free(struct vk *v)
 {
     if (!v)
         return;
-    v->dead = true;
+    liveref_kill(&v->life);
     uv_timer_stop(v->tick);
     uv_timer_stop(v->lease);
     uv_timer_stop(v->probe);
     v->done = NULL;
     stop_reflection(v);
-    if (--v->refs == 0)
-        vk_destroy(v);
+    (void)liveref_put(&v->life);
 }
