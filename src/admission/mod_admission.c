@@ -1483,7 +1483,7 @@ int adm_init(struct agent *a)
     struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
     struct ctl_options co = {.name = "admission",
                              .log_module = MOD,
-                             .queue = {.base_delay_ms = 500, .max_delay_ms = 60000},
+                             .queue = {.base_delay_ms = 500},
                              .rec_size = sizeof(struct rec),
                              .reconcile = sync_pass,
                              .retry_ms = RETRY_MS,

@@ -1081,15 +1081,13 @@ int bcast_init(struct agent *a)
     struct inf_handlers rh = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
     struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
-    struct ctl_options co = {
-        .name = "broadcaster",
-        .log_module = MOD,
-        .queue = {.max_concurrent = 64, .base_delay_ms = 500, .max_delay_ms = 60000},
-        .rec_size = sizeof(struct rec),
-        .reconcile = reconcile,
-        .rec_release = rec_release,
-        .retry_ms = 1000,
-        .wait_ms = 500};
+    struct ctl_options co = {.name = "broadcaster",
+                             .log_module = MOD,
+                             .queue = {.max_concurrent = 64, .base_delay_ms = 500},
+                             .rec_size = sizeof(struct rec),
+                             .reconcile = reconcile,
+                             .rec_release = rec_release,
+                             .wait_ms = 500};
     struct bcast *m = ctl_module_new(a, MOD, sizeof(*m));
     int r;
 

@@ -1323,15 +1323,14 @@ int advop_init(struct agent *a)
         .on_add = on_adv, .on_update = on_adv_update, .on_delete = on_adv_delete};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
     struct inf_handlers nh = {.on_add = on_node, .on_update = on_node_update, .on_delete = on_node};
-    struct ctl_options co = {
-        .name = "advertisements",
-        .log_module = MOD,
-        .queue = {.max_concurrent = 32, .base_delay_ms = 200, .max_delay_ms = 60000},
-        .rec_size = sizeof(struct rec),
-        .reconcile = reconcile,
-        .rec_release = rec_release,
-        .retry_ms = RETRY_MS,
-        .wait_ms = WAIT_MS};
+    struct ctl_options co = {.name = "advertisements",
+                             .log_module = MOD,
+                             .queue = {.max_concurrent = 32},
+                             .rec_size = sizeof(struct rec),
+                             .reconcile = reconcile,
+                             .rec_release = rec_release,
+                             .retry_ms = RETRY_MS,
+                             .wait_ms = WAIT_MS};
     struct advop *m = ctl_module_new(a, MOD, sizeof(*m));
     int r;
 

@@ -74,6 +74,10 @@ int ctl_new(struct agent *a, const struct ctl_options *o, void *data, struct ctl
         c->o.retry_ms = 1000;
     if (!c->o.wait_ms)
         c->o.wait_ms = 2000;
+    if (!c->o.queue.base_delay_ms)
+        c->o.queue.base_delay_ms = 200;
+    if (!c->o.queue.max_delay_ms)
+        c->o.queue.max_delay_ms = 60000;
     c->data = data;
     liveref_init(&c->life, x_free, c);
     r = agent_queue(a, c->name, &c->o.queue, process, c, &c->q);

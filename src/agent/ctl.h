@@ -69,6 +69,8 @@ enum ctl_requeue {
 struct ctl_options {
     const char *name;       /* the queue's name (metrics) */
     const char *log_module; /* the logs' module; default: name */
+    /* The queue; a controller's defaults where 0: rate-limited delays from 200 ms to 60 s (not the
+     * bare queue's 5 ms to 1000 s), one key at a time. */
     struct wq_options queue;
     size_t rec_size; /* of the controller's record type, >= sizeof(struct ctl_rec) */
     /* Reconciles key (borrowed until ctl_rec_begin copies it). Called only while the controller

@@ -874,15 +874,13 @@ int disc_init(struct agent *a)
     struct inf_handlers sh = {
         .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
-    struct ctl_options co = {.name = DISC_MOD,
-                             .queue = {.max_concurrent = 4,
-                                       .base_delay_ms = 200,
-                                       .max_delay_ms = 30000,
-                                       .max_keys = DISC_MAX_LIMIT * 2},
-                             .rec_size = sizeof(struct rec),
-                             .reconcile = reconcile,
-                             .rec_release = rec_release,
-                             .retry_ms = RETRY_MS};
+    struct ctl_options co = {
+        .name = DISC_MOD,
+        .queue = {.max_concurrent = 4, .max_delay_ms = 30000, .max_keys = DISC_MAX_LIMIT * 2},
+        .rec_size = sizeof(struct rec),
+        .reconcile = reconcile,
+        .rec_release = rec_release,
+        .retry_ms = RETRY_MS};
     struct disc *d = ctl_module_new(a, DISC_MOD, sizeof(*d));
     int r;
 

@@ -696,15 +696,14 @@ int net_init(struct agent *a)
     struct inf_handlers ch = {.on_add = on_config_or_node,
                               .on_update = on_config_or_node_update,
                               .on_delete = on_config_or_node};
-    struct ctl_options co = {
-        .name = "network",
-        .log_module = MOD,
-        .queue = {.max_concurrent = 32, .base_delay_ms = 500, .max_delay_ms = 60000},
-        .rec_size = sizeof(struct rec),
-        .reconcile = reconcile,
-        .rec_release = rec_release,
-        .retry_ms = RETRY_MS,
-        .wait_ms = WAIT_MS};
+    struct ctl_options co = {.name = "network",
+                             .log_module = MOD,
+                             .queue = {.max_concurrent = 32, .base_delay_ms = 500},
+                             .rec_size = sizeof(struct rec),
+                             .reconcile = reconcile,
+                             .rec_release = rec_release,
+                             .retry_ms = RETRY_MS,
+                             .wait_ms = WAIT_MS};
     struct net *n = ctl_module_new(a, MOD, sizeof(*n));
     int r;
 

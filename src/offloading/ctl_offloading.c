@@ -397,13 +397,10 @@ int offl_init(struct agent *a)
         .on_add = on_vnode, .on_update = on_vnode_update, .on_delete = on_vnode};
     struct inf_handlers lh = {
         .on_add = on_labelled, .on_update = on_labelled_update, .on_delete = on_labelled};
-    struct ctl_options co = {
-        .name = MOD,
-        .queue = {.max_concurrent = 4, .base_delay_ms = 200, .max_delay_ms = 60000},
-        .rec_size = sizeof(struct rec),
-        .reconcile = reconcile,
-        .retry_ms = 1000,
-        .wait_ms = 2000};
+    struct ctl_options co = {.name = MOD,
+                             .queue = {.max_concurrent = 4},
+                             .rec_size = sizeof(struct rec),
+                             .reconcile = reconcile};
     struct offl *o = ctl_module_new(a, MOD, sizeof(*o));
     int r;
 

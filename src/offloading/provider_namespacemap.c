@@ -684,14 +684,12 @@ int nsmap_init(struct agent *a)
     struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update, .on_delete = on_fc};
     struct inf_handlers gh = {
         .on_add = on_guard, .on_update = on_guard_update, .on_delete = on_guard};
-    struct ctl_options co = {
-        .name = "namespacemaps",
-        .log_module = MOD,
-        .queue = {.max_concurrent = 8, .base_delay_ms = 200, .max_delay_ms = 60000},
-        .rec_size = sizeof(struct rec),
-        .reconcile = reconcile,
-        .rec_release = rec_release,
-        .retry_ms = 1000};
+    struct ctl_options co = {.name = "namespacemaps",
+                             .log_module = MOD,
+                             .queue = {.max_concurrent = 8},
+                             .rec_size = sizeof(struct rec),
+                             .reconcile = reconcile,
+                             .rec_release = rec_release};
     struct nsmapc *m = ctl_module_new(a, MOD, sizeof(*m));
     int r;
 

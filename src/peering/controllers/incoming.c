@@ -574,14 +574,13 @@ static void on_fc_update(struct inf_informer *inf, json_t *old_obj, json_t *new_
 int peer_incoming_init(struct agent *a)
 {
     struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update};
-    struct ctl_options co = {
-        .name = "peeringrequests",
-        .log_module = OWNER,
-        .queue = {.max_concurrent = 64, .base_delay_ms = 200, .max_delay_ms = 60000},
-        .rec_size = sizeof(struct rec),
-        .reconcile = reconcile,
-        .rec_release = rec_release,
-        .retry_ms = 2000};
+    struct ctl_options co = {.name = "peeringrequests",
+                             .log_module = OWNER,
+                             .queue = {.max_concurrent = 64},
+                             .rec_size = sizeof(struct rec),
+                             .reconcile = reconcile,
+                             .rec_release = rec_release,
+                             .retry_ms = 2000};
     struct incoming *m = ctl_module_new(a, OWNER, sizeof(*m));
     int r;
 

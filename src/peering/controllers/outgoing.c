@@ -1019,15 +1019,13 @@ int peer_outgoing_init(struct agent *a)
         .on_add = on_fc_add, .on_update = on_fc_update, .on_delete = on_fc_add};
     struct inf_handlers sh = {
         .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret};
-    struct ctl_options co = {
-        .name = "foreignclusters",
-        .log_module = OWNER,
-        .queue = {.max_concurrent = 64, .base_delay_ms = 200, .max_delay_ms = 60000},
-        .rec_size = sizeof(struct rec),
-        .reconcile = reconcile,
-        .rec_release = rec_release,
-        .retry_ms = ERROR_RETRY_MS,
-        .wait_ms = 2000};
+    struct ctl_options co = {.name = "foreignclusters",
+                             .log_module = OWNER,
+                             .queue = {.max_concurrent = 64},
+                             .rec_size = sizeof(struct rec),
+                             .reconcile = reconcile,
+                             .rec_release = rec_release,
+                             .retry_ms = ERROR_RETRY_MS};
     struct outgoing *m = ctl_module_new(a, OWNER, sizeof(*m));
     int r;
 
