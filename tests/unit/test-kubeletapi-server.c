@@ -933,8 +933,7 @@ static void test_head_deadline(void **state)
         run_for(400);
     }
     /* Closed by the deadline: not before it, and while bytes were still coming (the head, never
-     * complete, lasts 25 s at this pace). No upper bound in time: a busy machine delays the tick.
-     */
+     * complete, lasts 25 s at this pace). No upper bound in time: a busy machine delays ticks. */
     assert_true(slow.closed);
     if (uv_now(&t.loop) - t0 < 1500)
         fail_msg("closed after %llu ms, before the deadline of 1.5 s",
