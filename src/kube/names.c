@@ -43,3 +43,34 @@ bool kname_dns_subdomain(const char *s)
 {
     return s && kname_dns_subdomain_n(s, strnlen(s, KNAME_SUBDOMAIN_MAX + 1));
 }
+
+bool kname_label_value(const char *s, bool allow_empty)
+{
+    size_t n = s ? strlen(s) : 0;
+
+    if (!s || n > KNAME_LABEL_MAX)
+        return false;
+    if (n == 0)
+        return allow_empty;
+    for (size_t i = 0; i < n; i++) {
+        char c = s[i];
+        bool an = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+
+        if (!an && c != '-' && c != '_' && c != '.')
+            return false;
+        if ((i == 0 || i == n - 1) && !an)
+            return false;
+    }
+    return true;
+}
+
+bool kname_label_key(const char *s)
+{
+    const char *slash = s ? strchr(s, '/') : NULL;
+
+    if (!s || !*s)
+        return false;
+    if (!slash)
+        return kname_label_value(s, false);
+    return kname_dns_subdomain_n(s, (size_t)(slash - s)) && kname_label_value(slash + 1, false);
+}

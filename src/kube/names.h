@@ -22,5 +22,11 @@ bool kname_dns_label(const char *s);
 bool kname_dns_subdomain(const char *s);
 /* The same for the n bytes at s (a part of a longer string; a NUL among them: false). */
 bool kname_dns_subdomain_n(const char *s, size_t n);
+/* A label value, or the name part of a qualified name: at most 63 bytes of [A-Za-z0-9._-] that
+ * start and end with an alphanumeric; empty is valid when allow_empty. NULL: false. */
+bool kname_label_value(const char *s, bool allow_empty);
+/* A qualified name (a label key, an annotation key, an extended resource's name): [prefix/]name,
+ * the prefix a subdomain, the name as kname_label_value. NULL: false. */
+bool kname_label_key(const char *s);
 
 #endif

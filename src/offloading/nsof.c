@@ -38,40 +38,6 @@ static bool alnum(char c)
     return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-/* A label value or the name part of a qualified name: at most 63 characters, [A-Za-z0-9._-],
- * starting and ending with an alphanumeric; empty allowed when allow_empty. */
-static bool label_value(const char *s, bool allow_empty)
-{
-    size_t n = s ? strlen(s) : 0;
-
-    if (!s || n > 63)
-        return false;
-    if (n == 0)
-        return allow_empty;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool an = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-
-        if (!an && c != '-' && c != '_' && c != '.')
-            return false;
-        if ((i == 0 || i == n - 1) && !an)
-            return false;
-    }
-    return true;
-}
-
-/* A qualified label key: [prefix/]name. */
-static bool label_key(const char *s)
-{
-    const char *slash = s ? strchr(s, '/') : NULL;
-
-    if (!s || !*s)
-        return false;
-    if (!slash)
-        return label_value(s, false);
-    return kname_dns_subdomain_n(s, (size_t)(slash - s)) && label_value(slash + 1, false);
-}
-
 /* The first HASH_HEX hex digits of sha256(id). Returns 0, -EINVAL (empty id) or -EIO. */
 static int id_hash(const char *id, char hash[HASH_HEX + 1])
 {
@@ -297,7 +263,7 @@ static int check_expr(const json_t *x, bool field, size_t t, size_t e, char *err
 
     if (!json_is_object(x))
         return bad(err, errlen, t, e, "not an object");
-    if (!key || !(field ? strcmp(key, "metadata.name") == 0 : label_key(key))) {
+    if (!key || !(field ? strcmp(key, "metadata.name") == 0 : kname_label_key(key))) {
         snprintf(msg, sizeof(msg), "%s key %s%s%s is not %s", where, key ? "'" : "",
                  key ? printable(key, shown, 80) : "(missing)", key ? "'" : "",
                  field ? "metadata.name" : "a valid label key");
@@ -317,7 +283,7 @@ static int check_expr(const json_t *x, bool field, size_t t, size_t e, char *err
     for (size_t i = 0; i < nv; i++) {
         const char *v = json_string_value(json_array_get(values, i));
 
-        if (!v || !(field ? kname_dns_subdomain_n(v, strlen(v)) : label_value(v, true)))
+        if (!v || !(field ? kname_dns_subdomain_n(v, strlen(v)) : kname_label_value(v, true)))
             return bad(err, errlen, t, e, "a value is not a valid label value");
     }
     switch (op) {

@@ -17,6 +17,7 @@ LAYERS=(
   "offer"                            # SharedResources and the offer's amounts (pure)
   "agent"                            # the agent's runtime: modules, peers, config, metrics, controller plumbing
   "admission kubeletapi network peering/controllers offloading virtualkubelet advertisement discovery"
+  "broker"                           # catalog, orchestrator, aggregator over the agent's features
 )
 # Composition roots: files (or folders) that wire every feature together.
 ROOTS=(agent/main.c agent/modules.c cli nodesim)

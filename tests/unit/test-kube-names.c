@@ -98,12 +98,46 @@ static void test_subdomain_n(void **state)
         assert_int_equal(kname_dns_subdomain_n(cases[i].s, cases[i].n), cases[i].want);
 }
 
+static void test_label_value_and_key(void **state)
+{
+    static const struct {
+        const char *s;
+        bool value, value_or_empty, key;
+    } cases[] = {
+        {"web", true, true, true},
+        {"Web_1.x-Y", true, true, true},
+        {L63, true, true, true},
+        {L63 "d", false, false, false},
+        {"", false, true, false},
+        {"-a", false, false, false},
+        {"a.", false, false, false},
+        {"a b", false, false, false},
+        {"nvidia.com/gpu", false, false, true},
+        {"app.kubernetes.io/part-of", false, false, true},
+        {"example.com/", false, false, false},
+        {"/name", false, false, false},
+        {"Example.com/x", false, false, false},
+        {"a/b/c", false, false, false},
+        {"example.com/" L63, false, false, true},
+        {"example.com/" L63 "d", false, false, false},
+        {NULL, false, false, false},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        assert_int_equal(kname_label_value(cases[i].s, false), cases[i].value);
+        assert_int_equal(kname_label_value(cases[i].s, true), cases[i].value_or_empty);
+        assert_int_equal(kname_label_key(cases[i].s), cases[i].key);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_label),
         cmocka_unit_test(test_subdomain),
         cmocka_unit_test(test_subdomain_n),
+        cmocka_unit_test(test_label_value_and_key),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,2 @@
+# The broker (src/broker/): its pure core.
+cliqo_unit_test(broker-select cliqo_broker_core)
