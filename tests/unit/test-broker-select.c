@@ -7,17 +7,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "testjson.h"
 #include "broker/select.h"
-
-static json_t *parse_json(const char *s)
-{
-    json_error_t je;
-    json_t *j = json_loads(s, 0, &je);
-
-    if (!j)
-        fail_msg("bad test JSON %s: %s", s, je.text);
-    return j;
-}
 
 /* Every field, each way it can be wrong: the error names the field. */
 static void test_policy_parse(void **state)
@@ -54,7 +45,7 @@ static void test_policy_parse(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_t *j = parse_json(cases[i].json);
+        json_t *j = test_js(cases[i].json);
         struct brk_policy p;
         char err[256] = "";
         int e;
@@ -145,9 +136,9 @@ static void test_meets(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_t *pj = parse_json(cases[i].policy);
-        json_t *offer = cases[i].offer ? parse_json(cases[i].offer) : NULL;
-        json_t *labels = cases[i].labels ? parse_json(cases[i].labels) : NULL;
+        json_t *pj = test_js(cases[i].policy);
+        json_t *offer = cases[i].offer ? test_js(cases[i].offer) : NULL;
+        json_t *labels = cases[i].labels ? test_js(cases[i].labels) : NULL;
         struct brk_kpi k = {cases[i].up_since_ms, cases[i].latency_ms, offer, labels,
                             cases[i].price};
         struct brk_policy p;
@@ -197,7 +188,7 @@ static void test_select_over_time(void **state)
     struct brk_policy p;
     struct brk_hyst h = {0};
     char err[128], why[160];
-    json_t *pj = parse_json("{\"maxLatencyMs\": 50, \"hysteresisSeconds\": 10}");
+    json_t *pj = test_js("{\"maxLatencyMs\": 50, \"hysteresisSeconds\": 10}");
 
     (void)state;
     assert_int_equal(brk_policy_parse(pj, &p, err, sizeof(err)), 0);
