@@ -2,3 +2,4 @@
 cliqo_unit_test(broker-select cliqo_broker_core)
 cliqo_unit_test(broker-aggregate cliqo_broker_core)
 cliqo_unit_test(broker-kpi cliqo_broker_core)
+cliqo_unit_test(broker-catalog cliqo_broker_core)
