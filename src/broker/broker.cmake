@@ -1,7 +1,9 @@
 # The broker (src/broker/, docs/broker.md): cliqo-broker, built in steps (issue 20). For now its pure
 # core, a library of its own for the unit tests: the selection of providers by policy, toggle and KPIs
-# (select.c), the providers' measured KPIs (kpi.c), the aggregated offer (aggregate.c) and the
-# catalog's filters and pages (catalog.c, which matches labels with offloading's selector code).
+# (select.c), the providers' measured KPIs (kpi.c), the aggregated offer (aggregate.c), the catalog's
+# filters and pages (catalog.c, which matches labels with offloading's selector code) and the state
+# kept in the broker's cluster (state.c).
 cliqo_module(cliqo_broker_core SOURCES broker/select.c broker/aggregate.c broker/kpi.c broker/catalog.c
+             broker/state.c
              DEPS cliqo_kube_quantity cliqo_kube_names cliqo_offloading PkgConfig::OPENSSL
                   PkgConfig::JANSSON)
