@@ -6,11 +6,11 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "common/errbuf.h"
 #include "common/json.h"
+#include "common/strutil.h"
 #include "kube/names.h"
 #include "offloading/nsof.h"
 
@@ -95,12 +95,9 @@ int brk_catalog_query_parse(struct brk_catalog_query *q, const char *label_selec
         q->name_negated = i == 2;
     }
     if (limit) {
-        char *end = NULL;
-        long l;
+        uint64_t l;
 
-        errno = 0;
-        l = strtol(limit, &end, 10);
-        if (!*limit || *end || errno || l < 1 || l > BRK_CATALOG_MAX_LIMIT)
+        if (parse_u64(limit, BRK_CATALOG_MAX_LIMIT, &l) < 0 || l < 1)
             return errbuf_fmt(err, errlen, -EINVAL, "limit: expected an integer from 1 to %d",
                               BRK_CATALOG_MAX_LIMIT);
         q->limit = (size_t)l;
