@@ -45,6 +45,7 @@
 #include "common/fileio.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/strutil.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/names.h"
@@ -821,16 +822,11 @@ static void hash_of(const char *s, char out[65])
 {
     unsigned char md[32];
     unsigned int n = 0;
-    static const char hex[] = "0123456789abcdef";
 
     out[0] = '\0';
     if (!s || EVP_Digest(s, strlen(s), md, &n, EVP_sha256(), NULL) != 1 || n != 32)
         return;
-    for (int i = 0; i < 32; i++) {
-        out[2 * i] = hex[md[i] >> 4];
-        out[2 * i + 1] = hex[md[i] & 15];
-    }
-    out[64] = '\0';
+    str_hex(md, 32, out);
 }
 
 static void sync_pass(struct ctl *c, const char *key)

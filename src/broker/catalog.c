@@ -20,7 +20,6 @@
 static int mac_hex(const unsigned char key[BRK_TOKEN_KEY_LEN], const char *name,
                    char out[MAC_HEX + 1])
 {
-    static const char hex[] = "0123456789abcdef";
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int len = 0;
 
@@ -28,11 +27,7 @@ static int mac_hex(const unsigned char key[BRK_TOKEN_KEY_LEN], const char *name,
               &len) ||
         len < MAC_HEX / 2)
         return -EIO;
-    for (size_t i = 0; i < MAC_HEX / 2; i++) {
-        out[2 * i] = hex[md[i] >> 4];
-        out[2 * i + 1] = hex[md[i] & 15];
-    }
-    out[MAC_HEX] = '\0';
+    str_hex(md, MAC_HEX / 2, out);
     return 0;
 }
 

@@ -149,3 +149,15 @@ bool str_glob(const char *p, const char *s)
         p++;
     return *p == '\0';
 }
+
+void str_hex(const void *data, size_t n, char *out)
+{
+    static const char digits[] = "0123456789abcdef";
+    const unsigned char *b = data;
+
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[b[i] >> 4];
+        out[2 * i + 1] = digits[b[i] & 0x0f];
+    }
+    out[2 * n] = '\0';
+}

@@ -43,17 +43,12 @@ static int id_hash(const char *id, char hash[HASH_HEX + 1])
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
-    static const char hex[] = "0123456789abcdef";
 
     if (!id || !*id)
         return -EINVAL;
     if (EVP_Digest(id, strlen(id), md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen < HASH_HEX / 2)
         return -EIO;
-    for (size_t i = 0; i < HASH_HEX / 2; i++) {
-        hash[2 * i] = hex[md[i] >> 4];
-        hash[2 * i + 1] = hex[md[i] & 0x0f];
-    }
-    hash[HASH_HEX] = '\0';
+    str_hex(md, HASH_HEX / 2, hash);
     return 0;
 }
 

@@ -115,6 +115,19 @@ static void test_xalloc(void **state)
     x_free(s);
 }
 
+static void test_hex(void **state)
+{
+    static const unsigned char bytes[] = {0x00, 0x0f, 0xa5, 0xff, 0x10};
+    char out[2 * sizeof(bytes) + 1];
+
+    (void)state;
+    memset(out, 'x', sizeof(out));
+    str_hex(bytes, sizeof(bytes), out);
+    assert_string_equal(out, "000fa5ff10");
+    str_hex(bytes, 0, out);
+    assert_string_equal(out, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -123,6 +136,7 @@ int main(void)
         cmocka_unit_test(test_sbuf_steal_and_oom),
         cmocka_unit_test(test_xalloc),
         cmocka_unit_test(test_glob),
+        cmocka_unit_test(test_hex),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
