@@ -18,6 +18,7 @@
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
+#include "kube/names.h"
 #include "kube/quantity.h"
 #include "network/ipam.h"
 #include "peering/objects.h"
@@ -173,24 +174,6 @@ void vk_kick(struct vk *v)
 /* ---- the desired node --------------------------------------------------------------------------
  */
 
-static bool label_value_ok(const char *s)
-{
-    size_t n = strlen(s);
-
-    if (n > 63)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-
-        if (!alnum && c != '-' && c != '_' && c != '.')
-            return false;
-        if ((i == 0 || i == n - 1) && !alnum)
-            return false;
-    }
-    return true;
-}
-
 static json_t *node_labels(struct vk *v, const json_t *adv)
 {
     json_t *l =
@@ -209,7 +192,7 @@ static json_t *node_labels(struct vk *v, const json_t *adv)
     {
         const char *s = json_string_value(val);
 
-        if (!s || !shr_label_shareable(k) || !label_value_ok(s) || json_object_get(l, k) ||
+        if (!s || !shr_label_shareable(k) || !kname_label_value(s, true) || json_object_get(l, k) ||
             ++n > MAX_NODE_LABELS)
             continue;
         json_object_set(l, k, val);
