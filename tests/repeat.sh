@@ -21,13 +21,14 @@ of runs and failures per test. The output of every failing run is kept in DIR/re
   --beside OTHER   meanwhile run the group OTHER over and over beside it (as CI's two e2e lanes do; its
                    last run ends after GROUP's last) and print its table too
   --build-dir DIR  the configured build with e2e tests (default: build/asan)
-  --lanes LANES    with "all": how many lanes run side by side (default 2, as the build's
-                   CLIQO_E2E_LANES)
+  --lanes LANES    how many tests ctest runs side by side (default 2 for "all", as the build's
+                   CLIQO_E2E_LANES; 1 otherwise); a comma-separated list of groups run with
+                   --lanes 2 pairs its groups as CI's lanes do, and gets the per-group table too
   -h, --help       this text
 EOF
 }
 
-group='' n='' build=build/asan beside= lanes=2
+group='' n='' build=build/asan beside= lanes=
 while [ $# -gt 0 ]; do
   case "$1" in
     -h | --help) usage; exit 0 ;;
@@ -50,6 +51,11 @@ done
 [ "$group" != all ] || [ -z "$beside" ] || { echo "repeat: all runs every group: no --beside" >&2; exit 2; }
 if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -lt 1 ] || [ "$n" -gt 100 ]; then echo "repeat: N must be 1 to 100" >&2; exit 2; fi
 [ -f "$build/CTestTestfile.cmake" ] || { echo "repeat: $build is not a configured build directory" >&2; exit 2; }
+# lanes_of GROUP: how many tests ctest runs side by side for GROUP: --lanes (default 2 for all, 1
+# otherwise).
+lanes_of() {
+  if [ -n "$lanes" ]; then echo "$lanes"; elif [ "$1" = all ]; then echo 2; else echo 1; fi
+}
 # test_regex GROUP: the ctest -R of a group, a list of them, or all.
 test_regex() {
   if [ "$1" = all ]; then echo '^e2e\.'; else echo "^e2e\\.(${1//,/|})\\."; fi
@@ -79,7 +85,7 @@ repeat_group() {
       until:*) [ "$i" -eq 1 ] || [ ! -e "${count#until:}" ] || break ;;
       *) [ "$i" -le "$count" ] || break ;;
     esac
-    out=$(ctest --test-dir "$build" -R "$(test_regex "$g")" -j "$([ "$g" = all ] && echo "$lanes" || echo 1)" \
+    out=$(ctest --test-dir "$build" -R "$(test_regex "$g")" -j "$(lanes_of "$g")" \
       --output-on-failure 2>&1) || true
     failed=0
     while read -r name result time; do
@@ -108,7 +114,7 @@ repeat_group() {
       printf '%-45s %5d %8d %10s\n' "$t" "${runs[$t]}" "${fails[$t]}" "$mean"
     done
     echo "failed runs of $g: $bad_runs of $i"
-    if [ "$g" = all ]; then
+    if [ "$g" = all ] || [[ "$g" == *,* ]]; then
       # Per group (e2e.GROUP.TEST; a test outside a group, e2e.GROUP.TEST too, is its own group):
       # runs and the failures of its tests added up.
       printf '\n%-20s %6s %8s %12s\n' group tests failures "mean sum (s)"
