@@ -1227,20 +1227,6 @@ static void on_signal(uv_signal_t *s, int signum)
 
 /* ---- creation, start, free ------------------------------------------------------------------ */
 
-/* Whether a listen address (netaddr_parse) is on a loopback interface. */
-static bool addr_is_loopback(const char *addr)
-{
-    struct sockaddr_storage ss;
-    socklen_t len;
-
-    if (netaddr_parse(addr, &ss, &len) < 0)
-        return false;
-    if (ss.ss_family == AF_INET)
-        return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
-    return ss.ss_family == AF_INET6 &&
-           IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
-}
-
 int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agent_module *modules,
               struct agent **ret)
 {
@@ -1304,7 +1290,7 @@ int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agen
         return log_errno(r, "agent", "cannot set up the HTTP server on %s", cfg->http_addr);
     /* /metrics tells a lot about the cluster and its peers: on loopback unless configured. */
     a->metrics_addr = cfg->metrics_addr                  ? cfg->metrics_addr
-                      : addr_is_loopback(cfg->http_addr) ? cfg->http_addr
+                      : netaddr_is_loopback(cfg->http_addr) ? cfg->http_addr
                                                          : AGENT_METRICS_ADDR;
     if (strcmp(a->metrics_addr, cfg->http_addr) == 0) {
         r = httpd_route(a->http, "GET", "/metrics", 0, handle_metrics, a);

@@ -50,6 +50,9 @@ struct agent_config {
     char webhook_client_cn[AGENT_MAX_WEBHOOK_CNS][AGENT_CN_MAX + 1];
     size_t nwebhook_client_cn;
     bool help, version;
+    /* The settings of a program that embeds the agent's skeleton (cliqo-broker's struct
+     * brk_config); NULL for cliqo-agent. */
+    const void *app;
 };
 
 /* Parses argv (strings are borrowed from it). Returns 0 or -EINVAL with the reason in err. The

@@ -66,3 +66,16 @@ int netaddr_parse(const char *s, struct sockaddr_storage *ret, socklen_t *ret_le
     }
     return 0;
 }
+
+bool netaddr_is_loopback(const char *s)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+
+    if (netaddr_parse(s, &ss, &len) < 0)
+        return false;
+    if (ss.ss_family == AF_INET)
+        return (ntohl(((struct sockaddr_in *)&ss)->sin_addr.s_addr) >> 24) == 127;
+    return ss.ss_family == AF_INET6 &&
+           IN6_IS_ADDR_LOOPBACK(&((struct sockaddr_in6 *)&ss)->sin6_addr);
+}
