@@ -11,3 +11,6 @@ if(TARGET test-broker-dashboard)
     target_compile_definitions(test-broker-dashboard PRIVATE
                                CLIQO_DASHBOARD_DIR="${PROJECT_SOURCE_DIR}/src/broker/dashboard")
 endif()
+# The dashboard in headless Chromium against a fake API, and the browser driver tests/e2e/lib/cdp.py itself.
+add_test(NAME unit.dashboard-render COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/unit/dashboard-render.sh)
+set_tests_properties(unit.dashboard-render PROPERTIES LABELS unit TIMEOUT 300)
