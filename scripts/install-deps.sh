@@ -18,6 +18,8 @@ PKGS=(
   etcd-server etcd-client golang-go rsync golang-github-modern-go-reflect2-dev dpkg-dev
   # tools used by the dev environment and the tests
   openssl curl iproute2 procps ca-certificates prometheus jq
+  # the broker dashboard's test: headless Chromium driven by tests/e2e/lib/cdp.py (Debian's python3)
+  chromium python3
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }

@@ -7,3 +7,5 @@ cliqo_module(cliqo_broker_core SOURCES broker/select.c broker/aggregate.c broker
              broker/state.c
              DEPS cliqo_kube_quantity cliqo_kube_names cliqo_offloading PkgConfig::OPENSSL
                   PkgConfig::JANSSON)
+# The dashboard's static files, compiled in (library cliqo_broker_dashboard, broker/dashboard.h).
+include(${CMAKE_CURRENT_LIST_DIR}/dashboard/dashboard.cmake)

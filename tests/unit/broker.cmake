@@ -4,3 +4,13 @@ cliqo_unit_test(broker-aggregate cliqo_broker_core)
 cliqo_unit_test(broker-kpi cliqo_broker_core)
 cliqo_unit_test(broker-catalog cliqo_broker_core)
 cliqo_unit_test(broker-state cliqo_broker_core)
+# The dashboard's files compiled in (src/broker/dashboard/): paths, types, bytes, ETags, the strict page.
+cliqo_unit_test(broker-dashboard cliqo_broker_dashboard)
+if(TARGET test-broker-dashboard)
+    target_link_libraries(test-broker-dashboard PRIVATE PkgConfig::OPENSSL)
+    target_compile_definitions(test-broker-dashboard PRIVATE
+                               CLIQO_DASHBOARD_DIR="${PROJECT_SOURCE_DIR}/src/broker/dashboard")
+endif()
+# The dashboard in headless Chromium against a fake API, and the browser driver tests/e2e/lib/cdp.py itself.
+add_test(NAME unit.dashboard-render COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/unit/dashboard-render.sh)
+set_tests_properties(unit.dashboard-render PROPERTIES LABELS unit TIMEOUT 300)
