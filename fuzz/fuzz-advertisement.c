@@ -1,11 +1,20 @@
 /* libFuzzer harness for what the advertisement protocol reads from objects a peer (or an operator)
  * writes: an Advertisement's validation (src/advertisement/policy.c, with the RFC 3339 parser of
  * src/common/rfc3339.c, which fuzz-rfc3339.c covers on its own), the ClusterConfig's sharing
- * settings (config.c), and the broadcaster's computation fed arbitrary nodes and pods (share.c).
+ * settings (config.c), the broker's offer (offersource.c) and the broadcaster's computation fed
+ * arbitrary nodes and pods (share.c).
  *
- * The input is a JSON document; when it parses:
+ * The input, as the text of a broker's ConfigMap's data.resources, and the ConfigMap holding it
+ * through the informer's transform, give the same verdict; an accepted map holds at most
+ * SHR_MAX_RESOURCES resource names, unique, sorted, shorter than SHR_NAME_MAX, with amounts
+ * >= 0, and a refused one says why on one line; with source Broker the choice offers exactly
+ * that map or nothing (cpu, memory and pods at 0), never the computed share.
+ *
+ * The input is also a JSON document; when it parses:
  *   - advpol_validate never crashes, and when it refuses it says why (a non-empty message);
- *   - advcfg_read gives values in their documented ranges, whatever the input;
+ *   - advcfg_read gives values in their documented ranges, whatever the input, and an offer
+ *     source that is refused exactly when it says why;
+ *   - read as a broker's ConfigMap, it follows the rules above;
  *   - fed as a node and as a pod (then deleted), the computation's state stays consistent: after
  * the deletes it equals an empty state (no availability, no usage) and an offer is never negative;
  *   - fed as a pod to a state that knows a node of the pod's nodeName, it gives the same result as
@@ -20,6 +29,7 @@
  * The units are included rather than only linked so that they are compiled here with the fuzzer's
  * instrumentation; the libraries' copies are then never pulled from the archives. */
 #include "../src/advertisement/config.c"
+#include "../src/advertisement/offersource.c"
 #include "../src/advertisement/policy.c"
 #include "../src/offer/share.c"
 
@@ -87,6 +97,61 @@ static void same_states(struct shr_state *a, struct shr_state *b, const char *or
           sa.nodes == sb.nodes && sa.counted_nodes == sb.counted_nodes);
 }
 
+/* The input as a broker's ConfigMap: the parser's rules, the transform changes no verdict, and
+ * the choice offers the map or nothing. */
+static void broker_offer(const json_t *cm)
+{
+    struct shr_list l, lt, computed = {.n = 1, .items = {{.name = "cpu", .value = 7}}};
+    struct advsrc_offer o;
+    char err[256], errt[256];
+    json_t *t = json_deep_copy(cm);
+    int r, rt;
+
+    err[0] = '\0';
+    r = advsrc_parse(cm, &l, err, sizeof(err));
+    check(r == 0 || (r == -EINVAL && err[0] && !strchr(err, '\n')));
+    if (r == 0) {
+        check(l.n <= SHR_MAX_RESOURCES);
+        for (size_t i = 0; i < l.n; i++) {
+            check(strlen(l.items[i].name) < SHR_NAME_MAX && kname_label_key(l.items[i].name));
+            check(l.items[i].value >= 0);
+            check(i == 0 || strcmp(l.items[i - 1].name, l.items[i].name) < 0);
+        }
+    }
+    if (t) {
+        advsrc_transform(t, NULL);
+        rt = advsrc_parse(t, &lt, errt, sizeof(errt));
+        check(rt == r);
+        if (r == 0)
+            same_lists(&l, &lt);
+        json_decref(t);
+    }
+    check(advsrc_choose(ADVCFG_OFFER_BROKER, 5, &computed, cm, &o, err, sizeof(err)) == 0);
+    check(o.threshold == 0 && !o.node_details);
+    if (r == 0 && l.n > 0) {
+        check(o.from == ADVSRC_FROM_BROKER);
+        same_lists(&l, &o.amounts);
+    } else {
+        check(o.amounts.n == 3);
+        for (size_t i = 0; i < o.amounts.n; i++)
+            check(o.amounts.items[i].value == 0);
+    }
+}
+
+/* The raw input as data.resources (the API server's strings are UTF-8). */
+static void broker_offer_text(const uint8_t *data, size_t size)
+{
+    json_t *cm = json_pack("{s:{s:s,s:s},s:{}}", "metadata", "name", "cliqo-broker-offer-c",
+                           "namespace", "cliqo", "data");
+    json_t *text = json_stringn((const char *)data, size);
+
+    if (cm && text && json_object_set_new(json_object_get(cm, "data"), ADVSRC_KEY, text) == 0)
+        broker_offer(cm);
+    else
+        json_decref(text);
+    json_decref(cm);
+}
+
 /* The input as a pod, on a Ready node of its nodeName, against its trimmed copy. */
 static void same_trimmed(const json_t *j)
 {
@@ -134,8 +199,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *reason;
     char msg[256];
 
+    broker_offer_text(data, size);
     if (!j)
         return 0;
+    broker_offer(j);
     msg[0] = '\0';
     reason = advpol_validate(j, "p", 1767225600, msg, sizeof(msg));
     check(!reason || msg[0] != '\0');
@@ -144,6 +211,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(c.percent <= 100 && c.refresh_s >= 1 && c.ttl_s >= 2 && c.threshold <= 100);
     check(c.max_accept <= 1000000 && c.keepalive_retry_s >= 1 && c.keepalive_threshold >= 1);
     check(strlen(c.vk_image) < sizeof(c.vk_image));
+    check(c.offer_source <= ADVCFG_OFFER_INVALID);
+    check((c.offer_source == ADVCFG_OFFER_INVALID) == (c.error[0] != '\0'));
     {
         struct shr_list fixed;
         struct shr_policy pol;

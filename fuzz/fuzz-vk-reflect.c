@@ -11,7 +11,8 @@
  *   - a desired copy is labelled as ours, in the remote namespace, compares equal to itself, and
  *     to the update body built from it against any provider object; a slice keeps no endpoint on
  *     the virtual node; a ConfigMap or Secret holds at most the API's 1 MiB of data; no
- *     service-account token and no kube-root-ca.crt is ever a copy;
+ *     service-account token and no kube-root-ca.crt is ever a copy, nor an object whose origin
+ *     label names the provider (it would go back where it came from);
  *   - the provider's object, whatever it is, goes through vkr_extract, vkr_needs_update,
  *     vkr_is_ours and vkr_update_body (the body never takes more than its resourceVersion string
  *     from a hostile object's metadata).
@@ -154,6 +155,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     check(r < _VKR_VERDICTS);
     if (desired)
         check_desired(kind, desired, docs[2], &ctx);
+    /* Nothing goes back to the cluster it came from. */
+    check(!desired || !vkr_back_to_origin(docs[1], ctx.peer_id));
 
     /* The provider's object. */
     {

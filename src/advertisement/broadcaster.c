@@ -16,7 +16,13 @@
  *     threshold -> copy the consumer's decision (watched through the unit) into the PeeringRequest
  *     and the ForeignCluster -> requeue at the next refresh.
  * A burst of node or pod events arms a 200 ms timer that compares every consumer's offer with what
- * was last sent. */
+ * was last sent.
+ *
+ * With offerSource Broker (offersource.h), what is offered to consumer C is what the broker's
+ * ConfigMap cliqo-broker-offer-<C> says instead of the computation: an informer on the agent's
+ * namespace (label cliqo.io/broker-offer=true) enqueues C on every add, update and delete of it,
+ * and the pass reads it from the store; absent or invalid, nothing is offered (logged once per
+ * change). Node and pod events then move nothing. */
 #include "agent/agent.h"
 #include "agent/ctl.h"
 #include "agent/identity.h"
@@ -31,6 +37,7 @@
 
 #include "advertisement/advertisement.h"
 #include "advertisement/config.h"
+#include "advertisement/offersource.h"
 #include "offer/share.h"
 #include "common/json.h"
 #include "common/log.h"
@@ -50,6 +57,10 @@
 #define MAX_IMAGES     64
 #define MAX_IMAGE_NAME 512
 #define FIELD_MANAGER  "cliqo-broadcaster"
+/* The broker's ConfigMaps: listed a few at a time (each may hold up to 1 MiB before the transform
+ * trims it), at most this many cached. */
+#define OFFERS_PAGE 16
+#define MAX_OFFERS  (2 * MAX_CONSUMERS)
 
 struct bcast;
 
@@ -69,6 +80,7 @@ struct consumer {
     char sig[512];        /* policy last sent */
     char adv_hash[17];    /* credential hash last put on the Advertisement */
     bool withdrawn;       /* withdrawal finished; nothing to do until sharing is allowed again */
+    char offer_note[96];  /* the broker's offer as last logged: "<from>:<resourceVersion>" */
     uint64_t withdraw_since_ms;
     struct consumer *next;
 };
@@ -77,6 +89,7 @@ struct consumer {
 struct bcast {
     struct ctl_module mod; /* first */
     struct inf_informer *nodes, *pods, *prs, *fcs, *config;
+    struct inf_informer *offers; /* the broker's ConfigMaps (offersource.h) */
     struct shr_state *shr;
     struct consumer *consumers;
     size_t nconsumers;
@@ -96,6 +109,9 @@ struct rec {
     struct consumer *c;
     json_t *pr; /* the admitted request (a new reference) or NULL */
     struct shr_list offer, limits;
+    /* how the offer is sent (struct advsrc_offer) */
+    unsigned threshold;
+    bool node_details;
     char sig[512];
     int step; /* of the withdrawal */
 };
@@ -439,7 +455,12 @@ static void on_config(struct inf_informer *inf, json_t *obj, void *data)
     if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) != 0)
         return;
     advcfg_read(obj, &m->cfg);
-    if (!m->cfg_loaded || old.percent != m->cfg.percent || old.enabled != m->cfg.enabled ||
+    if (m->cfg.error[0] && (!m->cfg_loaded || strcmp(old.error, m->cfg.error) != 0))
+        log_warn(MOD, "ClusterConfig: %s: offering nothing until it is fixed", m->cfg.error);
+    if (m->cfg_loaded && old.offer_source != m->cfg.offer_source && !m->cfg.error[0])
+        log_info(MOD, "offer source is now %s", advcfg_offer_source_name(m->cfg.offer_source));
+    if (!m->cfg_loaded || old.offer_source != m->cfg.offer_source ||
+        old.percent != m->cfg.percent || old.enabled != m->cfg.enabled ||
         old.ttl_s != m->cfg.ttl_s || old.refresh_s != m->cfg.refresh_s ||
         !json_equal(old.per_cluster, m->cfg.per_cluster) ||
         !json_equal(old.prices, m->cfg.prices)) {
@@ -459,6 +480,23 @@ static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *
 {
     (void)old_obj;
     on_config(inf, new_obj, data);
+}
+
+/* A broker's ConfigMap was added, changed or deleted: its consumer looks again (offersource.h). */
+static void on_offer(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct bcast *m = data;
+    const char *id = advsrc_consumer_of(kapi_obj_name(obj));
+
+    (void)inf;
+    if (id && m->cfg.offer_source == ADVCFG_OFFER_BROKER && consumer_find(m, id))
+        ctl_enqueue(m->mod.ctl, id);
+}
+
+static void on_offer_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_offer(inf, new_obj, data);
 }
 
 /* Our Advertisement on a consumer changed (its decision) or disappeared: look again. */
@@ -484,8 +522,8 @@ static void check_moves(uv_timer_t *t)
 {
     struct bcast *m = t->data;
 
-    if (!running(m) || !counted(m))
-        return;
+    if (!running(m) || !counted(m) || m->cfg.offer_source != ADVCFG_OFFER_CLUSTER)
+        return; /* the broker's offer does not move with this cluster's nodes and pods */
     for (struct consumer *c = m->consumers; c; c = c->next) {
         struct shr_list fixed, offer;
         struct shr_policy p;
@@ -813,17 +851,21 @@ static void send_advertisement(struct rec *r)
     int64_t now = (int64_t)time(NULL);
     json_t *adv, *spec, *hard, *max;
 
-    refresh_summary(m);
-    for (size_t i = 0; i < m->largest.n; i++) {
-        bool found;
-        int64_t offered = shr_list_get(&r->offer, m->largest.items[i].name, &found);
-        struct shr_amount a = m->largest.items[i];
+    if (r->node_details) {
+        refresh_summary(m);
+        for (size_t i = 0; i < m->largest.n; i++) {
+            bool found;
+            int64_t offered = shr_list_get(&r->offer, m->largest.items[i].name, &found);
+            struct shr_amount a = m->largest.items[i];
 
-        if (!found)
-            continue;
-        if (offered < a.value)
-            a.value = offered;
-        r->limits.items[r->limits.n++] = a;
+            if (!found)
+                continue;
+            if (offered < a.value)
+                a.value = offered;
+            r->limits.items[r->limits.n++] = a;
+        }
+    } else {
+        r->limits = r->offer; /* the pods run elsewhere: no pod larger than the whole offer */
     }
     snprintf(name, sizeof(name), PEER_ADV_PREFIX "%s", identity_cluster_id(m->mod.a));
     snprintf(secret, sizeof(secret), PEER_VK_SECRET_PREFIX "%s", identity_cluster_id(m->mod.a));
@@ -840,11 +882,12 @@ static void send_advertisement(struct rec *r)
                   "spec", "clusterId", identity_cluster_id(m->mod.a), "resourceQuota", "hard", hard,
                   "limitRange", "limits", "type", "Pod", "max", max, "kubeConfigRef", "name",
                   secret, "namespace", c->remote_ns, "timestamp", ts, "timeToLive", ttl);
-    spec = json_object_get(adv, "spec");
+    spec = r->node_details ? json_object_get(adv, "spec") : NULL;
     if (spec && m->labels && json_object_size(m->labels))
         json_object_set(spec, "labels", m->labels);
     if (spec && m->images && json_array_size(m->images))
         json_object_set(spec, "images", m->images);
+    spec = json_object_get(adv, "spec");
     if (spec && m->cfg.prices)
         json_object_set(spec, "prices", m->cfg.prices);
     r->h.ch.next = after_apply;
@@ -854,24 +897,87 @@ static void send_advertisement(struct rec *r)
     json_decref(adv);
 }
 
+/* Logs the state of the broker's offer to c once per change (of state or of the ConfigMap). */
+static void note_broker_offer(struct consumer *c, enum advsrc_from from, const json_t *cm,
+                              const char *err)
+{
+    const char *rv = kapi_obj_rv(cm);
+    char note[sizeof(c->offer_note)], name[128];
+
+    snprintf(note, sizeof(note), "%s:%.63s", advsrc_from_name(from), rv ? rv : "");
+    if (strcmp(note, c->offer_note) == 0)
+        return;
+    snprintf(c->offer_note, sizeof(c->offer_note), "%s", note);
+    if (advsrc_name(c->id, name, sizeof(name)) < 0)
+        name[0] = '\0';
+    if (from == ADVSRC_FROM_BROKER_INVALID)
+        log_warn(MOD, "broker offer for %s (ConfigMap %s) is invalid: %s; offering nothing", c->id,
+                 name, err);
+    else if (from == ADVSRC_FROM_BROKER_ABSENT)
+        log_info(MOD, "no broker offer for %s yet (ConfigMap %s labelled %s): offering nothing",
+                 c->id, name, ADVSRC_LABEL_SELECTOR);
+    else if (from == ADVSRC_FROM_BROKER)
+        log_debug(MOD, "broker offer for %s: ConfigMap %s, resourceVersion %s", c->id, name,
+                  rv ? rv : "?");
+}
+
+/* What to offer c now (offersource.h): this cluster's share, or the broker's, into r. False when
+ * the pass must end instead, as *ret_how says (the inputs are not all there yet, out of memory). */
+static bool choose_offer(struct rec *r, enum ctl_requeue *ret_how)
+{
+    struct bcast *m = r->m;
+    struct consumer *c = r->c;
+    struct shr_list fixed, computed;
+    struct shr_policy p;
+    struct advsrc_offer chosen;
+    json_t *cm = NULL;
+    char name[128], err[256];
+    int rc;
+
+    *ret_how = CTL_WAIT;
+    if (m->cfg.offer_source == ADVCFG_OFFER_CLUSTER) {
+        if (!counted(m))
+            return false; /* the nodes and pods running here are not all counted yet */
+        if (advcfg_policy_for(&m->cfg, c->id, &p, &fixed, r->sig, sizeof(r->sig)) < 0)
+            log_warn(MOD, "perCluster entry of %s is invalid: using the global percentage", c->id);
+        *ret_how = CTL_RETRY;
+        if (shr_offer(m->shr, c->id, &p, &computed) < 0)
+            return false;
+    } else if (m->cfg.offer_source == ADVCFG_OFFER_BROKER) {
+        if (!inf_synced(m->offers))
+            return false; /* absent means nothing only once the list is in */
+        if (advsrc_name(c->id, name, sizeof(name)) == 0)
+            cm = inf_get(m->offers, agent_namespace(m->mod.a), name);
+    }
+    rc = advsrc_choose(m->cfg.offer_source, m->cfg.threshold,
+                       m->cfg.offer_source == ADVCFG_OFFER_CLUSTER ? &computed : NULL, cm, &chosen,
+                       err, sizeof(err));
+    if (rc == 0 && m->cfg.offer_source == ADVCFG_OFFER_BROKER)
+        note_broker_offer(c, chosen.from, cm, err);
+    json_decref(cm);
+    if (rc < 0) {
+        *ret_how = CTL_RETRY;
+        return false;
+    }
+    if (chosen.from != ADVSRC_FROM_CLUSTER)
+        snprintf(r->sig, sizeof(r->sig), "%s", advsrc_from_name(chosen.from));
+    r->offer = chosen.amounts;
+    r->threshold = chosen.threshold;
+    r->node_details = chosen.node_details;
+    return true;
+}
+
 static void share_advertisement(struct rec *r)
 {
     struct bcast *m = r->m;
     struct consumer *c = r->c;
-    struct shr_list fixed;
-    struct shr_policy p;
     json_t *adv;
     bool synced = inf_synced(pu_inf_get(c->watch)), need;
     const char *why = NULL;
+    enum ctl_requeue how;
 
-    if (!counted(m)) {
-        ctl_rec_end(&r->h, CTL_WAIT); /* the nodes and pods running here are not all counted yet */
-        return;
-    }
-    if (advcfg_policy_for(&m->cfg, c->id, &p, &fixed, r->sig, sizeof(r->sig)) < 0)
-        log_warn(MOD, "perCluster entry of %s is invalid: using the global percentage", c->id);
-    if (shr_offer(m->shr, c->id, &p, &r->offer) < 0) {
-        ctl_rec_end(&r->h, CTL_RETRY);
+    if (!choose_offer(r, &how)) {
+        ctl_rec_end(&r->h, how);
         return;
     }
     if (!synced) {
@@ -887,7 +993,7 @@ static void share_advertisement(struct rec *r)
         why = "policy changed";
     else if (strcmp(c->adv_hash, c->cred_hash) != 0)
         why = "credential changed";
-    else if (shr_list_moved(&c->last, &r->offer, m->cfg.threshold))
+    else if (shr_list_moved(&c->last, &r->offer, r->threshold))
         why = "amounts moved";
     else if (now_ms(m) >= c->sent_ms + (uint64_t)m->cfg.refresh_s * 1000)
         why = "refresh";
@@ -1080,7 +1186,15 @@ int bcast_init(struct agent *a)
                               .on_synced = on_pods_synced};
     struct inf_handlers rh = {.on_add = on_pr, .on_update = on_pr_update, .on_delete = on_pr};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
+    struct inf_handlers oh = {
+        .on_add = on_offer, .on_update = on_offer_update, .on_delete = on_offer};
     struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
+    struct inf_options oo = {.resource = &kapi_configmaps,
+                             .namespace_ = agent_namespace(a),
+                             .label_selector = ADVSRC_LABEL_SELECTOR,
+                             .page_size = OFFERS_PAGE,
+                             .max_objects = MAX_OFFERS,
+                             .transform = advsrc_transform};
     struct ctl_options co = {.name = "broadcaster",
                              .log_module = MOD,
                              .queue = {.max_concurrent = 64, .base_delay_ms = 500},
@@ -1106,6 +1220,8 @@ int bcast_init(struct agent *a)
         r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &m->fcs);
     if (r == 0)
         r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, m, &m->config);
+    if (r == 0) /* watched whatever the offer source, so that a switch to Broker finds them */
+        r = agent_informer_ex(a, &oo, 0, &oh, m, &m->offers);
     if (r == 0)
         r = ctl_new(a, &co, m, &m->mod.ctl);
     if (r == 0)

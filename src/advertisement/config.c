@@ -30,6 +30,40 @@ static json_t *list_ref(const json_t *v, bool array)
     return json_incref((json_t *)v);
 }
 
+const char *advcfg_offer_source_name(enum advcfg_offer_source s)
+{
+    switch (s) {
+    case ADVCFG_OFFER_CLUSTER:
+        return "Cluster";
+    case ADVCFG_OFFER_BROKER:
+        return "Broker";
+    default:
+        return "invalid";
+    }
+}
+
+/* outgoingConfig.offerSource: absent or null is the default; anything but the two names is
+ * refused (config.h). */
+static enum advcfg_offer_source offer_source(const json_t *v, char *err, size_t errlen)
+{
+    const char *s = json_string_value(v);
+
+    if (!v || json_is_null(v) || (s && strcmp(s, "Cluster") == 0))
+        return ADVCFG_OFFER_CLUSTER;
+    if (s && strcmp(s, "Broker") == 0)
+        return ADVCFG_OFFER_BROKER;
+    if (s)
+        snprintf(err, errlen,
+                 "advertisementConfig.outgoingConfig.offerSource \"%.32s%s\" is neither Cluster "
+                 "nor Broker",
+                 s, strlen(s) > 32 ? "..." : "");
+    else
+        snprintf(err, errlen,
+                 "advertisementConfig.outgoingConfig.offerSource must be a string, Cluster or "
+                 "Broker");
+    return ADVCFG_OFFER_INVALID;
+}
+
 void advcfg_read(const json_t *cc, struct adv_config *ret)
 {
     const json_t *adv = path(json_object_get(cc, "spec"), "advertisementConfig", NULL);
@@ -38,6 +72,8 @@ void advcfg_read(const json_t *cc, struct adv_config *ret)
     const char *s;
 
     memset(ret, 0, sizeof(*ret));
+    ret->offer_source =
+        offer_source(json_object_get(out, "offerSource"), ret->error, sizeof(ret->error));
     ret->percent = uint_in(json_object_get(out, "resourceSharingPercentage"), 0, 100, 30);
     ret->enabled = !json_is_false(json_object_get(out, "enableBroadcaster"));
     ret->refresh_s = uint_in(json_object_get(out, "refreshSeconds"), 1, 86400, 600);

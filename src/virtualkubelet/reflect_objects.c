@@ -3,9 +3,11 @@
  * of reflect_translate.c; this file keeps the copies in step.
  *
  * One instance per kind. Per namespace pair (local namespace -> the namespace B made for us):
- *   - a local informer, namespaced, label selector liqo.io/reflected!=true (slices: also with a
- *     kubernetes.io/service-name and not our managed-by), field selector type!=service-account
- *     token (Secrets) or name!=kube-root-ca.crt (ConfigMaps);
+ *   - a local informer, namespaced, label selector virtualkubelet.liqo.io/origin!=<provider>
+ *     (what the provider itself reflected here never goes back to it; copies from other
+ *     clusters go on, as a broker's two hops need: docs/broker.md; slices: also with a
+ *     kubernetes.io/service-name), field selector type!=service-account token (Secrets) or
+ *     name!=kube-root-ca.crt (ConfigMaps);
  *   - a remote informer on the unit's PU_VK client (pu_informer: a rotated credential re-creates
  *     it), namespaced, label selector origin=<home> (slices: and managed-by ours, so B's own
  *     slices, which copy the Service's labels, are never even cached);
@@ -982,13 +984,16 @@ static int refl_create(const struct kind_desc *k, const struct vk_reflect_env *e
     r->lres = r->rres = k->res;
     liveref_init(&r->life, refl_free, r);
     backoff_init(&r->retry_backoff, RETRY_MIN_MS, RETRY_MAX_MS);
+    /* Home objects that came from the provider itself are not even cached (vkr_desired refuses
+     * them again); copies from any other cluster are reflected on. "!=" also matches an object
+     * without the label. */
     if (k->kind == VK_REFLECT_ENDPOINTSLICES) {
-        n1 = snprintf(r->lsel, sizeof(r->lsel), "%s!=true,%s,%s!=%s", VK_LABEL_REFLECTED,
-                      VKR_LABEL_SERVICE_NAME, VKR_LABEL_MANAGED_BY, VKR_MANAGED_BY);
+        n1 = snprintf(r->lsel, sizeof(r->lsel), "%s!=%s,%s", VK_LABEL_ORIGIN, env->peer_id,
+                      VKR_LABEL_SERVICE_NAME);
         n2 = snprintf(r->rsel, sizeof(r->rsel), "%s=%s,%s=%s", VK_LABEL_ORIGIN, env->home_id,
                       VKR_LABEL_MANAGED_BY, VKR_MANAGED_BY);
     } else {
-        n1 = snprintf(r->lsel, sizeof(r->lsel), "%s!=true", VK_LABEL_REFLECTED);
+        n1 = snprintf(r->lsel, sizeof(r->lsel), "%s!=%s", VK_LABEL_ORIGIN, env->peer_id);
         n2 = snprintf(r->rsel, sizeof(r->rsel), "%s=%s", VK_LABEL_ORIGIN, env->home_id);
     }
     n3 = snprintf(r->svcsel, sizeof(r->svcsel), "%s=%s", VK_LABEL_ORIGIN, env->home_id);

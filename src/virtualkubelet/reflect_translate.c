@@ -538,14 +538,19 @@ static bool excluded(enum vk_reflect_kind kind, const json_t *local, const char 
     }
 }
 
+bool vkr_back_to_origin(const json_t *local, const char *dest_id)
+{
+    const char *origin = jsn_label(local, VK_LABEL_ORIGIN);
+
+    return origin && dest_id && strcmp(origin, dest_id) == 0;
+}
+
 int vkr_desired(enum vk_reflect_kind kind, const json_t *local, const struct vkr_ctx *ctx,
                 json_t **ret)
 {
     static const char *const kinds[_VK_REFLECT_KINDS] = {"Service", "EndpointSlice", "ConfigMap",
                                                          "Secret"};
-    const char *name = jsn_str_at(local, "metadata", "name", NULL),
-               *mb = jsn_label(local, VKR_LABEL_MANAGED_BY);
-    const char *refl = jsn_label(local, VK_LABEL_REFLECTED);
+    const char *name = jsn_str_at(local, "metadata", "name", NULL);
     char api[64];
     json_t *o;
     int r;
@@ -554,8 +559,7 @@ int vkr_desired(enum vk_reflect_kind kind, const json_t *local, const struct vkr
     if ((int)kind < 0 || kind >= _VK_REFLECT_KINDS || !ctx || !ctx->home_id || !ctx->peer_id ||
         !ctx->remote_ns || !ctx->local_ns || !json_is_object(local) || !name || !*name)
         return VKR_SKIP_INVALID;
-    if ((refl && strcmp(refl, "true") == 0) ||
-        (kind == VK_REFLECT_ENDPOINTSLICES && mb && strcmp(mb, VKR_MANAGED_BY) == 0))
+    if (vkr_back_to_origin(local, ctx->peer_id))
         return VKR_SKIP_COPY;
     if (excluded(kind, local, name))
         return VKR_SKIP_EXCLUDED;

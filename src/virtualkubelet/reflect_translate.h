@@ -7,9 +7,12 @@
  * its defaults filled) into the object to create on the provider, or says why there is none:
  *   every kind  name; namespace = the remote one; labels copied with ours set over them
  *               (VK_LABEL_ORIGIN, VK_LABEL_DESTINATION, VK_LABEL_REFLECTED=true); annotations
- *               copied but kubectl's last-applied-configuration. No copy of an object that is
- *               itself a copy (label liqo.io/reflected=true: loops, and a third cluster's objects
- *               never flow on), nor of one the kind's filter does not let through.
+ *               copied but kubectl's last-applied-configuration. No copy of an object that came
+ *               from the provider itself (its VK_LABEL_ORIGIN names ctx->peer_id: the copy would
+ *               go back where it came from; vkr_back_to_origin), nor of one the kind's filter does
+ *               not let through. A copy from a third cluster flows on (a broker's two hops,
+ *               docs/broker.md): its labels are ours like any other's, so it leaves with this
+ *               cluster as its origin.
  *   Service     type (LoadBalancer -> ClusterIP: B's load balancers are B's to give), ports
  *               (name, protocol, port, targetPort, appProtocol; never nodePort), selector,
  *               sessionAffinity(+Config), publishNotReadyAddresses, clusterIP only when "None"
@@ -85,7 +88,7 @@ struct vkr_ctx {
 enum vkr_verdict {
     VKR_REFLECT = 0,
     VKR_SKIP_INVALID,  /* not an object of the kind (no name, wrong types) */
-    VKR_SKIP_COPY,     /* itself a copy (reflected label, our managed-by) */
+    VKR_SKIP_COPY,     /* a copy from the provider itself (origin label = the provider) */
     VKR_SKIP_FILTERED, /* the kind's allow/deny lists */
     VKR_SKIP_EXCLUDED, /* never reflected: kube-root-ca.crt, service-account tokens, ExternalName */
     VKR_SKIP_TOO_BIG,  /* above the API's limit */
@@ -93,6 +96,12 @@ enum vkr_verdict {
     VKR_SKIP_EMPTY,      /* a slice with no endpoint left */
     _VKR_VERDICTS,
 };
+
+/* Whether local came from the cluster dest_id (its VK_LABEL_ORIGIN label is exactly dest_id), so
+ * that a copy of it on dest_id would go back where it came from. Any other object, a copy from a
+ * third cluster included, may be reflected to dest_id. A missing or non-string label, a NULL
+ * object or a NULL dest_id: false (vkr_desired refuses a context without a peer first). */
+bool vkr_back_to_origin(const json_t *local, const char *dest_id);
 
 /* The desired copy of local: returns 0 with *ret (a new object), a positive enum vkr_verdict with
  * *ret NULL, or -ENOMEM. */

@@ -47,6 +47,8 @@ static void test_config_defaults(void **state)
         assert_null(c.per_cluster);
         assert_null(c.allow);
         assert_string_equal(c.vk_image, "");
+        assert_int_equal(c.offer_source, ADVCFG_OFFER_CLUSTER);
+        assert_string_equal(c.error, "");
         advcfg_done(&c);
     }
     json_decref(empty);
@@ -101,6 +103,53 @@ static void test_config_values(void **state)
         advcfg_done(&c);
         json_decref(cc);
     }
+}
+
+/* offerSource: the one field refused rather than defaulted (config.h). */
+static void test_config_offer_source(void **state)
+{
+    static const struct {
+        const char *json; /* outgoingConfig */
+        enum advcfg_offer_source want;
+        const char *error; /* a part of adv_config.error, NULL: none */
+    } cases[] = {
+        {"{}", ADVCFG_OFFER_CLUSTER, NULL},
+        {"{\"offerSource\":null}", ADVCFG_OFFER_CLUSTER, NULL},
+        {"{\"offerSource\":\"Cluster\"}", ADVCFG_OFFER_CLUSTER, NULL},
+        {"{\"offerSource\":\"Broker\"}", ADVCFG_OFFER_BROKER, NULL},
+        {"{\"offerSource\":\"broker\"}", ADVCFG_OFFER_INVALID,
+         "offerSource \"broker\" is neither Cluster nor Broker"},
+        {"{\"offerSource\":\"\"}", ADVCFG_OFFER_INVALID, "\"\" is neither"},
+        {"{\"offerSource\":\"Broker \"}", ADVCFG_OFFER_INVALID, "is neither"},
+        {"{\"offerSource\":\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"}", ADVCFG_OFFER_INVALID,
+         "\"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa...\" is neither"},
+        {"{\"offerSource\":1}", ADVCFG_OFFER_INVALID, "must be a string"},
+        {"{\"offerSource\":[\"Broker\"]}", ADVCFG_OFFER_INVALID, "must be a string"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char text[512];
+        struct adv_config c;
+        json_t *cc;
+
+        snprintf(text, sizeof(text), "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":%s}}}",
+                 cases[i].json);
+        cc = load(text);
+        advcfg_read(cc, &c);
+        if (c.offer_source != cases[i].want)
+            fail_msg("case %zu: source %s", i, advcfg_offer_source_name(c.offer_source));
+        if (cases[i].error ? !strstr(c.error, cases[i].error) || !strstr(c.error, "outgoingConfig")
+                           : c.error[0] != '\0')
+            fail_msg("case %zu: error \"%s\"", i, c.error);
+        /* the other fields keep their own defaults */
+        assert_int_equal(c.percent, 30);
+        advcfg_done(&c);
+        json_decref(cc);
+    }
+    assert_string_equal(advcfg_offer_source_name(ADVCFG_OFFER_CLUSTER), "Cluster");
+    assert_string_equal(advcfg_offer_source_name(ADVCFG_OFFER_BROKER), "Broker");
+    assert_string_equal(advcfg_offer_source_name(ADVCFG_OFFER_INVALID), "invalid");
 }
 
 static void test_config_lists_and_image(void **state)
@@ -409,6 +458,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_config_defaults),
         cmocka_unit_test(test_config_values),
+        cmocka_unit_test(test_config_offer_source),
         cmocka_unit_test(test_config_lists_and_image),
         cmocka_unit_test(test_policy_for),
         cmocka_unit_test(test_decide),

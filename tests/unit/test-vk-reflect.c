@@ -346,9 +346,11 @@ static const struct tcase translate_cases[] = {
      "{'metadata': {'name': 'ext', 'namespace': 'web'}, 'spec': {'type': 'ExternalName', "
      "'externalName': 'example.org', 'sessionAffinity': 'None'}}",
      VKR_SKIP_EXCLUDED, NULL},
-    /* 5-9: no copy */
+    /* 5-9: no copy (5: it came from the provider itself: it would go back) */
     {VK_REFLECT_SERVICES,
-     "{'metadata': {'name': 'again', 'labels': {'liqo.io/reflected': 'true'}}, 'spec': {}}",
+     "{'metadata': {'name': 'again', 'labels': {'liqo.io/reflected': 'true', "
+     "'virtualkubelet.liqo.io/origin': 'peer-id', 'virtualkubelet.liqo.io/destination': "
+     "'home-id'}}, 'spec': {}}",
      VKR_SKIP_COPY, NULL},
     {VK_REFLECT_SERVICES, "{'metadata': {'name': 'api'}, 'spec': {}}", VKR_SKIP_FILTERED, NULL,
      .filtered = true},
@@ -499,13 +501,52 @@ static const struct tcase translate_cases[] = {
      VKR_SKIP_NO_SERVICE, NULL},
     {VK_REFLECT_ENDPOINTSLICES,
      "{'metadata': {'name': 's8', 'labels': {'kubernetes.io/service-name': 'api', "
-     "'endpointslice.kubernetes.io/managed-by': 'endpointslice.reflection.cliqo.io'}}, "
+     "'endpointslice.kubernetes.io/managed-by': 'endpointslice.reflection.cliqo.io', "
+     "'virtualkubelet.liqo.io/origin': 'peer-id'}}, "
      "'addressType': 'IPv4', 'endpoints': [{'addresses': ['10.210.0.1']}]}",
      VKR_SKIP_COPY, NULL},
     {VK_REFLECT_ENDPOINTSLICES,
      "{'metadata': {'name': 's9', 'labels': {'kubernetes.io/service-name': 'api'}}, "
      "'endpoints': [{'addresses': ['10.210.0.1']}]}",
      VKR_SKIP_INVALID, NULL},
+    /* 30-33: two hops (docs/broker.md): what a third cluster reflected here flows on, with this
+     * cluster as its origin and the provider as its destination. 30: a consumer's ConfigMap. */
+    {VK_REFLECT_CONFIGMAPS,
+     "{'metadata': {'name': 'cfg', 'namespace': 'web', 'labels': {'a': 'b', "
+     "'virtualkubelet.liqo.io/origin': 'consumer-id', 'virtualkubelet.liqo.io/destination': "
+     "'home-id', 'liqo.io/reflected': 'true'}}, 'data': {'k': 'v'}}",
+     0,
+     "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {" META(
+         "cfg") ", 'labels': {'a': 'b', " OURS_LABELS "}, 'annotations': {}}, 'data': {'k': "
+                "'v'}}"},
+    /* 31: a consumer's Secret whose origin only starts like the provider's ID */
+    {VK_REFLECT_SECRETS,
+     "{'metadata': {'name': 'pw', 'labels': {'virtualkubelet.liqo.io/origin': 'peer-idx', "
+     "'liqo.io/reflected': 'true'}}, 'type': 'Opaque', 'data': {'p': 'eA=='}}",
+     0,
+     "{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {" META(
+         "pw") ", 'labels': {" OURS_LABELS "}, 'annotations': {}}, 'type': 'Opaque', 'data': "
+               "{'p': 'eA=='}}"},
+    /* 32: a consumer's EndpointSlice (our managed-by, its origin): reflected like a local one */
+    {VK_REFLECT_ENDPOINTSLICES,
+     "{'metadata': {'name': 's10', 'labels': {'kubernetes.io/service-name': 'api', "
+     "'endpointslice.kubernetes.io/managed-by': 'endpointslice.reflection.cliqo.io', "
+     "'virtualkubelet.liqo.io/origin': 'consumer-id', 'liqo.io/reflected': 'true'}}, "
+     "'addressType': 'IPv4', 'ports': [{'port': 80}], 'endpoints': [{'addresses': "
+     "['10.210.0.3'], 'topology': {'kubernetes.io/hostname': 'node-1'}}]}",
+     0,
+     "{'apiVersion': 'discovery.k8s.io/v1beta1', 'kind': 'EndpointSlice', 'metadata': {" META(
+         "s10") ", 'labels': {'kubernetes.io/service-name': 'api', "
+                "'endpointslice.kubernetes.io/managed-by': 'endpointslice.reflection.cliqo.io', "
+                "" OURS_LABELS "}, 'annotations': {}, 'ownerReferences': [{'apiVersion': 'v1', "
+                "'kind': 'Service', 'name': 'api', 'uid': 'svc-uid-on-b'}]}, 'addressType': "
+                "'IPv4', 'ports': [{'port': 80}], 'endpoints': [{'addresses': ['10.99.0.3'], "
+                "'conditions': {}, 'topology': {'kubernetes.io/hostname': 'node-1'}}]}"},
+    /* 33: a Service the provider reflected here: never back to the provider */
+    {VK_REFLECT_SERVICES,
+     "{'metadata': {'name': 'back', 'labels': {'virtualkubelet.liqo.io/origin': 'peer-id'}}, "
+     "'spec': {'type': 'ClusterIP', 'ports': [{'port': 80}]}}",
+     VKR_SKIP_COPY, NULL},
 };
 
 static void ctx_for(const struct tcase *t, struct vkr_ctx *ctx)
@@ -892,6 +933,51 @@ static void test_is_ours(void **state)
     assert_false(vkr_is_ours(VK_REFLECT_SECRETS, NULL, HOME));
 }
 
+/* The skip rule alone: an object goes everywhere but back to the cluster its origin label names. */
+static void test_back_to_origin(void **state)
+{
+    static const struct {
+        const char *obj;
+        const char *dest;
+        bool want;
+    } cases[] = {
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': 'peer-id'}}}", PEER, true},
+        /* the old rule's label alone decides nothing */
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': 'peer-id', "
+         "'liqo.io/reflected': 'true'}}}",
+         PEER, true},
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': 'consumer-id', "
+         "'liqo.io/reflected': 'true'}}}",
+         PEER, false},
+        {"{'metadata': {'labels': {'liqo.io/reflected': 'true'}}}", PEER, false},
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': 'home-id'}}}", PEER, false},
+        /* exact comparison: no prefix, no case folding */
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': 'peer-idx'}}}", PEER, false},
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': 'peer'}}}", PEER, false},
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': 'Peer-id'}}}", PEER, false},
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': ''}}}", PEER, false},
+        /* the destination label is not the origin */
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/destination': 'peer-id'}}}", PEER,
+         false},
+        /* malformed: no string origin */
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': 7}}}", PEER, false},
+        {"{'metadata': {'labels': ['virtualkubelet.liqo.io/origin']}}", PEER, false},
+        {"{'metadata': {}}", PEER, false},
+        {"[]", PEER, false},
+        {"{'metadata': {'labels': {'virtualkubelet.liqo.io/origin': 'peer-id'}}}", NULL, false},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *o = js(cases[i].obj);
+
+        if (vkr_back_to_origin(o, cases[i].dest) != cases[i].want)
+            fail_msg("case %zu: want %d", i, cases[i].want);
+        json_decref(o);
+    }
+    assert_false(vkr_back_to_origin(NULL, PEER));
+}
+
 static int setup(void **state)
 {
     char err[128];
@@ -919,6 +1005,7 @@ int main(void)
         cmocka_unit_test(test_desired),        cmocka_unit_test(test_size_limits),
         cmocka_unit_test(test_slice_endpoint), cmocka_unit_test(test_needs_update),
         cmocka_unit_test(test_update_body),    cmocka_unit_test(test_is_ours),
+        cmocka_unit_test(test_back_to_origin),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
