@@ -137,3 +137,4 @@ peer_with() { # PROVIDER: runs the provider's printed add command on A
   read -r -a ADD_CMD <<<"$line"
   out=$(cq "$A" "${ADD_CMD[@]:1}" --name "$1" --timeout 60s 2>&1) || fail "add $1 failed: $out"
 }
+patch_config() { kc "$1" patch clusterconfig configuration --type=merge -p "$2" >/dev/null || fail "cannot patch the ClusterConfig of $1"; }

@@ -5,4 +5,3 @@ adv_status() { jget "$A" '{.status.advertisementStatus}' advertisement -n "$(ten
 vnode_ready() { [ "$(jget "$A" '{.status.conditions[?(@.type=="Ready")].status}' node "$VNODE")" = True ]; }
 shared() { [ "$(adv_status)" = Accepted ] && vnode_ready; }
 wait_shared() { wait_for "${1:-60}" "B's Advertisement Accepted and its virtual node Ready" shared; }
-patch_config() { kc "$1" patch clusterconfig configuration --type=merge -p "$2" >/dev/null || fail "cannot patch the ClusterConfig of $1"; }

@@ -25,7 +25,7 @@ ids() {
 id_of() { echo "${CLUSTER_IDS[$1]}"; }
 
 # ---- the broker -------------------------------------------------------------------------------------------
-BROKER_PORT=$(($(base_port "$K") + 5))
+BROKER_PORT=$((CLIQO_DEV_BASE_PORT + 40))
 API="http://127.0.0.1:$BROKER_PORT"
 BROKER_LOG="$AGENTS_DIR/broker.log"
 BROKER_PID="$AGENTS_DIR/broker.pid"
