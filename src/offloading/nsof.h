@@ -158,8 +158,13 @@ const char *nsof_phase_name(enum nsof_phase p);
  *       liqo.io/type In [virtual-node]) plus the term liqo.io/type NotIn [virtual-node].
  *       nodeSelector, preferred terms and pod (anti-)affinity are untouched.
  * The pod's own tolerations and terms are kept: tolerations are appended, the terms replaced by
- * their crossed form (which contains them). */
+ * their crossed form (which contains them). One exception: a pod labelled
+ * virtualkubelet.liqo.io/origin (offloaded here by a consumer's virtual kubelet) loses from its
+ * terms the expression liqo.io/type NotIn [virtual-node] that the virtual kubelet adds so that a
+ * provider runs what it receives on its own nodes: this cluster's NamespaceOffloading (a broker's
+ * orchestrator writes it) sends such pods onward, and excludes the origin itself. */
 #define NSOF_VNODE_TAINT                "virtual-node.liqo.io/not-allowed"
+#define NSOF_LABEL_ORIGIN               "virtualkubelet.liqo.io/origin"
 #define NSOF_TAINT_UNREACHABLE          "node.kubernetes.io/unreachable"
 #define NSOF_TAINT_NOT_READY            "node.kubernetes.io/not-ready"
 #define NSOF_DEFAULT_TOLERATION_SECONDS 300 /* kube-apiserver's DefaultTolerationSeconds */

@@ -234,19 +234,70 @@ static json_t *strategy_terms(enum nsof_pods pods, const json_t *selector)
     return s;
 }
 
-static int affinity_ops(const json_t *spec, enum nsof_pods pods, const json_t *selector,
-                        json_t *patch, char *err, size_t errlen)
+/* Whether e is the expression a virtual kubelet puts on every pod it offloads (liqo.io/type NotIn
+ * [virtual-node]: the provider runs it on its own nodes, podxlate.c's no_loop_affinity). */
+static bool no_loop_expr(const json_t *e)
+{
+    const json_t *v = json_object_get(e, "values");
+    const char *key = json_string_value(json_object_get(e, "key"));
+    const char *op = json_string_value(json_object_get(e, "operator"));
+
+    return key && op && strcmp(key, NSOF_VNODE_LABEL) == 0 && strcmp(op, "NotIn") == 0 &&
+           json_array_size(v) == 1 &&
+           json_string_value(json_array_get(v, 0)) &&
+           strcmp(json_string_value(json_array_get(v, 0)), NSOF_VNODE_VALUE) == 0;
+}
+
+/* The pod's own terms without the virtual kubelets' no-loop expression (a new array), for a pod a
+ * consumer offloaded here that this cluster's own NamespaceOffloading sends onward. */
+static json_t *without_no_loop(const json_t *own)
+{
+    json_t *out = json_deep_copy(own);
+
+    for (size_t i = 0; out && i < json_array_size(out);) {
+        json_t *t = json_array_get(out, i), *xs = json_object_get(t, "matchExpressions");
+        size_t removed = 0;
+
+        for (size_t j = 0; j < json_array_size(xs);)
+            if (no_loop_expr(json_array_get(xs, j))) {
+                json_array_remove(xs, j);
+                removed++;
+            } else {
+                j++;
+            }
+        /* A term that held only that expression constrained nothing else: it goes (an empty
+         * term would match no node). */
+        if (removed && term_empty(t))
+            json_array_remove(out, i);
+        else
+            i++;
+    }
+    return out;
+}
+
+static int affinity_ops(const json_t *pod, const json_t *spec, enum nsof_pods pods,
+                        const json_t *selector, json_t *patch, char *err, size_t errlen)
 {
     const json_t *aff = json_object_get(spec, "affinity");
     const json_t *na = json_object_get(aff, "nodeAffinity");
     const json_t *req = json_object_get(na, REQ_PATH);
     const json_t *own = json_object_get(req, "nodeSelectorTerms");
-    json_t *s = strategy_terms(pods, selector), *result = NULL, *value = NULL;
+    json_t *s = strategy_terms(pods, selector), *result = NULL, *value = NULL, *onward = NULL;
     size_t nown = 0;
     int rc = -ENOMEM;
 
     if (!s)
         return -ENOMEM;
+    /* A consumer's pod (the origin label its virtual kubelet sets) in a namespace this cluster
+     * offloads onward (a broker's): the cluster's own NamespaceOffloading decides where it runs, so
+     * the no-loop expression of the hop before goes; the loop back to the origin is the
+     * selector's to exclude (the broker's orchestrator does). */
+    if (json_is_array(own) && jsn_label(pod, NSOF_LABEL_ORIGIN)) {
+        onward = without_no_loop(own);
+        if (!onward)
+            goto out;
+        own = onward;
+    }
     if ((aff && !json_is_null(aff) && !json_is_object(aff)) ||
         (na && !json_is_null(na) && !json_is_object(na)) ||
         (req && !json_is_null(req) && !json_is_object(req)) ||
@@ -314,6 +365,7 @@ out:
     json_decref(s);
     json_decref(result);
     json_decref(value);
+    json_decref(onward);
     return rc;
 }
 
@@ -355,7 +407,7 @@ int nsof_pod_patch(const json_t *pod, enum nsof_pods pods, const json_t *selecto
         grace = 0;
     rc = toleration_ops(spec, grace, patch);
     if (rc == 0)
-        rc = affinity_ops(spec, pods, selector, patch, err, errlen);
+        rc = affinity_ops(pod, spec, pods, selector, patch, err, errlen);
     if (rc < 0)
         goto out;
     *ret = patch;

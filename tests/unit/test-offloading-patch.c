@@ -96,6 +96,25 @@ static const struct pcase cases[] = {
          "["
          "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," IN "]},"
          "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," NOTIN "]}]") "}}"},
+    {"a consumer's pod sent onward loses the no-loop expression of the hop before",
+     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
+     ",'affinity':" REQ("[{'matchExpressions':[" NOTIN "]}]") "}}",
+     NSOF_PODS_REMOTE, SEL2, 300, 0,
+     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
+     ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[" REGION "," IN "]},{'matchExpressions':[" TIER "," IN "]}]") "}}"},
+    {"a local pod keeps its own NotIn (it stays unschedulable under Remote)",
+     "{'spec':{" C ",'affinity':" REQ("[{'matchExpressions':[" NOTIN "]}]") "}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[" NOTIN "," IN "]}]") "}}"},
+    {"an onward pod keeps its other expressions",
+     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
+     ",'affinity':" REQ("[{'matchExpressions':[" NOTIN ",{'key':'disk','operator':'In','values':['ssd']}]}]") "}}",
+     NSOF_PODS_REMOTE, NULL, 300, 0,
+     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
+     ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," IN "]}]") "}}"},
     {"matchFields of the pod's term are kept",
      "{'spec':{" C ",'affinity':" REQ(
          "[{'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}]}]") "}}",

@@ -13,8 +13,11 @@ say "test settings: keepalive 1 s x 3, refresh 15 s; K advertises what the broke
 for c in "${ALL[@]}"; do
   src=Cluster
   [ "$c" = "$K" ] && src=Broker
+  # The orchestrator keeps the names of the namespaces consumers offload to K (EnforceSameName): the providers
+  # allow the consumer's names (<namespace>-<C's name>-<hash>), which are not K's DefaultName shape.
   patch_config "$c" "{\"spec\":{\"advertisementConfig\":{\"keepaliveRetryTime\":1,\"keepaliveThreshold\":3,
-    \"outgoingConfig\":{\"refreshSeconds\":15,\"ttlSeconds\":180,\"offerSource\":\"$src\"}}}}"
+    \"outgoingConfig\":{\"refreshSeconds\":15,\"ttlSeconds\":180,\"offerSource\":\"$src\"}},
+    \"offloadingConfig\":{\"allowedRemoteNamespaces\":[\"brk-*-$C-*\"]}}}"
 done
 say "the broker's bearer token (Secret cliqo/cliqo-broker-token, key token)"
 head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$TOKEN_FILE"
