@@ -1,11 +1,10 @@
 /* brk api: the broker's HTTP API (docs/broker.md, "API quality and security";
  * docs/broker-openapi.yaml), on the skeleton's HTTP server (--api-addr):
  *
- *   GET  /api/clusters            the catalog (--with-catalog): ETag / If-None-Match, filters, pages
- *   POST /api/toggle?id=&enable=  (GET too, as the original) enable or disable a provider
- *   GET  /api/policy, PUT /api/policy
- *   GET  /, /app.js, /style.css   the dashboard
- * plus the skeleton's /healthz, /livez, /readyz and /metrics.
+ *   GET  /api/clusters            the catalog (--with-catalog): ETag / If-None-Match, filters,
+ * pages POST /api/toggle?id=&enable=  (GET too, as the original) enable or disable a provider GET
+ * /api/policy, PUT /api/policy GET  /, /app.js, /style.css   the dashboard plus the skeleton's
+ * /healthz, /livez, /readyz and /metrics.
  *
  * Every answer is JSON (the dashboard's files excepted) and every error {"error": "...",
  * "message": "..."}: 400 a bad parameter or body (naming it), 401 no or a wrong bearer token, 404
@@ -52,6 +51,9 @@ bool brk_bucket_take(struct brk_bucket *b, uint32_t rate, uint32_t burst, uint64
 /* The module "api": registers the routes of the modules that run (init), on every replica. */
 int brk_api_init(struct agent *a);
 void brk_api_fini(struct agent *a);
-#define BRK_MODULE_API {"api", brk_api_init, NULL, NULL, brk_api_fini, NULL, false}
+#define BRK_MODULE_API                                                                             \
+    {                                                                                              \
+        "api", brk_api_init, NULL, NULL, brk_api_fini, NULL, false                                 \
+    }
 
 #endif

@@ -50,7 +50,8 @@ static int addr_flag(const struct opts_def *o, const char *v, char *err, size_t 
 
     if (netaddr_parse(v, &ss, &sl) < 0)
         return opts_fail(o, err, errlen,
-                         "invalid address '%s' (expected HOST:PORT, e.g. :8000, 127.0.0.1:8000)", v);
+                         "invalid address '%s' (expected HOST:PORT, e.g. :8000, 127.0.0.1:8000)",
+                         v);
     *(const char **)o->dest = v;
     return 0;
 }
@@ -68,7 +69,10 @@ struct brk_flags {
     struct opts_spec spec;
 };
 
-#define FWD(n, a, h) {.name = n, .kind = OPTS_CUSTOM, .arg = a, .dest = cfg, .fn = forward, .help = h}
+#define FWD(n, a, h)                                                                               \
+    {                                                                                              \
+        .name = n, .kind = OPTS_CUSTOM, .arg = a, .dest = cfg, .fn = forward, .help = h            \
+    }
 
 static void flags_init(struct brk_flags *f, struct brk_config *cfg)
 {

@@ -9,9 +9,9 @@
  *              operator checks). Each is probed every --probe-interval (GET /ids on its
  *              ForeignCluster's auth URL, the only address of it the broker holds without a
  *              credential; TLS not verified, no credential sent, the answer's status and time
- *              only) and kept with its KPI history and hysteresis state (bounded: BRK_MAX_PROVIDERS)
- *   selection  recomputed from policy, toggles and KPIs on every probe, state change and
- *              Advertisement change (brk_select); a change is announced to the subscribers
+ *              only) and kept with its KPI history and hysteresis state (bounded:
+ * BRK_MAX_PROVIDERS) selection  recomputed from policy, toggles and KPIs on every probe, state
+ * change and Advertisement change (brk_select); a change is announced to the subscribers
  *              (orchestrator, aggregator), which queue their keys
  * Data flows one way: informer events queue the key "providers" on the core's own queue, whose
  * pass rebuilds the table from the stores. */
@@ -83,7 +83,9 @@ void brk_core_state_written(struct brk_core *c, const json_t *data);
 int brk_core_init(struct agent *a);
 void brk_core_fini(struct agent *a);
 bool brk_core_module_ready(struct agent *a);
-#define BRK_MODULE_CORE                                                                          \
-    {BRK_MODULE, brk_core_init, NULL, NULL, brk_core_fini, brk_core_module_ready, false}
+#define BRK_MODULE_CORE                                                                            \
+    {                                                                                              \
+        BRK_MODULE, brk_core_init, NULL, NULL, brk_core_fini, brk_core_module_ready, false         \
+    }
 
 #endif
