@@ -14,3 +14,7 @@ endif()
 # The dashboard in headless Chromium against a fake API, and the browser driver tests/e2e/lib/cdp.py itself.
 add_test(NAME unit.dashboard-render COMMAND ${CMAKE_CURRENT_SOURCE_DIR}/unit/dashboard-render.sh)
 set_tests_properties(unit.dashboard-render PROPERTIES LABELS unit TIMEOUT 300)
+# The daemon's pure parts (src/broker/{config,api,orchestrator,aggregator}.c): the command line, the
+# rate limit's token bucket, the NamespaceOffloading spec, the consumer test. Linked with the daemon's
+# library, which brings the agent's skeleton.
+cliqo_unit_test(broker-daemon cliqo_broker)
