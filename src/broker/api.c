@@ -321,7 +321,7 @@ static void handle_clusters(struct api *api, struct httpd_request *req)
     }
     (void)httpd_add_header(req, "ETag", etag);
     if (next[0])
-        (void)httpd_add_header(req, "X-Continue", next);
+        (void)httpd_add_header(req, "Continue", next);
     httpd_respond(req, 200, JSON, body, strlen(body));
     free(body);
 }

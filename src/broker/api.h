@@ -8,9 +8,12 @@
  *
  * Every answer is JSON (the dashboard's files excepted) and every error {"error": "...",
  * "message": "..."}: 400 a bad parameter or body (naming it), 401 no or a wrong bearer token, 404
- * an unknown cluster ID or path, 405 a wrong method (with Allow), 410 a continue token of another
- * broker process, 413 a body over BRK_API_MAX_BODY, 429 over the rate limit (with Retry-After), 503
- * before the informers synced. Mutating requests need `Authorization: Bearer <token>` when
+ * an unknown cluster ID or path, 405 a wrong method (with Allow), 409 a write that kept
+ * conflicting, 410 a continue token of another broker process, 413 a body over BRK_API_MAX_BODY,
+ * 415 a body that is not JSON by its Content-Type, 429 over the rate limit (with Retry-After), 500
+ * out of memory, 502 the API server refused a write, 503 before the informers synced or while the
+ * modules start again, 504 a write without an answer in time. The catalog's pages carry the next
+ * page's token in the header Continue. Mutating requests need `Authorization: Bearer <token>` when
  * --require-token (the default beyond loopback); reads too beyond loopback unless
  * --public-catalog. Tokens are compared in constant time.
  *
