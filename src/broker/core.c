@@ -554,10 +554,10 @@ json_t *brk_core_cluster_extra(struct brk_core *c, const json_t *fc)
     if (!p)
         return json_pack("{s:b,s:b,s:b,s:s,s:n,s:n,s:n}", "provider", 0, "enabled",
                          id ? brk_state_enabled(&c->state, id, c->cfg->default_enabled) : 0,
-                         "selected", 0, "reason", "it does not advertise to this cluster", "offer",
+                         "selected", 0, "why", "it does not advertise to this cluster", "offer",
                          "kpi", "price");
     x = json_pack("{s:b,s:b,s:b,s:s,s:O?,s:o,s:s?}", "provider", 1, "enabled", p->enabled,
-                  "selected", p->selected, "reason", p->why, "offer", p->offer, "kpi",
+                  "selected", p->selected, "why", p->why, "offer", p->offer, "kpi",
                   brk_kpi_json(&p->hist, (int64_t)now), "price", p->price);
     return x;
 }

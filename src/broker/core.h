@@ -64,7 +64,9 @@ size_t brk_core_selected(struct brk_core *c, const char **ids, size_t max);
 struct inf_informer *brk_core_fcs(struct brk_core *c);
 /* The state (toggles and policy) as last read; valid until the loop runs again. */
 const struct brk_state *brk_core_state(const struct brk_core *c);
-/* The catalog's "broker" member for ForeignCluster fc (a new object), NULL when out of memory. */
+/* The catalog's "broker" member for ForeignCluster fc (a new object), NULL when out of memory:
+ * {"provider", "enabled", "selected", "why", "offer", "kpi", "price"}, every member present (offer,
+ * kpi and price null when unknown); docs/broker-openapi.yaml, schema Cluster. */
 json_t *brk_core_cluster_extra(struct brk_core *c, const json_t *fc);
 /* A number that changes whenever anything the catalog shows changes (the ETag's). */
 uint64_t brk_core_generation(const struct brk_core *c);
