@@ -1289,9 +1289,9 @@ int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agen
     if (r < 0)
         return log_errno(r, "agent", "cannot set up the HTTP server on %s", cfg->http_addr);
     /* /metrics tells a lot about the cluster and its peers: on loopback unless configured. */
-    a->metrics_addr = cfg->metrics_addr                  ? cfg->metrics_addr
+    a->metrics_addr = cfg->metrics_addr                     ? cfg->metrics_addr
                       : netaddr_is_loopback(cfg->http_addr) ? cfg->http_addr
-                                                         : AGENT_METRICS_ADDR;
+                                                            : AGENT_METRICS_ADDR;
     if (strcmp(a->metrics_addr, cfg->http_addr) == 0) {
         r = httpd_route(a->http, "GET", "/metrics", 0, handle_metrics, a);
     } else {

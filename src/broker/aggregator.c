@@ -31,7 +31,8 @@ bool brk_is_consumer(const json_t *fc)
     size_t i;
     json_t *c;
 
-    json_array_foreach(conds, i, c) {
+    json_array_foreach(conds, i, c)
+    {
         const char *t = jsn_str(c, "type"), *s = jsn_str(c, "status");
 
         if (t && s && strcmp(t, "IncomingPeering") == 0)
@@ -58,8 +59,8 @@ static void offer_visit(const struct brk_provider_view *p, void *data)
         o->in = n;
         o->cap = cap;
     }
-    o->in[o->n++] = (struct brk_offer_in){
-        .provider = p->id, .selected = p->selected, .resources = p->offer};
+    o->in[o->n++] =
+        (struct brk_offer_in){.provider = p->id, .selected = p->selected, .resources = p->offer};
 }
 
 static void reconcile(struct ctl *c, const char *key)
@@ -108,9 +109,9 @@ static void reconcile(struct ctl *c, const char *key)
                     "ConfigMap", "metadata", "name", name, "namespace",
                     agent_namespace(ctl_agent(c)), "labels", BRK_OFFER_LABEL, "true", MANAGED_BY,
                     FIELD_MANAGER, "data", "resources", text);
-    if (!obj || kapi_apply(agent_kube(ctl_agent(c)), &kapi_configmaps,
-                           agent_namespace(ctl_agent(c)), name, NULL, obj, FIELD_MANAGER, true,
-                           ctl_after_write, r) < 0)
+    if (!obj ||
+        kapi_apply(agent_kube(ctl_agent(c)), &kapi_configmaps, agent_namespace(ctl_agent(c)), name,
+                   NULL, obj, FIELD_MANAGER, true, ctl_after_write, r) < 0)
         ctl_rec_end(r, CTL_RETRY);
 out:
     free(text);
@@ -163,7 +164,9 @@ static void on_cm_update(struct inf_informer *inf, json_t *old, json_t *obj, voi
 int brk_agg_init(struct agent *a)
 {
     struct inf_handlers h = {.on_add = on_cm, .on_update = on_cm_update, .on_delete = on_cm};
-    struct ctl_options co = {.name = MOD, .rec_size = sizeof(struct ctl_rec), .reconcile = reconcile,
+    struct ctl_options co = {.name = MOD,
+                             .rec_size = sizeof(struct ctl_rec),
+                             .reconcile = reconcile,
                              .queue = {.max_concurrent = 4}};
     struct agg *g = ctl_module_new(a, MOD, sizeof(*g));
     int r;

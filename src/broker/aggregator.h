@@ -22,6 +22,9 @@
 bool brk_is_consumer(const json_t *fc);
 
 int brk_agg_init(struct agent *a);
-#define BRK_MODULE_AGG {BRK_MODULE_AGGREGATOR, brk_agg_init, NULL, NULL, NULL, NULL, true}
+#define BRK_MODULE_AGG                                                                             \
+    {                                                                                              \
+        BRK_MODULE_AGGREGATOR, brk_agg_init, NULL, NULL, NULL, NULL, true                          \
+    }
 
 #endif

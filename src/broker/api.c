@@ -126,9 +126,8 @@ static bool rate_ok(struct api *api, struct httpd_request *req)
     uint32_t h = 2166136261u;
     char ra[16];
 
-    if (api->cfg->global_rate &&
-        !brk_bucket_take(&api->global, api->cfg->global_rate, api->cfg->global_rate * 2, now,
-                         &retry))
+    if (api->cfg->global_rate && !brk_bucket_take(&api->global, api->cfg->global_rate,
+                                                  api->cfg->global_rate * 2, now, &retry))
         goto limited;
     if (!api->cfg->rate || !ip)
         return true;
@@ -173,8 +172,8 @@ static bool token_ok(struct api *api, struct httpd_request *req)
 
 static bool auth_ok(struct api *api, struct httpd_request *req, bool mutating)
 {
-    bool need = mutating ? api->cfg->require_token
-                         : !api->cfg->api_loopback && !api->cfg->public_catalog;
+    bool need =
+        mutating ? api->cfg->require_token : !api->cfg->api_loopback && !api->cfg->public_catalog;
 
     if (!need || token_ok(api, req))
         return true;
@@ -257,8 +256,8 @@ static void handle_clusters(struct api *api, struct httpd_request *req)
 {
     const char *ls = httpd_req_query(req, "labelSelector"),
                *fs = httpd_req_query(req, "fieldSelector"), *lim = httpd_req_query(req, "limit"),
-               *cont = httpd_req_query(req, "continue"), *inm = httpd_req_header(req,
-                                                                                  "If-None-Match");
+               *cont = httpd_req_query(req, "continue"),
+               *inm = httpd_req_header(req, "If-None-Match");
     struct brk_catalog_query q = {0};
     char err[256], next[BRK_TOKEN_MAX] = "", etag[96];
     uint32_t h = 2166136261u;
@@ -280,8 +279,8 @@ static void handle_clusters(struct api *api, struct httpd_request *req)
             h = (h ^ 0xffu) * 16777619u;
         }
     }
-    snprintf(etag, sizeof(etag), "\"%llx-%08x\"", (unsigned long long)brk_core_generation(api->core),
-             h);
+    snprintf(etag, sizeof(etag), "\"%llx-%08x\"",
+             (unsigned long long)brk_core_generation(api->core), h);
     if (inm && strcmp(inm, etag) == 0) {
         (void)httpd_add_header(req, "ETag", etag);
         httpd_respond(req, 304, NULL, "", 0);
@@ -409,8 +408,7 @@ static void op_written(struct kapi_client *kc, const struct kapi_result *res, vo
     brk_core_state_written(op->api->core, written);
     if (op->kind == OP_TOGGLE) {
         log_info(MOD, "provider %s %s by the API", op->id, op->enable ? "enabled" : "disabled");
-        op_answer(op, 200, json_pack("{s:s,s:b}", "id", op->id, "enabled", op->enable), NULL,
-                  NULL);
+        op_answer(op, 200, json_pack("{s:s,s:b}", "id", op->id, "enabled", op->enable), NULL, NULL);
     } else {
         log_info(MOD, "policy replaced by the API");
         op_answer(op, 200, brk_policy_json(&op->policy), NULL, NULL);
@@ -467,8 +465,8 @@ static void op_got(struct kapi_client *kc, const struct kapi_result *res, void *
     }
     json_object_set_new(cm, "data", d);
     if (res->err == 0)
-        r = kapi_update(agent_kube(op->api->a), &kapi_configmaps, ns, BRK_STATE_CONFIGMAP, NULL,
-                        cm, op_written, op);
+        r = kapi_update(agent_kube(op->api->a), &kapi_configmaps, ns, BRK_STATE_CONFIGMAP, NULL, cm,
+                        op_written, op);
     else
         r = kapi_create(agent_kube(op->api->a), &kapi_configmaps, ns, cm, op_written, op);
     json_decref(cm);

@@ -1,17 +1,19 @@
 /* brk api: the broker's HTTP API (docs/broker.md, "API quality and security";
  * docs/broker-openapi.yaml), on the skeleton's HTTP server (--api-addr):
  *
- *   GET  /api/clusters            the catalog (--with-catalog): ETag / If-None-Match, filters, pages
- *   POST /api/toggle?id=&enable=  (GET too, as the original) enable or disable a provider
- *   GET  /api/policy, PUT /api/policy
- *   GET  /, /app.js, /style.css   the dashboard
- * plus the skeleton's /healthz, /livez, /readyz and /metrics.
+ *   GET  /api/clusters            the catalog (--with-catalog): ETag / If-None-Match, filters,
+ * pages POST /api/toggle?id=&enable=  (GET too, as the original) enable or disable a provider GET
+ * /api/policy, PUT /api/policy GET  /, /app.js, /style.css   the dashboard plus the skeleton's
+ * /healthz, /livez, /readyz and /metrics.
  *
  * Every answer is JSON (the dashboard's files excepted) and every error {"error": "...",
  * "message": "..."}: 400 a bad parameter or body (naming it), 401 no or a wrong bearer token, 404
- * an unknown cluster ID or path, 405 a wrong method (with Allow), 410 a continue token of another
- * broker process, 413 a body over BRK_API_MAX_BODY, 429 over the rate limit (with Retry-After), 503
- * before the informers synced. Mutating requests need `Authorization: Bearer <token>` when
+ * an unknown cluster ID or path, 405 a wrong method (with Allow), 409 a write that kept
+ * conflicting, 410 a continue token of another broker process, 413 a body over BRK_API_MAX_BODY,
+ * 415 a body that is not JSON by its Content-Type, 429 over the rate limit (with Retry-After), 500
+ * out of memory, 502 the API server refused a write, 503 before the informers synced or while the
+ * modules start again, 504 a write without an answer in time. The catalog's pages carry the next
+ * page's token in the header Continue. Mutating requests need `Authorization: Bearer <token>` when
  * --require-token (the default beyond loopback); reads too beyond loopback unless
  * --public-catalog. Tokens are compared in constant time.
  *
@@ -52,6 +54,9 @@ bool brk_bucket_take(struct brk_bucket *b, uint32_t rate, uint32_t burst, uint64
 /* The module "api": registers the routes of the modules that run (init), on every replica. */
 int brk_api_init(struct agent *a);
 void brk_api_fini(struct agent *a);
-#define BRK_MODULE_API {"api", brk_api_init, NULL, NULL, brk_api_fini, NULL, false}
+#define BRK_MODULE_API                                                                             \
+    {                                                                                              \
+        "api", brk_api_init, NULL, NULL, brk_api_fini, NULL, false                                 \
+    }
 
 #endif

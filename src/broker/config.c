@@ -50,7 +50,8 @@ static int addr_flag(const struct opts_def *o, const char *v, char *err, size_t 
 
     if (netaddr_parse(v, &ss, &sl) < 0)
         return opts_fail(o, err, errlen,
-                         "invalid address '%s' (expected HOST:PORT, e.g. :8000, 127.0.0.1:8000)", v);
+                         "invalid address '%s' (expected HOST:PORT, e.g. :8000, 127.0.0.1:8000)",
+                         v);
     *(const char **)o->dest = v;
     return 0;
 }
@@ -68,7 +69,10 @@ struct brk_flags {
     struct opts_spec spec;
 };
 
-#define FWD(n, a, h) {.name = n, .kind = OPTS_CUSTOM, .arg = a, .dest = cfg, .fn = forward, .help = h}
+#define FWD(n, a, h)                                                                               \
+    {                                                                                              \
+        .name = n, .kind = OPTS_CUSTOM, .arg = a, .dest = cfg, .fn = forward, .help = h            \
+    }
 
 static void flags_init(struct brk_flags *f, struct brk_config *cfg)
 {
@@ -117,7 +121,10 @@ static void flags_init(struct brk_flags *f, struct brk_config *cfg)
         FWD("namespace", "NS", "namespace of the broker's objects and Lease (default cliqo)"),
         FWD("identity", "NAME", "leader election identity (default $POD_NAME, else "
                                 "<hostname>_<pid>)"),
-        FWD("leader-elect", "BOOL", "elect one active replica with a Lease (default true)"),
+        /* A boolean, parsed here: a forwarded flag takes a value, and `--leader-elect` alone
+         * would take the next word for it. */
+        {.name = "leader-elect", .kind = OPTS_BOOL, .dest = &cfg->leader_elect,
+         .help = "elect one active replica with a Lease (default true)"},
         FWD("lease-name", "NAME", "the Lease's name (default cliqo-broker)"),
         FWD("lease-duration", "DUR", "how long standbys wait before taking over (default 15s)"),
         FWD("renew-deadline", "DUR", "the leader gives up when it cannot renew in time (default "
@@ -157,8 +164,10 @@ static int agent_parse(struct brk_config *cfg, char *err, size_t errlen)
     snprintf(cfg->def_buf[0], BRK_FORWARD_MAX, "--lease-name=cliqo-broker");
     snprintf(cfg->def_buf[1], BRK_FORWARD_MAX, "--http-addr=%s", cfg->api_addr);
     snprintf(cfg->def_buf[2], BRK_FORWARD_MAX, "--metrics-addr=%s", cfg->api_addr);
+    snprintf(cfg->def_buf[3], BRK_FORWARD_MAX, "--leader-elect=%s",
+             cfg->leader_elect ? "true" : "false");
     cfg->fwd[n++] = "cliqo-broker";
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         cfg->fwd[n++] = cfg->def_buf[i];
     for (int i = 0; i < cfg->nfwd; i++)
         cfg->fwd[n++] = cfg->fwd_buf[i];
@@ -181,6 +190,7 @@ int brk_config_parse(int argc, char **argv, struct brk_config *cfg, char *err, s
     cfg->probe_timeout_ms = 5000;
     cfg->rate = 20;
     cfg->global_rate = 2000;
+    cfg->leader_elect = true;
     flags_init(&flags, cfg);
     if (opts_parse(&flags.spec, argc, argv, err, errlen) < 0)
         return -EINVAL;

@@ -32,11 +32,12 @@ struct brk_config {
     uint64_t probe_interval_ms, probe_timeout_ms;
     uint32_t rate, burst; /* requests per second and burst per client address; 0: no limit */
     uint32_t global_rate; /* every client together; 0: no limit */
+    bool leader_elect;    /* --leader-elect, handed on to the agent's settings */
     bool help, version;
     /* The flags handed to agent_config_parse, and its result (api_addr as --http-addr). */
-    char def_buf[3][BRK_FORWARD_MAX];
+    char def_buf[4][BRK_FORWARD_MAX];
     char fwd_buf[BRK_MAX_FORWARD][BRK_FORWARD_MAX];
-    char *fwd[BRK_MAX_FORWARD + 5];
+    char *fwd[1 + 4 + BRK_MAX_FORWARD + 1]; /* the program, def_buf, fwd_buf, NULL */
     int nfwd;
     struct agent_config agent;
 };

@@ -193,9 +193,8 @@ static void adv_visit(json_t *adv, void *data)
     struct refresh *r = data;
     const char *id = jsn_str_at(adv, "spec", "clusterId", NULL);
     const char *ns = kapi_obj_namespace(adv);
-    const json_t *hard = json_object_get(json_object_get(json_object_get(adv, "spec"),
-                                                         "resourceQuota"),
-                                         "hard");
+    const json_t *hard =
+        json_object_get(json_object_get(json_object_get(adv, "spec"), "resourceQuota"), "hard");
     char want[BRK_ID_MAX + 32];
     struct adv_seen *s;
 
@@ -262,8 +261,8 @@ static void fc_visit(json_t *fc, void *data)
             return;
         snprintf(p->id, sizeof(p->id), "%s", id);
         brk_kpi_init(&p->hist);
-        log_info(MOD, "provider %s: advertises to this cluster (Advertisement %s/%s%s)", id,
-                 tenant, PEER_ADV_PREFIX, id);
+        log_info(MOD, "provider %s: advertises to this cluster (Advertisement %s/%s%s)", id, tenant,
+                 PEER_ADV_PREFIX, id);
         r->changed_offers = true;
     }
     p->seen = true;
@@ -300,8 +299,8 @@ static void evaluate(struct brk_core *c, unsigned changed)
 
         brk_kpi_view(&p->hist, &k);
         p->enabled = brk_state_enabled(&c->state, p->id, c->cfg->default_enabled);
-        p->selected = brk_select(&c->state.policy, p->enabled, &k, &p->hyst, (int64_t)now,
-                                 &recheck, p->why, sizeof(p->why));
+        p->selected = brk_select(&c->state.policy, p->enabled, &k, &p->hyst, (int64_t)now, &recheck,
+                                 p->why, sizeof(p->why));
         if (was != p->selected) {
             sel_changed = true;
             log_info(MOD, "provider %s %s the selection%s%s", p->id,
@@ -346,8 +345,8 @@ static void refresh(struct brk_core *c)
     c->nprov = r.nnext;
     r.next = NULL;
     metrics_set(c->m_providers, NULL, (double)c->nprov);
-    evaluate(c, BRK_CHANGED_CLUSTERS |
-                    ((r.changed_offers || set_changed) ? BRK_CHANGED_OFFERS : 0));
+    evaluate(c,
+             BRK_CHANGED_CLUSTERS | ((r.changed_offers || set_changed) ? BRK_CHANGED_OFFERS : 0));
 out:
     x_free(r.next);
     for (size_t i = 0; i < r.nadvs; i++) {
@@ -408,9 +407,8 @@ static void probe_one(struct brk_core *c, struct provider *p)
         return;
     if (!p->probe) {
         /* No credential: a probe proves the endpoint answers, nothing more. */
-        struct kc_config kc = {.server = p->server,
-                               .namespace = "default",
-                               .insecure_skip_tls_verify = true};
+        struct kc_config kc = {
+            .server = p->server, .namespace = "default", .insecure_skip_tls_verify = true};
         struct kapi_client_options o = {.qps = 1000, .burst = 1000, .max_body = 65536};
 
         r = kapi_client_new(agent_loop(c->a), &kc, &o, &p->probe);
@@ -556,10 +554,10 @@ json_t *brk_core_cluster_extra(struct brk_core *c, const json_t *fc)
     if (!p)
         return json_pack("{s:b,s:b,s:b,s:s,s:n,s:n,s:n}", "provider", 0, "enabled",
                          id ? brk_state_enabled(&c->state, id, c->cfg->default_enabled) : 0,
-                         "selected", 0, "reason", "it does not advertise to this cluster", "offer",
+                         "selected", 0, "why", "it does not advertise to this cluster", "offer",
                          "kpi", "price");
     x = json_pack("{s:b,s:b,s:b,s:s,s:O?,s:o,s:s?}", "provider", 1, "enabled", p->enabled,
-                  "selected", p->selected, "reason", p->why, "offer", p->offer, "kpi",
+                  "selected", p->selected, "why", p->why, "offer", p->offer, "kpi",
                   brk_kpi_json(&p->hist, (int64_t)now), "price", p->price);
     return x;
 }
@@ -667,8 +665,8 @@ int brk_core_init(struct agent *a)
                                &c->m_selected);
     if (r == 0)
         r = metrics_family_new(agent_metrics(a), METRICS_COUNTER, "cliqo_broker_probes_total",
-                               "Probes of the providers' endpoints, by result.", probe_labels,
-                               NULL, 0, &c->m_probes);
+                               "Probes of the providers' endpoints, by result.", probe_labels, NULL,
+                               0, &c->m_probes);
     if (r == 0)
         r = metrics_add_collector(agent_metrics(a), collect, c);
     if (r == 0)

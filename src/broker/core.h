@@ -9,9 +9,9 @@
  *              operator checks). Each is probed every --probe-interval (GET /ids on its
  *              ForeignCluster's auth URL, the only address of it the broker holds without a
  *              credential; TLS not verified, no credential sent, the answer's status and time
- *              only) and kept with its KPI history and hysteresis state (bounded: BRK_MAX_PROVIDERS)
- *   selection  recomputed from policy, toggles and KPIs on every probe, state change and
- *              Advertisement change (brk_select); a change is announced to the subscribers
+ *              only) and kept with its KPI history and hysteresis state (bounded:
+ * BRK_MAX_PROVIDERS) selection  recomputed from policy, toggles and KPIs on every probe, state
+ * change and Advertisement change (brk_select); a change is announced to the subscribers
  *              (orchestrator, aggregator), which queue their keys
  * Data flows one way: informer events queue the key "providers" on the core's own queue, whose
  * pass rebuilds the table from the stores. */
@@ -64,7 +64,9 @@ size_t brk_core_selected(struct brk_core *c, const char **ids, size_t max);
 struct inf_informer *brk_core_fcs(struct brk_core *c);
 /* The state (toggles and policy) as last read; valid until the loop runs again. */
 const struct brk_state *brk_core_state(const struct brk_core *c);
-/* The catalog's "broker" member for ForeignCluster fc (a new object), NULL when out of memory. */
+/* The catalog's "broker" member for ForeignCluster fc (a new object), NULL when out of memory:
+ * {"provider", "enabled", "selected", "why", "offer", "kpi", "price"}, every member present (offer,
+ * kpi and price null when unknown); docs/broker-openapi.yaml, schema Cluster. */
 json_t *brk_core_cluster_extra(struct brk_core *c, const json_t *fc);
 /* A number that changes whenever anything the catalog shows changes (the ETag's). */
 uint64_t brk_core_generation(const struct brk_core *c);
@@ -83,7 +85,9 @@ void brk_core_state_written(struct brk_core *c, const json_t *data);
 int brk_core_init(struct agent *a);
 void brk_core_fini(struct agent *a);
 bool brk_core_module_ready(struct agent *a);
-#define BRK_MODULE_CORE                                                                          \
-    {BRK_MODULE, brk_core_init, NULL, NULL, brk_core_fini, brk_core_module_ready, false}
+#define BRK_MODULE_CORE                                                                            \
+    {                                                                                              \
+        BRK_MODULE, brk_core_init, NULL, NULL, brk_core_fini, brk_core_module_ready, false         \
+    }
 
 #endif

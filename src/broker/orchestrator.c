@@ -55,15 +55,15 @@ static void reconcile(struct ctl *c, const char *key)
     struct ctl_rec *r;
     size_t n;
 
-    if (!ns || json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp") ||
-        !origin || !kname_dns_label(origin)) {
+    if (!ns || json_object_get(json_object_get(ns, "metadata"), "deletionTimestamp") || !origin ||
+        !kname_dns_label(origin)) {
         ctl_skip(c, key, CTL_DONE);
         goto out;
     }
     n = brk_core_selected(o->core, ids, NSOF_MAX_VALUES);
     if (n > NSOF_MAX_VALUES)
-        log_warn(MOD, "%zu providers selected: the NamespaceOffloading of %s lists the first %d",
-                 n, key, NSOF_MAX_VALUES);
+        log_warn(MOD, "%zu providers selected: the NamespaceOffloading of %s lists the first %d", n,
+                 key, NSOF_MAX_VALUES);
     /* Never the origin: its pods would go back where they came from. */
     {
         size_t m = n < NSOF_MAX_VALUES ? n : NSOF_MAX_VALUES, j = 0;
@@ -91,8 +91,8 @@ static void reconcile(struct ctl *c, const char *key)
     obj = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:O}", "apiVersion", NSOF_GROUP_VERSION, "kind",
                     NSOF_KIND, "metadata", "name", NSOF_NAME, "namespace", key, "labels",
                     MANAGED_BY, FIELD_MANAGER, "spec", spec);
-    if (!obj || kapi_apply(agent_kube(ctl_agent(c)), &peer_res_namespaceoffloadings, key,
-                           NSOF_NAME, NULL, obj, FIELD_MANAGER, true, ctl_after_write, r) < 0)
+    if (!obj || kapi_apply(agent_kube(ctl_agent(c)), &peer_res_namespaceoffloadings, key, NSOF_NAME,
+                           NULL, obj, FIELD_MANAGER, true, ctl_after_write, r) < 0)
         ctl_rec_end(r, CTL_RETRY);
 out:
     json_decref(obj);
@@ -145,9 +145,10 @@ static void on_nsof_update(struct inf_informer *inf, json_t *old, json_t *obj, v
 int brk_orch_init(struct agent *a)
 {
     struct inf_handlers nh = {.on_add = on_ns, .on_update = on_ns_update, .on_delete = on_ns};
-    struct inf_handlers oh = {
-        .on_add = on_nsof, .on_update = on_nsof_update, .on_delete = on_nsof};
-    struct ctl_options co = {.name = MOD, .rec_size = sizeof(struct ctl_rec), .reconcile = reconcile,
+    struct inf_handlers oh = {.on_add = on_nsof, .on_update = on_nsof_update, .on_delete = on_nsof};
+    struct ctl_options co = {.name = MOD,
+                             .rec_size = sizeof(struct ctl_rec),
+                             .reconcile = reconcile,
                              .queue = {.max_concurrent = 4}};
     struct orch *o = ctl_module_new(a, MOD, sizeof(*o));
     int r;
@@ -161,8 +162,8 @@ int brk_orch_init(struct agent *a)
      * controller's label); a resync catches what an event missed. */
     r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_ORIGIN, 0, &nh, o, &o->ns);
     if (r == 0)
-        r = agent_informer(a, &peer_res_namespaceoffloadings, NULL,
-                           MANAGED_BY "=" FIELD_MANAGER, 0, &oh, o, &o->nsofs);
+        r = agent_informer(a, &peer_res_namespaceoffloadings, NULL, MANAGED_BY "=" FIELD_MANAGER, 0,
+                           &oh, o, &o->nsofs);
     if (r == 0)
         r = ctl_new(a, &co, o, &o->mod.ctl);
     if (r == 0)

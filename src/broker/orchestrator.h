@@ -21,6 +21,9 @@
 json_t *brk_orch_spec(const char *origin, const char *const *selected, size_t n);
 
 int brk_orch_init(struct agent *a);
-#define BRK_MODULE_ORCH {BRK_MODULE_ORCHESTRATOR, brk_orch_init, NULL, NULL, NULL, NULL, true}
+#define BRK_MODULE_ORCH                                                                            \
+    {                                                                                              \
+        BRK_MODULE_ORCHESTRATOR, brk_orch_init, NULL, NULL, NULL, NULL, true                       \
+    }
 
 #endif
