@@ -439,11 +439,20 @@ static void op_got(struct kapi_client *kc, const struct kapi_result *res, void *
     if (res->err == 0) {
         cm = json_deep_copy(res->body);
         if (brk_state_read(json_object_get(cm, "data"), &cur, err, sizeof(err)) < 0) {
-            log_warn(MOD, "ConfigMap %s/%s does not parse (%s): this write replaces it", ns,
-                     BRK_STATE_CONFIGMAP, err);
+            /* Someone edited it into nonsense: the write starts from the last good state the
+             * broker read, as the broker itself kept using it, not from nothing (which would
+             * drop every toggle). */
+            const struct brk_state *good = brk_core_state(op->api->core);
+
+            log_warn(MOD,
+                     "ConfigMap %s/%s does not parse (%s): this write replaces it, starting "
+                     "from the last good state",
+                     ns, BRK_STATE_CONFIGMAP, err);
             brk_state_free(&cur);
             cur = (struct brk_state){0};
-            brk_policy_default(&cur.policy);
+            cur.policy = good->policy;
+            cur.toggles = good->toggles ? json_deep_copy(good->toggles) : NULL;
+            err[0] = '\0';
         }
     } else {
         brk_policy_default(&cur.policy);

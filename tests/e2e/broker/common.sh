@@ -97,6 +97,8 @@ expect() {
   "$CLIQO_OPENAPI_CHECK" --check "$m" "${p%%\?*}" "$API_STATUS" "${API_TYPE:--}" ||
     fail "$m $p: the answer ($API_STATUS ${API_TYPE:--}) is not what docs/broker-openapi.yaml describes"
 }
+# The group's policy between tests: no criteria, no hysteresis (a provider a test took out comes back at once).
+BASE_POLICY='{"hysteresisSeconds": 0}'
 toggle() { # ID true|false
   api POST "/api/toggle?id=$1&enable=$2" -H "$(auth)" >/dev/null
   [ "$API_STATUS" = 200 ] || fail "toggle $1=$2: $API_STATUS $API_BODY"

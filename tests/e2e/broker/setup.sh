@@ -39,6 +39,7 @@ wait_for 90 "the broker sees P1 and P2 as providers" eval \
 wait_for 60 "C's virtual node of K NotReady for want of resources" eval \
   "[ \"\$(jget $C '{.status.conditions[?(@.type==\"Ready\")].reason}' node liqo-$K_ID)\" = NoResources ]"
 say "enable P1 and P2: K offers C their sum, C's virtual node becomes Ready"
+put_policy "$BASE_POLICY"
 toggle "$P1_ID" true
 toggle "$P2_ID" true
 wait_all_shared 120
