@@ -180,9 +180,9 @@ static bool auth_ok(struct api *api, struct httpd_request *req, bool mutating)
     (void)httpd_add_header(req, "WWW-Authenticate", "Bearer realm=\"cliqo-broker\"");
     if (!brk_core_token(api->core)[0])
         fail(req, 401, "unauthorized",
-             "no bearer token is configured (Secret %s/%s, key token): this endpoint refuses "
-             "every request",
-             agent_namespace(api->a), api->cfg->token_secret);
+             "no bearer token is configured (%s%s%s): this endpoint refuses every request",
+             api->cfg->token_file ? api->cfg->token_file : agent_namespace(api->a),
+             api->cfg->token_file ? "" : "/", api->cfg->token_file ? "" : api->cfg->token_secret);
     else
         fail(req, 401, "unauthorized", "a valid \"Authorization: Bearer <token>\" is required");
     return false;

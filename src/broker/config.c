@@ -94,6 +94,10 @@ static void flags_init(struct brk_flags *f, struct brk_config *cfg)
          .fn = secret_flag,
          .help = "the Secret (key \"token\") holding the bearer token of the mutating endpoints "
                  "(default " BRK_DEFAULT_TOKEN_SECRET ")"},
+        {.name = "token-file", .kind = OPTS_STRING, .flags = OPTS_NONEMPTY, .arg = "PATH",
+         .dest = &cfg->token_file,
+         .help = "read the bearer token from this file instead (a Secret mounted into the pod: "
+                 "the broker then needs no right on Secrets); re-read every --probe-interval"},
         {.name = "require-token", .kind = OPTS_BOOL, .dest = &cfg->require_token,
          .help = "require the bearer token on /api/toggle and PUT /api/policy (default: true "
                  "unless --api-addr is a loopback address; false is refused beyond loopback)"},

@@ -26,6 +26,7 @@ struct brk_config {
     const char *api_addr;
     bool api_loopback;        /* api_addr is a loopback address */
     const char *token_secret; /* Secret in the namespace, key "token" */
+    const char *token_file;   /* else: a file (a mounted Secret), re-read every probe interval */
     bool require_token;       /* mutating endpoints need the bearer token */
     bool public_catalog;      /* reads need no token even beyond loopback */
     bool default_enabled;     /* a provider without a toggle is enabled */

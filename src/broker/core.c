@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fileio.h"
 #include "common/json.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -105,7 +106,7 @@ uint64_t brk_core_generation(const struct brk_core *c)
 bool brk_core_ready(const struct brk_core *c)
 {
     return c && inf_synced(c->fcs) && inf_synced(c->advs) && inf_synced(c->state_cm) &&
-           inf_synced(c->token_secret);
+           (c->cfg->token_file || inf_synced(c->token_secret));
 }
 
 const char *brk_core_token(const struct brk_core *c)
@@ -471,28 +472,36 @@ void brk_core_state_written(struct brk_core *c, const json_t *data)
 
 static void read_token(struct brk_core *c)
 {
-    json_t *sec = inf_get(c->token_secret, agent_namespace(c->a), c->cfg->token_secret);
+    json_t *sec = c->cfg->token_file
+                      ? NULL
+                      : inf_get(c->token_secret, agent_namespace(c->a), c->cfg->token_secret);
     const char *b64 = jsn_str_at(sec, "data", "token", NULL);
     char *tok = NULL;
     size_t len = 0;
     bool had = c->token[0] != '\0';
+    int r = -ENOENT;
 
     OPENSSL_cleanse(c->token, sizeof(c->token));
-    if (b64 && peer_base64_decode(b64, TOKEN_MAX, &tok, &len) == 0) {
+    if (c->cfg->token_file)
+        r = file_read(c->cfg->token_file, TOKEN_MAX, FILE_READ_REGULAR, &tok, &len);
+    else if (b64)
+        r = peer_base64_decode(b64, TOKEN_MAX, &tok, &len);
+    if (r == 0) {
         /* A token ends at its first line break (a file written with echo). */
         len = strcspn(tok, "\r\n");
         if (len >= 16 && memchr(tok, '\0', len) == NULL)
             snprintf(c->token, sizeof(c->token), "%.*s", (int)len, tok);
         else
-            log_warn(MOD, "Secret %s/%s: key token must hold at least 16 bytes",
-                     agent_namespace(c->a), c->cfg->token_secret);
+            log_warn(MOD, "the bearer token (%s) must hold at least 16 bytes",
+                     c->cfg->token_file ? c->cfg->token_file : c->cfg->token_secret);
         OPENSSL_cleanse(tok, strlen(tok));
         x_free(tok);
     }
     if (had != (c->token[0] != '\0'))
-        log_info(MOD, "bearer token %s (Secret %s/%s, key token)",
+        log_info(MOD, "bearer token %s (%s%s%s)",
                  c->token[0] ? "loaded" : "gone: the mutating endpoints refuse every request",
-                 agent_namespace(c->a), c->cfg->token_secret);
+                 c->cfg->token_file ? c->cfg->token_file : agent_namespace(c->a),
+                 c->cfg->token_file ? "" : "/", c->cfg->token_file ? "" : c->cfg->token_secret);
     json_decref(sec);
 }
 
@@ -507,6 +516,8 @@ static void process(struct wq_queue *q, const char *key, void *data)
     } else if (strcmp(key, KEY_PROBE) == 0) {
         for (size_t i = 0; i < c->nprov; i++)
             probe_one(c, c->prov[i]);
+        if (c->cfg->token_file)
+            read_token(c); /* a mounted Secret changes under the process */
         wq_add_after(q, KEY_PROBE, c->cfg->probe_interval_ms);
     } else if (strcmp(key, KEY_SELECT) == 0) {
         evaluate(c, 0);
@@ -647,7 +658,7 @@ int brk_core_init(struct agent *a)
 
         r = agent_informer_ex(a, &o, AGENT_INF_ALWAYS, &h, c, &c->state_cm);
     }
-    if (r == 0) {
+    if (r == 0 && !cfg->token_file) {
         struct inf_options o = {.resource = &kapi_secrets,
                                 .namespace_ = agent_namespace(a),
                                 .field_selector = token_sel,

@@ -243,8 +243,7 @@ static bool no_loop_expr(const json_t *e)
     const char *op = json_string_value(json_object_get(e, "operator"));
 
     return key && op && strcmp(key, NSOF_VNODE_LABEL) == 0 && strcmp(op, "NotIn") == 0 &&
-           json_array_size(v) == 1 &&
-           json_string_value(json_array_get(v, 0)) &&
+           json_array_size(v) == 1 && json_string_value(json_array_get(v, 0)) &&
            strcmp(json_string_value(json_array_get(v, 0)), NSOF_VNODE_VALUE) == 0;
 }
 

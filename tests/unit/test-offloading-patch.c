@@ -104,13 +104,13 @@ static const struct pcase cases[] = {
      ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
          "[{'matchExpressions':[" REGION "," IN "]},{'matchExpressions':[" TIER "," IN "]}]") "}}"},
     {"a local pod keeps its own NotIn (it stays unschedulable under Remote)",
-     "{'spec':{" C ",'affinity':" REQ("[{'matchExpressions':[" NOTIN "]}]") "}}",
-     NSOF_PODS_REMOTE, NULL, 300, 0,
-     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
-         "[{'matchExpressions':[" NOTIN "," IN "]}]") "}}"},
+     "{'spec':{" C ",'affinity':" REQ("[{'matchExpressions':[" NOTIN "]}]") "}}", NSOF_PODS_REMOTE,
+     NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" NOTIN "," IN "]}]") "}}"},
     {"an onward pod keeps its other expressions",
-     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
-     ",'affinity':" REQ("[{'matchExpressions':[" NOTIN ",{'key':'disk','operator':'In','values':['ssd']}]}]") "}}",
+     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C ",'affinity':" REQ(
+         "[{'matchExpressions':[" NOTIN ",{'key':'disk','operator':'In','values':['ssd']}]}]") "}}",
      NSOF_PODS_REMOTE, NULL, 300, 0,
      "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
      ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
