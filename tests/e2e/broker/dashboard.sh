@@ -12,10 +12,16 @@ ids
 wait_for 20 "P1 and P2 selected" eval "selected $P1_ID && selected $P2_ID"
 row() { echo "tr[data-cluster-id=\"$1\"]"; } # a CSS selector; the JavaScript below quotes it with '...'
 shot="$E2E_STATE/dashboard.png"
+cdplog="$E2E_STATE/cdp.log"
+# cdp STEPS...: the driver, verbose into cdplog; on failure the page's side of the story is printed.
+cdp() {
+  python3 "$CLIQO_CDP" -v --timeout 30 --url "$API/" "$@" 2>"$cdplog" && return 0
+  grep -v -e dbus -e '^  \[' "$cdplog" | tail -25 >&2
+  return 1
+}
 
 say "load the page, enter the token, toggle P2 off"
-python3 "$CLIQO_CDP" --timeout 30 --url "$API/" \
-  set '#token' "$(token)" \
+cdp set '#token' "$(token)" \
   wait 'document.querySelectorAll("tr[data-cluster-id]").length === 3' \
   wait "document.querySelector('$(row "$P2_ID")').dataset.enabled === 'true'" \
   click "$(row "$P2_ID") .toggle" \
@@ -26,8 +32,7 @@ kget "$K" configmap -n cliqo cliqo-broker-state | jq -e --arg id "$P2_ID" '.data
   fail "K's ConfigMap cliqo-broker-state does not say P2 is disabled"
 
 say "edit the policy: a minimum free cpu no provider has takes P1 out of the selection"
-python3 "$CLIQO_CDP" --timeout 30 --url "$API/" \
-  set '#token' "$(token)" \
+cdp set '#token' "$(token)" \
   wait 'document.querySelectorAll("tr[data-cluster-id]").length === 3' \
   set '#policy' '{"minFree": {"cpu": "1000"}, "hysteresisSeconds": 0}' \
   click '#policy-save' \
