@@ -20,6 +20,8 @@ PKGS=(
   openssl curl iproute2 procps ca-certificates prometheus jq
   # the broker dashboard's test: headless Chromium driven by tests/e2e/lib/cdp.py (Debian's python3)
   chromium python3
+  # the broker catalog benchmark (bench/broker-catalog.sh): wrk against nginx serving the same bytes
+  wrk nginx-light
 )
 
 log() { printf 'install-deps: %s\n' "$*" >&2; }
