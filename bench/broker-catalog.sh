@@ -50,6 +50,7 @@ done
 mkdir -p "$work/www/api"
 curl -s "http://127.0.0.1:$api_port/api/clusters" >"$work/www/api/clusters"
 bytes=$(stat -c %s "$work/www/api/clusters")
+chmod 755 "$work" "$work/www" "$work/www/api" && chmod 644 "$work/www/api/clusters" # nginx's workers are not root
 [ "$(jq 'length' "$work/www/api/clusters")" = "$N" ] || { echo "the broker does not list $N clusters" >&2; exit 1; }
 cat >"$work/nginx.conf" <<CONF
 worker_processes 1;
@@ -68,7 +69,19 @@ CONF
 nginx -c "$work/nginx.conf" -p "$work" &
 npid=$!
 for _ in $(seq 50); do curl -sf -o /dev/null "http://127.0.0.1:$nginx_port/api/clusters" && break; sleep 0.1; done
-rps() { wrk -t1 -c"$CONNS" -d"${SECS}s" "$1" | awk '/^Requests\/sec/ { print $2 }'; }
+# rps URL: requests per second; fails when any answer was not a 2xx or its size not the body's (wrk's
+# Transfer/sec over Requests/sec).
+rps() {
+  local out r t
+  out=$(wrk -t1 -c"$CONNS" -d"${SECS}s" "$1")
+  if grep -q 'Non-2xx' <<<"$out"; then echo "wrk: errors from $1: $out" >&2; return 1; fi
+  r=$(awk '/^Requests\/sec/ { print $2 }' <<<"$out")
+  t=$(awk '/^Transfer\/sec/ { v = $2; u = substr(v, length(v) - 1); n = substr(v, 1, length(v) - 2) + 0
+    m = (u == "GB") ? 2^30 : (u == "MB") ? 2^20 : (u == "KB") ? 2^10 : 1; print n * m }' <<<"$out")
+  awk -v r="$r" -v t="$t" -v b="$bytes" 'BEGIN { if (r > 0 && (t / r < b * 0.95 || t / r > b * 1.1)) exit 1 }' ||
+    { echo "wrk: $1 answered $(awk -v r="$r" -v t="$t" 'BEGIN { printf "%d", t / r }') bytes a request, not $bytes" >&2; return 1; }
+  echo "$r"
+}
 echo "body: $bytes bytes; wrk: 1 thread, $CONNS connections, ${SECS}s each; broker: one loop; nginx: 1 worker"
 b=$(rps "http://127.0.0.1:$api_port/api/clusters")
 n=$(rps "http://127.0.0.1:$nginx_port/api/clusters")
