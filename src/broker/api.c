@@ -50,8 +50,7 @@ struct api {
         struct brk_bucket b;
     } clients[BRK_API_MAX_CLIENTS];
     /* The whole catalog (no query), rebuilt when the generation moves. */
-    char *cat_body;
-    size_t cat_len;
+    struct httpd_body *cat_body; /* sent without a copy: every answer shares it */
     uint64_t cat_gen;
     bool cat_valid;
     struct write_op *ops; /* writes in flight */
@@ -298,9 +297,10 @@ static void handle_clusters(struct api *api, struct httpd_request *req)
     }
     if (whole) {
         if (!api->cat_valid || api->cat_gen != brk_core_generation(api->core)) {
-            free(api->cat_body);
-            api->cat_body = catalog_text(api, &q, next);
-            api->cat_len = api->cat_body ? strlen(api->cat_body) : 0;
+            char *text = catalog_text(api, &q, next);
+
+            httpd_body_put(api->cat_body);
+            api->cat_body = text ? httpd_body_new(text, strlen(text)) : NULL;
             api->cat_gen = brk_core_generation(api->core);
             api->cat_valid = api->cat_body != NULL;
         }
@@ -310,7 +310,7 @@ static void handle_clusters(struct api *api, struct httpd_request *req)
             return;
         }
         (void)httpd_add_header(req, "ETag", etag);
-        httpd_respond(req, 200, JSON, api->cat_body, api->cat_len);
+        httpd_respond_body(req, 200, JSON, api->cat_body);
         return;
     }
     body = catalog_text(api, &q, next);
@@ -710,6 +710,6 @@ void brk_api_fini(struct agent *a)
         op->api = NULL;
         op->next = NULL;
     }
-    free(api->cat_body);
+    httpd_body_put(api->cat_body);
     x_free(api);
 }

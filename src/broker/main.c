@@ -11,6 +11,21 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+/* As cliqo-agent (agent/main.c): the catalog of a large federation is rebuilt as short-lived trees,
+ * and glibc keeps freed pages resident unless they are handed back. */
+#define TRIM_INTERVAL_MS 5000
+
+static void on_trim(uv_timer_t *t)
+{
+    (void)t;
+#ifdef __GLIBC__
+    malloc_trim(0);
+#endif
+}
 
 int main(int argc, char **argv)
 {
@@ -19,6 +34,7 @@ int main(int argc, char **argv)
     struct agent *a = NULL;
     char err[512];
     uv_loop_t loop;
+    uv_timer_t trim;
     size_t n = 0;
     int code, r;
 
@@ -53,12 +69,16 @@ int main(int argc, char **argv)
              cfg.catalog ? "on" : "off", cfg.orchestrator ? "on" : "off",
              cfg.aggregator ? "on" : "off", cfg.api_addr,
              cfg.require_token ? "required for writes" : "not required on loopback");
+    uv_timer_init(&loop, &trim);
+    uv_timer_start(&trim, on_trim, TRIM_INTERVAL_MS, TRIM_INTERVAL_MS);
+    uv_unref((uv_handle_t *)&trim);
     r = agent_new(&loop, &cfg.agent, modules, &a);
     if (r == 0)
         r = agent_start(a);
     if (r == 0)
         uv_run(&loop, UV_RUN_DEFAULT);
     code = agent_free(a);
+    uv_close((uv_handle_t *)&trim, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     r = uv_loop_close(&loop);
     if (r < 0) {

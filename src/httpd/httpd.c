@@ -248,13 +248,63 @@ static void req_free(struct httpd_request *req)
     x_free(req);
 }
 
-/* Builds the stored response. Returns 0 or -ENOMEM. */
-static int build_response(struct httpd_request *req, unsigned status, const char *content_type,
-                          const void *body, size_t len)
+struct httpd_body {
+    char *data;
+    size_t len;
+    unsigned refs;
+};
+
+struct httpd_body *httpd_body_new(char *data, size_t len)
+{
+    struct httpd_body *b = x_calloc(1, sizeof(*b));
+
+    if (!b) {
+        x_free(data);
+        return NULL;
+    }
+    b->data = data;
+    b->len = len;
+    b->refs = 1;
+    return b;
+}
+
+const char *httpd_body_data(const struct httpd_body *b, size_t *ret_len)
+{
+    if (ret_len)
+        *ret_len = b ? b->len : 0;
+    return b ? b->data : NULL;
+}
+
+void httpd_body_put(struct httpd_body *b)
+{
+    if (!b || --b->refs > 0)
+        return;
+    x_free(b->data);
+    x_free(b);
+}
+
+/* MHD's free callback of a response made from a shared body. */
+static void body_released(void *cls)
+{
+    httpd_body_put(cls);
+}
+
+/* Builds the stored response: body copied, or shared (b not NULL: the response holds a reference
+ * to it until MHD has sent it). Returns 0 or -ENOMEM. */
+static int build_response_ex(struct httpd_request *req, unsigned status, const char *content_type,
+                             const void *body, size_t len, struct httpd_body *b)
 {
     struct MHD_Response *r;
 
-    r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (b) {
+        b->refs++;
+        r = MHD_create_response_from_buffer_with_free_callback_cls(b->len, b->data, body_released,
+                                                                   b);
+        if (!r)
+            b->refs--;
+    } else {
+        r = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    }
     if (!r)
         return -ENOMEM;
     if (content_type && MHD_add_response_header(r, "Content-Type", content_type) != MHD_YES)
@@ -270,6 +320,12 @@ static int build_response(struct httpd_request *req, unsigned status, const char
 fail:
     MHD_destroy_response(r);
     return -ENOMEM;
+}
+
+static int build_response(struct httpd_request *req, unsigned status, const char *content_type,
+                          const void *body, size_t len)
+{
+    return build_response_ex(req, status, content_type, body, len, NULL);
 }
 
 /* Queues the stored answer from inside on_access (not for upload calls). */
@@ -741,14 +797,14 @@ int httpd_add_header(struct httpd_request *req, const char *name, const char *va
     return 0;
 }
 
-int httpd_respond(struct httpd_request *req, unsigned status, const char *content_type,
-                  const void *body, size_t len)
+static int respond(struct httpd_request *req, unsigned status, const char *content_type,
+                   const void *body, size_t len, struct httpd_body *b)
 {
     int r;
 
     if (!req || req->state != REQ_PENDING)
         return -EALREADY;
-    r = build_response(req, status, content_type, body ? body : "", body ? len : 0);
+    r = build_response_ex(req, status, content_type, body ? body : "", body ? len : 0, b);
     if (r < 0) {
         static const char oom[] = "out of memory\n";
 
@@ -764,6 +820,20 @@ int httpd_respond(struct httpd_request *req, unsigned status, const char *conten
     defer_answer(req);
     arm_deadline(req->s);
     return r;
+}
+
+int httpd_respond(struct httpd_request *req, unsigned status, const char *content_type,
+                  const void *body, size_t len)
+{
+    return respond(req, status, content_type, body, len, NULL);
+}
+
+int httpd_respond_body(struct httpd_request *req, unsigned status, const char *content_type,
+                       struct httpd_body *b)
+{
+    if (!b)
+        return respond(req, status, content_type, NULL, 0, NULL);
+    return respond(req, status, content_type, NULL, 0, b);
 }
 
 int httpd_respond_text(struct httpd_request *req, unsigned status, const char *text)

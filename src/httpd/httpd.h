@@ -166,6 +166,19 @@ int httpd_add_header(struct httpd_request *req, const char *name, const char *va
  * either way req is gone). */
 int httpd_respond(struct httpd_request *req, unsigned status, const char *content_type,
                   const void *body, size_t len);
+/* A body many answers share without copying it (a cache of a large, often-read document): its
+ * bytes are sent from where they are, and freed with the last reference (the owner's and one per
+ * answer still being sent). Single-threaded, as the server. */
+struct httpd_body;
+/* Takes data (x_malloc'd, len bytes) over; the caller holds the first reference. NULL when out of
+ * memory (data is freed then). */
+struct httpd_body *httpd_body_new(char *data, size_t len);
+const char *httpd_body_data(const struct httpd_body *b, size_t *ret_len);
+/* Drops a reference; NULL-safe. */
+void httpd_body_put(struct httpd_body *b);
+/* httpd_respond with a shared body (the answer takes its own reference). */
+int httpd_respond_body(struct httpd_request *req, unsigned status, const char *content_type,
+                       struct httpd_body *b);
 /* text/plain answer of a NUL-terminated string. */
 int httpd_respond_text(struct httpd_request *req, unsigned status, const char *text);
 /* application/json {"error":error,"message":message} (both escaped). */
