@@ -28,6 +28,7 @@ int cmd_offload_main(int argc, char **argv);
 int cmd_unoffload_main(int argc, char **argv);
 int cmd_dev_main(int argc, char **argv);
 int cmd_version_main(int argc, char **argv);
+int cmd_broker_main(int argc, char **argv);
 
 /* True when argv[1..] asks for help (-h or --help). */
 bool cli_wants_help(int argc, char **argv);

@@ -22,6 +22,7 @@ static const struct cli_command commands[] = {
      "List the clusters discovery found (LAN, WAN), how, since when, and their trust"},
     {"dev", cmd_dev_main,
      "Local multi-cluster environment for development and tests (up|down|status|env)"},
+    {"broker", cmd_broker_main, "Talk to cliqo-broker's API: status, toggle, policy"},
     {"version", cmd_version_main, "Print the cliqoctl version"},
 };
 

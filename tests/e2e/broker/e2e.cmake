@@ -4,9 +4,9 @@
 # living for the whole group), peers K with P1 and P2 and C with K; the tests in between share that state and
 # leave it as they found it; `teardown` unpeers and stops everything. They run one at a time, in this order.
 if(TARGET cliqo-agent AND TARGET cliqo-broker AND TARGET test-broker-openapi)
-    cliqo_e2e_shared_group(broker 4 setup catalog toggle aggregate policy restart errors dashboard deploy teardown)
+    cliqo_e2e_shared_group(broker 4 setup catalog toggle aggregate policy restart errors cli dashboard deploy teardown)
     set_property(TEST e2e.broker.up APPEND PROPERTY ENVIRONMENT "CLIQO_DEV_NODES=1")
-    foreach(t setup catalog toggle aggregate policy restart errors dashboard deploy teardown)
+    foreach(t setup catalog toggle aggregate policy restart errors cli dashboard deploy teardown)
         set_property(TEST e2e.broker.${t} APPEND PROPERTY ENVIRONMENT
             "CLIQO_BROKER=$<TARGET_FILE:cliqo-broker>"
             "CLIQO_OPENAPI_CHECK=$<TARGET_FILE:test-broker-openapi>"
