@@ -15,5 +15,11 @@ int agent_new(uv_loop_t *loop, const struct agent_config *cfg, const struct agen
 int agent_start(struct agent *a);
 /* After the loop has stopped: the exit status the agent chose. Frees the agent. */
 int agent_free(struct agent *a);
+/* A daemon's whole life on the skeleton (cliqo-agent's and cliqo-broker's main): ignores SIGPIPE,
+ * makes the loop, hands freed heap pages back every few seconds, runs the agent with modules
+ * until it stops and closes the loop. name is the program's, for the messages. Returns the exit
+ * status. */
+int agent_run_process(const char *name, const struct agent_config *cfg,
+                      const struct agent_module *modules);
 
 #endif
