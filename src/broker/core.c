@@ -180,14 +180,52 @@ struct adv_seen {
     char *price;
 };
 
+/* A peer's tenant namespace here (from its ForeignCluster): where its Advertisement counts. */
+struct tenant {
+    char id[BRK_ID_MAX], ns[64];
+};
+
+static int tenant_cmp(const void *a, const void *b)
+{
+    const struct tenant *x = a, *y = b;
+    int d = strcmp(x->id, y->id);
+
+    return d ? d : strcmp(x->ns, y->ns);
+}
+
 struct refresh {
     struct brk_core *c;
+    struct tenant *tenants; /* sorted (tenant_cmp) */
+    size_t ntenants, tcap;
     struct adv_seen *advs;
     size_t nadvs, cap;
     struct provider **next;
     size_t nnext;
     bool changed_offers;
 };
+
+static void tenant_visit(json_t *fc, void *data)
+{
+    struct refresh *r = data;
+    const char *id = jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL);
+    const char *tenant = jsn_str_at(fc, "status", "tenantNamespace", "local", NULL);
+
+    if (!id || !tenant || strlen(id) >= BRK_ID_MAX || strlen(tenant) >= 64 ||
+        r->ntenants >= BRK_MAX_PROVIDERS)
+        return;
+    if (r->ntenants == r->tcap) {
+        size_t cap = r->tcap ? r->tcap * 2 : 16;
+        struct tenant *n = realloc(r->tenants, cap * sizeof(*n));
+
+        if (!n)
+            return;
+        r->tenants = n;
+        r->tcap = cap;
+    }
+    snprintf(r->tenants[r->ntenants].id, BRK_ID_MAX, "%s", id);
+    snprintf(r->tenants[r->ntenants].ns, 64, "%s", tenant);
+    r->ntenants++;
+}
 
 static void adv_visit(json_t *adv, void *data)
 {
@@ -202,10 +240,20 @@ static void adv_visit(json_t *adv, void *data)
     if (!id || !ns || !kname_dns_label(id) || strlen(id) >= BRK_ID_MAX || strlen(ns) >= 64 ||
         r->nadvs >= BRK_MAX_PROVIDERS)
         return;
-    /* Its name says whose it is, as the operator requires. */
+    /* Its name says whose it is, as the operator requires, and it sits in that cluster's own tenant
+     * namespace: the Advertisements a peer names for others in its namespace (its credential lets
+     * it create any there) are skipped here, so however many it makes, they take no room. */
     snprintf(want, sizeof(want), "%s%s", PEER_ADV_PREFIX, id);
     if (strcmp(kapi_obj_name(adv), want) != 0)
         return;
+    {
+        struct tenant key;
+
+        snprintf(key.id, sizeof(key.id), "%s", id);
+        snprintf(key.ns, sizeof(key.ns), "%s", ns);
+        if (!r->ntenants || !bsearch(&key, r->tenants, r->ntenants, sizeof(key), tenant_cmp))
+            return;
+    }
     if (r->nadvs == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 16;
         struct adv_seen *n = realloc(r->advs, cap * sizeof(*n));
@@ -224,10 +272,12 @@ static void adv_visit(json_t *adv, void *data)
                    : NULL;
 }
 
-static struct adv_seen *adv_of(struct refresh *r, const char *id)
+/* The Advertisement of cluster id in its own tenant namespace. Another peer can name one for id in
+ * its own namespace (its credential lets it create Advertisements there): that one is never it. */
+static struct adv_seen *adv_of(struct refresh *r, const char *id, const char *tenant)
 {
     for (size_t i = 0; i < r->nadvs; i++)
-        if (strcmp(r->advs[i].id, id) == 0)
+        if (strcmp(r->advs[i].id, id) == 0 && strcmp(r->advs[i].ns, tenant) == 0)
             return &r->advs[i];
     return NULL;
 }
@@ -247,8 +297,7 @@ static void fc_visit(json_t *fc, void *data)
     struct provider *p;
     char server[URL_MAX + 1];
 
-    if (!id || !tenant || !(s = adv_of(r, id)) || strcmp(s->ns, tenant) != 0 ||
-        r->nnext >= BRK_MAX_PROVIDERS)
+    if (!id || !tenant || !(s = adv_of(r, id, tenant)) || r->nnext >= BRK_MAX_PROVIDERS)
         return;
     p = prov_find(r->c, id);
     if (p && p->seen)
@@ -327,6 +376,9 @@ static void refresh(struct brk_core *c)
     size_t nold = c->nprov;
     bool set_changed = false;
 
+    inf_foreach(c->fcs, tenant_visit, &r);
+    if (r.ntenants)
+        qsort(r.tenants, r.ntenants, sizeof(*r.tenants), tenant_cmp);
     inf_foreach(c->advs, adv_visit, &r);
     r.next = x_calloc(r.nadvs ? r.nadvs : 1, sizeof(*r.next));
     if (!r.next)
@@ -355,6 +407,7 @@ out:
         x_free(r.advs[i].price);
     }
     free(r.advs);
+    free(r.tenants);
 }
 
 /* ---- probes -------------------------------------------------------------------------------- */
