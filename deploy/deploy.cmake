@@ -34,6 +34,7 @@ add_custom_command(
     COMMAND ${CMAKE_COMMAND} -DDEPLOY_DIR=${CLIQO_DEPLOY_DIR} "-DFILES=${cliqo_manifest_arg}"
             -DOUT=${cliqo_manifests_c} -P ${CLIQO_DEPLOY_DIR}/embed-manifests.cmake
     DEPENDS ${cliqo_manifest_inputs} ${CLIQO_DEPLOY_DIR}/embed-manifests.cmake
+            ${PROJECT_SOURCE_DIR}/cmake/embed-bytes.cmake
     COMMENT "Embedding deploy/ manifests"
     VERBATIM)
 add_library(cliqo_manifests STATIC ${cliqo_manifests_c} ${CLIQO_DEPLOY_DIR}/manifests.h)

@@ -8,6 +8,9 @@
 #define CLIQO_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
+
+#include "common/strutil.h"
 
 struct cli_command {
     const char *name;
@@ -35,5 +38,14 @@ bool cli_wants_help(int argc, char **argv);
 
 /* Prints "cliqoctl: <message>" to stderr and returns 1. */
 __attribute__((format(printf, 1, 2))) int cli_fail(const char *fmt, ...);
+
+/* A bounded sink for an HTTP answer's body (libcurl's CURLOPT_WRITEFUNCTION with CURLOPT_WRITEDATA
+ * a struct cli_body whose buffer was set up with sbuf_init(&b.body, max)): past max it sets too_big
+ * and aborts the transfer. */
+struct cli_body {
+    struct sbuf body;
+    bool too_big;
+};
+size_t cli_body_write(char *p, size_t size, size_t n, void *data);
 
 #endif

@@ -43,6 +43,17 @@ bool cli_wants_help(int argc, char **argv)
     return false;
 }
 
+size_t cli_body_write(char *p, size_t size, size_t n, void *data)
+{
+    struct cli_body *b = data;
+
+    if (sbuf_add(&b->body, p, size * n) < 0) {
+        b->too_big = true;
+        return 0; /* aborts the transfer */
+    }
+    return size * n;
+}
+
 int cli_fail(const char *fmt, ...)
 {
     va_list ap;

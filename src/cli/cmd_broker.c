@@ -18,28 +18,12 @@
 #define MAX_ANSWER (64u << 20) /* a catalog of 10,000 clusters fits */
 #define MAX_POLICY 65536       /* the API's body limit */
 
-struct answer {
-    struct sbuf b;
-    bool over;
-};
-
-static size_t on_data(char *p, size_t size, size_t n, void *data)
-{
-    struct answer *a = data;
-
-    if (sbuf_add(&a->b, p, size * n) < 0) {
-        a->over = true;
-        return 0;
-    }
-    return size * n;
-}
-
 /* One request; *ret the decoded JSON answer (NULL for none). Returns the HTTP status, or -1 with
  * the reason printed. An error answer's message is printed and its status returned. */
 static long call(const char *method, const char *url, const char *token, const char *body,
                  json_t **ret)
 {
-    struct answer a = {.over = false};
+    struct cli_body a = {.too_big = false};
     struct curl_slist *h = NULL;
     char auth[600];
     long status = -1;
@@ -47,7 +31,7 @@ static long call(const char *method, const char *url, const char *token, const c
     CURLcode cr;
 
     *ret = NULL;
-    sbuf_init(&a.b, MAX_ANSWER);
+    sbuf_init(&a.body, MAX_ANSWER);
     if (!c) {
         cli_fail("broker: out of memory");
         goto out;
@@ -61,7 +45,7 @@ static long call(const char *method, const char *url, const char *token, const c
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, cli_body_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, 30L);
     curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -70,11 +54,12 @@ static long call(const char *method, const char *url, const char *token, const c
     cr = curl_easy_perform(c);
     if (cr != CURLE_OK) {
         cli_fail("broker: %s %s: %s", method, url,
-                 a.over ? "the answer is too large" : curl_easy_strerror(cr));
+                 a.too_big ? "the answer is too large" : curl_easy_strerror(cr));
         goto out;
     }
     curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-    if (sbuf_len(&a.b) && jsonb_load(sbuf_str(&a.b), sbuf_len(&a.b), 0, 0, 0, ret, NULL) < 0)
+    if (sbuf_len(&a.body) &&
+        jsonb_load(sbuf_str(&a.body), sbuf_len(&a.body), 0, 0, 0, ret, NULL) < 0)
         *ret = NULL;
     if (status >= 400) {
         const char *m = json_string_value(json_object_get(*ret, "message"));
@@ -87,7 +72,7 @@ out:
     curl_slist_free_all(h);
     if (c)
         curl_easy_cleanup(c);
-    sbuf_done(&a.b);
+    sbuf_done(&a.body);
     return status;
 }
 

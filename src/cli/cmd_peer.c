@@ -319,22 +319,6 @@ out:
 
 /* ---- add: the HTTPS client of the auth endpoint -------------------------------------------- */
 
-struct fetch {
-    struct sbuf body;
-    bool too_big;
-};
-
-static size_t fetch_write(char *p, size_t size, size_t n, void *data)
-{
-    struct fetch *f = data;
-
-    if (sbuf_add(&f->body, p, size * n) < 0) {
-        f->too_big = true;
-        return 0; /* aborts the transfer */
-    }
-    return size * n;
-}
-
 /* GET <base><path>. ca_pem NULL: no verification at all (only for /ca, whose answer is then checked
  * against the pin). Otherwise ca_pem is the only trust anchor, with host name verification.
  * Returns 0 with the body (caller frees) and status, or -errno with a message in err. */
@@ -342,7 +326,7 @@ static int https_get(const char *base, const char *path, const char *ca_pem, siz
                      char **ret_body, size_t *ret_len, long *ret_status, char *err, size_t errlen)
 {
     char url[URL_MAX + 16], cerr[CURL_ERROR_SIZE] = "";
-    struct fetch f = {0};
+    struct cli_body f = {0};
     size_t bl = strlen(base);
     CURL *c = NULL;
     CURLcode cc;
@@ -365,7 +349,7 @@ static int https_get(const char *base, const char *path, const char *ca_pem, siz
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, CONNECT_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, REQUEST_TIMEOUT_MS);
     curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)max);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, fetch_write);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, cli_body_write);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, &f);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, cerr);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "cliqoctl/" CLIQO_VERSION);

@@ -16,30 +16,14 @@
 #include <string.h>
 
 #include "advertisement/offersource.h"
-
-static json_t *js(const char *text)
-{
-    char *t = strdup(text);
-    json_error_t e;
-    json_t *j;
-
-    assert_non_null(t);
-    for (char *p = t; *p; p++)
-        if (*p == '\'')
-            *p = '"';
-    j = json_loads(t, JSON_DECODE_ANY, &e);
-    if (!j)
-        fail_msg("bad test JSON: %s: %s", e.text, t);
-    free(t);
-    return j;
-}
+#include "testjson.h"
 
 /* A ConfigMap whose data.resources is `resources` (raw text, used as is). */
 static json_t *cm_with(const char *resources)
 {
-    json_t *cm = js("{'metadata': {'name': 'cliqo-broker-offer-c1', 'namespace': 'cliqo', "
-                    "'resourceVersion': '7', 'labels': {'cliqo.io/broker-offer': 'true'}}, "
-                    "'data': {}}");
+    json_t *cm = test_js("{'metadata': {'name': 'cliqo-broker-offer-c1', 'namespace': 'cliqo', "
+                         "'resourceVersion': '7', 'labels': {'cliqo.io/broker-offer': 'true'}}, "
+                         "'data': {}}");
 
     assert_int_equal(
         json_object_set_new(json_object_get(cm, "data"), "resources", json_string(resources)), 0);
@@ -160,7 +144,7 @@ static void test_parse_object(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        json_t *cm = js(cases[i].cm);
+        json_t *cm = test_js(cases[i].cm);
 
         err[0] = '\0';
         if (advsrc_parse(cm, &l, err, sizeof(err)) != -EINVAL || !strstr(err, cases[i].reason))
@@ -384,20 +368,21 @@ static void test_names(void **state)
 
 static void test_transform(void **state)
 {
-    json_t *cm = js("{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': "
-                    "'cliqo-broker-offer-c1', 'namespace': 'cliqo', 'resourceVersion': '7', "
-                    "'uid': 'u', 'labels': {'cliqo.io/broker-offer': 'true'}, 'annotations': "
-                    "{'a': 'b'}}, 'data': {'resources': '{\\'cpu\\': \\'2\\'}', 'other': 'x'}, "
-                    "'binaryData': {'b': 'AA=='}}");
+    json_t *cm =
+        test_js("{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': "
+                "'cliqo-broker-offer-c1', 'namespace': 'cliqo', 'resourceVersion': '7', "
+                "'uid': 'u', 'labels': {'cliqo.io/broker-offer': 'true'}, 'annotations': "
+                "{'a': 'b'}}, 'data': {'resources': '{\\'cpu\\': \\'2\\'}', 'other': 'x'}, "
+                "'binaryData': {'b': 'AA=='}}");
     json_t *want;
     struct shr_list l;
     char err[256], *big;
 
     (void)state;
-    /* the single quotes inside the data were turned into double ones by js() */
+    /* the single quotes inside the data were turned into double ones by test_js() */
     advsrc_transform(cm, NULL);
-    want = js("{'metadata': {'name': 'cliqo-broker-offer-c1', 'namespace': 'cliqo', "
-              "'resourceVersion': '7'}, 'data': {'resources': '{\\'cpu\\': \\'2\\'}'}}");
+    want = test_js("{'metadata': {'name': 'cliqo-broker-offer-c1', 'namespace': 'cliqo', "
+                   "'resourceVersion': '7'}, 'data': {'resources': '{\\'cpu\\': \\'2\\'}'}}");
     assert_true(json_equal(cm, want));
     assert_int_equal(advsrc_parse(cm, &l, err, sizeof(err)), 0);
     assert_int_equal(l.n, 1);
@@ -420,16 +405,16 @@ static void test_transform(void **state)
     json_decref(cm);
 
     /* Without data: metadata only, and advsrc_parse says what is missing. */
-    cm = js("{'metadata': {'name': 'n', 'namespace': 'cliqo'}}");
+    cm = test_js("{'metadata': {'name': 'n', 'namespace': 'cliqo'}}");
     advsrc_transform(cm, NULL);
-    want = js("{'metadata': {'name': 'n', 'namespace': 'cliqo'}, 'data': {}}");
+    want = test_js("{'metadata': {'name': 'n', 'namespace': 'cliqo'}, 'data': {}}");
     assert_true(json_equal(cm, want));
     json_decref(want);
     json_decref(cm);
 
     /* Anything else goes through unharmed. */
     advsrc_transform(NULL, NULL);
-    cm = js("[1]");
+    cm = test_js("[1]");
     advsrc_transform(cm, NULL);
     json_decref(cm);
 }

@@ -29,6 +29,7 @@ add_custom_command(
     COMMAND ${CMAKE_COMMAND} -DDIR=${CLIQO_DASHBOARD_DIR} "-DFILES=${cliqo_dashboard_arg}"
             -DOUT=${cliqo_dashboard_c} -P ${CLIQO_DASHBOARD_DIR}/embed.cmake
     DEPENDS ${cliqo_dashboard_inputs} ${CLIQO_DASHBOARD_DIR}/embed.cmake
+            ${PROJECT_SOURCE_DIR}/cmake/embed-bytes.cmake
     COMMENT "Embedding the broker's dashboard (src/broker/dashboard/)"
     VERBATIM)
 add_library(cliqo_broker_dashboard STATIC ${cliqo_dashboard_c} ${CLIQO_DASHBOARD_DIR}/../dashboard.c)
