@@ -1,3 +1,5 @@
 # Network support library (src/network/): the CIDR parser, formatter and address translation.
 # Included from fuzz/CMakeLists.txt.
 cliqo_fuzzer(network-cidr cliqo_network)
+# WireGuard's userspace API answers (get, set), keys and endpoints.
+cliqo_fuzzer(network-wguapi cliqo_network)

@@ -1,6 +1,7 @@
 # Network support library (src/network/): CIDRs and the pod-CIDR remapping of
-# peers. Pure functions and a table: no event loop, no network.
-cliqo_module(cliqo_network SOURCES network/ipam.c)
+# peers; WireGuard keys and its userspace API's text protocol (wguapi.c, docs/dataplane.md). Pure
+# functions and a table: no event loop, no network.
+cliqo_module(cliqo_network SOURCES network/ipam.c network/wguapi.c DEPS PkgConfig::OPENSSL)
 
 # The agent module that exchanges NetworkConfigs and settles the remapping (network.h).
 if(TARGET cliqo_network)
