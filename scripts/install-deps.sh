@@ -12,6 +12,8 @@ PKGS=(
   # libraries
   libcurl4-openssl-dev libjansson-dev libyaml-dev libuv1-dev libssl-dev libcmocka-dev
   libc-ares-dev libmicrohttpd-dev libgnutls28-dev zlib1g-dev
+  # the data plane: nftables through its library (docs/dataplane.md)
+  libnftables-dev
   # discovery: Avahi's embeddable mDNS stack (no daemon), and the DNS server of the WAN tests
   libavahi-core-dev dnsmasq-base
   # local control planes

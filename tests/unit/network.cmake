@@ -1,3 +1,9 @@
 # Network support library (src/network/): one test program per file.
 cliqo_unit_test(network-ipam cliqo_network)
 cliqo_unit_test(network-wguapi cliqo_network)
+# The nftables text of the data plane's NAT; its last test gives it to the kernel (libnftables) in a
+# network namespace of its own, which needs root, as CI runs.
+cliqo_unit_test(network-natrules cliqo_network)
+if(TARGET test-network-natrules)
+    target_link_libraries(test-network-natrules PRIVATE PkgConfig::NFTABLES)
+endif()
