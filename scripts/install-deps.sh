@@ -12,8 +12,9 @@ PKGS=(
   # libraries
   libcurl4-openssl-dev libjansson-dev libyaml-dev libuv1-dev libssl-dev libcmocka-dev
   libc-ares-dev libmicrohttpd-dev libgnutls28-dev zlib1g-dev
-  # the data plane: nftables through its library (docs/dataplane.md)
-  libnftables-dev
+  # the data plane (docs/dataplane.md): nftables through its library, WireGuard in userspace (this kernel
+  # has no WireGuard module) and wg to inspect it
+  libnftables-dev wireguard-go wireguard-tools
   # discovery: Avahi's embeddable mDNS stack (no daemon), and the DNS server of the WAN tests
   libavahi-core-dev dnsmasq-base
   # local control planes

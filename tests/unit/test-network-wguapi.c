@@ -262,6 +262,31 @@ static void test_get_full(void **state)
     assert_null(d.peers);
 }
 
+/* An answer of wireguard-go 0.0.20220316 (Debian bookworm), as it sent it (the private key replaced
+ * by RFC 7748's). */
+static void test_get_wireguard_go(void **state)
+{
+    const char *answer =
+        "private_key=77076d0a7318a57d3c16c17251b26645df4c2f87ebc0992ab177fba51db92c2a\n"
+        "listen_port=51820\n"
+        "public_key=6f3765250411f6c21c9c102f39d7c5f66b0884d2ba7e86b905c5e5c07e2b8656\n"
+        "preshared_key=0000000000000000000000000000000000000000000000000000000000000000\n"
+        "protocol_version=1\nendpoint=192.168.77.2:51820\nlast_handshake_time_sec=0\n"
+        "last_handshake_time_nsec=0\ntx_bytes=148\nrx_bytes=0\npersistent_keepalive_interval=2\n"
+        "allowed_ip=10.70.0.0/16\nallowed_ip=fd00::/64\nerrno=0\n\n";
+    struct wg_device d = {0};
+    char err[128] = "";
+
+    (void)state;
+    assert_int_equal(wg_uapi_get_parse(answer, strlen(answer), &d, err, sizeof(err)), 0);
+    assert_int_equal(d.npeers, 1);
+    assert_int_equal(d.peers[0].tx_bytes, 148);
+    assert_int_equal(d.peers[0].keepalive_s, 2);
+    assert_int_equal(d.peers[0].nallowed, 2);
+    assert_int_equal(d.peers[0].last_handshake_s, 0);
+    wg_device_clear(&d);
+}
+
 static void test_get_refused(void **state)
 {
     static const struct {
@@ -352,10 +377,11 @@ static void test_get_bounds(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_key_text),    cmocka_unit_test(test_key_x25519),
-        cmocka_unit_test(test_endpoints),   cmocka_unit_test(test_set_lines),
-        cmocka_unit_test(test_set_result),  cmocka_unit_test(test_get_full),
-        cmocka_unit_test(test_get_refused), cmocka_unit_test(test_get_bounds),
+        cmocka_unit_test(test_key_text),         cmocka_unit_test(test_key_x25519),
+        cmocka_unit_test(test_endpoints),        cmocka_unit_test(test_set_lines),
+        cmocka_unit_test(test_set_result),       cmocka_unit_test(test_get_full),
+        cmocka_unit_test(test_get_wireguard_go), cmocka_unit_test(test_get_refused),
+        cmocka_unit_test(test_get_bounds),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
