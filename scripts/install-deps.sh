@@ -15,6 +15,8 @@ PKGS=(
   # the data plane (docs/dataplane.md): nftables through its library, WireGuard in userspace (this kernel
   # has no WireGuard module) and wg to inspect it
   libnftables-dev wireguard-go wireguard-tools
+  # images for real nodes, built without a registry (scripts/build-images.sh)
+  umoci busybox-static
   # discovery: Avahi's embeddable mDNS stack (no daemon), and the DNS server of the WAN tests
   libavahi-core-dev dnsmasq-base
   # local control planes
