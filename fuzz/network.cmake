@@ -3,3 +3,5 @@
 cliqo_fuzzer(network-cidr cliqo_network)
 # WireGuard's userspace API answers (get, set), keys and endpoints.
 cliqo_fuzzer(network-wguapi cliqo_network)
+# rtnetlink answers (a dump page, an acknowledgement).
+cliqo_fuzzer(network-routes cliqo_network)

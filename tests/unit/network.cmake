@@ -7,3 +7,6 @@ cliqo_unit_test(network-natrules cliqo_network)
 if(TARGET test-network-natrules)
     target_link_libraries(test-network-natrules PRIVATE PkgConfig::NFTABLES)
 endif()
+# The routes' rtnetlink messages; its last test adds, changes and deletes routes in a network namespace
+# of its own (root, as CI runs).
+cliqo_unit_test(network-routes cliqo_network)
