@@ -75,7 +75,7 @@ while [ "$EPOCHSECONDS" -lt "$end" ]; do
   why=$(unchanged) || fail "after P1's forged Advertisements: $why"
   sleep 0.5
 done
-if tail -n +"$((log_lines + 1))" "$BROKER_LOG" | grep -E "provider ($P2_ID|$C_ID)" >&2; then
+if tail -n +"$((log_lines + 1))" "$BROKER_LOG" | grep -E "provider ($P2_ID|$C_ID): (no longer advertises|advertises to this cluster)" >&2; then
   fail "the broker's provider table moved on P1's forged Advertisements (lines above)"
 fi
 pass "forged Advertisements refused by K's operator and ignored by the broker; P1 cannot write in P2's namespace"
