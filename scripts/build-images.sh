@@ -36,7 +36,7 @@ bb_ver=$(dpkg-query -W -f '${Version}' busybox-static 2>/dev/null) || die "busyb
 tag=$(printf 'recipe=%s busybox-static=%s\n' "$RECIPE" "$bb_ver" | sha256sum | cut -c1-12)
 name=busybox
 tar_path="$CACHE_ROOT/$name-$tag.tar"
-if [ -s "$tar_path" ] && [ -s "$tar_path.ref" ] && tar -tf "$tar_path" 2>/dev/null | grep -qx "./index.json"; then
+if [ -s "$tar_path" ] && [ -s "$tar_path.ref" ] && tar -tf "$tar_path" 2>/dev/null | grep -x "./index.json" >/dev/null; then
   log "cached: $tar_path ($(cat "$tar_path.ref"))"
   echo "$tar_path"; exit 0
 fi

@@ -36,47 +36,57 @@ secret_kubeconfig "$A" "$(tenant_of "$B")" "vk-kubeconfig-secret-$B_ID" "$T/a-vk
 secret_kubeconfig "$B" "$(tenant_on_b "$A_ID")" "pr-$A_ID" "$T/b-on-a"
 
 tried=0
-# attack CREDENTIAL_FILE TARGET_CLUSTER LABEL
+# attack CREDENTIAL_FILE TARGET_CLUSTER LABEL: every request with the credential goes through curl (cred_api in
+# lib.sh: a tenth of a kubectl call); the answer must be a refusal whose message says forbidden or denied.
 attack() {
-  local cred=$1 target=$2 label=$3 ns sa out
+  local cred=$1 target=$2 label=$3 ns sa out code dir
   local -a writable=()
+  dir=$T/cred-$((++ncred))
+  cred_init "$cred" "$dir" || fail "$label: cannot read the credential in $cred"
   for ns in $(jpath "$target" '{.items[*].metadata.name}' namespaces); do
-    [ "$("$KUBECTL" --kubeconfig "$cred" auth can-i create secrets -n "$ns" 2>/dev/null)" = yes ] && writable+=("$ns")
+    [ "$(cred_can_i "$dir" create secrets "$ns")" = yes ] && writable+=("$ns")
   done
   [ "${#writable[@]}" -gt 0 ] || fail "$label: may write Secrets nowhere (the test would prove nothing)"
   say "$label writes Secrets in: ${writable[*]}"
+  # refused WHAT: the last answer (body, then its status on the last line) is a refusal, nothing was made.
+  refused() {
+    code=$(tail -1 <<<"$out")
+    case "$code" in
+      2??) return 1 ;;
+    esac
+    grep_q -i 'forbidden\|denied' <<<"$out" || fail "$label, $1: unexpected answer $code: $out"
+  }
   for ns in "${writable[@]}"; do
     for sa in $(jpath "$target" '{.items[*].metadata.name}' serviceaccounts -n "$ns"); do
       tried=$((tried + 1))
-      if out=$("$KUBECTL" --kubeconfig "$cred" --request-timeout=20s create -n "$ns" -f - 2>&1 <<EOT
-apiVersion: v1
-kind: Secret
-metadata: {name: e2e-stolen-$sa, annotations: {kubernetes.io/service-account.name: $sa}}
-type: kubernetes.io/service-account-token
-EOT
-      ); then
+      out=$(cred_api "$dir" POST "/api/v1/namespaces/$ns/secrets" "$(printf \
+        '{"apiVersion":"v1","kind":"Secret","type":"kubernetes.io/service-account-token","metadata":{"name":"e2e-stolen-%s","annotations":{"kubernetes.io/service-account.name":"%s"}}}' \
+        "$sa" "$sa")") || fail "$label: no answer to a token Secret for $ns/$sa"
+      if ! refused "token Secret for $ns/$sa"; then
         kc "$target" delete secret -n "$ns" "e2e-stolen-$sa" >/dev/null 2>&1
         fail "$label created a token Secret for ServiceAccount $ns/$sa"
       fi
-      grep_q -i 'forbidden\|denied' <<<"$out" || fail "$label, token Secret for $ns/$sa: unexpected error: $out"
     done
   done
   for ns in "${writable[@]}" kube-system cliqo; do
     for sa in $(jpath "$target" '{.items[*].metadata.name}' serviceaccounts -n "$ns"); do
       tried=$((tried + 1))
-      if out=$("$KUBECTL" --kubeconfig "$cred" --request-timeout=20s create token -n "$ns" "$sa" 2>&1); then
+      out=$(cred_api "$dir" POST "/api/v1/namespaces/$ns/serviceaccounts/$sa/token" \
+        '{"apiVersion":"authentication.k8s.io/v1","kind":"TokenRequest","spec":{}}') ||
+        fail "$label: no answer to a TokenRequest for $ns/$sa"
+      refused "TokenRequest for $ns/$sa" ||
         fail "$label obtained a token of ServiceAccount $ns/$sa through the TokenRequest API"
-      fi
-      grep_q -i 'forbidden' <<<"$out" || fail "$label, TokenRequest for $ns/$sa: unexpected error: $out"
+      [ "$code" = 403 ] || fail "$label, TokenRequest for $ns/$sa: $code instead of 403: $out"
     done
   done
 }
+ncred=0
 attack "$T/a-identity" "$B" "A's peering identity on B"
 attack "$T/c-identity" "$B" "C's peering identity on B"
 attack "$T/a-vk" "$B" "A's virtual kubelet on B"
 attack "$T/b-on-a" "$A" "B's credential on A"
 # The virtual kubelet must have been able to write in the namespace made for A (else the attack was not tried there).
-[ "$("$KUBECTL" --kubeconfig "$T/a-vk" auth can-i create secrets -n "$REMOTE_NS")" = yes ] ||
+cred_init "$T/a-vk" "$T/cred-vk" && [ "$(cred_can_i "$T/cred-vk" create secrets "$REMOTE_NS")" = yes ] ||
   fail "A's virtual kubelet cannot write Secrets in $REMOTE_NS: the test did not reach that namespace"
 cq "$A" unoffload namespace "$HOME_NS" >/dev/null || fail "cannot unoffload $HOME_NS"
 kc "$A" delete namespace "$HOME_NS" --wait=false >/dev/null

@@ -172,14 +172,20 @@ spec:
   containers: [{name: c, image: busybox, resources: {requests: {cpu: 500m}}}]
 EOF
 }
-until dry_ok; do
-  [ $((($(date +%s%N) - last_admitted) / 1000000)) -lt 20000 ] || fail "still refused 20 s after the last forged reservation: $(cat "$T/dry-err")"
+# Each probe's start is taken: a probe that starts more than 6 s after the last forged reservation must be
+# admitted (the window is 3 s). How late the first probe starts depends on how busy the machine is (the steps
+# above), not on the agent, so the time since the last forged review is no measure by itself.
+while :; do
+  started=$(date +%s%N)
+  dry_ok && break
+  late_ms=$(((started - last_admitted) / 1000000))
   grep_q -F "offer exceeded: cpu does not fit the offer to $A" "$T/dry-err" || fail "unexpected refusal: $(cat "$T/dry-err")"
+  [ "$late_ms" -le 6000 ] ||
+    fail "a pod of $A was refused $late_ms ms after the last forged reservation (the confirmation window is 3 s)"
   sleep 0.2
 done
-free_ms=$((($(date +%s%N) - last_admitted) / 1000000))
-echo "FIGURE forged-reservation-held-ms=$free_ms"
-[ "$free_ms" -le 6000 ] || fail "a pod of $A was refused for $free_ms ms after the last forged review (the confirmation window is 3 s)"
+free_ms=$(((started - last_admitted) / 1000000))
+echo "FIGURE forged-reservation-held-ms=$free_ms (the start of the first admitted probe: an upper bound)"
 wait_for 30 "real-b (created right after the loop) running on $B" eval \
   '[ "$(jget "$B" "{.status.phase}" pod -n "$RNS" real-b)" = Running ]'
 real_ms=$((($(date +%s%N) - loop_end) / 1000000))
