@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Produces kube-apiserver, kube-scheduler and kube-controller-manager v1.20.2 from Debian's
-# `kubernetes` source package and caches them outside the repository.
+# `kubernetes` source package and caches them outside the repository. With --node, produces instead the
+# binaries of a real node, kubelet and kube-proxy (docs/dataplane.md, "Real nodes"), in a cache entry of
+# their own, so that the control plane's entry is never rebuilt for them.
 #
-# Cache layout: $CLIQO_CACHE_DIR/kube/<upstream-version>-<dsc-sha256[:12]>-r<recipe>/
-#   bin/kube-apiserver bin/kube-scheduler bin/kube-controller-manager
+# Cache layout: $CLIQO_CACHE_DIR/kube/[node-]<upstream-version>-<dsc-sha256[:12]>-r<recipe>/
+#   bin/kube-apiserver bin/kube-scheduler bin/kube-controller-manager   (or bin/kubelet bin/kube-proxy)
 #   SHA256SUMS   (checked on every reuse; a cache entry that fails it is rebuilt)
 # Prints the bin directory on stdout; progress goes to stderr.
 #
@@ -13,6 +15,13 @@ set -euo pipefail
 KUBE_VERSION=1.20.2
 RECIPE=1 # bump when the way the binaries are built changes
 BINS=(kube-apiserver kube-scheduler kube-controller-manager)
+PREFIX=
+case "${1:-}" in
+  --node) BINS=(kubelet kube-proxy) PREFIX=node- ;;
+  '') ;;
+  -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) printf 'build-kube: unknown argument %s (see --help)\n' "$1" >&2; exit 2 ;;
+esac
 CACHE_ROOT="${CLIQO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cliqo}/kube"
 REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
 
@@ -32,7 +41,7 @@ dsc_sha=$(apt-cache showsrc kubernetes 2>/dev/null |
 dsc_ver=$(apt-cache showsrc kubernetes 2>/dev/null | awk '/^Version:/{print $2; exit}')
 if [ -z "$dsc_sha" ]; then
   # No source lists (offline, or deb-src missing): reuse a verified entry for this version if any.
-  for d in "$CACHE_ROOT/$KUBE_VERSION"-*-r"$RECIPE"; do
+  for d in "$CACHE_ROOT/$PREFIX$KUBE_VERSION"-*-r"$RECIPE"; do
     if [ -d "$d" ] && verify_entry "$d"; then
       log "source index unavailable; using verified cache $(basename "$d")"
       echo "$d/bin"; exit 0
@@ -45,7 +54,7 @@ case "$dsc_ver" in
   *) die "Debian's kubernetes source is $dsc_ver, expected upstream $KUBE_VERSION" ;;
 esac
 
-entry="$CACHE_ROOT/$KUBE_VERSION-${dsc_sha:0:12}-r$RECIPE"
+entry="$CACHE_ROOT/$PREFIX$KUBE_VERSION-${dsc_sha:0:12}-r$RECIPE"
 if verify_entry "$entry"; then
   log "cached: $entry"
   echo "$entry/bin"; exit 0
@@ -80,13 +89,13 @@ log "building ${BINS[*]} (takes several minutes the first time)"
 (
   cd "$work/gopath/src/k8s.io/kubernetes"
   export GOPATH="$work/gopath" GOCACHE="$work/gocache" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=
-  make WHAT="cmd/kube-apiserver cmd/kube-scheduler cmd/kube-controller-manager" >"$work/make.log" 2>&1
+  make WHAT="${BINS[*]/#/cmd/}" >"$work/make.log" 2>&1
 ) &
 mk=$!
 while kill -0 "$mk" 2>/dev/null; do
   sleep 15
   kill -0 "$mk" 2>/dev/null || break
-  done_bins=$(ls "$tree/_output/local/bin/linux/amd64/" 2>/dev/null | grep -c '^kube-' || true)
+  done_bins=$(ls "$tree/_output/local/bin/linux/amd64/" 2>/dev/null | grep -c '^kube' || true)
   log "  ... $(($(date +%s) - start))s elapsed, $done_bins/${#BINS[@]} binaries done, last: $(tail -1 "$work/make.log" | cut -c1-80)"
 done
 if ! wait "$mk"; then
