@@ -21,11 +21,17 @@ spec:
   - {name: app, image: nginx:1.25}
   - {name: sidecar, image: envoy:1.28}
 YAML
-init_running() { [ "$(jp pod/web '{.status.initContainerStatuses[0].state.running.startedAt}' -n "$ns")" != "" ]; }
-wait_for 30 "web: first init container running" init_running
-[ "$(jp pod/web '{.status.phase}' -n "$ns")" = Pending ] || fail "phase is not Pending during init"
-[ "$(jp pod/web '{.status.containerStatuses[0].state.waiting.reason}' -n "$ns")" = PodInitializing ] ||
-  fail "containers are not waiting in PodInitializing during init"
+# One snapshot of the pod while an init container runs: its phase and its containers' state are read from that
+# same object. Reads made one after the other could straddle the end of the 2 s steps on a busy machine (the
+# containers were found running by the second read once).
+during_init() {
+  snap=$(kget "$c" pod web -n "$ns") || return 1
+  jq -e '[.status.initContainerStatuses[]?.state.running.startedAt // empty] | length == 1' <<<"$snap" >/dev/null
+}
+wait_for 30 "web: an init container running" during_init
+[ "$(jq -r .status.phase <<<"$snap")" = Pending ] || fail "phase is not Pending during init: $(jq -c .status <<<"$snap")"
+[ "$(jq -r '[.status.containerStatuses[].state.waiting.reason] | unique | join(",")' <<<"$snap")" = PodInitializing ] ||
+  fail "containers are not waiting in PodInitializing during init: $(jq -c .status.containerStatuses <<<"$snap")"
 wait_for 30 "web Running" pod_phase_is "$ns" web Running
 pod=$(kc "$c" -n "$ns" get pod web -o json)
 node=$(jp pod/web '{.spec.nodeName}' -n "$ns")
