@@ -226,7 +226,29 @@
     return null;
   }
 
+  /* A list that arrives while a pointer is pressed waits for the release: replacing the rows between
+   * the press and the release would make the browser drop the click (its press and release would
+   * land on two different elements), and the toggle under the pointer would not change. It is shown
+   * just after the click has been dispatched. */
+  let pressed = false;
+  let deferred = null;
+  function pointerDown() {
+    pressed = true;
+  }
+  function pointerUp() {
+    pressed = false;
+    if (deferred) {
+      const d = deferred;
+      deferred = null;
+      setTimeout(() => render(d), 0);
+    }
+  }
+
   function render(items) {
+    if (pressed) {
+      deferred = items;
+      return;
+    }
     const a = document.activeElement;
     const focused = a && a.classList.contains('toggle') ? a.closest('tr').dataset.clusterId : null;
     const frag = document.createDocumentFragment();
@@ -393,6 +415,9 @@
   });
   $('policy-save').addEventListener('click', savePolicy);
   $('policy-reload').addEventListener('click', loadPolicy);
+  document.addEventListener('pointerdown', pointerDown, true);
+  document.addEventListener('pointerup', pointerUp, true);
+  document.addEventListener('pointercancel', pointerUp, true);
   refresh();
   loadPolicy();
 }());

@@ -21,6 +21,9 @@ Steps, on the command line as a verb and its arguments, in a script file as a JS
   assert EXPR           evaluate EXPR once; fails unless it is truthy
   click SELECTOR        wait until the first element matching the CSS selector is visible, enabled and
                         not covered, then click its centre with the mouse (real input events)
+  press SELECTOR        the first half of click: the mouse button goes down on the element's centre
+  release               the second half: the button comes up where it went down (between the two, a
+                        test can change the page under the pointer, as a user's slow click would)
   set SELECTOR VALUE    give an input, textarea or select the value VALUE (focus, value, then the
                         events input and change, as typing and leaving the field would)
   shot FILE             write a PNG screenshot of the viewport to FILE
@@ -78,6 +81,8 @@ STEP_ARITY = {  # verb: (required arguments, optional ones)
     "eval": (1, 0),
     "assert": (1, 0),
     "click": (1, 0),
+    "press": (1, 0),
+    "release": (0, 0),
     "set": (2, 0),
     "shot": (1, 0),
     "errors": (0, 0),
@@ -438,7 +443,7 @@ def step_assert(b, deadline, expr):
         raise StepFailed("false (value: " + json.dumps(v)[:200] + ")")
 
 
-def step_click(b, deadline, selector):
+def step_press(b, deadline, selector):
     probe = CLICK_PROBE % json.dumps(selector)
     while True:
         ok, v = b.evaluate(probe, deadline)
@@ -451,10 +456,25 @@ def step_click(b, deadline, selector):
         b.pump(min(deadline, time.monotonic() + POLL_S))
     x, y = v["x"], v["y"]
     b.call("Input.dispatchMouseEvent", {"type": "mouseMoved", "x": x, "y": y}, deadline, page=True)
-    for kind in ("mousePressed", "mouseReleased"):
-        b.call("Input.dispatchMouseEvent",
-               {"type": kind, "x": x, "y": y, "button": "left", "buttons": 1 if kind == "mousePressed" else 0,
-                "clickCount": 1}, deadline, page=True)
+    b.call("Input.dispatchMouseEvent",
+           {"type": "mousePressed", "x": x, "y": y, "button": "left", "buttons": 1, "clickCount": 1},
+           deadline, page=True)
+    b.pressed_at = (x, y)
+
+
+def step_release(b, deadline):
+    if not getattr(b, "pressed_at", None):
+        raise StepFailed("release without a press")
+    x, y = b.pressed_at
+    b.pressed_at = None
+    b.call("Input.dispatchMouseEvent",
+           {"type": "mouseReleased", "x": x, "y": y, "button": "left", "buttons": 0, "clickCount": 1},
+           deadline, page=True)
+
+
+def step_click(b, deadline, selector):
+    step_press(b, deadline, selector)
+    step_release(b, deadline)
 
 
 def step_set(b, deadline, selector, value):
@@ -485,7 +505,7 @@ def step_errors(b, deadline):
 
 
 STEPS = {"open": step_open, "wait": step_wait, "eval": step_eval, "assert": step_assert,
-         "click": step_click, "set": step_set, "shot": step_shot, "errors": step_errors}
+         "click": step_click, "press": step_press, "release": step_release, "set": step_set, "shot": step_shot, "errors": step_errors}
 
 
 # ---- the command line ----
