@@ -355,13 +355,19 @@
     $('policy').value = JSON.stringify(p, null, 2);
   }
 
-  async function loadPolicy() {
+  /* The editor's text once someone typed in it is theirs: a load that was already on its way (the
+   * page's first, or the one a new token starts) never overwrites it, or the policy saved next would
+   * be the old one. Only Reload (force) discards the changes. */
+  let policyEdited = false;
+  async function loadPolicy(force) {
     try {
       const r = await request('GET', 'api/policy', headers());
       if (!r.ok) throw failure(r);
       if (!obj(r.json)) throw new Error('the policy is not a JSON object');
-      showPolicy(r.json);
       policyLoaded = true;
+      if (policyEdited && force !== true) return;
+      showPolicy(r.json);
+      policyEdited = false;
       policyMessage(`Loaded at ${clock()}`, '');
     } catch (e) {
       policyMessage('', e.message);
@@ -385,6 +391,7 @@
       if (!r.ok) throw failure(r);
       if (obj(r.json)) showPolicy(r.json);
       policyLoaded = true;
+      policyEdited = false;
       policyMessage(`Saved at ${clock()}`, '');
       refresh();
     } catch (e) {
@@ -414,7 +421,10 @@
     if (!policyLoaded) loadPolicy();
   });
   $('policy-save').addEventListener('click', savePolicy);
-  $('policy-reload').addEventListener('click', loadPolicy);
+  $('policy-reload').addEventListener('click', () => loadPolicy(true));
+  $('policy').addEventListener('input', () => {
+    policyEdited = true;
+  });
   document.addEventListener('pointerdown', pointerDown, true);
   document.addEventListener('pointerup', pointerUp, true);
   document.addEventListener('pointercancel', pointerUp, true);
