@@ -8,6 +8,7 @@ the dashboard's three files as the broker will (Content-Security-Policy default-
   POST /api/toggle?id=&enable=   bearer TOKEN; sets broker.enabled of that cluster in clusters.json
   GET  /api/policy, PUT /api/policy   the policy (PUT: bearer TOKEN, a JSON object of known fields)
   PUT  /fake/clusters       replaces clusters.json (the test's way to change the list under the page)
+  PUT  /fake/policy-delay   {"seconds": S}: each GET /api/policy is answered S seconds late
   GET  /fake/stats          {"clusters": n, "notModified": n, "toggles": n, "policyPuts": n}
   GET  /fake/inline         a page with an inline script, which the policy must refuse
 Errors are {"error": "..."} as the broker's. Standard library only.
@@ -18,6 +19,7 @@ import json
 import os
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
@@ -30,6 +32,7 @@ POLICY_FIELDS = {"minUptimeSeconds": int, "maxLatencyMs": int, "minFree": dict, 
                  "requiredLabels": dict, "hysteresisSeconds": int}
 policy = {"maxLatencyMs": 50, "hysteresisSeconds": 60}
 stats = {"clusters": 0, "notModified": 0, "toggles": 0, "policyPuts": 0}
+policy_delay = 0.0
 LOCK = threading.Lock()  # one request at a time touches the state above
 
 
@@ -79,8 +82,13 @@ class Handler(BaseHTTPRequestHandler):
         n = int(self.headers.get("Content-Length") or 0)
         return self.rfile.read(min(n, 65536))
 
-    @serialised
     def do_GET(self):
+        if urlsplit(self.path).path == "/api/policy" and policy_delay:
+            time.sleep(policy_delay)  # outside the lock: the other requests go on meanwhile
+        with LOCK:
+            self.get()
+
+    def get(self):
         u = urlsplit(self.path)
         if u.path in FILES:
             name, ctype = FILES[u.path]
@@ -129,10 +137,13 @@ class Handler(BaseHTTPRequestHandler):
 
     @serialised
     def do_PUT(self):
-        global policy
+        global policy, policy_delay
         u = urlsplit(self.path)
         if u.path == "/fake/clusters":
             write_clusters(json.loads(self.body()))
+            return self.json(200, {})
+        if u.path == "/fake/policy-delay":
+            policy_delay = float(json.loads(self.body())["seconds"])
             return self.json(200, {})
         if u.path != "/api/policy":
             return self.error(404, "no such path")

@@ -5,7 +5,8 @@
 # renders the fixture's clusters (identity, peering, offer, KPIs, selection, toggle), keeps hostile text as text,
 # polls with If-None-Match, follows a change of the list, shows an error state, toggles with the bearer token
 # (also when a changed list arrives between the press and the release of the click: the rows are then
-# replaced only after it, or the click would be lost, as it was once in the broker's e2e dashboard test)
+# replaced only after it, or the click would be lost, as it was once in the broker's e2e dashboard test),
+# and keeps the policy typed in its editor when a load that was on its way lands after the typing
 # kept in sessionStorage, shows a 401's and a 400's message, saves the policy, and breaks no CSP rule; and that
 # the driver fails as documented (timeout, JavaScript exception, CSP violation, HTTP 404, bad usage) and leaves
 # no browser behind. The real dashboard test against cliqo-broker is the broker's e2e group's.
@@ -113,9 +114,18 @@ cat >"$tmp/steps.json" <<'EOF'
  ["assert", "JSON.parse(document.querySelector('#policy').value).minUptimeSeconds === 600"],
  ["assert", "fetch('api/policy').then((r) => r.json()).then((p) => p.maxLatencyMs === 20 && p.minUptimeSeconds === 600)"],
 
+ ["eval", "fetch('/fake/policy-delay', {method: 'PUT', body: '{\"seconds\": 1.5}'}).then((r) => r.ok)"],
+ ["open", "URL_HERE"],
+ ["set", "#policy", "{\"maxLatencyMs\": 7}"],
+ ["wait", "+(document.querySelector('#policy').dataset.loads || 0) >= 1", 10],
+ ["assert", "document.querySelector('#policy').value === '{\"maxLatencyMs\": 7}'"],
+ ["eval", "fetch('/fake/policy-delay', {method: 'PUT', body: '{\"seconds\": 0}'}).then((r) => r.ok)"],
+ ["click", "#policy-reload"],
+ ["wait", "document.querySelector('#policy').value.includes('\"minUptimeSeconds\": 600')"],
  ["errors"]
 ]
 EOF
+sed -i "s|URL_HERE|$url|" "$tmp/steps.json" # the page again, for the late policy load above
 # The token survives a reload of the page (sessionStorage is per tab: the reload is in the same run).
 cat >"$tmp/reload.json" <<EOF
 [

@@ -359,12 +359,14 @@
    * page's first, or the one a new token starts) never overwrites it, or the policy saved next would
    * be the old one. Only Reload (force) discards the changes. */
   let policyEdited = false;
+  let policyLoads = 0;
   async function loadPolicy(force) {
     try {
       const r = await request('GET', 'api/policy', headers());
       if (!r.ok) throw failure(r);
       if (!obj(r.json)) throw new Error('the policy is not a JSON object');
       policyLoaded = true;
+      $('policy').dataset.loads = String(++policyLoads); /* for tests: loads answered so far */
       if (policyEdited && force !== true) return;
       showPolicy(r.json);
       policyEdited = false;
