@@ -284,26 +284,24 @@ bool rt_equal(const struct rt_route *a, const struct rt_route *b)
            (a->table ? a->table : RT_TABLE_MAIN) == (b->table ? b->table : RT_TABLE_MAIN);
 }
 
+static bool has_route(const struct rt_route *list, size_t n, const struct rt_route *r)
+{
+    for (size_t i = 0; i < n; i++)
+        if (rt_equal(&list[i], r))
+            return true;
+    return false;
+}
+
 void rt_plan(const struct rt_route *want, size_t nwant, const struct rt_route *have, size_t nhave,
              const struct rt_route **add, size_t *nadd, const struct rt_route **del, size_t *ndel)
 {
     *nadd = *ndel = 0;
-    for (size_t i = 0; i < nhave; i++) {
-        bool keep = false;
-
-        for (size_t j = 0; !keep && j < nwant; j++)
-            keep = rt_equal(&have[i], &want[j]);
-        if (!keep)
+    for (size_t i = 0; i < nhave; i++)
+        if (!has_route(want, nwant, &have[i]))
             del[(*ndel)++] = &have[i];
-    }
-    for (size_t j = 0; j < nwant; j++) {
-        bool there = false;
-
-        for (size_t i = 0; !there && i < nhave; i++)
-            there = rt_equal(&have[i], &want[j]);
-        if (!there)
+    for (size_t j = 0; j < nwant; j++)
+        if (!has_route(have, nhave, &want[j]))
             add[(*nadd)++] = &want[j];
-    }
 }
 
 /* ---- the socket ---------------------------------------------------------------------------- */
