@@ -204,6 +204,22 @@ struct refresh {
     bool changed_offers;
 };
 
+/* Room for one more element in *arr (n used, *cap allocated; doubling from 16). 0 or -ENOMEM. */
+static int grow(void **arr, size_t *cap, size_t n, size_t size)
+{
+    size_t c = *cap ? *cap * 2 : 16;
+    void *p;
+
+    if (n < *cap)
+        return 0;
+    p = x_reallocarray(*arr, c, size);
+    if (!p)
+        return -ENOMEM;
+    *arr = p;
+    *cap = c;
+    return 0;
+}
+
 static void tenant_visit(json_t *fc, void *data)
 {
     struct refresh *r = data;
@@ -213,15 +229,8 @@ static void tenant_visit(json_t *fc, void *data)
     if (!id || !tenant || strlen(id) >= BRK_ID_MAX || strlen(tenant) >= 64 ||
         r->ntenants >= BRK_MAX_PROVIDERS)
         return;
-    if (r->ntenants == r->tcap) {
-        size_t cap = r->tcap ? r->tcap * 2 : 16;
-        struct tenant *n = realloc(r->tenants, cap * sizeof(*n));
-
-        if (!n)
-            return;
-        r->tenants = n;
-        r->tcap = cap;
-    }
+    if (grow((void **)&r->tenants, &r->tcap, r->ntenants, sizeof(*r->tenants)) < 0)
+        return;
     snprintf(r->tenants[r->ntenants].id, BRK_ID_MAX, "%s", id);
     snprintf(r->tenants[r->ntenants].ns, 64, "%s", tenant);
     r->ntenants++;
@@ -254,15 +263,8 @@ static void adv_visit(json_t *adv, void *data)
         if (!r->ntenants || !bsearch(&key, r->tenants, r->ntenants, sizeof(key), tenant_cmp))
             return;
     }
-    if (r->nadvs == r->cap) {
-        size_t cap = r->cap ? r->cap * 2 : 16;
-        struct adv_seen *n = realloc(r->advs, cap * sizeof(*n));
-
-        if (!n)
-            return;
-        r->advs = n;
-        r->cap = cap;
-    }
+    if (grow((void **)&r->advs, &r->cap, r->nadvs, sizeof(*r->advs)) < 0)
+        return;
     s = &r->advs[r->nadvs++];
     snprintf(s->id, sizeof(s->id), "%s", id);
     snprintf(s->ns, sizeof(s->ns), "%s", ns);
@@ -406,8 +408,8 @@ out:
         json_decref(r.advs[i].offer);
         x_free(r.advs[i].price);
     }
-    free(r.advs);
-    free(r.tenants);
+    x_free(r.advs);
+    x_free(r.tenants);
 }
 
 /* ---- probes -------------------------------------------------------------------------------- */
