@@ -1003,7 +1003,7 @@ static void share_advertisement(struct rec *r)
         mirror_status(r);
         return;
     }
-    log_debug(MOD, "sending the Advertisement to %s: %s", c->id, why);
+    log_info(MOD, "sending the Advertisement to %s: %s", c->id, why);
     send_advertisement(r);
 }
 

@@ -310,7 +310,8 @@ static void on_fc_written(struct kapi_client *c, const struct kapi_result *res, 
 
 static void write_fc_received(struct advop *m, const char *peer, json_t *received)
 {
-    json_t *fc = peer_fc_find(m->fcs, peer), *cur, *patch;
+    json_t *fc = peer_fc_find(m->fcs, peer), *cur, *patch, *v;
+    const char *k;
     char *body;
 
     cur = json_object_get(json_object_get(json_object_get(fc, "status"), "advertisement"),
@@ -319,6 +320,13 @@ static void write_fc_received(struct advop *m, const char *peer, json_t *receive
         json_decref(fc);
         json_decref(received);
         return;
+    }
+    /* A merge patch keeps what it does not name: a field of the last copy that this one lacks (the
+     * virtual node of an Advertisement no longer accepted) is removed with a null. */
+    json_object_foreach((json_t *)cur, k, v)
+    {
+        if (!json_object_get(received, k))
+            json_object_set_new(received, k, json_null());
     }
     patch = json_pack("{s:{s:{s:o}}}", "status", "advertisement", "received", received);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
@@ -412,7 +420,7 @@ static json_t *desired_status(struct rec *r)
         }
     }
     if (agent_peer_network(m->mod.a, r->peer, &ns) == 0) {
-        json_t *n = json_pack("{s:b}", "settled", ns.settled);
+        json_t *n = json_pack("{s:b,s:b}", "settled", ns.settled, "enabled", !ns.disabled);
 
         if (n && ns.remote_cidr[0])
             json_object_set_new(n, "remotePodCIDR", json_string(ns.remote_cidr));
@@ -420,6 +428,8 @@ static json_t *desired_status(struct rec *r)
             json_object_set_new(n, "remoteRemappedPodCIDR", json_string(ns.remote_mapped));
         if (n && ns.local_mapped[0])
             json_object_set_new(n, "localRemappedPodCIDR", json_string(ns.local_mapped));
+        if (n && ns.message[0])
+            json_object_set_new(n, "message", json_string(ns.message));
         if (n)
             json_object_set_new(s, "network", n);
     }

@@ -86,6 +86,35 @@ void advpol_decide(const struct advpol_input *in, struct advpol_result *ret)
              c->max_accept);
 }
 
+/* Every value of a map of amounts (a ResourceList) is a quantity, and none is negative; false
+ * with the first offending key in msg. */
+static bool valid_amounts(const json_t *map, const char *field, char *msg, size_t msglen)
+{
+    const char *k;
+    json_t *v;
+
+    json_object_foreach((json_t *)map, k, v)
+    {
+        char buf[64];
+        const char *text = json_string_value(v);
+        struct kq q;
+
+        if (json_is_integer(v)) {
+            snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)json_integer_value(v));
+            text = buf;
+        }
+        if (!text || kq_parse(text, &q) < 0) {
+            snprintf(msg, msglen, "%s[%.100s] is not a valid quantity", field, k);
+            return false;
+        }
+        if (kq_sign(&q) < 0) {
+            snprintf(msg, msglen, "%s[%.100s] is negative (%.32s)", field, k, text);
+            return false;
+        }
+    }
+    return true;
+}
+
 const char *advpol_validate(const json_t *adv, const char *peer, int64_t now, char *msg,
                             size_t msglen)
 {
@@ -96,8 +125,7 @@ const char *advpol_validate(const json_t *adv, const char *peer, int64_t now, ch
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *cid = json_string_value(json_object_get(spec, "clusterId"));
     const char *refns = json_string_value(json_object_get(ref, "namespace"));
-    const char *k;
-    json_t *v;
+    const json_t *prices = json_object_get(spec, "prices");
     char want[128];
     int64_t ts, ttl;
 
@@ -113,24 +141,16 @@ const char *advpol_validate(const json_t *adv, const char *peer, int64_t now, ch
         snprintf(msg, msglen, "spec.resourceQuota.hard is missing or empty");
         return "MissingField";
     }
-    json_object_foreach((json_t *)hard, k, v)
-    {
-        char buf[64];
-        const char *text = json_string_value(v);
-        struct kq q;
-
-        if (json_is_integer(v)) {
-            snprintf(buf, sizeof(buf), "%" PRId64, (int64_t)json_integer_value(v));
-            text = buf;
+    if (!valid_amounts(hard, "spec.resourceQuota.hard", msg, msglen))
+        return "InvalidQuantity";
+    if (prices && !json_is_null(prices)) {
+        if (!json_is_object(prices) || json_object_size(prices) > ADVPOL_MAX_PRICES) {
+            snprintf(msg, msglen, "spec.prices must be a map of at most %d quantities",
+                     ADVPOL_MAX_PRICES);
+            return "InvalidPrice";
         }
-        if (!text || kq_parse(text, &q) < 0) {
-            snprintf(msg, msglen, "spec.resourceQuota.hard[%.100s] is not a valid quantity", k);
-            return "InvalidQuantity";
-        }
-        if (kq_sign(&q) < 0) {
-            snprintf(msg, msglen, "spec.resourceQuota.hard[%.100s] is negative (%.32s)", k, text);
-            return "InvalidQuantity";
-        }
+        if (!valid_amounts(prices, "spec.prices", msg, msglen))
+            return "InvalidPrice";
     }
     if (!json_string_value(json_object_get(ref, "name"))) {
         snprintf(msg, msglen, "spec.kubeConfigRef.name is missing");

@@ -50,8 +50,10 @@ void advpol_decide(const struct advpol_input *in, struct advpol_result *ret);
 
 /* Validation of an Advertisement found in the tenant namespace of peer `peer` at Unix time `now`:
  * returns NULL when valid, else a reason (IdentityMismatch, MissingField, InvalidQuantity,
+ * InvalidPrice: spec.prices not a map of at most ADVPOL_MAX_PRICES non-negative quantities,
  * Expired, InvalidField) with details in msg. The credential Secret's existence (NoCredential) is
  * checked by the operator. */
+#define ADVPOL_MAX_PRICES 64
 const char *advpol_validate(const json_t *adv, const char *peer, int64_t now, char *msg,
                             size_t msglen);
 

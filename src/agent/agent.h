@@ -103,7 +103,10 @@ struct agent_peer_network {
     char remote_mapped[AGENT_CIDR_STR_MAX]; /* where this cluster sees the peer's pods */
     char local_mapped[AGENT_CIDR_STR_MAX];  /* where the peer sees this cluster's pods */
     bool settled;                           /* both directions known */
-    char message[256];                      /* why not settled, or a refusal */
+    /* The peer's ForeignCluster says spec.networkingEnabled: No: no NetworkConfig is exchanged,
+     * nothing is remapped (the CIDRs are empty, settled is false) and nothing waits for it. */
+    bool disabled;
+    char message[256]; /* why not settled (or disabled), or a refusal */
 };
 typedef int (*agent_peer_network_fn)(struct agent *a, const char *id,
                                      struct agent_peer_network *ret);

@@ -12,6 +12,7 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "agent/ctl.h"
+#include "network/peernet.h"
 #include "peering/objects.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -379,7 +380,45 @@ static void after_publish(void *owner)
     ctl_rec_end(&r->h, CTL_NOW);
 }
 
-/* Ours, on the peer: publish it when needed, then read how the peer mapped us. */
+static void after_unpublish(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT) {
+        log_warn(MOD, "peer %s: cannot delete our NetworkConfig there: %s", r->h.key,
+                 r->h.ch.last.message);
+        ctl_rec_end(&r->h, CTL_RETRY);
+        return;
+    }
+    if (r->h.ch.last.err == 0)
+        log_info(MOD,
+                 "peer %s: deleted our NetworkConfig there (namespace %s): networking is "
+                 "disabled",
+                 r->h.key, r->p->remote_ns);
+    /* Looked at again once the watch has seen it go (a second delete would only find it gone). */
+    ctl_rec_end(&r->h, CTL_WAIT);
+}
+
+/* Networking disabled: ours is taken off the peer (mine, consumed: what the watch shows of it),
+ * where an earlier pass may have published it. Nothing else is written there. */
+static void unpublish(struct rec *r, struct kapi_client *c, const char *ns, const char *name,
+                      json_t *mine)
+{
+    bool gone = !mine || json_object_get(json_object_get(mine, "metadata"), "deletionTimestamp");
+
+    json_decref(mine);
+    r->p->published[0] = '\0'; /* published again at once when enabled again */
+    if (gone) {
+        ctl_rec_end(&r->h, CTL_DONE); /* the peer's ForeignCluster or the watch brings it back */
+        return;
+    }
+    r->h.ch.next = after_unpublish;
+    if (kapi_delete(c, &peer_res_networkconfigs, ns, name, NULL, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
+}
+
+/* Ours, on the peer: publish it when needed, then read how the peer mapped us; with networking
+ * disabled (s->disabled), take it off the peer instead. */
 static void sender(struct rec *r, struct agent_peer_network *s)
 {
     struct net *n = r->n;
@@ -394,7 +433,8 @@ static void sender(struct rec *r, struct agent_peer_network *s)
     if (!fc_peered(r->fc)) {
         peer_detach(p);
         s->local_mapped[0] = '\0';
-        snprintf(s->message, sizeof(s->message), "not peered");
+        if (!s->disabled)
+            snprintf(s->message, sizeof(s->message), "not peered");
         s->settled = false;
         set_state(p, s);
         ctl_rec_end(&r->h, CTL_DONE);
@@ -410,11 +450,12 @@ static void sender(struct rec *r, struct agent_peer_network *s)
         if (c && cred_ns)
             break;
     }
-    if (!c || !cred_ns || !n->own_cidr[0]) {
-        snprintf(s->message, sizeof(s->message), "%s",
-                 !n->own_cidr[0] ? "this cluster's pod CIDR is unknown (liqonetConfig.podCIDR, "
-                                   "or nodes' spec.podCIDR)"
-                                 : "no credential for the peer yet");
+    if (!c || !cred_ns || (!n->own_cidr[0] && !s->disabled)) {
+        if (!s->disabled)
+            snprintf(s->message, sizeof(s->message), "%s",
+                     !n->own_cidr[0] ? "this cluster's pod CIDR is unknown (liqonetConfig.podCIDR, "
+                                       "or nodes' spec.podCIDR)"
+                                     : "no credential for the peer yet");
         s->settled = false;
         set_state(p, s);
         ctl_rec_end_after(&r->h, WAIT_MS * 3);
@@ -445,6 +486,11 @@ static void sender(struct rec *r, struct agent_peer_network *s)
         return;
     }
     mine = inf_get(pu_inf_get(p->watch), ns, name);
+    if (s->disabled) {
+        set_state(p, s);
+        unpublish(r, c, ns, name, mine);
+        return;
+    }
     snprintf(pub, sizeof(pub), "%s@%s", n->own_cidr, ns);
     if (!mine || strcmp(pub, p->published) != 0 ||
         uv_now(agent_loop(n->mod.a)) - p->published_ms > REPUBLISH_MS) {
@@ -488,6 +534,55 @@ static void sender(struct rec *r, struct agent_peer_network *s)
     ctl_rec_end_after(&r->h, s->settled ? REPUBLISH_MS : WAIT_MS * 3);
 }
 
+/* Networking disabled (the peer's ForeignCluster says spec.networkingEnabled: No): the peer's
+ * NetworkConfig here (tns/name) is not mapped, the IPAM forgets the peer, and the mapping an
+ * earlier pass recorded in that object's status is withdrawn, so that neither a restart restores it
+ * nor the peer believes it; then sender() takes ours off the peer. */
+static void receiver_disabled(struct rec *r, const char *tns, const char *name)
+{
+    struct net *n = r->n;
+    struct npeer *p = r->p;
+    struct agent_peer_network s;
+    const json_t *st;
+    json_t *nc = NULL, *patch;
+    char *body = NULL;
+
+    if (!p->state.disabled)
+        log_info(MOD,
+                 "peer %s: networking disabled (ForeignCluster spec.networkingEnabled: No): no "
+                 "NetworkConfig exchange, no pod-CIDR remapping",
+                 p->id);
+    if (ipam_lookup(n->ipam, p->id, NULL, NULL) == 0) {
+        log_info(MOD, "peer %s: forgetting its pod-CIDR mapping: networking is disabled", p->id);
+        ipam_release_peer(n->ipam, p->id);
+    }
+    memset(&s, 0, sizeof(s));
+    s.disabled = true;
+    snprintf(s.message, sizeof(s.message), "%s", PNET_DISABLED_MESSAGE);
+    set_state(p, &s);
+    if (tns)
+        nc = inf_get(n->ncs, tns, name);
+    st = json_object_get(nc, "status");
+    if (!nc || json_object_get(json_object_get(nc, "metadata"), "deletionTimestamp") ||
+        (!json_object_get(st, "podCIDRNAT") && !json_object_get(st, "natEnabled"))) {
+        json_decref(nc);
+        sender(r, &s);
+        return;
+    }
+    log_info(MOD, "peer %s: withdrawing the mapping recorded in its NetworkConfig %s/%s", p->id,
+             tns, name);
+    patch = json_pack("{s:{s:s},s:{s:n,s:n}}", "metadata", "resourceVersion", kapi_obj_rv(nc),
+                      "status", "podCIDRNAT", "natEnabled");
+    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+    json_decref(patch);
+    r->h.ch.next = after_status; /* sender() goes on from p->state after the write */
+    if (!body || kapi_patch(agent_kube(n->mod.a), &peer_res_networkconfigs, tns, name, "status",
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
+    x_free(body);
+    json_decref(nc);
+}
+
 /* Theirs, here: map their pod CIDR and record the mapping in the object's status. */
 static void receiver(struct rec *r)
 {
@@ -503,6 +598,19 @@ static void receiver(struct rec *r)
     int rc;
 
     snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", p->id);
+    if (!pnet_enabled(r->fc)) {
+        receiver_disabled(r, tns, name);
+        return;
+    }
+    if (s.disabled) {
+        log_info(MOD,
+                 "peer %s: networking enabled again (ForeignCluster spec.networkingEnabled: Yes): "
+                 "exchanging NetworkConfigs",
+                 p->id);
+        memset(&s, 0, sizeof(s));
+        snprintf(s.message, sizeof(s.message), "waiting for the NetworkConfig exchange");
+        set_state(p, &s); /* said once */
+    }
     if (tns)
         nc = inf_get(n->ncs, tns, name);
     if (!nc || json_object_get(json_object_get(nc, "metadata"), "deletionTimestamp")) {

@@ -1,8 +1,10 @@
 # Network support library (src/network/): CIDRs and the pod-CIDR remapping of
 # peers; WireGuard keys and its userspace API's text protocol (wguapi.c) and the nftables text of the
-# stateless prefix NAT (natrules.c), the routes' rtnetlink messages (routes.c), docs/dataplane.md. Pure
-# functions and a table: no event loop, no network.
-cliqo_module(cliqo_network SOURCES network/ipam.c network/wguapi.c network/natrules.c network/routes.c DEPS PkgConfig::OPENSSL)
+# stateless prefix NAT (natrules.c), the routes' rtnetlink messages (routes.c), docs/dataplane.md; whether
+# a peer's ForeignCluster lets the networks be connected (peernet.c). Pure functions and a table: no
+# event loop, no network.
+cliqo_module(cliqo_network SOURCES network/ipam.c network/wguapi.c network/natrules.c network/routes.c
+             network/peernet.c DEPS PkgConfig::OPENSSL PkgConfig::JANSSON)
 
 # The agent module that exchanges NetworkConfigs and settles the remapping (network.h).
 if(TARGET cliqo_network)

@@ -76,6 +76,9 @@ struct pods {
     size_t nstates;
     struct liveref life; /* the owner's reference and one per request in flight */
     bool reachable, mapping_synced;
+    /* The pod-CIDR remapping is pending: no new remote pod. True until the virtual kubelet has said
+     * (network_told), so that nothing is sent before it has read the Advertisement. */
+    bool network_pending, network_told;
     char unreachable[256];
     int64_t started_wall;
     double ev_tokens;
@@ -1012,6 +1015,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     sit.remote_synced = ri && inf_synced(ri);
     sit.mapped = n != NULL;
     sit.reachable = p->reachable;
+    sit.network_pending = p->network_pending;
     sit.refused = s && s->refuse_msg && now_ms(p) < s->retry_at;
     sit.status_differs = spatch != NULL;
     sit.update_remote = upatch != NULL;
@@ -1102,6 +1106,7 @@ static int pods_create(const struct vk_reflect_env *env, void **ret_state)
     p->env.node_address = p->address;
     liveref_init(&p->life, pods_free, p);
     p->reachable = true;
+    p->network_pending = true;
     p->started_wall = (int64_t)time(NULL);
     p->ev_tokens = VK_PODS_EVENT_BURST;
     p->ev_at = uv_now(env->loop);
@@ -1269,6 +1274,26 @@ void vk_pods_set_reachable(void *state, bool reachable, const char *why)
     p->reachable = reachable;
     log_info(MOD, "provider %s is %s: reconciling every pod", p->peer_id,
              reachable ? "reachable again" : "unreachable");
+    enqueue_all(p);
+}
+
+void vk_pods_set_network_pending(void *state, bool pending)
+{
+    struct pods *p = state;
+    bool first;
+
+    if (!p || p->life.dead || (p->network_told && p->network_pending == pending))
+        return;
+    first = !p->network_told;
+    p->network_told = true;
+    if (pending)
+        log_info(MOD, "provider %s: pod-CIDR remapping pending: holding new pods", p->peer_id);
+    else if (!first) /* held since the start: nothing to say */
+        log_info(MOD, "provider %s: pod-CIDR remapping settled (or off): sending held pods",
+                 p->peer_id);
+    if (p->network_pending == pending)
+        return;
+    p->network_pending = pending;
     enqueue_all(p);
 }
 

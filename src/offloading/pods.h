@@ -15,8 +15,9 @@
  * VK_PODS_EVENT_QPS per reflector and a few per pod (the rest are dropped and counted).
  *
  * It implements struct vk_reflector_ops (reflector.h) plus what only pods have: the provider's
- * reachability (set by the keepalive), the state of the namespace mapping, counts and evictions for
- * the namespace mapping and the teardown, and the logs/exec resolver. Single-threaded, on the loop.
+ * reachability (set by the keepalive), whether the pod-CIDR remapping is pending, the state of the
+ * namespace mapping, counts and evictions for the namespace mapping and the teardown, and the
+ * logs/exec resolver. Single-threaded, on the loop.
  */
 #ifndef CLIQO_OFFLOADING_PODS_H
 #define CLIQO_OFFLOADING_PODS_H
@@ -49,6 +50,11 @@ void vk_pods_shared_free(struct vk_pods_shared *sh);
  * their status with cliqo.io/ProviderReachable=False; reachable again reconciles every pod. why is
  * copied (may be NULL). */
 void vk_pods_set_reachable(void *state, bool reachable, const char *why);
+/* Whether the pod-CIDR remapping with the provider is pending (vk.c, from the Advertisement's
+ * status.network: enabled and not settled). While it is, no new pod is created on the provider
+ * (their home pods wait); pods already there are left alone and deletions go on. Pending from the
+ * start until the first call. Settled (or networking disabled) again reconciles every pod. */
+void vk_pods_set_network_pending(void *state, bool pending);
 /* The namespace mapping has read both sides once: a home pod in a namespace with no Accepted pair
  * can be reported as not offloaded. */
 void vk_pods_set_mapping_synced(void *state, bool synced);

@@ -1032,6 +1032,9 @@ enum vkp_action vkp_decide(const struct vkp_situation *s)
             return s->status_differs ? VKP_STATUS : VKP_NOTHING;
         if (s->refused)
             return s->status_differs ? VKP_STATUS : VKP_WAIT;
+        /* Held until the remapping settles (the pass that says so requeues every pod). */
+        if (s->network_pending)
+            return s->status_differs ? VKP_STATUS : VKP_WAIT;
         return VKP_CREATE;
     }
     if (m == VKP_STALE)

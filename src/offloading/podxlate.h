@@ -137,6 +137,7 @@ struct vkp_situation {
     bool refused;                    /* the last create was refused (backoff pending) */
     bool status_differs;             /* the wanted home status is not what it shows */
     bool update_remote;              /* vkp_remote_update has a patch */
+    bool network_pending;            /* the pod-CIDR remapping is pending: no new remote pod */
 };
 
 enum vkp_action vkp_decide(const struct vkp_situation *s);

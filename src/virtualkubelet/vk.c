@@ -23,6 +23,7 @@
 #include "network/ipam.h"
 #include "peering/objects.h"
 #include "peering/resources.h"
+#include "virtualkubelet/nodecond.h"
 #include "virtualkubelet/nsmapping.h"
 #include "offloading/pods.h"
 #include "virtualkubelet/reflect.h"
@@ -110,6 +111,7 @@ struct vk {
     struct xlate to_home, to_remote; /* remote -> home, home -> remote addresses */
     char local_cidr[CIDR_STR_MAX];   /* this cluster's pod CIDR (ClusterConfig) */
     char net_sig[4 * CIDR_STR_MAX + 8];
+    bool net_pending, net_pending_seen; /* what the pods reflector was told, and whether it was */
 };
 
 /* ---- references ------------------------------------------------------------------------------ */
@@ -238,12 +240,6 @@ static json_t *node_capacity(const json_t *adv, bool *ret_has_resources)
     return cap;
 }
 
-static bool adv_settled(const json_t *adv)
-{
-    return json_is_true(
-        json_object_get(json_object_get(json_object_get(adv, "status"), "network"), "settled"));
-}
-
 static json_t *condition(const char *type, bool status, const char *reason, const char *message)
 {
     return json_pack("{s:s,s:s,s:s,s:s}", "type", type, "status", status ? "True" : "False",
@@ -253,38 +249,22 @@ static json_t *condition(const char *type, bool status, const char *reason, cons
 /* The status we want, without timestamps (they are added when writing). */
 static json_t *desired_status(struct vk *v, const json_t *adv)
 {
-    bool has_res = false, settled = adv_settled(adv);
-    bool reachable = v->ka_failures < v->ka_threshold;
-    json_t *cap = node_capacity(adv, &has_res), *conds, *st;
-    char msg[512];
-    const char *reason;
+    struct vkc_input in = {.peer = v->peer,
+                           .reachable = v->ka_failures < v->ka_threshold,
+                           .threshold = v->ka_threshold,
+                           .unreachable = v->ka_error};
+    struct vkc_conditions c;
+    json_t *cap = node_capacity(adv, &in.has_resources), *conds, *st;
 
-    if (!reachable) {
-        reason = "ProviderUnreachable";
-        /* No counter in the message: it would change the status on every probe. */
-        snprintf(msg, sizeof(msg), "the last %u probes of provider %s failed: %s", v->ka_threshold,
-                 v->peer, v->ka_error);
-    } else if (!settled) {
-        reason = "RemappingPending";
-        snprintf(msg, sizeof(msg),
-                 "the pod-CIDR remapping with provider %s is not settled yet (NetworkConfig)",
-                 v->peer);
-    } else if (!has_res) {
-        reason = "NoResources";
-        snprintf(msg, sizeof(msg), "provider %s offers no cpu, memory or pods", v->peer);
-    } else {
-        reason = "ProviderReady";
-        snprintf(msg, sizeof(msg), "provider %s is reachable and shares resources", v->peer);
-    }
-    v->ready = strcmp(reason, "ProviderReady") == 0;
-    v->reason = reason;
+    vkc_network_read(adv, &in.net);
+    vkc_conditions(&in, &c);
+    v->ready = c.ready;
+    v->reason = c.ready_reason;
     conds = json_array();
     if (conds) {
-        json_array_append_new(conds, condition("Ready", v->ready, reason, msg));
-        json_array_append_new(conds, condition("NetworkUnavailable", !settled,
-                                               settled ? "RemappingSettled" : "RemappingPending",
-                                               settled ? "the pod-CIDR remapping is settled"
-                                                       : "waiting for the pod-CIDR remapping"));
+        json_array_append_new(conds, condition("Ready", c.ready, c.ready_reason, c.ready_message));
+        json_array_append_new(conds, condition("NetworkUnavailable", c.network_unavailable,
+                                               c.network_reason, c.network_message));
         json_array_append_new(conds, condition("MemoryPressure", false, "ProviderReady",
                                                "the provider manages its own memory pressure"));
         json_array_append_new(conds, condition("DiskPressure", false, "ProviderReady",
@@ -400,6 +380,22 @@ static void update_network(struct vk *v, const json_t *adv)
              v->node, rc ? rc : "?", rm ? rm : "?", v->local_cidr[0] ? v->local_cidr : "?",
              lm ? lm : "?");
     kick_reflectors(v);
+}
+
+/* The pods reflector holds new pods while the remapping is pending (status.network: enabled and
+ * not settled); told at the first pass that reads the Advertisement and at every change. */
+static void network_pending(struct vk *v, const json_t *adv)
+{
+    struct vkc_network n;
+    bool pending;
+
+    vkc_network_read(adv, &n);
+    pending = vkc_network_pending(&n);
+    if (v->net_pending_seen && v->net_pending == pending)
+        return;
+    v->net_pending_seen = true;
+    v->net_pending = pending;
+    vk_pods_set_network_pending(v->refl[PODS], pending);
 }
 
 void vk_set_config(struct vk *v, const json_t *cc)
@@ -852,6 +848,7 @@ static void pass(uv_timer_t *t)
         return;
     }
     update_network(v, adv);
+    network_pending(v, adv);
     node = v->src.node(v->src.data, &known);
     if (!node) {
         if (known || !v->node_uid[0]) {

@@ -16,8 +16,9 @@
  * the caller decides where the Advertisement and the node are cached. Inputs changed -> vk_kick().
  *
  * Reads from the Advertisement: spec.resourceQuota.hard (capacity), spec.labels (checked again:
- * only keys shr_label_shareable accepts, valid values), status.network.settled. Nothing from the
- * provider is trusted to name local objects: the node name and its fixed labels come from the
+ * only keys shr_label_shareable accepts, valid values), status.network.settled and .enabled
+ * (nodecond.h: the node's conditions, and whether the pods reflector holds new pods). Nothing from
+ * the provider is trusted to name local objects: the node name and its fixed labels come from the
  * peer ID the caller gives.
  *
  * Ownership: strings are copied; the loop, the local client and the unit are borrowed and must

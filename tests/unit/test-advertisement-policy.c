@@ -395,6 +395,32 @@ static void test_validate(void **state)
          "{\"name\":\"s\"},\"timestamp\":\"2025-12-31T23:59:00Z\",\"timeToLive\":"
          "\"2026-01-01T00:30:00Z\"}",
          "InvalidQuantity"},
+        /* Prices: a map of non-negative quantities, copied as they are. */
+        {"advertisement-p",
+         "{\"clusterId\":\"p\",\"resourceQuota\":{\"hard\":{\"cpu\":\"2\"}},\"prices\":"
+         "{\"cpu\":\"0.5\",\"memory\":\"2m\",\"pods\":0},\"kubeConfigRef\":{\"name\":\"s\"},"
+         "\"timestamp\":\"2025-12-31T23:59:00Z\",\"timeToLive\":\"2026-01-01T00:30:00Z\"}",
+         NULL},
+        {"advertisement-p",
+         "{\"clusterId\":\"p\",\"resourceQuota\":{\"hard\":{\"cpu\":\"2\"}},\"prices\":null,"
+         "\"kubeConfigRef\":{\"name\":\"s\"},\"timestamp\":\"2025-12-31T23:59:00Z\","
+         "\"timeToLive\":\"2026-01-01T00:30:00Z\"}",
+         NULL},
+        {"advertisement-p",
+         "{\"clusterId\":\"p\",\"resourceQuota\":{\"hard\":{\"cpu\":\"2\"}},\"prices\":"
+         "{\"cpu\":\"-1\"},\"kubeConfigRef\":{\"name\":\"s\"},\"timestamp\":"
+         "\"2025-12-31T23:59:00Z\",\"timeToLive\":\"2026-01-01T00:30:00Z\"}",
+         "InvalidPrice"},
+        {"advertisement-p",
+         "{\"clusterId\":\"p\",\"resourceQuota\":{\"hard\":{\"cpu\":\"2\"}},\"prices\":"
+         "{\"cpu\":\"cheap\"},\"kubeConfigRef\":{\"name\":\"s\"},\"timestamp\":"
+         "\"2025-12-31T23:59:00Z\",\"timeToLive\":\"2026-01-01T00:30:00Z\"}",
+         "InvalidPrice"},
+        {"advertisement-p",
+         "{\"clusterId\":\"p\",\"resourceQuota\":{\"hard\":{\"cpu\":\"2\"}},\"prices\":"
+         "[\"1\"],\"kubeConfigRef\":{\"name\":\"s\"},\"timestamp\":"
+         "\"2025-12-31T23:59:00Z\",\"timeToLive\":\"2026-01-01T00:30:00Z\"}",
+         "InvalidPrice"},
         {"advertisement-p",
          "{\"clusterId\":\"p\",\"resourceQuota\":{\"hard\":{}},\"kubeConfigRef\":{\"name\":\"s\"},"
          "\"timestamp\":\"2025-12-31T23:59:00Z\",\"timeToLive\":\"2026-01-01T00:30:00Z\"}",
@@ -441,6 +467,28 @@ static void test_validate(void **state)
                      cases[i].reason ? cases[i].reason : "valid");
         if (got)
             assert_true(msg[0] != '\0');
+        json_decref(adv);
+    }
+    {
+        /* More prices than ADVPOL_MAX_PRICES. */
+        char msg[256];
+        json_t *adv = load("{\"metadata\":{\"name\":\"advertisement-p\",\"namespace\":\"ns\"},"
+                           "\"spec\":{\"clusterId\":\"p\",\"resourceQuota\":{\"hard\":{\"cpu\":"
+                           "\"2\"}},\"prices\":{},\"kubeConfigRef\":{\"name\":\"s\"},"
+                           "\"timestamp\":\"2025-12-31T23:59:00Z\",\"timeToLive\":"
+                           "\"2026-01-01T00:30:00Z\"}}");
+        json_t *prices = json_object_get(json_object_get(adv, "spec"), "prices");
+
+        for (int i = 0; i < ADVPOL_MAX_PRICES; i++) {
+            char k[32];
+
+            snprintf(k, sizeof(k), "example.com/r%d", i);
+            json_object_set_new(prices, k, json_string("1"));
+        }
+        assert_null(advpol_validate(adv, "p", 1767225600, msg, sizeof(msg)));
+        json_object_set_new(prices, "example.com/one-more", json_string("1"));
+        assert_string_equal(advpol_validate(adv, "p", 1767225600, msg, sizeof(msg)),
+                            "InvalidPrice");
         json_decref(adv);
     }
     {

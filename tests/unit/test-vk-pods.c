@@ -1,6 +1,7 @@
 /* Unit tests of the virtual kubelet's pure translations (docs/offloading.md, "Pods" and "Each
  * virtual kubelet"): src/offloading/podxlate.c (home -> remote pod, remote -> home status,
- * what needs updating, stale/adopt decisions, the action of a reconcile, Events, transforms) and
+ * what needs updating, stale/adopt decisions, the action of a reconcile (also while the pod-CIDR
+ * remapping is pending), Events, transforms) and
  * src/virtualkubelet/mapxlate.c (which namespaces are asked for, how much of the provider's answer
  * is believed, the conditions mirrored, the desiredMapping patch).
  *
@@ -635,9 +636,46 @@ static void test_status_patch(void **state)
 /* ---- the action of a reconcile ------------------------------------------------------------------
  */
 
+enum { NONE, LIVE, DEL }; /* a pod of a decide case: absent, there, deletionTimestamp set */
+
+/* vkp_decide over s with the home and remote pods made from the case's words (s->home and
+ * s->remote are set for the call only). */
+static enum vkp_action decide(struct vkp_situation *s, int home_kind, int remote_kind,
+                              const char *remote_uid, bool ds, bool term)
+{
+    char buf[512];
+    json_t *home = NULL, *remote = NULL;
+    enum vkp_action a;
+
+    if (home_kind != NONE) {
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"name\":\"p\",\"uid\":\"" UID "\"%s%s},\"status\":{\"phase\":"
+                 "\"%s\"}}",
+                 home_kind == DEL ? ",\"deletionTimestamp\":\"2024-05-01T10:00:00Z\"" : "",
+                 ds ? ",\"ownerReferences\":[{\"kind\":\"DaemonSet\",\"controller\":true}]" : "",
+                 term ? "Succeeded" : "Running");
+        home = js(buf);
+    }
+    if (remote_kind != NONE) {
+        snprintf(buf, sizeof(buf),
+                 "{\"metadata\":{\"name\":\"p\",\"labels\":{\"virtualkubelet.liqo.io/origin\":"
+                 "\"" HOME_ID "\",\"offloading.cliqo.io/home-uid\":\"%s\"}%s}}",
+                 remote_uid,
+                 remote_kind == DEL ? ",\"deletionTimestamp\":\"2024-05-01T10:00:00Z\"" : "");
+        remote = js(buf);
+    }
+    s->home = home;
+    s->remote = remote;
+    s->home_id = HOME_ID;
+    a = vkp_decide(s);
+    s->home = s->remote = NULL;
+    json_decref(home);
+    json_decref(remote);
+    return a;
+}
+
 static void test_decide(void **state)
 {
-    enum { NONE, LIVE, DEL };
     static const struct {
         const char *what;
         int home, remote;       /* NONE, LIVE, DEL (deletionTimestamp set) */
@@ -703,34 +741,9 @@ static void test_decide(void **state)
 
     (void)state;
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char buf[512];
-        json_t *home = NULL, *remote = NULL;
         struct vkp_situation s = {0};
         enum vkp_action a;
 
-        if (cases[i].home != NONE) {
-            snprintf(buf, sizeof(buf),
-                     "{\"metadata\":{\"name\":\"p\",\"uid\":\"" UID "\"%s%s},\"status\":{\"phase\":"
-                     "\"%s\"}}",
-                     cases[i].home == DEL ? ",\"deletionTimestamp\":\"2024-05-01T10:00:00Z\"" : "",
-                     cases[i].ds ? ",\"ownerReferences\":[{\"kind\":\"DaemonSet\","
-                                   "\"controller\":true}]"
-                                 : "",
-                     cases[i].term ? "Succeeded" : "Running");
-            home = js(buf);
-        }
-        if (cases[i].remote != NONE) {
-            snprintf(buf, sizeof(buf),
-                     "{\"metadata\":{\"name\":\"p\",\"labels\":{\"virtualkubelet.liqo.io/origin\":"
-                     "\"" HOME_ID "\",\"offloading.cliqo.io/home-uid\":\"%s\"}%s}}",
-                     cases[i].remote_uid,
-                     cases[i].remote == DEL ? ",\"deletionTimestamp\":\"2024-05-01T10:00:00Z\""
-                                            : "");
-            remote = js(buf);
-        }
-        s.home = home;
-        s.remote = remote;
-        s.home_id = HOME_ID;
         s.home_synced = cases[i].home_synced;
         s.remote_synced = cases[i].remote_synced;
         s.mapped = cases[i].mapped;
@@ -738,12 +751,75 @@ static void test_decide(void **state)
         s.refused = cases[i].refused;
         s.status_differs = cases[i].status;
         s.update_remote = cases[i].update;
-        a = vkp_decide(&s);
+        a = decide(&s, cases[i].home, cases[i].remote, cases[i].remote_uid, cases[i].ds,
+                   cases[i].term);
         if (a != cases[i].want)
             fail_msg("%s: %s, want %s", cases[i].what, vkp_action_name(a),
                      vkp_action_name(cases[i].want));
-        json_decref(home);
-        json_decref(remote);
+    }
+}
+
+/* While the pod-CIDR remapping is pending (vk_pods_set_network_pending) no remote pod is created;
+ * everything else is decided as without it. Each case is also decided with network_pending false,
+ * where it must give `without`. */
+static void test_decide_network_pending(void **state)
+{
+    static const struct {
+        const char *what;
+        int home, remote;
+        const char *remote_uid;
+        bool remote_synced, reachable, refused, status, update, term;
+        enum vkp_action want, without;
+    } cases[] = {
+        {"new pod: held", LIVE, NONE, NULL, true, true, false, false, false, false, VKP_WAIT,
+         VKP_CREATE},
+        {"new pod, status to write: status, no create", LIVE, NONE, NULL, true, true, false, true,
+         false, false, VKP_STATUS, VKP_CREATE},
+        {"remote informer not synced: wait as before", LIVE, NONE, NULL, false, true, false, false,
+         false, false, VKP_WAIT, VKP_WAIT},
+        {"refused, backoff pending: as before", LIVE, NONE, NULL, true, true, true, true, false,
+         false, VKP_STATUS, VKP_STATUS},
+        {"terminal home pod: as before", LIVE, NONE, NULL, true, true, false, false, false, true,
+         VKP_NOTHING, VKP_NOTHING},
+        {"unreachable: as before", LIVE, NONE, NULL, true, false, false, false, false, false,
+         VKP_NOTHING, VKP_NOTHING},
+        {"remote pod there, nothing differs: left alone", LIVE, LIVE, UID, true, true, false, false,
+         false, false, VKP_NOTHING, VKP_NOTHING},
+        {"remote pod there, status differs: status", LIVE, LIVE, UID, true, true, false, true,
+         false, false, VKP_STATUS, VKP_STATUS},
+        {"remote pod there, update: updated", LIVE, LIVE, UID, true, true, false, true, true, false,
+         VKP_UPDATE_REMOTE, VKP_UPDATE_REMOTE},
+        {"stale incarnation: still deleted", LIVE, LIVE, "old", true, true, false, false, false,
+         false, VKP_DELETE_REMOTE, VKP_DELETE_REMOTE},
+        {"home deleting, remote gone: finish", DEL, NONE, NULL, true, true, false, false, false,
+         false, VKP_DELETE_HOME, VKP_DELETE_HOME},
+        {"home deleting, remote there: deleted", DEL, LIVE, UID, true, true, false, false, false,
+         false, VKP_DELETE_REMOTE, VKP_DELETE_REMOTE},
+        {"orphan: deleted", NONE, LIVE, UID, true, true, false, false, false, false,
+         VKP_DELETE_REMOTE, VKP_DELETE_REMOTE},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        for (int pending = 1; pending >= 0; pending--) {
+            struct vkp_situation s = {0};
+            enum vkp_action a, want = pending ? cases[i].want : cases[i].without;
+
+            s.home_synced = true;
+            s.remote_synced = cases[i].remote_synced;
+            s.mapped = true;
+            s.reachable = cases[i].reachable;
+            s.refused = cases[i].refused;
+            s.status_differs = cases[i].status;
+            s.update_remote = cases[i].update;
+            s.network_pending = pending;
+            a = decide(&s, cases[i].home, cases[i].remote, cases[i].remote_uid, false,
+                       cases[i].term);
+            if (a != want)
+                fail_msg("%s (network %s): %s, want %s", cases[i].what,
+                         pending ? "pending" : "settled", vkp_action_name(a),
+                         vkp_action_name(want));
+        }
     }
 }
 
@@ -1084,6 +1160,7 @@ int main(void)
         cmocka_unit_test(test_unreachable_and_unscheduled),
         cmocka_unit_test(test_status_patch),
         cmocka_unit_test(test_decide),
+        cmocka_unit_test(test_decide_network_pending),
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_transforms),

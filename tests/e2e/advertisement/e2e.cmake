@@ -5,7 +5,7 @@
 # checks that both sides are clean and stops the agents. The tests share the clusters and agents, so they run
 # one at a time, in this order.
 if(TARGET cliqo-agent)
-    set(adv_tests setup values percentage acceptance policy malformed remap keepalive recreate deletion-order
+    set(adv_tests setup refresh values percentage acceptance policy malformed remap networking keepalive recreate deletion-order
                   credential deployment teardown)
     cliqo_e2e_group(advertisement 4 ${adv_tests})
     set_property(TEST e2e.advertisement.up APPEND PROPERTY ENVIRONMENT

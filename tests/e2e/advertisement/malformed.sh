@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Invalid Advertisements are refused with a reason, in their status and in an Event, and never get a virtual
-# node: a name or cluster ID that does not match the tenant namespace's peer, a negative quantity, a missing
+# node: a name or cluster ID that does not match the tenant namespace's peer, a negative quantity or price, a missing
 # credential Secret; one whose timeToLive has passed is deleted. They are written here with the admin
 # credential into a tenant namespace of a made-up peer; the three real providers are not disturbed.
 source "$(dirname "$0")/../lib.sh"
@@ -29,7 +29,7 @@ now=$(date -u +%s)
 ts=$(date -u -d "@$now" +%Y-%m-%dT%H:%M:%SZ)
 ttl=$(date -u -d "@$((now + 600))" +%Y-%m-%dT%H:%M:%SZ)
 past=$(date -u -d "@$((now - 60))" +%Y-%m-%dT%H:%M:%SZ)
-adv() { # NAME CLUSTERID CPU SECRET TTL
+adv() { # NAME CLUSTERID CPU SECRET TTL [PRICES(json)]
   kc "$A" apply -f - >/dev/null <<EOF
 apiVersion: sharing.liqo.io/v1alpha1
 kind: Advertisement
@@ -40,6 +40,7 @@ spec:
   kubeConfigRef: {name: $4, namespace: $NS}
   timestamp: "$ts"
   timeToLive: "$5"
+  ${6:+prices: $6}
 EOF
 }
 reason_of() { jget "$A" '{.status.advertisementStatus}/{.status.reason}' advertisement -n "$NS" "$1"; }
@@ -61,6 +62,12 @@ adv "$name" "$FAKE" -2 "vk-kubeconfig-secret-$FAKE" "$ttl" || fail "cannot write
 expect_refused "$name" InvalidQuantity
 msg=$(jget "$A" '{.status.message}' advertisement -n "$NS" "$name")
 grep -q 'cpu' <<<"$msg" || fail "the message does not name the field: $msg"
+say "a negative price"
+adv "$name" "$FAKE" 1 "vk-kubeconfig-secret-$FAKE" "$ttl" '{"cpu": "-0.5", "memory": "1m"}' || fail "cannot write the Advertisement"
+expect_refused "$name" InvalidPrice
+msg=$(jget "$A" '{.status.message}' advertisement -n "$NS" "$name")
+grep -q 'spec.prices\[cpu\] is negative' <<<"$msg" || fail "the message does not name the price: $msg"
+kc "$A" delete advertisement -n "$NS" "$name" --wait=true >/dev/null # the next ones carry no prices
 say "a credential Secret that does not exist"
 adv "$name" "$FAKE" 1 vk-kubeconfig-secret-missing "$ttl" || fail "cannot write the Advertisement"
 expect_refused "$name" NoCredential
@@ -74,4 +81,4 @@ wait_for 10 "an AdvertisementExpired Event" eval \
 say "the CRD refuses a quantity that is not one"
 if adv "$name" "$FAKE" lots "vk-kubeconfig-secret-$FAKE" "$ttl" 2>/dev/null; then fail "cpu 'lots' was accepted by the schema"; fi
 all_shared || fail "the real providers were disturbed"
-pass "identity mismatch, negative quantity, missing credential refused with their reasons; expired removed"
+pass "identity mismatch, negative quantity, negative price, missing credential refused with their reasons; expired removed"

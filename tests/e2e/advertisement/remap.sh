@@ -3,10 +3,22 @@
 # it, so both are remapped on A to free blocks of their own size from the pool (10.0.0.0/8), avoiding A's pod
 # and service CIDRs and each other; P1's (10.202.0.0/16) overlaps nothing and is kept. Each provider remaps A
 # the same way on its side. Shown in the NetworkConfigs' and the Advertisements' statuses; unchanged after an
-# agent restart (restored from the statuses).
+# agent restart (restored from the statuses). While a remapping is not settled (held here: P3's agent stopped
+# and A's NetworkConfig on P3 deleted, so that A publishes it again and nobody maps it) P3's virtual node is
+# Ready=False and NetworkUnavailable=True, both with reason RemappingPending, and a pod bound to it is not
+# sent to P3 until the remapping settles (a pod sent before stays).
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
-trap adv_on_exit EXIT
+NS=e2e-remap
+cleanup() {
+  local rc=$?
+  cq "$A" unoffload namespace "$NS" >/dev/null 2>&1 || true
+  kc "$A" delete namespace "$NS" --wait=false >/dev/null 2>&1 || true
+  ensure_agents || true
+  (exit "$rc")
+  adv_on_exit
+}
+trap cleanup EXIT
 ensure_agents
 ids
 wait_all_shared
@@ -60,4 +72,52 @@ sleep 3
   fail "mappings moved after a restart: P1 $(nc_nat "$P1"), P2 $(nc_nat "$P2"), P3 $(nc_nat "$P3")"
 grep -q 'restored 3 pod-CIDR mappings' "$(agent_log "$A")" || fail "the agent did not restore 3 mappings"
 wait_all_shared 60
-pass "P2 $P2_MAP, P3 $P3_MAP (remapped), P1 kept; stable across a restart"
+
+say "a pod bound to $P3's virtual node while the remapping is settled is sent"
+bind() { # NAME: a pod bound to P3's virtual node
+  kc "$A" apply -n "$NS" -f - >/dev/null <<EOF || fail "cannot create pod $1"
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  nodeName: $(vnode_of "$P3")
+  tolerations: [{key: virtual-node.liqo.io/not-allowed, operator: Exists, effect: NoExecute}]
+  containers: [{name: c, image: busybox}]
+EOF
+}
+on_p3() { kc "$P3" get pods -A -l "offloading.cliqo.io/home-namespace=$NS" -o jsonpath='{.items[*].metadata.name}' | tr ' ' '\n' | grep_q -x "$1"; }
+kc "$A" create namespace "$NS" >/dev/null
+out=$(cq "$A" offload namespace "$NS" --strategy Remote --wait --timeout 60s 2>&1) || fail "offload $NS failed: $out"
+bind before
+wait_for 30 "pod 'before' on $P3" on_p3 before
+
+say "hold the remapping: $P3's agent stopped (and its pod webhook, which nothing would answer), $A's NetworkConfig on $P3 deleted"
+stop_agent "$P3"
+kc "$P3" delete validatingwebhookconfiguration cliqo-offer-enforcement --ignore-not-found >/dev/null
+RNS=$(jget "$A" '{.status.tenantNamespace.remote}' foreigncluster "$P3")
+kc "$P3" delete networkconfig -n "$RNS" "net-config-$A_ID" --wait=true >/dev/null || fail "cannot delete $A's NetworkConfig on $P3"
+wait_for 20 "$P3's virtual node Ready=False, RemappingPending (now: $(node_reason "$P3"))" node_is "$P3" False RemappingPending
+netcond() { jget "$A" '{.status.conditions[?(@.type=="NetworkUnavailable")].status}/{.status.conditions[?(@.type=="NetworkUnavailable")].reason}' node "$(vnode_of "$P3")"; }
+[ "$(netcond)" = True/RemappingPending ] || fail "NetworkUnavailable is $(netcond)"
+[ "$(adv_field "$P3" '{.status.network.settled}')" = false ] || fail "the Advertisement's status does not say unsettled"
+[ -n "$(jget "$P3" '{.metadata.name}' networkconfig -n "$RNS" "net-config-$A_ID")" ] &&
+  [ -z "$(jget "$P3" '{.status.podCIDRNAT}' networkconfig -n "$RNS" "net-config-$A_ID")" ] ||
+  fail "$A's NetworkConfig on $P3 should be published again, unmapped"
+
+say "a pod bound now is not sent while the remapping is pending"
+bind during
+sleep 5
+! on_p3 during || fail "pod 'during' was sent to $P3 while the remapping was pending"
+on_p3 before || fail "pod 'before' left $P3"
+[ "$(jget "$A" '{.status.phase}' pod -n "$NS" during)" = Pending ] || fail "pod 'during' is $(jget "$A" '{.status.phase}' pod -n "$NS" during)"
+
+say "$P3's agent back: it maps $A's NetworkConfig, the remapping settles, the held pod is sent"
+t0=${EPOCHREALTIME/./}
+ensure_agents
+wait_for 30 "$P3's virtual node Ready again" node_is "$P3" True
+wait_for 30 "pod 'during' on $P3" on_p3 during
+el=$((${EPOCHREALTIME/./} - t0))
+echo "FIGURE agent-restart-to-held-pod-sent-seconds=$((el / 1000000)).$(printf '%03d' $((el / 1000 % 1000)))"
+[ "$(netcond)" = False/RemappingSettled ] || fail "NetworkUnavailable is $(netcond) once settled"
+wait_for 30 "$P3's agent restores its pod webhook" kc "$P3" get validatingwebhookconfiguration cliqo-offer-enforcement
+pass "P2 $P2_MAP, P3 $P3_MAP (remapped), P1 kept; stable across a restart; pods held while pending"

@@ -4,7 +4,8 @@
 # init containers, overhead (RuntimeClass), phases and placement cover every rule of the computation
 # (docs/advertisement.md). At 37 % the Advertisement on A and A's virtual node must carry exactly the
 # values computed by hand below; the provider's node labels are advertised only outside well-known
-# domains and only when every counted node has them.
+# domains and only when every counted node has them; the images of the counted nodes (first name, size) and
+# the configured prices are copied exactly, and a malformed price is refused by the ClusterConfig's schema.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 NS=e2e-values
@@ -16,7 +17,7 @@ cleanup() {
   kc "$P1" delete nodes -l e2e-values=true --wait=false >/dev/null 2>&1 || true
   kc "$P1" delete runtimeclass e2e-overhead >/dev/null 2>&1 || true
   kc "$P1" delete leases -n kube-node-lease -l e2e-values=true >/dev/null 2>&1 || true
-  patch_config "$P1" '{"spec":{"advertisementConfig":{"outgoingConfig":{"resourceSharingPercentage":30}}}}' || true
+  patch_config "$P1" '{"spec":{"advertisementConfig":{"outgoingConfig":{"resourceSharingPercentage":30,"prices":null}}}}' || true
   "$CLIQOCTL" dev start --cluster "$P1" --component nodesim >/dev/null 2>&1 || true
   if [ "$rc" = 0 ]; then wait_all_shared 60; fi
   (exit "$rc")
@@ -30,9 +31,10 @@ wait_all_shared
 say "replace $P1's simulated nodes by hand-built ones"
 out=$("$CLIQOCTL" dev stop --cluster "$P1" --component nodesim 2>&1) || fail "stopping the node simulator failed: $out"
 kc "$P1" delete nodes --all --wait=true >/dev/null
-patch_config "$P1" '{"spec":{"advertisementConfig":{"outgoingConfig":{"resourceSharingPercentage":37}}}}'
+PRICES='{"cpu":"0.05","memory":"10m","nvidia.com/gpu":"2"}'
+patch_config "$P1" "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":{\"resourceSharingPercentage\":37,\"prices\":$PRICES}}}}"
 
-node() { # NAME UNSCHEDULABLE READY LABELS(json) ALLOCATABLE(json)
+node() { # NAME UNSCHEDULABLE READY LABELS(json) ALLOCATABLE(json) [IMAGES(json)]
   local now
   now=$(now_rfc3339)
   kc "$P1" apply -f - >/dev/null <<EOF || fail "cannot create node $1"
@@ -44,15 +46,18 @@ metadata:
 spec:
   unschedulable: $2
 EOF
-  kc "$P1" patch node "$1" --subresource=status --type=merge -p "{\"status\":{\"capacity\":$5,\"allocatable\":$5,
+  kc "$P1" patch node "$1" --subresource=status --type=merge -p "{\"status\":{\"capacity\":$5,\"allocatable\":$5,\"images\":${6:-[]},
     \"conditions\":[{\"type\":\"Ready\",\"status\":\"$3\",\"reason\":\"E2E\",\"message\":\"hand-built\",
     \"lastHeartbeatTime\":\"$now\",\"lastTransitionTime\":\"$now\"}]}}" >/dev/null || fail "cannot set the status of node $1"
 }
 node v-n1 false True '{"e2e-values":"true","zone-class":"gold","gpu":"true","topology.kubernetes.io/zone":"z1","node.kubernetes.io/instance-type":"big"}' \
-  '{"cpu":"4","memory":"8Gi","pods":"20","ephemeral-storage":"50Gi","nvidia.com/gpu":"3"}'
+  '{"cpu":"4","memory":"8Gi","pods":"20","ephemeral-storage":"50Gi","nvidia.com/gpu":"3"}' \
+  '[{"names":["registry.example/app@sha256:0a1b","registry.example/app:1.0"],"sizeBytes":1000},{"names":["busybox:1.36"],"sizeBytes":500}]'
 node v-n2 false True '{"e2e-values":"true","zone-class":"gold","gpu":"false","topology.kubernetes.io/zone":"z1"}' \
-  '{"cpu":"2","memory":"4Gi","pods":"10","ephemeral-storage":"50Gi"}'
-node v-n3 true True '{"e2e-values":"true","zone-class":"gold"}' '{"cpu":"100","memory":"100Gi","pods":"100"}'
+  '{"cpu":"2","memory":"4Gi","pods":"10","ephemeral-storage":"50Gi"}' \
+  '[{"names":["busybox:1.36"],"sizeBytes":500},{"names":["registry.example/db:2"],"sizeBytes":2000}]'
+node v-n3 true True '{"e2e-values":"true","zone-class":"gold"}' '{"cpu":"100","memory":"100Gi","pods":"100"}' \
+  '[{"names":["registry.example/on-a-cordoned-node:1"],"sizeBytes":1}]'
 node v-n4 false False '{"e2e-values":"true","zone-class":"gold"}' '{"cpu":"100","memory":"100Gi","pods":"100"}'
 node v-n5 false True '{"e2e-values":"true","liqo.io/type":"virtual-node"}' '{"cpu":"100","memory":"100Gi","pods":"100"}'
 # Their heartbeats: the node-lifecycle controller would mark them Unknown after 40 s without a Lease.
@@ -146,6 +151,22 @@ labels=$(adv_field "$P1" '{.spec.labels}')
   fail "a well-known label of the provider reached the virtual node"
 max_cpu=$(adv_field "$P1" '{.spec.limitRange.limits[0].max.cpu}')
 [ "$max_cpu" = 1258m ] || fail "limitRange max cpu is $max_cpu (the offer caps the largest node, 4)"
+
+say "images of the counted nodes (first name, size; once each) and the prices, exactly"
+sorted() { python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin), sort_keys=True, separators=(",",":")))' 2>/dev/null; }
+images() { adv_field "$P1" '{.spec.images}' | python3 -c 'import json,sys; print(json.dumps(sorted(json.load(sys.stdin), key=lambda i: i["names"][0]), sort_keys=True, separators=(",",":")))' 2>/dev/null; }
+want_images='[{"names":["busybox:1.36"],"sizeBytes":500},{"names":["registry.example/app@sha256:0a1b"],"sizeBytes":1000},{"names":["registry.example/db:2"],"sizeBytes":2000}]'
+[ "$(images)" = "$want_images" ] || fail "advertised images: $(images), want $want_images"
+[ "$(adv_field "$P1" '{.spec.prices}' | sorted)" = "$PRICES" ] || fail "advertised prices: $(adv_field "$P1" '{.spec.prices}'), want $PRICES"
+say "a malformed price is refused by the ClusterConfig's schema, with the field named"
+for bad in '"cheap"' '"-1"'; do
+  if out=$(kc_slow "$P1" patch clusterconfig configuration --type=merge \
+    -p "{\"spec\":{\"advertisementConfig\":{\"outgoingConfig\":{\"prices\":{\"cpu\":$bad}}}}}" 2>&1); then
+    fail "the price $bad was accepted"
+  fi
+  grep -q 'prices' <<<"$out" || fail "the refusal of price $bad does not name the field: $out"
+done
+[ "$(adv_field "$P1" '{.spec.prices}' | sorted)" = "$PRICES" ] || fail "a refused price reached the Advertisement"
 
 say "an update moves the offer: p2 deleted frees 300m"
 kc "$P1" delete pod p2 -n "$NS" --wait=true >/dev/null
