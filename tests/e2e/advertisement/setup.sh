@@ -7,7 +7,7 @@ trap adv_on_exit EXIT
 
 say "install cliqo on ${ALL[*]}"
 install_clusters "${ALL[@]}"
-ids
+ids --read
 say "test settings: keepalive 1 s x 3, refresh 15 s, TTL 180 s; pod and service CIDRs"
 for c in "${ALL[@]}"; do
   cidr=$(cat "$E2E_STATE/$c/pod-cidr")
