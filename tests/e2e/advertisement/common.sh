@@ -40,11 +40,26 @@ ids() {
   fi
   [ -n "$A_ID" ] && [ -n "$P1_ID" ] && [ -n "$P2_ID" ] && [ -n "$P3_ID" ] || fail "cluster IDs unknown"
   CLUSTER_IDS=([$A]=$A_ID [$P1]=$P1_ID [$P2]=$P2_ID [$P3]=$P3_ID)
+  tenants
 }
 id_of() { if [ -n "${CLUSTER_IDS[$1]:-}" ]; then echo "${CLUSTER_IDS[$1]}"; else cluster_id "$1"; fi; }
 vnode_of() { echo "liqo-$(id_of "$1")"; }
 # tenant_of PROVIDER: A's tenant namespace for that provider.
-tenant_of() { jget "$A" '{.status.tenantNamespace.local}' foreigncluster "$1"; }
+# tenant_of PROVIDER: A's tenant namespace for that provider. It never changes while the group's peerings
+# last: ids reads all of them in one list read, and tenant_of answers from there (a read each time, in the
+# subshell of every adv_field, doubled the reads of each poll); it reads the object before the peering.
+declare -A TENANTS=()
+tenants() {
+  local fcs name tns
+  TENANTS=()
+  fcs=$(kget "$A" foreignclusters) || return 0
+  while read -r name tns; do
+    [ -z "$tns" ] || TENANTS[$name]=$tns
+  done < <(jq -r '.items[] | "\(.metadata.name) \(.status.tenantNamespace.local // "")"' <<<"$fcs")
+}
+tenant_of() {
+  if [ -n "${TENANTS[$1]:-}" ]; then echo "${TENANTS[$1]}"; else jget "$A" '{.status.tenantNamespace.local}' foreigncluster "$1"; fi
+}
 adv_of() { echo "advertisement-$(id_of "$1")"; }
 adv_field() { # PROVIDER jsonpath: a field of the provider's Advertisement on A
   jget "$A" "$2" advertisement -n "$(tenant_of "$1")" "$(adv_of "$1")"
