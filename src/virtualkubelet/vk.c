@@ -28,17 +28,18 @@
 #include "offloading/pods.h"
 #include "virtualkubelet/reflect.h"
 
-#define MOD               "virtual-kubelet"
-#define DEFAULT_LEASE_MS  10000
-#define DEFAULT_STATUS_MS 60000
-#define DEFAULT_REMOTE_MS 30000
-#define LEASE_DURATION_S  40
-#define RETRY_MS          1000
-#define DRAIN_BATCH       500
-#define DRAIN_WAIT_MS     500 /* pods held by finalizers: list again after this */
-#define REMOTE_POLL_MS    200
-#define NODE_LEASE_NS     "kube-node-lease"
-#define MAX_NODE_LABELS   64
+#define MOD                "virtual-kubelet"
+#define DEFAULT_LEASE_MS   10000
+#define LEASE_WAIT_NODE_MS 500 /* the first renewal, while the node is not known yet */
+#define DEFAULT_STATUS_MS  60000
+#define DEFAULT_REMOTE_MS  30000
+#define LEASE_DURATION_S   40
+#define RETRY_MS           1000
+#define DRAIN_BATCH        500
+#define DRAIN_WAIT_MS      500 /* pods held by finalizers: list again after this */
+#define REMOTE_POLL_MS     200
+#define NODE_LEASE_NS      "kube-node-lease"
+#define MAX_NODE_LABELS    64
 
 enum td_step {
     TD_CORDON,
@@ -948,7 +949,10 @@ static void renew(uv_timer_t *t)
     if (v->life.dead || v->tearing || v->lease_busy)
         return;
     if (!v->node_uid[0]) {
-        lease_rearm(v);
+        /* The node is not known yet (a fresh start): look again soon, so that the first heartbeat
+         * follows the node by a moment rather than by a whole period, as a kubelet's does. */
+        if (!v->life.dead && !v->tearing)
+            uv_timer_start(v->lease, renew, LEASE_WAIT_NODE_MS, 0);
         return;
     }
     patch = json_pack("{s:o}", "spec", lease_spec(v));
