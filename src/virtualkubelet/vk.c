@@ -112,7 +112,6 @@ struct vk {
     struct xlate to_home, to_remote; /* remote -> home, home -> remote addresses */
     char local_cidr[CIDR_STR_MAX];   /* this cluster's pod CIDR (ClusterConfig) */
     char net_sig[4 * CIDR_STR_MAX + 8];
-    bool net_pending, net_pending_seen; /* what the pods reflector was told, and whether it was */
 };
 
 /* ---- references ------------------------------------------------------------------------------ */
@@ -384,19 +383,13 @@ static void update_network(struct vk *v, const json_t *adv)
 }
 
 /* The pods reflector holds new pods while the remapping is pending (status.network: enabled and
- * not settled); told at the first pass that reads the Advertisement and at every change. */
+ * not settled); told on every pass, it acts on the first call and on changes only. */
 static void network_pending(struct vk *v, const json_t *adv)
 {
     struct vkc_network n;
-    bool pending;
 
     vkc_network_read(adv, &n);
-    pending = vkc_network_pending(&n);
-    if (v->net_pending_seen && v->net_pending == pending)
-        return;
-    v->net_pending_seen = true;
-    v->net_pending = pending;
-    vk_pods_set_network_pending(v->refl[PODS], pending);
+    vk_pods_set_network_pending(v->refl[PODS], vkc_network_pending(&n));
 }
 
 void vk_set_config(struct vk *v, const json_t *cc)
