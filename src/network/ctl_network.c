@@ -534,6 +534,24 @@ static void sender(struct rec *r, struct agent_peer_network *s)
     ctl_rec_end_after(&r->h, s->settled ? REPUBLISH_MS : WAIT_MS * 3);
 }
 
+/* Merge-patches the status of the peer's NetworkConfig here (tns/name, read as nc: the patch is
+ * guarded by its resourceVersion) with status (consumed); after_status goes on from p->state. */
+static void write_nc_status(struct rec *r, const char *tns, const char *name, const json_t *nc,
+                            json_t *status)
+{
+    json_t *patch = status ? json_pack("{s:{s:s},s:o}", "metadata", "resourceVersion",
+                                       kapi_obj_rv(nc), "status", status)
+                           : NULL;
+    char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
+
+    json_decref(patch);
+    r->h.ch.next = after_status;
+    if (!body || kapi_patch(agent_kube(r->n->mod.a), &peer_res_networkconfigs, tns, name, "status",
+                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
+        ctl_rec_end(&r->h, CTL_RETRY);
+    x_free(body);
+}
+
 /* Networking disabled (the peer's ForeignCluster says spec.networkingEnabled: No): the peer's
  * NetworkConfig here (tns/name) is not mapped, the IPAM forgets the peer, and the mapping an
  * earlier pass recorded in that object's status is withdrawn, so that neither a restart restores it
@@ -544,8 +562,7 @@ static void receiver_disabled(struct rec *r, const char *tns, const char *name)
     struct npeer *p = r->p;
     struct agent_peer_network s;
     const json_t *st;
-    json_t *nc = NULL, *patch;
-    char *body = NULL;
+    json_t *nc = NULL;
 
     if (!p->state.disabled)
         log_info(MOD,
@@ -571,15 +588,8 @@ static void receiver_disabled(struct rec *r, const char *tns, const char *name)
     }
     log_info(MOD, "peer %s: withdrawing the mapping recorded in its NetworkConfig %s/%s", p->id,
              tns, name);
-    patch = json_pack("{s:{s:s},s:{s:n,s:n}}", "metadata", "resourceVersion", kapi_obj_rv(nc),
-                      "status", "podCIDRNAT", "natEnabled");
-    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-    json_decref(patch);
-    r->h.ch.next = after_status; /* sender() goes on from p->state after the write */
-    if (!body || kapi_patch(agent_kube(n->mod.a), &peer_res_networkconfigs, tns, name, "status",
-                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
-        ctl_rec_end(&r->h, CTL_RETRY);
-    x_free(body);
+    /* sender() goes on from p->state after the write */
+    write_nc_status(r, tns, name, nc, json_pack("{s:n,s:n}", "podCIDRNAT", "natEnabled"));
     json_decref(nc);
 }
 
@@ -590,8 +600,8 @@ static void receiver(struct rec *r)
     struct npeer *p = r->p;
     struct agent_peer_network s = p->state;
     const char *tns = tenant_local(r->fc);
-    char name[128], want_nat[CIDR_STR_MAX], *body = NULL;
-    json_t *nc = NULL, *patch;
+    char name[128], want_nat[CIDR_STR_MAX];
+    json_t *nc = NULL;
     const char *pc, *to, *nat, *natenabled;
     struct cidr remote, mapped;
     bool remapped;
@@ -676,16 +686,10 @@ static void receiver(struct rec *r)
                  s.remote_cidr, s.remote_mapped);
     else
         log_info(MOD, "peer %s: its pod CIDR %s is free here; no remapping", p->id, s.remote_cidr);
-    patch = json_pack("{s:{s:s},s:{s:s,s:s}}", "metadata", "resourceVersion", kapi_obj_rv(nc),
-                      "status", "podCIDRNAT", want_nat, "natEnabled", remapped ? "true" : "false");
-    body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
-    json_decref(patch);
     p->state = s; /* sender() continues from here after the write */
-    r->h.ch.next = after_status;
-    if (!body || kapi_patch(agent_kube(n->mod.a), &peer_res_networkconfigs, tns, name, "status",
-                            KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
-        ctl_rec_end(&r->h, CTL_RETRY);
-    x_free(body);
+    write_nc_status(
+        r, tns, name, nc,
+        json_pack("{s:s,s:s}", "podCIDRNAT", want_nat, "natEnabled", remapped ? "true" : "false"));
     json_decref(nc);
 }
 
