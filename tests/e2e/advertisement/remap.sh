@@ -74,21 +74,10 @@ grep -q 'restored 3 pod-CIDR mappings' "$(agent_log "$A")" || fail "the agent di
 wait_all_shared 60
 
 say "a pod bound to $P3's virtual node while the remapping is settled is sent"
-bind() { # NAME: a pod bound to P3's virtual node
-  kc "$A" apply -n "$NS" -f - >/dev/null <<EOF || fail "cannot create pod $1"
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  nodeName: $(vnode_of "$P3")
-  tolerations: [{key: virtual-node.liqo.io/not-allowed, operator: Exists, effect: NoExecute}]
-  containers: [{name: c, image: busybox}]
-EOF
-}
 on_p3() { kc "$P3" get pods -A -l "offloading.cliqo.io/home-namespace=$NS" -o jsonpath='{.items[*].metadata.name}' | tr ' ' '\n' | grep_q -x "$1"; }
 kc "$A" create namespace "$NS" >/dev/null
 out=$(cq "$A" offload namespace "$NS" --strategy Remote --wait --timeout 60s 2>&1) || fail "offload $NS failed: $out"
-bind before
+bind_pod "$NS" before "$P3"
 wait_for 30 "pod 'before' on $P3" on_p3 before
 
 say "hold the remapping: $P3's agent stopped (and its pod webhook, which nothing would answer), $A's NetworkConfig on $P3 deleted"
@@ -105,7 +94,7 @@ netcond() { jget "$A" '{.status.conditions[?(@.type=="NetworkUnavailable")].stat
   fail "$A's NetworkConfig on $P3 should be published again, unmapped"
 
 say "a pod bound now is not sent while the remapping is pending"
-bind during
+bind_pod "$NS" during "$P3"
 sleep 5
 ! on_p3 during || fail "pod 'during' was sent to $P3 while the remapping was pending"
 on_p3 before || fail "pod 'before' left $P3"
