@@ -17,6 +17,9 @@ PKGS=(
   libnftables-dev wireguard-go wireguard-tools
   # images for real nodes, built without a registry (scripts/build-images.sh)
   umoci busybox-static
+  # real nodes of the local clusters (cliqoctl dev up --real-nodes): the container runtime and CNI plugins
+  # beside the kubelet, and what kube-proxy's iptables mode calls
+  containerd runc containernetworking-plugins iptables conntrack util-linux mount
   # discovery: Avahi's embeddable mDNS stack (no daemon), and the DNS server of the WAN tests
   libavahi-core-dev dnsmasq-base
   # local control planes

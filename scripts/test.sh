@@ -12,8 +12,11 @@ bash scripts/install-deps.sh
 step "Kubernetes binaries"
 CLIQO_KUBE_BIN_DIR=$(bash scripts/build-kube.sh)
 export CLIQO_KUBE_BIN_DIR
+# kubelet and kube-proxy, for the real nodes of the e2e group network
+CLIQO_KUBE_NODE_BIN_DIR=$(bash scripts/build-kube.sh --node)
+export CLIQO_KUBE_NODE_BIN_DIR
 step "building cliqo (ASan + UBSan)"
-cmake --preset asan -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" >/dev/null
+cmake --preset asan -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" -DCLIQO_KUBE_NODE_BIN_DIR="$CLIQO_KUBE_NODE_BIN_DIR" >/dev/null
 cmake --build --preset asan
 step "fuzz smoke runs (clang libFuzzer)"
 cmake --preset fuzz -DCLIQO_KUBE_BIN_DIR= >/dev/null

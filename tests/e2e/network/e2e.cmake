@@ -1,0 +1,31 @@
+# The network group (tests/e2e/network/): two clusters with one real node each and no simulated node
+# (`cliqoctl dev up --real-nodes 1`, docs/dataplane.md section 1: a kubelet, containerd and kube-proxy per
+# cluster, in network namespaces the devenv makes and removes), base port from tests/ports.tsv. Needs root
+# (the fixture fails with a clear message without it, never skips) and kubelet and kube-proxy: their
+# directory is CLIQO_KUBE_NODE_BIN_DIR (`scripts/build-kube.sh --node` prints it; scripts/test.sh passes
+# it). Empty, the group is not registered. The real nodes' addresses (10.255.<i>.0/30 here) are the same
+# for every environment with real nodes, so this is the only group that has them.
+set(CLIQO_KUBE_NODE_BIN_DIR "" CACHE PATH
+    "Directory with kubelet and kube-proxy (scripts/build-kube.sh --node; enables the e2e group network)")
+if(NOT CLIQO_KUBE_NODE_BIN_DIR)
+    message(STATUS "CLIQO_KUBE_NODE_BIN_DIR is not set: the e2e group network (real nodes) is not registered "
+                   "(scripts/test.sh sets it from scripts/build-kube.sh --node)")
+    return()
+endif()
+set(net_state ${E2E_ROOT}/network)
+cliqo_port(e2e.network net_port 2)
+set(net_env "CLIQOCTL=$<TARGET_FILE:cliqoctl>" "E2E_STATE=${net_state}" "CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}"
+            "CLIQO_KUBE_NODE_BIN_DIR=${CLIQO_KUBE_NODE_BIN_DIR}" "CLIQO_DEV_DIR=${net_state}"
+            "CLIQO_DEV_BASE_PORT=${net_port}" "CLIQO_DEV_NODES=0" ${CLIQO_E2E_DEV_SETTINGS})
+add_test(NAME e2e.network.up COMMAND ${E2E_DIR}/network/up.sh)
+add_test(NAME e2e.network.down COMMAND ${E2E_DIR}/network/down.sh)
+set_tests_properties(e2e.network.up PROPERTIES FIXTURES_SETUP e2e_network ENVIRONMENT "${net_env}"
+                     LABELS e2e TIMEOUT 300 RESOURCE_LOCK e2e_network)
+set_tests_properties(e2e.network.down PROPERTIES FIXTURES_CLEANUP e2e_network ENVIRONMENT "${net_env}"
+                     LABELS e2e TIMEOUT 120 RESOURCE_LOCK e2e_network)
+foreach(t nodes)
+    add_test(NAME e2e.network.${t} COMMAND ${E2E_DIR}/network/${t}.sh)
+    set_tests_properties(e2e.network.${t} PROPERTIES FIXTURES_REQUIRED e2e_network
+                         ENVIRONMENT "${net_env};TEST_NAME=e2e.network.${t}" LABELS e2e TIMEOUT 240
+                         RESOURCE_LOCK e2e_network_clusters)
+endforeach()
