@@ -1,27 +1,32 @@
 #!/usr/bin/env bash
-# Produces the Kubernetes v1.20.2 binaries cliqo's local clusters run, from Debian's `kubernetes` source
-# package, and caches them outside the repository: the control plane (kube-apiserver, kube-scheduler,
-# kube-controller-manager) and a real node's (kubelet, kube-proxy; docs/dataplane.md, "Real nodes").
-# All five come from one `make`, so the packages they share (client-go, the API types, the volume
-# plugins, ...) are compiled once: the node's two cost a fraction of their own build.
+# Produces kube-apiserver, kube-scheduler and kube-controller-manager v1.20.2 from Debian's
+# `kubernetes` source package and caches them outside the repository. With --node, produces instead the
+# binaries of a real node, kubelet and kube-proxy (docs/dataplane.md, "Real nodes"), in a cache entry of
+# their own, so that the control plane's entry is never rebuilt for them.
 #
-# Cache layout: $CLIQO_CACHE_DIR/kube/<upstream-version>-<dsc-sha256[:12]>-r<recipe>/
-#   bin/kube-apiserver bin/kube-scheduler bin/kube-controller-manager bin/kubelet bin/kube-proxy
+# Cache layout: $CLIQO_CACHE_DIR/kube/[node-]<upstream-version>-<dsc-sha256[:12]>-r<recipe>/
+#   bin/kube-apiserver bin/kube-scheduler bin/kube-controller-manager   (or bin/kubelet bin/kube-proxy)
 #   SHA256SUMS   (checked on every reuse; a cache entry that fails it is rebuilt)
-# Prints the bin directory on stdout; progress goes to stderr. `--node` is accepted and prints the same
-# directory (the node's binaries are in it).
+# Prints the bin directory on stdout; progress goes to stderr. With --print-dir, prints the bin directory
+# the build makes (or made) and builds nothing: scripts/test.sh names the node's directory to CMake before
+# it builds it in the background.
 #
 # Requires the packages of scripts/install-deps.sh (golang-go, rsync, dpkg-dev, the reflect2 source).
 set -euo pipefail
 
 KUBE_VERSION=1.20.2
-RECIPE=2 # bump when the way the binaries are built changes (2: the node's binaries in the same make)
-BINS=(kube-apiserver kube-scheduler kube-controller-manager kubelet kube-proxy)
-case "${1:-}" in
-  --node | '') ;;
-  -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-  *) printf 'build-kube: unknown argument %s (see --help)\n' "$1" >&2; exit 2 ;;
-esac
+RECIPE=1 # bump when the way the binaries are built changes
+BINS=(kube-apiserver kube-scheduler kube-controller-manager)
+PREFIX=
+PRINT_DIR=0
+for arg in "$@"; do
+  case "$arg" in
+    --node) BINS=(kubelet kube-proxy) PREFIX=node- ;;
+    --print-dir) PRINT_DIR=1 ;;
+    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) printf 'build-kube: unknown argument %s (see --help)\n' "$arg" >&2; exit 2 ;;
+  esac
+done
 CACHE_ROOT="${CLIQO_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/cliqo}/kube"
 REFLECT2_SRC=/usr/share/gocode/src/github.com/modern-go/reflect2
 
@@ -41,7 +46,7 @@ dsc_sha=$(apt-cache showsrc kubernetes 2>/dev/null |
 dsc_ver=$(apt-cache showsrc kubernetes 2>/dev/null | awk '/^Version:/{print $2; exit}')
 if [ -z "$dsc_sha" ]; then
   # No source lists (offline, or deb-src missing): reuse a verified entry for this version if any.
-  for d in "$CACHE_ROOT/$KUBE_VERSION"-*-r"$RECIPE"; do
+  for d in "$CACHE_ROOT/$PREFIX$KUBE_VERSION"-*-r"$RECIPE"; do
     if [ -d "$d" ] && verify_entry "$d"; then
       log "source index unavailable; using verified cache $(basename "$d")"
       echo "$d/bin"; exit 0
@@ -54,7 +59,8 @@ case "$dsc_ver" in
   *) die "Debian's kubernetes source is $dsc_ver, expected upstream $KUBE_VERSION" ;;
 esac
 
-entry="$CACHE_ROOT/$KUBE_VERSION-${dsc_sha:0:12}-r$RECIPE"
+entry="$CACHE_ROOT/$PREFIX$KUBE_VERSION-${dsc_sha:0:12}-r$RECIPE"
+if [ "$PRINT_DIR" = 1 ]; then echo "$entry/bin"; exit 0; fi
 if verify_entry "$entry"; then
   log "cached: $entry"
   echo "$entry/bin"; exit 0

@@ -17,9 +17,15 @@ cliqo_port(e2e.network net_port 2)
 set(net_env "CLIQOCTL=$<TARGET_FILE:cliqoctl>" "E2E_STATE=${net_state}" "CLIQO_KUBE_BIN_DIR=${CLIQO_KUBE_BIN_DIR}"
             "CLIQO_KUBE_NODE_BIN_DIR=${CLIQO_KUBE_NODE_BIN_DIR}" "CLIQO_DEV_DIR=${net_state}"
             "CLIQO_DEV_BASE_PORT=${net_port}" "CLIQO_DEV_NODES=0" ${CLIQO_E2E_DEV_SETTINGS})
+# The binaries first (scripts/test.sh may still be building them): a unit of its own in the group's lane,
+# just before its up, with room for a cold build.
+add_test(NAME e2e.network.binaries COMMAND ${E2E_DIR}/network/binaries.sh)
+set_tests_properties(e2e.network.binaries PROPERTIES FIXTURES_SETUP e2e_network_binaries
+                     ENVIRONMENT "${net_env};TEST_NAME=e2e.network.binaries" LABELS e2e TIMEOUT 2700)
 add_test(NAME e2e.network.up COMMAND ${E2E_DIR}/network/up.sh)
 add_test(NAME e2e.network.down COMMAND ${E2E_DIR}/network/down.sh)
-set_tests_properties(e2e.network.up PROPERTIES FIXTURES_SETUP e2e_network ENVIRONMENT "${net_env}"
+set_tests_properties(e2e.network.up PROPERTIES FIXTURES_SETUP e2e_network FIXTURES_REQUIRED e2e_network_binaries
+                     ENVIRONMENT "${net_env}"
                      LABELS e2e TIMEOUT 300 RESOURCE_LOCK e2e_network)
 set_tests_properties(e2e.network.down PROPERTIES FIXTURES_CLEANUP e2e_network ENVIRONMENT "${net_env}"
                      LABELS e2e TIMEOUT 120 RESOURCE_LOCK e2e_network)
