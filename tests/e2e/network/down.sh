@@ -9,8 +9,10 @@ pids=() ids=() prefix=""
 if [ -d "$E2E_STATE" ]; then
   for f in "$E2E_STATE"/*/*.pid; do [ -f "$f" ] && pids+=("$(cat "$f")"); done
   [ -f "$E2E_STATE/netns.conf" ] && prefix=$(cat "$E2E_STATE/netns.conf")
-  for d in "$E2E_STATE"/*/real-*/containerd/root/io.containerd.grpc.v1.cri/{sandboxes,containers}/*; do
-    [ -d "$d" ] && ids+=("${d##*/}")
+  # the containers' IDs: directories named by a 64-hex ID, four levels under each node's containerd
+  for d in "$E2E_STATE"/*/real-*/containerd; do
+    [ -d "$d" ] && mapfile -t -O "${#ids[@]}" ids < <(find "$d" -mindepth 4 -maxdepth 4 -type d \
+      -regextype posix-extended -regex '.*/[0-9a-f]{64}' -printf '%f\n' | sort -u)
   done
 fi
 t0=${EPOCHREALTIME/./}
