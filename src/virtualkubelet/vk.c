@@ -964,6 +964,8 @@ static void renew(uv_timer_t *t)
 /* ---- keepalive
  * ----------------------------------------------------------------------------------- */
 
+#define PROBE_MIN_TIMEOUT_MS 2000L
+
 static void probe(uv_timer_t *t);
 
 static void probe_rearm(struct vk *v)
@@ -1057,6 +1059,8 @@ static void probe(uv_timer_t *t)
     struct vk *v = t->data;
     struct kapi_client *c = pu_client(v->unit, PU_VK);
     const char *ns = pu_namespace(v->unit, PU_VK);
+    struct kapi_request req = {.method = "GET"};
+    struct sbuf path;
 
     if (v->life.dead || v->tearing || v->ka_busy)
         return;
@@ -1065,13 +1069,27 @@ static void probe(uv_timer_t *t)
         probe_rearm(v);
         return;
     }
+    /* A provider that stops answering (a partition, a frozen API server) must count as a failed
+     * probe within the keepalive's period, not after the client's 30 s default: the probe waits at
+     * most keepaliveRetryTime, and never less than PROBE_MIN_TIMEOUT_MS (a busy server is slow,
+     * not gone). */
+    sbuf_init(&path, 512);
+    if (kapi_path(&path, &peer_res_namespacemaps, ns, v->home, NULL) < 0) {
+        probe_result(v, false, "no valid path to the NamespaceMap");
+        probe_rearm(v);
+        goto out;
+    }
+    req.path = path.buf;
+    req.timeout_ms = (long)v->ka_retry_s * 1000 > PROBE_MIN_TIMEOUT_MS ? (long)v->ka_retry_s * 1000
+                                                                       : PROBE_MIN_TIMEOUT_MS;
     v->ka_busy = true;
-    if (liveref_sent(&v->life, kapi_get(c, &peer_res_namespacemaps, ns, v->home, after_probe,
-                                        liveref_hold(&v->life))) < 0) {
+    if (liveref_sent(&v->life, kapi_send(c, &req, after_probe, liveref_hold(&v->life), NULL)) < 0) {
         v->ka_busy = false;
         probe_result(v, false, "cannot send a request");
         probe_rearm(v);
     }
+out:
+    sbuf_done(&path);
 }
 
 /* ---- teardown

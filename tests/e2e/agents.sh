@@ -92,22 +92,36 @@ ensure_agents() {
   for c in "${ALL[@]}"; do wait_agent_ready "$c"; done
 }
 stop_agent() { # CLUSTER [SIGNAL]: waits for the exit; a TERM must exit 0
-  local c=$1 sig=${2:-TERM} pid rc=0 deadline
-  pid=$(agent_pid "$c")
-  [ -n "$pid" ] && pid_running "$pid" || return 0
-  kill -"$sig" "$pid" 2>/dev/null || true
-  deadline=$(($(date +%s) + 20))
-  while pid_running "$pid"; do
-    [ "$(date +%s)" -lt "$deadline" ] || fail "agent of $c did not exit within 20s of SIG$sig"
-    sleep 0.1
+  stop_agents_sig "${2:-TERM}" "$1"
+}
+# stop_agents CLUSTER...: stop_agent of each, the signals sent at once and the exits awaited after (one
+# agent's graceful shutdown does not wait for the other's). A second signal makes an agent exit at once
+# with status 1, so each gets exactly one.
+stop_agents() { stop_agents_sig TERM "$@"; }
+stop_agents_sig() { # SIGNAL CLUSTER...
+  local sig=$1 c pid deadline
+  local -A pids=()
+  shift
+  for c in "$@"; do
+    pid=$(agent_pid "$c")
+    if [ -n "$pid" ] && pid_running "$pid"; then
+      pids[$c]=$pid
+      kill -"$sig" "$pid" 2>/dev/null || true
+    fi
   done
-  rm -f "$(agent_pidfile "$c")"
-  # The exit status of a setsid'd process is not ours to wait for: its log says how it ended.
-  if [ "$sig" = TERM ] && ! tail -3 "$(agent_log "$c")" | grep_q 'stopped (exit status 0)'; then
-    log_report "$(agent_log "$c")"
-    fail "agent of $c did not stop cleanly after SIGTERM"
-  fi
-  return "$rc"
+  deadline=$(($(date +%s) + 20))
+  for c in "${!pids[@]}"; do
+    while pid_running "${pids[$c]}"; do
+      [ "$(date +%s)" -lt "$deadline" ] || fail "agent of $c did not exit within 20s of SIG$sig"
+      sleep 0.1
+    done
+    rm -f "$(agent_pidfile "$c")"
+    # The exit status of a setsid'd process is not ours to wait for: its log says how it ended.
+    if [ "$sig" = TERM ] && ! tail -3 "$(agent_log "$c")" | grep_q 'stopped (exit status 0)'; then
+      log_report "$(agent_log "$c")"
+      fail "agent of $c did not stop cleanly after SIGTERM"
+    fi
+  done
 }
 check_logs() {
   local f

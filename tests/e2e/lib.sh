@@ -127,6 +127,19 @@ kget() {
   fi
 }
 
+# apply_pod CLUSTER NS NAME [SPEC-LINES]: a pod applied with kubectl; its spec is the lines given (indented 2),
+# one busybox container without them.
+apply_pod() {
+  local spec=${4:-"  containers: [{name: c, image: busybox}]"}
+  kc "$1" apply -n "$2" -f - >/dev/null <<EOF || fail "cannot create pod $2/$3 on $1"
+apiVersion: v1
+kind: Pod
+metadata: {name: $3}
+spec:
+$spec
+EOF
+}
+
 json_str() { # TEXT: as a JSON string
   local s=${1//\\/\\\\}
   s=${s//\"/\\\"}

@@ -102,13 +102,7 @@ wait_all_shared() { wait_for "${1:-60}" "three Advertisements Accepted and three
 # bind_pod NS NAME PROVIDER: a pod in A's namespace NS bound to the provider's virtual node (tolerating its
 # taint), as the scheduler would bind it.
 bind_pod() {
-  kc "$A" apply -n "$1" -f - >/dev/null <<EOF || fail "cannot create pod $2"
-apiVersion: v1
-kind: Pod
-metadata: {name: $2}
-spec:
-  nodeName: $(vnode_of "$3")
+  apply_pod "$A" "$1" "$2" "  nodeName: $(vnode_of "$3")
   tolerations: [{key: virtual-node.liqo.io/not-allowed, operator: Exists, effect: NoExecute}]
-  containers: [{name: c, image: busybox}]
-EOF
+  containers: [{name: c, image: busybox}]"
 }

@@ -7,8 +7,15 @@ source "$(dirname "$0")/common.sh"
 trap adv_on_exit EXIT
 ensure_agents
 ids
+# The three at once, as an operator leaving several peers would (each unpeer waits for its own end).
+declare -A UNPEER=()
 for p in "${PROVIDERS[@]}"; do
-  out=$(cq "$A" unpeer "$p" --timeout 60s 2>&1) || fail "unpeer $p failed: $out"
+  cq "$A" unpeer "$p" --timeout 60s >"$E2E_STATE/unpeer-$p.out" 2>&1 &
+  UNPEER[$p]=$!
+done
+for p in "${PROVIDERS[@]}"; do
+  wait "${UNPEER[$p]}" || fail "unpeer $p failed: $(cat "$E2E_STATE/unpeer-$p.out")"
+  rm -f "$E2E_STATE/unpeer-$p.out"
 done
 left_on_a() {
   kc "$A" get advertisements,networkconfigs -A -o name
@@ -26,6 +33,6 @@ wait_for 90 "nothing left on $A ($(left_on_a 2>&1 | tr '\n' ' '))" eval '[ -z "$
 for p in "${PROVIDERS[@]}"; do
   wait_for 90 "nothing left on $p ($(left_on_p "$p" 2>&1 | tr '\n' ' '))" eval "[ -z \"\$(left_on_p $p 2>&1)\" ]"
 done
-for c in "${ALL[@]}"; do stop_agent "$c"; done
+stop_agents "${ALL[@]}"
 check_logs
 pass "unpeered; both sides clean; agents stopped gracefully; no sanitizer report"

@@ -21,6 +21,6 @@ for c in "${ALL[@]}"; do
   wait_for 60 "no ForeignCluster left on $c" eval "[ \"\$(kget \"$c\" foreignclusters | jq '.items | length')\" = 0 ]"
 done
 say "stop the agents"
-for c in "${ALL[@]}"; do stop_agent "$c"; done
+stop_agents "${ALL[@]}"
 check_logs
 pass "broker stopped cleanly, peerings removed, agents stopped"

@@ -22,6 +22,6 @@ left_on_b() {
 }
 wait_for 90 "nothing left on $A ($(left_on_a 2>&1 | tr '\n' ' '))" eval '[ -z "$(left_on_a 2>&1)" ]'
 wait_for 90 "nothing left on $B ($(left_on_b 2>&1 | tr '\n' ' '))" eval '[ -z "$(left_on_b 2>&1)" ]'
-for c in "${ALL[@]}"; do stop_agent "$c"; done
+stop_agents "${ALL[@]}"
 check_logs
 pass "unpeered; both sides clean; agents stopped gracefully; no sanitizer report"

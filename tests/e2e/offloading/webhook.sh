@@ -39,14 +39,8 @@ wait_shared 60
 labelled() { [ "$(jget "$A" '{.metadata.labels.liqo\.io/scheduling-enabled}' namespace "$1")" = true ]; }
 # pod NS NAME [SPEC-LINES]: a pod with kubectl (its spec lines indented 2, after containers).
 pod() {
-  kc "$A" apply -n "$1" -f - >/dev/null <<EOF || fail "cannot create pod $1/$2"
-apiVersion: v1
-kind: Pod
-metadata: {name: $2}
-spec:
-  containers: [{name: c, image: busybox, resources: {requests: {cpu: 10m}}}]
-${3:-}
-EOF
+  apply_pod "$A" "$1" "$2" "  containers: [{name: c, image: busybox, resources: {requests: {cpu: 10m}}}]${3:+
+$3}"
 }
 # json NS NAME PATH: a field of a pod, as compact JSON with sorted keys.
 json() { kget "$A" pod -n "$1" "$2" | jq -cS "$3"; }

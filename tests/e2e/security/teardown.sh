@@ -16,6 +16,6 @@ left_on_b() {
   kc "$B" get pods -A -l virtualkubelet.liqo.io/origin -o name
 }
 wait_for 90 "nothing left on $B ($(left_on_b 2>&1 | tr '\n' ' '))" eval '[ -z "$(left_on_b 2>&1)" ]'
-for c in "${ALL[@]}"; do stop_agent "$c"; done
+stop_agents "${ALL[@]}"
 check_logs
 pass "unpeered; B clean; agents stopped gracefully; no sanitizer report"
