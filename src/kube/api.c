@@ -18,9 +18,22 @@
 /* A token file is re-read at most this often, and after any 401 (as client-go does), so that a
  * rotated service-account token is picked up without a restart. */
 #define TOKEN_REREAD_MS 60000
+/* 429 Too Many Requests (the API server's priority and fairness, or max-in-flight, turned the
+ * request away before handling it): the request is sent again, after Retry-After (at most
+ * RETRY_AFTER_MAX_S) or, without one, after RETRY_BASE_MS doubling with each attempt, at most
+ * RETRY_429_MAX times (as client-go does), and the client's rate is halved; it grows back by a
+ * quarter each RATE_STEP_MS of answers without a 429, up to the configured qps. Polite under
+ * contention, fast when idle. */
+#define RETRY_429_MAX     10
+#define RETRY_AFTER_MAX_S 60
+#define RETRY_BASE_MS     100
+#define RETRY_MAX_MS      10000
+#define RATE_FLOOR_QPS    1.0
+#define RATE_STEP_MS      250
 
 enum call_state {
     CALL_WAITING, /* waiting for a rate-limiter token */
+    CALL_DELAYED, /* turned away with 429: waiting to be sent again (the client's delayed list) */
     CALL_RUNNING, /* in the curl multi handle */
     CALL_DONE,    /* its callback is running or has run */
 };
@@ -46,6 +59,9 @@ struct kapi_call {
     struct sbuf resp;
     size_t max_body;   /* the bound of resp */
     uint64_t start_ns; /* when the transfer started (uv_hrtime) */
+    unsigned attempts; /* times it was turned away with 429 */
+    uint64_t due_ms;   /* CALL_DELAYED: when to send it again (uv_now) */
+    struct kapi_call *dnext;
     int abort_err;
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -76,8 +92,13 @@ struct kapi_client {
     struct kapi_client_options o;
     struct kapi_call *calls;
     size_t ncalls;
-    int open_handles; /* libuv handles not yet closed */
-    int in_dispatch;  /* inside curl_multi_socket_action: teardown must wait */
+    struct kapi_call *delayed; /* CALL_DELAYED calls, unordered (few: only 429s put them here) */
+    uv_timer_t retry_timer;    /* armed for the earliest delayed call */
+    double qps_now;            /* the rate in force: o.qps, lowered by 429s */
+    uint64_t rate_changed_ms;
+    uint64_t throttled; /* 429 answers seen */
+    int open_handles;   /* libuv handles not yet closed */
+    int in_dispatch;    /* inside curl_multi_socket_action: teardown must wait */
     bool closing;
     bool multi_gone;
 };
@@ -145,6 +166,8 @@ static int err_from_curl(CURLcode cc)
 
 static void check_multi_info(struct kapi_client *c);
 static void maybe_finish_close(struct kapi_client *c);
+static void rate_recover(struct kapi_client *c);
+static void delayed_remove(struct kapi_call *call);
 
 static void handle_closed(uv_handle_t *h)
 {
@@ -330,6 +353,8 @@ static void complete(struct kapi_call *call, CURLcode cc)
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &res.http_status);
     if (res.http_status == 401 && c->token_file)
         c->token_stale = true;
+    if (cc == CURLE_OK && res.http_status > 0 && res.http_status != 429)
+        rate_recover(c); /* the server answered: the rate may grow back */
     res.raw = sbuf_str(&call->resp);
     res.raw_len = sbuf_len(&call->resp);
     res.status.code = res.http_status;
@@ -384,6 +409,143 @@ static void complete(struct kapi_call *call, CURLcode cc)
     json_decref(body);
 }
 
+/* ---- 429: send again later, slow down -----------------------------------------------------------
+ */
+
+static void on_token(struct rl_limiter *l, int status, void *data);
+
+static void rate_set(struct kapi_client *c, double qps)
+{
+    if (qps < RATE_FLOOR_QPS)
+        qps = RATE_FLOOR_QPS;
+    if (qps > c->o.qps)
+        qps = c->o.qps;
+    if (qps == c->qps_now || !c->rl)
+        return;
+    c->qps_now = qps;
+    c->rate_changed_ms = uv_now(c->loop);
+    rl_set_qps(c->rl, qps);
+}
+
+/* An answer that was not a 429: the rate grows back, one step per RATE_STEP_MS at most. */
+static void rate_recover(struct kapi_client *c)
+{
+    if (c->qps_now < c->o.qps && uv_now(c->loop) - c->rate_changed_ms >= RATE_STEP_MS)
+        rate_set(c, c->qps_now * 1.25 + 1.0);
+}
+
+static void delayed_remove(struct kapi_call *call)
+{
+    struct kapi_call **pp = &call->c->delayed;
+
+    while (*pp && *pp != call)
+        pp = &(*pp)->dnext;
+    if (*pp)
+        *pp = call->dnext;
+    call->dnext = NULL;
+}
+
+static void on_retry_timer(uv_timer_t *t);
+
+static void retry_arm(struct kapi_client *c)
+{
+    uint64_t now = uv_now(c->loop), first = UINT64_MAX;
+
+    for (struct kapi_call *d = c->delayed; d; d = d->dnext)
+        if (d->due_ms < first)
+            first = d->due_ms;
+    if (first == UINT64_MAX)
+        uv_timer_stop(&c->retry_timer);
+    else
+        uv_timer_start(&c->retry_timer, on_retry_timer, first > now ? first - now : 0, 0);
+}
+
+/* Due calls queue for a token again, behind whatever waits at the lowered rate. */
+static void on_retry_timer(uv_timer_t *t)
+{
+    struct kapi_client *c = t->data;
+    uint64_t now = uv_now(c->loop);
+    struct kapi_call **pp = &c->delayed;
+
+    while (*pp && !c->closing) {
+        struct kapi_call *call = *pp;
+        if (call->due_ms > now) {
+            pp = &call->dnext;
+            continue;
+        }
+        *pp = call->dnext;
+        call->dnext = NULL;
+        call->state = CALL_WAITING;
+        if (rl_acquire(c->rl, on_token, call) < 0) {
+            struct kapi_result res = {.err = -ENOMEM, .raw = ""};
+            res.status.reason = "";
+            res.status.message = "cannot queue the request again after 429";
+            call_unlink(call);
+            call->state = CALL_DONE;
+            observe(call, &res);
+            if (call->cb)
+                call->cb(c, &res, call->data);
+            call_free(call);
+        }
+    }
+    retry_arm(c);
+}
+
+/* A finished transfer turned away with 429: queued to be sent again (true), or its answer is final.
+ */
+static bool retry_later(struct kapi_call *call, CURLcode cc)
+{
+    struct kapi_client *c = call->c;
+    struct kapi_result res = {.err = -EAGAIN, .http_status = 429, .raw = ""};
+    curl_off_t after = -1;
+    long status = 0;
+    uint64_t delay;
+
+    if (cc != CURLE_OK || call->abort_err || c->closing)
+        return false;
+    curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (status != 429)
+        return false;
+    c->throttled++;
+    if (c->rate_changed_ms == 0 || uv_now(c->loop) - c->rate_changed_ms >= RATE_STEP_MS ||
+        c->qps_now >= c->o.qps)
+        rate_set(c, c->qps_now / 2);
+    if (call->attempts >= RETRY_429_MAX)
+        return false;
+    if (curl_easy_getinfo(call->easy, CURLINFO_RETRY_AFTER, &after) != CURLE_OK)
+        after = -1;
+    delay = (uint64_t)c->o.retry_base_ms << call->attempts;
+    if (delay > RETRY_MAX_MS)
+        delay = RETRY_MAX_MS;
+    if (after > 0)
+        delay = (uint64_t)(after > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : after) * 1000;
+    call->attempts++;
+    res.status.code = 429;
+    res.status.reason = "TooManyRequests";
+    res.status.message = "sent again later";
+    observe(call, &res);
+    log_debug("kapi", "%s %s: 429 (attempt %u), again in %llu ms at %.1f requests/s", call->method,
+              call->url, call->attempts, (unsigned long long)delay, c->qps_now);
+
+    /* A fresh transfer later: the easy handle and what it held are made again by on_token. */
+    curl_easy_cleanup(call->easy);
+    call->easy = NULL;
+    curl_slist_free_all(call->headers);
+    call->headers = NULL;
+    curl_slist_free_all(call->connect_to);
+    call->connect_to = NULL;
+    sbuf_done(&call->resp);
+    sbuf_init(&call->resp, call->max_body);
+    call->errbuf[0] = '\0';
+    call->start_ns = 0;
+    call->state = CALL_DELAYED;
+    call->due_ms = uv_now(c->loop) + delay;
+    call->dnext = c->delayed;
+    c->delayed = call;
+    retry_arm(c);
+    return true;
+}
+
 static void check_multi_info(struct kapi_client *c)
 {
     CURLMsg *m;
@@ -396,6 +558,8 @@ static void check_multi_info(struct kapi_client *c)
         curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&call);
         CURLcode cc = m->data.result;
         curl_multi_remove_handle(c->multi, call->easy);
+        if (retry_later(call, cc))
+            continue;
         call_unlink(call);
         complete(call, cc);
         curl_easy_cleanup(call->easy);
@@ -700,6 +864,8 @@ void kapi_call_cancel(struct kapi_call *call)
         call->cancelled = true;
         return;
     }
+    if (call->state == CALL_DELAYED)
+        delayed_remove(call);
     call_free(call);
 }
 
@@ -751,6 +917,7 @@ int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
     c->o.burst = opts && opts->burst > 0 ? opts->burst : DEFAULT_BURST;
     c->o.max_body = opts && opts->max_body ? opts->max_body : DEFAULT_MAX_BODY;
     c->o.timeout_ms = opts && opts->timeout_ms ? opts->timeout_ms : DEFAULT_TIMEOUT_MS;
+    c->o.retry_base_ms = opts && opts->retry_base_ms > 0 ? opts->retry_base_ms : RETRY_BASE_MS;
     c->o.observe = opts ? opts->observe : NULL;
     c->o.observe_data = opts ? opts->observe_data : NULL;
     c->user_agent = x_strdup(opts && opts->user_agent ? opts->user_agent : "cliqo/" CLIQO_VERSION);
@@ -805,6 +972,10 @@ int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
     uv_timer_init(loop, &c->timer);
     c->timer.data = c;
     c->open_handles++;
+    uv_timer_init(loop, &c->retry_timer);
+    c->retry_timer.data = c;
+    c->open_handles++;
+    c->qps_now = c->o.qps;
     *ret = c;
     return 0;
 fail:
@@ -844,6 +1015,7 @@ static void maybe_finish_close(struct kapi_client *c)
         curl_multi_cleanup(c->multi);
         c->multi = NULL;
         uv_close((uv_handle_t *)&c->timer, handle_closed);
+        uv_close((uv_handle_t *)&c->retry_timer, handle_closed);
         return; /* handle_closed calls back here */
     }
     if (c->open_handles > 0)
@@ -877,8 +1049,11 @@ void kapi_client_close(struct kapi_client *c)
         call_unlink(call);
         if (call->state == CALL_DONE)
             continue; /* its completion is running; check_multi_info frees it */
+        if (call->state == CALL_DELAYED)
+            delayed_remove(call);
         call_free(call);
     }
+    uv_timer_stop(&c->retry_timer);
     rl_close(c->rl, NULL, NULL);
     c->rl = NULL;
     maybe_finish_close(c);
@@ -905,13 +1080,17 @@ void kapi_client_abort(struct kapi_client *c)
             continue; /* its completion is running; check_multi_info frees it */
         observe(call, &res);
         call->cb = NULL;
-        if (call->state == CALL_WAITING)
+        if (call->state == CALL_WAITING) {
             call->cancelled = true; /* rl_close below makes its token callback free it */
-        else
+        } else {
+            if (call->state == CALL_DELAYED)
+                delayed_remove(call);
             call_free(call);
+        }
         if (cb)
             cb(c, &res, data);
     }
+    uv_timer_stop(&c->retry_timer);
     rl_close(c->rl, NULL, NULL);
     c->rl = NULL;
     maybe_finish_close(c);
@@ -930,6 +1109,16 @@ const char *kapi_client_server(struct kapi_client *c)
 size_t kapi_client_pending(struct kapi_client *c)
 {
     return c->ncalls;
+}
+
+double kapi_client_qps(const struct kapi_client *c)
+{
+    return c->qps_now;
+}
+
+uint64_t kapi_client_throttled(const struct kapi_client *c)
+{
+    return c->throttled;
 }
 
 void kapi_client_conn_info(struct kapi_client *c, struct kapi_conn_info *ret)

@@ -26,6 +26,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stddef.h>
 #include <uv.h>
 
@@ -47,11 +48,14 @@ typedef void (*kapi_observe_fn)(struct kapi_client *c, const struct kapi_observa
                                 void *data);
 
 struct kapi_client_options {
-    double qps;             /* client-side rate limit; default 50 */
+    double qps;             /* client-side rate limit (the most; 429s lower it); default 50 */
     int burst;              /* default 100 */
     size_t max_body;        /* largest response body accepted (lists); default 32 MiB */
     long timeout_ms;        /* per request (not watches); default 30 s */
     const char *user_agent; /* default "cliqo/<version>" */
+    /* After a 429 without Retry-After, the first wait before sending again (doubling each time, at
+     * most 10 s); default 100 ms. Tests make it short. */
+    long retry_base_ms;
     /* Called on the loop for every request that ends (also failed and cancelled-by-abort ones),
      * just before its callback. NULL: none. */
     kapi_observe_fn observe;
@@ -106,8 +110,13 @@ void kapi_client_close(struct kapi_client *c);
 void kapi_client_abort(struct kapi_client *c);
 uv_loop_t *kapi_client_loop(struct kapi_client *c);
 const char *kapi_client_server(struct kapi_client *c);
-/* Number of requests queued or in flight. */
+/* Number of requests queued or in flight (also those waiting to be sent again after a 429). */
 size_t kapi_client_pending(struct kapi_client *c);
+/* The request rate in force: the configured qps, or less after 429 answers (it grows back as the
+ * server answers again). */
+double kapi_client_qps(const struct kapi_client *c);
+/* 429 answers seen by this client (each one was sent again, up to 10 times a request). */
+uint64_t kapi_client_throttled(const struct kapi_client *c);
 
 /* How the client reaches its server, for code that must open a connection of its own to the same
  * server with the same credential (the kubelet API relay upgrades a connection to SPDY, which

@@ -166,6 +166,27 @@ int rl_try_acquire(struct rl_limiter *l)
     return 1;
 }
 
+void rl_set_qps(struct rl_limiter *l, double qps)
+{
+    uint64_t now;
+    size_t n = 0;
+
+    if (!l || l->closing || !(qps > 0.0) || isinf(qps))
+        return;
+    now = uv_hrtime();
+    rl_refill(l, now); /* what was earned so far, at the old rate */
+    for (struct rl_waiter *w = l->head; w; w = w->next)
+        n++;
+    /* Give the waiters' reservations back, then reserve again in order at the new rate. */
+    l->tokens += (double)n;
+    if (l->tokens > l->burst)
+        l->tokens = l->burst;
+    l->qps = qps;
+    for (struct rl_waiter *w = l->head; w; w = w->next)
+        w->due_ns = rl_reserve(l, now);
+    rl_arm(l, now);
+}
+
 size_t rl_waiting(const struct rl_limiter *l)
 {
     return l ? l->nwaiting : 0;

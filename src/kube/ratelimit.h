@@ -42,6 +42,10 @@ int rl_acquire(struct rl_limiter *l, rl_ready_cb cb, void *data);
 /* Takes a token now if one is free. Returns 1 if taken, 0 if not (or closed / NULL). */
 int rl_try_acquire(struct rl_limiter *l);
 
+/* Changes the refill rate (qps finite and > 0; else ignored). Tokens already earned are kept, and
+ * the waiters' due times are computed again at the new rate, in their order. */
+void rl_set_qps(struct rl_limiter *l, double qps);
+
 /* Number of waiters not yet called back. */
 size_t rl_waiting(const struct rl_limiter *l);
 

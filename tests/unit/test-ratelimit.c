@@ -193,6 +193,47 @@ static void test_delay_and_fifo(void **state)
     close_and_drain(&loop, &r);
 }
 
+/* rl_set_qps() moves the waiters already queued: raised, they are served at once; lowered, they
+ * wait at the new rate; in their order both ways. */
+static void test_set_qps(void **state)
+{
+    enum { N = 4 };
+    uv_loop_t loop;
+    struct rec r = {0};
+    struct slot slots[N];
+
+    (void)state;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    r.l = rl_new(&loop, 1.0, 1); /* 3 s for the four */
+    assert_non_null(r.l);
+    r.start = uv_hrtime();
+    acquire_n(&r, slots, N);
+    rl_set_qps(r.l, 1000.0);
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(r.ncalls, N);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(r.order[i], i);
+    assert_true(r.at_ms[N - 1] < 900.0); /* not the 3 s of 1 request/s */
+    close_and_drain(&loop, &r);
+
+    memset(&r, 0, sizeof(r));
+    assert_int_equal(uv_loop_init(&loop), 0);
+    r.l = rl_new(&loop, 1000.0, 1);
+    assert_non_null(r.l);
+    r.start = uv_hrtime();
+    acquire_n(&r, slots, N);
+    rl_set_qps(r.l, 10.0);
+    rl_set_qps(r.l, 0.0); /* ignored */
+    assert_int_equal(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    assert_int_equal(r.ncalls, N);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(r.order[i], i);
+    if (r.at_ms[N - 1] < 299.0)
+        fail_msg("the last waiter ran at %.1f ms, before the 300 ms of 10 requests/s",
+                 r.at_ms[N - 1]);
+    close_and_drain(&loop, &r);
+}
+
 /* rl_try_acquire() takes free tokens only and never jumps ahead of waiters. */
 static void test_try_acquire(void **state)
 {
@@ -335,13 +376,10 @@ static void test_acquire_from_callback(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bad_args),
-        cmocka_unit_test(test_burst_immediate),
-        cmocka_unit_test(test_delay_and_fifo),
-        cmocka_unit_test(test_try_acquire),
-        cmocka_unit_test(test_close_cancels),
-        cmocka_unit_test(test_close_before_run),
-        cmocka_unit_test(test_acquire_from_callback),
+        cmocka_unit_test(test_bad_args),         cmocka_unit_test(test_burst_immediate),
+        cmocka_unit_test(test_delay_and_fifo),   cmocka_unit_test(test_try_acquire),
+        cmocka_unit_test(test_set_qps),          cmocka_unit_test(test_close_cancels),
+        cmocka_unit_test(test_close_before_run), cmocka_unit_test(test_acquire_from_callback),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
