@@ -572,34 +572,43 @@ static void test_limits(void **state)
 /* A kubeconfig naming a token file: the client starts with a token the apiserver rejects (401,
  * reported as -EACCES with reason Unauthorized), the file is rewritten with a valid service-account
  * token, and the next request uses it without restarting anything. */
+/* A service account of the namespace with a cluster role bound there, and its token. */
+static void sa_token(const char *sa, const char *clusterrole, char *token, size_t size)
+{
+    char cmd[4096];
+    FILE *f;
+    size_t n;
+
+    sh("kubectl --kubeconfig '%s' -n %s create sa %s >/dev/null && "
+       "kubectl --kubeconfig '%s' -n %s create rolebinding %s --clusterrole=%s "
+       "--serviceaccount=%s:%s >/dev/null",
+       kubeconfig, ns, sa, kubeconfig, ns, sa, clusterrole, ns, sa);
+    snprintf(cmd, sizeof(cmd),
+             "for i in $(seq 100); do s=$(kubectl --kubeconfig '%s' -n %s get sa %s -o "
+             "jsonpath='{.secrets[0].name}'); [ -n \"$s\" ] && break; sleep 0.2; done; "
+             "kubectl --kubeconfig '%s' -n %s get secret \"$s\" -o jsonpath='{.data.token}' | "
+             "base64 -d",
+             kubeconfig, ns, sa, kubeconfig, ns);
+    f = popen(cmd, "r");
+    assert_non_null(f);
+    n = fread(token, 1, size - 1, f);
+    token[n] = '\0';
+    assert_int_equal(pclose(f), 0);
+    assert_true(n > 100);
+}
+
 static void test_token_file_rotation(void **state)
 {
     char dir[] = "/tmp/cliqo-e2e-token-XXXXXX", path[256], tokpath[256], err[512];
-    char cmd[4096], token[4096];
+    char token[4096];
     struct kc_config *tcfg = NULL;
     struct kapi_client *tc = NULL;
     struct kapi_sync s = {0};
     FILE *f;
-    size_t n;
 
     (void)state;
     /* A service account allowed to read ConfigMaps in the namespace, and its token. */
-    sh("kubectl --kubeconfig '%s' -n %s create sa rotator >/dev/null && "
-       "kubectl --kubeconfig '%s' -n %s create rolebinding rotator --clusterrole=view "
-       "--serviceaccount=%s:rotator >/dev/null",
-       kubeconfig, ns, kubeconfig, ns, ns);
-    snprintf(cmd, sizeof(cmd),
-             "for i in $(seq 100); do s=$(kubectl --kubeconfig '%s' -n %s get sa rotator -o "
-             "jsonpath='{.secrets[0].name}'); [ -n \"$s\" ] && break; sleep 0.2; done; "
-             "kubectl --kubeconfig '%s' -n %s get secret \"$s\" -o jsonpath='{.data.token}' | "
-             "base64 -d",
-             kubeconfig, ns, kubeconfig, ns);
-    f = popen(cmd, "r");
-    assert_non_null(f);
-    n = fread(token, 1, sizeof(token) - 1, f);
-    token[n] = '\0';
-    assert_int_equal(pclose(f), 0);
-    assert_true(n > 100);
+    sa_token("rotator", "view", token, sizeof(token));
 
     assert_non_null(mkdtemp(dir));
     snprintf(tokpath, sizeof(tokpath), "%s/token", dir);
@@ -649,6 +658,120 @@ static void test_token_file_rotation(void **state)
     rmdir(dir);
 }
 
+/* ---- 429: the API server's priority and fairness turning requests away
+ * ---------------------------
+ *
+ * A priority level with the smallest share (about 3 of the server's 600 seats) that rejects rather
+ * than queues, and a flow schema sending one service account's requests to it. That account's
+ * client (1,000 requests/s allowed) creates ConfigMaps all at once: the server answers many of them
+ * 429; every one is created exactly once all the same, the client's rate went down, and once the
+ * flow schema is gone the rate grows back to the configured one. Needs API priority and fairness
+ * (the single environment is brought up with the full API). */
+struct burst {
+    int want, done, ok, failed;
+};
+
+static void on_burst(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    struct burst *b = data;
+
+    (void)c;
+    b->done++;
+    if (res->err == 0)
+        b->ok++;
+    else
+        b->failed++;
+}
+
+static bool burst_done(void *arg)
+{
+    const struct burst *b = arg;
+
+    return b->done >= b->want;
+}
+
+static void test_throttled_by_the_server(void **state)
+{
+    enum { N = 120 };
+    const struct kapi_resource fs = {"flowcontrol.apiserver.k8s.io", "v1beta1", "flowschemas",
+                                     "FlowSchema", false};
+    struct burst b = {.want = N};
+    char token[4096], name[32];
+    struct kc_config tcfg = {0};
+    struct kapi_client_options o = {.qps = 1000, .burst = 1000};
+    struct kapi_client *tc = NULL;
+    struct kapi_sync s = {0};
+    uint64_t t0;
+    json_t *cm;
+
+    (void)state;
+    sa_token("throttled", "edit", token, sizeof(token));
+    sh("printf '%%s\\n' 'apiVersion: flowcontrol.apiserver.k8s.io/v1beta1' "
+       "'kind: PriorityLevelConfiguration' 'metadata: {name: e2e-tiny}' "
+       "'spec: {type: Limited, limited: {assuredConcurrencyShares: 1, limitResponse: {type: "
+       "Reject}}}' '---' 'apiVersion: flowcontrol.apiserver.k8s.io/v1beta1' 'kind: FlowSchema' "
+       "'metadata: {name: e2e-tiny}' 'spec:' '  matchingPrecedence: 300' "
+       "'  priorityLevelConfiguration: {name: e2e-tiny}' '  rules:' "
+       "'  - subjects: [{kind: ServiceAccount, serviceAccount: {name: throttled, namespace: %s}}]' "
+       "'    resourceRules: [{verbs: [\"*\"], apiGroups: [\"*\"], resources: [\"*\"], "
+       "namespaces: [\"*\"]}]' | kubectl --kubeconfig '%s' apply -f - >/dev/null",
+       ns, kubeconfig);
+    /* The server applies a new flow schema from its own informer: wait until it says so. */
+    sh("for i in $(seq 100); do [ \"$(kubectl --kubeconfig '%s' get flowschema e2e-tiny -o "
+       "jsonpath='{.status.conditions[?(@.type==\"Dangling\")].status}')\" = False ] && exit 0; "
+       "sleep 0.1; done; exit 1",
+       kubeconfig);
+
+    tcfg.server = cfg->server;
+    tcfg.ca_pem = cfg->ca_pem;
+    tcfg.ca_pem_len = cfg->ca_pem_len;
+    tcfg.token = token;
+    assert_int_equal(kapi_client_new(&loop, &tcfg, &o, &tc), 0);
+    t0 = uv_hrtime();
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "thr-%d", i);
+        cm = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:{s:s}}", "apiVersion", "v1", "kind",
+                       "ConfigMap", "metadata", "name", name, "namespace", ns, "labels", "e2e",
+                       "throttled", "data", "k", "v");
+        assert_int_equal(kapi_create(tc, &kapi_configmaps, ns, cm, on_burst, &b), 0);
+        json_decref(cm);
+    }
+    assert_true(run_until_fn(burst_done, &b, 120000));
+    printf("FIGURE throttled-creates=%d answers-429=%llu seconds=%.2f rate-after=%.1f/s\n", N,
+           (unsigned long long)kapi_client_throttled(tc), (double)(uv_hrtime() - t0) / 1e9,
+           kapi_client_qps(tc));
+    assert_int_equal(b.failed, 0);
+    assert_int_equal(b.ok, N);
+    /* The server did turn requests away, and the client slowed down for it. */
+    assert_true(kapi_client_throttled(tc) > 0);
+    assert_true(kapi_client_qps(tc) < 1000);
+    /* Exactly N, as the admin lists them. */
+    assert_int_equal(kapi_list(cl, &kapi_configmaps, ns,
+                               &(struct kapi_list_opts){.label_selector = "e2e=throttled"},
+                               kapi_sync_cb, &s),
+                     0);
+    assert_int_equal(kapi_sync_wait(cl, &s), 0);
+    assert_int_equal(json_array_size(json_object_get(s.body, "items")), N);
+    kapi_sync_done(&s);
+
+    /* The flow schema gone, answers come and the rate grows back to what was configured. */
+    memset(&s, 0, sizeof(s));
+    assert_int_equal(kapi_delete(cl, &fs, NULL, "e2e-tiny", NULL, kapi_sync_cb, &s), 0);
+    assert_int_equal(kapi_sync_wait(cl, &s), 0);
+    kapi_sync_done(&s);
+    for (int i = 0; i < 300 && kapi_client_qps(tc) < 1000; i++) {
+        memset(&s, 0, sizeof(s));
+        assert_int_equal(kapi_get(tc, &kapi_configmaps, ns, "thr-0", kapi_sync_cb, &s), 0);
+        assert_int_equal(kapi_sync_wait(tc, &s), 0);
+        kapi_sync_done(&s);
+        run_for(50);
+    }
+    assert_true(kapi_client_qps(tc) >= 1000);
+    sh("kubectl --kubeconfig '%s' delete prioritylevelconfiguration e2e-tiny >/dev/null",
+       kubeconfig);
+    kapi_client_close(tc);
+}
+
 /* tls-server-name: the apiserver's certificate does not name "kubernetes.invalid", and does name
  * "localhost": with the server addressed by IP, verification follows tls-server-name. */
 static void test_tls_server_name(void **state)
@@ -678,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_watch_resumes),
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_token_file_rotation),
+        cmocka_unit_test(test_throttled_by_the_server),
         cmocka_unit_test(test_tls_server_name),
         cmocka_unit_test(test_informer_across_restart_and_410),
         cmocka_unit_test(test_watch_too_old_is_gone),
