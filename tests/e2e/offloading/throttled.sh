@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The provider's API server turns the consumer away (issue 22): a priority level of about 3 seats that rejects
+# instead of queueing, and a flow schema sending every service account of A's tenant namespace on B (the
+# identities A's agent and virtual kubelet use there) to it. A Deployment of 30 replicas offloaded meanwhile runs
+# on B exactly once per home pod: the 429 answers are sent again, not lost and not doubled, and A's agent
+# counts them (cliqo_peer_requests_total{code="429"}). The flow schema gone, the next 15 replicas come at the
+# usual pace. Needs API priority and fairness on B (the group's clusters have the full API).
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/common.sh"
+source "$(dirname "$0")/vk-lib.sh"
+NS=e2e-throttled
+cleanup() {
+  kc "$B" delete flowschema e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
+  kc "$B" delete prioritylevelconfiguration e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
+  unoffload "$NS"
+}
+trap 'rc=$?; cleanup >/dev/null 2>&1 || true; (exit $rc); off_on_exit' EXIT # the test's status, not cleanup's
+ensure_agents
+ids
+wait_shared 60
+throttled() { # A's agent's 429 answers from B, all roles and verbs
+  curl -s --max-time 5 "http://127.0.0.1:$(http_port "$A")/metrics" |
+    awk '$1 ~ /^cliqo_peer_requests_total\{/ && $1 ~ /code="429"/ { n += $2 } END { print n + 0 }'
+}
+
+say "offload $NS, then throttle A's identities on $B"
+offload "$NS"
+wait_mapped "$NS"
+TEN=$(jget "$A" '{.status.tenantNamespace.remote}' foreigncluster "$B")
+[ -n "$TEN" ] || fail "no tenant namespace of A on $B"
+kc "$B" apply -f - >/dev/null <<YAML || fail "cannot create the flow schema"
+apiVersion: flowcontrol.apiserver.k8s.io/v1beta1
+kind: PriorityLevelConfiguration
+metadata: {name: e2e-tiny}
+spec: {type: Limited, limited: {assuredConcurrencyShares: 1, limitResponse: {type: Reject}}}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1beta1
+kind: FlowSchema
+metadata: {name: e2e-tiny}
+spec:
+  matchingPrecedence: 300
+  priorityLevelConfiguration: {name: e2e-tiny}
+  rules:
+  - subjects: [{kind: Group, group: {name: "system:serviceaccounts:$TEN"}}]
+    resourceRules: [{verbs: ["*"], apiGroups: ["*"], resources: ["*"], namespaces: ["*"]}]
+    nonResourceRules: [{verbs: ["*"], nonResourceURLs: ["*"]}]
+YAML
+wait_for 20 "the flow schema in force" eval \
+  "[ \"\$(jget $B '{.status.conditions[?(@.type==\"Dangling\")].status}' flowschema e2e-tiny)\" = False ]"
+before=$(throttled)
+
+start=$(date +%s.%N)
+deployment "$NS" web 30
+wait_for 180 "30 home pods Running and Ready, 30 pods on $B ($(home_running "$NS") running, $(remote_count "$NS") remote)" \
+  all_running "$NS" 30
+secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+got=$(($(throttled) - before))
+echo "FIGURE throttled-30-pods-ready-seconds=$secs answers-429=$got"
+[ "$got" -gt 0 ] || fail "$B never answered 429: the test throttled nothing"
+out=$(pairs_ok "$NS") || fail "home and remote pods do not pair one to one: $out"
+sleep 2
+[ "$(remote_count "$NS")" = 30 ] || fail "$(remote_count "$NS") pods on $B, not 30"
+
+say "the flow schema gone: 15 more at the usual pace"
+kc "$B" delete flowschema e2e-tiny >/dev/null
+before=$(throttled)
+start=$(date +%s.%N)
+kc "$A" scale deployment -n "$NS" web --replicas=45 >/dev/null
+wait_for 120 "45 home pods Running and Ready, 45 pods on $B ($(home_running "$NS") running, $(remote_count "$NS") remote)" \
+  all_running "$NS" 45
+secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
+echo "FIGURE unthrottled-15-more-pods-ready-seconds=$secs answers-429=$(($(throttled) - before))"
+out=$(pairs_ok "$NS") || fail "home and remote pods do not pair one to one: $out"
+pass "429s from the provider slowed the offloading down and lost or doubled no pod; the pace came back"
