@@ -37,6 +37,8 @@ struct pu_client {
     bool busy; /* being replaced or dropped: callbacks of aborted requests may not install it */
     bool have_state, ok;
     uint64_t since_ms;
+    double qps; /* the rate and burst it was given (pu_rate_of) */
+    int burst;
 };
 
 struct pu_unit {
@@ -57,6 +59,10 @@ struct pu_registry {
     uv_loop_t *loop;
     struct metrics_family *m_req, *m_dur;
     struct pu_client_options o;
+    double qps; /* pu_set_rates: every peer's (0: o's) */
+    int burst;
+    struct pu_rate *rates; /* and some peers' own */
+    size_t nrates;
     struct pu_unit *units;
     size_t n;
     uv_timer_t *reaper;
@@ -288,8 +294,7 @@ int pu_set_credential(struct pu_unit *u, enum pu_role role, const char *kubeconf
             snprintf(err, errlen, "%s", kerr);
         return r;
     }
-    o.qps = u->reg->o.qps;
-    o.burst = u->reg->o.burst;
+    pu_rate_of(u, &o.qps, &o.burst);
     o.timeout_ms = u->reg->o.timeout_ms;
     o.max_body = PEER_MAX_BODY;
     o.observe = observe;
@@ -311,6 +316,8 @@ int pu_set_credential(struct pu_unit *u, enum pu_role role, const char *kubeconf
         client_drop(u, role);
     pc->cfg = cfg;
     pc->c = c;
+    pc->qps = o.qps;
+    pc->burst = o.burst;
     snprintf(pc->version, sizeof(pc->version), "%s", version);
     for (struct pu_inf *pi = u->infs; pi; pi = pi->next)
         if (pi->role == role)
@@ -561,6 +568,64 @@ void pu_registry_abort(struct pu_registry *reg)
                 client_drop(u, (enum pu_role)i);
 }
 
+void pu_rate_of(const struct pu_unit *u, double *ret_qps, int *ret_burst)
+{
+    const struct pu_registry *reg = u->reg;
+
+    *ret_qps = reg->qps > 0 ? reg->qps : reg->o.qps;
+    *ret_burst = reg->burst > 0 ? reg->burst : reg->o.burst;
+    for (size_t i = 0; i < reg->nrates; i++)
+        if (strcmp(reg->rates[i].id, u->id) == 0) {
+            *ret_qps = reg->rates[i].qps;
+            *ret_burst = reg->rates[i].burst;
+            break;
+        }
+}
+
+int pu_set_rates(struct pu_registry *reg, double qps, int burst, const struct pu_rate *per,
+                 size_t n)
+{
+    struct pu_rate *copy = NULL;
+    bool changed;
+
+    if (!reg || qps < 0 || burst < 0 || (n && !per))
+        return -EINVAL;
+    if (n > PU_MAX_RATES)
+        return -E2BIG;
+    for (size_t i = 0; i < n; i++)
+        if (!(per[i].qps > 0) || per[i].burst < 1 || !per[i].id[0] ||
+            !memchr(per[i].id, '\0', sizeof(per[i].id)))
+            return -EINVAL;
+    if (n) {
+        copy = x_calloc(n, sizeof(*copy));
+        if (!copy)
+            return -ENOMEM;
+        memcpy(copy, per, n * sizeof(*copy));
+    }
+    changed = qps != reg->qps || burst != reg->burst || n != reg->nrates ||
+              (n && memcmp(copy, reg->rates, n * sizeof(*copy)) != 0);
+    x_free(reg->rates);
+    reg->rates = copy;
+    reg->nrates = n;
+    reg->qps = qps;
+    reg->burst = burst;
+    for (struct pu_unit *u = reg->units; u; u = u->next) {
+        double q;
+        int b;
+
+        pu_rate_of(u, &q, &b);
+        for (int role = 0; role < PU_ROLE_MAX; role++)
+            if (u->cl[role].c && (u->cl[role].qps != q || u->cl[role].burst != b)) {
+                kapi_client_set_rate(u->cl[role].c, q, b);
+                u->cl[role].qps = q;
+                u->cl[role].burst = b;
+                log_info("peers", "peer %s: %s client at %.0f requests/s, burst %d", u->id,
+                         role_names[role], q, b);
+            }
+    }
+    return changed;
+}
+
 void pu_registry_free(struct pu_registry *reg)
 {
     if (!reg)
@@ -570,6 +635,7 @@ void pu_registry_free(struct pu_registry *reg)
         unit_destroy(reg->units);
     }
     ktimer_free(reg->reaper);
+    x_free(reg->rates);
     x_free(reg);
 }
 

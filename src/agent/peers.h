@@ -79,6 +79,23 @@ void pu_registry_abort(struct pu_registry *reg);
 void pu_registry_free(struct pu_registry *reg);
 size_t pu_registry_count(const struct pu_registry *reg);
 
+/* Request rates of the clients to peers (ClusterConfig spec.peeringConfig.peerClient). */
+#define PU_MAX_RATES 1024
+struct pu_rate {
+    char id[PU_ID_MAX]; /* the peer's cluster ID */
+    double qps;
+    int burst;
+};
+/* Replaces the rates: qps and burst for every peer (0: the registry's options), and the overrides
+ * of some peers. Applied at once to the clients that exist (requests already waiting included) and
+ * to those made later. Returns 1 (changed), 0 (the same as before), -EINVAL (a rate or burst not
+ * above 0 in an override, an empty ID) or -E2BIG (more than PU_MAX_RATES overrides); nothing
+ * changes on error. */
+int pu_set_rates(struct pu_registry *reg, double qps, int burst, const struct pu_rate *per,
+                 size_t n);
+/* The rate and burst a unit's clients are given. */
+void pu_rate_of(const struct pu_unit *u, double *ret_qps, int *ret_burst);
+
 /* The unit of peer `id` (a valid cluster ID), created if needed, with one more reference for
  * `owner` (a short static name, e.g. "broadcaster"; acquiring twice under the same owner is one
  * reference). Returns 0, -EINVAL, -ENOSPC (too many units or owners) or -ENOMEM. */

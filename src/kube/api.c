@@ -1111,6 +1111,21 @@ size_t kapi_client_pending(struct kapi_client *c)
     return c->ncalls;
 }
 
+int kapi_client_set_rate(struct kapi_client *c, double qps, int burst)
+{
+    if (!c || !(qps > 0.0) || qps > 1e9 || burst < 1)
+        return -EINVAL;
+    if (c->closing || !c->rl)
+        return 0;
+    c->o.qps = qps;
+    c->o.burst = burst;
+    rl_set_burst(c->rl, burst);
+    c->qps_now = qps;
+    c->rate_changed_ms = uv_now(c->loop);
+    rl_set_qps(c->rl, qps);
+    return 0;
+}
+
 double kapi_client_qps(const struct kapi_client *c)
 {
     return c->qps_now;

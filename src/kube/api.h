@@ -115,6 +115,9 @@ size_t kapi_client_pending(struct kapi_client *c);
 /* The request rate in force: the configured qps, or less after 429 answers (it grows back as the
  * server answers again). */
 double kapi_client_qps(const struct kapi_client *c);
+/* Sets the most requests per second and the burst (both > 0; else -EINVAL): the rate in force
+ * becomes qps, also for requests already waiting. Returns 0. */
+int kapi_client_set_rate(struct kapi_client *c, double qps, int burst);
 /* 429 answers seen by this client (each one was sent again, up to 10 times a request). */
 uint64_t kapi_client_throttled(const struct kapi_client *c);
 

@@ -187,6 +187,16 @@ void rl_set_qps(struct rl_limiter *l, double qps)
     rl_arm(l, now);
 }
 
+void rl_set_burst(struct rl_limiter *l, int burst)
+{
+    if (!l || l->closing || burst < 1)
+        return;
+    rl_refill(l, uv_hrtime());
+    l->burst = burst;
+    if (l->tokens > l->burst)
+        l->tokens = l->burst;
+}
+
 size_t rl_waiting(const struct rl_limiter *l)
 {
     return l ? l->nwaiting : 0;

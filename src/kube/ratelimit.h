@@ -46,6 +46,9 @@ int rl_try_acquire(struct rl_limiter *l);
  * the waiters' due times are computed again at the new rate, in their order. */
 void rl_set_qps(struct rl_limiter *l, double qps);
 
+/* Changes the bucket's size (burst >= 1; else ignored); tokens above it are dropped. */
+void rl_set_burst(struct rl_limiter *l, int burst);
+
 /* Number of waiters not yet called back. */
 size_t rl_waiting(const struct rl_limiter *l);
 

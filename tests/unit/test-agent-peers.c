@@ -317,6 +317,64 @@ static void test_metrics(void **state)
     metrics_registry_free(m);
 }
 
+/* Rates from the ClusterConfig: every peer's, one peer's own, applied to clients that exist and to
+ * those made later; back to the options when cleared; bad input changes nothing. */
+static void test_rates(void **state)
+{
+    uv_loop_t loop;
+    struct pu_registry *reg;
+    struct pu_unit *b, *c;
+    struct pu_rate own = {.id = "peer-b", .qps = 5, .burst = 10}, bad = own;
+    static struct pu_rate many[PU_MAX_RATES + 1];
+    char err[256];
+    double q;
+    int burst;
+
+    (void)state;
+    uv_loop_init(&loop);
+    assert_int_equal(pu_registry_new(&loop, NULL, NULL, &reg), 0);
+    assert_int_equal(pu_acquire(reg, "peer-b", "test", &b), 0);
+    assert_int_equal(
+        pu_set_credential(b, PU_VK, kubeconfig[0], strlen(kubeconfig[0]), "v1", err, sizeof(err)),
+        1);
+    pu_rate_of(b, &q, &burst);
+    assert_true(q == 20 && burst == 40);
+    assert_true(kapi_client_qps(pu_client(b, PU_VK)) == 20);
+
+    assert_int_equal(pu_set_rates(reg, 50, 100, &own, 1), 1);
+    assert_int_equal(pu_set_rates(reg, 50, 100, &own, 1), 0); /* the same again */
+    assert_true(kapi_client_qps(pu_client(b, PU_VK)) == 5);
+    pu_rate_of(b, &q, &burst);
+    assert_true(q == 5 && burst == 10);
+    assert_int_equal(pu_acquire(reg, "peer-c", "test", &c), 0);
+    assert_int_equal(
+        pu_set_credential(c, PU_VK, kubeconfig[1], strlen(kubeconfig[1]), "v1", err, sizeof(err)),
+        1);
+    assert_true(kapi_client_qps(pu_client(c, PU_VK)) == 50);
+
+    /* Bad input: refused, nothing changes. */
+    bad.qps = 0;
+    assert_int_equal(pu_set_rates(reg, 1, 1, &bad, 1), -EINVAL);
+    bad = own;
+    bad.id[0] = '\0';
+    assert_int_equal(pu_set_rates(reg, 1, 1, &bad, 1), -EINVAL);
+    assert_int_equal(pu_set_rates(reg, 1, 1, many, PU_MAX_RATES + 1), -E2BIG);
+    assert_true(kapi_client_qps(pu_client(b, PU_VK)) == 5);
+    assert_true(kapi_client_qps(pu_client(c, PU_VK)) == 50);
+
+    /* Cleared: the registry's options again. */
+    assert_int_equal(pu_set_rates(reg, 0, 0, NULL, 0), 1);
+    assert_true(kapi_client_qps(pu_client(b, PU_VK)) == 20);
+    assert_true(kapi_client_qps(pu_client(c, PU_VK)) == 20);
+
+    pu_release(b, "test");
+    pu_release(c, "test");
+    run(&loop);
+    pu_registry_free(reg);
+    run(&loop);
+    uv_loop_close(&loop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -324,6 +382,7 @@ int main(void)
         cmocka_unit_test(test_credentials_and_abort),
         cmocka_unit_test(test_informers_and_queues),
         cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_rates),
     };
 
     make_kubeconfigs();

@@ -997,6 +997,87 @@ static void enqueue_by_id(struct outgoing *m, const char *id)
             ctl_enqueue(m->mod.ctl, m->peers[i].fc);
 }
 
+/* ClusterConfig spec.peeringConfig.peerClient: the request rates of the clients to peers, every
+ * peer's and some peers' own (the CRD bounds them; read again here as any input). burst defaults to
+ * twice qps. Applied to the clients that exist at once. */
+static double rate_field(json_t *o, const char *key, double dflt)
+{
+    json_t *v = json_object_get(o, key);
+
+    return json_is_integer(v) && json_integer_value(v) > 0 && json_integer_value(v) <= 100000
+               ? (double)json_integer_value(v)
+               : dflt;
+}
+
+static void apply_peer_client(struct outgoing *m, json_t *cc)
+{
+    json_t *pcl = json_object_get(json_object_get(json_object_get(cc, "spec"), "peeringConfig"),
+                                  "peerClient");
+    json_t *per = json_object_get(pcl, "perCluster"), *it;
+    size_t n = json_array_size(per), i, k = 0;
+    struct pu_rate *rates = NULL;
+    double qps = rate_field(pcl, "qps", 0);
+    int burst = (int)rate_field(pcl, "burst", 2 * qps), r;
+
+    if (n > PU_MAX_RATES) {
+        log_warn(OWNER, "ClusterConfig peerClient.perCluster: %zu entries, at most %d read", n,
+                 PU_MAX_RATES);
+        n = PU_MAX_RATES;
+    }
+    if (n && !(rates = x_calloc(n, sizeof(*rates))))
+        return;
+    json_array_foreach(per, i, it)
+    {
+        const char *id = json_string_value(json_object_get(it, "clusterID"));
+        double q = rate_field(it, "qps", 0);
+
+        if (i >= n)
+            break;
+        if (!id || !id[0] || strlen(id) >= PU_ID_MAX || q <= 0) {
+            log_warn(OWNER,
+                     "ClusterConfig peerClient.perCluster[%zu]: needs a clusterID and a qps "
+                     "above 0; ignored",
+                     i);
+            continue;
+        }
+        snprintf(rates[k].id, sizeof(rates[k].id), "%s", id);
+        rates[k].qps = q;
+        rates[k].burst = (int)rate_field(it, "burst", 2 * q);
+        k++;
+    }
+    r = pu_set_rates(agent_peers(m->mod.a), qps, burst, rates, k);
+    if (r < 0)
+        log_warn(OWNER, "ClusterConfig peerClient not applied: %s", strerror(-r));
+    else if (r > 0 && qps > 0)
+        log_info(OWNER, "clients to peers: %.0f requests/s (burst %d); %zu peers with their own",
+                 qps, burst, k);
+    else if (r > 0)
+        log_info(OWNER, "clients to peers: the default rate; %zu peers with their own", k);
+    x_free(rates);
+}
+
+static void on_config(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) == 0)
+        apply_peer_client(data, obj);
+}
+
+static void on_config_update(struct inf_informer *inf, json_t *old, json_t *obj, void *data)
+{
+    (void)old;
+    on_config(inf, obj, data);
+}
+
+static void on_config_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct outgoing *m = data;
+
+    (void)inf;
+    if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) == 0)
+        pu_set_rates(agent_peers(m->mod.a), 0, 0, NULL, 0);
+}
+
 static void on_secret(struct inf_informer *inf, json_t *obj, void *data)
 {
     const char *id = json_string_value(json_object_get(
@@ -1019,6 +1100,8 @@ int peer_outgoing_init(struct agent *a)
         .on_add = on_fc_add, .on_update = on_fc_update, .on_delete = on_fc_add};
     struct inf_handlers sh = {
         .on_add = on_secret, .on_update = on_secret_update, .on_delete = on_secret};
+    struct inf_handlers ch = {
+        .on_add = on_config, .on_update = on_config_update, .on_delete = on_config_delete};
     struct ctl_options co = {.name = "foreignclusters",
                              .log_module = OWNER,
                              .queue = {.max_concurrent = 64},
@@ -1035,7 +1118,7 @@ int peer_outgoing_init(struct agent *a)
     if (r == 0)
         r = agent_informer(a, &kapi_secrets, agent_namespace(a), NULL, 0, &sh, m, &m->secrets);
     if (r == 0)
-        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, NULL, NULL, &m->config);
+        r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, m, &m->config);
     if (r == 0)
         r = agent_informer(a, &kapi_namespaces, NULL, PEER_LABEL_TENANT "=true", 0, NULL, NULL,
                            &m->tenants);

@@ -4,7 +4,8 @@
 # identities A's agent and virtual kubelet use there) to it. A Deployment of 30 replicas offloaded meanwhile runs
 # on B exactly once per home pod: the 429 answers are sent again, not lost and not doubled, and A's agent
 # counts them (cliqo_peer_requests_total{code="429"}). The flow schema gone, the next 15 replicas come at the
-# usual pace. Needs API priority and fairness on B (the group's clusters have the full API).
+# usual pace. Needs API priority and fairness on B (the group's clusters have the full API). Last, a rate of
+# B's own in A's ClusterConfig (spec.peeringConfig.peerClient.perCluster) reaches A's clients to B at once.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/vk-lib.sh"
@@ -12,6 +13,8 @@ NS=e2e-throttled
 cleanup() {
   kc "$B" delete flowschema e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
   kc "$B" delete prioritylevelconfiguration e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
+  kc "$A" patch clusterconfig configuration --type=json \
+    -p '[{"op":"remove","path":"/spec/peeringConfig/peerClient"}]' >/dev/null 2>&1 || true
   unoffload "$NS"
 }
 trap 'rc=$?; cleanup >/dev/null 2>&1 || true; (exit $rc); off_on_exit' EXIT # the test's status, not cleanup's
@@ -71,4 +74,13 @@ wait_for 120 "45 home pods Running and Ready, 45 pods on $B ($(home_running "$NS
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 echo "FIGURE unthrottled-15-more-pods-ready-seconds=$secs answers-429=$(($(throttled) - before))"
 out=$(pairs_ok "$NS") || fail "home and remote pods do not pair one to one: $out"
-pass "429s from the provider slowed the offloading down and lost or doubled no pod; the pace came back"
+say "a rate of $B's own in A's ClusterConfig reaches the clients to $B at once"
+kc "$A" patch clusterconfig configuration --type=merge \
+  -p "{\"spec\":{\"peeringConfig\":{\"peerClient\":{\"perCluster\":[{\"clusterID\":\"$B_ID\",\"qps\":7}]}}}}" >/dev/null ||
+  fail "cannot set peerClient.perCluster"
+wait_for 20 "A's agent says its clients to $B run at 7 requests/s" \
+  grep_q "peer $B_ID: [a-z]* client at 7 requests/s, burst 14" "$(agent_log "$A")"
+kc "$A" patch clusterconfig configuration --type=json -p '[{"op":"remove","path":"/spec/peeringConfig/peerClient"}]' >/dev/null
+wait_for 20 "A's agent says its clients to $B are back at 20 requests/s" \
+  grep_q "peer $B_ID: [a-z]* client at 20 requests/s, burst 40" "$(agent_log "$A")"
+pass "429s from the provider slowed the offloading down and lost or doubled no pod; the pace came back; the rate is configurable per peer"
