@@ -86,9 +86,6 @@ endfunction()
 # The environment "single": one cluster shared by the groups that need one and leave it as they found it
 # (kube, kuberes, agent, cli, deploy), in that order: one `up` instead of five.
 cliqo_e2e_env(single 1)
-# With the full API: e2e.kuberes.resilience turns requests away with API priority and fairness (429), and
-# the deploy group applies the manifests to a control plane as users run it.
-set_property(TEST e2e.single.up APPEND PROPERTY ENVIRONMENT "CLIQO_DEV_FULL_API=1")
 
 # cliqo_e2e_shared_group(NAME CLUSTERS TESTS...): a group whose first test makes a state every other
 # test shares (setup) and whose last undoes it (teardown: it runs even after a failure); the tests run one at a

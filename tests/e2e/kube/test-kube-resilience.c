@@ -665,8 +665,8 @@ static void test_token_file_rotation(void **state)
  * than queues, and a flow schema sending one service account's requests to it. That account's
  * client (1,000 requests/s allowed) creates ConfigMaps all at once: the server answers many of them
  * 429; every one is created exactly once all the same, the client's rate went down, and once the
- * flow schema is gone the rate grows back to the configured one. Needs API priority and fairness
- * (the single environment is brought up with the full API). */
+ * flow schema is gone the rate grows back to the configured one (API priority and fairness is on in
+ * the local clusters, lean or not). */
 struct burst {
     int want, done, ok, failed;
 };

@@ -8,9 +8,8 @@ if(TARGET cliqo-agent)
     set(off_tests setup namespaces webhook webhook-down offer mapping pods throttled logs-exec objects
         agent-restart provider-down teardown)
     cliqo_e2e_group(offloading 2 ${off_tests})
-    # The full API: `throttled` needs API priority and fairness on the provider.
     set_property(TEST e2e.offloading.up APPEND PROPERTY ENVIRONMENT
-        "CLIQO_DEV_FULL_API=1" "CLIQO_DEV_NODES=3"
+        "CLIQO_DEV_NODES=3"
         "CLIQO_DEV_POD_CIDRS=cluster-1=10.210.0.0/16,cluster-2=10.210.0.0/16")
     set(prev "")
     foreach(t ${off_tests})

@@ -4,7 +4,7 @@
 # identities A's agent and virtual kubelet use there) to it. A Deployment of 30 replicas offloaded meanwhile runs
 # on B exactly once per home pod: the 429 answers are sent again, not lost and not doubled, and A's agent
 # counts them (cliqo_peer_requests_total{code="429"}). The flow schema gone, the next 15 replicas come at the
-# usual pace. Needs API priority and fairness on B (the group's clusters have the full API). Last, a rate of
+# usual pace (API priority and fairness is on in the local clusters, lean or not). Last, a rate of
 # B's own in A's ClusterConfig (spec.peeringConfig.peerClient.perCluster) reaches A's clients to B at once.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
