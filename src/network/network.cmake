@@ -10,5 +10,7 @@ cliqo_module(cliqo_network SOURCES network/ipam.c network/wguapi.c network/natru
 # The agent module that exchanges NetworkConfigs and TunnelEndpoints and settles the remapping (network.h).
 if(TARGET cliqo_network)
     set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/network/ctl_network.c)
-    set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_LIBS cliqo_network)
+    # The gateway (`cliqo-agent gateway`, gateway.h): wireguard-go, routes and the nftables table.
+    set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/network/gateway.c)
+    set_property(GLOBAL APPEND PROPERTY CLIQO_AGENT_LIBS cliqo_network PkgConfig::NFTABLES)
 endif()
