@@ -11,7 +11,8 @@
 #include "common/strutil.h"
 #include "peering/resources.h"
 
-static int why(char *reason, size_t len, int err, const char *fmt, ...)
+__attribute__((format(printf, 4, 5))) static int why(char *reason, size_t len, int err,
+                                                     const char *fmt, ...)
 {
     va_list ap;
 
