@@ -4,7 +4,8 @@
 # cluster, and the server logs the client at the client's address as remapped on the server's cluster (each
 # side translates only its own pods). A 1 MiB file crosses with its checksum equal; 1,400-byte ICMP and UDP
 # datagrams (ping, traceroute with don't-fragment) cross; a capture on the link between the gateways holds only
-# WireGuard (UDP 51820, data messages of type 4) and never the pages' text.
+# WireGuard (UDP 51820, data messages of type 4) and never the pages' text; the TunnelEndpoint's status counts
+# the bytes.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 trap 'rc=$?; [ -n "${TCPDUMP:-}" ] && kill "$TCPDUMP" 2>/dev/null; (exit $rc); net_on_exit' EXIT
@@ -93,4 +94,16 @@ for text in hello-from "$A" "$B"; do
   ! grep_q -a -F "$text" "$pcap" || fail "the capture holds the text '$text' in plain"
 done
 say "capture: $total IP packets, all UDP 51820; $data WireGuard data messages ($big above 1,400 bytes); no plaintext"
+# 5. The TunnelEndpoint's status tells the truth: the bytes received there (written at most every 10 s) hold the
+# 1 MiB and stay at or below what `wg show` counts since, and the last handshake is a time of the past.
+status_counts() {
+  local rx hs wrx
+  rx=$(tep_field "$A" '{.status.rxBytes}')
+  hs=$(tep_field "$A" '{.status.lastHandshake}')
+  wrx=$(in_node "$A" wg show "$(gw_if "$A")" transfer | awk '{print $2}')
+  [ -n "$rx" ] && [ "$rx" -ge 1048576 ] && [ "$rx" -le "$wrx" ] && [ -n "$hs" ] &&
+    [ "$(date -d "$hs" +%s)" -le "$EPOCHSECONDS" ]
+}
+wait_for 20 "$A's TunnelEndpoint status counting the 1 MiB received (rxBytes $(tep_field "$A" '{.status.rxBytes}'))" status_counts
+say "status: rxBytes $(tep_field "$A" '{.status.rxBytes}'), txBytes $(tep_field "$A" '{.status.txBytes}'), lastHandshake $(tep_field "$A" '{.status.lastHandshake}')"
 pass "HTTP both ways at remapped addresses, 1 MiB md5 equal, 1,400-byte ICMP and UDP, only WireGuard on the wire"
