@@ -4,6 +4,7 @@
 # added) and adds a route of other software. Restarted, the gateway adopts the running wireguard-go (still one
 # process, no second interface), puts back its route, removes the stale route and peer, leaves the other
 # software's route and kube-proxy's tables as they were (no duplicate, no leftover), and the page crosses again.
+# Then its wireguard-go is SIGKILLed under it: the gateway starts another and configures it again.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 trap net_on_exit EXIT
@@ -49,4 +50,19 @@ in_node "$c" ip route del 10.124.0.0/16 dev "$ifc" proto static
 [ "$(others)" = "$before_others" ] || fail "nftables rules outside table cliqo changed"
 [ "$(cliqo_table "$c" | grep -c 'chain to_')" = 1 ] || fail "table cliqo has $(cliqo_table "$c" | grep -c 'chain to_') peer chains, want 1"
 say "restarted: repaired in $(((t1 - t0) / 1000)) ms; one wireguard-go ($wg_before), one peer, one route, one chain pair"
-pass "SIGKILL and restart: the tunnel kept, repaired, no duplicate, no leftover, other rules untouched"
+
+# The other way round: wireguard-go SIGKILLed under the running gateway (its interface, and the route through
+# it, go with it). The gateway starts a new one and configures it again.
+kill -KILL "$wg_before"
+t0=${EPOCHREALTIME/./}
+replaced() {
+  local p
+  p=$(wg_pids "$c")
+  [ -n "$p" ] && [ "$p" != "$wg_before" ] && [ "$(grep -c . <<<"$p")" = 1 ] && [ "$(wg_peer_count "$c")" = 1 ] &&
+    [ "$(cliqo_routes "$c" | grep -c "^$s dev $ifc ")" = 1 ]
+}
+wait_for 30 "a new wireguard-go of $ifc, configured, with its route" replaced
+wait_for 30 "$c fetches $B's page through the new wireguard-go" page
+t1=${EPOCHREALTIME/./}
+say "wireguard-go SIGKILLed: replaced by $(wg_pids "$c") and the page crossed again in $(((t1 - t0) / 1000)) ms"
+pass "SIGKILL and restart: the tunnel kept, repaired, no duplicate, no leftover, other rules untouched; wireguard-go replaced"
