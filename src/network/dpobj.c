@@ -4,25 +4,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/errbuf.h"
 #include "common/strutil.h"
 #include "peering/resources.h"
-
-__attribute__((format(printf, 4, 5))) static int why(char *reason, size_t len, int err,
-                                                     const char *fmt, ...)
-{
-    va_list ap;
-
-    if (reason && len) {
-        va_start(ap, fmt);
-        vsnprintf(reason, len, fmt, ap);
-        va_end(ap);
-    }
-    return err;
-}
 
 bool dpo_endpoint_usable(const struct sockaddr_storage *ss)
 {
@@ -52,18 +39,19 @@ static int tunnel_parse(const json_t *key, const json_t *endpoint, const json_t 
     memset(&t, 0, sizeof(t));
     if (!json_is_string(key) || wg_key_parse(json_string_value(key), &t.pub) < 0 ||
         wg_key_is_zero(&t.pub))
-        return why(reason, len, -EINVAL,
-                   "%s: publicKey is not a WireGuard key (44 characters of base64)", obj);
+        return errbuf_fmt(reason, len, -EINVAL,
+                          "%s: publicKey is not a WireGuard key (44 characters of base64)", obj);
     if (!json_is_string(endpoint) ||
         wg_endpoint_parse(json_string_value(endpoint), &t.endpoint) < 0)
-        return why(reason, len, -EINVAL,
-                   "%s: endpoint is not a numeric address and port (a.b.c.d:port or [v6]:port; "
-                   "names are not resolved)",
-                   obj);
+        return errbuf_fmt(
+            reason, len, -EINVAL,
+            "%s: endpoint is not a numeric address and port (a.b.c.d:port or [v6]:port; "
+            "names are not resolved)",
+            obj);
     if (!dpo_endpoint_usable(&t.endpoint))
-        return why(reason, len, -EINVAL,
-                   "%s: endpoint is not a unicast address (unspecified, multicast or broadcast)",
-                   obj);
+        return errbuf_fmt(
+            reason, len, -EINVAL,
+            "%s: endpoint is not a unicast address (unspecified, multicast or broadcast)", obj);
     if (json_is_integer(mtu))
         m = json_integer_value(mtu);
     else if (json_is_string(mtu) && parse_u64(json_string_value(mtu), DPO_MTU_MAX, &u) == 0)
@@ -71,8 +59,8 @@ static int tunnel_parse(const json_t *key, const json_t *endpoint, const json_t 
     else
         m = -1;
     if (m < DPO_MTU_MIN || m > DPO_MTU_MAX)
-        return why(reason, len, -EINVAL, "%s: mtu must be a number from %d to %d", obj, DPO_MTU_MIN,
-                   DPO_MTU_MAX);
+        return errbuf_fmt(reason, len, -EINVAL, "%s: mtu must be a number from %d to %d", obj,
+                          DPO_MTU_MIN, DPO_MTU_MAX);
     t.mtu = (uint32_t)m;
     *ret = t;
     return 0;
@@ -107,9 +95,10 @@ int dpo_tep_parse(const json_t *tep, const char *self, struct dpo_tunnel *ret, c
     const char *to = json_string_value(json_object_get(spec, "clusterID"));
 
     if (!json_is_object(spec))
-        return why(reason, len, -EINVAL, "TunnelEndpoint: no spec");
+        return errbuf_fmt(reason, len, -EINVAL, "TunnelEndpoint: no spec");
     if (!to || !self || strcmp(to, self) != 0)
-        return why(reason, len, -EINVAL, "TunnelEndpoint: spec.clusterID is not this cluster's ID");
+        return errbuf_fmt(reason, len, -EINVAL,
+                          "TunnelEndpoint: spec.clusterID is not this cluster's ID");
     return tunnel_parse(json_object_get(spec, "publicKey"), json_object_get(spec, "endpoint"),
                         json_object_get(spec, "mtu"), "TunnelEndpoint", ret, reason, len);
 }
@@ -195,7 +184,7 @@ int dpo_nc_parse(const json_t *nc, struct dpo_peer_net *ret, char *reason, size_
 
     memset(&p, 0, sizeof(p));
     if (!pc || cidr_parse(pc, &p.real) < 0)
-        return why(reason, len, -EINVAL, "NetworkConfig: spec.podCIDR is not a CIDR");
+        return errbuf_fmt(reason, len, -EINVAL, "NetworkConfig: spec.podCIDR is not a CIDR");
     r = status_cidr(st, "podCIDRNAT", &p.nat.seen_here, &none);
     if (r == 0 && none)
         p.nat.seen_here = p.real;
@@ -208,14 +197,14 @@ int dpo_nc_parse(const json_t *nc, struct dpo_peer_net *ret, char *reason, size_
     if (r == 0 && none)
         p.nat.us_there = p.local;
     if (r == -EAGAIN)
-        return why(reason, len, r, "the pod-CIDR remapping is not settled yet");
+        return errbuf_fmt(reason, len, r, "the pod-CIDR remapping is not settled yet");
     if (r < 0)
-        return why(reason, len, r, "NetworkConfig: a malformed CIDR in its status");
+        return errbuf_fmt(reason, len, r, "NetworkConfig: a malformed CIDR in its status");
     if (p.real.family != p.nat.seen_here.family || p.real.prefix != p.nat.seen_here.prefix ||
         p.local.family != p.nat.us_there.family || p.local.prefix != p.nat.us_there.prefix ||
         p.local.family != p.real.family)
-        return why(reason, len, -EINVAL,
-                   "NetworkConfig: the blocks of a pair differ in family or length");
+        return errbuf_fmt(reason, len, -EINVAL,
+                          "NetworkConfig: the blocks of a pair differ in family or length");
     *ret = p;
     return 0;
 }

@@ -102,13 +102,8 @@ cliqo_routes() { in_node "$1" ip -4 route show proto 146; }
 link_mtu() { in_node "$1" ip -o link show dev "$2" | sed -n 's/.* mtu \([0-9]*\) .*/\1/p'; } # CLUSTER IFACE
 cliqo_table() { in_node "$1" nft list table ip cliqo 2>/dev/null || true; }
 
-net_on_exit() {
-  local rc=$? c
-  if [ "$rc" != 0 ]; then
-    for c in "${ALL[@]}"; do
-      [ -f "$(gw_log "$c")" ] && { echo "--- last lines of the gateway log of $c" >&2; tail -25 "$(gw_log "$c")" >&2; }
-    done
-  fi
+net_on_exit() { # agents_on_exit, with the gateways' logs too (they are named as agents: see gw_log)
+  local rc=$? ALL=("${ALL[@]}" "gateway-$A" "gateway-$B")
   (exit "$rc")
   agents_on_exit
 }
