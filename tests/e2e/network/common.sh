@@ -104,8 +104,7 @@ cliqo_table() { in_node "$1" nft list table ip cliqo 2>/dev/null || true; }
 
 net_on_exit() { # agents_on_exit, with the gateways' logs too (they are named as agents: see gw_log)
   local rc=$? ALL=("${ALL[@]}" "gateway-$A" "gateway-$B")
-  (exit "$rc")
-  agents_on_exit
+  (exit "$rc") || agents_on_exit # (a bare `(exit N)` would end the trap under errexit)
 }
 
 pod_json() { # name node command...

@@ -7,7 +7,7 @@
 # spec, the tunnel comes back Up and the page crosses again.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
-trap 'rc=$?; [ -n "${ORIG:-}" ] && restore; (exit $rc); net_on_exit' EXIT
+trap 'rc=$?; [ -n "${ORIG:-}" ] && restore; (exit $rc) || net_on_exit' EXIT
 ids
 c=$A
 o=$B

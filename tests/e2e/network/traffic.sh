@@ -8,7 +8,7 @@
 # the bytes.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
-trap 'rc=$?; [ -n "${TCPDUMP:-}" ] && kill "$TCPDUMP" 2>/dev/null; (exit $rc); net_on_exit' EXIT
+trap 'rc=$?; [ -n "${TCPDUMP:-}" ] && kill "$TCPDUMP" 2>/dev/null; (exit $rc) || net_on_exit' EXIT
 ids
 
 for c in "${ALL[@]}"; do
