@@ -5,3 +5,5 @@ cliqo_fuzzer(network-cidr cliqo_network)
 cliqo_fuzzer(network-wguapi cliqo_network)
 # rtnetlink answers (a dump page, an acknowledgement).
 cliqo_fuzzer(network-routes cliqo_network)
+# The data plane's objects: a peer's TunnelEndpoint, the peer's NetworkConfig, the gateway's record.
+cliqo_fuzzer(network-dpobj cliqo_network)

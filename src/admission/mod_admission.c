@@ -750,13 +750,14 @@ static json_t *desired_config(struct adm *ad, bool mutating, const char *bundle)
                 json_incref(origin_sel)));
         /* cliqo's kinds a peer creates in its tenant namespace: counted. */
         json_array_append_new(
-            hooks, webhook(ad, "tenant-objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
-                           json_pack("[{s:[s],s:[s,s,s,s],s:[s],s:[s,s,s,s],s:s}]", "operations",
-                                     "CREATE", "apiGroups", "discovery.liqo.io", "sharing.liqo.io",
-                                     "net.liqo.io", "virtualkubelet.liqo.io", "apiVersions", "*",
-                                     "resources", "peeringrequests", "advertisements",
-                                     "networkconfigs", "namespacemaps", "scope", "Namespaced"),
-                           json_pack("{s:{s:s}}", "matchLabels", PEER_LABEL_TENANT, "true")));
+            hooks,
+            webhook(ad, "tenant-objects.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
+                    json_pack("[{s:[s],s:[s,s,s,s],s:[s],s:[s,s,s,s,s],s:s}]", "operations",
+                              "CREATE", "apiGroups", "discovery.liqo.io", "sharing.liqo.io",
+                              "net.liqo.io", "virtualkubelet.liqo.io", "apiVersions", "*",
+                              "resources", "peeringrequests", "advertisements", "networkconfigs",
+                              "tunnelendpoints", "namespacemaps", "scope", "Namespaced"),
+                    json_pack("{s:{s:s}}", "matchLabels", PEER_LABEL_TENANT, "true")));
         json_array_append_new(
             hooks, webhook(ad, "tenant-secrets.admission.cliqo.io", ADM_PATH_OBJECTS, bundle,
                            json_pack("[{s:[s,s],s:[s],s:[s],s:[s],s:s}]", "operations", "CREATE",

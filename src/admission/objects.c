@@ -128,9 +128,8 @@ static const struct {
     int limit;
 } tenant_limits[] = {
     /* One of each per peer in normal use; room for a few more (a rename, a retry). */
-    {"discovery.liqo.io", "peeringrequests", 4},
-    {"sharing.liqo.io", "advertisements", 8},
-    {"net.liqo.io", "networkconfigs", 8},
+    {"discovery.liqo.io", "peeringrequests", 4},    {"sharing.liqo.io", "advertisements", 8},
+    {"net.liqo.io", "networkconfigs", 8},           {"net.liqo.io", "tunnelendpoints", 4},
     {"virtualkubelet.liqo.io", "namespacemaps", 4},
 };
 

@@ -3,6 +3,7 @@
 #include "common/errbuf.h"
 #include "common/netaddr.h"
 #include "common/opts.h"
+#include "common/strutil.h"
 #include "httpd/httpd.h"
 #include "kube/names.h"
 
@@ -15,9 +16,18 @@
 
 static const char usage_head[] =
     "Usage: cliqo-agent [flags]\n"
+    "       cliqo-agent gateway [flags]\n"
+    "       cliqo-agent virtual-kubelet ... (see cliqo-agent virtual-kubelet --help)\n"
     "\n"
     "The cliqo agent of one cluster: identity, peering and sharing controllers, with\n"
     "health checks, Prometheus metrics and leader election.\n"
+    "\n"
+    "`cliqo-agent gateway` is the data plane's gateway instead (docs/dataplane.md), run on\n"
+    "the gateway node with host networking: one WireGuard interface (wireguard-go, which it\n"
+    "supervises) with one peer per peering, the routes to each peer's pods (protocol 146) and\n"
+    "the nftables table cliqo (prefix NAT), reconciled with what the peers' NetworkConfigs\n"
+    "and TunnelEndpoints say; its private key in Secret cliqo-wg-key. Its Lease is\n"
+    "cliqo-gateway; the --gateway-* and tunnel flags below are its own.\n"
     "\n"
     "Flags:\n";
 
@@ -122,6 +132,44 @@ static int identity_flag(const struct opts_def *o, const char *v, char *err, siz
     return 0;
 }
 
+/* --tunnel-interface: a Linux interface name. */
+static int ifname_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    size_t n = strlen(v);
+
+    if (n == 0 || n > 15 ||
+        strspn(v, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                  "0123456789_.-") != n)
+        return opts_fail(o, err, errlen,
+                         "'%s' is not an interface name (1 to 15 of A-Z a-z 0-9 _ . -)", v);
+    *(const char **)o->dest = v;
+    return 0;
+}
+
+/* --gateway-endpoint: a numeric IP and a port (never a name: peers must not resolve one). */
+static int endpoint_flag(const struct opts_def *o, const char *v, char *err, size_t errlen)
+{
+    const char *colon = strrchr(v, ':'), *h = v;
+    size_t hl = colon ? (size_t)(colon - v) : 0;
+    char host[64];
+    uint64_t port = 0;
+
+    if (hl >= 2 && v[0] == '[' && v[hl - 1] == ']') {
+        h++;
+        hl -= 2;
+    }
+    if (!colon || hl == 0 || hl >= sizeof(host) || parse_u64(colon + 1, 65535, &port) < 0 ||
+        port < 1)
+        return opts_fail(o, err, errlen, "expected IP:PORT or [IPv6]:PORT, not '%s'", v);
+    memcpy(host, h, hl);
+    host[hl] = '\0';
+    if (!is_ip(host) || (h == v && strchr(host, ':')))
+        return opts_fail(o, err, errlen, "'%s' is not an IP address (names are not resolved)",
+                         host);
+    *(const char **)o->dest = v;
+    return 0;
+}
+
 _Static_assert(AGENT_MAX_WEBHOOK_CNS == HTTPD_MAX_CLIENT_CNS, "the webhook server's name limit");
 _Static_assert(AGENT_CN_MAX == HTTPD_CN_MAX, "the webhook server's name length");
 
@@ -154,7 +202,7 @@ static int client_cn_flag(const struct opts_def *o, const char *v, char *err, si
 
 /* The flags of cliqo-agent, writing into cfg: one table for the parser and the help. */
 struct agent_flags {
-    struct opts_def defs[32];
+    struct opts_def defs[40];
     struct opts_spec spec;
 };
 
@@ -236,6 +284,25 @@ static void agent_flags_init(struct agent_flags *f, struct agent_config *cfg)
          .fn = client_cn_flag,
          .help = "a common name that certificate may have (repeatable or comma-separated, at "
                  "most 16; default: any of the CA)"},
+        {.name = "tunnel-interface", .kind = OPTS_CUSTOM, .arg = "NAME",
+         .dest = &cfg->tunnel_interface, .fn = ifname_flag,
+         .help = "gateway: the WireGuard interface; its userspace API socket is "
+                 "/var/run/wireguard/NAME.sock, so two gateways sharing that directory need "
+                 "two names (default cliqo0)"},
+        {.name = "gateway-endpoint", .kind = OPTS_CUSTOM, .arg = "IP:PORT",
+         .dest = &cfg->gateway_endpoint, .fn = endpoint_flag,
+         .help = "gateway: the numeric address and UDP port peers reach this gateway at; it "
+                 "listens on that port (default $POD_IP:51820)"},
+        {.name = "underlay-mtu", .kind = OPTS_UINT, .arg = "N", .dest = &cfg->underlay_mtu,
+         .size = sizeof(cfg->underlay_mtu), .min = 1360, .max = 65535,
+         .help = "gateway: the MTU of the path between gateways; the tunnel's is 80 less "
+                 "(default: the MTU of the interface holding the endpoint's address)"},
+        {.name = "wg-keepalive", .kind = OPTS_DURATION, .arg = "DUR",
+         .dest = &cfg->wg_keepalive_ms, .min = 1000, .max = 65535000,
+         .help = "gateway: WireGuard's persistent keepalive, whole seconds (default 25s)"},
+        {.name = "wireguard-go", .kind = OPTS_STRING, .flags = OPTS_NONEMPTY, .arg = "PATH",
+         .dest = &cfg->wireguard_go,
+         .help = "gateway: the userspace WireGuard program (default wireguard-go, from PATH)"},
         {.name = "log-level", .kind = OPTS_CUSTOM, .arg = "LEVEL", .dest = &cfg->log_level,
          .fn = opts_log_level, .help = "debug, info, warn or error (default info)"},
         {.name = "version", .kind = OPTS_FLAG, .dest = &cfg->version,
@@ -280,6 +347,11 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
     const char *ip = getenv("POD_IP");
 
     memset(cfg, 0, sizeof(*cfg));
+    if (argc > 1 && strcmp(argv[1], "gateway") == 0) {
+        cfg->gateway = true;
+        argc--;
+        argv++;
+    }
     cfg->namespace_ = "cliqo";
     cfg->http_addr = ":8080";
     cfg->auth_addr = ":8443";
@@ -287,7 +359,10 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
     cfg->kubelet_port = 10250;
     cfg->webhook_addr = ":9443";
     cfg->leader_elect = true;
-    cfg->lease_name = "cliqo-agent";
+    cfg->lease_name = cfg->gateway ? "cliqo-gateway" : "cliqo-agent";
+    cfg->tunnel_interface = "cliqo0";
+    cfg->wg_keepalive_ms = 25000;
+    cfg->wireguard_go = "wireguard-go";
     cfg->lease_duration_ms = 15000;
     cfg->renew_deadline_ms = 10000;
     cfg->retry_period_ms = 2000;
@@ -304,6 +379,18 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
     if (cfg->retry_period_ms >= cfg->renew_deadline_ms)
         return errbuf_fmt(err, errlen, -EINVAL,
                           "--retry-period must be shorter than --renew-deadline");
+    if (cfg->wg_keepalive_ms % 1000)
+        return errbuf_fmt(err, errlen, -EINVAL, "--wg-keepalive must be whole seconds");
+    if (cfg->gateway && !cfg->gateway_endpoint && !cfg->help && !cfg->version) {
+        static char def[64];
+
+        if (!ip || !is_ip(ip) || strchr(ip, ':'))
+            return errbuf_fmt(err, errlen, -EINVAL,
+                              "gateway: --gateway-endpoint is needed ($POD_IP is not an IPv4 "
+                              "address)");
+        snprintf(def, sizeof(def), "%s:51820", ip);
+        cfg->gateway_endpoint = def;
+    }
     if (!cfg->identity[0])
         default_identity(cfg);
     if (!cfg->node_address)

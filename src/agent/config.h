@@ -49,6 +49,13 @@ struct agent_config {
     /* The common names accepted in it (none: any certificate of the bundle). */
     char webhook_client_cn[AGENT_MAX_WEBHOOK_CNS][AGENT_CN_MAX + 1];
     size_t nwebhook_client_cn;
+    /* The gateway mode (`cliqo-agent gateway`, docs/dataplane.md): only the gateway module runs. */
+    bool gateway;
+    const char *tunnel_interface; /* the WireGuard interface (default cliqo0) */
+    const char *gateway_endpoint; /* numeric HOST:PORT peers reach (default $POD_IP:51820) */
+    unsigned underlay_mtu;        /* 0: the MTU of the interface holding the endpoint's address */
+    uint64_t wg_keepalive_ms;     /* persistent keepalive (default 25 s) */
+    const char *wireguard_go;     /* the userspace WireGuard program (default wireguard-go) */
     bool help, version;
     /* The settings of a program that embeds the agent's skeleton (cliqo-broker's struct
      * brk_config); NULL for cliqo-agent. */
@@ -56,7 +63,8 @@ struct agent_config {
 };
 
 /* Parses argv (strings are borrowed from it). Returns 0 or -EINVAL with the reason in err. The
- * identity defaults to $POD_NAME, else "<hostname>_<pid>". */
+ * identity defaults to $POD_NAME, else "<hostname>_<pid>". argv[1] "gateway" selects the gateway
+ * mode (cfg->gateway; its Lease defaults to cliqo-gateway). */
 int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *err, size_t errlen);
 /* "<n>ms", "<n>s", "<n>m", "<n>h" → milliseconds. Returns 0, -EINVAL or -ERANGE. */
 int agent_parse_duration(const char *s, uint64_t *ret_ms);

@@ -1,8 +1,10 @@
 /* cliqo-agent: parses the command line, runs the agent on one libuv loop, exits with its status.
- * `cliqo-agent virtual-kubelet ...` runs one standalone virtual kubelet instead (Deployment mode).
+ * `cliqo-agent virtual-kubelet ...` runs one standalone virtual kubelet instead (Deployment mode);
+ * `cliqo-agent gateway ...` the data plane's gateway (network/gateway.h) on the same skeleton.
  */
 #include "agent/agent-internal.h"
 #include "common/log.h"
+#include "network/gateway.h"
 #include "virtualkubelet/standalone.h"
 
 #include <stdio.h>
@@ -28,5 +30,10 @@ int main(int argc, char **argv)
         return 0;
     }
     log_set_level(cfg.log_level);
+    if (cfg.gateway) {
+        static const struct agent_module gateway[] = {AGENT_MODULE_GATEWAY, {0}};
+
+        return agent_run_process("cliqo-agent gateway", &cfg, gateway);
+    }
     return agent_run_process("cliqo-agent", &cfg, agent_modules);
 }

@@ -12,6 +12,7 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "agent/ctl.h"
+#include "network/dpobj.h"
 #include "network/peernet.h"
 #include "peering/objects.h"
 #include "peering/identity.h"
@@ -38,6 +39,11 @@ struct npeer {
     struct pu_inf *watch;
     char published[CIDR_STR_MAX + 80]; /* "<cidr>@<namespace>" last applied on the peer */
     uint64_t published_ms;
+    /* Our TunnelEndpoint there: "<key> <endpoint> <mtu>@<namespace>" last applied; tep_removed once
+     * it was deleted there (networking disabled). */
+    char tep_published[WG_KEY_B64_LEN + WG_ENDPOINT_MAX + 96];
+    uint64_t tep_ms;
+    bool tep_removed;
     struct agent_peer_network state;
     struct npeer *next;
 };
@@ -48,6 +54,8 @@ _Static_assert(AGENT_CIDR_STR_MAX == CIDR_STR_MAX, "agent.h's CIDR size is the I
 struct net {
     struct ctl_module mod; /* first */
     struct inf_informer *ncs, *fcs, *nodes, *config;
+    struct inf_informer *gwcm;   /* ConfigMaps of the agent's namespace: the gateway's record */
+    char gw_bad[DPO_REASON_MAX]; /* the last reason the record was refused, said once */
     struct ipam *ipam;
     bool restored, cfg_seen;
     char own_cidr[CIDR_STR_MAX];
@@ -102,6 +110,8 @@ static void peer_detach(struct npeer *p)
     p->unit = NULL;
     p->remote_ns[0] = '\0';
     p->published[0] = '\0';
+    p->tep_published[0] = '\0';
+    p->tep_removed = false;
 }
 
 static void peer_free(struct npeer *p)
@@ -362,6 +372,8 @@ static void after_status(void *owner)
 }
 
 static void on_watch(struct inf_informer *inf, json_t *obj, void *data);
+static void write_nc_status(struct rec *r, const char *tns, const char *name, const json_t *nc,
+                            json_t *status, void (*next)(void *owner));
 
 static void after_publish(void *owner)
 {
@@ -399,6 +411,130 @@ static void after_unpublish(void *owner)
     ctl_rec_end(&r->h, CTL_WAIT);
 }
 
+static void after_tep_unpublish(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->h.ch.last.err < 0 && r->h.ch.last.err != -ENOENT) {
+        log_warn(MOD, "peer %s: cannot delete our TunnelEndpoint there: %s", r->h.key,
+                 r->h.ch.last.message);
+        ctl_rec_end(&r->h, CTL_RETRY);
+        return;
+    }
+    if (r->h.ch.last.err == 0)
+        log_info(MOD, "peer %s: deleted our TunnelEndpoint there: networking is disabled",
+                 r->h.key);
+    r->p->tep_removed = true;
+    ctl_rec_end(&r->h, CTL_NOW);
+}
+
+static void after_tep(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->h.ch.last.err < 0) {
+        log_warn(MOD, "peer %s: cannot publish our TunnelEndpoint: %s", r->h.key,
+                 r->h.ch.last.message);
+        r->p->tep_published[0] = '\0';
+        ctl_rec_end(&r->h, CTL_RETRY);
+        return;
+    }
+    log_info(MOD, "peer %s: published our TunnelEndpoint (namespace %s)", r->h.key,
+             r->p->remote_ns);
+    ctl_rec_end(&r->h, CTL_NOW);
+}
+
+static void after_local(void *owner)
+{
+    struct rec *r = owner;
+
+    if (r->h.ch.last.err < 0) {
+        if (r->h.ch.last.err != -ESTALE)
+            log_warn(MOD, "peer %s: cannot record where it sees our pods: %s", r->h.key,
+                     r->h.ch.last.message);
+        ctl_rec_end(&r->h, r->h.ch.last.err == -ESTALE ? CTL_STALE : CTL_RETRY);
+        return;
+    }
+    log_info(MOD, "peer %s: recorded for the gateway: our pods %s seen there as %s", r->h.key,
+             r->n->own_cidr, r->p->state.local_mapped);
+    ctl_rec_end(&r->h, CTL_NOW);
+}
+
+/* Settled: the gateway reads both directions from the peer's NetworkConfig here, so our side (our
+ * pod CIDR and where the peer sees it, which only the peer's answer there says) is written to its
+ * status too. Returns true when a write is in flight (it ends the record). */
+static bool record_local(struct rec *r, const struct agent_peer_network *s)
+{
+    const char *tns = tenant_local(r->fc);
+    char name[128];
+    json_t *nc;
+    const json_t *st;
+    const char *lc, *lm;
+
+    snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", r->p->id);
+    nc = tns ? inf_get(r->n->ncs, tns, name) : NULL;
+    if (!nc)
+        return false;
+    st = json_object_get(nc, "status");
+    lc = json_string_value(json_object_get(st, "localPodCIDR"));
+    lm = json_string_value(json_object_get(st, "localPodCIDRNAT"));
+    if (lc && lm && strcmp(lc, r->n->own_cidr) == 0 && strcmp(lm, s->local_mapped) == 0) {
+        json_decref(nc);
+        return false;
+    }
+    write_nc_status(
+        r, tns, name, nc,
+        json_pack("{s:s,s:s}", "localPodCIDR", r->n->own_cidr, "localPodCIDRNAT", s->local_mapped),
+        after_local);
+    json_decref(nc);
+    return true;
+}
+
+/* Our TunnelEndpoint on the peer (namespace ns, client c), from the gateway's record: published
+ * when it changed or every REPUBLISH_MS. Nothing while no gateway runs (no record). Returns true
+ * when a write is in flight. */
+static bool publish_tep(struct rec *r, struct kapi_client *c, const char *ns)
+{
+    struct net *n = r->n;
+    struct npeer *p = r->p;
+    json_t *cm = inf_get(n->gwcm, agent_namespace(n->mod.a), DPO_GW_CONFIGMAP);
+    char reason[DPO_REASON_MAX], key[WG_KEY_B64_LEN + 1], ep[WG_ENDPOINT_MAX];
+    char sig[sizeof(p->tep_published)];
+    struct dpo_tunnel t;
+    json_t *tep;
+    int rc;
+
+    rc = cm ? dpo_gateway_parse(cm, &t, reason, sizeof(reason)) : -ENOENT;
+    json_decref(cm);
+    if (rc == -EINVAL && strcmp(reason, n->gw_bad) != 0) {
+        log_warn(MOD, "the gateway's record is refused: %s", reason);
+        snprintf(n->gw_bad, sizeof(n->gw_bad), "%s", reason);
+    }
+    if (rc < 0)
+        return false;
+    n->gw_bad[0] = '\0';
+    wg_key_format(&t.pub, key);
+    wg_endpoint_format(&t.endpoint, ep, sizeof(ep));
+    snprintf(sig, sizeof(sig), "%s %s %u@%s", key, ep, t.mtu, ns);
+    if (strcmp(sig, p->tep_published) == 0 &&
+        uv_now(agent_loop(n->mod.a)) - p->tep_ms < REPUBLISH_MS)
+        return false;
+    tep = dpo_tep_build(identity_cluster_id(n->mod.a), p->id, ns, &t);
+    if (!tep)
+        return false;
+    snprintf(p->tep_published, sizeof(p->tep_published), "%s", sig);
+    p->tep_ms = uv_now(agent_loop(n->mod.a));
+    p->tep_removed = false;
+    r->h.ch.next = after_tep;
+    if (kapi_apply(c, &peer_res_tunnelendpoints, ns, kapi_obj_name(tep), NULL, tep, FIELD_MANAGER,
+                   true, ctl_call_cb, r) < 0) {
+        p->tep_published[0] = '\0';
+        ctl_rec_end(&r->h, CTL_RETRY);
+    }
+    json_decref(tep);
+    return true;
+}
+
 /* Networking disabled: ours is taken off the peer (mine, consumed: what the watch shows of it),
  * where an earlier pass may have published it. Nothing else is written there. */
 static void unpublish(struct rec *r, struct kapi_client *c, const char *ns, const char *name,
@@ -408,6 +544,17 @@ static void unpublish(struct rec *r, struct kapi_client *c, const char *ns, cons
 
     json_decref(mine);
     r->p->published[0] = '\0'; /* published again at once when enabled again */
+    if (!r->p->tep_removed) {
+        char tep[96];
+
+        /* our TunnelEndpoint there first (not watched: deleted once, a missing one is fine) */
+        snprintf(tep, sizeof(tep), DPO_TEP_PREFIX "%s", identity_cluster_id(r->n->mod.a));
+        r->p->tep_published[0] = '\0';
+        r->h.ch.next = after_tep_unpublish;
+        if (kapi_delete(c, &peer_res_tunnelendpoints, ns, tep, NULL, ctl_call_cb, r) < 0)
+            ctl_rec_end(&r->h, CTL_RETRY);
+        return;
+    }
     if (gone) {
         ctl_rec_end(&r->h, CTL_DONE); /* the peer's ForeignCluster or the watch brings it back */
         return;
@@ -531,13 +678,18 @@ static void sender(struct rec *r, struct agent_peer_network *s)
     else
         s->message[0] = '\0';
     set_state(p, s);
+    if (s->settled && record_local(r, s))
+        return;
+    if (publish_tep(r, c, ns))
+        return;
     ctl_rec_end_after(&r->h, s->settled ? REPUBLISH_MS : WAIT_MS * 3);
 }
 
 /* Merge-patches the status of the peer's NetworkConfig here (tns/name, read as nc: the patch is
- * guarded by its resourceVersion) with status (consumed); after_status goes on from p->state. */
+ * guarded by its resourceVersion) with status (consumed); next goes on (after_status: from
+ * p->state). */
 static void write_nc_status(struct rec *r, const char *tns, const char *name, const json_t *nc,
-                            json_t *status)
+                            json_t *status, void (*next)(void *owner))
 {
     json_t *patch = status ? json_pack("{s:{s:s},s:o}", "metadata", "resourceVersion",
                                        kapi_obj_rv(nc), "status", status)
@@ -545,7 +697,7 @@ static void write_nc_status(struct rec *r, const char *tns, const char *name, co
     char *body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
 
     json_decref(patch);
-    r->h.ch.next = after_status;
+    r->h.ch.next = next;
     if (!body || kapi_patch(agent_kube(r->n->mod.a), &peer_res_networkconfigs, tns, name, "status",
                             KAPI_PATCH_MERGE, body, ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
@@ -581,7 +733,8 @@ static void receiver_disabled(struct rec *r, const char *tns, const char *name)
         nc = inf_get(n->ncs, tns, name);
     st = json_object_get(nc, "status");
     if (!nc || json_object_get(json_object_get(nc, "metadata"), "deletionTimestamp") ||
-        (!json_object_get(st, "podCIDRNAT") && !json_object_get(st, "natEnabled"))) {
+        (!json_object_get(st, "podCIDRNAT") && !json_object_get(st, "natEnabled") &&
+         !json_object_get(st, "localPodCIDR") && !json_object_get(st, "localPodCIDRNAT"))) {
         json_decref(nc);
         sender(r, &s);
         return;
@@ -589,7 +742,10 @@ static void receiver_disabled(struct rec *r, const char *tns, const char *name)
     log_info(MOD, "peer %s: withdrawing the mapping recorded in its NetworkConfig %s/%s", p->id,
              tns, name);
     /* sender() goes on from p->state after the write */
-    write_nc_status(r, tns, name, nc, json_pack("{s:n,s:n}", "podCIDRNAT", "natEnabled"));
+    write_nc_status(r, tns, name, nc,
+                    json_pack("{s:n,s:n,s:n,s:n}", "podCIDRNAT", "natEnabled", "localPodCIDR",
+                              "localPodCIDRNAT"),
+                    after_status);
     json_decref(nc);
 }
 
@@ -689,7 +845,8 @@ static void receiver(struct rec *r)
     p->state = s; /* sender() continues from here after the write */
     write_nc_status(
         r, tns, name, nc,
-        json_pack("{s:s,s:s}", "podCIDRNAT", want_nat, "natEnabled", remapped ? "true" : "false"));
+        json_pack("{s:s,s:s}", "podCIDRNAT", want_nat, "natEnabled", remapped ? "true" : "false"),
+        after_status);
     json_decref(nc);
 }
 
@@ -773,6 +930,21 @@ static void on_watch(struct inf_informer *inf, json_t *obj, void *data)
     ctl_enqueue(p->n->mod.ctl, p->id);
 }
 
+/* The gateway's record: every peer publishes it again. */
+static void on_gateway(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", DPO_GW_CONFIGMAP) == 0)
+        enqueue_all(data);
+}
+
+static void on_gateway_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj,
+                              void *data)
+{
+    (void)old_obj;
+    on_gateway(inf, new_obj, data);
+}
+
 static void config_changed(uv_timer_t *t)
 {
     struct net *n = t->data;
@@ -808,6 +980,8 @@ int net_init(struct agent *a)
     struct inf_handlers ch = {.on_add = on_config_or_node,
                               .on_update = on_config_or_node_update,
                               .on_delete = on_config_or_node};
+    struct inf_handlers gh = {
+        .on_add = on_gateway, .on_update = on_gateway_update, .on_delete = on_gateway};
     struct ctl_options co = {.name = "network",
                              .log_module = MOD,
                              .queue = {.max_concurrent = 32, .base_delay_ms = 500},
@@ -832,6 +1006,8 @@ int net_init(struct agent *a)
         r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &ch, n, &n->nodes);
     if (r == 0)
         r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, n, &n->config);
+    if (r == 0)
+        r = agent_informer(a, &kapi_configmaps, agent_namespace(a), NULL, 0, &gh, n, &n->gwcm);
     if (r == 0)
         r = ctl_new(a, &co, n, &n->mod.ctl);
     if (r == 0 && !(n->nodes_timer = ktimer_new(agent_loop(a), n)))

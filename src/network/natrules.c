@@ -69,13 +69,13 @@ static void network(const struct cidr *c, char *buf, size_t size)
     inet_ntop(c->family == 4 ? AF_INET : AF_INET6, c->addr, buf, (socklen_t)size);
 }
 
-/* to_<the CIDR's text, every '.', ':' and '/' turned into '_'>. */
-static void chain_name(const struct cidr *c, char *buf, size_t size)
+/* <dir>_<the CIDR's text, every '.', ':' and '/' turned into '_'>. */
+static void chain_name(const char *dir, const struct cidr *c, char *buf, size_t size)
 {
     char t[CIDR_STR_MAX];
 
     cidr_format(c, t, sizeof(t));
-    snprintf(buf, size, "to_%s", t);
+    snprintf(buf, size, "%s_%s", dir, t);
     for (char *p = buf; *p; p++)
         if (*p == '.' || *p == ':' || *p == '/')
             *p = '_';
@@ -105,14 +105,10 @@ static int check(int family, const char *ifname, const struct cidr *local,
     for (size_t i = 0; i < n; i++) {
         const struct natr_peer *p = &peers[i];
 
-        if (cidr_format(&p->real, t, sizeof(t)) < 0 ||
-            cidr_format(&p->seen_here, t, sizeof(t)) < 0 ||
-            cidr_format(&p->us_there, t, sizeof(t)) < 0 || p->real.family != family ||
-            p->seen_here.family != family || p->us_there.family != family)
+        if (cidr_format(&p->seen_here, t, sizeof(t)) < 0 ||
+            cidr_format(&p->us_there, t, sizeof(t)) < 0 || p->seen_here.family != family ||
+            p->us_there.family != family)
             return bad(err, errlen, "peer %zu: a CIDR that is not IPv%d", i, family);
-        if (p->real.prefix != p->seen_here.prefix)
-            return bad(err, errlen, "peer %zu: its pod CIDR and where it is seen differ in length",
-                       i);
         if (p->us_there.prefix != local->prefix)
             return bad(err, errlen,
                        "peer %zu: where it sees this cluster and the local pod CIDR differ in "
@@ -136,8 +132,8 @@ int natr_ruleset(int family, const char *ifname, const struct cidr *local,
 {
     const struct fam *f = fam_of(family);
     const struct natr_peer **sorted = NULL;
-    char chain[CIDR_STR_MAX + 8], seen[CIDR_STR_MAX], loc[CIDR_STR_MAX], net[INET6_ADDRSTRLEN];
-    char mask[INET6_ADDRSTRLEN], lmask[INET6_ADDRSTRLEN], there[INET6_ADDRSTRLEN];
+    char chain[CIDR_STR_MAX + 8], seen[CIDR_STR_MAX], loc[CIDR_STR_MAX], lnet[INET6_ADDRSTRLEN];
+    char lmask[INET6_ADDRSTRLEN], there[INET6_ADDRSTRLEN];
     int r;
 
     if (n > NATR_MAX_PEERS) {
@@ -152,31 +148,36 @@ int natr_ruleset(int family, const char *ifname, const struct cidr *local,
     if (r < 0)
         goto out;
     cidr_format(local, loc, sizeof(loc));
+    network(local, lnet, sizeof(lnet));
     hostmask(family, local->prefix, lmask, sizeof(lmask));
-    r = sbuf_printf(out,
-                    "table %s cliqo\ndelete table %s cliqo\ntable %s cliqo {\n"
-                    "\tmap to_peer {\n\t\ttype %s : verdict\n\t\tflags interval\n",
-                    f->table, f->table, f->table, f->addr);
-    for (size_t i = 0; r >= 0 && i < n; i++) {
-        cidr_format(&sorted[i]->seen_here, seen, sizeof(seen));
-        chain_name(&sorted[i]->seen_here, chain, sizeof(chain));
-        r = sbuf_printf(out, "%s%s : jump %s%s", i ? ", " : "\t\telements = { ", seen, chain,
-                        i + 1 == n ? " }\n" : "");
+    r = sbuf_printf(out, "table %s cliqo\ndelete table %s cliqo\ntable %s cliqo {\n", f->table,
+                    f->table, f->table);
+    for (int dir = 0; r >= 0 && dir < 2; dir++) {
+        r = sbuf_printf(out, "\tmap %s_peer {\n\t\ttype %s : verdict\n\t\tflags interval\n",
+                        dir ? "from" : "to", f->addr);
+        for (size_t i = 0; r >= 0 && i < n; i++) {
+            cidr_format(&sorted[i]->seen_here, seen, sizeof(seen));
+            chain_name(dir ? "from" : "to", &sorted[i]->seen_here, chain, sizeof(chain));
+            r = sbuf_printf(out, "%s%s : jump %s%s", i ? ", " : "\t\telements = { ", seen, chain,
+                            i + 1 == n ? " }\n" : "");
+        }
+        if (r >= 0)
+            r = sbuf_adds(out, "\t}\n");
     }
-    if (r >= 0)
-        r = sbuf_adds(out, "\t}\n");
     for (size_t i = 0; r >= 0 && i < n; i++) {
         const struct natr_peer *p = sorted[i];
+        char there_cidr[CIDR_STR_MAX];
 
-        chain_name(&p->seen_here, chain, sizeof(chain));
-        network(&p->real, net, sizeof(net));
-        hostmask(family, p->real.prefix, mask, sizeof(mask));
+        cidr_format(&p->us_there, there_cidr, sizeof(there_cidr));
         network(&p->us_there, there, sizeof(there));
-        r = sbuf_printf(out,
-                        "\tchain %s {\n\t\t%s daddr set %s daddr & %s | %s\n"
-                        "\t\t%s saddr %s %s saddr set %s saddr & %s | %s\n\t}\n",
-                        chain, f->match, f->match, mask, net, f->match, loc, f->match, f->match,
-                        lmask, there);
+        chain_name("to", &p->seen_here, chain, sizeof(chain));
+        r = sbuf_printf(out, "\tchain %s {\n\t\t%s saddr %s %s saddr set %s saddr & %s | %s\n\t}\n",
+                        chain, f->match, loc, f->match, f->match, lmask, there);
+        chain_name("from", &p->seen_here, chain, sizeof(chain));
+        if (r >= 0)
+            r = sbuf_printf(out,
+                            "\tchain %s {\n\t\t%s daddr %s %s daddr set %s daddr & %s | %s\n\t}\n",
+                            chain, f->match, there_cidr, f->match, f->match, lmask, lnet);
     }
     if (r >= 0)
         r = sbuf_printf(out,
@@ -184,8 +185,11 @@ int natr_ruleset(int family, const char *ifname, const struct cidr *local,
                         "\t\ttype filter hook postrouting priority srcnat - 10; policy accept;\n"
                         "\t\toifname \"%s\" tcp flags & syn == syn tcp option maxseg size set rt "
                         "mtu\n"
-                        "\t\toifname \"%s\" %s daddr vmap @to_peer\n\t}\n}\n",
-                        ifname, ifname, f->match);
+                        "\t\toifname \"%s\" %s daddr vmap @to_peer\n\t}\n"
+                        "\tchain ingress {\n"
+                        "\t\ttype filter hook prerouting priority raw; policy accept;\n"
+                        "\t\tiifname \"%s\" %s saddr vmap @from_peer\n\t}\n}\n",
+                        ifname, ifname, f->match, ifname, f->match);
     if (r > 0)
         r = 0;
 out:

@@ -7,7 +7,14 @@
  * status to learn where the peer sees its pods. It receives the peer's NetworkConfig in the peer's
  * tenant namespace here, maps the peer's pod CIDR with the IPAM (ipam.h) and writes the mapping to
  * that object's status. Mappings are restored from those statuses after a restart before anything
- * new is mapped. */
+ * new is mapped.
+ *
+ * The data plane (docs/dataplane.md): once settled, it also records on that status our own pod CIDR
+ * and where the peer sees it (localPodCIDR, localPodCIDRNAT), so that the gateway reads both
+ * directions from one object this cluster writes; and it publishes TunnelEndpoint tep-<self> on the
+ * peer beside the NetworkConfig (the same unit and namespace) with what the gateway's record,
+ * ConfigMap cliqo-gateway, says: public key, endpoint, MTU. Nothing while no gateway runs; deleted
+ * there with the NetworkConfig when networking is disabled. */
 #ifndef CLIQO_NETWORK_NETWORK_H
 #define CLIQO_NETWORK_NETWORK_H
 

@@ -3,6 +3,9 @@ cliqo_unit_test(network-ipam cliqo_network)
 cliqo_unit_test(network-wguapi cliqo_network)
 # Whether a peer's ForeignCluster lets the networks be connected (spec.networkingEnabled).
 cliqo_unit_test(network-peernet cliqo_network)
+# The data plane's objects: a peer's TunnelEndpoint as hostile input, keys claimed twice, the NetworkConfig
+# read into what the gateway installs.
+cliqo_unit_test(network-dpobj cliqo_network)
 # The nftables text of the data plane's NAT; its last test gives it to the kernel (libnftables) in a
 # network namespace of its own, which needs root, as CI runs.
 cliqo_unit_test(network-natrules cliqo_network)

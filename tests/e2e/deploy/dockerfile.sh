@@ -87,7 +87,8 @@ while read -r so; do
   n=$((n + 1))
 done < <(readelf -d "$BIN" | sed -n -e 's/.*(NEEDED).*\[\(.*\)\]/\1/p')
 for p in "${run_pkgs[@]}"; do
-  [ "$p" = ca-certificates ] && continue
+  # not libraries: the CA bundle, and the program `cliqo-agent gateway` runs (docs/dataplane.md)
+  case $p in ca-certificates | wireguard-go) continue ;; esac
   member "$p" "${closure_pkgs[@]}" || fail "runtime package $p provides no library the agent loads"
 done
 echo "dockerfile: the agent's $n direct libraries come from the runtime packages, and each of those is used"

@@ -35,3 +35,22 @@ foreach(t nodes)
                          ENVIRONMENT "${net_env};TEST_NAME=e2e.network.${t}" LABELS e2e TIMEOUT 240
                          RESOURCE_LOCK e2e_network_clusters)
 endforeach()
+# The data plane (docs/dataplane.md, sections 2-4): `peer` installs cliqo, starts the agents, peers the two
+# clusters and starts each gateway in its gateway node's namespaces; the tests after it share that state, one at
+# a time in this order; `unpeer` ends the peering, checks that nothing is left, and stops everything it started.
+if(TARGET cliqo-agent)
+    set(net_dp_tests peer traffic hostile restart unpeer)
+    set(prev nodes)
+    foreach(t ${net_dp_tests})
+        add_test(NAME e2e.network.${t} COMMAND ${E2E_DIR}/network/${t}.sh)
+        set_tests_properties(e2e.network.${t} PROPERTIES FIXTURES_REQUIRED e2e_network
+                             ENVIRONMENT "${net_env};TEST_NAME=e2e.network.${t};CLIQO_AGENT=$<TARGET_FILE:cliqo-agent>"
+                             LABELS e2e TIMEOUT 240 RESOURCE_LOCK e2e_network_clusters DEPENDS e2e.network.${prev})
+        set(prev ${t})
+    endforeach()
+    set_property(TEST e2e.network.peer APPEND PROPERTY FIXTURES_SETUP e2e_network_peered)
+    set_property(TEST e2e.network.unpeer APPEND PROPERTY FIXTURES_CLEANUP e2e_network_peered)
+    foreach(t traffic hostile restart)
+        set_property(TEST e2e.network.${t} APPEND PROPERTY FIXTURES_REQUIRED e2e_network_peered)
+    endforeach()
+endif()
