@@ -73,7 +73,7 @@ spec: {clusterID: $ID_B, podCIDR: 10.244.0.0/16}
 apiVersion: net.liqo.io/v1alpha1
 kind: TunnelEndpoint
 metadata: {name: tun-endpoint-b, namespace: $NS}
-spec: {clusterID: $ID_B, podCIDR: 10.244.0.0/16, tunnelPublicIP: 192.0.2.1}
+spec: {clusterID: $ID_B, publicKey: "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=", endpoint: "192.0.2.1:51820", mtu: 1420}
 ---
 apiVersion: offloading.liqo.io/v1alpha1
 kind: NamespaceOffloading
@@ -144,9 +144,9 @@ bad "ClusterConfig perCluster entry with neither percentage nor resources" "oneO
   "$(printf 'apiVersion: config.liqo.io/v1alpha1\nkind: ClusterConfig\nmetadata: {name: bad}\nspec: {advertisementConfig: {outgoingConfig: {perCluster: [{clusterID: x}]}}}\n')"
 bad "NamespaceNattingTable without clusterId" "spec.clusterId: Required value" \
   "$(printf 'apiVersion: virtualkubelet.liqo.io/v1alpha1\nkind: NamespaceNattingTable\nmetadata: {name: bad}\nspec: {}\n')"
-bad "TunnelEndpoint without tunnelPublicIP" "spec.tunnelPublicIP: Required value" \
+bad "TunnelEndpoint without publicKey" "spec.publicKey: Required value" \
   "$(printf 'apiVersion: net.liqo.io/v1alpha1\nkind: TunnelEndpoint\nmetadata: {name: bad, namespace: %s}\n%s\n' \
-    "$NS" "spec: {clusterID: $ID_B, podCIDR: 10.0.0.0/16}")"
+    "$NS" "spec: {clusterID: $ID_B, endpoint: \"192.0.2.1:51820\", mtu: 1420}")"
 bad "ClusterConfig negative grace period" "spec.offloadingConfig.unreachableGraceSeconds in body should be greater than or equal to 0" \
   "$(printf 'apiVersion: config.liqo.io/v1alpha1\nkind: ClusterConfig\nmetadata: {name: bad}\n%s\n' \
     'spec: {offloadingConfig: {unreachableGraceSeconds: -1}}')"
