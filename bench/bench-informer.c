@@ -5,9 +5,12 @@
  *           limits, env vars, a Running-like status) across a few namespaces, many requests in
  *           flight over one HTTP/2 connection.
  *   sync    --kubeconfig K [--store compact|tree] [--expect N] [--updates M] [--page-size P]
- *           one informer on all pods: time from inf_start to on_synced, memory per cached pod
- *           (RSS and heap, before and after), the store's own accounting, decode time per
- *           object, then optionally M label patches and the time until all M updates were seen.
+ *           one informer on all pods: time from inf_start to on_synced (and from exec, when the
+ *           runner puts its epoch milliseconds in $BENCH_T0_MS, as for bench/clientgo-informer),
+ *           memory per cached pod (RSS and heap, before and after), the store's own accounting,
+ *           the longest stall of the loop during the sync (a 1 ms timer's lateness), decode time
+ *           per object, then optionally M label patches and the time until all M updates were
+ *           seen.
  *   codec   --kubeconfig K  per-object encode and decode times of both store layouts on the
  *           cluster's pods, and the sizes behind them.
  *
@@ -35,6 +38,30 @@ static double now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double epoch_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The loop's longest stall: a 1 ms repeating timer notes how late each of its runs is. */
+struct stall {
+    uv_timer_t t;
+    double last, max;
+};
+
+static void on_stall_tick(uv_timer_t *t)
+{
+    struct stall *st = t->data;
+    double now = now_ms();
+
+    if (st->last > 0 && now - st->last - 1.0 > st->max)
+        st->max = now - st->last - 1.0;
+    st->last = now;
 }
 
 static long rss_bytes(void)
@@ -466,6 +493,9 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
     struct inf_informer *inf = NULL;
     struct kapi_sync g = {0};
     struct kstore_stats st;
+    static struct stall stall; /* its handle closes after this function returns */
+    const char *t0_env = getenv("BENCH_T0_MS");
+    double since_exec = -1;
     long rss0, rss1, rss2;
     size_t heap0, heap1;
     double t0, t1, t2;
@@ -488,6 +518,9 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
     r = inf_new(cl, &o, &h, &s, &inf);
     if (r < 0 || (r = inf_add_index(inf, "app", label_app)) < 0)
         goto out;
+    uv_timer_init(&loop, &stall.t);
+    stall.t.data = &stall;
+    uv_timer_start(&stall.t, on_stall_tick, 1, 1);
     t0 = now_ms();
     r = inf_start(inf);
     if (r < 0)
@@ -495,6 +528,10 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
     while (!s.synced)
         uv_run(&loop, UV_RUN_ONCE);
     double t_sync_end = now_ms();
+    if (t0_env && *t0_env)
+        since_exec = epoch_ms() - strtod(t0_env, NULL);
+    uv_timer_stop(&stall.t);
+    uv_close((uv_handle_t *)&stall.t, NULL);
     /* Let the loop finish what follows the sync (the informer's post-list trim) for 100 ms. */
     while (now_ms() < t_sync_end + 100)
         uv_run(&loop, UV_RUN_NOWAIT);
@@ -509,13 +546,14 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
                 (unsigned long long)expect);
     double nn = n ? (double)n : 1;
     size_t per_entry = st.entries + st.values + st.table + st.indexes + st.slack;
-    printf("phase=sync store=%s pods=%zu sync_ms=%.1f rss_delta=%ld rss_per_pod=%.0f "
+    printf("phase=sync store=%s pods=%zu sync_ms=%.1f since_exec_ms=%.0f max_stall_ms=%.1f "
+           "rss0=%ld rss_synced=%ld rss_delta=%ld rss_per_pod=%.0f "
            "rss_trim_per_pod=%.0f heap_per_pod=%.0f store_per_pod=%.0f store_fixed=%zu "
            "entries=%zu values=%zu table=%zu indexes=%zu slack=%zu raw_json_per_pod=%.0f "
            "compressed_per_pod=%.0f dict=%zu lists=%u\n",
-           store, n, s.t_synced - t0, rss1 - rss0, (double)(rss1 - rss0) / nn,
-           (double)(rss2 - rss0) / nn, (double)(heap1 - heap0) / nn, (double)per_entry / nn,
-           st.fixed, st.entries, st.values, st.table, st.indexes, st.slack,
+           store, n, s.t_synced - t0, since_exec, stall.max, rss0, rss1, rss1 - rss0,
+           (double)(rss1 - rss0) / nn, (double)(rss2 - rss0) / nn, (double)(heap1 - heap0) / nn,
+           (double)per_entry / nn, st.fixed, st.entries, st.values, st.table, st.indexes, st.slack,
            (double)st.raw_json / nn, (double)st.compressed / nn, st.dict_len, inf_lists(inf));
 
     /* Decode every object once (what a full inf_foreach costs), keeping names to patch. */
@@ -560,6 +598,8 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
     }
     r = 0;
 out:
+    if (stall.t.data && !uv_is_closing((uv_handle_t *)&stall.t))
+        uv_close((uv_handle_t *)&stall.t, NULL);
     inf_free(inf);
     x_free(s.names);
     return r;
