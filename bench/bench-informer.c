@@ -5,12 +5,13 @@
  *           limits, env vars, a Running-like status) across a few namespaces, many requests in
  *           flight over one HTTP/2 connection.
  *   sync    --kubeconfig K [--store compact|tree] [--expect N] [--updates M] [--page-size P]
+ *           [--list consistent|cache]
  *           one informer on all pods: time from inf_start to on_synced (and from exec, when the
  *           runner puts its epoch milliseconds in $BENCH_T0_MS, as for bench/clientgo-informer),
  *           memory per cached pod (RSS and heap, before and after), the store's own accounting,
  *           the longest stall of the loop during the sync (a 1 ms timer's lateness), decode time
  *           per object, then optionally M label patches and the time until all M updates were
- *           seen.
+ *           seen. --list cache: lists from the API server's watch cache (list_from_cache).
  *   codec   --kubeconfig K  per-object encode and decode times of both store layouts on the
  *           cluster's pods, and the sizes behind them.
  *
@@ -485,11 +486,13 @@ static int label_app(const json_t *obj, const char **values, size_t max)
     return 1;
 }
 
-static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64_t page_size)
+static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64_t page_size,
+                    bool from_cache)
 {
     struct syncer s = {0};
     struct inf_handlers h = {s_add, s_update, s_delete, s_synced, s_error};
-    struct inf_options o = {.resource = &kapi_pods, .page_size = (long)page_size};
+    struct inf_options o = {
+        .resource = &kapi_pods, .page_size = (long)page_size, .list_from_cache = from_cache};
     struct inf_informer *inf = NULL;
     struct kapi_sync g = {0};
     struct kstore_stats st;
@@ -546,15 +549,16 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
                 (unsigned long long)expect);
     double nn = n ? (double)n : 1;
     size_t per_entry = st.entries + st.values + st.table + st.indexes + st.slack;
-    printf("phase=sync store=%s pods=%zu sync_ms=%.1f since_exec_ms=%.0f max_stall_ms=%.1f "
+    printf("phase=sync store=%s list=%s pods=%zu sync_ms=%.1f since_exec_ms=%.0f max_stall_ms=%.1f "
            "rss0=%ld rss_synced=%ld rss_delta=%ld rss_per_pod=%.0f "
            "rss_trim_per_pod=%.0f heap_per_pod=%.0f store_per_pod=%.0f store_fixed=%zu "
            "entries=%zu values=%zu table=%zu indexes=%zu slack=%zu raw_json_per_pod=%.0f "
            "compressed_per_pod=%.0f dict=%zu lists=%u\n",
-           store, n, s.t_synced - t0, since_exec, stall.max, rss0, rss1, rss1 - rss0,
-           (double)(rss1 - rss0) / nn, (double)(rss2 - rss0) / nn, (double)(heap1 - heap0) / nn,
-           (double)per_entry / nn, st.fixed, st.entries, st.values, st.table, st.indexes, st.slack,
-           (double)st.raw_json / nn, (double)st.compressed / nn, st.dict_len, inf_lists(inf));
+           store, from_cache ? "cache" : "consistent", n, s.t_synced - t0, since_exec, stall.max,
+           rss0, rss1, rss1 - rss0, (double)(rss1 - rss0) / nn, (double)(rss2 - rss0) / nn,
+           (double)(heap1 - heap0) / nn, (double)per_entry / nn, st.fixed, st.entries, st.values,
+           st.table, st.indexes, st.slack, (double)st.raw_json / nn, (double)st.compressed / nn,
+           st.dict_len, inf_lists(inf));
 
     /* Decode every object once (what a full inf_foreach costs), keeping names to patch. */
     s.maxnames = updates;
@@ -709,12 +713,12 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench-informer create|sync|codec --kubeconfig FILE [--pods N] "
             "[--namespaces N] [--inflight N] [--no-status] [--store compact|tree] [--expect N] "
-            "[--updates N] [--page-size N] [--max N]\n");
+            "[--updates N] [--page-size N] [--list consistent|cache] [--max N]\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *cmd, *kubeconfig = NULL, *store = "compact";
+    const char *cmd, *kubeconfig = NULL, *store = "compact", *list = "consistent";
     uint64_t pods = 10000, namespaces = 4, inflight = 64, expect = 0, updates = 0, page = 500,
              max = 5000;
     bool status = true;
@@ -744,6 +748,8 @@ int main(int argc, char **argv)
             kubeconfig = v;
         else if (strcmp(a, "--store") == 0)
             store = v;
+        else if (strcmp(a, "--list") == 0)
+            list = v;
         else if (strcmp(a, "--pods") == 0)
             r = opt_u64(a, v, 10000000, &pods);
         else if (strcmp(a, "--namespaces") == 0)
@@ -784,7 +790,9 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "create") == 0)
         r = cmd_create(pods, namespaces, inflight, status);
     else if (strcmp(cmd, "sync") == 0)
-        r = cmd_sync(store, expect, updates, page);
+        r = strcmp(list, "cache") == 0 || strcmp(list, "consistent") == 0
+                ? cmd_sync(store, expect, updates, page, strcmp(list, "cache") == 0)
+                : -EINVAL;
     else if (strcmp(cmd, "codec") == 0)
         r = cmd_codec(max);
     else {
