@@ -256,6 +256,24 @@ static json_t *literal(struct jsf *f, const char *word, json_t *v)
     return v;
 }
 
+/* After a member or an element: 1 for a comma (another follows), 0 for the closing bracket (f->p
+ * is then past it), -1 for anything else. */
+static int next(struct jsf *f, char close)
+{
+    ws(f);
+    if (f->p >= f->end)
+        return -1;
+    if (*f->p == ',') {
+        f->p++;
+        return 1;
+    }
+    if (*f->p == (unsigned char)close) {
+        f->p++;
+        return 0;
+    }
+    return -1;
+}
+
 static json_t *object(struct jsf *f, unsigned depth)
 {
     json_t *o = json_object();
@@ -297,20 +315,10 @@ static json_t *object(struct jsf *f, unsigned depth)
         v = value(f, depth);
         r = v ? json_object_setn_new_nocheck(o, key, klen, v) : -1;
         x_free(copy);
-        if (r < 0)
+        if (r < 0 || (r = next(f, '}')) < 0)
             goto fail;
-        ws(f);
-        if (f->p >= f->end)
-            goto fail;
-        if (*f->p == ',') {
-            f->p++;
-            continue;
-        }
-        if (*f->p == '}') {
-            f->p++;
+        if (r == 0)
             return o;
-        }
-        goto fail;
     }
 fail:
     json_decref(o);
@@ -330,20 +338,11 @@ static json_t *array(struct jsf *f, unsigned depth)
     }
     for (;;) {
         json_t *v = value(f, depth);
-        if (!v || json_array_append_new(a, v) < 0)
+        int r;
+        if (!v || json_array_append_new(a, v) < 0 || (r = next(f, ']')) < 0)
             goto fail;
-        ws(f);
-        if (f->p >= f->end)
-            goto fail;
-        if (*f->p == ',') {
-            f->p++;
-            continue;
-        }
-        if (*f->p == ']') {
-            f->p++;
+        if (r == 0)
             return a;
-        }
-        goto fail;
     }
 fail:
     json_decref(a);
