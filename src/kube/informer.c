@@ -18,6 +18,7 @@
 #define MAX_LIST_ITEM     ((size_t)3 << 20)  /* one object (etcd: <= 1.5 MiB) */
 #define MAX_LIST_REST     ((size_t)64 << 10) /* a list without its items: kind, metadata */
 #define MAX_RV_LEN        64
+#define SLICE_NS          (4 * 1000 * 1000) /* list decoding per loop iteration, then yield */
 
 struct inf_informer {
     struct kapi_client *c;
@@ -33,6 +34,9 @@ struct inf_informer {
     struct kls split;        /* the page being received */
     char *cut;               /* an object's text without its managedFields */
     size_t cut_cap;
+    uint64_t slice_tick;      /* the loop time (uv_now) of the current decoding slice */
+    uint64_t slice_start;     /* when it began (uv_hrtime) */
+    uv_timer_t *resume_timer; /* resumes a list paused at the end of a slice */
     void (*transform)(json_t *obj, void *data);
     struct inf_handlers h;
     void *data;
@@ -287,11 +291,31 @@ static int on_list_item(const char *item, size_t len, void *data)
     return 0;
 }
 
+static void on_resume(uv_timer_t *t)
+{
+    struct inf_informer *inf = t->data;
+
+    inf->slice_tick = uv_now(kapi_client_loop(inf->c));
+    inf->slice_start = uv_hrtime(); /* a fresh slice: at least one chunk goes through */
+    kapi_call_resume(inf->list_call);
+}
+
+/* A chunk of the list: decoded in slices of SLICE_NS per loop iteration, so that a long list does
+ * not hold the loop (health probes, leases, other watches) for the whole of its decoding. At the
+ * end of a slice the transfer pauses and resumes from a timer, after the loop's other work. */
 static int on_list_chunk(struct kapi_client *c, const char *chunk, size_t len, void *data)
 {
     struct inf_informer *inf = data;
+    uint64_t tick = uv_now(kapi_client_loop(c));
 
-    (void)c;
+    if (tick != inf->slice_tick) {
+        inf->slice_tick = tick;
+        inf->slice_start = uv_hrtime();
+    } else if (uv_hrtime() - inf->slice_start > SLICE_NS &&
+               (inf->resume_timer || (inf->resume_timer = ktimer_new(kapi_client_loop(c), inf)))) {
+        uv_timer_start(inf->resume_timer, on_resume, 0, 0);
+        return KAPI_CHUNK_PAUSE;
+    }
     return kls_feed(&inf->split, chunk, len);
 }
 
@@ -497,6 +521,7 @@ void inf_free(struct inf_informer *inf)
     ktimer_free(inf->retry_timer);
     ktimer_free(inf->resync_timer);
     ktimer_free(inf->trim_timer);
+    ktimer_free(inf->resume_timer);
     kstore_free(inf->store);
     kls_done(&inf->split);
     x_free(inf->cut);
