@@ -49,11 +49,37 @@ static double epoch_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* The loop's longest stall: a 1 ms repeating timer notes how late each of its runs is. */
+/* The loop's longest stall: a 1 ms repeating timer notes how late each of its runs is (on a loaded
+ * machine that includes the time the process waited for a CPU), and a check handle the CPU time of
+ * each loop iteration (the work done in one go, whatever the load). */
 struct stall {
     uv_timer_t t;
+    uv_check_t c;
     double last, max;
+    double cpu_last, cpu_max;
+    const uint64_t *adds;  /* the handler's count of objects added, */
+    uint64_t cpu_max_adds; /* and what it was at the end of the busiest iteration */
 };
+
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void on_stall_check(uv_check_t *c)
+{
+    struct stall *st = c->data;
+    double now = thread_cpu_ms();
+
+    if (st->cpu_last > 0 && now - st->cpu_last > st->cpu_max) {
+        st->cpu_max = now - st->cpu_last;
+        st->cpu_max_adds = st->adds ? *st->adds : 0;
+    }
+    st->cpu_last = now;
+}
 
 static void on_stall_tick(uv_timer_t *t)
 {
@@ -524,6 +550,10 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
     uv_timer_init(&loop, &stall.t);
     stall.t.data = &stall;
     uv_timer_start(&stall.t, on_stall_tick, 1, 1);
+    uv_check_init(&loop, &stall.c);
+    stall.c.data = &stall;
+    stall.adds = &s.adds;
+    uv_check_start(&stall.c, on_stall_check);
     t0 = now_ms();
     r = inf_start(inf);
     if (r < 0)
@@ -535,6 +565,7 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
         since_exec = epoch_ms() - strtod(t0_env, NULL);
     uv_timer_stop(&stall.t);
     uv_close((uv_handle_t *)&stall.t, NULL);
+    uv_close((uv_handle_t *)&stall.c, NULL);
     /* Let the loop finish what follows the sync (the informer's post-list trim) for 100 ms. */
     while (now_ms() < t_sync_end + 100)
         uv_run(&loop, UV_RUN_NOWAIT);
@@ -550,15 +581,16 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
     double nn = n ? (double)n : 1;
     size_t per_entry = st.entries + st.values + st.table + st.indexes + st.slack;
     printf("phase=sync store=%s list=%s pods=%zu sync_ms=%.1f since_exec_ms=%.0f max_stall_ms=%.1f "
+           "max_iter_cpu_ms=%.1f max_iter_at_adds=%llu "
            "rss0=%ld rss_synced=%ld rss_delta=%ld rss_per_pod=%.0f "
            "rss_trim_per_pod=%.0f heap_per_pod=%.0f store_per_pod=%.0f store_fixed=%zu "
            "entries=%zu values=%zu table=%zu indexes=%zu slack=%zu raw_json_per_pod=%.0f "
            "compressed_per_pod=%.0f dict=%zu lists=%u\n",
            store, from_cache ? "cache" : "consistent", n, s.t_synced - t0, since_exec, stall.max,
-           rss0, rss1, rss1 - rss0, (double)(rss1 - rss0) / nn, (double)(rss2 - rss0) / nn,
-           (double)(heap1 - heap0) / nn, (double)per_entry / nn, st.fixed, st.entries, st.values,
-           st.table, st.indexes, st.slack, (double)st.raw_json / nn, (double)st.compressed / nn,
-           st.dict_len, inf_lists(inf));
+           stall.cpu_max, (unsigned long long)stall.cpu_max_adds, rss0, rss1, rss1 - rss0,
+           (double)(rss1 - rss0) / nn, (double)(rss2 - rss0) / nn, (double)(heap1 - heap0) / nn,
+           (double)per_entry / nn, st.fixed, st.entries, st.values, st.table, st.indexes, st.slack,
+           (double)st.raw_json / nn, (double)st.compressed / nn, st.dict_len, inf_lists(inf));
 
     /* Decode every object once (what a full inf_foreach costs), keeping names to patch. */
     s.maxnames = updates;
@@ -604,6 +636,8 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
 out:
     if (stall.t.data && !uv_is_closing((uv_handle_t *)&stall.t))
         uv_close((uv_handle_t *)&stall.t, NULL);
+    if (stall.c.data && !uv_is_closing((uv_handle_t *)&stall.c))
+        uv_close((uv_handle_t *)&stall.c, NULL);
     inf_free(inf);
     x_free(s.names);
     return r;

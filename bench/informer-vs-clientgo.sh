@@ -6,7 +6,7 @@
 # source by scripts/build-kube.sh --informerbench into its cache). Per run: exec -> synced, the client's CPU,
 # the API server's CPU while the process ran (from /proc of kube-apiserver), RSS after the sync, bytes per
 # pod in the store (cliqo: what the store accounts; client-go: Go heap after GC), the longest loop stall
-# (cliqo). Prints medians, the ratios of cliqo to client-go and the issue's targets.
+# (cliqo: a 1 ms timer's lateness, and the CPU time of the busiest loop iteration). Prints medians, the ratios of cliqo to client-go and the issue's targets.
 # Usage: bench/informer-vs-clientgo.sh --bench path/to/bench-informer --cliqoctl path/to/cliqoctl
 #        [--clientgo path/to/informerbench] [--pods N] [--rounds R] [--namespaces K] [--base-port P]
 #        [--variant NAME='bench-informer sync options']... [--no-clientgo-protobuf]
@@ -112,7 +112,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 # Medians, with the same names for both kinds of program.
-declare -A exec_ms rss store cpu api stall
+declare -A exec_ms rss store cpu api stall itcpu
 for v in "${all[@]}"; do
   f=$WORK/$v.txt
   exec_ms[$v]=$(field since_exec_ms <"$f" | median)
@@ -120,16 +120,20 @@ for v in "${all[@]}"; do
   cpu[$v]=$(awk '{u=s=0; for (i=1;i<=NF;i++) {if ($i ~ /^client_user_s=/) u=substr($i,15); if ($i ~ /^client_sys_s=/) s=substr($i,14)} print u+s}' "$f" | median)
   api[$v]=$(field apiserver_cpu_ms <"$f" | median)
   case "$v" in
-    client-go-*) store[$v]=$(field heap_per_pod <"$f" | median); stall[$v]=nan ;;
-    *) store[$v]=$(field store_per_pod <"$f" | median); stall[$v]=$(field max_stall_ms <"$f" | median) ;;
+    client-go-*) store[$v]=$(field heap_per_pod <"$f" | median); stall[$v]=nan; itcpu[$v]=nan ;;
+    *)
+      store[$v]=$(field store_per_pod <"$f" | median)
+      stall[$v]=$(field max_stall_ms <"$f" | median)
+      itcpu[$v]=$(field max_iter_cpu_ms <"$f" | median)
+      ;;
   esac
 done
 echo
 echo "== results: $PODS pods, $ROUNDS rounds, medians ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
-printf '%-22s %12s %10s %12s %10s %10s %10s\n' variant exec_synced_ms client_cpu_s apiserver_ms rss_MiB store_B/pod stall_ms
+printf '%-22s %12s %10s %12s %10s %10s %10s %12s\n' variant exec_synced_ms client_cpu_s apiserver_ms rss_MiB store_B/pod stall_ms iter_cpu_ms
 for v in "${all[@]}"; do
   awk -v v="$v" -v e="${exec_ms[$v]}" -v c="${cpu[$v]}" -v a="${api[$v]}" -v m="${rss[$v]}" -v s="${store[$v]}" -v st="${stall[$v]}" \
-    'BEGIN { printf "%-22s %12s %10s %12s %10.1f %10s %10s\n", v, e, c, a, m / 1048576, s, st }'
+    -v it="${itcpu[$v]:-nan}" 'BEGIN { printf "%-22s %12s %10s %12s %10.1f %10s %10s %12s\n", v, e, c, a, m / 1048576, s, st, (it == "" ? "nan" : it) }'
 done
 for v in "${variants[@]}"; do
   for g in client-go-json client-go-protobuf; do
