@@ -18,7 +18,9 @@
 #define MAX_LIST_ITEM     ((size_t)3 << 20)  /* one object (etcd: <= 1.5 MiB) */
 #define MAX_LIST_REST     ((size_t)64 << 10) /* a list without its items: kind, metadata */
 #define MAX_RV_LEN        64
-#define SLICE_NS          (4 * 1000 * 1000) /* list decoding per loop iteration, then yield */
+#define SLICE_NS          (4 * 1000 * 1000)  /* list decoding per loop iteration, then yield */
+#define SLICE_PIECE       ((size_t)16 << 10) /* received text decoded between two clock reads */
+#define MAX_PENDING       ((size_t)1 << 20) /* received, not yet decoded: then the transfer waits */
 
 struct inf_informer {
     struct kapi_client *c;
@@ -34,9 +36,13 @@ struct inf_informer {
     struct kls split;        /* the page being received */
     char *cut;               /* an object's text without its managedFields */
     size_t cut_cap;
-    uint64_t slice_tick;      /* the loop time (uv_now) of the current decoding slice */
-    uint64_t slice_start;     /* when it began (uv_hrtime) */
-    uv_timer_t *resume_timer; /* resumes a list paused at the end of a slice */
+    uint64_t slice_tick;  /* the loop time (uv_now) of the current decoding slice */
+    uint64_t slice_start; /* when it began (uv_hrtime) */
+    uv_idle_t *drain;     /* decodes the pending text in the next loop iterations */
+    char *pend;           /* received and not yet decoded: pend[pend_off..pend_len) */
+    size_t pend_off, pend_len, pend_cap;
+    bool paused;       /* the transfer waits for the pending text to be decoded */
+    bool done_pending; /* the list's response ended; finish once the text is decoded */
     void (*transform)(json_t *obj, void *data);
     struct inf_handlers h;
     void *data;
@@ -291,44 +297,151 @@ static int on_list_item(const char *item, size_t len, void *data)
     return 0;
 }
 
-static void on_resume(uv_timer_t *t)
-{
-    struct inf_informer *inf = t->data;
+static void list_done(struct inf_informer *inf, int err, long http_status, const char *message);
 
-    inf->slice_tick = uv_now(kapi_client_loop(inf->c));
-    inf->slice_start = uv_hrtime(); /* a fresh slice: at least one chunk goes through */
-    kapi_call_resume(inf->list_call);
-}
-
-/* A chunk of the list: decoded in slices of SLICE_NS per loop iteration, so that a long list does
- * not hold the loop (health probes, leases, other watches) for the whole of its decoding. At the
- * end of a slice the transfer pauses and resumes from a timer, after the loop's other work. */
-static int on_list_chunk(struct kapi_client *c, const char *chunk, size_t len, void *data)
+/* Starts a new slice when the loop has moved on since the last one; true while the current slice
+ * has time left. */
+static bool slice_left(struct inf_informer *inf)
 {
-    struct inf_informer *inf = data;
-    uint64_t tick = uv_now(kapi_client_loop(c));
+    uint64_t tick = uv_now(kapi_client_loop(inf->c));
 
     if (tick != inf->slice_tick) {
         inf->slice_tick = tick;
         inf->slice_start = uv_hrtime();
-    } else if (uv_hrtime() - inf->slice_start > SLICE_NS &&
-               (inf->resume_timer || (inf->resume_timer = ktimer_new(kapi_client_loop(c), inf)))) {
-        uv_timer_start(inf->resume_timer, on_resume, 0, 0);
+        return true;
+    }
+    return uv_hrtime() - inf->slice_start <= SLICE_NS;
+}
+
+static void pend_clear(struct inf_informer *inf)
+{
+    x_free(inf->pend);
+    inf->pend = NULL;
+    inf->pend_off = inf->pend_len = inf->pend_cap = 0;
+    inf->paused = inf->done_pending = false;
+    if (inf->drain)
+        uv_idle_stop(inf->drain);
+}
+
+static void on_drain(uv_idle_t *h);
+
+static void drain_closed(uv_handle_t *h)
+{
+    x_free(h);
+}
+
+/* An idle handle, not a timer: a timer due now that starts itself again from its callback runs
+ * again in the same loop iteration, an idle handle only in the next one. */
+static int drain_soon(struct inf_informer *inf)
+{
+    if (!inf->drain) {
+        inf->drain = x_calloc(1, sizeof(*inf->drain));
+        if (!inf->drain)
+            return -ENOMEM;
+        uv_idle_init(kapi_client_loop(inf->c), inf->drain);
+        inf->drain->data = inf;
+    }
+    uv_idle_start(inf->drain, on_drain);
+    return 0;
+}
+
+/* The next loop iteration: decode one slice of the pending text, then let the transfer go on or
+ * finish the list, or come back in the iteration after. */
+static void on_drain(uv_idle_t *h)
+{
+    struct inf_informer *inf = h->data;
+    int r = 0;
+
+    uv_idle_stop(h);
+    inf->slice_tick = uv_now(kapi_client_loop(inf->c));
+    inf->slice_start = uv_hrtime(); /* a fresh slice: at least one piece goes through */
+    while (inf->pend_off < inf->pend_len && r == 0) {
+        size_t n = inf->pend_len - inf->pend_off;
+        n = n < SLICE_PIECE ? n : SLICE_PIECE;
+        r = kls_feed(&inf->split, inf->pend + inf->pend_off, n);
+        inf->pend_off += n;
+        if (!slice_left(inf))
+            break;
+    }
+    if (r < 0) {
+        /* Malformed or refused: the list fails as if the chunk had been refused on arrival. */
+        kapi_call_cancel(inf->list_call);
+        inf->list_call = NULL;
+        pend_clear(inf);
+        list_done(inf, r, 0, strerror(-r));
+        return;
+    }
+    if (inf->pend_off < inf->pend_len) {
+        drain_soon(inf);
+        return;
+    }
+    inf->pend_off = inf->pend_len = 0;
+    if (inf->done_pending) {
+        inf->done_pending = false;
+        list_done(inf, 0, 200, "");
+    } else if (inf->paused) {
+        inf->paused = false;
+        kapi_call_resume(inf->list_call);
+    }
+}
+
+/* A chunk of the list. The text is decoded at once while the loop iteration's slice (SLICE_NS) has
+ * time left; beyond it, it is kept for the next iterations (on_drain), and past MAX_PENDING bytes
+ * the transfer pauses, so that decoding a long list does not hold the loop (health probes, leases,
+ * other watches) and the text waiting stays bounded. */
+static int on_list_chunk(struct kapi_client *c, const char *chunk, size_t len, void *data)
+{
+    struct inf_informer *inf = data;
+
+    (void)c;
+    if (inf->pend_off == inf->pend_len && slice_left(inf))
+        return kls_feed(&inf->split, chunk, len);
+    if (inf->pend_len - inf->pend_off + len > MAX_PENDING) {
+        if (drain_soon(inf) < 0)
+            return -ENOMEM;
+        inf->paused = true;
         return KAPI_CHUNK_PAUSE;
     }
-    return kls_feed(&inf->split, chunk, len);
+    if (inf->pend_off && inf->pend_len + len > inf->pend_cap) {
+        memmove(inf->pend, inf->pend + inf->pend_off, inf->pend_len - inf->pend_off);
+        inf->pend_len -= inf->pend_off;
+        inf->pend_off = 0;
+    }
+    if (inf->pend_len + len > inf->pend_cap) {
+        size_t cap = inf->pend_len + len < 65536 ? 65536 : inf->pend_len + len;
+        char *p = x_reallocarray(inf->pend, cap, 1);
+        if (!p)
+            return -ENOMEM;
+        inf->pend = p;
+        inf->pend_cap = cap;
+    }
+    memcpy(inf->pend + inf->pend_len, chunk, len);
+    inf->pend_len += len;
+    return drain_soon(inf);
 }
 
 static void on_list(struct kapi_client *c, const struct kapi_result *res, void *data)
 {
     struct inf_informer *inf = data;
+
+    (void)c;
+    inf->list_call = NULL;
+    if (res->err == 0 && inf->pend_off < inf->pend_len) {
+        inf->done_pending = true; /* on_drain finishes once the rest is decoded */
+        return;
+    }
+    pend_clear(inf);
+    list_done(inf, res->err, res->http_status, res->status.message);
+}
+
+/* The list's response ended (err 0) or failed, and all its text was decoded. */
+static void list_done(struct inf_informer *inf, int err, long http_status, const char *message)
+{
     json_t *env = NULL;
     const char *cont, *rv;
     int r;
 
-    (void)c;
-    inf->list_call = NULL;
-    r = res->err < 0 ? res->err : kls_finish(&inf->split, &env);
+    r = err < 0 ? err : kls_finish(&inf->split, &env);
     kls_done(&inf->split);
     if (r == -EIDRM && inf->cont) {
         /* The continue token expired: start the list again (a new snapshot, a new mark). */
@@ -336,7 +449,7 @@ static void on_list(struct kapi_client *c, const struct kapi_result *res, void *
         return;
     }
     if (r < 0 && inf->from_cache && !inf->consistent &&
-        (r == -EIDRM || res->http_status == 504 || res->http_status == 500)) {
+        (r == -EIDRM || http_status == 504 || http_status == 500)) {
         /* The cache cannot serve that version (too old, or not reached in time): read from
          * etcd instead, as client-go's reflector does. */
         inf->consistent = true;
@@ -345,9 +458,9 @@ static void on_list(struct kapi_client *c, const struct kapi_result *res, void *
     }
     if (r < 0) {
         log_debug("informer", "listing %s failed: %s", inf->res->resource,
-                  res->err < 0 ? res->status.message : strerror(-r));
+                  err < 0 ? message : strerror(-r));
         if ((r == -EPERM || r == -EACCES) && inf->h.on_error)
-            inf->h.on_error(inf, r, res->status.message, inf->data);
+            inf->h.on_error(inf, r, message, inf->data);
         x_free(inf->cont);
         inf->cont = NULL;
         retry_later(inf);
@@ -411,6 +524,7 @@ static void list_page(struct inf_informer *inf)
          * first list); it ignores the page size and answers in one response. */
         o.resource_version = inf->rv[0] ? inf->rv : "0";
     }
+    pend_clear(inf);
     kls_done(&inf->split);
     kls_init(&inf->split, MAX_LIST_ITEM, MAX_LIST_REST, on_list_item, inf);
     /* kapi_list gives no call handle; send the same request through kapi_send to keep it
@@ -521,7 +635,9 @@ void inf_free(struct inf_informer *inf)
     ktimer_free(inf->retry_timer);
     ktimer_free(inf->resync_timer);
     ktimer_free(inf->trim_timer);
-    ktimer_free(inf->resume_timer);
+    if (inf->drain)
+        uv_close((uv_handle_t *)inf->drain, drain_closed);
+    x_free(inf->pend);
     kstore_free(inf->store);
     kls_done(&inf->split);
     x_free(inf->cut);
