@@ -377,7 +377,7 @@ static void on_drain(uv_idle_t *h)
     }
     inf->pend_off = inf->pend_len = 0;
     if (inf->done_pending) {
-        inf->done_pending = false;
+        pend_clear(inf); /* the buffer does not stay for the watch's lifetime */
         list_done(inf, 0, 200, "");
     } else if (inf->paused) {
         inf->paused = false;
@@ -408,7 +408,9 @@ static int on_list_chunk(struct kapi_client *c, const char *chunk, size_t len, v
         inf->pend_off = 0;
     }
     if (inf->pend_len + len > inf->pend_cap) {
-        size_t cap = inf->pend_len + len < 65536 ? 65536 : inf->pend_len + len;
+        size_t cap = inf->pend_cap ? inf->pend_cap * 2 : 65536;
+        if (cap < inf->pend_len + len)
+            cap = inf->pend_len + len;
         char *p = x_reallocarray(inf->pend, cap, 1);
         if (!p)
             return -ENOMEM;
