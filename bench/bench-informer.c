@@ -5,9 +5,13 @@
  *           limits, env vars, a Running-like status) across a few namespaces, many requests in
  *           flight over one HTTP/2 connection.
  *   sync    --kubeconfig K [--store compact|tree] [--expect N] [--updates M] [--page-size P]
- *           one informer on all pods: time from inf_start to on_synced, memory per cached pod
- *           (RSS and heap, before and after), the store's own accounting, decode time per
- *           object, then optionally M label patches and the time until all M updates were seen.
+ *           [--list consistent|cache]
+ *           one informer on all pods: time from inf_start to on_synced (and from exec, when the
+ *           runner puts its epoch milliseconds in $BENCH_T0_MS, as for bench/clientgo-informer),
+ *           memory per cached pod (RSS and heap, before and after), the store's own accounting,
+ *           the longest stall of the loop during the sync (a 1 ms timer's lateness), decode time
+ *           per object, then optionally M label patches and the time until all M updates were
+ *           seen. --list cache: lists from the API server's watch cache (list_from_cache).
  *   codec   --kubeconfig K  per-object encode and decode times of both store layouts on the
  *           cluster's pods, and the sizes behind them.
  *
@@ -35,6 +39,56 @@ static double now_ms(void)
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static double epoch_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The loop's longest stall: a 1 ms repeating timer notes how late each of its runs is (on a loaded
+ * machine that includes the time the process waited for a CPU), and a check handle the CPU time of
+ * each loop iteration (the work done in one go, whatever the load). */
+struct stall {
+    uv_timer_t t;
+    uv_check_t c;
+    double last, max;
+    double cpu_last, cpu_max;
+    const uint64_t *adds;  /* the handler's count of objects added, */
+    uint64_t cpu_max_adds; /* and what it was at the end of the busiest iteration */
+};
+
+static double thread_cpu_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static void on_stall_check(uv_check_t *c)
+{
+    struct stall *st = c->data;
+    double now = thread_cpu_ms();
+
+    if (st->cpu_last > 0 && now - st->cpu_last > st->cpu_max) {
+        st->cpu_max = now - st->cpu_last;
+        st->cpu_max_adds = st->adds ? *st->adds : 0;
+    }
+    st->cpu_last = now;
+}
+
+static void on_stall_tick(uv_timer_t *t)
+{
+    struct stall *st = t->data;
+    double now = now_ms();
+
+    if (st->last > 0 && now - st->last - 1.0 > st->max)
+        st->max = now - st->last - 1.0;
+    st->last = now;
 }
 
 static long rss_bytes(void)
@@ -458,14 +512,19 @@ static int label_app(const json_t *obj, const char **values, size_t max)
     return 1;
 }
 
-static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64_t page_size)
+static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64_t page_size,
+                    bool from_cache)
 {
     struct syncer s = {0};
     struct inf_handlers h = {s_add, s_update, s_delete, s_synced, s_error};
-    struct inf_options o = {.resource = &kapi_pods, .page_size = (long)page_size};
+    struct inf_options o = {
+        .resource = &kapi_pods, .page_size = (long)page_size, .list_from_cache = from_cache};
     struct inf_informer *inf = NULL;
     struct kapi_sync g = {0};
     struct kstore_stats st;
+    static struct stall stall; /* its handle closes after this function returns */
+    const char *t0_env = getenv("BENCH_T0_MS");
+    double since_exec = -1;
     long rss0, rss1, rss2;
     size_t heap0, heap1;
     double t0, t1, t2;
@@ -488,6 +547,13 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
     r = inf_new(cl, &o, &h, &s, &inf);
     if (r < 0 || (r = inf_add_index(inf, "app", label_app)) < 0)
         goto out;
+    uv_timer_init(&loop, &stall.t);
+    stall.t.data = &stall;
+    uv_timer_start(&stall.t, on_stall_tick, 1, 1);
+    uv_check_init(&loop, &stall.c);
+    stall.c.data = &stall;
+    stall.adds = &s.adds;
+    uv_check_start(&stall.c, on_stall_check);
     t0 = now_ms();
     r = inf_start(inf);
     if (r < 0)
@@ -495,6 +561,11 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
     while (!s.synced)
         uv_run(&loop, UV_RUN_ONCE);
     double t_sync_end = now_ms();
+    if (t0_env && *t0_env)
+        since_exec = epoch_ms() - strtod(t0_env, NULL);
+    uv_timer_stop(&stall.t);
+    uv_close((uv_handle_t *)&stall.t, NULL);
+    uv_close((uv_handle_t *)&stall.c, NULL);
     /* Let the loop finish what follows the sync (the informer's post-list trim) for 100 ms. */
     while (now_ms() < t_sync_end + 100)
         uv_run(&loop, UV_RUN_NOWAIT);
@@ -509,13 +580,16 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
                 (unsigned long long)expect);
     double nn = n ? (double)n : 1;
     size_t per_entry = st.entries + st.values + st.table + st.indexes + st.slack;
-    printf("phase=sync store=%s pods=%zu sync_ms=%.1f rss_delta=%ld rss_per_pod=%.0f "
+    printf("phase=sync store=%s list=%s pods=%zu sync_ms=%.1f since_exec_ms=%.0f max_stall_ms=%.1f "
+           "max_iter_cpu_ms=%.1f max_iter_at_adds=%llu "
+           "rss0=%ld rss_synced=%ld rss_delta=%ld rss_per_pod=%.0f "
            "rss_trim_per_pod=%.0f heap_per_pod=%.0f store_per_pod=%.0f store_fixed=%zu "
            "entries=%zu values=%zu table=%zu indexes=%zu slack=%zu raw_json_per_pod=%.0f "
            "compressed_per_pod=%.0f dict=%zu lists=%u\n",
-           store, n, s.t_synced - t0, rss1 - rss0, (double)(rss1 - rss0) / nn,
-           (double)(rss2 - rss0) / nn, (double)(heap1 - heap0) / nn, (double)per_entry / nn,
-           st.fixed, st.entries, st.values, st.table, st.indexes, st.slack,
+           store, from_cache ? "cache" : "consistent", n, s.t_synced - t0, since_exec, stall.max,
+           stall.cpu_max, (unsigned long long)stall.cpu_max_adds, rss0, rss1, rss1 - rss0,
+           (double)(rss1 - rss0) / nn, (double)(rss2 - rss0) / nn, (double)(heap1 - heap0) / nn,
+           (double)per_entry / nn, st.fixed, st.entries, st.values, st.table, st.indexes, st.slack,
            (double)st.raw_json / nn, (double)st.compressed / nn, st.dict_len, inf_lists(inf));
 
     /* Decode every object once (what a full inf_foreach costs), keeping names to patch. */
@@ -560,6 +634,10 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
     }
     r = 0;
 out:
+    if (stall.t.data && !uv_is_closing((uv_handle_t *)&stall.t))
+        uv_close((uv_handle_t *)&stall.t, NULL);
+    if (stall.c.data && !uv_is_closing((uv_handle_t *)&stall.c))
+        uv_close((uv_handle_t *)&stall.c, NULL);
     inf_free(inf);
     x_free(s.names);
     return r;
@@ -669,12 +747,12 @@ static void usage(void)
     fprintf(stderr,
             "usage: bench-informer create|sync|codec --kubeconfig FILE [--pods N] "
             "[--namespaces N] [--inflight N] [--no-status] [--store compact|tree] [--expect N] "
-            "[--updates N] [--page-size N] [--max N]\n");
+            "[--updates N] [--page-size N] [--list consistent|cache] [--max N]\n");
 }
 
 int main(int argc, char **argv)
 {
-    const char *cmd, *kubeconfig = NULL, *store = "compact";
+    const char *cmd, *kubeconfig = NULL, *store = "compact", *list = "consistent";
     uint64_t pods = 10000, namespaces = 4, inflight = 64, expect = 0, updates = 0, page = 500,
              max = 5000;
     bool status = true;
@@ -704,6 +782,8 @@ int main(int argc, char **argv)
             kubeconfig = v;
         else if (strcmp(a, "--store") == 0)
             store = v;
+        else if (strcmp(a, "--list") == 0)
+            list = v;
         else if (strcmp(a, "--pods") == 0)
             r = opt_u64(a, v, 10000000, &pods);
         else if (strcmp(a, "--namespaces") == 0)
@@ -744,7 +824,9 @@ int main(int argc, char **argv)
     if (strcmp(cmd, "create") == 0)
         r = cmd_create(pods, namespaces, inflight, status);
     else if (strcmp(cmd, "sync") == 0)
-        r = cmd_sync(store, expect, updates, page);
+        r = strcmp(list, "cache") == 0 || strcmp(list, "consistent") == 0
+                ? cmd_sync(store, expect, updates, page, strcmp(list, "cache") == 0)
+                : -EINVAL;
     else if (strcmp(cmd, "codec") == 0)
         r = cmd_codec(max);
     else {

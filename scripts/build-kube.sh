@@ -2,10 +2,14 @@
 # Produces kube-apiserver, kube-scheduler and kube-controller-manager v1.20.2 from Debian's
 # `kubernetes` source package and caches them outside the repository. With --node, produces instead the
 # binaries of a real node, kubelet and kube-proxy (docs/dataplane.md, "Real nodes"), in a cache entry of
-# their own, so that the control plane's entry is never rebuilt for them.
+# their own, so that the control plane's entry is never rebuilt for them. With --informerbench, produces the
+# client-go reference program of bench/informer-vs-clientgo.sh (bench/clientgo-informer/main.go, one
+# shared informer on all pods) against the client-go vendored in the same source, in an entry keyed by
+# the program's checksum too.
 #
 # Cache layout: $CLIQO_CACHE_DIR/kube/[node-]<upstream-version>-<dsc-sha256[:12]>-r<recipe>/
-#   bin/kube-apiserver bin/kube-scheduler bin/kube-controller-manager   (or bin/kubelet bin/kube-proxy)
+#   bin/kube-apiserver bin/kube-scheduler bin/kube-controller-manager   (or bin/kubelet bin/kube-proxy,
+#   or bin/informerbench in informerbench-<upstream-version>-<dsc-sha256[:12]>-r<recipe>-<main.go sha[:12]>)
 #   SHA256SUMS   (checked on every reuse; a cache entry that fails it is rebuilt)
 # Prints the bin directory on stdout; progress goes to stderr. With --print-dir, prints the bin directory
 # the build makes (or made) and builds nothing: scripts/test.sh names the node's directory to CMake before
@@ -19,11 +23,16 @@ RECIPE=1 # bump when the way the binaries are built changes
 BINS=(kube-apiserver kube-scheduler kube-controller-manager)
 PREFIX=
 PRINT_DIR=0
+GO_MAIN= # --informerbench: the client-go program, built with `go build` instead of the tree's Makefile
 for arg in "$@"; do
   case "$arg" in
     --node) BINS=(kubelet kube-proxy) PREFIX=node- ;;
+    --informerbench)
+      BINS=(informerbench) PREFIX=informerbench-
+      GO_MAIN="$(cd "$(dirname "$0")/.." && pwd)/bench/clientgo-informer/main.go"
+      ;;
     --print-dir) PRINT_DIR=1 ;;
-    -h | --help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) printf 'build-kube: unknown argument %s (see --help)\n' "$arg" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +69,11 @@ case "$dsc_ver" in
 esac
 
 entry="$CACHE_ROOT/$PREFIX$KUBE_VERSION-${dsc_sha:0:12}-r$RECIPE"
+if [ -n "$GO_MAIN" ]; then
+  [ -f "$GO_MAIN" ] || die "missing $GO_MAIN"
+  main_sha=$(sha256sum "$GO_MAIN" | cut -c1-12)
+  entry="$entry-$main_sha"
+fi
 if [ "$PRINT_DIR" = 1 ]; then echo "$entry/bin"; exit 0; fi
 if verify_entry "$entry"; then
   log "cached: $entry"
@@ -92,16 +106,25 @@ mkdir -p "$work/gopath/src/k8s.io"
 ln -s "$tree" "$work/gopath/src/k8s.io/kubernetes"
 rm -rf "$tree/_output"
 log "building ${BINS[*]} (takes several minutes the first time)"
+if [ -n "$GO_MAIN" ]; then
+  mkdir -p "$tree/cmd/informerbench"
+  cp "$GO_MAIN" "$tree/cmd/informerbench/main.go"
+fi
 (
   cd "$work/gopath/src/k8s.io/kubernetes"
   export GOPATH="$work/gopath" GOCACHE="$work/gocache" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=
-  make WHAT="${BINS[*]/#/cmd/}" >"$work/make.log" 2>&1
+  if [ -n "$GO_MAIN" ]; then
+    mkdir -p _output/local/bin/linux/amd64
+    go build -o _output/local/bin/linux/amd64/informerbench ./cmd/informerbench >"$work/make.log" 2>&1
+  else
+    make WHAT="${BINS[*]/#/cmd/}" >"$work/make.log" 2>&1
+  fi
 ) &
 mk=$!
 while kill -0 "$mk" 2>/dev/null; do
   sleep 15
   kill -0 "$mk" 2>/dev/null || break
-  done_bins=$(ls "$tree/_output/local/bin/linux/amd64/" 2>/dev/null | grep -c '^kube' || true)
+  done_bins=$(ls "$tree/_output/local/bin/linux/amd64/" 2>/dev/null | grep -c -e '^kube' -e '^informerbench' || true)
   log "  ... $(($(date +%s) - start))s elapsed, $done_bins/${#BINS[@]} binaries done, last: $(tail -1 "$work/make.log" | cut -c1-80)"
 done
 if ! wait "$mk"; then

@@ -1,4 +1,5 @@
 #include "common/jsonb.h"
+#include "common/jsonfast.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -107,6 +108,13 @@ int jsonb_load(const void *buf, size_t len, size_t max_cost, unsigned max_depth,
                          len, max_cost, c.elements);
         }
         return -E2BIG;
+    }
+    /* The fast path builds the same tree as jansson (common/jsonfast.h) or gives up, and then
+     * jansson decides. */
+    j = flags == 0 ? jsf_load(buf, len) : NULL;
+    if (j) {
+        *ret = j;
+        return 0;
     }
     j = json_loadb(buf ? buf : "", len, flags, &jerr);
     if (!j) {

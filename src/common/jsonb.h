@@ -5,8 +5,10 @@
  * heap (a 3 MiB body of them, about 224 MiB). jsonb_load() first scans the text in one linear,
  * string-aware pass that counts the values (object keys included), the nesting depth and the heap
  * jansson will need for them, and refuses the text with -E2BIG before jansson allocates anything
- * when it is over the caller's budget; only then does it call json_loadb(). The scan does not
- * validate: jansson still does, so malformed text is -EINVAL.
+ * when it is over the caller's budget; only then does it decode: with flags 0 through jsf_load()
+ * (common/jsonfast.h, the same tree about five times faster, or nothing), else or when that gives
+ * up through json_loadb(). The scan does not validate: jansson still does, so malformed text is
+ * -EINVAL.
  *
  * Cost model (bytes of heap per value, measured with glibc's allocator in tests/unit/test-jsonb.c,
  * which checks that the estimate is never below the real heap): a number, true, false or null

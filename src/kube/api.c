@@ -43,6 +43,7 @@ struct kapi_call {
     struct kapi_call *prev, *next;
     enum call_state state;
     bool cancelled; /* cancelled while waiting for a token: freed when the token arrives */
+    bool paused;    /* its chunk callback paused the transfer (KAPI_CHUNK_PAUSE) */
     CURL *easy;
     struct curl_slist *headers;
     struct curl_slist *connect_to;
@@ -315,6 +316,10 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
         if (r < 0) {
             call->abort_err = r;
             return 0;
+        }
+        if (r == KAPI_CHUNK_PAUSE) {
+            call->paused = true;
+            return CURL_WRITEFUNC_PAUSE;
         }
         return len;
     }
@@ -852,6 +857,14 @@ out:
     sbuf_done(&url);
     call_free(call);
     return r;
+}
+
+void kapi_call_resume(struct kapi_call *call)
+{
+    if (!call || !call->paused || call->state != CALL_RUNNING)
+        return;
+    call->paused = false;
+    curl_easy_pause(call->easy, CURLPAUSE_CONT);
 }
 
 void kapi_call_cancel(struct kapi_call *call)

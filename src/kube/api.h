@@ -80,9 +80,12 @@ struct kapi_result {
 
 typedef void (*kapi_cb)(struct kapi_client *c, const struct kapi_result *res, void *data);
 /* Streaming: called for each chunk of a 2xx body as it arrives. Return 0 to continue or a negative
- * errno to abort the request (its kapi_cb then reports that error). Never call kapi_call_cancel on
- * the same call from inside it. */
+ * errno to abort the request (its kapi_cb then reports that error), or KAPI_CHUNK_PAUSE to leave
+ * the chunk unread and pause the transfer until kapi_call_resume() (the same chunk comes again
+ * then: a receiver that has worked long enough in this loop iteration yields to the loop). Never
+ * call kapi_call_cancel on the same call from inside it. */
 typedef int (*kapi_chunk_cb)(struct kapi_client *c, const char *chunk, size_t len, void *data);
+#define KAPI_CHUNK_PAUSE 1
 
 struct kapi_request {
     const char *method; /* "GET", "POST", "PUT", "PATCH", "DELETE" */
@@ -139,6 +142,10 @@ void kapi_client_conn_info(struct kapi_client *c, struct kapi_conn_info *ret);
  * callback has run or the call is cancelled. */
 int kapi_send(struct kapi_client *c, const struct kapi_request *req, kapi_cb cb, void *data,
               struct kapi_call **ret_call);
+/* Resumes a transfer its chunk callback paused (KAPI_CHUNK_PAUSE): the chunk it left is delivered
+ * again from inside this call. Not from inside that callback; NULL-safe, a no-op when not paused.
+ */
+void kapi_call_resume(struct kapi_call *call);
 /* Cancels a call: its callback is not called. NULL-safe; a no-op for a call whose callback is
  * running. */
 void kapi_call_cancel(struct kapi_call *call);

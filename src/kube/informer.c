@@ -1,5 +1,6 @@
 #include "kube/informer.h"
 #include "kube/backoff.h"
+#include "kube/liststream.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -14,6 +15,12 @@
 #define DEFAULT_PAGE_SIZE 500
 #define DEFAULT_MAX_OBJS  1000000
 #define MAX_KEY           600
+#define MAX_LIST_ITEM     ((size_t)3 << 20)  /* one object (etcd: <= 1.5 MiB) */
+#define MAX_LIST_REST     ((size_t)64 << 10) /* a list without its items: kind, metadata */
+#define MAX_RV_LEN        64
+#define SLICE_NS          (4 * 1000 * 1000)  /* list decoding per loop iteration, then yield */
+#define SLICE_PIECE       ((size_t)16 << 10) /* received text decoded between two clock reads */
+#define MAX_PENDING       ((size_t)1 << 20) /* received, not yet decoded: then the transfer waits */
 
 struct inf_informer {
     struct kapi_client *c;
@@ -22,7 +29,20 @@ struct inf_informer {
     long page_size;
     uint64_t resync_ms;
     size_t max_objects;
-    bool overflow; /* an object was refused for max_objects since the last list began */
+    bool overflow;           /* an object was refused for max_objects since the last list began */
+    bool from_cache;         /* lists may be served by the API server's watch cache */
+    bool consistent;         /* the next list is a consistent read (a cached one was refused) */
+    char rv[MAX_RV_LEN + 1]; /* the last version seen: a relist from the cache is not older */
+    struct kls split;        /* the page being received */
+    char *cut;               /* an object's text without its managedFields */
+    size_t cut_cap;
+    uint64_t slice_tick;  /* the loop time (uv_now) of the current decoding slice */
+    uint64_t slice_start; /* when it began (uv_hrtime) */
+    uv_idle_t *drain;     /* decodes the pending text in the next loop iterations */
+    char *pend;           /* received and not yet decoded: pend[pend_off..pend_len) */
+    size_t pend_off, pend_len, pend_cap;
+    bool paused;       /* the transfer waits for the pending text to be decoded */
+    bool done_pending; /* the list's response ended; finish once the text is decoded */
     void (*transform)(json_t *obj, void *data);
     struct inf_handlers h;
     void *data;
@@ -39,6 +59,12 @@ struct inf_informer {
 
 static void start_list(struct inf_informer *inf);
 
+static void note_rv(struct inf_informer *inf, const char *rv)
+{
+    if (rv && *rv && strlen(rv) <= MAX_RV_LEN)
+        memcpy(inf->rv, rv, strlen(rv) + 1);
+}
+
 static int obj_key(const json_t *obj, char *buf, size_t size)
 {
     const char *name = kapi_obj_name(obj), *ns = kapi_obj_namespace(obj);
@@ -50,13 +76,15 @@ static int obj_key(const json_t *obj, char *buf, size_t size)
     return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
-static void strip(json_t *obj)
+/* Drops managedFields; true when obj had it. */
+static bool strip(json_t *obj)
 {
-    json_object_del(json_object_get(obj, "metadata"), "managedFields");
+    return json_object_del(json_object_get(obj, "metadata"), "managedFields") == 0;
 }
 
-/* Caches obj (borrowed; the store keeps its own copy or reference) and calls the handler. */
-static void upsert(struct inf_informer *inf, json_t *obj)
+/* Caches obj (borrowed; the store keeps its own copy or reference) and calls the handler. text
+ * (may be NULL): obj's JSON text, which the store may keep as is when obj is cached untouched. */
+static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text, size_t text_len)
 {
     char key[MAX_KEY];
     struct kstore_entry *e;
@@ -78,12 +106,15 @@ static void upsert(struct inf_informer *inf, json_t *obj)
         inf->overflow = true;
         return;
     }
-    strip(obj);
+    if (strip(obj))
+        text = NULL; /* the text still has it */
     if (inf->transform) {
         inf->transform(obj, inf->data);
         rv = kapi_obj_rv(obj);
+        text = NULL;
     }
-    r = kstore_put(inf->store, key, obj, rv, e && inf->h.on_update ? &old : NULL);
+    r = kstore_put_text(inf->store, key, obj, text, text ? text_len : 0, rv,
+                        e && inf->h.on_update ? &old : NULL);
     if (r < 0) {
         log_debug("informer", "%s %s not cached: %s", inf->res->resource, key, strerror(-r));
         if (inf->h.on_error)
@@ -97,6 +128,11 @@ static void upsert(struct inf_informer *inf, json_t *obj)
     } else if (inf->h.on_add) {
         inf->h.on_add(inf, obj, inf->data);
     }
+}
+
+static void upsert(struct inf_informer *inf, json_t *obj)
+{
+    upsert_text(inf, obj, NULL, 0);
 }
 
 static void remove_entry(struct inf_informer *inf, struct kstore_entry *e)
@@ -117,6 +153,7 @@ static void on_watch_event(struct kw_watch *w, enum kw_event_type type, json_t *
     char key[MAX_KEY];
 
     (void)w;
+    note_rv(inf, kapi_obj_rv(obj));
     switch (type) {
     case KW_ADDED:
     case KW_MODIFIED:
@@ -240,36 +277,199 @@ static void finish_list(struct inf_informer *inf, const char *rv)
 
 static void list_page(struct inf_informer *inf);
 
+/* One element of the page being received: decoded and applied at once, so that only one object's
+ * tree is ever held, however long the list. managedFields, which the informer drops, is cut from
+ * the text before decoding (it is about half of a pod's decoding time), and the text is handed to
+ * the store, which keeps it instead of serialising the tree again. */
+static int on_list_item(const char *item, size_t len, void *data)
+{
+    struct inf_informer *inf = data;
+    const char *text;
+    size_t text_len;
+    json_t *obj;
+    int r = kls_decode_object(item, len, &inf->cut, &inf->cut_cap, &obj, &text, &text_len);
+
+    if (r < 0)
+        return r;
+    if (json_is_object(obj))
+        upsert_text(inf, obj, text, text_len);
+    json_decref(obj);
+    return 0;
+}
+
+static void list_done(struct inf_informer *inf, int err, long http_status, const char *message);
+
+/* Starts a new slice when the loop has moved on since the last one; true while the current slice
+ * has time left. */
+static bool slice_left(struct inf_informer *inf)
+{
+    uint64_t tick = uv_now(kapi_client_loop(inf->c));
+
+    if (tick != inf->slice_tick) {
+        inf->slice_tick = tick;
+        inf->slice_start = uv_hrtime();
+        return true;
+    }
+    return uv_hrtime() - inf->slice_start <= SLICE_NS;
+}
+
+static void pend_clear(struct inf_informer *inf)
+{
+    x_free(inf->pend);
+    inf->pend = NULL;
+    inf->pend_off = inf->pend_len = inf->pend_cap = 0;
+    inf->paused = inf->done_pending = false;
+    if (inf->drain)
+        uv_idle_stop(inf->drain);
+}
+
+static void on_drain(uv_idle_t *h);
+
+static void drain_closed(uv_handle_t *h)
+{
+    x_free(h);
+}
+
+/* An idle handle, not a timer: a timer due now that starts itself again from its callback runs
+ * again in the same loop iteration, an idle handle only in the next one. */
+static int drain_soon(struct inf_informer *inf)
+{
+    if (!inf->drain) {
+        inf->drain = x_calloc(1, sizeof(*inf->drain));
+        if (!inf->drain)
+            return -ENOMEM;
+        uv_idle_init(kapi_client_loop(inf->c), inf->drain);
+        inf->drain->data = inf;
+    }
+    uv_idle_start(inf->drain, on_drain);
+    return 0;
+}
+
+/* The next loop iteration: decode one slice of the pending text, then let the transfer go on or
+ * finish the list, or come back in the iteration after. */
+static void on_drain(uv_idle_t *h)
+{
+    struct inf_informer *inf = h->data;
+    int r = 0;
+
+    uv_idle_stop(h);
+    inf->slice_tick = uv_now(kapi_client_loop(inf->c));
+    inf->slice_start = uv_hrtime(); /* a fresh slice: at least one piece goes through */
+    while (inf->pend_off < inf->pend_len && r == 0) {
+        size_t n = inf->pend_len - inf->pend_off;
+        n = n < SLICE_PIECE ? n : SLICE_PIECE;
+        r = kls_feed(&inf->split, inf->pend + inf->pend_off, n);
+        inf->pend_off += n;
+        if (!slice_left(inf))
+            break;
+    }
+    if (r < 0) {
+        /* Malformed or refused: the list fails as if the chunk had been refused on arrival. */
+        kapi_call_cancel(inf->list_call);
+        inf->list_call = NULL;
+        pend_clear(inf);
+        list_done(inf, r, 0, strerror(-r));
+        return;
+    }
+    if (inf->pend_off < inf->pend_len) {
+        drain_soon(inf);
+        return;
+    }
+    inf->pend_off = inf->pend_len = 0;
+    if (inf->done_pending) {
+        pend_clear(inf); /* the buffer does not stay for the watch's lifetime */
+        list_done(inf, 0, 200, "");
+    } else if (inf->paused) {
+        inf->paused = false;
+        kapi_call_resume(inf->list_call);
+    }
+}
+
+/* A chunk of the list. The text is decoded at once while the loop iteration's slice (SLICE_NS) has
+ * time left; beyond it, it is kept for the next iterations (on_drain), and past MAX_PENDING bytes
+ * the transfer pauses, so that decoding a long list does not hold the loop (health probes, leases,
+ * other watches) and the text waiting stays bounded. */
+static int on_list_chunk(struct kapi_client *c, const char *chunk, size_t len, void *data)
+{
+    struct inf_informer *inf = data;
+
+    (void)c;
+    if (inf->pend_off == inf->pend_len && slice_left(inf))
+        return kls_feed(&inf->split, chunk, len);
+    if (inf->pend_len - inf->pend_off + len > MAX_PENDING) {
+        if (drain_soon(inf) < 0)
+            return -ENOMEM;
+        inf->paused = true;
+        return KAPI_CHUNK_PAUSE;
+    }
+    if (inf->pend_off && inf->pend_len + len > inf->pend_cap) {
+        memmove(inf->pend, inf->pend + inf->pend_off, inf->pend_len - inf->pend_off);
+        inf->pend_len -= inf->pend_off;
+        inf->pend_off = 0;
+    }
+    if (inf->pend_len + len > inf->pend_cap) {
+        size_t cap = inf->pend_cap ? inf->pend_cap * 2 : 65536;
+        if (cap < inf->pend_len + len)
+            cap = inf->pend_len + len;
+        char *p = x_reallocarray(inf->pend, cap, 1);
+        if (!p)
+            return -ENOMEM;
+        inf->pend = p;
+        inf->pend_cap = cap;
+    }
+    memcpy(inf->pend + inf->pend_len, chunk, len);
+    inf->pend_len += len;
+    return drain_soon(inf);
+}
+
 static void on_list(struct kapi_client *c, const struct kapi_result *res, void *data)
 {
     struct inf_informer *inf = data;
-    json_t *items, *item;
-    const char *cont, *rv;
-    size_t i;
 
     (void)c;
     inf->list_call = NULL;
-    if (res->err == -EIDRM && inf->cont) {
+    if (res->err == 0 && inf->pend_off < inf->pend_len) {
+        inf->done_pending = true; /* on_drain finishes once the rest is decoded */
+        return;
+    }
+    pend_clear(inf);
+    list_done(inf, res->err, res->http_status, res->status.message);
+}
+
+/* The list's response ended (err 0) or failed, and all its text was decoded. */
+static void list_done(struct inf_informer *inf, int err, long http_status, const char *message)
+{
+    json_t *env = NULL;
+    const char *cont, *rv;
+    int r;
+
+    r = err < 0 ? err : kls_finish(&inf->split, &env);
+    kls_done(&inf->split);
+    if (r == -EIDRM && inf->cont) {
         /* The continue token expired: start the list again (a new snapshot, a new mark). */
         start_list(inf);
         return;
     }
-    if (res->err < 0) {
-        log_debug("informer", "listing %s failed: %s", inf->res->resource, res->status.message);
-        if ((res->err == -EPERM || res->err == -EACCES) && inf->h.on_error)
-            inf->h.on_error(inf, res->err, res->status.message, inf->data);
+    if (r < 0 && inf->from_cache && !inf->consistent &&
+        (r == -EIDRM || http_status == 504 || http_status == 500)) {
+        /* The cache cannot serve that version (too old, or not reached in time): read from
+         * etcd instead, as client-go's reflector does. */
+        inf->consistent = true;
+        start_list(inf);
+        return;
+    }
+    if (r < 0) {
+        log_debug("informer", "listing %s failed: %s", inf->res->resource,
+                  err < 0 ? message : strerror(-r));
+        if ((r == -EPERM || r == -EACCES) && inf->h.on_error)
+            inf->h.on_error(inf, r, message, inf->data);
         x_free(inf->cont);
         inf->cont = NULL;
         retry_later(inf);
         return;
     }
-    /* Apply the page now: a paged list is one snapshot, so applying it page by page ends in the
-     * same store as applying it whole, and only this page's trees are in memory. */
-    items = json_object_get(res->body, "items");
-    json_array_foreach(items, i, item)
-    {
-        upsert(inf, item);
-    }
+    /* The page was applied while it arrived: a paged list is one snapshot, so applying it page by
+     * page ends in the same store as applying it whole. */
     if (inf->overflow) {
         /* The collection is over max_objects: a cache holding part of it must not pass for
          * synced. Keep what fits, report (once, in upsert) and try again later. */
@@ -278,14 +478,16 @@ static void on_list(struct kapi_client *c, const struct kapi_result *res, void *
         inf->overflow = false;
         x_free(inf->cont);
         inf->cont = NULL;
+        json_decref(env);
         retry_later(inf);
         return;
     }
-    cont = json_string_value(json_object_get(json_object_get(res->body, "metadata"), "continue"));
+    cont = json_string_value(json_object_get(json_object_get(env, "metadata"), "continue"));
     x_free(inf->cont);
     inf->cont = NULL;
     if (cont && *cont) {
         inf->cont = x_strdup(cont);
+        json_decref(env);
         if (!inf->cont) {
             retry_later(inf);
             return;
@@ -293,9 +495,16 @@ static void on_list(struct kapi_client *c, const struct kapi_result *res, void *
         list_page(inf);
         return;
     }
-    rv = json_string_value(
-        json_object_get(json_object_get(res->body, "metadata"), "resourceVersion"));
+    rv = json_string_value(json_object_get(json_object_get(env, "metadata"), "resourceVersion"));
+    note_rv(inf, rv);
+    inf->consistent = false;
+    if (inf->cut_cap > MAX_LIST_REST) {
+        x_free(inf->cut); /* a large object's buffer does not stay for the watch's lifetime */
+        inf->cut = NULL;
+        inf->cut_cap = 0;
+    }
     finish_list(inf, rv);
+    json_decref(env);
 }
 
 static void list_page(struct inf_informer *inf)
@@ -304,10 +513,22 @@ static void list_page(struct inf_informer *inf)
                                .field_selector = inf->field_selector,
                                .limit = inf->page_size,
                                .continue_token = inf->cont};
-    struct kapi_request req = {.method = "GET"};
+    /* The body is split into objects while it arrives (kube/liststream.h): no bound on its
+     * length is needed, only on each object's. A list from the cache comes in one response, so
+     * the request's time is not bounded either: only silence ends it. */
+    struct kapi_request req = {
+        .method = "GET", .on_chunk = on_list_chunk, .timeout_ms = -1, .low_speed_secs = 60};
     struct sbuf p;
     int r;
 
+    if (inf->from_cache && !inf->consistent && !inf->cont) {
+        /* The watch cache's copy, not older than what this informer saw last (any copy for the
+         * first list); it ignores the page size and answers in one response. */
+        o.resource_version = inf->rv[0] ? inf->rv : "0";
+    }
+    pend_clear(inf);
+    kls_done(&inf->split);
+    kls_init(&inf->split, MAX_LIST_ITEM, MAX_LIST_REST, on_list_item, inf);
     /* kapi_list gives no call handle; send the same request through kapi_send to keep it
      * cancellable. */
     sbuf_init(&p, 16384);
@@ -365,6 +586,7 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
     inf->resync_ms = o->resync_ms;
     inf->max_objects = o->max_objects ? o->max_objects : DEFAULT_MAX_OBJS;
     inf->transform = o->transform;
+    inf->from_cache = o->list_from_cache;
     backoff_init(&inf->backoff, 200, 30000); /* failed lists: 200 ms doubling up to 30 s */
     if (h)
         inf->h = *h;
@@ -415,7 +637,12 @@ void inf_free(struct inf_informer *inf)
     ktimer_free(inf->retry_timer);
     ktimer_free(inf->resync_timer);
     ktimer_free(inf->trim_timer);
+    if (inf->drain)
+        uv_close((uv_handle_t *)inf->drain, drain_closed);
+    x_free(inf->pend);
     kstore_free(inf->store);
+    kls_done(&inf->split);
+    x_free(inf->cut);
     x_free(inf->cont);
     x_free(inf->ns);
     x_free(inf->label_selector);

@@ -1,10 +1,16 @@
 /* inf: an informer — a local, indexed, eventually consistent copy of one resource collection.
  *
  * It lists the collection in pages (limit/continue), then watches from the list's resourceVersion.
- * Each change updates the store, the indexes, and calls the handlers on the loop. When the watch
- * reports that its version is too old (410) it relists and reconciles the store against the new
- * list (adds, updates and deletes for what changed while it was away). metadata.managedFields is
- * dropped before caching. A failed list is retried with capped exponential backoff.
+ * Each page is split into its objects while it arrives (kube/liststream.h) and each object is
+ * decoded and applied on its own, so a list costs one object's tree at a time, not a page's; the
+ * decoding runs in slices of about 4 ms per loop iteration (the transfer pauses in between), so
+ * that decoding a long list does not hold the loop. With list_from_cache the lists are served by
+ * the API server's watch cache instead of etcd (one response whatever page_size says, cheaper for
+ * the server; what client-go's reflector does). Each change updates the store, the indexes, and
+ * calls the handlers on the loop. When the watch reports that its version is too old (410) it
+ * relists and reconciles the store against the new list (adds, updates and deletes for what changed
+ * while it was away). metadata.managedFields is dropped before caching. A failed list is retried
+ * with capped exponential backoff.
  *
  * The store (kube/store.h) maps "namespace/name" (or "name" for cluster-scoped kinds) to the
  * object. By default it keeps each object serialised and deflated with a dictionary learned from
@@ -59,6 +65,11 @@ struct inf_options {
      * reads, as client-go's SetTransform). It must leave metadata.name and metadata.namespace.
      * data is the informer's data. NULL: objects are cached whole. */
     void (*transform)(json_t *obj, void *data);
+    /* Lists from the API server's watch cache (resourceVersion=0 for the first, the last version
+     * seen for a relist) instead of a consistent read from etcd: faster and cheaper for the
+     * server, but the first list may be older than a write this process made just before (the
+     * watch then brings it). A version the cache cannot serve falls back to a consistent read. */
+    bool list_from_cache;
 };
 
 /* Index function: writes up to `max` borrowed strings (e.g. a label value taken from obj) to values

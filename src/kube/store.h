@@ -98,6 +98,11 @@ const char *kstore_entry_rv(const struct kstore_entry *e);
  * to the current generation. Returns 0 for an insert, 1 for a replacement, or a negative errno
  * (the store is unchanged). */
 int kstore_put(struct kstore *s, const char *key, json_t *obj, const char *rv, json_t **ret_old);
+/* The same, with obj's JSON text at hand (e.g. as it came from the server): in compact mode the
+ * store keeps that text instead of serialising obj again. The caller guarantees that the text
+ * decodes to obj (json_equal); obj is still what the indexes read. */
+int kstore_put_text(struct kstore *s, const char *key, json_t *obj, const char *text,
+                    size_t text_len, const char *rv, json_t **ret_old);
 /* Removes the entry (from kstore_find or kstore_next). If ret_old is non-NULL it receives a new
  * reference to its object (NULL if it could not be decoded). */
 void kstore_remove(struct kstore *s, struct kstore_entry *e, json_t **ret_old);

@@ -1,0 +1,383 @@
+#include "kube/liststream.h"
+#include "common/jsonb.h"
+#include "common/xalloc.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+void kls_init(struct kls *s, size_t max_item, size_t max_rest, kls_item_fn fn, void *data)
+{
+    memset(s, 0, sizeof(*s));
+    s->fn = fn;
+    s->data = data;
+    s->max_item = max_item;
+    s->max_rest = max_rest;
+}
+
+void kls_done(struct kls *s)
+{
+    x_free(s->item);
+    x_free(s->rest);
+    memset(s, 0, sizeof(*s));
+}
+
+/* Appends n bytes to a buffer bounded by max. */
+static int buf_add(char **buf, size_t *len, size_t *cap, size_t max, const char *p, size_t n)
+{
+    if (n > max - *len)
+        return -E2BIG;
+    if (*len + n > *cap) {
+        size_t ncap = *cap ? *cap : 4096;
+        char *nb;
+        while (ncap < *len + n)
+            ncap = ncap > max / 2 ? max : ncap * 2;
+        nb = x_reallocarray(*buf, ncap, 1);
+        if (!nb)
+            return -ENOMEM;
+        *buf = nb;
+        *cap = ncap;
+    }
+    memcpy(*buf + *len, p, n);
+    *len += n;
+    return 0;
+}
+
+static int rest_add(struct kls *s, const char *p, size_t n)
+{
+    return buf_add(&s->rest, &s->rest_len, &s->rest_cap, s->max_rest, p, n);
+}
+
+static int item_add(struct kls *s, const char *p, size_t n)
+{
+    return buf_add(&s->item, &s->item_len, &s->item_cap, s->max_item, p, n);
+}
+
+/* The element that ends at p[end] (its closing brace) is complete. from: where it began in this
+ * chunk, or SIZE_MAX when it began in an earlier one (then it is in s->item). */
+static int emit(struct kls *s, const char *p, size_t from, size_t end)
+{
+    int r;
+
+    s->items++;
+    if (from != SIZE_MAX) {
+        if (end + 1 - from > s->max_item)
+            return -E2BIG;
+        return s->fn(p + from, end + 1 - from, s->data);
+    }
+    r = item_add(s, p, end + 1);
+    if (r < 0)
+        return r;
+    r = s->fn(s->item, s->item_len, s->data);
+    s->item_len = 0;
+    return r;
+}
+
+static bool space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+
+int kls_feed(struct kls *s, const char *p, size_t n)
+{
+    size_t copy_from = s->in_items ? SIZE_MAX : 0; /* bytes of this chunk for the envelope */
+    size_t elem_from = SIZE_MAX;                   /* start of the element in this chunk */
+    int r = 0;
+
+    if (s->err)
+        return s->err;
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+
+        if (s->in_str) {
+            if (s->esc) {
+                s->esc = false;
+            } else if (c == '\\') {
+                s->esc = true;
+                s->key_len = UINT8_MAX; /* an escaped name is never "items" */
+            } else if (c == '"') {
+                s->in_str = false;
+                if (s->key_capture) {
+                    s->key_capture = false;
+                    s->items_next = s->key_len == 5 && memcmp(s->key, "items", 5) == 0;
+                }
+            } else if (s->key_capture) {
+                if (s->key_len < sizeof(s->key))
+                    s->key[s->key_len++] = c;
+                else
+                    s->key_len = UINT8_MAX;
+            } else {
+                /* Skip the plain part of the string at once. */
+                while (i + 1 < n && p[i + 1] != '"' && p[i + 1] != '\\')
+                    i++;
+            }
+            continue;
+        }
+        if (space(c))
+            continue;
+        if (s->ended || (!s->started && c != '{')) {
+            r = -EBADMSG;
+            goto fail;
+        }
+        switch (c) {
+        case '"':
+            s->in_str = true;
+            if (s->depth == 1 && s->key_expected) {
+                s->key_capture = true;
+                s->key_len = 0;
+            }
+            break;
+        case '{':
+        case '[':
+            if (!s->started) {
+                s->started = true;
+                s->depth = 1;
+                s->key_expected = true;
+                break;
+            }
+            if (s->depth == 1 && c == '[' && s->items_next && !s->key_expected) {
+                /* The items array: the envelope keeps its brackets, the elements go out. */
+                r = rest_add(s, p + copy_from, i + 1 - copy_from);
+                if (r < 0)
+                    goto fail;
+                copy_from = SIZE_MAX;
+                s->in_items = true;
+                s->need_comma = false;
+                s->items_next = false;
+                s->depth = 2;
+                break;
+            }
+            if (s->in_items && s->depth == 2) {
+                if (c != '{' || s->need_comma) {
+                    r = -EBADMSG;
+                    goto fail;
+                }
+                s->in_elem = true;
+                elem_from = i;
+                s->item_len = 0;
+            }
+            if (++s->depth > KLS_MAX_DEPTH) {
+                r = -EBADMSG;
+                goto fail;
+            }
+            break;
+        case '}':
+        case ']':
+            if (s->in_items && s->depth == 2) {
+                if (c != ']') {
+                    r = -EBADMSG;
+                    goto fail;
+                }
+                s->in_items = false;
+                s->depth = 1;
+                copy_from = i;
+                break;
+            }
+            if (s->depth <= 1 && c == ']') {
+                r = -EBADMSG;
+                goto fail;
+            }
+            s->depth--;
+            if (s->in_items && s->depth == 2) {
+                s->in_elem = false;
+                s->need_comma = true;
+                r = emit(s, p, elem_from, i);
+                elem_from = SIZE_MAX;
+                if (r < 0)
+                    goto fail;
+            } else if (s->depth == 0) {
+                s->ended = true;
+                r = rest_add(s, p + copy_from, i + 1 - copy_from);
+                if (r < 0)
+                    goto fail;
+                copy_from = SIZE_MAX;
+            }
+            break;
+        case ',':
+            if (s->in_items && s->depth == 2) {
+                if (!s->need_comma) {
+                    r = -EBADMSG;
+                    goto fail;
+                }
+                s->need_comma = false;
+            } else if (s->depth == 1) {
+                s->key_expected = true;
+                s->items_next = false;
+            }
+            break;
+        case ':':
+            if (s->depth == 1)
+                s->key_expected = false;
+            break;
+        default:
+            if (s->in_items && s->depth == 2) {
+                r = -EBADMSG; /* an element that is not an object */
+                goto fail;
+            }
+            break;
+        }
+    }
+    if (s->in_elem) {
+        size_t from = elem_from != SIZE_MAX ? elem_from : 0;
+        r = item_add(s, p + from, n - from);
+        if (r < 0)
+            goto fail;
+    }
+    if (copy_from != SIZE_MAX && s->started && !s->ended) {
+        r = rest_add(s, p + copy_from, n - copy_from);
+        if (r < 0)
+            goto fail;
+    }
+    return 0;
+fail:
+    s->err = r;
+    return r;
+}
+
+int kls_finish(struct kls *s, json_t **envelope)
+{
+    int r;
+
+    if (s->err)
+        return s->err;
+    if (!s->ended || s->in_str) {
+        s->err = -EBADMSG;
+        return s->err;
+    }
+    r = jsonb_load(s->rest, s->rest_len, jsonb_budget(s->rest_len, JSONB_RATIO_KUBE), 0, 0,
+                   envelope, NULL);
+    if (r == -EINVAL)
+        r = -EBADMSG;
+    return r;
+}
+
+/* Reads the string that starts at text[i] (its opening quote); returns the index after its closing
+ * quote (len when unterminated). Sets *plain when it has no escape. */
+static size_t skip_string(const char *text, size_t len, size_t i, bool *plain)
+{
+    *plain = true;
+    for (i++; i < len; i++) {
+        if (text[i] == '\\') {
+            *plain = false;
+            i++;
+        } else if (text[i] == '"') {
+            return i + 1;
+        }
+    }
+    return len;
+}
+
+static bool name_is(const char *text, size_t start, size_t end, bool plain, const char *name)
+{
+    size_t n = strlen(name);
+
+    return plain && end - start == n + 2 && memcmp(text + start + 1, name, n) == 0;
+}
+
+int kls_find_managed_fields(const char *text, size_t len, size_t *from, size_t *to)
+{
+    unsigned depth = 0;
+    bool key_expected = false, in_meta = false, want_meta = false, want_mf = false;
+    size_t sep = 0, mf_start = 0; /* the separator before the member being read, its name */
+
+    for (size_t i = 0; i < len; i++) {
+        char c = text[i];
+        bool plain;
+        size_t end;
+
+        switch (c) {
+        case '"':
+            end = skip_string(text, len, i, &plain);
+            if (key_expected && depth == 1) {
+                want_meta = name_is(text, i, end, plain, "metadata");
+            } else if (key_expected && depth == 2 && in_meta) {
+                want_mf = name_is(text, i, end, plain, "managedFields");
+                mf_start = i;
+            }
+            i = end - 1;
+            break;
+        case ':':
+            key_expected = false;
+            break;
+        case ',':
+            if (depth == 2 && in_meta && want_mf) {
+                /* The value ended: drop the member and the comma on one side of it. */
+                if (text[sep] == ',') {
+                    *from = sep;
+                    *to = i;
+                } else {
+                    *from = mf_start;
+                    *to = i + 1;
+                }
+                return 1;
+            }
+            if (depth == 1 || (depth == 2 && in_meta)) {
+                key_expected = true;
+                sep = i;
+                want_meta = false;
+            }
+            break;
+        case '{':
+        case '[':
+            depth++;
+            if (depth == 1 && c == '{') {
+                key_expected = true;
+            } else if (depth == 2 && c == '{' && want_meta) {
+                in_meta = true;
+                want_meta = false;
+                key_expected = true;
+                sep = i;
+            }
+            if (depth > KLS_MAX_DEPTH)
+                return 0;
+            break;
+        case '}':
+        case ']':
+            if (depth == 0)
+                return 0;
+            if (depth == 2 && in_meta) {
+                if (want_mf) {
+                    *from = text[sep] == ',' ? sep : mf_start;
+                    *to = i;
+                    return 1;
+                }
+                return 0; /* the (first) metadata has no managedFields */
+            }
+            depth--;
+            if (depth == 0)
+                return 0;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
+int kls_decode_object(const char *item, size_t len, char **buf, size_t *cap, json_t **obj,
+                      const char **text, size_t *text_len)
+{
+    size_t from, to;
+    int r;
+
+    if (kls_find_managed_fields(item, len, &from, &to) == 1) {
+        if (*cap < len) {
+            char *p = x_malloc(len);
+            if (!p)
+                return -ENOMEM;
+            x_free(*buf);
+            *buf = p;
+            *cap = len;
+        }
+        memcpy(*buf, item, from);
+        memcpy(*buf + from, item + to, len - to);
+        item = *buf;
+        len -= to - from;
+    }
+    r = jsonb_load(item, len, jsonb_budget(len, JSONB_RATIO_KUBE), 0, 0, obj, NULL);
+    if (r < 0)
+        return r == -EINVAL ? -EBADMSG : r;
+    *text = item;
+    *text_len = len;
+    return 0;
+}
