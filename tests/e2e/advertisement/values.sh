@@ -91,14 +91,8 @@ EOF
 pod() { # NAME NODE(or -) SPEC-EXTRA(yaml lines, indented 2)
   local nn=""
   [ "$2" != - ] && nn="nodeName: $2"
-  kc "$P1" apply -n "$NS" -f - >/dev/null <<EOF || fail "cannot create pod $1"
-apiVersion: v1
-kind: Pod
-metadata: {name: $1}
-spec:
-  $nn
-$3
-EOF
+  apply_pod "$P1" "$NS" "$1" "  $nn
+$3"
 }
 # p1 on v-n1: containers 750m / 1280Mi / 1 GPU, init container 2 cpu / 512Mi -> effective 2 cpu, 1280Mi, 1 GPU.
 pod p1 v-n1 '  initContainers:
