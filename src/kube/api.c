@@ -283,18 +283,26 @@ static void call_unlink(struct kapi_call *call)
     c->ncalls--;
 }
 
+/* The transfer's own parts (the easy handle, its header lists); on_token makes them again. */
+static void call_drop_transfer(struct kapi_call *call)
+{
+    if (call->easy)
+        curl_easy_cleanup(call->easy);
+    call->easy = NULL;
+    curl_slist_free_all(call->headers);
+    call->headers = NULL;
+    curl_slist_free_all(call->connect_to);
+    call->connect_to = NULL;
+}
+
 static void call_free(struct kapi_call *call)
 {
     if (!call)
         return;
-    if (call->easy) {
-        if (call->state == CALL_RUNNING || call->state == CALL_DONE)
-            if (!call->c->multi_gone)
-                curl_multi_remove_handle(call->c->multi, call->easy);
-        curl_easy_cleanup(call->easy);
-    }
-    curl_slist_free_all(call->headers);
-    curl_slist_free_all(call->connect_to);
+    if (call->easy && (call->state == CALL_RUNNING || call->state == CALL_DONE) &&
+        !call->c->multi_gone)
+        curl_multi_remove_handle(call->c->multi, call->easy);
+    call_drop_transfer(call);
     sbuf_done(&call->resp);
     x_free(call->url);
     x_free(call->method);
@@ -532,13 +540,8 @@ static bool retry_later(struct kapi_call *call, CURLcode cc)
     log_debug("kapi", "%s %s: 429 (attempt %u), again in %llu ms at %.1f requests/s", call->method,
               call->url, call->attempts, (unsigned long long)delay, c->qps_now);
 
-    /* A fresh transfer later: the easy handle and what it held are made again by on_token. */
-    curl_easy_cleanup(call->easy);
-    call->easy = NULL;
-    curl_slist_free_all(call->headers);
-    call->headers = NULL;
-    curl_slist_free_all(call->connect_to);
-    call->connect_to = NULL;
+    /* A fresh transfer later. */
+    call_drop_transfer(call);
     sbuf_done(&call->resp);
     sbuf_init(&call->resp, call->max_body);
     call->errbuf[0] = '\0';

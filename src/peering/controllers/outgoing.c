@@ -1056,10 +1056,17 @@ static void apply_peer_client(struct outgoing *m, json_t *cc)
     x_free(rates);
 }
 
+static bool is_cluster_config(const json_t *obj)
+{
+    const char *name = kapi_obj_name(obj);
+
+    return name && strcmp(name, PEER_CLUSTER_CONFIG) == 0;
+}
+
 static void on_config(struct inf_informer *inf, json_t *obj, void *data)
 {
     (void)inf;
-    if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) == 0)
+    if (is_cluster_config(obj))
         apply_peer_client(data, obj);
 }
 
@@ -1074,7 +1081,7 @@ static void on_config_delete(struct inf_informer *inf, json_t *obj, void *data)
     struct outgoing *m = data;
 
     (void)inf;
-    if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", PEER_CLUSTER_CONFIG) == 0)
+    if (is_cluster_config(obj))
         pu_set_rates(agent_peers(m->mod.a), 0, 0, NULL, 0);
 }
 
