@@ -14,7 +14,9 @@ NS=nettest-dp
 # agents' admission webhooks at the root namespace's end of their link, 10.255.<i>.1, not at 127.0.0.1.
 agent_extra_flags() {
   local i=${1#cluster-}
-  echo --webhook-addr "10.255.$i.1:$(webhook_port "$1")" --webhook-url "https://10.255.$i.1:$(webhook_port "$1")"
+  local h
+  h="$(awk '$1 == "link" {print $2}' "$E2E_STATE/realnodes.conf").$i.1"
+  echo --webhook-addr "$h:$(webhook_port "$1")" --webhook-url "https://$h:$(webhook_port "$1")"
 }
 source "$(dirname "${BASH_SOURCE[0]}")/../agents.sh"
 
@@ -28,10 +30,10 @@ in_node() {
   shift
   nsenter --net="/run/netns/$(node_netns "$c")" --mount="$(node_mntns "$c")" "$@"
 }
-# The gateways' settings: one interface name per cluster (their userspace API sockets share
-# /var/run/wireguard, which the nodes' mount namespaces do not cover: checked in `peer`), the endpoint on
-# the node's link to the other cluster, a short keepalive.
-gw_if() { echo "cliqo$(idx "$1")"; }
+# The gateways' settings: one interface name per cluster and environment, <netns prefix>g<i> (their
+# userspace API sockets share /var/run/wireguard, which the nodes' mount namespaces do not cover: checked in
+# `peer`), the endpoint on the node's link to the other cluster, a short keepalive.
+gw_if() { echo "$(cat "$E2E_STATE/netns.conf")g$(idx "$1")"; }
 gw_endpoint() { echo "192.168.77.$(idx "$1"):51820"; }
 # A gateway's pid file and log are an agent's (agents.sh) named gateway-CLUSTER.
 gw_log() { agent_log "gateway-$1"; }

@@ -3,8 +3,9 @@
 # cluster, in network namespaces the devenv makes and removes), base port from tests/ports.tsv. Needs root
 # (the fixture fails with a clear message without it, never skips) and kubelet and kube-proxy: their
 # directory is CLIQO_KUBE_NODE_BIN_DIR (`scripts/build-kube.sh --node` prints it; scripts/test.sh passes
-# it). Empty, the group is not registered. The real nodes' addresses (10.255.<i>.0/30 here) are the same
-# for every environment with real nodes, so this is the only group that has them.
+# it). Empty, the group is not registered. The clusters' links to the host are 10.255.<i>.0/30 unless
+# CLIQO_DEV_LINK_NET (exported before ctest) names other octets: two checkouts running this group at once need
+# two values.
 set(CLIQO_KUBE_NODE_BIN_DIR "" CACHE PATH
     "Directory with kubelet and kube-proxy (scripts/build-kube.sh --node; enables the e2e group network)")
 if(NOT CLIQO_KUBE_NODE_BIN_DIR)
