@@ -31,9 +31,13 @@
 #include "network/natrules.h"
 #include "network/wguapi.h"
 
-#define DPO_TEP_PREFIX    "tep-"
-#define DPO_GW_CONFIGMAP  "cliqo-gateway"
-#define DPO_KEY_SECRET    "cliqo-wg-key"
+#define DPO_TEP_PREFIX   "tep-"
+#define DPO_GW_CONFIGMAP "cliqo-gateway"
+#define DPO_KEY_SECRET   "cliqo-wg-key"
+/* The key's namespace: the gateway's own, where no other identity of cliqo has a right
+ * (deploy/rbac.yaml), not the agent's, whose Role reads every Secret there (docs/dataplane.md,
+ * section 2). */
+#define DPO_KEY_NAMESPACE "cliqo-gateway"
 #define DPO_KEY_FIELD     "privateKey"
 #define DPO_MTU_MIN       1280 /* IPv6's minimum link MTU */
 #define DPO_MTU_MAX       9000

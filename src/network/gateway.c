@@ -854,11 +854,13 @@ static void after_key_create(void *owner)
     if (r->h.ch.last.err < 0) {
         wg_key_wipe(&r->g->priv);
         r->g->have_key = false;
-        set_error(r->g, "cannot create Secret %s: %s", DPO_KEY_SECRET, r->h.ch.last.message);
+        set_error(r->g, "cannot create Secret %s/%s: %s", DPO_KEY_NAMESPACE, DPO_KEY_SECRET,
+                  r->h.ch.last.message);
         ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
-    log_info(MOD, "made the cluster's WireGuard key (Secret %s)", DPO_KEY_SECRET);
+    log_info(MOD, "made the cluster's WireGuard key (Secret %s/%s)", DPO_KEY_NAMESPACE,
+             DPO_KEY_SECRET);
     step_record(r);
 }
 
@@ -881,15 +883,15 @@ static void create_key(struct rec *r)
     }
     OPENSSL_cleanse(b64, sizeof(b64));
     secret = json_pack("{s:s,s:s,s:{s:s,s:s,s:{s:s}},s:s,s:{s:s}}", "apiVersion", "v1", "kind",
-                       "Secret", "metadata", "name", DPO_KEY_SECRET, "namespace",
-                       agent_namespace(g->mod.a), "labels", "app.kubernetes.io/part-of", "cliqo",
-                       "type", "Opaque", "data", DPO_KEY_FIELD, data);
+                       "Secret", "metadata", "name", DPO_KEY_SECRET, "namespace", DPO_KEY_NAMESPACE,
+                       "labels", "app.kubernetes.io/part-of", "cliqo", "type", "Opaque", "data",
+                       DPO_KEY_FIELD, data);
     OPENSSL_cleanse(data, strlen(data));
     x_free(data);
     g->have_key = true;
     r->h.ch.next = after_key_create;
-    if (!secret || kapi_create(agent_kube(g->mod.a), &kapi_secrets, agent_namespace(g->mod.a),
-                               secret, ctl_call_cb, r) < 0) {
+    if (!secret || kapi_create(agent_kube(g->mod.a), &kapi_secrets, DPO_KEY_NAMESPACE, secret,
+                               ctl_call_cb, r) < 0) {
         g->have_key = false;
         ctl_rec_end(&r->h, CTL_RETRY);
     }
@@ -916,7 +918,8 @@ static void after_key_get(void *owner)
         return;
     }
     if (r->h.ch.last.err < 0) {
-        set_error(g, "cannot read Secret %s: %s", DPO_KEY_SECRET, r->h.ch.last.message);
+        set_error(g, "cannot read Secret %s/%s: %s", DPO_KEY_NAMESPACE, DPO_KEY_SECRET,
+                  r->h.ch.last.message);
         ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
@@ -940,7 +943,8 @@ static void after_key_get(void *owner)
         return;
     }
     g->have_key = true;
-    log_info(MOD, "read the cluster's WireGuard key (Secret %s)", DPO_KEY_SECRET);
+    log_info(MOD, "read the cluster's WireGuard key (Secret %s/%s)", DPO_KEY_NAMESPACE,
+             DPO_KEY_SECRET);
     step_record(r);
 }
 
@@ -1186,7 +1190,7 @@ static void reconcile(struct ctl *c, const char *key)
         return;
     }
     r->h.ch.next = after_key_get;
-    if (kapi_get(agent_kube(g->mod.a), &kapi_secrets, agent_namespace(g->mod.a), DPO_KEY_SECRET,
+    if (kapi_get(agent_kube(g->mod.a), &kapi_secrets, DPO_KEY_NAMESPACE, DPO_KEY_SECRET,
                  ctl_call_cb, r) < 0)
         ctl_rec_end(&r->h, CTL_RETRY);
 }

@@ -28,6 +28,7 @@ static const char *const expected[] = {
     "clusterconfig.yaml",
     "service.yaml",
     "deployment.yaml",
+    "gateway.yaml",
 };
 #define N_EXPECTED (sizeof(expected) / sizeof(expected[0]))
 

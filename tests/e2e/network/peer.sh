@@ -2,8 +2,8 @@
 # The data plane's shared state: cliqo installed on both clusters (the same pod CIDR), one agent each, cluster-1
 # peered with cluster-2, each cluster's gateway running inside its gateway node's network and mount namespaces.
 # Checked with independent tools: the TunnelEndpoints Up on both sides (the time from the gateways' start is the
-# figure tunnel-up-seconds); the key Secret readable by the gateway's ServiceAccount by name and by nobody's
-# wildcard; the public key of the Secret's key equal to the one the peer received; in each node (wg, ip, nft):
+# figure tunnel-up-seconds); the key Secret (in namespace cliqo-gateway) readable by the gateway's
+# ServiceAccount by name and by nobody's wildcard, not by the agent's ServiceAccount; the public key of the Secret's key equal to the one the peer received; in each node (wg, ip, nft):
 # one WireGuard peer with the peer's block as seen here as its only allowed IPs, the other gateway's endpoint and
 # keepalive 2 s, the interface's MTU 80 below the link's, one route of protocol 146, the table cliqo.
 source "$(dirname "$0")/../lib.sh"
@@ -46,17 +46,25 @@ say "both tunnels Up ${secs}s after the gateways started; both sockets in the ho
 
 for c in "${ALL[@]}"; do
   o=$(other "$c")
-  # the key: in the Secret, readable by name by the gateway's ServiceAccount only among cliqo's identities
-  key=$(jget "$c" '{.data.privateKey}' secret cliqo-wg-key -n cliqo | base64 -d)
+  # the key: in the Secret of the gateway's own namespace, readable by name by the gateway's ServiceAccount
+  # only among cliqo's identities (the agent's reads every Secret of cliqo, none there)
+  key=$(jget "$c" '{.data.privateKey}' secret cliqo-wg-key -n cliqo-gateway | base64 -d)
   [ "${#key}" = 44 ] || fail "$c: Secret cliqo-wg-key holds no WireGuard key"
   pub=$(wg pubkey <<<"$key")
   [ "$(in_node "$c" wg show "$(gw_if "$c")" public-key)" = "$pub" ] || fail "$c: the interface's key is not the Secret's"
   [ "$(tep_field "$o" '{.spec.publicKey}')" = "$pub" ] || fail "$o received another public key than $c's"
   [ "$(tep_field "$o" '{.spec.endpoint}')" = "$(gw_endpoint "$c")" ] || fail "$o received another endpoint than $c's"
-  [ "$(can_i "$c" system:serviceaccount:cliqo:cliqo-gateway get secrets/cliqo-wg-key -n cliqo)" = yes ] ||
+  gsa=system:serviceaccount:cliqo-gateway:cliqo-gateway asa=system:serviceaccount:cliqo:cliqo-agent
+  [ "$(can_i "$c" "$gsa" get secrets/cliqo-wg-key -n cliqo-gateway)" = yes ] ||
     fail "$c: the gateway's ServiceAccount cannot read its key"
-  [ "$(can_i "$c" system:serviceaccount:cliqo:cliqo-gateway get secrets/auth-token -n cliqo)" = no ] ||
+  [ "$(can_i "$c" "$gsa" get secrets/auth-token -n cliqo)" = no ] &&
+    [ "$(can_i "$c" "$gsa" list secrets -n cliqo-gateway)" = no ] ||
     fail "$c: the gateway's ServiceAccount reads other Secrets"
+  # ... and the agent's ServiceAccount neither reads the key nor can run a pod as the gateway's
+  for v in "get secrets/cliqo-wg-key" "list secrets" "watch secrets" "create pods" "create deployments.apps"; do
+    # shellcheck disable=SC2086 # verb and resource
+    [ "$(can_i "$c" "$asa" $v -n cliqo-gateway)" = no ] || fail "$c: the agent's ServiceAccount may $v in cliqo-gateway"
+  done
   [ "$(can_i "$c" "system:serviceaccount:$(tenant "$c"):remote-$(id_of "$o")" patch tunnelendpoints.net.liqo.io \
     --subresource=status -n "$(tenant "$c")")" = no ] || fail "$c: the peer may write its TunnelEndpoint's status"
   # the device, the route and the table, read in the node
