@@ -22,7 +22,7 @@ cleanup() {
   kc "$C" delete csr "$CSR_SERVING" "$CSR_CLIENT" --ignore-not-found >/dev/null 2>&1 || true
   kc "$C" delete -f "$DEPLOY_DIR/rbac.yaml" -f "$DEPLOY_DIR/serviceaccount.yaml" --ignore-not-found --wait=false \
     >/dev/null 2>&1 || true
-  ns_remove "$T" "$T2" cliqo
+  ns_remove "$T" "$T2" cliqo cliqo-gateway
   crds_remove
 }
 trap cleanup EXIT
@@ -76,6 +76,18 @@ can "$AGENT" no list secrets --all-namespaces
 can "$AGENT" no get secrets -n default
 can "$AGENT" no get secrets -n kube-system
 can "$AGENT" no get secrets -n "$T" # not before it binds cliqo-agent-tenant there
+# The gateway's WireGuard key (docs/dataplane.md, section 2): in the gateway's namespace, where the agent can
+# neither read a Secret nor start a pod (which could run as the gateway's ServiceAccount); the gateway reads
+# that one Secret by name and no Secret of cliqo.
+GW=system:serviceaccount:cliqo-gateway:cliqo-gateway
+for v in "get secrets/cliqo-wg-key" "list secrets" "create pods" "create deployments.apps" "create serviceaccounts"; do
+  # shellcheck disable=SC2086 # verb and resource
+  can "$AGENT" no $v -n cliqo-gateway
+done
+can "$GW" yes get secrets/cliqo-wg-key -n cliqo-gateway
+can "$GW" no list secrets -n cliqo-gateway
+can "$GW" no get secrets/auth-token -n cliqo
+can "$GW" yes patch tunnelendpoints.net.liqo.io --subresource=status -n "$T"
 # The broadcaster sums nodes and pods; the virtual kubelets register nodes and drain them (issue 9).
 can "$AGENT" yes get nodes
 can "$AGENT" yes patch nodes --subresource=status

@@ -39,13 +39,27 @@ endforeach()
 # The data plane (docs/dataplane.md, sections 2-4): `peer` installs cliqo, starts the agents, peers the two
 # clusters and starts each gateway in its gateway node's namespaces; the tests after it share that state, one at
 # a time in this order; `unpeer` ends the peering, checks that nothing is left, and stops everything it started.
+# The agent's image for `deployed` (the agent and the gateway as pods from deploy/): CLIQO_IMAGE_AGENT_DIR is a
+# directory with a release build's cliqo-agent and cliqo-broker (scripts/test.sh builds them), what users run;
+# empty, the image holds this build's own (with the sanitizers' runtime libraries when it has them).
+set(CLIQO_IMAGE_AGENT_DIR "" CACHE PATH
+    "Directory with the cliqo-agent and cliqo-broker to put in the agent's image (e2e.network.deployed)")
+set(net_image "")
+if(CLIQO_IMAGE_AGENT_DIR)
+    set(net_image "CLIQO_IMAGE_AGENT=${CLIQO_IMAGE_AGENT_DIR}/cliqo-agent"
+                  "CLIQO_IMAGE_BROKER=${CLIQO_IMAGE_AGENT_DIR}/cliqo-broker")
+elseif(TARGET cliqo-agent AND TARGET cliqo-broker)
+    set(net_image "CLIQO_IMAGE_AGENT=$<TARGET_FILE:cliqo-agent>" "CLIQO_IMAGE_BROKER=$<TARGET_FILE:cliqo-broker>")
+endif()
 if(TARGET cliqo-agent)
-    set(net_dp_tests peer traffic hostile restart unpeer)
+    # `deployed` comes after `unpeer` and reuses the clusters: it uninstalls what the others installed, installs
+    # cliqo with the agent and the gateway as pods, peers, offloads, and uninstalls again.
+    set(net_dp_tests peer traffic hostile restart unpeer deployed)
     set(prev nodes)
     foreach(t ${net_dp_tests})
         add_test(NAME e2e.network.${t} COMMAND ${E2E_DIR}/network/${t}.sh)
         set_tests_properties(e2e.network.${t} PROPERTIES FIXTURES_REQUIRED e2e_network
-                             ENVIRONMENT "${net_env};TEST_NAME=e2e.network.${t};CLIQO_AGENT=$<TARGET_FILE:cliqo-agent>"
+                             ENVIRONMENT "${net_env};${net_image};TEST_NAME=e2e.network.${t};CLIQO_AGENT=$<TARGET_FILE:cliqo-agent>"
                              LABELS e2e TIMEOUT 240 RESOURCE_LOCK e2e_network_clusters DEPENDS e2e.network.${prev})
         set(prev ${t})
     endforeach()
