@@ -49,8 +49,9 @@ for c in "${ALL[@]}"; do
     fail "$c: $ref not in the node's containerd"
 done
 
+# Their agents are stopped (`unpeer`): --force takes what finalizers would hold.
 say "uninstall (what the host-process tests installed), install with the image $ref ($(secs)s)"
-for c in "${ALL[@]}"; do cq "$c" uninstall --timeout 60s >"$AGENTS_DIR/uninstall-$c.out" 2>&1 & done
+for c in "${ALL[@]}"; do cq "$c" uninstall --force --timeout 60s >"$AGENTS_DIR/uninstall-$c.out" 2>&1 & done
 wait || true
 for c in "${ALL[@]}"; do
   ! kc "$c" get namespace cliqo >/dev/null 2>&1 || fail "$c: uninstall left namespace cliqo: $(cat "$AGENTS_DIR/uninstall-$c.out")"
