@@ -21,13 +21,15 @@
 #include <stdio.h>
 #include <string.h>
 
-#define MAX_ADDRS     16
-#define CA_YEARS      10
-#define SERVER_DAYS   (CA_YEARS * 365)
-#define AUTH_SERVICE  "cliqo-auth"
-#define DEFAULT_NS    "cliqo"
-#define URL_MAX       2048
-#define PART_OF_LABEL "app.kubernetes.io/part-of"
+#define MAX_ADDRS          16
+#define CA_YEARS           10
+#define SERVER_DAYS        (CA_YEARS * 365)
+#define AUTH_SERVICE       "cliqo-auth"
+#define DEFAULT_NS         "cliqo"
+#define URL_MAX            2048
+#define PART_OF_LABEL      "app.kubernetes.io/part-of"
+#define GATEWAY_DEPLOYMENT "cliqo-gateway"
+#define ENDPOINT_MAX       64
 
 struct install_opts {
     struct cli_common co;
@@ -38,6 +40,7 @@ struct install_opts {
     const char *auth_url;
     const char *api_server_url;
     const char *agent_image;
+    const char *gateway_endpoint;
     bool skip_agent;
     bool dry_run;
 };
@@ -82,14 +85,14 @@ static bool is_agent_file(const char *name)
            strcmp(name, "gateway.yaml") == 0;
 }
 
-/* Adapts one manifest object to the options: the namespace (when not "cliqo"), the agent's image
- * and extra arguments. */
+/* Adapts one manifest object to the options: the namespace (when not "cliqo"), the image of both
+ * Deployments, the agent's --api-server-url and the gateway's --gateway-endpoint. */
 static int adapt(json_t *obj, const struct install_opts *o)
 {
     json_t *meta = json_object_get(obj, "metadata");
     const char *kind = json_string_value(json_object_get(obj, "kind"));
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    bool other_ns = strcmp(o->co.ns, DEFAULT_NS) != 0;
+    bool other_ns = strcmp(o->co.ns, DEFAULT_NS) != 0, gateway;
     size_t i;
     json_t *v;
 
@@ -107,6 +110,7 @@ static int adapt(json_t *obj, const struct install_opts *o)
     }
     if (!kind || strcmp(kind, "Deployment") != 0)
         return 0;
+    gateway = kapi_obj_name(obj) && strcmp(kapi_obj_name(obj), GATEWAY_DEPLOYMENT) == 0;
     json_array_foreach(
         json_object_get(
             json_object_get(json_object_get(json_object_get(obj, "spec"), "template"), "spec"),
@@ -130,8 +134,12 @@ static int adapt(json_t *obj, const struct install_opts *o)
                 json_array_set_new(args, j, json_string(buf));
             }
         }
-        if (o->api_server_url) {
+        if (o->api_server_url && !gateway) {
             snprintf(buf, sizeof(buf), "--api-server-url=%s", o->api_server_url);
+            json_array_append_new(args, json_string(buf));
+        }
+        if (o->gateway_endpoint && gateway) {
+            snprintf(buf, sizeof(buf), "--gateway-endpoint=%s", o->gateway_endpoint);
             json_array_append_new(args, json_string(buf));
         }
     }
@@ -293,7 +301,11 @@ static int parse_args(int argc, char **argv, struct install_opts *o)
          .help = "leave out the Deployments of the agent and the gateway, and the Services (run "
                  "them locally)"},
         {.name = "agent-image", .kind = OPTS_STRING, .arg = "IMG", .dest = &o->agent_image,
-         .help = "the agent's container image"},
+         .help = "the container image of the agent and the gateway"},
+        {.name = "gateway-endpoint", .kind = OPTS_STRING, .arg = "IP:PORT",
+         .dest = &o->gateway_endpoint,
+         .help = "the numeric address and UDP port peers reach the gateway at, passed to its "
+                 "Deployment (default: its node's InternalIP, port 51820)"},
         {.name = "dry-run", .kind = OPTS_FLAG, .dest = &o->dry_run,
          .help = "print what would be applied (secret values redacted); change nothing"},
         CLI_OPT_TIMEOUT(&o->co, 0, "how long to wait for the CRDs (default 2m)"),
@@ -332,6 +344,13 @@ static int parse_args(int argc, char **argv, struct install_opts *o)
         (strncmp(o->api_server_url, "https://", 8) != 0 || strlen(o->api_server_url) > URL_MAX))
         return cli_misuse("install", "--api-server-url '%s' is not an https:// URL",
                           o->api_server_url),
+               -1;
+    if (o->gateway_endpoint &&
+        (!*o->gateway_endpoint || strlen(o->gateway_endpoint) > ENDPOINT_MAX ||
+         strspn(o->gateway_endpoint, "0123456789abcdefABCDEF.:[]") != strlen(o->gateway_endpoint) ||
+         !strrchr(o->gateway_endpoint, ':')))
+        return cli_misuse("install", "--gateway-endpoint '%s' is not a numeric IP:PORT",
+                          o->gateway_endpoint),
                -1;
     if (o->agent_image && (!*o->agent_image || strpbrk(o->agent_image, " \t\n")))
         return cli_misuse("install", "--agent-image '%s' is not an image reference",

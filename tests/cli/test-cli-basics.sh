@@ -81,6 +81,11 @@ check "unoffload needs a namespace" 2 "$CLIQOCTL" unoffload namespace; one_line 
 check "unoffload two names" 2 "$CLIQOCTL" unoffload namespace a b
 check "install dry run without a cluster" 0 "$CLIQOCTL" install --dry-run --cluster-name x --kubeconfig "$tmp/none"
 contains "dry run prints CRDs" "# Source: crds/"
+check "install dry run with the gateway's endpoint" 0 "$CLIQOCTL" install --dry-run --cluster-name x --kubeconfig "$tmp/none" \
+  --gateway-endpoint 192.0.2.7:51820 --api-server-url https://192.0.2.1:6443 --agent-image cliqo/agent:t
+contains "the gateway gets its endpoint" '"--gateway-endpoint=192.0.2.7:51820"'
+contains "both Deployments get the image" '"image": "cliqo/agent:t"'
+check "install bad gateway endpoint" 2 "$CLIQOCTL" install --dry-run --gateway-endpoint gw.example:51820
 check "status without a kubeconfig" 1 env -u KUBECONFIG HOME="$tmp" "$CLIQOCTL" status --kubeconfig "$tmp/none"
 one_line "no kubeconfig one line"
 echo "cli basics: $fails failed"

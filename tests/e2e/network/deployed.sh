@@ -3,9 +3,8 @@
 # is uninstalled and installed again by `cliqoctl install` from its embedded manifests (deploy/), with only the
 # image changed (--agent-image: the image of scripts/build-images.sh, imported into the real nodes with
 # `cliqoctl dev import`). So the agent and the gateway run as pods, in-cluster, under their ServiceAccounts and
-# RBAC. What a user sets on top: the API server URL and auth address peers reach (install flags), the auth URL
-# with the NodePort of cliqo-auth (ClusterConfig), the gateway's endpoint (a patch of its Deployment,
-# deploy/README.md), the pod CIDR. Then, with the CLI and checked with kubectl: cluster-1 peers with
+# RBAC. What a user sets on top: the API server URL, auth address and gateway endpoint peers reach (install
+# flags), the auth URL with the NodePort of cliqo-auth and the pod CIDR (ClusterConfig). Then, with the CLI and checked with kubectl: cluster-1 peers with
 # cluster-2, both TunnelEndpoints come Up (the gateways' pods), a pod of an offloaded namespace runs on
 # cluster-2's real node and is Running on cluster-1; then everything is removed (unoffload, unpeer, uninstall)
 # and neither the nodes nor the clusters keep anything of it.
@@ -20,6 +19,27 @@ addr() { echo "$link.$(idx "$1").2"; } # the cluster's address, from here and fr
 api_url() { echo "https://$(addr "$1"):$(base_port "$1")"; }
 gw_pod_ok() { [ "$(jget "$1" '{.items[0].status.phase}' pods -n cliqo-gateway)" = Running ]; }
 agent_ready() { [ "$(jget "$1" '{.status.readyReplicas}' deployment cliqo-agent -n cliqo)" = 1 ]; }
+# node_procs CLUSTER: the cliqo-agent and wireguard-go processes in the node's network namespace ("PID NAME").
+node_procs() {
+  local p n
+  for p in /proc/[0-9]*; do
+    [ "$p/ns/net" -ef "/run/netns/$(node_netns "$1")" ] 2>/dev/null || continue
+    n=$(cat "$p/comm" 2>/dev/null) || continue
+    case "$n" in cliqo-agent | wireguard-go) echo "${p#/proc/} $n" ;; esac
+  done
+  return 0
+}
+# gw_wg CLUSTER wg-show-args...: `wg show cliqo0 ...` of the gateway's pod. Its userspace API socket is in the
+# pod's own /var/run/wireguard (an emptyDir), which wg finds only there: the node's network namespace and a
+# mount namespace of its own where that directory, seen through the process's root, covers the host's.
+gw_wg() {
+  local c=$1 pid
+  shift
+  pid=$(node_procs "$c" | awk '$2 == "wireguard-go" {print $1; exit}')
+  [ -n "$pid" ] || return 1
+  nsenter --net="/run/netns/$(node_netns "$c")" unshare --mount --propagation private sh -c \
+    'mkdir -p /var/run/wireguard && mount --bind "$1" /var/run/wireguard && shift && exec wg show cliqo0 "$@"' sh "/proc/$pid/root/var/run/wireguard" "$@"
+}
 on_exit() {
   local rc=$? c
   if [ "$rc" != 0 ]; then
@@ -59,7 +79,7 @@ done
 inst=()
 for c in "${ALL[@]}"; do
   cq "$c" install --cluster-name "$c" --agent-image "$ref" --api-server-url "$(api_url "$c")" \
-    --auth-address "$(addr "$c")" >"$AGENTS_DIR/install-$c.out" 2>&1 &
+    --auth-address "$(addr "$c")" --gateway-endpoint "$(gw_endpoint "$c")" >"$AGENTS_DIR/install-$c.out" 2>&1 &
   inst+=($!)
 done
 for i in "${!inst[@]}"; do wait "${inst[i]}" || fail "install on ${ALL[i]}: $(cat "$AGENTS_DIR/install-${ALL[i]}.out")"; done
@@ -67,9 +87,6 @@ for c in "${ALL[@]}"; do
   np=$(jget "$c" '{.spec.ports[0].nodePort}' service cliqo-auth -n cliqo)
   [ -n "$np" ] || fail "$c: Service cliqo-auth has no NodePort"
   patch_config "$c" "{\"spec\":{\"peeringConfig\":{\"authUrl\":\"https://$(addr "$c"):$np\"},\"liqonetConfig\":{\"podCIDR\":\"$(cat "$E2E_STATE/$c/pod-cidr")\",\"serviceCIDR\":\"10.96.0.0/16\"}}}"
-  kc "$c" -n cliqo-gateway patch deployment cliqo-gateway --type=json -p "[{\"op\": \"add\",
-    \"path\": \"/spec/template/spec/containers/0/args/-\", \"value\": \"--gateway-endpoint=$(gw_endpoint "$c")\"}]" >/dev/null ||
-    fail "$c: cannot set the gateway's endpoint"
 done
 # Only the image differs from the embedded manifests.
 for c in "${ALL[@]}"; do
@@ -95,8 +112,10 @@ wait_for 90 "both TunnelEndpoints Up (the gateways' pods)" both_up
 # The key was made by the gateway's pod in the gateway's namespace, and is the one its tunnel uses.
 for c in "${ALL[@]}"; do
   key=$(jget "$c" '{.data.privateKey}' secret cliqo-wg-key -n cliqo-gateway | base64 -d)
-  [ "${#key}" = 44 ] && [ "$(in_node "$c" wg show cliqo0 public-key)" = "$(wg pubkey <<<"$key")" ] ||
+  [ "${#key}" = 44 ] && [ "$(gw_wg "$c" public-key)" = "$(wg pubkey <<<"$key")" ] ||
     fail "$c: the tunnel cliqo0 does not use the key of Secret cliqo-gateway/cliqo-wg-key"
+  [ "$(tep_field "$(other "$c")" '{.spec.endpoint}')" = "$(gw_endpoint "$c")" ] ||
+    fail "$(other "$c") received another endpoint than $c's --gateway-endpoint"
 done
 say "peered, both tunnels Up ($(secs)s)"
 
@@ -134,10 +153,15 @@ kc "$A" delete namespace "$DNS" --wait=false >/dev/null
 out=$(cq "$A" unpeer "$B" --timeout 60s 2>&1) || fail "unpeer failed: $out"
 gone_remote() { kget "$B" pods -A | jq -e '[.items[] | select(.metadata.name == "offloaded")] | length == 0' >/dev/null; }
 wait_for 60 "the pod gone from $B" gone_remote
-tunnels_gone() { [ -z "$(kc "$A" get tunnelendpoints -A -o name 2>&1)$(kc "$B" get tunnelendpoints -A -o name 2>&1)" ] &&
-  [ "$(wg_peer_count_if "$A")" = 0 ] && [ "$(wg_peer_count_if "$B")" = 0 ]; }
-wg_peer_count_if() { in_node "$1" wg show cliqo0 peers 2>/dev/null | grep -c . || true; }
-wait_for 60 "no TunnelEndpoint and no WireGuard peer left" tunnels_gone
+gw_peers() { gw_wg "$1" peers | grep -c . || true; }
+# The virtual node and B's Advertisement go too (the agent's teardown, whose finalizer an uninstall would
+# otherwise leave without its agent).
+unpeered() {
+  [ -z "$(kc "$A" get tunnelendpoints -A -o name 2>&1)$(kc "$B" get tunnelendpoints -A -o name 2>&1)" ] &&
+    [ "$(gw_peers "$A")" = 0 ] && [ "$(gw_peers "$B")" = 0 ] &&
+    ! kc "$A" get node "liqo-$B_ID" >/dev/null 2>&1 && [ -z "$(kc "$A" get advertisements -A -o name 2>&1)" ]
+}
+wait_for 60 "no TunnelEndpoint, WireGuard peer, virtual node or Advertisement left" unpeered
 for c in "${ALL[@]}"; do cq "$c" uninstall --timeout 60s >"$AGENTS_DIR/uninstall-$c.out" 2>&1 & done
 wait || true
 nothing() {
@@ -148,16 +172,6 @@ nothing() {
   done
 }
 wait_for 60 "no namespace, pod, link, route or table of cliqo left on either cluster" nothing
-# node_procs CLUSTER: the cliqo-agent and wireguard-go processes in the node's network namespace.
-node_procs() {
-  local p n
-  for p in /proc/[0-9]*; do
-    [ "$p/ns/net" -ef "/run/netns/$(node_netns "$1")" ] 2>/dev/null || continue
-    n=$(cat "$p/comm" 2>/dev/null) || continue
-    case "$n" in cliqo-agent | wireguard-go) echo "${p#/proc/} $n" ;; esac
-  done
-  return 0
-}
 no_procs() { [ -z "$(node_procs "$A")$(node_procs "$B")" ]; }
 wait_for 30 "no cliqo-agent or wireguard-go left in the nodes ($(node_procs "$A") $(node_procs "$B"))" no_procs
 echo "FIGURE deployed-seconds=$(secs)"
