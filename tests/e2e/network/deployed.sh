@@ -30,15 +30,18 @@ node_procs() {
   return 0
 }
 # gw_wg CLUSTER wg-show-args...: `wg show cliqo0 ...` of the gateway's pod. Its userspace API socket is in the
-# pod's own /var/run/wireguard (an emptyDir), which wg finds only there: the node's network namespace and a
-# mount namespace of its own where that directory, seen through the process's root, covers the host's.
+# pod's own /var/run/wireguard, an emptyDir (a tmpfs the kubelet mounts in the node's mount namespace), where
+# wg does not look: in the node's namespaces, plus a mount namespace of its own where that directory covers
+# /var/run/wireguard.
 gw_wg() {
-  local c=$1 pid
+  local c=$1 sock
   shift
-  pid=$(node_procs "$c" | awk '$2 == "wireguard-go" {print $1; exit}')
-  [ -n "$pid" ] || return 1
-  nsenter --net="/run/netns/$(node_netns "$c")" unshare --mount --propagation private sh -c \
-    'mkdir -p /var/run/wireguard && mount --bind "$1" /var/run/wireguard && shift && exec wg show cliqo0 "$@"' sh "/proc/$pid/root/var/run/wireguard" "$@"
+  sock=$(in_node "$c" sh -c 'ls "$1"/real-1/kubelet/pods/*/volumes/kubernetes.io~empty-dir/wireguard/cliqo0.sock' \
+    sh "$E2E_STATE/$c" 2>/dev/null | head -n 1)
+  [ -n "$sock" ] || return 1
+  in_node "$c" unshare --mount --propagation private sh -c \
+    'mkdir -p /var/run/wireguard && mount --bind "$1" /var/run/wireguard && shift && exec wg show cliqo0 "$@"' \
+    sh "${sock%/*}" "$@"
 }
 on_exit() {
   local rc=$? c
@@ -75,7 +78,13 @@ for c in "${ALL[@]}"; do cq "$c" uninstall --force --timeout 60s >"$AGENTS_DIR/u
 wait || true
 for c in "${ALL[@]}"; do
   ! kc "$c" get namespace cliqo >/dev/null 2>&1 || fail "$c: uninstall left namespace cliqo: $(cat "$AGENTS_DIR/uninstall-$c.out")"
+  # What a forced uninstall leaves: the virtual nodes no agent deleted.
+  kc "$c" delete nodes -l liqo.io/type=virtual-node --wait=false >/dev/null 2>&1 || true
 done
+# A CRD still being deleted (its last objects finalized) would take the install's copy with it.
+crds_gone() { [ -z "$(kc "$A" get crd -l app.kubernetes.io/part-of=cliqo -o name)$(kc "$B" get crd -l app.kubernetes.io/part-of=cliqo -o name)" ]; }
+wait_for 60 "cliqo's CRDs gone from both clusters" crds_gone
+say "uninstalled ($(secs)s)"
 inst=()
 for c in "${ALL[@]}"; do
   cq "$c" install --cluster-name "$c" --agent-image "$ref" --api-server-url "$(api_url "$c")" \
@@ -83,6 +92,7 @@ for c in "${ALL[@]}"; do
   inst+=($!)
 done
 for i in "${!inst[@]}"; do wait "${inst[i]}" || fail "install on ${ALL[i]}: $(cat "$AGENTS_DIR/install-${ALL[i]}.out")"; done
+say "installed ($(secs)s)"
 for c in "${ALL[@]}"; do
   np=$(jget "$c" '{.spec.ports[0].nodePort}' service cliqo-auth -n cliqo)
   [ -n "$np" ] || fail "$c: Service cliqo-auth has no NodePort"
@@ -120,7 +130,7 @@ done
 say "peered, both tunnels Up ($(secs)s)"
 
 say "offload $DNS; a pod there runs on $B's real node"
-kc "$A" create namespace "$DNS" >/dev/null || fail "cannot create namespace $DNS"
+kc "$A" get namespace "$DNS" >/dev/null 2>&1 || kc "$A" create namespace "$DNS" >/dev/null || fail "cannot create namespace $DNS"
 out=$(cq "$A" offload namespace "$DNS" --strategy Remote 2>&1) || fail "offload failed: $out"
 offloaded() {
   kget "$A" namespaceoffloading offloading -n "$DNS" |
@@ -162,7 +172,7 @@ unpeered() {
     ! kc "$A" get node "liqo-$B_ID" >/dev/null 2>&1 && [ -z "$(kc "$A" get advertisements -A -o name 2>&1)" ]
 }
 wait_for 60 "no TunnelEndpoint, WireGuard peer, virtual node or Advertisement left" unpeered
-for c in "${ALL[@]}"; do cq "$c" uninstall --timeout 60s >"$AGENTS_DIR/uninstall-$c.out" 2>&1 & done
+for c in "${ALL[@]}"; do cq "$c" uninstall --timeout 120s >"$AGENTS_DIR/uninstall-$c.out" 2>&1 & done
 wait || true
 nothing() {
   local c
