@@ -43,7 +43,7 @@ case "${1:-}" in
   agent)
     [ $# -ge 2 ] && [ $# -le 3 ] || die "usage: build-images.sh agent AGENT [BROKER] (see --help)"
     image=agent AGENT_BIN=$2 BROKER_BIN=${3:-}
-    for b in "$AGENT_BIN" $BROKER_BIN; do [ -f "$b" ] && [ -x "$b" ] || die "$b is not an executable file"; done
+    for b in "$AGENT_BIN" ${BROKER_BIN:+"$BROKER_BIN"}; do [ -f "$b" ] && [ -x "$b" ] || die "$b is not an executable file"; done
     [ -x "$WIREGUARD_GO" ] || die "$WIREGUARD_GO is missing (package wireguard-go; run scripts/install-deps.sh)" ;;
   *) die "unknown image '$1' (see --help)" ;;
 esac
@@ -73,7 +73,8 @@ finish() {
 if [ "$image" = agent ]; then
   # The files of the image: the programs, then the libraries ldd resolves for them (with the dynamic
   # loader), each at its path; symbolic links are followed, so the image holds the files themselves.
-  files=("$AGENT_BIN" $BROKER_BIN "$WIREGUARD_GO")
+  files=("$AGENT_BIN" "$WIREGUARD_GO")
+  [ -z "$BROKER_BIN" ] || files+=("$BROKER_BIN")
   mapfile -t libs < <(for b in "${files[@]}"; do
     ldd "$b" | awk '$2 == "=>" && $3 ~ /^\// {print $3} $1 ~ /^\// {print $1}'
   done | sort -u)

@@ -172,6 +172,7 @@ unpeered() {
     ! kc "$A" get node "liqo-$B_ID" >/dev/null 2>&1 && [ -z "$(kc "$A" get advertisements -A -o name 2>&1)" ]
 }
 wait_for 60 "no TunnelEndpoint, WireGuard peer, virtual node or Advertisement left" unpeered
+say "unoffloaded and unpeered ($(secs)s)"
 for c in "${ALL[@]}"; do cq "$c" uninstall --timeout 120s >"$AGENTS_DIR/uninstall-$c.out" 2>&1 & done
 wait || true
 nothing() {
