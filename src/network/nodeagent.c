@@ -146,7 +146,7 @@ static int apply_family(struct nd *n, int family, const struct rt_route *want, s
         snprintf(err, errlen, "out of memory");
         goto out;
     }
-    rt_plan(fw, nfw, have, (size_t)nhave, add, &nadd, del, &ndel);
+    rt_plan(fw, nfw, have, nrt_owned(have, (size_t)nhave), add, &nadd, del, &ndel);
     for (size_t i = 0; r == 0 && i < ndel + nadd; i++) {
         const struct rt_route *rt = i < ndel ? del[i] : add[i - ndel];
         char t[CIDR_STR_MAX], via[INET6_ADDRSTRLEN] = "-";

@@ -9,7 +9,8 @@
  * through informers and writes nothing to the API. A pass (on every event and every 10 s) dumps the
  * routes of protocol 146, compares them with what is wanted (routes.c's rt_plan) and applies only
  * the difference: a restart adds no duplicate, a route of an ended peering goes, routes of other
- * software are never looked at.
+ * software are never looked at, nor the gateway's own routes of protocol 146 (through its tunnel's
+ * interface, where the node mode's go via an address: noderoutes.h, nrt_owned).
  *
  * Which peers get a route: every peer with a settled remapping (its NetworkConfig status says where
  * each side sees the other), whether or not its tunnel is up: the route only leads to the gateway,

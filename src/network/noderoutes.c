@@ -76,3 +76,13 @@ int nrt_want(const char *self, const struct nrt_gateway *gw, const struct cidr *
     }
     return (int)k;
 }
+
+size_t nrt_owned(struct rt_route *routes, size_t n)
+{
+    size_t k = 0;
+
+    for (size_t i = 0; i < n; i++)
+        if (routes[i].has_via)
+            routes[k++] = routes[i];
+    return k;
+}

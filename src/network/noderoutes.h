@@ -8,7 +8,8 @@
  *   sees the peer's pods, the gateway's allowed IPs), `R_P via <gateway's InternalIP>`, protocol
  *   RT_PROTO_CLIQO, in the main table. A block of another family than the gateway's address gets
  *   none. The gateway node itself gets none: its pods reach the tunnel's interface directly.
- *   nrt_want builds them; routes.c's rt_plan turns what a dump found into what is wanted.
+ *   nrt_want builds them; routes.c's rt_plan turns what a dump found (nrt_owned: the routes with
+ *   a via) into what is wanted.
  *
  * Ownership: inputs are borrowed; nothing is kept. */
 #ifndef CLIQO_NETWORK_NODEROUTES_H
@@ -35,6 +36,12 @@ struct nrt_gateway {
  * when it is not labelled, -EINVAL when it is but has no usable InternalIP (none, a name, the
  * unspecified, loopback or a multicast address). */
 int nrt_gateway_node(const json_t *node, struct nrt_gateway *ret);
+
+/* The routes of a dump that are the node mode's: those through a gateway address (via). The
+ * gateway's own routes of the same protocol go through its tunnel's interface (no via) and are
+ * never the node mode's to change, so that running both on one node is harmless. Compacts
+ * routes[0..n) in place; returns how many are left. */
+size_t nrt_owned(struct rt_route *routes, size_t n);
 
 /* The routes node `self` keeps: none when gw is NULL (no gateway known) or gw names self; else one
  * per block of blocks[0..n) of gw's family, `block via gw->ip`, each block once (a repeated one is

@@ -262,13 +262,20 @@ static void test_plan(void **state)
          {"10.70.0.0/16 via " GW_IP " mtu 1300"},
          "10.70.0.0/16 via " GW_IP,
          "10.70.0.0/16 via " GW_IP " mtu 1300"},
-        {"a gateway's route through its tunnel (same protocol): not a node's",
+        {"the gateway's route through its tunnel (same protocol): left alone",
+         "gw",
+         "gw=" GW_IP,
+         {"10.70.0.0/16"},
+         {"10.70.0.0/16 dev 9 mtu 1420", "10.71.0.0/16 via 10.250.0.13"},
+         "",
+         "10.71.0.0/16 via 10.250.0.13"},
+        {"a gateway's route on another node: left alone beside the node's",
          "n2",
          "gw=" GW_IP,
          {"10.70.0.0/16"},
-         {"10.70.0.0/16 dev 9 mtu 1420"},
+         {"10.72.0.0/16 dev 9 mtu 1420"},
          "10.70.0.0/16 via " GW_IP,
-         "10.70.0.0/16 dev 9 mtu 1420"},
+         ""},
     };
 
     (void)state;
@@ -294,6 +301,7 @@ static void test_plan(void **state)
             assert_int_equal(cidr_parse(cases[i].blocks[nb], &blocks[nb]), 0);
         for (; nh < MAXR && cases[i].have[nh]; nh++)
             have[nh] = route_of(cases[i].have[nh]);
+        nh = nrt_owned(have, nh);
         nw = nrt_want(cases[i].self, g, blocks, nb, want, MAXR);
         assert_true(nw >= 0);
         rt_plan(want, (size_t)nw, have, nh, add, &nadd, del, &ndel);
