@@ -28,6 +28,7 @@
 #define DEFAULT_NS         "cliqo"
 #define URL_MAX            2048
 #define PART_OF_LABEL      "app.kubernetes.io/part-of"
+#define AGENT_DEPLOYMENT   "cliqo-agent"
 #define GATEWAY_DEPLOYMENT "cliqo-gateway"
 #define ENDPOINT_MAX       64
 
@@ -82,17 +83,18 @@ static void plan_free(struct plan *p)
 static bool is_agent_file(const char *name)
 {
     return strcmp(name, "deployment.yaml") == 0 || strcmp(name, "service.yaml") == 0 ||
-           strcmp(name, "gateway.yaml") == 0;
+           strcmp(name, "gateway.yaml") == 0 || strcmp(name, "node.yaml") == 0;
 }
 
-/* Adapts one manifest object to the options: the namespace (when not "cliqo"), the image of both
- * Deployments, the agent's --api-server-url and the gateway's --gateway-endpoint. */
+/* Adapts one manifest object to the options: the namespace (when not "cliqo"), the image of the
+ * Deployments and the DaemonSet, the agent's --api-server-url and the gateway's --gateway-endpoint.
+ */
 static int adapt(json_t *obj, const struct install_opts *o)
 {
     json_t *meta = json_object_get(obj, "metadata");
     const char *kind = json_string_value(json_object_get(obj, "kind"));
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
-    bool other_ns = strcmp(o->co.ns, DEFAULT_NS) != 0, gateway;
+    bool other_ns = strcmp(o->co.ns, DEFAULT_NS) != 0, agent, gateway;
     size_t i;
     json_t *v;
 
@@ -108,9 +110,12 @@ static int adapt(json_t *obj, const struct install_opts *o)
         if (other_ns && sns && strcmp(sns, DEFAULT_NS) == 0)
             json_object_set_new(v, "namespace", json_string(o->co.ns));
     }
-    if (!kind || strcmp(kind, "Deployment") != 0)
+    if (!kind || (strcmp(kind, "Deployment") != 0 && strcmp(kind, "DaemonSet") != 0))
         return 0;
-    gateway = kapi_obj_name(obj) && strcmp(kapi_obj_name(obj), GATEWAY_DEPLOYMENT) == 0;
+    agent = strcmp(kind, "Deployment") == 0 && kapi_obj_name(obj) &&
+            strcmp(kapi_obj_name(obj), AGENT_DEPLOYMENT) == 0;
+    gateway = strcmp(kind, "Deployment") == 0 && kapi_obj_name(obj) &&
+              strcmp(kapi_obj_name(obj), GATEWAY_DEPLOYMENT) == 0;
     json_array_foreach(
         json_object_get(
             json_object_get(json_object_get(json_object_get(obj, "spec"), "template"), "spec"),
@@ -134,7 +139,7 @@ static int adapt(json_t *obj, const struct install_opts *o)
                 json_array_set_new(args, j, json_string(buf));
             }
         }
-        if (o->api_server_url && !gateway) {
+        if (o->api_server_url && agent) {
             snprintf(buf, sizeof(buf), "--api-server-url=%s", o->api_server_url);
             json_array_append_new(args, json_string(buf));
         }
@@ -298,10 +303,10 @@ static int parse_args(int argc, char **argv, struct install_opts *o)
         {.name = "api-server-url", .kind = OPTS_STRING, .arg = "URL", .dest = &o->api_server_url,
          .help = "the API URL peers use, passed to the agent's Deployment"},
         {.name = "skip-agent", .kind = OPTS_FLAG, .dest = &o->skip_agent,
-         .help = "leave out the Deployments of the agent and the gateway, and the Services (run "
-                 "them locally)"},
+         .help = "leave out the Deployments of the agent and the gateway, the per-node DaemonSet "
+                 "and the Services (run them locally)"},
         {.name = "agent-image", .kind = OPTS_STRING, .arg = "IMG", .dest = &o->agent_image,
-         .help = "the container image of the agent and the gateway"},
+         .help = "the container image of the agent, the gateway and the per-node DaemonSet"},
         {.name = "gateway-endpoint", .kind = OPTS_STRING, .arg = "IP:PORT",
          .dest = &o->gateway_endpoint,
          .help = "the numeric address and UDP port peers reach the gateway at, passed to its "

@@ -38,7 +38,8 @@ foreach(t nodes)
 endforeach()
 # The data plane (docs/dataplane.md, sections 2-4): `peer` installs cliqo, starts the agents, peers the two
 # clusters and starts each gateway in its gateway node's namespaces; the tests after it share that state, one at
-# a time in this order; `unpeer` ends the peering, checks that nothing is left, and stops everything it started.
+# a time in this order (`join` adds a real node to cluster-1 and runs `cliqo-agent node` there); `unpeer` ends
+# the peering, checks that nothing is left, and stops everything it started.
 # The agent's image for `deployed` (the agent and the gateway as pods from deploy/): CLIQO_IMAGE_AGENT_DIR is a
 # directory with a release build's cliqo-agent and cliqo-broker (scripts/test.sh builds them), what users run;
 # empty, the image holds this build's own (with the sanitizers' runtime libraries when it has them).
@@ -54,7 +55,7 @@ endif()
 if(TARGET cliqo-agent)
     # `deployed` comes after `unpeer` and reuses the clusters: it uninstalls what the others installed, installs
     # cliqo with the agent and the gateway as pods, peers, offloads, and uninstalls again.
-    set(net_dp_tests peer traffic hostile restart unpeer deployed)
+    set(net_dp_tests peer traffic join hostile restart unpeer deployed)
     set(prev nodes)
     foreach(t ${net_dp_tests})
         add_test(NAME e2e.network.${t} COMMAND ${E2E_DIR}/network/${t}.sh)
@@ -65,7 +66,7 @@ if(TARGET cliqo-agent)
     endforeach()
     set_property(TEST e2e.network.peer APPEND PROPERTY FIXTURES_SETUP e2e_network_peered)
     set_property(TEST e2e.network.unpeer APPEND PROPERTY FIXTURES_CLEANUP e2e_network_peered)
-    foreach(t traffic hostile restart)
+    foreach(t traffic join hostile restart)
         set_property(TEST e2e.network.${t} APPEND PROPERTY FIXTURES_REQUIRED e2e_network_peered)
     endforeach()
 endif()
