@@ -1,0 +1,325 @@
+#!/usr/bin/env bash
+# The data plane's throughput and round-trip time (issue 21): a "pod" network namespace behind gateway A
+# reaches one behind gateway B, both pods in the same pod CIDR (10.199.64.0/27, so that cliqo's NAT is exercised),
+# three ways in the same run, alternated round by round: through cliqo's tunnel (the real `cliqo-agent
+# gateway` in each gateway namespace, against a local control plane, fed the objects the agent would write:
+# ForeignCluster with its peering status, NetworkConfig with its remapping status, TunnelEndpoint), through a
+# `wireguard-go` tunnel configured by hand with `wg` between the same namespaces (plain routes, no NAT, the same
+# MTU), and over the same veths without a tunnel (plain routing). Per round: `iperf3` TCP for S seconds and
+# `ping` N times (median RTT). Then 999 more peers for gateway A (distinct keys, endpoints and blocks, so that it
+# installs their WireGuard peers, routes and nftables chains): the time from their objects' creation to a
+# device, route table and table `cliqo` holding 1,000 peers, and the same rounds again with them installed.
+# Prints medians and ratios against the targets (cliqo / hand-made: throughput >= 0.9, RTT <= 1.1; 1,000
+# peers / 1 peer: throughput >= 0.9); asserts nothing. Everything is removed on exit.
+#
+# Topology (all in network namespaces of its own, nothing in this one): cqbench-1 and cqbench-2 hold cluster
+# i's control plane (`cliqoctl dev up --netns-prefix`) and its gateway, joined by veth wan0 (10.199.0.0/24,
+# MTU 1500); cqbench-p1 and cqbench-p2 are the pods, each on a veth to its gateway namespace, at 10.199.64.5
+# (cliqo), 10.199.65.5 / 66.5 (hand-made tunnel), 10.199.67.5 / 68.5 (no tunnel). A sees B's pods in
+# 10.199.128.0/27, B sees A's in 10.199.96.0/27. The extra peers' endpoints are behind a link of A to a sink
+# namespace cqbench-x.
+# Needs root, and Debian's iperf3, iputils-ping, wireguard-tools, wireguard-go, nftables, jq.
+# Usage: bench/dataplane.sh --cliqoctl C --agent A [--rounds R] [--seconds S] [--pings N] [--peers N]
+#        [--base-port P] [--keep-logs DIR]
+set -euo pipefail
+source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
+
+CLIQOCTL="" AGENT="" ROUNDS=5 SECS=3 PINGS=20 PEERS=1000 BASE_PORT=$(cliqo_port bench.dataplane) KEEP_LOGS=""
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --cliqoctl) CLIQOCTL=$2; shift 2 ;;
+    --agent) AGENT=$2; shift 2 ;;
+    --rounds) ROUNDS=$2; shift 2 ;;
+    --seconds) SECS=$2; shift 2 ;;
+    --pings) PINGS=$2; shift 2 ;;
+    --peers) PEERS=$2; shift 2 ;;
+    --base-port) BASE_PORT=$2; shift 2 ;;
+    --keep-logs) KEEP_LOGS=$2; shift 2 ;;
+    -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "unknown option: $1" >&2; exit 2 ;;
+  esac
+done
+die() { echo "dataplane: $*" >&2; exit 1; }
+for b in "$CLIQOCTL" "$AGENT"; do [ -x "$b" ] || die "need --cliqoctl and --agent executables"; done
+[ "$(id -u)" = 0 ] || die "needs root (network namespaces, nftables)"
+[ "$PEERS" -ge 1 ] && [ "$PEERS" -le 1000 ] || die "--peers must be 1 to 1000"
+missing=()
+for t in iperf3:iperf3 ping:iputils-ping wg:wireguard-tools wireguard-go:wireguard-go nft:nftables jq:jq \
+  kubectl:kubernetes-client nsenter:util-linux; do
+  command -v "${t%%:*}" >/dev/null || missing+=("${t#*:}")
+done
+[ "${#missing[@]}" = 0 ] || die "missing programs: apt-get install ${missing[*]}"
+
+P=cqbench-                  # namespaces P1, P2 (clusters and gateways), Pp1, Pp2 (pods), Px (a sink)
+CIF=${P}c HIF=${P}h         # tunnel interfaces: cliqo's cqbench-c<i>, the hand-made cqbench-h<i>
+WGDIR=/var/run/wireguard
+for n in 1 2 p1 p2 x; do [ ! -e "/run/netns/$P$n" ] || die "network namespace $P$n exists: another run is up (or left over)"; done
+for i in 1 2; do
+  for s in "$WGDIR/$CIF$i.sock" "$WGDIR/$HIF$i.sock"; do [ ! -e "$s" ] || die "$s exists: another run is up"; done
+done
+
+WORK=$(mktemp -d)
+export CLIQO_DEV_DIR=$WORK/dev CLIQO_DEV_BASE_PORT=$BASE_PORT CLIQO_DEV_NODES=0
+GW_PIDS=() HAND_PIDS=() IPERF_PIDS=() DEV_UP=0
+# wg_pids IFACE: the wireguard-go processes serving IFACE (their last argument), started by this run.
+wg_pids() {
+  local p a
+  for p in /proc/[0-9]*; do
+    a=()
+    { mapfile -d '' -t a <"$p/cmdline"; } 2>/dev/null || continue
+    [ "${a[0]:-}" = wireguard-go ] || [[ "${a[0]:-}" == */wireguard-go ]] || continue
+    [ "${a[*]: -1}" = "$1" ] && echo "${p#/proc/}"
+  done
+  return 0
+}
+cleanup() {
+  local rc=$? p i n
+  trap - EXIT INT TERM
+  # a TERMed gateway takes its tunnel down (routes, table, its wireguard-go)
+  for p in "${GW_PIDS[@]}" "${HAND_PIDS[@]}" "${IPERF_PIDS[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  for _ in $(seq 100); do
+    n=0
+    for p in "${GW_PIDS[@]}" "${HAND_PIDS[@]}" "${IPERF_PIDS[@]}"; do kill -0 "$p" 2>/dev/null && n=1; done
+    [ "$n" = 0 ] && break
+    sleep 0.1
+  done
+  for p in "${GW_PIDS[@]}" "${HAND_PIDS[@]}" "${IPERF_PIDS[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  for i in 1 2; do
+    for p in $(wg_pids "$CIF$i") $(wg_pids "$HIF$i"); do kill -KILL "$p" 2>/dev/null || true; done
+    rm -f "$WGDIR/$CIF$i.sock" "$WGDIR/$HIF$i.sock"
+  done
+  [ "$DEV_UP" = 0 ] || "$CLIQOCTL" dev down >/dev/null 2>&1 || echo "dataplane: cliqoctl dev down failed" >&2
+  for n in 1 2 p1 p2 x; do [ ! -e "/run/netns/$P$n" ] || ip netns del "$P$n" 2>/dev/null || true; done
+  if [ -n "$KEEP_LOGS" ]; then
+    mkdir -p "$KEEP_LOGS" && cp "$WORK"/*.log "$KEEP_LOGS/" 2>/dev/null || true
+  elif [ "$rc" != 0 ]; then
+    echo "dataplane: failed (status $rc); the gateways' logs:" >&2
+    tail -n 20 "$WORK"/gateway-*.log >&2 2>/dev/null || true
+  fi
+  rm -rf "$WORK"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# in_ns N command...: in namespace PN (ip execs the command: started with &, $! is the command's PID).
+in_ns() { local n=$1; shift; ip netns exec "$P$n" "$@"; }
+kcfg() { echo "$CLIQO_DEV_DIR/cluster-$1/kubeconfig"; }
+k() { local c=$1; shift; in_ns "$c" kubectl --kubeconfig "$(kcfg "$c")" --request-timeout=60s "$@"; }
+ms() { date +%s%3N; }
+port() { echo $((BASE_PORT + 10 * ($1 - 1) + $2)); }
+median() { sort -g | awk '{ a[NR] = $1 } END { if (NR) print a[int((NR + 1) / 2)]; else print "?" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "?" }'; }
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+wait_until() { # SECONDS WHAT command...: polls every 0.2 s
+  local t=$1 what=$2 end
+  shift 2
+  end=$((SECONDS + t))
+  until "$@"; do
+    [ "$SECONDS" -lt "$end" ] || die "timed out after ${t}s waiting for $what"
+    sleep 0.2
+  done
+}
+
+# ---- the network ------------------------------------------------------------------------------------------
+echo "load average at start: $(load); $(nproc) CPUs"
+for n in 1 2 p1 p2 x; do
+  ip netns add "$P$n"
+  ip -n "$P$n" link set lo up
+done
+ip -n "${P}1" link add wan0 type veth peer name wan0 netns "${P}2"
+for i in 1 2; do
+  o=$((3 - i))
+  ip -n "$P$i" addr add "10.199.0.$i/24" dev wan0
+  ip -n "$P$i" link set wan0 up
+  in_ns "$i" sysctl -qw net.ipv4.ip_forward=1
+  ip -n "${P}p$i" link add eth0 type veth peer name pod0 netns "$P$i"
+  for net in 64 $((64 + i)) $((66 + i)); do
+    len=24
+    [ "$net" = 64 ] && len=27
+    ip -n "${P}p$i" addr add "10.199.$net.5/$len" dev eth0
+    ip -n "$P$i" addr add "10.199.$net.1/$len" dev pod0
+  done
+  ip -n "${P}p$i" link set eth0 up
+  ip -n "$P$i" link set pod0 up
+  # cliqo's way: the pod's default route (the remapped blocks); the others from their own addresses
+  ip -n "${P}p$i" route add default via 10.199.64.1
+  ip -n "${P}p$i" route add "10.199.$((64 + o)).0/24" via "10.199.$((64 + i)).1" src "10.199.$((64 + i)).5"
+  ip -n "${P}p$i" route add "10.199.$((66 + o)).0/24" via "10.199.$((66 + i)).1" src "10.199.$((66 + i)).5"
+  # no tunnel: plain routing over wan0
+  ip -n "$P$i" route add "10.199.$((66 + o)).0/24" via "10.199.0.$o"
+done
+# The extra peers' endpoints: a link of A, without ARP, to namespace Px, which has no address and does not
+# forward: what the extra peers' handshakes send there is dropped without a word (and without an error that
+# wireguard-go would log).
+ip -n "${P}1" link add fake0 type veth peer name fake0 netns "${P}x"
+ip -n "${P}1" link set fake0 arp off up
+ip -n "${P}x" link set fake0 up
+ip -n "${P}1" route add 10.199.4.0/22 dev fake0
+
+# The hand-made tunnel: wireguard-go configured with wg, the same MTU as cliqo's (wan0's 1500 - 80).
+declare -A HKEY HPUB
+for i in 1 2; do
+  HKEY[$i]=$(wg genkey)
+  HPUB[$i]=$(wg pubkey <<<"${HKEY[$i]}")
+done
+for i in 1 2; do
+  o=$((3 - i))
+  ip netns exec "$P$i" wireguard-go -f "$HIF$i" >"$WORK/hand-$i.log" 2>&1 &
+  HAND_PIDS+=($!)
+  disown
+  wait_until 10 "the hand-made $HIF$i" test -S "$WGDIR/$HIF$i.sock"
+  in_ns "$i" wg set "$HIF$i" listen-port 51821 private-key <(echo "${HKEY[$i]}") \
+    peer "${HPUB[$o]}" endpoint "10.199.0.$o:51821" allowed-ips "10.199.$((64 + o)).0/24" persistent-keepalive 25
+  ip -n "$P$i" link set "$HIF$i" mtu 1420 up
+  ip -n "$P$i" route add "10.199.$((64 + o)).0/24" dev "$HIF$i"
+done
+
+# ---- the control planes and the gateways ------------------------------------------------------------------
+echo "setup: 2 lean clusters in $P{1,2} (no nodes), cliqo's CRDs and identity, one gateway each"
+DEV_UP=1
+"$CLIQOCTL" dev up --clusters 2 --nodes 0 --netns-prefix "$P" >"$WORK/devenv.log" 2>&1 || die "dev up failed: $(tail -5 "$WORK/devenv.log")"
+declare -A ID
+for i in 1 2; do
+  in_ns "$i" "$CLIQOCTL" install --kubeconfig "$(kcfg "$i")" --cluster-name "bench-$i" \
+    --auth-address "127.0.0.1:$(port "$i" 7)" --skip-agent >>"$WORK/devenv.log" 2>&1 || die "cliqoctl install failed on cluster $i"
+  ID[$i]=$(k "$i" get configmap -n cliqo cluster-id -o jsonpath='{.data.cluster-id}')
+done
+gw_start() { # I: cluster i's gateway, in its namespace, as the e2e group starts it (default keepalive)
+  printf -- '--- start %s\n' "$(date -u +%FT%T.%3NZ)" >>"$WORK/gateway-$1.log"
+  ip netns exec "$P$1" "$AGENT" gateway --kubeconfig "$(kcfg "$1")" --leader-elect=false --http-addr "127.0.0.1:$(port "$1" 6)" \
+    --identity "bench-gateway-$1" --gateway-endpoint "10.199.0.$1:51820" --tunnel-interface "$CIF$1" \
+    >>"$WORK/gateway-$1.log" 2>&1 </dev/null &
+  GW_PIDS[$1]=$!
+  disown
+}
+gw_record() { k "$1" get configmap -n cliqo cliqo-gateway -o jsonpath='{.data.publicKey}' 2>/dev/null; }
+has_record() { [ -n "$(gw_record "$1")" ]; }
+for i in 1 2; do gw_start "$i"; done
+for i in 1 2; do wait_until 60 "gateway $i's record (ConfigMap cliqo-gateway)" has_record "$i"; done
+
+# peer_objects ID TENANT KEY ENDPOINT SEEN_HERE US_THERE SELF: the objects of one peer as the agent leaves them
+# (JSON lines): the tenant namespace, the ForeignCluster, the NetworkConfig whose status holds the remapping
+# (where we see the peer's pods, our pod CIDR, where the peer sees ours) and the peer's TunnelEndpoint; then
+# (STATUS lines) the two statuses, written last, as the agent writes them after the objects.
+peer_objects() {
+  local id=$1 tns=$2 key=$3 ep=$4 seen=$5 there=$6 self=$7 now
+  now=$(date -u +%FT%TZ)
+  cat <<JSON
+{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"$tns","labels":{"discovery.liqo.io/cluster-id":"$id"}}}
+{"apiVersion":"net.liqo.io/v1alpha1","kind":"NetworkConfig","metadata":{"name":"net-config-$id","namespace":"$tns","labels":{"discovery.liqo.io/cluster-id":"$id"}},"spec":{"clusterID":"$id","podCIDR":"10.199.64.0/27"}}
+{"apiVersion":"net.liqo.io/v1alpha1","kind":"TunnelEndpoint","metadata":{"name":"tep-$id","namespace":"$tns","labels":{"discovery.liqo.io/cluster-id":"$id"}},"spec":{"clusterID":"$self","publicKey":"$key","endpoint":"$ep","mtu":1420}}
+{"apiVersion":"discovery.liqo.io/v1alpha1","kind":"ForeignCluster","metadata":{"name":"$id"},"spec":{"clusterIdentity":{"clusterID":"$id","clusterName":"$id"},"networkingEnabled":"Yes"}}
+STATUS {"apiVersion":"net.liqo.io/v1alpha1","kind":"NetworkConfig","metadata":{"name":"net-config-$id","namespace":"$tns"},"status":{"podCIDRNAT":"$seen","localPodCIDR":"10.199.64.0/27","localPodCIDRNAT":"$there"}}
+STATUS {"apiVersion":"discovery.liqo.io/v1alpha1","kind":"ForeignCluster","metadata":{"name":"$id"},"status":{"tenantNamespace":{"local":"$tns"},"peeringConditions":[{"type":"OutgoingPeering","status":"Established","lastTransitionTime":"$now"}]}}
+JSON
+}
+# create I FILE: the objects of FILE's plain lines, then its STATUS lines' statuses, on cluster I (server-side
+# apply, one kubectl each: one request per object).
+create() {
+  local f=$1 c=$2
+  grep -v '^STATUS ' "$f" | jq -s '{apiVersion: "v1", kind: "List", items: .}' >"$f.objects.json"
+  sed -n 's/^STATUS //p' "$f" | jq -s '{apiVersion: "v1", kind: "List", items: .}' >"$f.status.json"
+  k "$c" apply --server-side --field-manager cliqo-bench -f "$f.objects.json" >/dev/null
+  k "$c" apply --server-side --field-manager cliqo-bench --subresource status --validate=false -f "$f.status.json" >/dev/null
+}
+tep_phase() { k "$1" get tunnelendpoint -n "tenant-${ID[$2]}" "tep-${ID[$2]}" -o jsonpath='{.status.phase}' 2>/dev/null; }
+# A sees B's pods in 10.199.128.0/27, B sees A's in 10.199.96.0/27.
+peer_objects "${ID[2]}" "tenant-${ID[2]}" "$(gw_record 2)" 10.199.0.2:51820 10.199.128.0/27 10.199.96.0/27 "${ID[1]}" >"$WORK/peer-1"
+peer_objects "${ID[1]}" "tenant-${ID[1]}" "$(gw_record 1)" 10.199.0.1:51820 10.199.96.0/27 10.199.128.0/27 "${ID[2]}" >"$WORK/peer-2"
+t0=$(ms)
+create "$WORK/peer-1" 1
+create "$WORK/peer-2" 2
+both_up() { [ "$(tep_phase 1 2)" = Up ] && [ "$(tep_phase 2 1)" = Up ]; }
+wait_until 60 "both TunnelEndpoints Up" both_up
+echo "FIGURE tunnel-up-ms $(($(ms) - t0)) (from the objects' creation to both TunnelEndpoints Up)"
+
+# ---- the measurements -------------------------------------------------------------------------------------
+# Each variant: the address of B's pod that A's pod uses (cliqo: B's pod as A sees it).
+declare -A DST=([cliqo]=10.199.128.5 [hand]=10.199.66.5 [veth]=10.199.68.5)
+ip netns exec "${P}p2" iperf3 -s -i 0 >"$WORK/iperf3-server.log" 2>&1 &
+IPERF_PIDS+=($!)
+disown
+reach() { in_ns p1 ping -c 1 -W 1 "$1" >/dev/null 2>&1; }
+for v in cliqo hand veth; do wait_until 30 "A's pod reaching B's at ${DST[$v]} ($v)" reach "${DST[$v]}"; done
+# The cliqo path is NATed both ways: B's pod sees A's at 10.199.96.5.
+in_ns p1 ping -c 1 -W 1 10.199.128.5 >/dev/null
+gbps() { # VARIANT: one iperf3 run of SECS seconds, Gbit/s received
+  local out
+  out=$(in_ns p1 iperf3 -c "${DST[$1]}" -t "$SECS" -O 1 -J 2>/dev/null) || { echo 0; return 0; }
+  jq -r '.end.sum_received.bits_per_second / 1e9' <<<"$out"
+}
+rtt_ms() { # VARIANT: the median of PINGS pings 20 ms apart, ms
+  in_ns p1 ping -n -c "$PINGS" -i 0.02 -W 1 "${DST[$1]}" 2>/dev/null | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' | median
+}
+declare -A TP RT
+# rounds LABEL VARIANTS...: ROUNDS rounds, the variants' order rotating from round to round; TP[LABEL.v] and
+# RT[LABEL.v] hold the space-separated figures.
+rounds() {
+  local label=$1 r j n v g t
+  shift
+  local vs=("$@")
+  n=${#vs[@]}
+  for ((r = 0; r < ROUNDS; r++)); do
+    for ((j = 0; j < n; j++)); do
+      v=${vs[$(((r + j) % n))]}
+      g=$(gbps "$v")
+      t=$(rtt_ms "$v")
+      TP[$label.$v]+="$g "
+      RT[$label.$v]+="$t "
+      printf 'round %d %-5s %-5s %7.3f Gbit/s  rtt %s ms  (load %s)\n' "$((r + 1))" "$label" "$v" "$g" "$t" "$(load)"
+    done
+  done
+}
+med() { tr ' ' '\n' <<<"$1" | grep . | median; }
+report() { # LABEL VARIANTS...
+  local label=$1 v
+  shift
+  for v in "$@"; do
+    echo "FIGURE $label.$v throughput_gbps=$(med "${TP[$label.$v]}") rtt_ms=$(med "${RT[$label.$v]}") rounds=$ROUNDS seconds=$SECS pings=$PINGS"
+  done
+}
+
+echo "phase 1: one peer; $ROUNDS rounds of iperf3 (${SECS}s, TCP) and $PINGS pings per variant, alternated"
+L1=$(load)
+rounds one cliqo hand veth
+report one cliqo hand veth
+c=$(med "${TP[one.cliqo]}") h=$(med "${TP[one.hand]}") w=$(med "${TP[one.veth]}")
+cr=$(med "${RT[one.cliqo]}") hr=$(med "${RT[one.hand]}") wr=$(med "${RT[one.veth]}")
+echo "FIGURE ratio cliqo/hand throughput=$(ratio "$c" "$h") (target >= 0.9) rtt=$(ratio "$cr" "$hr") (target <= 1.1)"
+echo "FIGURE ratio cliqo/veth throughput=$(ratio "$c" "$w") rtt=$(ratio "$cr" "$wr"); hand/veth throughput=$(ratio "$h" "$w") rtt=$(ratio "$hr" "$wr")"
+echo "load average during phase 1: $L1 -> $(load)"
+
+# ---- 1,000 peers ------------------------------------------------------------------------------------------
+if [ "$PEERS" -gt 1 ]; then
+  echo "phase 2: $((PEERS - 1)) more peers for gateway A (keys, endpoints on fake0, blocks of 10.199.128.0/17)"
+  : >"$WORK/peers"
+  for ((n = 1; n < PEERS; n++)); do
+    peer_objects "$(printf 'bench-peer-%04d' "$n")" "$(printf 'tenant-bench-peer-%04d' "$n")" "$(wg genkey)" \
+      "10.199.$((4 + n / 256)).$((n % 256)):51820" "10.199.$((128 + n / 8)).$((32 * (n % 8)))/27" 10.199.96.0/27 \
+      "${ID[1]}" >>"$WORK/peers"
+  done
+  wg_count() { in_ns 1 wg show "${CIF}1" peers | grep -c . || true; }
+  rt_count() { ip -n "${P}1" -4 route show proto 146 | grep -c . || true; }
+  nft_count() { in_ns 1 nft list chains ip 2>/dev/null | grep -c 'chain to_' || true; }
+  all_in() { [ "$(wg_count)" = "$PEERS" ] && [ "$(rt_count)" = "$PEERS" ] && [ "$(nft_count)" = "$PEERS" ]; }
+  L2=$(load)
+  t0=$(ms)
+  create "$WORK/peers" 1
+  t1=$(ms)
+  wait_until 600 "gateway A holding $PEERS peers (device, routes, table)" all_in
+  t2=$(ms)
+  echo "FIGURE install-peers peers=$PEERS create_ms=$((t1 - t0)) installed_after_create_start_ms=$((t2 - t0)) installed_after_create_end_ms=$((t2 - t1)) (polled every 0.2 s; load $L2 -> $(load))"
+  # The gateway's own account: when it applied the table of PEERS peers, and its passes' lines.
+  sed -n "s/^ts=\([^ ]*\) .*nftables: table cliqo (IPv4) .* for $PEERS peers.*/\1/p" "$WORK/gateway-1.log" | head -1 |
+    while read -r ts; do echo "FIGURE install-peers gateway_table_applied_after_create_start_ms=$(($(date -d "$ts" +%s%3N) - t0))"; done
+  grep -c 'nftables: table cliqo (IPv4)' "$WORK/gateway-1.log" | sed 's/^/FIGURE install-peers table_transactions=/'
+  echo "phase 3: $PEERS peers installed on A; the same rounds"
+  L3=$(load)
+  rounds many cliqo hand veth
+  report many cliqo hand veth
+  m=$(med "${TP[many.cliqo]}") mh=$(med "${TP[many.hand]}")
+  echo "FIGURE ratio cliqo-$PEERS/cliqo-1 throughput=$(ratio "$m" "$c") (target >= 0.9) rtt=$(ratio "$(med "${RT[many.cliqo]}")" "$cr")"
+  echo "FIGURE ratio (cliqo/hand with $PEERS peers)/(cliqo/hand with 1) throughput=$(ratio "$(ratio "$m" "$mh")" "$(ratio "$c" "$h")") (the same, each against the hand-made tunnel of its own phase)"
+  echo "load average during phase 3: $L3 -> $(load)"
+fi
