@@ -242,12 +242,10 @@ IPERF_PIDS+=($!)
 disown
 reach() { in_ns p1 ping -c 1 -W 1 "$1" >/dev/null 2>&1; }
 for v in cliqo hand veth; do wait_until 30 "A's pod reaching B's at ${DST[$v]} ($v)" reach "${DST[$v]}"; done
-# The cliqo path is NATed both ways: B's pod sees A's at 10.199.96.5.
-in_ns p1 ping -c 1 -W 1 10.199.128.5 >/dev/null
 gbps() { # VARIANT: one iperf3 run of SECS seconds, Gbit/s received
   local out
   out=$(in_ns p1 iperf3 -c "${DST[$1]}" -t "$SECS" -O 1 -J 2>/dev/null) || { echo 0; return 0; }
-  jq -r '.end.sum_received.bits_per_second / 1e9' <<<"$out"
+  jq -r '.end.sum_received.bits_per_second / 1e9 * 1000 | round / 1000' <<<"$out"
 }
 rtt_ms() { # VARIANT: the median of PINGS pings 20 ms apart, ms
   in_ns p1 ping -n -c "$PINGS" -i 0.02 -W 1 "${DST[$1]}" 2>/dev/null | sed -n 's/.*time=\([0-9.]*\) ms.*/\1/p' | median
@@ -272,6 +270,24 @@ rounds() {
   done
 }
 med() { tr ' ' '\n' <<<"$1" | grep . | median; }
+# cpu_s PID...: the processes' user + system time so far, seconds (0 for a process that is gone).
+cpu_s() {
+  local p t=0 f
+  for p in "$@"; do
+    f=$(cut -d' ' -f14,15 "/proc/$p/stat" 2>/dev/null) || continue
+    t=$((t + ${f% *} + ${f#* }))
+  done
+  awk -v t="$t" -v hz="$(getconf CLK_TCK)" 'BEGIN { printf "%.2f", t / hz }'
+}
+# cpu_during LABEL command...: runs the command and prints the CPU time gateway A and its wireguard-go took.
+cpu_during() {
+  local label=$1 g0 w0 t0 wp
+  shift
+  wp=$(wg_pids "${CIF}1" | head -1)
+  g0=$(cpu_s "${GW_PIDS[1]}") w0=$(cpu_s "$wp") t0=$(ms)
+  "$@"
+  echo "FIGURE cpu $label gateway_A_s=$(awk -v a="$(cpu_s "${GW_PIDS[1]}")" -v b="$g0" 'BEGIN { printf "%.2f", a - b }') wireguard_go_A_s=$(awk -v a="$(cpu_s "$wp")" -v b="$w0" 'BEGIN { printf "%.2f", a - b }') wall_s=$(awk -v a="$(ms)" -v b="$t0" 'BEGIN { printf "%.1f", (a - b) / 1000 }')"
+}
 report() { # LABEL VARIANTS...
   local label=$1 v
   shift
@@ -282,7 +298,7 @@ report() { # LABEL VARIANTS...
 
 echo "phase 1: one peer; $ROUNDS rounds of iperf3 (${SECS}s, TCP) and $PINGS pings per variant, alternated"
 L1=$(load)
-rounds one cliqo hand veth
+cpu_during one rounds one cliqo hand veth
 report one cliqo hand veth
 c=$(med "${TP[one.cliqo]}") h=$(med "${TP[one.hand]}") w=$(med "${TP[one.veth]}")
 cr=$(med "${RT[one.cliqo]}") hr=$(med "${RT[one.hand]}") wr=$(med "${RT[one.veth]}")
@@ -316,10 +332,13 @@ if [ "$PEERS" -gt 1 ]; then
   grep -c 'nftables: table cliqo (IPv4)' "$WORK/gateway-1.log" | sed 's/^/FIGURE install-peers table_transactions=/'
   echo "phase 3: $PEERS peers installed on A; the same rounds"
   L3=$(load)
-  rounds many cliqo hand veth
+  cpu_during many rounds many cliqo hand veth
   report many cliqo hand veth
   m=$(med "${TP[many.cliqo]}") mh=$(med "${TP[many.hand]}")
   echo "FIGURE ratio cliqo-$PEERS/cliqo-1 throughput=$(ratio "$m" "$c") (target >= 0.9) rtt=$(ratio "$(med "${RT[many.cliqo]}")" "$cr")"
   echo "FIGURE ratio (cliqo/hand with $PEERS peers)/(cliqo/hand with 1) throughput=$(ratio "$(ratio "$m" "$mh")" "$(ratio "$c" "$h")") (the same, each against the hand-made tunnel of its own phase)"
   echo "load average during phase 3: $L3 -> $(load)"
 fi
+# The cliqo path was NATed both ways: B's pod saw A's at 10.199.96.5 (where B sees A's pods), never 10.199.64.5.
+grep -q 'Accepted connection from 10.199.96.5' "$WORK/iperf3-server.log" || die "iperf3's server never saw A's pod at 10.199.96.5"
+! grep -q 'Accepted connection from 10.199.64.5' "$WORK/iperf3-server.log" || die "iperf3's server saw A's pod at its own address"
