@@ -214,22 +214,35 @@ STATUS {"apiVersion":"net.liqo.io/v1alpha1","kind":"NetworkConfig","metadata":{"
 STATUS {"apiVersion":"discovery.liqo.io/v1alpha1","kind":"ForeignCluster","metadata":{"name":"$id"},"status":{"tenantNamespace":{"local":"$tns"},"peeringConditions":[{"type":"OutgoingPeering","status":"Established","lastTransitionTime":"$now"}]}}
 JSON
 }
-# create I FILE: the objects of FILE's plain lines, then its STATUS lines' statuses, on cluster I (server-side
-# apply, one kubectl each: one request per object).
+# create I FILE...: the objects of the FILEs' plain lines, then their STATUS lines' statuses, on cluster I
+# (server-side apply, one request per object; one kubectl per FILE, all at once).
 create() {
-  local f=$1 c=$2
-  grep -v '^STATUS ' "$f" | jq -s '{apiVersion: "v1", kind: "List", items: .}' >"$f.objects.json"
-  sed -n 's/^STATUS //p' "$f" | jq -s '{apiVersion: "v1", kind: "List", items: .}' >"$f.status.json"
-  k "$c" apply --server-side --field-manager cliqo-bench -f "$f.objects.json" >/dev/null
-  k "$c" apply --server-side --field-manager cliqo-bench --subresource status --validate=false -f "$f.status.json" >/dev/null
+  local c=$1 f p pids=()
+  shift
+  for f in "$@"; do
+    grep -v '^STATUS ' "$f" | jq -s '{apiVersion: "v1", kind: "List", items: .}' >"$f.objects.json"
+    sed -n 's/^STATUS //p' "$f" | jq -s '{apiVersion: "v1", kind: "List", items: .}' >"$f.status.json"
+  done
+  for f in "$@"; do
+    k "$c" apply --server-side --field-manager cliqo-bench -f "$f.objects.json" >/dev/null &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || die "kubectl apply failed on cluster $c"; done
+  pids=()
+  for f in "$@"; do
+    k "$c" apply --server-side --field-manager cliqo-bench --subresource status --validate=false \
+      -f "$f.status.json" >/dev/null &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || die "kubectl apply --subresource status failed on cluster $c"; done
 }
 tep_phase() { k "$1" get tunnelendpoint -n "tenant-${ID[$2]}" "tep-${ID[$2]}" -o jsonpath='{.status.phase}' 2>/dev/null; }
 # A sees B's pods in 10.199.128.0/27, B sees A's in 10.199.96.0/27.
 peer_objects "${ID[2]}" "tenant-${ID[2]}" "$(gw_record 2)" 10.199.0.2:51820 10.199.128.0/27 10.199.96.0/27 "${ID[1]}" >"$WORK/peer-1"
 peer_objects "${ID[1]}" "tenant-${ID[1]}" "$(gw_record 1)" 10.199.0.1:51820 10.199.96.0/27 10.199.128.0/27 "${ID[2]}" >"$WORK/peer-2"
 t0=$(ms)
-create "$WORK/peer-1" 1
-create "$WORK/peer-2" 2
+create 1 "$WORK/peer-1"
+create 2 "$WORK/peer-2"
 both_up() { [ "$(tep_phase 1 2)" = Up ] && [ "$(tep_phase 2 1)" = Up ]; }
 wait_until 60 "both TunnelEndpoints Up" both_up
 echo "FIGURE tunnel-up-ms $(($(ms) - t0)) (from the objects' creation to both TunnelEndpoints Up)"
@@ -296,48 +309,73 @@ report() { # LABEL VARIANTS...
   done
 }
 
-echo "phase 1: one peer; $ROUNDS rounds of iperf3 (${SECS}s, TCP) and $PINGS pings per variant, alternated"
-L1=$(load)
-cpu_during one rounds one cliqo hand veth
-report one cliqo hand veth
-c=$(med "${TP[one.cliqo]}") h=$(med "${TP[one.hand]}") w=$(med "${TP[one.veth]}")
-cr=$(med "${RT[one.cliqo]}") hr=$(med "${RT[one.hand]}") wr=$(med "${RT[one.veth]}")
-echo "FIGURE ratio cliqo/hand throughput=$(ratio "$c" "$h") (target >= 0.9) rtt=$(ratio "$cr" "$hr") (target <= 1.1)"
-echo "FIGURE ratio cliqo/veth throughput=$(ratio "$c" "$w") rtt=$(ratio "$cr" "$wr"); hand/veth throughput=$(ratio "$h" "$w") rtt=$(ratio "$hr" "$wr")"
-echo "load average during phase 1: $L1 -> $(load)"
+# paired A B: the median over the rounds of A's figure over B's of the same round (space-separated lists).
+paired() { awk -v a="$1" -v b="$2" 'BEGIN { n = split(a, x, " "); split(b, y, " "); for (i = 1; i <= n; i++) if (y[i] > 0) print x[i] / y[i] }' | median | awk '{ printf "%.3f", $1 }'; }
+# phase LABEL TITLE: the rounds of the three variants, their medians, the CPU gateway A took, the ratios.
+phase() {
+  local label=$1 l0
+  echo "$2; $ROUNDS rounds of iperf3 (${SECS}s, TCP) and $PINGS pings per variant, alternated"
+  l0=$(load)
+  cpu_during "$label" rounds "$label" cliqo hand veth
+  report "$label" cliqo hand veth
+  echo "FIGURE ratio $label cliqo/hand throughput=$(ratio "$(med "${TP[$label.cliqo]}")" "$(med "${TP[$label.hand]}")") (paired by round: $(paired "${TP[$label.cliqo]}" "${TP[$label.hand]}"); target >= 0.9) rtt=$(ratio "$(med "${RT[$label.cliqo]}")" "$(med "${RT[$label.hand]}")") (paired: $(paired "${RT[$label.cliqo]}" "${RT[$label.hand]}"); target <= 1.1)"
+  echo "FIGURE ratio $label cliqo/veth throughput=$(ratio "$(med "${TP[$label.cliqo]}")" "$(med "${TP[$label.veth]}")") rtt=$(ratio "$(med "${RT[$label.cliqo]}")" "$(med "${RT[$label.veth]}")"); hand/veth throughput=$(ratio "$(med "${TP[$label.hand]}")" "$(med "${TP[$label.veth]}")") rtt=$(ratio "$(med "${RT[$label.hand]}")" "$(med "${RT[$label.veth]}")")"
+  echo "load average during $label: $l0 -> $(load)"
+}
+# against_one LABEL: LABEL's cliqo figures against phase one's, directly and each against its own phase's
+# hand-made tunnel (which the extra peers do not touch: that ratio is blind to the load's drift between phases).
+against_one() {
+  local l=$1
+  echo "FIGURE ratio cliqo-$PEERS/cliqo-1 ($l) throughput=$(ratio "$(med "${TP[$l.cliqo]}")" "$(med "${TP[one.cliqo]}")") rtt=$(ratio "$(med "${RT[$l.cliqo]}")" "$(med "${RT[one.cliqo]}")"); against each phase's hand-made tunnel (paired): throughput=$(ratio "$(paired "${TP[$l.cliqo]}" "${TP[$l.hand]}")" "$(paired "${TP[one.cliqo]}" "${TP[one.hand]}")") (target >= 0.9) rtt=$(ratio "$(paired "${RT[$l.cliqo]}" "${RT[$l.hand]}")" "$(paired "${RT[one.cliqo]}" "${RT[one.hand]}")")"
+}
+phase one "phase 1: one peer"
 
 # ---- 1,000 peers ------------------------------------------------------------------------------------------
 if [ "$PEERS" -gt 1 ]; then
-  echo "phase 2: $((PEERS - 1)) more peers for gateway A (keys, endpoints on fake0, blocks of 10.199.128.0/17)"
-  : >"$WORK/peers"
+  echo "phase 2: $((PEERS - 1)) more peers for gateway A (keys, endpoints behind fake0, blocks of 10.199.128.0/17)"
   for ((n = 1; n < PEERS; n++)); do
     peer_objects "$(printf 'bench-peer-%04d' "$n")" "$(printf 'tenant-bench-peer-%04d' "$n")" "$(wg genkey)" \
       "10.199.$((4 + n / 256)).$((n % 256)):51820" "10.199.$((128 + n / 8)).$((32 * (n % 8)))/27" 10.199.96.0/27 \
-      "${ID[1]}" >>"$WORK/peers"
+      "${ID[1]}" >>"$WORK/peers.$((n % 4))"
   done
-  wg_count() { in_ns 1 wg show "${CIF}1" peers | grep -c . || true; }
+  wg_count() { in_ns 1 wg show "${CIF}1" peers 2>/dev/null | grep -c . || true; }
   rt_count() { ip -n "${P}1" -4 route show proto 146 | grep -c . || true; }
   nft_count() { in_ns 1 nft list chains ip 2>/dev/null | grep -c 'chain to_' || true; }
   all_in() { [ "$(wg_count)" = "$PEERS" ] && [ "$(rt_count)" = "$PEERS" ] && [ "$(nft_count)" = "$PEERS" ]; }
-  L2=$(load)
+  # table_at_ms T0: when the gateway's log (its last start) says it applied the table of PEERS peers, ms after T0.
+  table_at_ms() {
+    awk '/^--- start/ { n = NR } { l[NR] = $0 } END { for (i = n; i <= NR; i++) print l[i] }' "$WORK/gateway-1.log" |
+      sed -n "s/^ts=\([^ ]*\) .*nftables: table cliqo (IPv4) .* for $PEERS peers.*/\1/p" | head -1 |
+      while read -r ts; do echo $(($(date -d "$ts" +%s%3N) - $1)); done
+  }
+  l0=$(load)
   t0=$(ms)
-  create "$WORK/peers" 1
+  create 1 "$WORK"/peers.?
   t1=$(ms)
   wait_until 600 "gateway A holding $PEERS peers (device, routes, table)" all_in
   t2=$(ms)
-  echo "FIGURE install-peers peers=$PEERS create_ms=$((t1 - t0)) installed_after_create_start_ms=$((t2 - t0)) installed_after_create_end_ms=$((t2 - t1)) (polled every 0.2 s; load $L2 -> $(load))"
-  # The gateway's own account: when it applied the table of PEERS peers, and its passes' lines.
-  sed -n "s/^ts=\([^ ]*\) .*nftables: table cliqo (IPv4) .* for $PEERS peers.*/\1/p" "$WORK/gateway-1.log" | head -1 |
-    while read -r ts; do echo "FIGURE install-peers gateway_table_applied_after_create_start_ms=$(($(date -d "$ts" +%s%3N) - t0))"; done
-  grep -c 'nftables: table cliqo (IPv4)' "$WORK/gateway-1.log" | sed 's/^/FIGURE install-peers table_transactions=/'
-  echo "phase 3: $PEERS peers installed on A; the same rounds"
-  L3=$(load)
-  cpu_during many rounds many cliqo hand veth
-  report many cliqo hand veth
-  m=$(med "${TP[many.cliqo]}") mh=$(med "${TP[many.hand]}")
-  echo "FIGURE ratio cliqo-$PEERS/cliqo-1 throughput=$(ratio "$m" "$c") (target >= 0.9) rtt=$(ratio "$(med "${RT[many.cliqo]}")" "$cr")"
-  echo "FIGURE ratio (cliqo/hand with $PEERS peers)/(cliqo/hand with 1) throughput=$(ratio "$(ratio "$m" "$mh")" "$(ratio "$c" "$h")") (the same, each against the hand-made tunnel of its own phase)"
-  echo "load average during phase 3: $L3 -> $(load)"
+  echo "FIGURE install-peers peers=$PEERS objects_created_ms=$((t1 - t0)) (4 kubectl at once) installed_ms=$((t2 - t0)) after_last_object_ms=$((t2 - t1)) gateway_log_table_ms=$(table_at_ms "$t0") table_transactions=$(grep -c 'nftables: table cliqo (IPv4)' "$WORK/gateway-1.log") (polled every 0.2 s; load $l0 -> $(load))"
+  # The same from a cold start: gateway A stopped (SIGTERM: it takes its tunnel down) and started again with the
+  # PEERS peers' objects in place.
+  kill -TERM "${GW_PIDS[1]}"
+  wait_until 30 "gateway A stopped" eval '! kill -0 "${GW_PIDS[1]}" 2>/dev/null'
+  gone() { [ "$(rt_count)" = 0 ] && [ -z "$(wg_pids "${CIF}1")" ]; }
+  wait_until 30 "gateway A's tunnel down" gone
+  l0=$(load)
+  t0=$(ms)
+  gw_start 1
+  wait_until 300 "gateway A holding $PEERS peers again" all_in
+  t2=$(ms)
+  echo "FIGURE install-peers-cold peers=$PEERS from_start_ms=$((t2 - t0)) gateway_log_table_ms=$(table_at_ms "$t0") (load $l0 -> $(load))"
+  wait_until 60 "the tunnel to B Up again" both_up
+  tinst=$(ms)
+  phase many "phase 3: $PEERS peers installed on A, the extra peers' handshakes retried (wireguard-go gives up after 90 s)"
+  against_one many
+  # wireguard-go stops initiating handshakes to an unanswering peer 90 s after its first try; the gateway keeps
+  # looking at Pending peers every second.
+  while [ $(($(ms) - tinst)) -lt 100000 ]; do sleep 1; done
+  phase settled "phase 4: $PEERS peers installed on A, the extra peers' handshakes given up"
+  against_one settled
 fi
 # The cliqo path was NATed both ways: B's pod saw A's at 10.199.96.5 (where B sees A's pods), never 10.199.64.5.
 grep -q 'Accepted connection from 10.199.96.5' "$WORK/iperf3-server.log" || die "iperf3's server never saw A's pod at 10.199.96.5"

@@ -2,7 +2,10 @@
  *
  * One key, "device": every event (ForeignClusters, NetworkConfigs, TunnelEndpoints, ConfigMaps of
  * the agent's namespace) queues it, and a pass reconciles the whole device, routes and table, then
- * writes the statuses that changed, one after the other, and looks again after PASS_MS.
+ * writes the statuses that changed, one after the other, and looks again after PASS_MS. The status
+ * writes of many new peers take a while (one request each, at the client's rate): when objects
+ * changed meanwhile, the device is planned again, at most every SOON_MS, before the next write, so
+ * that peers arriving during the writes are installed without waiting for them all.
  *
  * The userspace API socket and rtnetlink are local and answer in microseconds: they are used with
  * blocking calls from the loop, each bounded by a timeout (UAPI_TIMEOUT_S), as routes.c's rt_sock_*
@@ -103,6 +106,8 @@ struct gw {
     uint8_t nft_want[2][32], nft_seen[2][32];
     bool nft_known[2];
     /* the pass */
+    bool changed;     /* an event since the device was last planned */
+    uint64_t plan_ms; /* when it was */
     struct want *wants;
     size_t nwants, next_status;
     struct written *written;
@@ -977,6 +982,8 @@ static void step_device(struct rec *r)
     int rc, ifindex;
 
     memset(&dev, 0, sizeof(dev));
+    g->changed = false;
+    g->plan_ms = now_ms(g);
     rc = collect(g);
     if (rc < 0) {
         ctl_rec_end(&r->h, rc == -EAGAIN ? CTL_WAIT : CTL_RETRY);
@@ -1112,6 +1119,10 @@ static void step_status(struct rec *r)
             (s->handshake == w->handshake || now_ms(g) - s->at_ms < STATUS_MIN_MS) &&
             ((s->rx == w->rx && s->tx == w->tx) || now_ms(g) - s->at_ms < STATUS_MIN_MS))
             continue;
+        if (g->changed && now_ms(g) - g->plan_ms >= SOON_MS) {
+            step_device(r); /* objects changed during the writes: the device first */
+            return;
+        }
         if (w->handshake > 0)
             rfc3339_format(w->handshake, 0, 0, when, sizeof(when));
         st = json_pack("{s:s,s:o,s:o,s:I,s:I}", "phase", w->phase, "message",
@@ -1176,14 +1187,26 @@ static void on_any(struct inf_informer *inf, json_t *obj, void *data)
 
     (void)inf;
     (void)obj;
+    g->changed = true;
     if (g->mod.ctl)
         ctl_enqueue(g->mod.ctl, KEY);
 }
 
+static json_int_t generation(const json_t *obj)
+{
+    return json_integer_value(json_object_get(json_object_get(obj, "metadata"), "generation"));
+}
+
 static void on_any_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
-    (void)old_obj;
+    struct gw *g = data;
+    bool changed = g->changed;
+
     on_any(inf, new_obj, data);
+    /* A TunnelEndpoint whose generation stayed is one whose status changed: the gateway's own write,
+     * which changes nothing the device wants. */
+    if (inf == g->teps && generation(new_obj) > 0 && generation(new_obj) == generation(old_obj))
+        g->changed = changed;
 }
 
 int gw_init(struct agent *a)
