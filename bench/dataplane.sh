@@ -20,11 +20,13 @@
 # namespace cqbench-x.
 # Needs root, and Debian's iperf3, iputils-ping, wireguard-tools, wireguard-go, nftables, jq.
 # Usage: bench/dataplane.sh --cliqoctl C --agent A [--rounds R] [--seconds S] [--pings N] [--peers N]
-#        [--base-port P] [--keep-logs DIR]
+#        [--base-port P] [--keep-logs DIR] [--profile]
+# --profile: after phases 1 and 4, one more iperf3 run per tunnel under `perf record -a` (Debian's
+# linux-perf): the share of all samples in nftables' functions, in each wireguard-go and in iperf3.
 set -euo pipefail
 source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
-CLIQOCTL="" AGENT="" ROUNDS=5 SECS=3 PINGS=20 PEERS=1000 BASE_PORT=$(cliqo_port bench.dataplane) KEEP_LOGS=""
+CLIQOCTL="" AGENT="" ROUNDS=5 SECS=3 PINGS=20 PEERS=1000 BASE_PORT=$(cliqo_port bench.dataplane) KEEP_LOGS="" PROFILE=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;
@@ -35,6 +37,7 @@ while [ $# -gt 0 ]; do
     --peers) PEERS=$2; shift 2 ;;
     --base-port) BASE_PORT=$2; shift 2 ;;
     --keep-logs) KEEP_LOGS=$2; shift 2 ;;
+    --profile) PROFILE=1; shift ;;
     -h | --help) sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
@@ -322,6 +325,17 @@ phase() {
   echo "FIGURE ratio $label cliqo/veth throughput=$(ratio "$(med "${TP[$label.cliqo]}")" "$(med "${TP[$label.veth]}")") rtt=$(ratio "$(med "${RT[$label.cliqo]}")" "$(med "${RT[$label.veth]}")"); hand/veth throughput=$(ratio "$(med "${TP[$label.hand]}")" "$(med "${TP[$label.veth]}")") rtt=$(ratio "$(med "${RT[$label.hand]}")" "$(med "${RT[$label.veth]}")")"
   echo "load average during $label: $l0 -> $(load)"
 }
+# profile LABEL VARIANT: one iperf3 run under perf record -a, and where the samples went.
+profile() {
+  local f=$WORK/perf-$1-$2.data g
+  g=$(perf record -a -F 999 -o "$f" -- bash -c "$(declare -f in_ns gbps); P=$P SECS=$SECS; declare -A DST=([$2]=${DST[$2]}); gbps $2" 2>/dev/null)
+  perf report -i "$f" --stdio --no-children --sort comm,sym 2>/dev/null | awk -v l="$1" -v v="$2" -v g="$g" '
+    /^ +[0-9.]+%/ { p = $1; sub(/%/, "", p); t += p
+      if ($0 ~ /nft_|nf_tables|nf_hook_slow/) nft += p
+      if ($2 == "wireguard-go") wg += p; else if ($2 == "iperf3") ip += p; else if ($2 ~ /^ksoftirqd/) ks += p }
+    END { printf "FIGURE profile %s.%s throughput_gbps=%s samples: nftables=%.1f%% wireguard-go=%.1f%% iperf3=%.1f%% ksoftirqd=%.1f%% (of all CPUs, the machine'"'"'s other load included)\n", l, v, g, nft, wg, ip, ks }'
+  rm -f "$f"
+}
 # against_one LABEL: LABEL's cliqo figures against phase one's, directly and each against its own phase's
 # hand-made tunnel (which the extra peers do not touch: that ratio is blind to the load's drift between phases).
 against_one() {
@@ -329,6 +343,7 @@ against_one() {
   echo "FIGURE ratio cliqo-$PEERS/cliqo-1 ($l) throughput=$(ratio "$(med "${TP[$l.cliqo]}")" "$(med "${TP[one.cliqo]}")") rtt=$(ratio "$(med "${RT[$l.cliqo]}")" "$(med "${RT[one.cliqo]}")"); against each phase's hand-made tunnel (paired): throughput=$(ratio "$(paired "${TP[$l.cliqo]}" "${TP[$l.hand]}")" "$(paired "${TP[one.cliqo]}" "${TP[one.hand]}")") (target >= 0.9) rtt=$(ratio "$(paired "${RT[$l.cliqo]}" "${RT[$l.hand]}")" "$(paired "${RT[one.cliqo]}" "${RT[one.hand]}")")"
 }
 phase one "phase 1: one peer"
+if [ "$PROFILE" = 1 ]; then profile one cliqo; profile one hand; fi
 
 # ---- 1,000 peers ------------------------------------------------------------------------------------------
 if [ "$PEERS" -gt 1 ]; then
@@ -376,6 +391,7 @@ if [ "$PEERS" -gt 1 ]; then
   while [ $(($(ms) - tinst)) -lt 100000 ]; do sleep 1; done
   phase settled "phase 4: $PEERS peers installed on A, the extra peers' handshakes given up"
   against_one settled
+  if [ "$PROFILE" = 1 ]; then profile settled cliqo; profile settled hand; fi
 fi
 # The cliqo path was NATed both ways: B's pod saw A's at 10.199.96.5 (where B sees A's pods), never 10.199.64.5.
 grep -q 'Accepted connection from 10.199.96.5' "$WORK/iperf3-server.log" || die "iperf3's server never saw A's pod at 10.199.96.5"

@@ -47,6 +47,7 @@
 #define KEY            "device"
 #define PASS_MS        5000
 #define SOON_MS        1000
+#define EAGER_MS       30000 /* a peer Pending for less than this is looked at every SOON_MS */
 #define WAIT_WG_MS     300
 #define RESPAWN_MS     2000
 #define RECORD_MS      600000
@@ -79,7 +80,8 @@ struct written {
     char phase[16], message[DPO_REASON_MAX + 64];
     int64_t handshake;
     uint64_t rx, tx, at_ms;
-    bool seen; /* in the current pass */
+    uint64_t phase_ms; /* when the phase or message written last changed */
+    bool seen;         /* in the current pass */
     struct written *next;
 };
 
@@ -1085,9 +1087,11 @@ static void after_status(void *owner)
         log_warn(MOD, "peer %s: cannot write the status of its TunnelEndpoint: %s", w->id,
                  r->h.ch.last.message);
     } else if (s) {
-        if (strcmp(s->phase, w->phase) != 0 || strcmp(s->message, w->message) != 0)
+        if (strcmp(s->phase, w->phase) != 0 || strcmp(s->message, w->message) != 0) {
             log_info(MOD, "peer %s: tunnel %s%s%s", w->id, w->phase, w->message[0] ? ": " : "",
                      w->message);
+            s->phase_ms = now_ms(g);
+        }
         snprintf(s->phase, sizeof(s->phase), "%s", w->phase);
         snprintf(s->message, sizeof(s->message), "%s", w->message);
         s->handshake = w->handshake;
@@ -1149,10 +1153,18 @@ static void step_status(struct rec *r)
         *pp = s->next;
         x_free(s);
     }
-    /* an error, or a peer installed and waiting for its handshake: looked at again sooner */
-    for (size_t i = 0; i < g->nwants && !g->last_error[0]; i++)
-        if (g->wants[i].install && strcmp(g->wants[i].phase, DPO_PHASE_PENDING) == 0)
-            soon = true;
+    /* an error, or a peer installed and waiting for its handshake since less than EAGER_MS:
+     * looked at again sooner. A peer that stays Pending longer (unreachable) is looked at every
+     * PASS_MS, like the others: with a thousand peers, a pass costs tens of milliseconds. */
+    for (size_t i = 0; i < g->nwants && !g->last_error[0] && !soon; i++) {
+        const struct want *w = &g->wants[i];
+        const struct written *s;
+
+        if (!w->install || strcmp(w->phase, DPO_PHASE_PENDING) != 0)
+            continue;
+        s = written_find(g, w->ns, w->id, false);
+        soon = !s || now_ms(g) - s->phase_ms < EAGER_MS;
+    }
     ctl_rec_end_after(&r->h, g->last_error[0] || soon ? SOON_MS : PASS_MS);
 }
 
