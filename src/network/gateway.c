@@ -52,6 +52,7 @@
 #define RESPAWN_MS     2000
 #define RECORD_MS      600000
 #define STATUS_MIN_MS  10000
+#define STATS_PEER_MS  100 /* statistics: at most one write every STATS_PEER_MS of all peers */
 #define UAPI_TIMEOUT_S 2
 #define UAPI_DIR       "/var/run/wireguard"
 #define MAX_PEERS      1024
@@ -1108,7 +1109,14 @@ static void step_status(struct rec *r)
 {
     struct gw *g = r->g;
     bool soon = false;
+    /* The statistics alone (handshake, bytes) of a peer are written at most every STATUS_MIN_MS,
+     * and no more often than one peer's every STATS_PEER_MS in all: every peer's bytes change all
+     * the time (keepalives), and a thousand peers would otherwise ask the API server for a hundred
+     * writes a second. A change of phase or message is written at once. */
+    uint64_t stats_ms = g->nwants * STATS_PEER_MS;
 
+    if (stats_ms < STATUS_MIN_MS)
+        stats_ms = STATUS_MIN_MS;
     for (; g->next_status < g->nwants; g->next_status++) {
         struct want *w = &g->wants[g->next_status];
         struct written *s = written_find(g, w->ns, w->id, false);
@@ -1120,8 +1128,8 @@ static void step_status(struct rec *r)
         if (s)
             s->seen = true;
         if (s && strcmp(s->phase, w->phase) == 0 && strcmp(s->message, w->message) == 0 &&
-            (s->handshake == w->handshake || now_ms(g) - s->at_ms < STATUS_MIN_MS) &&
-            ((s->rx == w->rx && s->tx == w->tx) || now_ms(g) - s->at_ms < STATUS_MIN_MS))
+            ((s->handshake == w->handshake && s->rx == w->rx && s->tx == w->tx) ||
+             now_ms(g) - s->at_ms < stats_ms))
             continue;
         if (g->changed && now_ms(g) - g->plan_ms >= SOON_MS) {
             step_device(r); /* objects changed during the writes: the device first */
