@@ -1223,8 +1223,8 @@ static void on_any_update(struct inf_informer *inf, json_t *old_obj, json_t *new
     bool changed = g->changed;
 
     on_any(inf, new_obj, data);
-    /* A TunnelEndpoint whose generation stayed is one whose status changed: the gateway's own write,
-     * which changes nothing the device wants. */
+    /* A TunnelEndpoint whose generation stayed is one whose status changed: the gateway's own
+     * write, which changes nothing the device wants. */
     if (inf == g->teps && generation(new_obj) > 0 && generation(new_obj) == generation(old_obj))
         g->changed = changed;
 }
