@@ -2,7 +2,10 @@
  *
  * One key, "device": every event (ForeignClusters, NetworkConfigs, TunnelEndpoints, ConfigMaps of
  * the agent's namespace) queues it, and a pass reconciles the whole device, routes and table, then
- * writes the statuses that changed, one after the other, and looks again after PASS_MS.
+ * writes the statuses that changed, one after the other, and looks again after PASS_MS. The status
+ * writes of many new peers take a while (one request each, at the client's rate): when objects
+ * changed meanwhile, the device is planned again, at most every SOON_MS, before the next write, so
+ * that peers arriving during the writes are installed without waiting for them all.
  *
  * The userspace API socket and rtnetlink are local and answer in microseconds: they are used with
  * blocking calls from the loop, each bounded by a timeout (UAPI_TIMEOUT_S), as routes.c's rt_sock_*
@@ -44,10 +47,12 @@
 #define KEY            "device"
 #define PASS_MS        5000
 #define SOON_MS        1000
+#define EAGER_MS       30000 /* a peer Pending for less than this is looked at every SOON_MS */
 #define WAIT_WG_MS     300
 #define RESPAWN_MS     2000
 #define RECORD_MS      600000
 #define STATUS_MIN_MS  10000
+#define STATS_PEER_MS  100 /* statistics: at most one write every STATS_PEER_MS of all peers */
 #define UAPI_TIMEOUT_S 2
 #define UAPI_DIR       "/var/run/wireguard"
 #define MAX_PEERS      1024
@@ -76,7 +81,8 @@ struct written {
     char phase[16], message[DPO_REASON_MAX + 64];
     int64_t handshake;
     uint64_t rx, tx, at_ms;
-    bool seen; /* in the current pass */
+    uint64_t phase_ms; /* when the phase or message written last changed */
+    bool seen;         /* in the current pass */
     struct written *next;
 };
 
@@ -103,6 +109,8 @@ struct gw {
     uint8_t nft_want[2][32], nft_seen[2][32];
     bool nft_known[2];
     /* the pass */
+    bool changed;     /* an event since the device was last planned */
+    uint64_t plan_ms; /* when it was */
     struct want *wants;
     size_t nwants, next_status;
     struct written *written;
@@ -981,6 +989,8 @@ static void step_device(struct rec *r)
     int rc, ifindex;
 
     memset(&dev, 0, sizeof(dev));
+    g->changed = false;
+    g->plan_ms = now_ms(g);
     rc = collect(g);
     if (rc < 0) {
         ctl_rec_end(&r->h, rc == -EAGAIN ? CTL_WAIT : CTL_RETRY);
@@ -1082,9 +1092,11 @@ static void after_status(void *owner)
         log_warn(MOD, "peer %s: cannot write the status of its TunnelEndpoint: %s", w->id,
                  r->h.ch.last.message);
     } else if (s) {
-        if (strcmp(s->phase, w->phase) != 0 || strcmp(s->message, w->message) != 0)
+        if (strcmp(s->phase, w->phase) != 0 || strcmp(s->message, w->message) != 0) {
             log_info(MOD, "peer %s: tunnel %s%s%s", w->id, w->phase, w->message[0] ? ": " : "",
                      w->message);
+            s->phase_ms = now_ms(g);
+        }
         snprintf(s->phase, sizeof(s->phase), "%s", w->phase);
         snprintf(s->message, sizeof(s->message), "%s", w->message);
         s->handshake = w->handshake;
@@ -1101,7 +1113,14 @@ static void step_status(struct rec *r)
 {
     struct gw *g = r->g;
     bool soon = false;
+    /* The statistics alone (handshake, bytes) of a peer are written at most every STATUS_MIN_MS,
+     * and no more often than one peer's every STATS_PEER_MS in all: every peer's bytes change all
+     * the time (keepalives), and a thousand peers would otherwise ask the API server for a hundred
+     * writes a second. A change of phase or message is written at once. */
+    uint64_t stats_ms = g->nwants * STATS_PEER_MS;
 
+    if (stats_ms < STATUS_MIN_MS)
+        stats_ms = STATUS_MIN_MS;
     for (; g->next_status < g->nwants; g->next_status++) {
         struct want *w = &g->wants[g->next_status];
         struct written *s = written_find(g, w->ns, w->id, false);
@@ -1113,9 +1132,13 @@ static void step_status(struct rec *r)
         if (s)
             s->seen = true;
         if (s && strcmp(s->phase, w->phase) == 0 && strcmp(s->message, w->message) == 0 &&
-            (s->handshake == w->handshake || now_ms(g) - s->at_ms < STATUS_MIN_MS) &&
-            ((s->rx == w->rx && s->tx == w->tx) || now_ms(g) - s->at_ms < STATUS_MIN_MS))
+            ((s->handshake == w->handshake && s->rx == w->rx && s->tx == w->tx) ||
+             now_ms(g) - s->at_ms < stats_ms))
             continue;
+        if (g->changed && now_ms(g) - g->plan_ms >= SOON_MS) {
+            step_device(r); /* objects changed during the writes: the device first */
+            return;
+        }
         if (w->handshake > 0)
             rfc3339_format(w->handshake, 0, 0, when, sizeof(when));
         st = json_pack("{s:s,s:o,s:o,s:I,s:I}", "phase", w->phase, "message",
@@ -1142,10 +1165,18 @@ static void step_status(struct rec *r)
         *pp = s->next;
         x_free(s);
     }
-    /* an error, or a peer installed and waiting for its handshake: looked at again sooner */
-    for (size_t i = 0; i < g->nwants && !g->last_error[0]; i++)
-        if (g->wants[i].install && strcmp(g->wants[i].phase, DPO_PHASE_PENDING) == 0)
-            soon = true;
+    /* an error, or a peer installed and waiting for its handshake since less than EAGER_MS:
+     * looked at again sooner. A peer that stays Pending longer (unreachable) is looked at every
+     * PASS_MS, like the others: with a thousand peers, a pass costs tens of milliseconds. */
+    for (size_t i = 0; i < g->nwants && !g->last_error[0] && !soon; i++) {
+        const struct want *w = &g->wants[i];
+        const struct written *s;
+
+        if (!w->install || strcmp(w->phase, DPO_PHASE_PENDING) != 0)
+            continue;
+        s = written_find(g, w->ns, w->id, false);
+        soon = !s || now_ms(g) - s->phase_ms < EAGER_MS;
+    }
     ctl_rec_end_after(&r->h, g->last_error[0] || soon ? SOON_MS : PASS_MS);
 }
 
@@ -1180,14 +1211,26 @@ static void on_any(struct inf_informer *inf, json_t *obj, void *data)
 
     (void)inf;
     (void)obj;
+    g->changed = true;
     if (g->mod.ctl)
         ctl_enqueue(g->mod.ctl, KEY);
 }
 
+static json_int_t generation(const json_t *obj)
+{
+    return json_integer_value(json_object_get(json_object_get(obj, "metadata"), "generation"));
+}
+
 static void on_any_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
-    (void)old_obj;
+    struct gw *g = data;
+    bool changed = g->changed;
+
     on_any(inf, new_obj, data);
+    /* A TunnelEndpoint whose generation stayed is one whose status changed: the gateway's own
+     * write, which changes nothing the device wants. */
+    if (inf == g->teps && generation(new_obj) > 0 && generation(new_obj) == generation(old_obj))
+        g->changed = changed;
 }
 
 int gw_init(struct agent *a)
