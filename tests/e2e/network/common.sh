@@ -106,8 +106,13 @@ netmsg() { jget "$A" '{.status.conditions[?(@.type=="NetworkUnavailable")].messa
 # gw_metrics CLUSTER: the gateway's /metrics, read inside its node's network namespace (gw_start's --http-addr).
 gw_metrics() { nsenter --net="/run/netns/$(node_netns "$1")" curl -sf --max-time 5 http://127.0.0.1:18095/metrics; }
 # metric CLUSTER NAME LABELS: the value of one series of the gateway's (empty when there is none), e.g.
-# metric cluster-1 cliqo_tunnel_up 'peer="ID"'.
-metric() { gw_metrics "$1" | awk -v s="$2{$3}" '$1 == s {print $2; exit}'; }
+# metric cluster-1 cliqo_tunnel_up 'peer="ID"'. The page is read whole first: a reader that stops early
+# would make curl fail on SIGPIPE, and the pipeline with it (pipefail).
+metric() {
+  local m
+  m=$(gw_metrics "$1") || return 0
+  awk -v s="$2{$3}" '$1 == s {print $2}' <<<"$m"
+}
 # tunnel_json CLUSTER: the other cluster's entry's "tunnel" in `cliqoctl status -o json`.
 tunnel_json() { cq "$1" status -o json | jq -c --arg id "$(id_of "$(other "$1")")" '.foreignClusters[] | select(.clusterID == $id) | .tunnel'; }
 

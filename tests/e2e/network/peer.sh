@@ -84,7 +84,7 @@ done
 say "status: $A's virtual node, cliqoctl status, the gateway's /metrics"
 wait_for 20 "$A's virtual node $(vnode) (the peering's Advertisement accepted)" eval '[ -n "$(jget "$A" "{.metadata.name}" node "$(vnode)")" ]'
 wait_for 10 "NetworkUnavailable False/TunnelUp on $(vnode) (now: $(netcond))" eval '[ "$(netcond)" = False/TunnelUp ]'
-row=$(cq "$A" status | awk -v n="$B" '$1 == n && $2 == "Up" { print; exit }')
+row=$(cq "$A" status | awk -v n="$B" '$1 == n && $2 == "Up" { print }')
 [[ "$row" =~ ^$B\ +Up\ +[0-9]+s\ ago\ +[0-9]+\ +[0-9]+\ +-$ ]] ||
   fail "cliqoctl status on $A: no tunnel line '$B Up <N>s ago <rx> <tx> -': '$row'"
 tj=$(tunnel_json "$A")

@@ -70,11 +70,11 @@ grep_q "1380 bytes from $there" <<<"$out" || fail "ping -s 1372: no 1380-byte re
 # on the far node's pod bridge addressed to the pod's own address. The port-unreachable they provoke is not
 # awaited: its quoted header is in the far side's view, which this side's conntrack does not match.
 udp=$E2E_STATE/udp-1400.txt
-in_node "$B" timeout 25 tcpdump -i cni0 -n -c 1 "udp and dst host ${WEB[$B]} and ip[2:2] = 1400" >"$udp" 2>/dev/null &
+in_node "$B" timeout 25 tcpdump -i cni0 -n -c 1 "udp and dst host ${WEB[$B]} and ip[2:2] = 1400" >"$udp" 2>"$udp.err" &
 cap=$!
 sleep 1
-kc "$A" exec -n "$NS" client -- timeout 20 traceroute -n -F -q 1 -w 1 -m 3 "$there" 1400 >/dev/null 2>&1 || true
-wait "$cap" || fail "no 1,400-byte UDP datagram from $A reached ${WEB[$B]} on $B's pod bridge"
+tr=$(kc "$A" exec -n "$NS" client -- timeout 20 traceroute -n -F -q 1 -w 1 -m 3 "$there" 1400 2>&1) || true
+wait "$cap" || fail "no 1,400-byte UDP datagram from $A reached ${WEB[$B]} on $B's pod bridge (tcpdump: $(tr '\n' ' ' <"$udp.err"); traceroute: $tr)"
 grep_q "> ${WEB[$B]}\.[0-9]*: UDP, length 1372" "$udp" || fail "the UDP datagram seen on $B: $(cat "$udp")"
 say "1,400 bytes: ICMP echo answered by $there; a UDP datagram reached ${WEB[$B]} on $B's pod bridge"
 
@@ -115,7 +115,7 @@ awk -v v="$tx" 'BEGIN { exit !(v > 0) }' || fail "cliqo_tunnel_bytes_total{direc
 tj=$(tunnel_json "$A")
 [ "$(jq -r '.rxBytes' <<<"$tj")" -ge 1048576 ] && [ "$(jq -r '.txBytes' <<<"$tj")" -gt 0 ] ||
   fail "cliqoctl status -o json on $A: tunnel $tj"
-row=$(cq "$A" status | awk -v n="$B" '$1 == n && $2 == "Up" { print; exit }')
+row=$(cq "$A" status | awk -v n="$B" '$1 == n && $2 == "Up" { print }')
 read -r _ _ _ _ srx stx _ <<<"$row"
 [ "${srx:-0}" -ge 1048576 ] 2>/dev/null || fail "cliqoctl status on $A: tunnel line '$row' counts fewer than 1 MiB received"
 say "metrics: rx $(rx_metric), tx $tx; cliqoctl status: rx $srx, tx $stx"
