@@ -36,8 +36,8 @@
 #include "common/xalloc.h"
 #include "metrics/metrics.h"
 #include "network/dpobj.h"
+#include "network/dppeers.h"
 #include "network/natrules.h"
-#include "network/peernet.h"
 #include "network/routes.h"
 #include "network/wguapi.h"
 #include "peering/identity.h"
@@ -726,33 +726,17 @@ struct collect {
     const char *self;
 };
 
-static const char *fc_tenant(const json_t *fc)
-{
-    return json_string_value(json_object_get(
-        json_object_get(json_object_get(fc, "status"), "tenantNamespace"), "local"));
-}
-
-static bool fc_peered(const json_t *fc)
-{
-    return strcmp(peer_fc_condition(fc, "OutgoingPeering"), "Established") == 0 ||
-           strcmp(peer_fc_condition(fc, "IncomingPeering"), "Established") == 0;
-}
-
 static void collect_fc(json_t *fc, void *data)
 {
     struct collect *c = data;
     struct gw *g = c->g;
-    const char *id = json_string_value(json_object_get(
-        json_object_get(json_object_get(fc, "spec"), "clusterIdentity"), "clusterID"));
-    const char *tns = fc_tenant(fc);
+    const char *id, *tns;
     char name[96], reason[DPO_REASON_MAX] = "";
     struct want *w;
-    json_t *nc;
     int r;
 
-    if (!id || !peer_cluster_id_valid(id) || !tns || strlen(tns) >= sizeof(w->ns) ||
-        strlen(id) >= sizeof(w->id) || g->nwants >= MAX_PEERS || !fc_peered(fc) ||
-        !pnet_enabled(fc))
+    if (!dpp_fc_peer(fc, &id, &tns) || strlen(tns) >= sizeof(w->ns) ||
+        strlen(id) >= sizeof(w->id) || g->nwants >= MAX_PEERS)
         return;
     w = &g->wants[g->nwants];
     memset(w, 0, sizeof(*w));
@@ -772,16 +756,12 @@ static void collect_fc(json_t *fc, void *data)
         snprintf(w->message, sizeof(w->message), "refused: %s", reason);
         return;
     }
-    snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", id);
-    nc = inf_get(g->ncs, tns, name);
-    r = nc ? dpo_nc_parse(nc, &w->net, reason, sizeof(reason)) : -EAGAIN;
-    json_decref(nc);
+    r = dpp_peer_net(g->ncs, tns, id, &w->net, reason, sizeof(reason));
     if (r < 0) {
         w->err_reason = ERR_NETCFG;
         snprintf(w->phase, sizeof(w->phase), "%s",
                  r == -EAGAIN ? DPO_PHASE_PENDING : DPO_PHASE_ERROR);
-        snprintf(w->message, sizeof(w->message), "%s",
-                 nc ? reason : "no NetworkConfig of the peer here yet");
+        snprintf(w->message, sizeof(w->message), "%s", reason);
         return;
     }
     w->install = true;
@@ -841,10 +821,7 @@ static int collect(struct gw *g)
         for (size_t j = 0; w->install && j < i; j++) {
             const struct want *o = &g->wants[j];
 
-            if (!o->install || o->net.local.family != w->net.local.family)
-                continue;
-            if (!cidr_equal(&o->net.local, &w->net.local) ||
-                cidr_overlaps(&o->net.nat.seen_here, &w->net.nat.seen_here)) {
+            if (o->install && dpp_conflicts(&o->net, &w->net)) {
                 w->install = false;
                 w->err_reason = ERR_NETCFG;
                 snprintf(w->phase, sizeof(w->phase), DPO_PHASE_ERROR);
