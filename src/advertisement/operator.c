@@ -42,6 +42,7 @@
 #include "peering/objects.h"
 #include "peering/resources.h"
 #include "kubeletapi/module.h"
+#include "network/dpobj.h"
 #include "offloading/pods.h"
 #include "virtualkubelet/vk.h"
 
@@ -70,6 +71,7 @@ struct vkent {
 struct advop {
     struct ctl_module mod; /* first */
     struct inf_informer *advs, *config, *tenants, *nodes, *fcs;
+    struct inf_informer *teps, *cms; /* TunnelEndpoints; the agent's namespace's ConfigMaps */
     struct adv_config cfg;
     bool cfg_loaded;
     json_t *pending; /* key -> "Accepted" | "Refused" written, not yet seen back */
@@ -200,6 +202,20 @@ static json_t *src_node(void *data, bool *ret_known)
     return inf_get(e->m->nodes, NULL, node);
 }
 
+/* The provider's TunnelEndpoint in its tenant namespace (the Advertisement's), and whether this
+ * cluster runs a data plane: its gateway's record exists (docs/dataplane.md, section 6). */
+static json_t *src_tunnel(void *data, bool *ret_dataplane)
+{
+    struct vkent *e = data;
+    json_t *cm = inf_get(e->m->cms, agent_namespace(e->m->mod.a), DPO_GW_CONFIGMAP);
+    char name[96];
+
+    *ret_dataplane = cm != NULL;
+    json_decref(cm);
+    snprintf(name, sizeof(name), DPO_TEP_PREFIX "%s", e->peer);
+    return inf_get(e->m->teps, e->ns, name);
+}
+
 static int ent_start_vk(struct vkent *e)
 {
     struct advop *m = e->m;
@@ -212,7 +228,7 @@ static int ent_start_vk(struct vkent *e)
         .home_name = identity_cluster_name(m->mod.a),
         .node_address = agent_config(m->mod.a)->node_address,
         .kubelet_port = agent_config(m->mod.a)->kubelet_port,
-        .src = {src_adv, src_node, e},
+        .src = {src_adv, src_node, src_tunnel, e},
         .pods = m->pods,
         .remote_timeout_ms = remote_timeout_ms(m),
     };
@@ -1313,6 +1329,44 @@ static void on_node_update(struct inf_informer *inf, json_t *old_obj, json_t *ne
     on_node(inf, new_obj, data);
 }
 
+/* A TunnelEndpoint here: its provider's virtual node, when what its condition reads changed (not
+ * the byte counts, written every 10 s). */
+static void on_tep(struct inf_informer *inf, json_t *obj, void *data)
+{
+    const char *name = kapi_obj_name(obj);
+    struct vkent *e;
+
+    (void)inf;
+    if (!name || strncmp(name, DPO_TEP_PREFIX, strlen(DPO_TEP_PREFIX)) != 0)
+        return;
+    e = ent_by_peer(data, name + strlen(DPO_TEP_PREFIX));
+    if (e && strcmp(e->ns, kapi_obj_namespace(obj) ? kapi_obj_namespace(obj) : "") == 0)
+        vk_kick(e->vk);
+}
+
+static void on_tep_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    const json_t *os = json_object_get(old_obj, "status"), *ns = json_object_get(new_obj, "status");
+
+    if (json_equal(json_object_get(os, "phase"), json_object_get(ns, "phase")) &&
+        json_equal(json_object_get(os, "message"), json_object_get(ns, "message")) &&
+        json_equal(json_object_get(os, "lastHandshake"), json_object_get(ns, "lastHandshake")))
+        return;
+    on_tep(inf, new_obj, data);
+}
+
+/* The gateway's record came or went: every virtual node's NetworkUnavailable. */
+static void on_cm(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct advop *m = data;
+
+    (void)inf;
+    if (strcmp(kapi_obj_name(obj) ? kapi_obj_name(obj) : "", DPO_GW_CONFIGMAP) != 0)
+        return;
+    for (struct vkent *e = m->vks; e; e = e->next)
+        vk_kick(e->vk);
+}
+
 static void on_net(const char *id, void *data)
 {
     struct advop *m = data;
@@ -1333,6 +1387,8 @@ int advop_init(struct agent *a)
         .on_add = on_adv, .on_update = on_adv_update, .on_delete = on_adv_delete};
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
     struct inf_handlers nh = {.on_add = on_node, .on_update = on_node_update, .on_delete = on_node};
+    struct inf_handlers th = {.on_add = on_tep, .on_update = on_tep_update, .on_delete = on_tep};
+    struct inf_handlers gh = {.on_add = on_cm, .on_delete = on_cm};
     struct ctl_options co = {.name = "advertisements",
                              .log_module = MOD,
                              .queue = {.max_concurrent = 32},
@@ -1360,6 +1416,10 @@ int advop_init(struct agent *a)
         r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &nh, m, &m->nodes);
     if (r == 0)
         r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, NULL, NULL, &m->fcs);
+    if (r == 0)
+        r = agent_informer(a, &peer_res_tunnelendpoints, NULL, NULL, 0, &th, m, &m->teps);
+    if (r == 0) /* the network module's informer (the same options share it) */
+        r = agent_informer(a, &kapi_configmaps, agent_namespace(a), NULL, 0, &gh, m, &m->cms);
     if (r == 0)
         r = ctl_new(a, &co, m, &m->mod.ctl);
     if (r == 0)

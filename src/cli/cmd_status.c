@@ -6,10 +6,17 @@
 
 #include "peering/resources.h"
 #include "common/json.h"
+#include "common/rfc3339.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
+
+/* WireGuard's Reject-After-Time, as the gateway and the virtual node judge a handshake
+ * (docs/dataplane.md, section 6). */
+#define HANDSHAKE_MAX_S 180
 
 static const char usage_text[] =
     "Usage: cliqoctl status [-o json]\n"
@@ -17,9 +24,11 @@ static const char usage_text[] =
     "Shows this cluster's identity and its ForeignClusters: the state of the outgoing and\n"
     "incoming peerings and of the authentication, and the local tenant namespace; then the\n"
     "resource sharing with each: how the peer judged our Advertisement (and what it offers),\n"
-    "how we judged the peer's, and the virtual node standing for it; then the clusters discovery\n"
-    "found (as 'cliqoctl discovered' shows them); then the offloaded namespaces: strategy, name\n"
-    "on the providers, phase and each provider's readiness.\n"
+    "how we judged the peer's, and the virtual node standing for it; then, when this cluster's\n"
+    "gateway reports on tunnels, each peer's tunnel: state, age of the last WireGuard handshake,\n"
+    "bytes received and sent, and the gateway's message (the error, when there is one); then the\n"
+    "clusters discovery found (as 'cliqoctl discovered' shows them); then the offloaded\n"
+    "namespaces: strategy, name on the providers, phase and each provider's readiness.\n"
     "\n"
     "Options:\n";
 
@@ -62,6 +71,90 @@ static json_t *vnode_json(struct cli_kube *k, const json_t *fc)
     }
     json_decref(node);
     return out ? out : json_pack("{s:s,s:b}", "name", name, "ready", 0);
+}
+
+/* The tunnel to a peer, from the status its TunnelEndpoint here (tep-<id> in the peer's tenant
+ * namespace) has from this cluster's gateway: a new object {"state", "phase", "lastHandshake",
+ * "handshakeAgeSeconds", "rxBytes", "txBytes", "message"}, or null when there is none. state is the
+ * phase, except an Up whose handshake is 180 s old or more (the gateway stopped writing):
+ * "NoHandshake". */
+static json_t *tunnel_json(struct cli_kube *k, const json_t *fc)
+{
+    const char *id = jsn_str_at(fc, "spec", "clusterIdentity", "clusterID", NULL);
+    const char *tns = jsn_str_at(fc, "status", "tenantNamespace", "local", NULL);
+    const char *phase, *hs;
+    char name[96];
+    json_t *tep = NULL, *st, *out;
+    int64_t t, age = -1;
+
+    if (!id || !tns)
+        return json_null();
+    snprintf(name, sizeof(name), "tep-%s", id);
+    if (cli_get(k, &peer_res_tunnelendpoints, tns, name, &tep) < 0)
+        return json_null();
+    st = json_object_get(tep, "status");
+    phase = json_string_value(json_object_get(st, "phase"));
+    hs = json_string_value(json_object_get(st, "lastHandshake"));
+    if (rfc3339_parse(hs, RFC3339_OFFSET, &t) == 0 && t > 0) {
+        age = (int64_t)time(NULL) - t;
+        if (age < 0)
+            age = 0;
+    }
+    out = json_pack("{s:s,s:s*,s:s*,s:o,s:O,s:O,s:O}", "state",
+                    phase && strcmp(phase, "Up") == 0 && (age < 0 || age >= HANDSHAKE_MAX_S)
+                        ? "NoHandshake"
+                        : (phase ? phase : "Unknown"),
+                    "phase", phase, "lastHandshake", hs, "handshakeAgeSeconds",
+                    age >= 0 ? json_integer(age) : json_null(), "rxBytes",
+                    json_is_integer(json_object_get(st, "rxBytes")) ? json_object_get(st, "rxBytes")
+                                                                    : json_null(),
+                    "txBytes",
+                    json_is_integer(json_object_get(st, "txBytes")) ? json_object_get(st, "txBytes")
+                                                                    : json_null(),
+                    "message",
+                    json_is_string(json_object_get(st, "message")) ? json_object_get(st, "message")
+                                                                   : json_null());
+    json_decref(tep);
+    return out ? out : json_null();
+}
+
+/* The tunnels table: one line per peer whose TunnelEndpoint is here; nothing when none is. */
+static void print_tunnels(struct cli_kube *k, json_t *fcs)
+{
+    json_t *fc;
+    size_t i;
+    bool any = false;
+
+    json_array_foreach(fcs, i, fc)
+    {
+        json_t *t = tunnel_json(k, fc), *age, *rx, *tx;
+        char hs[32], rxs[24], txs[24];
+
+        if (!json_is_object(t)) {
+            json_decref(t);
+            continue;
+        }
+        if (!any) {
+            printf("\n%-20s %-12s %-10s %-14s %-14s %s\n", "TUNNEL", "STATE", "HANDSHAKE",
+                   "RX-BYTES", "TX-BYTES", "MESSAGE");
+            any = true;
+        }
+        age = json_object_get(t, "handshakeAgeSeconds");
+        rx = json_object_get(t, "rxBytes");
+        tx = json_object_get(t, "txBytes");
+        if (json_is_integer(age))
+            snprintf(hs, sizeof(hs), "%" PRId64 "s ago", (int64_t)json_integer_value(age));
+        else
+            snprintf(hs, sizeof(hs), "never");
+        snprintf(rxs, sizeof(rxs), "%" PRId64,
+                 json_is_integer(rx) ? (int64_t)json_integer_value(rx) : 0);
+        snprintf(txs, sizeof(txs), "%" PRId64,
+                 json_is_integer(tx) ? (int64_t)json_integer_value(tx) : 0);
+        printf("%-20s %-12s %-10s %-14s %-14s %s\n", or_dash(kapi_obj_name(fc)),
+               json_string_value(json_object_get(t, "state")), hs, rxs, txs,
+               or_dash(json_string_value(json_object_get(t, "message"))));
+        json_decref(t);
+    }
 }
 
 static void decision(char *buf, size_t size, const json_t *d)
@@ -211,6 +304,7 @@ int cmd_status_main(int argc, char **argv)
                 json_object_set_new(p, "advertisement",
                                     json_is_object(adv) ? json_incref(adv) : json_object());
                 json_object_set_new(p, "virtualNode", vnode_json(&k, fc));
+                json_object_set_new(p, "tunnel", tunnel_json(&k, fc));
             }
             json_array_append_new(peers, p);
         }
@@ -247,6 +341,7 @@ int cmd_status_main(int argc, char **argv)
                or_dash(jsn_str_at(fc, "status", "tenantNamespace", "local", NULL)), age);
     }
     print_sharing(&k, fcs);
+    print_tunnels(&k, fcs);
     printf("\ndiscovered:\n");
     dcli_print_table(fcs, stdout);
     offload_status_print(offl, stdout);

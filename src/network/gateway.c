@@ -10,7 +10,10 @@
  * The userspace API socket and rtnetlink are local and answer in microseconds: they are used with
  * blocking calls from the loop, each bounded by a timeout (UAPI_TIMEOUT_S), as routes.c's rt_sock_*
  * are. So is libnftables, whose one transaction for the whole table is applied only when what is
- * wanted differs from what the kernel holds. */
+ * wanted differs from what the kernel holds.
+ *
+ * The metrics (cliqo_tunnel_*{peer}) follow each pass's state of every peer with a TunnelEndpoint:
+ * its series are made when it appears and removed when it goes, so a departed peer leaves none. */
 #include "network/gateway.h"
 
 #include <errno.h>
@@ -34,6 +37,7 @@
 #include "common/log.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
+#include "metrics/metrics.h"
 #include "network/dpobj.h"
 #include "network/dppeers.h"
 #include "network/natrules.h"
@@ -60,6 +64,11 @@
 #define NFT_LIST_MAX   (8u << 20)
 #define CLUSTER_ID_CM  PEER_CLUSTER_ID_CM
 
+/* The reasons of cliqo_tunnel_errors_total (a fixed set: the label stays bounded). */
+#define ERR_REFUSED "refused"        /* the TunnelEndpoint (its key or endpoint) */
+#define ERR_NETCFG  "network_config" /* the NetworkConfig, or a conflict with another peer's */
+#define ERR_DEVICE  "device"         /* wireguard-go, the link, the routes or the table */
+
 /* What a pass decided for one peer. */
 struct want {
     char id[64], ns[64];
@@ -71,8 +80,17 @@ struct want {
     struct dpo_peer_net net;
     char phase[16];
     char message[DPO_REASON_MAX + 64];
-    int64_t handshake; /* from the device: Unix seconds, 0 never */
+    const char *err_reason; /* with phase Error: ERR_* */
+    int64_t handshake;      /* from the device: Unix seconds, 0 never */
     uint64_t rx, tx;
+};
+
+/* A peer's series, and what the last pass said of it (for the counters). */
+struct mpeer {
+    char id[64];
+    char phase[16], message[DPO_REASON_MAX + 64];
+    uint64_t rx, tx;
+    bool seen;
 };
 
 /* The status last written for a peer (by namespace and ID). */
@@ -115,6 +133,10 @@ struct gw {
     size_t nwants, next_status;
     struct written *written;
     char last_error[256];
+    /* metrics */
+    struct metrics_family *m_up, *m_handshake, *m_bytes, *m_errors;
+    struct mpeer *mpeers;
+    size_t nmpeers;
 };
 
 struct rec {
@@ -737,12 +759,14 @@ static void collect_fc(json_t *fc, void *data)
     w->created = json_string_value(
         json_object_get(json_object_get(w->tep, "metadata"), "creationTimestamp"));
     snprintf(w->phase, sizeof(w->phase), DPO_PHASE_ERROR);
+    w->err_reason = ERR_REFUSED;
     if (dpo_tep_parse(w->tep, c->self, &w->tun, reason, sizeof(reason)) < 0) {
         snprintf(w->message, sizeof(w->message), "refused: %s", reason);
         return;
     }
     r = dpp_peer_net(g->ncs, tns, id, &w->net, reason, sizeof(reason));
     if (r < 0) {
+        w->err_reason = ERR_NETCFG;
         snprintf(w->phase, sizeof(w->phase), "%s",
                  r == -EAGAIN ? DPO_PHASE_PENDING : DPO_PHASE_ERROR);
         snprintf(w->message, sizeof(w->message), "%s", reason);
@@ -792,6 +816,7 @@ static int collect(struct gw *g)
             continue;
         if (refused[n]) {
             w->install = false;
+            w->err_reason = ERR_REFUSED;
             snprintf(w->phase, sizeof(w->phase), DPO_PHASE_ERROR);
             snprintf(w->message, sizeof(w->message), "refused: %s", reasons[n]);
         }
@@ -806,6 +831,7 @@ static int collect(struct gw *g)
 
             if (o->install && dpp_conflicts(&o->net, &w->net)) {
                 w->install = false;
+                w->err_reason = ERR_NETCFG;
                 snprintf(w->phase, sizeof(w->phase), DPO_PHASE_ERROR);
                 snprintf(w->message, sizeof(w->message),
                          "its NetworkConfig conflicts with peer %s's (local pod CIDR or blocks)",
@@ -817,6 +843,102 @@ static int collect(struct gw *g)
     x_free(refused);
     x_free(reasons);
     return 0;
+}
+
+/* ---- metrics --------------------------------------------------------------------------------- */
+
+static int metrics_init(struct gw *g, struct metrics_registry *m)
+{
+    static const char *const peer[] = {"peer", NULL}, *const pd[] = {"peer", "direction", NULL},
+                             *const pr[] = {"peer", "reason", NULL};
+    int r;
+
+    r = metrics_family_new(m, METRICS_GAUGE, "cliqo_tunnel_up",
+                           "1 while the tunnel to the peer is Up (a WireGuard handshake within "
+                           "180 s), else 0.",
+                           peer, NULL, 0, &g->m_up);
+    if (r == 0)
+        r = metrics_family_new(m, METRICS_GAUGE, "cliqo_tunnel_last_handshake_seconds",
+                               "When the last WireGuard handshake with the peer completed (Unix "
+                               "time; 0: never).",
+                               peer, NULL, 0, &g->m_handshake);
+    if (r == 0)
+        r = metrics_family_new(m, METRICS_COUNTER, "cliqo_tunnel_bytes_total",
+                               "Bytes through the tunnel to the peer as WireGuard counts them "
+                               "(direction rx or tx); they restart from 0 with its peer entry.",
+                               pd, NULL, 0, &g->m_bytes);
+    if (r == 0)
+        r = metrics_family_new(m, METRICS_COUNTER, "cliqo_tunnel_errors_total",
+                               "Errors reported in the status of the peer's TunnelEndpoint: each "
+                               "new one (reason refused, network_config or device).",
+                               pr, NULL, 0, &g->m_errors);
+    if (r < 0)
+        return r;
+    metrics_family_set_max_series(g->m_up, MAX_PEERS);
+    metrics_family_set_max_series(g->m_handshake, MAX_PEERS);
+    metrics_family_set_max_series(g->m_bytes, 2 * MAX_PEERS);
+    metrics_family_set_max_series(g->m_errors, 3 * MAX_PEERS);
+    g->mpeers = x_calloc(MAX_PEERS, sizeof(*g->mpeers));
+    return g->mpeers ? 0 : -ENOMEM;
+}
+
+static void metrics_forget(struct gw *g, const char *id)
+{
+    struct metrics_family *fams[] = {g->m_up, g->m_handshake, g->m_bytes, g->m_errors};
+
+    for (size_t i = 0; i < sizeof(fams) / sizeof(fams[0]); i++)
+        metrics_family_remove(fams[i], "peer", id);
+}
+
+/* The series of every peer with a TunnelEndpoint, from this pass (its IDs were validated in
+ * collect_fc); the series of the peers that went are removed. */
+static void metrics_update(struct gw *g)
+{
+    for (size_t j = 0; j < g->nmpeers; j++)
+        g->mpeers[j].seen = false;
+    for (size_t i = 0; i < g->nwants; i++) {
+        const struct want *w = &g->wants[i];
+        struct mpeer *mp = NULL;
+        bool error = strcmp(w->phase, DPO_PHASE_ERROR) == 0;
+
+        if (!w->has_tep)
+            continue;
+        for (size_t j = 0; j < g->nmpeers && !mp; j++)
+            if (strcmp(g->mpeers[j].id, w->id) == 0)
+                mp = &g->mpeers[j];
+        if (!mp) {
+            if (g->nmpeers >= MAX_PEERS)
+                continue;
+            mp = &g->mpeers[g->nmpeers++];
+            memset(mp, 0, sizeof(*mp));
+            snprintf(mp->id, sizeof(mp->id), "%s", w->id);
+        }
+        if (mp->seen)
+            continue; /* one ID twice (two ForeignClusters): the first one's */
+        mp->seen = true;
+        metrics_set(g->m_up, (const char *const[]){w->id},
+                    strcmp(w->phase, DPO_PHASE_UP) == 0 ? 1 : 0);
+        metrics_set(g->m_handshake, (const char *const[]){w->id}, (double)w->handshake);
+        if (w->rx < mp->rx || w->tx < mp->tx) /* a new peer entry: its counts restart */
+            metrics_family_remove(g->m_bytes, "peer", w->id);
+        metrics_set(g->m_bytes, (const char *const[]){w->id, "rx"}, (double)w->rx);
+        metrics_set(g->m_bytes, (const char *const[]){w->id, "tx"}, (double)w->tx);
+        if (error && (strcmp(mp->phase, DPO_PHASE_ERROR) != 0 || strcmp(mp->message, w->message)))
+            metrics_inc(g->m_errors,
+                        (const char *const[]){w->id, w->err_reason ? w->err_reason : ERR_DEVICE});
+        mp->rx = w->rx;
+        mp->tx = w->tx;
+        snprintf(mp->phase, sizeof(mp->phase), "%s", w->phase);
+        snprintf(mp->message, sizeof(mp->message), "%s", w->message);
+    }
+    for (size_t j = 0; j < g->nmpeers;) {
+        if (g->mpeers[j].seen) {
+            j++;
+            continue;
+        }
+        metrics_forget(g, g->mpeers[j].id);
+        g->mpeers[j] = g->mpeers[--g->nmpeers];
+    }
 }
 
 /* ---- the pass -------------------------------------------------------------------------------- */
@@ -1044,6 +1166,7 @@ static void step_device(struct rec *r)
         if (!w->install)
             continue;
         if (rc < 0) {
+            w->err_reason = ERR_DEVICE;
             snprintf(w->phase, sizeof(w->phase), DPO_PHASE_ERROR);
             snprintf(w->message, sizeof(w->message), "%s", err);
         } else {
@@ -1061,6 +1184,7 @@ static void step_device(struct rec *r)
     else
         g->last_error[0] = '\0';
     wg_device_clear(&dev);
+    metrics_update(g);
     g->next_status = 0;
     step_status(r);
 }
@@ -1275,7 +1399,9 @@ int gw_init(struct agent *a)
     log_info(MOD, "interface %s, endpoint %s, tunnel MTU %u, keepalive %llu s, socket %s",
              g->cfg->tunnel_interface, g->cfg->gateway_endpoint, g->self.mtu,
              (unsigned long long)(g->cfg->wg_keepalive_ms / 1000), g->sock);
-    r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &h, g, &g->fcs);
+    r = metrics_init(g, agent_metrics(a));
+    if (r == 0)
+        r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &h, g, &g->fcs);
     if (r == 0)
         r = agent_informer(a, &peer_res_networkconfigs, NULL, NULL, 0, &h, g, &g->ncs);
     if (r == 0)
@@ -1346,6 +1472,7 @@ void gw_fini(struct agent *a)
         return;
     }
     wants_clear(g);
+    x_free(g->mpeers);
     while (g->written) {
         struct written *s = g->written;
 

@@ -92,6 +92,7 @@ struct vk {
 
     bool ready;
     const char *reason;
+    uint64_t recheck_ms; /* the conditions change by time alone after this (0: never) */
 
     bool tearing;
     enum td_step td;
@@ -254,12 +255,23 @@ static json_t *desired_status(struct vk *v, const json_t *adv)
                            .threshold = v->ka_threshold,
                            .unreachable = v->ka_error};
     struct vkc_conditions c;
+    struct vkc_tunnel tun;
     json_t *cap = node_capacity(adv, &in.has_resources), *conds, *st;
 
     vkc_network_read(adv, &in.net);
+    if (v->src.tunnel) {
+        bool dataplane = false;
+        json_t *tep = v->src.tunnel(v->src.data, &dataplane);
+
+        vkc_tunnel_read(tep, dataplane, &tun);
+        json_decref(tep);
+        in.tunnel = &tun;
+        in.now = (int64_t)time(NULL);
+    }
     vkc_conditions(&in, &c);
     v->ready = c.ready;
     v->reason = c.ready_reason;
+    v->recheck_ms = c.recheck_s ? (uint64_t)c.recheck_s * 1000 : 0;
     conds = json_array();
     if (conds) {
         json_array_append_new(conds, condition("Ready", c.ready, c.ready_reason, c.ready_message));
@@ -554,6 +566,8 @@ static void pass_end(struct vk *v, uint64_t next_ms)
         v->dirty = false;
         next_ms = 0;
     }
+    if (v->recheck_ms && next_ms > v->recheck_ms)
+        next_ms = v->recheck_ms; /* a handshake about to grow too old: look again then */
     schedule(v, next_ms);
 }
 

@@ -17,9 +17,10 @@
  *
  * Reads from the Advertisement: spec.resourceQuota.hard (capacity), spec.labels (checked again:
  * only keys shr_label_shareable accepts, valid values), status.network.settled and .enabled
- * (nodecond.h: the node's conditions, and whether the pods reflector holds new pods). Nothing from
- * the provider is trusted to name local objects: the node name and its fixed labels come from the
- * peer ID the caller gives.
+ * (nodecond.h: the node's conditions, and whether the pods reflector holds new pods); from the
+ * provider's TunnelEndpoint, when the caller gives it, its status (NetworkUnavailable). Nothing
+ * from the provider is trusted to name local objects: the node name and its fixed labels come from
+ * the peer ID the caller gives.
  *
  * Ownership: strings are copied; the loop, the local client and the unit are borrowed and must
  * outlive the vk (the caller holds the unit). Single-threaded. */
@@ -43,6 +44,10 @@ struct vk_source {
     /* The cached virtual node (a new reference) or NULL; *ret_known is false while the cache
      * cannot tell (not synced), so that a missing node is only recreated when it is really gone. */
     json_t *(*node)(void *data, bool *ret_known);
+    /* The provider's TunnelEndpoint here (a new reference) or NULL, and in *ret_dataplane whether
+     * this cluster runs a data plane (its gateway's record exists). May be NULL itself: the node's
+     * NetworkUnavailable then ignores tunnels, as without a data plane (nodecond.h). */
+    json_t *(*tunnel)(void *data, bool *ret_dataplane);
     void *data;
 };
 

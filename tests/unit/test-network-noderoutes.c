@@ -156,14 +156,14 @@ static void route_text(const struct rt_route *r, char *buf, size_t size)
 /* The texts of list[0..n) sorted and joined by ", ". */
 static void joined(const struct rt_route *const *list, size_t n, char *buf, size_t size)
 {
-    char t[MAXR][96];
+    char t[MAXR][160];
 
     assert_true(n <= MAXR);
     for (size_t i = 0; i < n; i++)
         route_text(list[i], t[i], sizeof(t[i]));
     for (size_t i = 1; i < n; i++)
         for (size_t j = i; j > 0 && strcmp(t[j - 1], t[j]) > 0; j--) {
-            char x[96];
+            char x[160];
 
             memcpy(x, t[j], sizeof(x));
             memcpy(t[j], t[j - 1], sizeof(x));

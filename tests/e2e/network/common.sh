@@ -98,6 +98,24 @@ xlate() {
   n=$(((m & ~((1 << (32 - len)) - 1)) | (n & ((1 << (32 - len)) - 1))))
   echo "$(((n >> 24) & 255)).$(((n >> 16) & 255)).$(((n >> 8) & 255)).$((n & 255))"
 }
+# Status and metrics (docs/dataplane.md, section 6). vnode: A's virtual node of B (A consumes B's resources);
+# netcond: its NetworkUnavailable condition as STATUS/REASON, netmsg its message.
+vnode() { echo "liqo-$B_ID"; }
+netcond() { jget "$A" '{.status.conditions[?(@.type=="NetworkUnavailable")].status}/{.status.conditions[?(@.type=="NetworkUnavailable")].reason}' node "$(vnode)"; }
+netmsg() { jget "$A" '{.status.conditions[?(@.type=="NetworkUnavailable")].message}' node "$(vnode)"; }
+# gw_metrics CLUSTER: the gateway's /metrics, read inside its node's network namespace (gw_start's --http-addr).
+gw_metrics() { nsenter --net="/run/netns/$(node_netns "$1")" curl -sf --max-time 5 http://127.0.0.1:18095/metrics; }
+# metric CLUSTER NAME LABELS: the value of one series of the gateway's (empty when there is none), e.g.
+# metric cluster-1 cliqo_tunnel_up 'peer="ID"'. The page is read whole first: a reader that stops early
+# would make curl fail on SIGPIPE, and the pipeline with it (pipefail).
+metric() {
+  local m
+  m=$(gw_metrics "$1") || return 0
+  awk -v s="$2{$3}" '$1 == s {print $2}' <<<"$m"
+}
+# tunnel_json CLUSTER: the other cluster's entry's "tunnel" in `cliqoctl status -o json`.
+tunnel_json() { cq "$1" status -o json | jq -c --arg id "$(id_of "$(other "$1")")" '.foreignClusters[] | select(.clusterID == $id) | .tunnel'; }
+
 # What the gateway installed, read with independent tools inside the node.
 wg_peer_count() { in_node "$1" wg show "$(gw_if "$1")" peers 2>/dev/null | grep -c . || true; }
 cliqo_routes() { in_node "$1" ip -4 route show proto 146; }

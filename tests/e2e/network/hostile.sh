@@ -3,8 +3,10 @@
 # its tenant namespace, as its agent writes it): a key that is not one, a name instead of an address, our own
 # key, a huge endpoint, an address range it was not given. Each is refused: the API server refuses what the
 # CRD's schema excludes and prunes what it does not name; the gateway refuses the rest with the reason in the
-# status (phase Error) and takes the peer off the device, its route and its table entries. Given back its own
-# spec, the tunnel comes back Up and the page crosses again.
+# status (phase Error) and takes the peer off the device, its route and its table entries; the virtual node's
+# NetworkUnavailable turns True/TunnelError with that reason, cliqo_tunnel_up 0 and cliqo_tunnel_errors_total
+# counts it. Given back its own spec, the tunnel comes back Up (TunnelUp, cliqo_tunnel_up 1) and the page
+# crosses again.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 trap 'rc=$?; [ -n "${ORIG:-}" ] && restore; (exit $rc) || net_on_exit' EXIT
@@ -44,9 +46,21 @@ for kase in "${CASES[@]}"; do
   spec_patch "$patch" || fail "the peer's identity cannot write its TunnelEndpoint ($what)"
   wait_for 20 "$what refused (status Error: $reason; peer, route and table removed)" refused "$reason"
   say "refused: $what ($(tep_field "$c" '{.status.message}'))"
+  if [ -z "${status_checked:-}" ]; then # the first refusal as the status and metrics tell it
+    status_checked=1
+    wait_for 10 "NetworkUnavailable True/TunnelError on $(vnode) (now: $(netcond))" eval '[ "$(netcond)" = True/TunnelError ]'
+    grep_q -F "$reason" <<<"$(netmsg)" || fail "the condition's message does not say why: $(netmsg)"
+    [ "$(metric "$c" cliqo_tunnel_up "peer=\"$B_ID\"")" = 0 ] || fail "cliqo_tunnel_up is not 0 for a refused peer"
+    n=$(metric "$c" cliqo_tunnel_errors_total "peer=\"$B_ID\",reason=\"refused\"")
+    [ "${n:-0}" -ge 1 ] 2>/dev/null || fail "cliqo_tunnel_errors_total{reason=refused} is '$n'"
+    [ "$(tunnel_json "$c" | jq -r .state)" = Error ] || fail "cliqoctl status: tunnel $(tunnel_json "$c")"
+    say "status: $(vnode) $(netcond) ($(netmsg)); cliqo_tunnel_up 0, errors (refused) $n"
+  fi
 done
 restore
 wait_for 30 "the tunnel Up again with the peer's own spec" back_up
+wait_for 10 "NetworkUnavailable False/TunnelUp again (now: $(netcond))" eval '[ "$(netcond)" = False/TunnelUp ]'
+[ "$(metric "$c" cliqo_tunnel_up "peer=\"$B_ID\"")" = 1 ] || fail "cliqo_tunnel_up is not 1 again"
 wait_for 20 "$c fetches $o's page after the hostile specs" page
 
 # What the schema stops: a huge endpoint (refused by the API server), a range the peer was not given (pruned).

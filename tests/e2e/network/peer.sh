@@ -5,7 +5,9 @@
 # figure tunnel-up-seconds); the key Secret (in namespace cliqo-gateway) readable by the gateway's
 # ServiceAccount by name and by nobody's wildcard, not by the agent's ServiceAccount; the public key of the Secret's key equal to the one the peer received; in each node (wg, ip, nft):
 # one WireGuard peer with the peer's block as seen here as its only allowed IPs, the other gateway's endpoint and
-# keepalive 2 s, the interface's MTU 80 below the link's, one route of protocol 146, the table cliqo.
+# keepalive 2 s, the interface's MTU 80 below the link's, one route of protocol 146, the table cliqo. Then the
+# status: cluster-1's virtual node of cluster-2 NetworkUnavailable False/TunnelUp, `cliqoctl status` shows the
+# tunnel Up with a handshake age, the gateway's /metrics cliqo_tunnel_up 1 and a recent handshake time.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 trap net_on_exit EXIT
@@ -84,4 +86,21 @@ for c in "${ALL[@]}"; do
   grep_q "chain to_${s//[.\/]/_}" <<<"$t" && grep_q "chain from_${s//[.\/]/_}" <<<"$t" ||
     fail "$c: table cliqo lacks the peer's chains: $t"
 done
-pass "tunnel Up ${secs}s after start; key, device, route and table as wanted on both gateways"
+
+# Status and metrics (docs/dataplane.md, section 6): A's virtual node of B says the tunnel is up, `cliqoctl
+# status` shows it Up with a handshake age, the gateway's /metrics has it up.
+say "status: $A's virtual node, cliqoctl status, the gateway's /metrics"
+wait_for 20 "$A's virtual node $(vnode) (the peering's Advertisement accepted)" eval '[ -n "$(jget "$A" "{.metadata.name}" node "$(vnode)")" ]'
+wait_for 10 "NetworkUnavailable False/TunnelUp on $(vnode) (now: $(netcond))" eval '[ "$(netcond)" = False/TunnelUp ]'
+row=$(cq "$A" status | awk -v n="$B" '$1 == n && $2 == "Up" { print }')
+[[ "$row" =~ ^$B\ +Up\ +[0-9]+s\ ago\ +[0-9]+\ +[0-9]+\ +-$ ]] ||
+  fail "cliqoctl status on $A: no tunnel line '$B Up <N>s ago <rx> <tx> -': '$row'"
+tj=$(tunnel_json "$A")
+[ "$(jq -r '.state' <<<"$tj")" = Up ] && [ "$(jq -r '.handshakeAgeSeconds' <<<"$tj")" -lt 180 ] ||
+  fail "cliqoctl status -o json on $A: tunnel $tj"
+wait_for 10 "cliqo_tunnel_up 1 for $B on $A's gateway" eval '[ "$(metric "$A" cliqo_tunnel_up "peer=\"$B_ID\"")" = 1 ]'
+hs=$(metric "$A" cliqo_tunnel_last_handshake_seconds "peer=\"$B_ID\"")
+[ -n "$hs" ] && awk -v h="$hs" -v n="$EPOCHSECONDS" 'BEGIN { exit !(h > 0 && h <= n && n - h < 180) }' ||
+  fail "cliqo_tunnel_last_handshake_seconds of $B on $A: '$hs'"
+say "$(vnode): $(netcond); cliqoctl status: $row; cliqo_tunnel_up 1"
+pass "tunnel Up ${secs}s after start; key, device, route and table as wanted on both gateways; node condition, status and metrics say Up"

@@ -5,7 +5,7 @@
 # side translates only its own pods). A 1 MiB file crosses with its checksum equal; 1,400-byte ICMP and UDP
 # datagrams (ping, traceroute with don't-fragment) cross; a capture on the link between the gateways holds only
 # WireGuard (UDP 51820, data messages of type 4) and never the pages' text; the TunnelEndpoint's status counts
-# the bytes.
+# the bytes, and so do the gateway's /metrics and `cliqoctl status`.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 trap 'rc=$?; [ -n "${TCPDUMP:-}" ] && kill "$TCPDUMP" 2>/dev/null; (exit $rc) || net_on_exit' EXIT
@@ -115,4 +115,17 @@ status_counts() {
 }
 wait_for 20 "$A's TunnelEndpoint status counting the 1 MiB received (rxBytes $(tep_field "$A" '{.status.rxBytes}'))" status_counts
 say "status: rxBytes $(tep_field "$A" '{.status.rxBytes}'), txBytes $(tep_field "$A" '{.status.txBytes}'), lastHandshake $(tep_field "$A" '{.status.lastHandshake}')"
-pass "HTTP both ways at remapped addresses, 1 MiB md5 equal, 1,400-byte ICMP and UDP, only WireGuard on the wire"
+# 6. The same counts in the gateway's /metrics (each pass's, so at or above the status's) and in `cliqoctl status`.
+rx_metric() { metric "$A" cliqo_tunnel_bytes_total "peer=\"$B_ID\",direction=\"rx\""; }
+metric_counts() { [ -n "$(rx_metric)" ] && awk -v v="$(rx_metric)" 'BEGIN { exit !(v >= 1048576) }'; }
+wait_for 10 "cliqo_tunnel_bytes_total{direction=rx} of $B on $A at least 1 MiB (now '$(rx_metric)')" metric_counts
+tx=$(metric "$A" cliqo_tunnel_bytes_total "peer=\"$B_ID\",direction=\"tx\"")
+awk -v v="$tx" 'BEGIN { exit !(v > 0) }' || fail "cliqo_tunnel_bytes_total{direction=tx} of $B on $A: '$tx'"
+tj=$(tunnel_json "$A")
+[ "$(jq -r '.rxBytes' <<<"$tj")" -ge 1048576 ] && [ "$(jq -r '.txBytes' <<<"$tj")" -gt 0 ] ||
+  fail "cliqoctl status -o json on $A: tunnel $tj"
+row=$(cq "$A" status | awk -v n="$B" '$1 == n && $2 == "Up" { print }')
+read -r _ _ _ _ srx stx _ <<<"$row"
+[ "${srx:-0}" -ge 1048576 ] 2>/dev/null || fail "cliqoctl status on $A: tunnel line '$row' counts fewer than 1 MiB received"
+say "metrics: rx $(rx_metric), tx $tx; cliqoctl status: rx $srx, tx $stx"
+pass "HTTP both ways at remapped addresses, 1 MiB md5 equal, 1,400-byte ICMP and UDP, only WireGuard on the wire; the bytes in status and metrics"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The peering ends: cluster-1 unpeers from cluster-2. Both gateways, still running, take the peer off: no
-# WireGuard peer, no route of protocol 146, no table cliqo is left in either node, and no TunnelEndpoint in
-# either cluster; the node agent of the node `join` added removes its route too. Then the gateways stop on SIGTERM and take their interface and wireguard-go with them; the
-# agents stop; no log holds a sanitizer report.
+# WireGuard peer, no route of protocol 146, no table cliqo is left in either node, no TunnelEndpoint in either
+# cluster, no cliqo_tunnel_* series of the peer in either gateway's /metrics; the node agent of the node `join`
+# added removes its route too. Then the gateways stop on SIGTERM and take their interface and wireguard-go with
+# them; the agents stop; no log holds a sanitizer report.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 trap net_on_exit EXIT
@@ -32,6 +33,10 @@ nothing_left() { [ -z "$(left "$A")$(left "$B")" ]; }
 wait_for 90 "nothing of the peering left ($(left "$A" 2>&1 | tr '\n' ' ')$(left "$B" 2>&1 | tr '\n' ' '))" nothing_left
 t1=${EPOCHREALTIME/./}
 say "unpeered: no peer, route (gateways${JOINED:+ and the joined node}), table or TunnelEndpoint left on either side after $(((t1 - t0) / 1000)) ms"
+series() { gw_metrics "$1" | grep -c "^cliqo_tunnel_.*peer=\"$(id_of "$(other "$1")")\"" || true; }
+wait_for 10 "no cliqo_tunnel_* series of the peer on either gateway ($A $(series "$A"), $B $(series "$B"))" \
+  eval '[ "$(series "$A")" = 0 ] && [ "$(series "$B")" = 0 ]'
+gw_metrics "$A" | grep_q '^# TYPE cliqo_tunnel_up gauge' || fail "$A's gateway /metrics lacks the family cliqo_tunnel_up"
 for c in "${ALL[@]}"; do
   pids=$(wg_pids "$c")
   [ -n "$pids" ] || fail "$c: no wireguard-go before the gateway's stop"
