@@ -2,7 +2,7 @@
  * sections 2 to 4).
  *
  * On the gateway node, with host networking: it keeps the cluster's WireGuard private key (Secret
- * cliqo-wg-key, made when missing) and its record (ConfigMap cliqo-gateway: public key, endpoint,
+ * cliqo-wg-key in namespace cliqo-gateway, made when missing) and its record (ConfigMap cliqo-gateway: public key, endpoint,
  * MTU, which the agent's network module publishes to every peer as a TunnelEndpoint); it runs
  * `wireguard-go -f <interface>` as a child it supervises (or adopts the one a killed predecessor
  * left running) and configures it over its userspace API socket (wguapi.c); it installs, for every
