@@ -173,11 +173,12 @@ if(NOT CLIQO_E2E_LANES MATCHES "^[12]$")
 endif()
 set(cliqo_e2e_lane2 single advertisement foundation discovery e2e.devenv.lifecycle broker e2e.network.binaries network)
 get_property(cliqo_all_tests DIRECTORY PROPERTY TESTS)
-# The network group goes last in its lane: its first test may wait for the node binaries that scripts/test.sh
-# builds in the background (tests/e2e/network/binaries.sh), and nothing should wait behind it.
+# The network group and the demo (real nodes both) go last in their lanes: their first test may wait for the
+# node binaries that scripts/test.sh builds in the background (tests/e2e/network/binaries.sh), and nothing
+# should wait behind them.
 set(cliqo_e2e_last_tests ${cliqo_all_tests})
-list(FILTER cliqo_e2e_last_tests INCLUDE REGEX "^e2e\\.network\\.")
-list(FILTER cliqo_all_tests EXCLUDE REGEX "^e2e\\.network\\.")
+list(FILTER cliqo_e2e_last_tests INCLUDE REGEX "^e2e\\.(network|demo)\\.")
+list(FILTER cliqo_all_tests EXCLUDE REGEX "^e2e\\.(network|demo)\\.")
 list(APPEND cliqo_all_tests ${cliqo_e2e_last_tests})
 set(prev_last_1 "")
 set(prev_last_2 "")
