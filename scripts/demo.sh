@@ -36,6 +36,8 @@ if [ -n "${CLIQO_DEMO_BIN_DIR:-}" ]; then
   : "${CLIQO_KUBE_NODE_BIN_DIR:?CLIQO_DEMO_BIN_DIR needs CLIQO_KUBE_NODE_BIN_DIR}"
   export CLIQO_KUBE_BIN_DIR CLIQO_KUBE_NODE_BIN_DIR
   BIN=$CLIQO_DEMO_BIN_DIR
+elif [ -n "$DOWN" ] && [ -x build/release/src/cliqoctl ]; then
+  BIN=$PWD/build/release/src # stopping needs no package and no build
 else
   step "installing Debian packages"
   bash scripts/install-deps.sh
@@ -46,7 +48,7 @@ else
   step "building cliqo"
   cmake --preset release -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" >/dev/null
   cmake --build --preset release >/dev/null
-  BIN=build/release/src
+  BIN=$PWD/build/release/src
 fi
 CLIQOCTL=$BIN/cliqoctl
 AGENT=$BIN/cliqo-agent
