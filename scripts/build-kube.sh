@@ -11,6 +11,7 @@
 #   bin/kube-apiserver bin/kube-scheduler bin/kube-controller-manager   (or bin/kubelet bin/kube-proxy,
 #   or bin/informerbench in informerbench-<upstream-version>-<dsc-sha256[:12]>-r<recipe>-<main.go sha[:12]>)
 #   SHA256SUMS   (checked on every reuse; a cache entry that fails it is rebuilt)
+#   gocache-<upstream-version>-<dsc-sha256[:12]>/   Go's build cache, shared by the builds of that source
 # Prints the bin directory on stdout; progress goes to stderr. With --print-dir, prints the bin directory
 # the build makes (or made) and builds nothing: scripts/test.sh names the node's directory to CMake before
 # it builds it in the background.
@@ -85,8 +86,21 @@ for t in go rsync dpkg-source; do command -v "$t" >/dev/null || die "missing $t 
 [ -d "$REFLECT2_SRC" ] || die "missing $REFLECT2_SRC (package golang-github-modern-go-reflect2-dev)"
 
 mkdir -p "$CACHE_ROOT"
-work=$(mktemp -d "$CACHE_ROOT/build.XXXXXX")
+# One build at a time, in one fixed directory, with Go's build cache kept beside the entries: the node's
+# build (kubelet, kube-proxy), which scripts/test.sh starts after the control plane's, then finds the packages
+# the two share (apimachinery, client-go, api, ...) compiled, since Go's cache keys hold the package's
+# directory. A build that waited for the lock first looks whether the other one made its entry.
+exec 9>"$CACHE_ROOT/build.lock"
+flock 9
+if verify_entry "$entry"; then
+  log "cached (built while waiting): $entry"
+  echo "$entry/bin"; exit 0
+fi
+work=$CACHE_ROOT/work
+rm -rf "$work"
+mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
+export GOCACHE="$CACHE_ROOT/gocache-$KUBE_VERSION-${dsc_sha:0:12}"
 start=$(date +%s)
 
 log "fetching Debian source kubernetes $dsc_ver (about 34 MB)"
@@ -112,7 +126,7 @@ if [ -n "$GO_MAIN" ]; then
 fi
 (
   cd "$work/gopath/src/k8s.io/kubernetes"
-  export GOPATH="$work/gopath" GOCACHE="$work/gocache" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=
+  export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=
   if [ -n "$GO_MAIN" ]; then
     mkdir -p _output/local/bin/linux/amd64
     go build -o _output/local/bin/linux/amd64/informerbench ./cmd/informerbench >"$work/make.log" 2>&1

@@ -10,8 +10,6 @@ source "$(dirname "$0")/../lib.sh"
 ROOT=$(cd "$(dirname "$0")/../../.." && pwd)
 DEMO=$ROOT/scripts/demo.sh
 OUT=$(mktemp)
-# The clusters' links to here: not the network group's (10.255 by default), which may be up at the same time.
-export CLIQO_DEV_LINK_NET=${CLIQO_DEMO_LINK_NET:-10.254}
 k() { local c=$1; shift; "$KUBECTL" --kubeconfig "$E2E_STATE/$c/kubeconfig" "$@"; }
 PREFIX=""
 on_exit() {

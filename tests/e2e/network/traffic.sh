@@ -69,12 +69,21 @@ grep_q "1380 bytes from $there" <<<"$out" || fail "ping -s 1372: no 1380-byte re
 # UDP: traceroute's probes (the only UDP sender of busybox) of 1,400 bytes with don't-fragment, seen arriving
 # on the far node's pod bridge addressed to the pod's own address. The port-unreachable they provoke is not
 # awaited: its quoted header is in the far side's view, which this side's conntrack does not match.
+# The capture is started and seen listening before the probes go (on a busy machine tcpdump takes more than
+# a second to start); the probes are sent again, up to three times, while nothing was captured.
 udp=$E2E_STATE/udp-1400.txt
-in_node "$B" timeout 25 tcpdump -i cni0 -n -c 1 "udp and dst host ${WEB[$B]} and ip[2:2] = 1400" >"$udp" 2>/dev/null &
+udperr=$E2E_STATE/udp-1400.err
+in_node "$B" timeout 60 tcpdump -i cni0 -n -c 1 "udp and dst host ${WEB[$B]} and ip[2:2] = 1400" >"$udp" 2>"$udperr" &
 cap=$!
-sleep 1
-kc "$A" exec -n "$NS" client -- timeout 20 traceroute -n -F -q 1 -w 1 -m 3 "$there" 1400 >/dev/null 2>&1 || true
-wait "$cap" || fail "no 1,400-byte UDP datagram from $A reached ${WEB[$B]} on $B's pod bridge"
+listening() { grep_q 'listening on' "$udperr" || ! kill -0 "$cap" 2>/dev/null; }
+wait_for 20 "tcpdump listening on $B's pod bridge" listening
+for try in 1 2 3; do
+  kill -0 "$cap" 2>/dev/null || break
+  kc "$A" exec -n "$NS" client -- timeout 20 traceroute -n -F -q 1 -w 1 -m 3 "$there" 1400 >/dev/null 2>&1 || true
+  sleep 1
+done
+kill -0 "$cap" 2>/dev/null && kill "$cap" 2>/dev/null
+wait "$cap" || fail "no 1,400-byte UDP datagram from $A reached ${WEB[$B]} on $B's pod bridge after $try rounds of probes (tcpdump: $(tr '\n' ' ' <"$udperr"))"
 grep_q "> ${WEB[$B]}\.[0-9]*: UDP, length 1372" "$udp" || fail "the UDP datagram seen on $B: $(cat "$udp")"
 say "1,400 bytes: ICMP echo answered by $there; a UDP datagram reached ${WEB[$B]} on $B's pod bridge"
 
