@@ -68,6 +68,11 @@ page=$(k cluster-1 exec -n default demo-client -- timeout 5 wget -qO- "http://$V
 apod=$(sed -n 's/.*answered by pod \([^ ]*\) on node.*/\1/p' <<<"$page")
 grep_q "^$apod cluster-2-real-1 Running " <<<"$remote" || fail "fetched again, the page came from '$page'"
 say "the page through Service web ($VIP) on cluster-1: '$page'"
+# kubectl exec on a home pod: the API server in cluster-1's namespace reaches the virtual node's kubelet API on
+# the host's end of its link, which relays to cluster-2's real kubelet.
+hp=$(awk 'NR == 1 {print $1}' <<<"$home")
+out=$(k cluster-1 exec -n demo "$hp" -- cat /www/index.html 2>&1) || fail "kubectl exec on home pod $hp: $out"
+grep_q "answered by pod $hp on node cluster-2-real-1" <<<"$out" || fail "kubectl exec on home pod $hp said '$out'"
 for f in "$E2E_STATE"/cluster-*/logs/cliqo-agent.log "$E2E_STATE"/cluster-*/logs/cliqo-gateway.log; do
   ! grep_q -E 'AddressSanitizer|LeakSanitizer|runtime error:' "$f" || fail "sanitizer report in $f"
 done
