@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # An offloaded pod and a home pod through the real tunnel (issue 21's first "Done when" case). cluster-1
 # offloads namespace nettest-off to cluster-2 (LocalAndRemote: the pod webhook lets a pod stay home or go to
-# the virtual node). In it: `home`, a web server bound to cluster-1's real node, and `off`, a web server that
-# the scheduler places on the virtual node liqo-<cluster-2> (a nodeSelector on the virtual nodes' label), so
-# that its container runs on cluster-2's real node. Then, with independent tools (kubectl on both clusters):
-# - the home pod fetches off's page at the IP shown in off's status on cluster-1 (the remote pod's address
-#   as remapped on cluster-1), and the remote pod's log shows the home pod at its address as remapped on
+# the virtual node). In it: `client` and `home` (a web server), bound to cluster-1's real node, and `off`, a
+# web server that the scheduler places on the virtual node liqo-<cluster-2> (a nodeSelector on the virtual
+# nodes' label), so that its container runs on cluster-2's real node. Then, with independent tools (kubectl
+# on both clusters):
+# - the client fetches off's page at the IP shown in off's status on cluster-1 (the remote pod's address
+#   as remapped on cluster-1), and the remote pod's log shows the client at its address as remapped on
 #   cluster-2;
-# - the remote pod (kubectl exec on cluster-2) fetches the home pod's page at that remapped address, and the
-#   home pod's log shows the remote pod at the IP of off's status;
-# - Services: the home pod fetches Service off's ClusterIP on cluster-1 (kube-proxy to the remapped address,
+# - the remote pod (kubectl exec on cluster-2) fetches home's page at home's address as remapped on
+#   cluster-2, and home's log shows the remote pod at the IP of off's status;
+# - Services: the client fetches Service off's ClusterIP on cluster-1 (kube-proxy to the remapped address,
 #   then the tunnel); the remote pod fetches the reflected Service home's ClusterIP on cluster-2, whose
-#   reflected EndpointSlice holds the home pod at its remapped address.
+#   reflected EndpointSlice holds home at its remapped address.
 # The namespace is removed at the end (nothing of it left on cluster-2), as the tests after it expect.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
@@ -51,6 +52,7 @@ RNS=$(jget "$A" '{.status.remoteNamespaceName}' namespaceoffloading offloading -
 [ -n "$RNS" ] && kc "$B" get namespace "$RNS" >/dev/null 2>&1 || fail "no remote namespace '$RNS' on $B"
 sa_ready() { kc "$A" get serviceaccount default -n "$ONS" >/dev/null 2>&1; }
 wait_for 30 "default service account in $ONS" sa_ready
+NS=$ONS pod_json client "$A-real-1" sleep 3600 | kc "$A" apply -f - >/dev/null || fail "cannot create pod client"
 off_json home home "\"nodeName\": \"$A-real-1\"" hello-from-home | kc "$A" apply -f - >/dev/null ||
   fail "cannot create pod home"
 off_json off off '"nodeSelector": {"liqo.io/type": "virtual-node"}' hello-from-off | kc "$A" apply -f - >/dev/null ||
@@ -60,7 +62,7 @@ for s in home off; do svc_json "$s" | kc "$A" apply -f - >/dev/null || fail "can
   wait_for 30 "pod off scheduled on $VNODE (it is on '$(jget "$A" '{.spec.nodeName}' pod off -n "$ONS")')" \
     eval '[ "$(jget "$A" "{.spec.nodeName}" pod off -n "$ONS")" = "$VNODE" ]'
 running() { [ "$(jget "$1" '{.status.phase}' pod "$2" -n "$3")" = Running ] && [ -n "$(jget "$1" '{.status.podIP}' pod "$2" -n "$3")" ]; }
-wait_for 60 "home pod home Running on $A-real-1" running "$A" home "$ONS"
+wait_for 60 "pods client and home Running on $A-real-1" eval 'running "$A" client "$ONS" && running "$A" home "$ONS"'
 wait_for 60 "remote pod off Running on $B in $RNS" running "$B" off "$RNS"
 wait_for 30 "home pod off Running with an IP" running "$A" off "$ONS"
 t1=${EPOCHREALTIME/./}
@@ -69,6 +71,7 @@ rnode=$(jget "$B" '{.spec.nodeName}' pod off -n "$RNS")
 cid=$(jget "$B" '{.status.containerStatuses[0].containerID}' pod off -n "$RNS")
 [[ $cid == containerd://* ]] || fail "the remote pod's container is '$cid', not containerd's"
 HOME_IP=$(jget "$A" '{.status.podIP}' pod home -n "$ONS")
+CLIENT_IP=$(jget "$A" '{.status.podIP}' pod client -n "$ONS")
 OFF_SHOWN=$(jget "$A" '{.status.podIP}' pod off -n "$ONS")
 OFF_REAL=$(jget "$B" '{.status.podIP}' pod off -n "$RNS")
 SEEN_A=$(cat "$E2E_STATE/seen-$A")
@@ -76,15 +79,16 @@ SEEN_B=$(cat "$E2E_STATE/seen-$B")
 [ "$OFF_SHOWN" = "$(xlate "$OFF_REAL" "$SEEN_A")" ] ||
   fail "off's status on $A shows $OFF_SHOWN, want $(xlate "$OFF_REAL" "$SEEN_A") ($OFF_REAL in $SEEN_A)"
 HOME_THERE=$(xlate "$HOME_IP" "$SEEN_B")
-say "offloaded in $(((t1 - t0) / 1000)) ms: off runs on $rnode at $OFF_REAL, shown on $A as $OFF_SHOWN; home at $HOME_IP, $HOME_THERE on $B"
+CLIENT_THERE=$(xlate "$CLIENT_IP" "$SEEN_B")
+say "offloaded in $(((t1 - t0) / 1000)) ms: off runs on $rnode at $OFF_REAL, shown on $A as $OFF_SHOWN; home at $HOME_IP, $HOME_THERE on $B; client at $CLIENT_IP, $CLIENT_THERE on $B"
 
-# 2. The home pod fetches off's page by the IP of off's status; off's server sees it at its address on B.
-afetch() { [ "$(kc "$A" exec -n "$ONS" home -- timeout 5 wget -qO- "$1" 2>/dev/null)" = "$2" ]; }
+# 2. The client fetches off's page by the IP of off's status; off's server sees it at its address on B.
+afetch() { [ "$(kc "$A" exec -n "$ONS" client -- timeout 5 wget -qO- "$1" 2>/dev/null)" = "$2" ]; }
 bfetch() { [ "$(kc "$B" exec -n "$RNS" off -- timeout 5 wget -qO- "$1" 2>/dev/null)" = "$2" ]; }
-wait_for 20 "home fetches http://$OFF_SHOWN:8080/ (off, on $B)" afetch "http://$OFF_SHOWN:8080/" hello-from-off
-grep_q -F "$HOME_THERE" <<<"$(kc "$B" logs -n "$RNS" off 2>&1)" ||
-  fail "off's server on $B did not log the home pod at $HOME_THERE: $(kc "$B" logs -n "$RNS" off 2>&1 | tail -3)"
-say "$A home -> off at $OFF_SHOWN (the IP in its status); off's server saw the home pod as $HOME_THERE"
+wait_for 20 "client fetches http://$OFF_SHOWN:8080/ (off, on $B)" afetch "http://$OFF_SHOWN:8080/" hello-from-off
+grep_q -F "$CLIENT_THERE" <<<"$(kc "$B" logs -n "$RNS" off 2>&1)" ||
+  fail "off's server on $B did not log the client at $CLIENT_THERE: $(kc "$B" logs -n "$RNS" off 2>&1 | tail -3)"
+say "$A client -> off at $OFF_SHOWN (the IP in its status); off's server saw the client as $CLIENT_THERE"
 
 # 3. The offloaded pod fetches the home pod's page at its address as remapped on B.
 wait_for 20 "off (on $B) fetches http://$HOME_THERE:8080/ (home, on $A)" bfetch "http://$HOME_THERE:8080/" hello-from-home
@@ -96,8 +100,8 @@ say "$B off -> home at $HOME_THERE; home's server saw off as $OFF_SHOWN"
 # reflected to B (its EndpointSlice reflected with the home pod's address as remapped on B).
 vip=$(jget "$A" '{.spec.clusterIP}' service off -n "$ONS")
 [ -n "$vip" ] || fail "service off has no ClusterIP on $A"
-wait_for 30 "home fetches http://$vip/ (Service off on $A)" afetch "http://$vip/" hello-from-off
-say "$A home -> Service off ($vip) -> off on $B"
+wait_for 30 "client fetches http://$vip/ (Service off on $A)" afetch "http://$vip/" hello-from-off
+say "$A client -> Service off ($vip) -> off on $B"
 reflected_eps() {
   kget "$B" endpointslices -n "$RNS" -l kubernetes.io/service-name=home 2>/dev/null |
     jq -r '[.items[] | select(.metadata.labels["liqo.io/reflected"] == "true") | .endpoints[]?.addresses[]] | join(" ")'
@@ -117,4 +121,4 @@ rgone() { ! kc "$B" get namespace "$RNS" >/dev/null 2>&1; }
 wait_for 90 "namespace $RNS gone from $B" rgone
 wait_for 60 "namespace $ONS gone from $A" ns_gone
 check_logs
-pass "an offloaded pod on $B's real node and a home pod reach each other by their shown and remapped IPs and through Services both ways"
+pass "an offloaded pod on $B's real node and home pods reach each other by their shown and remapped IPs and through Services both ways"
