@@ -2,14 +2,15 @@
 # Included at the end of src/CMakeLists.txt. Defines the static library cliqo_manifests:
 #   #include "deploy/manifests.h"   ->   cliqo_manifests[], cliqo_manifests_count
 # The C source is generated at build time (deploy/embed-manifests.cmake) from the YAML files below, in an
-# order that applies cleanly: CRDs, namespace, RBAC, ServiceAccount, ClusterConfig, Services, Deployment.
+# order that applies cleanly: CRDs, namespace, RBAC, ServiceAccount, ClusterConfig, Services, Deployment, the
+# per-node DaemonSet.
 include_guard(GLOBAL)
 
 set(CLIQO_DEPLOY_DIR ${CMAKE_CURRENT_LIST_DIR})
 file(GLOB cliqo_crd_manifests RELATIVE ${CLIQO_DEPLOY_DIR} CONFIGURE_DEPENDS ${CLIQO_DEPLOY_DIR}/crds/*.yaml)
 list(SORT cliqo_crd_manifests)
 set(CLIQO_MANIFESTS ${cliqo_crd_manifests} namespace.yaml rbac.yaml serviceaccount.yaml clusterconfig.yaml
-    service.yaml deployment.yaml)
+    service.yaml deployment.yaml node.yaml)
 
 # Every manifest must be embedded: a YAML file added under deploy/ but not listed above fails the configure.
 file(GLOB_RECURSE cliqo_all_yaml RELATIVE ${CLIQO_DEPLOY_DIR} CONFIGURE_DEPENDS ${CLIQO_DEPLOY_DIR}/*.yaml)

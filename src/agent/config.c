@@ -17,6 +17,7 @@
 static const char usage_head[] =
     "Usage: cliqo-agent [flags]\n"
     "       cliqo-agent gateway [flags]\n"
+    "       cliqo-agent node [flags]\n"
     "       cliqo-agent virtual-kubelet ... (see cliqo-agent virtual-kubelet --help)\n"
     "\n"
     "The cliqo agent of one cluster: identity, peering and sharing controllers, with\n"
@@ -28,6 +29,13 @@ static const char usage_head[] =
     "the nftables table cliqo (prefix NAT), reconciled with what the peers' NetworkConfigs\n"
     "and TunnelEndpoints say; its private key in Secret cliqo-wg-key. Its Lease is\n"
     "cliqo-gateway; the --gateway-* and tunnel flags below are its own.\n"
+    "\n"
+    "`cliqo-agent node` is the data plane's per-node mode (docs/dataplane.md, section 5), run\n"
+    "on every node but the gateway's with host networking (a DaemonSet): one route per peer's\n"
+    "pod block as seen here, via the InternalIP of the node labelled net.liqo.io/gateway=true\n"
+    "(protocol 146), reconciled with the peers' NetworkConfigs; read-only on the API, no\n"
+    "leader election by default. --node-name (or $NODE_NAME) is required. The routes stay\n"
+    "when it stops (a rolling update does not cut traffic); the next start reconciles them.\n"
     "\n"
     "Flags:\n";
 
@@ -303,6 +311,10 @@ static void agent_flags_init(struct agent_flags *f, struct agent_config *cfg)
         {.name = "wireguard-go", .kind = OPTS_STRING, .flags = OPTS_NONEMPTY, .arg = "PATH",
          .dest = &cfg->wireguard_go,
          .help = "gateway: the userspace WireGuard program (default wireguard-go, from PATH)"},
+        {.name = "node-name", .kind = OPTS_CUSTOM, .arg = "NAME", .dest = &cfg->node_name,
+         .fn = object_name_flag,
+         .help = "node: the Node this runs on (default $NODE_NAME); none is installed on the "
+                 "gateway node"},
         {.name = "log-level", .kind = OPTS_CUSTOM, .arg = "LEVEL", .dest = &cfg->log_level,
          .fn = opts_log_level, .help = "debug, info, warn or error (default info)"},
         {.name = "version", .kind = OPTS_FLAG, .dest = &cfg->version,
@@ -351,6 +363,10 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
         cfg->gateway = true;
         argc--;
         argv++;
+    } else if (argc > 1 && strcmp(argv[1], "node") == 0) {
+        cfg->node = true;
+        argc--;
+        argv++;
     }
     cfg->namespace_ = "cliqo";
     cfg->http_addr = ":8080";
@@ -358,8 +374,9 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
     cfg->kubelet_addr = ":10250";
     cfg->kubelet_port = 10250;
     cfg->webhook_addr = ":9443";
-    cfg->leader_elect = true;
-    cfg->lease_name = cfg->gateway ? "cliqo-gateway" : "cliqo-agent";
+    /* One node agent per node: nothing to elect. */
+    cfg->leader_elect = !cfg->node;
+    cfg->lease_name = cfg->gateway ? "cliqo-gateway" : cfg->node ? "cliqo-node" : "cliqo-agent";
     cfg->tunnel_interface = "cliqo0";
     cfg->wg_keepalive_ms = 25000;
     cfg->wireguard_go = "wireguard-go";
@@ -390,6 +407,14 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
                               "address)");
         snprintf(def, sizeof(def), "%s:51820", ip);
         cfg->gateway_endpoint = def;
+    }
+    if (cfg->node && !cfg->node_name && !cfg->help && !cfg->version) {
+        const char *env = getenv("NODE_NAME");
+
+        if (!env || !kname_dns_subdomain(env))
+            return errbuf_fmt(err, errlen, -EINVAL,
+                              "node: --node-name is needed ($NODE_NAME is not a node name)");
+        cfg->node_name = env;
     }
     if (!cfg->identity[0])
         default_identity(cfg);

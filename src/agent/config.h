@@ -56,6 +56,9 @@ struct agent_config {
     unsigned underlay_mtu;        /* 0: the MTU of the interface holding the endpoint's address */
     uint64_t wg_keepalive_ms;     /* persistent keepalive (default 25 s) */
     const char *wireguard_go;     /* the userspace WireGuard program (default wireguard-go) */
+    /* The per-node mode (`cliqo-agent node`, docs/dataplane.md section 5): only the node module. */
+    bool node;
+    const char *node_name; /* the Node it runs on (default $NODE_NAME; required) */
     bool help, version;
     /* The settings of a program that embeds the agent's skeleton (cliqo-broker's struct
      * brk_config); NULL for cliqo-agent. */
@@ -64,7 +67,8 @@ struct agent_config {
 
 /* Parses argv (strings are borrowed from it). Returns 0 or -EINVAL with the reason in err. The
  * identity defaults to $POD_NAME, else "<hostname>_<pid>". argv[1] "gateway" selects the gateway
- * mode (cfg->gateway; its Lease defaults to cliqo-gateway). */
+ * mode (cfg->gateway; its Lease defaults to cliqo-gateway), "node" the per-node mode (cfg->node,
+ * node_name from --node-name or $NODE_NAME; no leader election unless asked). */
 int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *err, size_t errlen);
 /* "<n>ms", "<n>s", "<n>m", "<n>h" → milliseconds. Returns 0, -EINVAL or -ERANGE. */
 int agent_parse_duration(const char *s, uint64_t *ret_ms);

@@ -1,10 +1,12 @@
 /* cliqo-agent: parses the command line, runs the agent on one libuv loop, exits with its status.
  * `cliqo-agent virtual-kubelet ...` runs one standalone virtual kubelet instead (Deployment mode);
- * `cliqo-agent gateway ...` the data plane's gateway (network/gateway.h) on the same skeleton.
+ * `cliqo-agent gateway ...` the data plane's gateway (network/gateway.h) on the same skeleton, and
+ * `cliqo-agent node ...` its per-node mode (network/nodeagent.h).
  */
 #include "agent/agent-internal.h"
 #include "common/log.h"
 #include "network/gateway.h"
+#include "network/nodeagent.h"
 #include "virtualkubelet/standalone.h"
 
 #include <stdio.h>
@@ -34,6 +36,11 @@ int main(int argc, char **argv)
         static const struct agent_module gateway[] = {AGENT_MODULE_GATEWAY, {0}};
 
         return agent_run_process("cliqo-agent gateway", &cfg, gateway);
+    }
+    if (cfg.node) {
+        static const struct agent_module node[] = {AGENT_MODULE_NODE, {0}};
+
+        return agent_run_process("cliqo-agent node", &cfg, node);
     }
     return agent_run_process("cliqo-agent", &cfg, agent_modules);
 }

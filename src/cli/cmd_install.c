@@ -76,7 +76,8 @@ static void plan_free(struct plan *p)
 
 static bool is_agent_file(const char *name)
 {
-    return strcmp(name, "deployment.yaml") == 0 || strcmp(name, "service.yaml") == 0;
+    return strcmp(name, "deployment.yaml") == 0 || strcmp(name, "service.yaml") == 0 ||
+           strcmp(name, "node.yaml") == 0;
 }
 
 /* Adapts one manifest object to the options: the namespace (when not "cliqo"), the agent's image
@@ -287,7 +288,8 @@ static int parse_args(int argc, char **argv, struct install_opts *o)
         {.name = "api-server-url", .kind = OPTS_STRING, .arg = "URL", .dest = &o->api_server_url,
          .help = "the API URL peers use, passed to the agent's Deployment"},
         {.name = "skip-agent", .kind = OPTS_FLAG, .dest = &o->skip_agent,
-         .help = "leave out the agent's Deployment and Services (run it locally)"},
+         .help = "leave out the agent's Deployment and Services and the per-node DaemonSet (run "
+                 "them locally)"},
         {.name = "agent-image", .kind = OPTS_STRING, .arg = "IMG", .dest = &o->agent_image,
          .help = "the agent's container image"},
         {.name = "dry-run", .kind = OPTS_FLAG, .dest = &o->dry_run,

@@ -1187,6 +1187,7 @@ const struct kapi_resource kapi_serviceaccounts = {"", "v1", "serviceaccounts", 
                                                    true};
 const struct kapi_resource kapi_leases = {"coordination.k8s.io", "v1", "leases", "Lease", true};
 const struct kapi_resource kapi_deployments = {"apps", "v1", "deployments", "Deployment", true};
+const struct kapi_resource kapi_daemonsets = {"apps", "v1", "daemonsets", "DaemonSet", true};
 const struct kapi_resource kapi_resourcequotas = {"", "v1", "resourcequotas", "ResourceQuota",
                                                   true};
 const struct kapi_resource kapi_limitranges = {"", "v1", "limitranges", "LimitRange", true};

@@ -168,7 +168,7 @@ struct kapi_resource {
 
 extern const struct kapi_resource kapi_pods, kapi_nodes, kapi_namespaces, kapi_configmaps,
     kapi_secrets, kapi_services, kapi_events, kapi_leases, kapi_deployments, kapi_crds,
-    kapi_serviceaccounts, kapi_resourcequotas, kapi_limitranges, kapi_csrs;
+    kapi_serviceaccounts, kapi_resourcequotas, kapi_limitranges, kapi_csrs, kapi_daemonsets;
 
 /* Appends "/api/v1/namespaces/<ns>/pods/<name>/<sub>" (or the /apis/<group>/ form) to b. ns is
  * ignored for cluster-scoped resources and may be NULL for "all namespaces"; name and sub may be

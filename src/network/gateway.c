@@ -2,7 +2,10 @@
  *
  * One key, "device": every event (ForeignClusters, NetworkConfigs, TunnelEndpoints, ConfigMaps of
  * the agent's namespace) queues it, and a pass reconciles the whole device, routes and table, then
- * writes the statuses that changed, one after the other, and looks again after PASS_MS.
+ * writes the statuses that changed, one after the other, and looks again after PASS_MS. The status
+ * writes of many new peers take a while (one request each, at the client's rate): when objects
+ * changed meanwhile, the device is planned again, at most every SOON_MS, before the next write, so
+ * that peers arriving during the writes are installed without waiting for them all.
  *
  * The userspace API socket and rtnetlink are local and answer in microseconds: they are used with
  * blocking calls from the loop, each bounded by a timeout (UAPI_TIMEOUT_S), as routes.c's rt_sock_*
@@ -32,8 +35,8 @@
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "network/dpobj.h"
+#include "network/dppeers.h"
 #include "network/natrules.h"
-#include "network/peernet.h"
 #include "network/routes.h"
 #include "network/wguapi.h"
 #include "peering/identity.h"
@@ -44,10 +47,12 @@
 #define KEY            "device"
 #define PASS_MS        5000
 #define SOON_MS        1000
+#define EAGER_MS       30000 /* a peer Pending for less than this is looked at every SOON_MS */
 #define WAIT_WG_MS     300
 #define RESPAWN_MS     2000
 #define RECORD_MS      600000
 #define STATUS_MIN_MS  10000
+#define STATS_PEER_MS  100 /* statistics: at most one write every STATS_PEER_MS of all peers */
 #define UAPI_TIMEOUT_S 2
 #define UAPI_DIR       "/var/run/wireguard"
 #define MAX_PEERS      1024
@@ -76,7 +81,8 @@ struct written {
     char phase[16], message[DPO_REASON_MAX + 64];
     int64_t handshake;
     uint64_t rx, tx, at_ms;
-    bool seen; /* in the current pass */
+    uint64_t phase_ms; /* when the phase or message written last changed */
+    bool seen;         /* in the current pass */
     struct written *next;
 };
 
@@ -103,6 +109,8 @@ struct gw {
     uint8_t nft_want[2][32], nft_seen[2][32];
     bool nft_known[2];
     /* the pass */
+    bool changed;     /* an event since the device was last planned */
+    uint64_t plan_ms; /* when it was */
     struct want *wants;
     size_t nwants, next_status;
     struct written *written;
@@ -704,33 +712,17 @@ struct collect {
     const char *self;
 };
 
-static const char *fc_tenant(const json_t *fc)
-{
-    return json_string_value(json_object_get(
-        json_object_get(json_object_get(fc, "status"), "tenantNamespace"), "local"));
-}
-
-static bool fc_peered(const json_t *fc)
-{
-    return strcmp(peer_fc_condition(fc, "OutgoingPeering"), "Established") == 0 ||
-           strcmp(peer_fc_condition(fc, "IncomingPeering"), "Established") == 0;
-}
-
 static void collect_fc(json_t *fc, void *data)
 {
     struct collect *c = data;
     struct gw *g = c->g;
-    const char *id = json_string_value(json_object_get(
-        json_object_get(json_object_get(fc, "spec"), "clusterIdentity"), "clusterID"));
-    const char *tns = fc_tenant(fc);
+    const char *id, *tns;
     char name[96], reason[DPO_REASON_MAX] = "";
     struct want *w;
-    json_t *nc;
     int r;
 
-    if (!id || !peer_cluster_id_valid(id) || !tns || strlen(tns) >= sizeof(w->ns) ||
-        strlen(id) >= sizeof(w->id) || g->nwants >= MAX_PEERS || !fc_peered(fc) ||
-        !pnet_enabled(fc))
+    if (!dpp_fc_peer(fc, &id, &tns) || strlen(tns) >= sizeof(w->ns) ||
+        strlen(id) >= sizeof(w->id) || g->nwants >= MAX_PEERS)
         return;
     w = &g->wants[g->nwants];
     memset(w, 0, sizeof(*w));
@@ -749,15 +741,11 @@ static void collect_fc(json_t *fc, void *data)
         snprintf(w->message, sizeof(w->message), "refused: %s", reason);
         return;
     }
-    snprintf(name, sizeof(name), PEER_NETCFG_PREFIX "%s", id);
-    nc = inf_get(g->ncs, tns, name);
-    r = nc ? dpo_nc_parse(nc, &w->net, reason, sizeof(reason)) : -EAGAIN;
-    json_decref(nc);
+    r = dpp_peer_net(g->ncs, tns, id, &w->net, reason, sizeof(reason));
     if (r < 0) {
         snprintf(w->phase, sizeof(w->phase), "%s",
                  r == -EAGAIN ? DPO_PHASE_PENDING : DPO_PHASE_ERROR);
-        snprintf(w->message, sizeof(w->message), "%s",
-                 nc ? reason : "no NetworkConfig of the peer here yet");
+        snprintf(w->message, sizeof(w->message), "%s", reason);
         return;
     }
     w->install = true;
@@ -816,10 +804,7 @@ static int collect(struct gw *g)
         for (size_t j = 0; w->install && j < i; j++) {
             const struct want *o = &g->wants[j];
 
-            if (!o->install || o->net.local.family != w->net.local.family)
-                continue;
-            if (!cidr_equal(&o->net.local, &w->net.local) ||
-                cidr_overlaps(&o->net.nat.seen_here, &w->net.nat.seen_here)) {
+            if (o->install && dpp_conflicts(&o->net, &w->net)) {
                 w->install = false;
                 snprintf(w->phase, sizeof(w->phase), DPO_PHASE_ERROR);
                 snprintf(w->message, sizeof(w->message),
@@ -1000,6 +985,8 @@ static void step_device(struct rec *r)
     int rc, ifindex;
 
     memset(&dev, 0, sizeof(dev));
+    g->changed = false;
+    g->plan_ms = now_ms(g);
     rc = collect(g);
     if (rc < 0) {
         ctl_rec_end(&r->h, rc == -EAGAIN ? CTL_WAIT : CTL_RETRY);
@@ -1101,9 +1088,11 @@ static void after_status(void *owner)
         log_warn(MOD, "peer %s: cannot write the status of its TunnelEndpoint: %s", w->id,
                  r->h.ch.last.message);
     } else if (s) {
-        if (strcmp(s->phase, w->phase) != 0 || strcmp(s->message, w->message) != 0)
+        if (strcmp(s->phase, w->phase) != 0 || strcmp(s->message, w->message) != 0) {
             log_info(MOD, "peer %s: tunnel %s%s%s", w->id, w->phase, w->message[0] ? ": " : "",
                      w->message);
+            s->phase_ms = now_ms(g);
+        }
         snprintf(s->phase, sizeof(s->phase), "%s", w->phase);
         snprintf(s->message, sizeof(s->message), "%s", w->message);
         s->handshake = w->handshake;
@@ -1120,7 +1109,14 @@ static void step_status(struct rec *r)
 {
     struct gw *g = r->g;
     bool soon = false;
+    /* The statistics alone (handshake, bytes) of a peer are written at most every STATUS_MIN_MS,
+     * and no more often than one peer's every STATS_PEER_MS in all: every peer's bytes change all
+     * the time (keepalives), and a thousand peers would otherwise ask the API server for a hundred
+     * writes a second. A change of phase or message is written at once. */
+    uint64_t stats_ms = g->nwants * STATS_PEER_MS;
 
+    if (stats_ms < STATUS_MIN_MS)
+        stats_ms = STATUS_MIN_MS;
     for (; g->next_status < g->nwants; g->next_status++) {
         struct want *w = &g->wants[g->next_status];
         struct written *s = written_find(g, w->ns, w->id, false);
@@ -1132,9 +1128,13 @@ static void step_status(struct rec *r)
         if (s)
             s->seen = true;
         if (s && strcmp(s->phase, w->phase) == 0 && strcmp(s->message, w->message) == 0 &&
-            (s->handshake == w->handshake || now_ms(g) - s->at_ms < STATUS_MIN_MS) &&
-            ((s->rx == w->rx && s->tx == w->tx) || now_ms(g) - s->at_ms < STATUS_MIN_MS))
+            ((s->handshake == w->handshake && s->rx == w->rx && s->tx == w->tx) ||
+             now_ms(g) - s->at_ms < stats_ms))
             continue;
+        if (g->changed && now_ms(g) - g->plan_ms >= SOON_MS) {
+            step_device(r); /* objects changed during the writes: the device first */
+            return;
+        }
         if (w->handshake > 0)
             rfc3339_format(w->handshake, 0, 0, when, sizeof(when));
         st = json_pack("{s:s,s:o,s:o,s:I,s:I}", "phase", w->phase, "message",
@@ -1161,10 +1161,18 @@ static void step_status(struct rec *r)
         *pp = s->next;
         x_free(s);
     }
-    /* an error, or a peer installed and waiting for its handshake: looked at again sooner */
-    for (size_t i = 0; i < g->nwants && !g->last_error[0]; i++)
-        if (g->wants[i].install && strcmp(g->wants[i].phase, DPO_PHASE_PENDING) == 0)
-            soon = true;
+    /* an error, or a peer installed and waiting for its handshake since less than EAGER_MS:
+     * looked at again sooner. A peer that stays Pending longer (unreachable) is looked at every
+     * PASS_MS, like the others: with a thousand peers, a pass costs tens of milliseconds. */
+    for (size_t i = 0; i < g->nwants && !g->last_error[0] && !soon; i++) {
+        const struct want *w = &g->wants[i];
+        const struct written *s;
+
+        if (!w->install || strcmp(w->phase, DPO_PHASE_PENDING) != 0)
+            continue;
+        s = written_find(g, w->ns, w->id, false);
+        soon = !s || now_ms(g) - s->phase_ms < EAGER_MS;
+    }
     ctl_rec_end_after(&r->h, g->last_error[0] || soon ? SOON_MS : PASS_MS);
 }
 
@@ -1199,14 +1207,26 @@ static void on_any(struct inf_informer *inf, json_t *obj, void *data)
 
     (void)inf;
     (void)obj;
+    g->changed = true;
     if (g->mod.ctl)
         ctl_enqueue(g->mod.ctl, KEY);
 }
 
+static json_int_t generation(const json_t *obj)
+{
+    return json_integer_value(json_object_get(json_object_get(obj, "metadata"), "generation"));
+}
+
 static void on_any_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
-    (void)old_obj;
+    struct gw *g = data;
+    bool changed = g->changed;
+
     on_any(inf, new_obj, data);
+    /* A TunnelEndpoint whose generation stayed is one whose status changed: the gateway's own
+     * write, which changes nothing the device wants. */
+    if (inf == g->teps && generation(new_obj) > 0 && generation(new_obj) == generation(old_obj))
+        g->changed = changed;
 }
 
 int gw_init(struct agent *a)

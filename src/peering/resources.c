@@ -56,6 +56,7 @@ static const struct kapi_resource *const known[] = {
     &kapi_events,
     &kapi_leases,
     &kapi_deployments,
+    &kapi_daemonsets,
     &kapi_crds,
     &kapi_serviceaccounts,
 };

@@ -15,3 +15,6 @@ endif()
 # The routes' rtnetlink messages; its last test adds, changes and deletes routes in a network namespace
 # of its own (root, as CI runs).
 cliqo_unit_test(network-routes cliqo_network)
+# The node mode's decisions (`cliqo-agent node`): the gateway node and its address, and the routes a node
+# keeps, planned against what a dump found.
+cliqo_unit_test(network-noderoutes cliqo_network)

@@ -197,13 +197,46 @@ static void test_duration(void **state)
     assert_int_equal(agent_parse_duration("18446744073709552h", &ms), -ERANGE);
 }
 
+/* `cliqo-agent node`: its node's name from --node-name or $NODE_NAME (required, a valid name), no
+ * leader election unless asked for. */
+static void test_node_mode(void **state)
+{
+    struct agent_config cfg;
+    char err[256];
+
+    (void)state;
+    unsetenv("NODE_NAME");
+    assert_int_equal(parse(&cfg, err, sizeof(err), "node", NULL), -EINVAL);
+    assert_non_null(strstr(err, "--node-name"));
+    assert_int_equal(parse(&cfg, err, sizeof(err), "node", "--node-name", "n-2", NULL), 0);
+    assert_true(cfg.node);
+    assert_false(cfg.gateway);
+    assert_string_equal(cfg.node_name, "n-2");
+    assert_false(cfg.leader_elect);
+    assert_string_equal(cfg.lease_name, "cliqo-node");
+    assert_int_equal(parse(&cfg, err, sizeof(err), "node", "--node-name", "Bad_Name", NULL),
+                     -EINVAL);
+    setenv("NODE_NAME", "cluster-1-real-2", 1);
+    assert_int_equal(parse(&cfg, err, sizeof(err), "node", NULL), 0);
+    assert_string_equal(cfg.node_name, "cluster-1-real-2");
+    assert_int_equal(parse(&cfg, err, sizeof(err), "node", "--leader-elect", NULL), 0);
+    assert_true(cfg.leader_elect);
+    setenv("NODE_NAME", "Not A Name", 1);
+    assert_int_equal(parse(&cfg, err, sizeof(err), "node", NULL), -EINVAL);
+    assert_int_equal(parse(&cfg, err, sizeof(err), "node", "--help", NULL), 0);
+    unsetenv("NODE_NAME");
+    /* the agent itself and the gateway: no node name needed, leader election on */
+    assert_int_equal(parse(&cfg, err, sizeof(err), NULL), 0);
+    assert_false(cfg.node);
+    assert_true(cfg.leader_elect);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults),
-        cmocka_unit_test(test_flags),
-        cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_defaults),  cmocka_unit_test(test_flags),
+        cmocka_unit_test(test_errors),    cmocka_unit_test(test_duration),
+        cmocka_unit_test(test_node_mode),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

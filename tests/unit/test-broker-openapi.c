@@ -173,14 +173,14 @@ static bool documented(const char *method, const char *path_q, unsigned status, 
     if (!item) {
         if (status == 404 && strcmp(want, JSON) == 0)
             return true;
-        snprintf(why, whylen, "%s: no such path in the description (only a JSON 404 is)", path);
+        snprintf(why, whylen, "%.160s: no such path in the description (only a JSON 404 is)", path);
         return false;
     }
     op = operation(method, path);
     if (!op) {
         if (status == 405 && strcmp(want, JSON) == 0)
             return true;
-        snprintf(why, whylen, "%s %s: no such operation in the description (only a JSON 405 is)",
+        snprintf(why, whylen, "%.16s %.160s: no such operation in the description (only a JSON 405 is)",
                  method, path);
         return false;
     }
@@ -193,7 +193,7 @@ static bool documented(const char *method, const char *path_q, unsigned status, 
 
             snprintf(list + l, sizeof(list) - l, "%s%s", l ? ", " : "", k);
         }
-        snprintf(why, whylen, "%s %s: status %u is not documented (documented: %s)", method, path,
+        snprintf(why, whylen, "%.16s %.160s: status %u is not documented (documented: %.160s)", method, path,
                  status, list);
         return false;
     }
@@ -201,7 +201,7 @@ static bool documented(const char *method, const char *path_q, unsigned status, 
     if (no_body) {
         if (json_object_size(content) == 0)
             return true;
-        snprintf(why, whylen, "%s %s %u: documented with a body, the answer has none", method, path,
+        snprintf(why, whylen, "%.16s %.160s %u: documented with a body, the answer has none", method, path,
                  status);
         return false;
     }
@@ -214,7 +214,7 @@ static bool documented(const char *method, const char *path_q, unsigned status, 
             return true;
         snprintf(list + l, sizeof(list) - l, "%s%s", l ? ", " : "", k);
     }
-    snprintf(why, whylen, "%s %s %u: content type %s is not documented (documented: %s)", method,
+    snprintf(why, whylen, "%.16s %.160s %u: content type %.64s is not documented (documented: %.160s)", method,
              path, status, ct, list[0] ? list : "no body");
     return false;
 }

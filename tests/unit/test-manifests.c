@@ -28,6 +28,7 @@ static const char *const expected[] = {
     "clusterconfig.yaml",
     "service.yaml",
     "deployment.yaml",
+    "node.yaml",
 };
 #define N_EXPECTED (sizeof(expected) / sizeof(expected[0]))
 
@@ -166,6 +167,13 @@ static void test_deployment_version(void **state)
     assert_non_null(strstr(manifest("namespace.yaml"), "\n  name: cliqo\n"));
     assert_non_null(strstr(manifest("clusterconfig.yaml"), "\n  name: configuration\n"));
     assert_non_null(strstr(manifest("rbac.yaml"), "\n  name: cliqo-remote-peering\n"));
+    d = manifest("node.yaml");
+    assert_non_null(d);
+    assert_non_null(strstr(d, "image: cliqo/cliqo-agent:" CLIQO_VERSION "\n"));
+    assert_non_null(strstr(d, "app.kubernetes.io/version: " CLIQO_VERSION "\n"));
+    assert_non_null(strstr(d, "serviceAccountName: cliqo-node\n"));
+    assert_non_null(strstr(manifest("serviceaccount.yaml"), "\n  name: cliqo-node\n"));
+    assert_non_null(strstr(manifest("rbac.yaml"), "\n  name: cliqo-node\n"));
 }
 
 int main(void)

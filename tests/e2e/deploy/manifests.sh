@@ -7,7 +7,7 @@ source "$(dirname "$0")/common.sh"
 TMP=$(mktemp -d)
 
 cleanup() {
-  kc "$C" delete -f "$DEPLOY_DIR/deployment.yaml" -f "$DEPLOY_DIR/service.yaml" -f "$DEPLOY_DIR/serviceaccount.yaml" \
+  kc "$C" delete -f "$DEPLOY_DIR/node.yaml" -f "$DEPLOY_DIR/deployment.yaml" -f "$DEPLOY_DIR/service.yaml" -f "$DEPLOY_DIR/serviceaccount.yaml" \
     -f "$DEPLOY_DIR/rbac.yaml" --ignore-not-found --wait=false >/dev/null 2>&1 || true
   ns_remove cliqo
   crds_remove
@@ -20,7 +20,7 @@ TMP=$(mktemp -d)
 # 1. kustomization.yaml lists exactly the manifests, in the order deploy/deploy.cmake embeds them.
 order=()
 for f in "$DEPLOY_DIR"/crds/*.yaml; do order+=("crds/$(basename "$f")"); done
-order+=(namespace.yaml rbac.yaml serviceaccount.yaml clusterconfig.yaml service.yaml deployment.yaml)
+order+=(namespace.yaml rbac.yaml serviceaccount.yaml clusterconfig.yaml service.yaml deployment.yaml node.yaml)
 listed=$(sed -n -e 's/^- //p' "$DEPLOY_DIR/kustomization.yaml")
 [ "$listed" = "$(printf '%s\n' "${order[@]}")" ] || fail "kustomization.yaml resources differ from the embedded order"
 # deploy/broker/ is cliqo-broker's, with its own kustomization (checked by e2e.broker.deploy).

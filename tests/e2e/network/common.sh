@@ -104,8 +104,35 @@ cliqo_routes() { in_node "$1" ip -4 route show proto 146; }
 link_mtu() { in_node "$1" ip -o link show dev "$2" | sed -n 's/.* mtu \([0-9]*\) .*/\1/p'; } # CLUSTER IFACE
 cliqo_table() { in_node "$1" nft list table ip cliqo 2>/dev/null || true; }
 
-net_on_exit() { # agents_on_exit, with the gateways' logs too (they are named as agents: see gw_log)
-  local rc=$? ALL=("${ALL[@]}" "gateway-$A" "gateway-$B")
+# The node mode (`cliqo-agent node`, docs/dataplane.md section 5), started by `join` on cluster-1's nodes as the
+# gateways are (a process in the node's network and mount namespaces), with the token of ServiceAccount cliqo-node
+# (na_kubeconfig): the rights of deploy/rbac.yaml, not the admin's. Its pid file and log are an agent's named
+# node-CLUSTER-J. Node 2 exists once `join` has added it.
+JOIN_NODE=2
+node_netns_j() { echo "$(cat "$E2E_STATE/netns.conf")$(idx "$1")n$2"; } # CLUSTER J
+in_node_j() { # CLUSTER J command...: in node J's network and mount namespaces
+  local c=$1 j=$2
+  shift 2
+  nsenter --net="/run/netns/$(node_netns_j "$c" "$j")" --mount="$E2E_STATE/mnt/$c-real-$j" "$@"
+}
+node_exists() { [ -e "/run/netns/$(node_netns_j "$1" "$2")" ]; } # CLUSTER J
+na_name() { echo "node-$1-$2"; }
+na_kubeconfig() { echo "$E2E_STATE/node-$1.kubeconfig"; }
+na_start() { # CLUSTER J
+  local c=$1 j=$2 n
+  n=$(na_name "$c" "$j")
+  agent_alive "$n" && return 0
+  printf -- '--- start %s\n' "$(now_rfc3339)" >>"$(agent_log "$n")"
+  setsid nsenter --net="/run/netns/$(node_netns_j "$c" "$j")" --mount="$E2E_STATE/mnt/$c-real-$j" \
+    "$CLIQO_AGENT" node --kubeconfig "$(na_kubeconfig "$c")" --node-name "$c-real-$j" --http-addr 127.0.0.1:18096 \
+    --identity "$n" >>"$(agent_log "$n")" 2>&1 </dev/null &
+  echo $! >"$(agent_pidfile "$n")"
+}
+na_stop() { stop_agent "$(na_name "$1" "$2")" "${3:-TERM}"; } # CLUSTER J [SIGNAL]
+node_routes() { in_node_j "$1" "$2" ip -4 route show proto 146; } # CLUSTER J
+
+net_on_exit() { # agents_on_exit, with the gateways' and node agents' logs too (named as agents: see gw_log)
+  local rc=$? ALL=("${ALL[@]}" "gateway-$A" "gateway-$B" "$(na_name "$A" 1)" "$(na_name "$A" "$JOIN_NODE")")
   (exit "$rc") || agents_on_exit # (a bare `(exit N)` would end the trap under errexit)
 }
 

@@ -38,9 +38,10 @@ foreach(t nodes)
 endforeach()
 # The data plane (docs/dataplane.md, sections 2-4): `peer` installs cliqo, starts the agents, peers the two
 # clusters and starts each gateway in its gateway node's namespaces; the tests after it share that state, one at
-# a time in this order; `unpeer` ends the peering, checks that nothing is left, and stops everything it started.
+# a time in this order (`join` adds a real node to cluster-1 and runs `cliqo-agent node` there); `unpeer` ends
+# the peering, checks that nothing is left, and stops everything it started.
 if(TARGET cliqo-agent)
-    set(net_dp_tests peer traffic offload hostile restart unpeer)
+    set(net_dp_tests peer traffic offload join hostile restart unpeer)
     set(prev nodes)
     foreach(t ${net_dp_tests})
         add_test(NAME e2e.network.${t} COMMAND ${E2E_DIR}/network/${t}.sh)
@@ -51,7 +52,7 @@ if(TARGET cliqo-agent)
     endforeach()
     set_property(TEST e2e.network.peer APPEND PROPERTY FIXTURES_SETUP e2e_network_peered)
     set_property(TEST e2e.network.unpeer APPEND PROPERTY FIXTURES_CLEANUP e2e_network_peered)
-    foreach(t traffic offload hostile restart)
+    foreach(t traffic offload join hostile restart)
         set_property(TEST e2e.network.${t} APPEND PROPERTY FIXTURES_REQUIRED e2e_network_peered)
     endforeach()
 endif()
