@@ -26,6 +26,8 @@ PKGS=(
   etcd-server etcd-client golang-go rsync golang-github-modern-go-reflect2-dev dpkg-dev
   # tools used by the dev environment and the tests
   openssl curl iproute2 procps ca-certificates prometheus jq
+  # the network group's captures (tests/e2e/network/traffic.sh)
+  tcpdump
   # the broker dashboard's test: headless Chromium driven by tests/e2e/lib/cdp.py (Debian's python3)
   chromium python3
   # the broker catalog benchmark (bench/broker-catalog.sh): wrk against nginx serving the same bytes
