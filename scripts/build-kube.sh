@@ -89,7 +89,9 @@ mkdir -p "$CACHE_ROOT"
 # One build at a time, in one fixed directory, with Go's build cache kept beside the entries: the node's
 # build (kubelet, kube-proxy), which scripts/test.sh starts after the control plane's, then finds the packages
 # the two share (apimachinery, client-go, api, ...) compiled, since Go's cache keys hold the package's
-# directory. A build that waited for the lock first looks whether the other one made its entry.
+# directory. The tree's Makefile sets GOCACHE to _output/local/go/cache itself: the kept cache is moved
+# there before the build and back after it. A build that waited for the lock first looks whether the other
+# one made its entry.
 exec 9>"$CACHE_ROOT/build.lock"
 flock 9
 if verify_entry "$entry"; then
@@ -100,7 +102,7 @@ work=$CACHE_ROOT/work
 rm -rf "$work"
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
-export GOCACHE="$CACHE_ROOT/gocache-$KUBE_VERSION-${dsc_sha:0:12}"
+gocache="$CACHE_ROOT/gocache-$KUBE_VERSION-${dsc_sha:0:12}"
 start=$(date +%s)
 
 log "fetching Debian source kubernetes $dsc_ver (about 34 MB)"
@@ -119,6 +121,8 @@ rm -f "$tree/vendor/github.com/modern-go/reflect2/go.mod"
 mkdir -p "$work/gopath/src/k8s.io"
 ln -s "$tree" "$work/gopath/src/k8s.io/kubernetes"
 rm -rf "$tree/_output"
+mkdir -p "$tree/_output/local/go"
+[ ! -d "$gocache" ] || mv "$gocache" "$tree/_output/local/go/cache"
 log "building ${BINS[*]} (takes several minutes the first time)"
 if [ -n "$GO_MAIN" ]; then
   mkdir -p "$tree/cmd/informerbench"
@@ -126,7 +130,7 @@ if [ -n "$GO_MAIN" ]; then
 fi
 (
   cd "$work/gopath/src/k8s.io/kubernetes"
-  export GOPATH="$work/gopath" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=
+  export GOPATH="$work/gopath" GOCACHE="$tree/_output/local/go/cache" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=
   if [ -n "$GO_MAIN" ]; then
     mkdir -p _output/local/bin/linux/amd64
     go build -o _output/local/bin/linux/amd64/informerbench ./cmd/informerbench >"$work/make.log" 2>&1
@@ -141,7 +145,10 @@ while kill -0 "$mk" 2>/dev/null; do
   done_bins=$(ls "$tree/_output/local/bin/linux/amd64/" 2>/dev/null | grep -c -e '^kube' -e '^informerbench' || true)
   log "  ... $(($(date +%s) - start))s elapsed, $done_bins/${#BINS[@]} binaries done, last: $(tail -1 "$work/make.log" | cut -c1-80)"
 done
-if ! wait "$mk"; then
+mk_rc=0
+wait "$mk" || mk_rc=$?
+[ ! -d "$tree/_output/local/go/cache" ] || mv "$tree/_output/local/go/cache" "$gocache"
+if [ "$mk_rc" -ne 0 ]; then
   tail -30 "$work/make.log" >&2
   die "make failed (log above)"
 fi
