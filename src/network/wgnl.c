@@ -642,6 +642,10 @@ int wgnl_parse_get(const uint8_t *buf, size_t len, uint16_t family, uint32_t seq
                 bad(&rd, r, "the dump failed");
                 goto out;
             }
+            if (rem > step) {
+                r = bad(&rd, -EPROTO, "data after the end of the dump");
+                goto out;
+            }
             *done = true;
             return 0;
         }
