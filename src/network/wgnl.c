@@ -226,14 +226,14 @@ int wgnl_msg_set(uint16_t family, uint32_t seq, const struct wgnl_set *s, size_t
 
     if (!ifname_ok(s->ifname) || i > s->nops)
         return -EINVAL;
-    if (i == 0 && s->set_device && s->dev->has_private && wg_key_is_zero(&s->dev->priv))
+    if (i == 0 && s->set_device && s->has_private && wg_key_is_zero(&s->priv))
         return -EINVAL;
     genl_start(&m, family, WG_CMD_SET_DEVICE, WG_GENL_VERSION, NLM_F_REQUEST | NLM_F_ACK, seq);
     attr_str(&m, WGDEVICE_A_IFNAME, s->ifname);
     if (i == 0 && s->set_device) {
-        if (s->dev->has_private)
-            attr(&m, WGDEVICE_A_PRIVATE_KEY, s->dev->priv.b, WG_KEY_LEN);
-        attr_u16(&m, WGDEVICE_A_LISTEN_PORT, s->dev->listen_port);
+        if (s->has_private)
+            attr(&m, WGDEVICE_A_PRIVATE_KEY, s->priv.b, WG_KEY_LEN);
+        attr_u16(&m, WGDEVICE_A_LISTEN_PORT, s->listen_port);
         if (s->replace_peers)
             attr_u32(&m, WGDEVICE_A_FLAGS, WGDEVICE_F_REPLACE_PEERS);
     }

@@ -45,11 +45,13 @@ struct wgnl_peer_op {
 };
 
 /* A set request: the interface, the device's attributes when set_device (private key when
- * dev->has_private, listen port, replace_peers), then the peers. */
+ * has_private, listen port, replace_peers), then the peers. priv is the caller's to wipe. */
 struct wgnl_set {
     const char *ifname;
     bool set_device;
-    const struct wg_device *dev; /* has_private, priv, listen_port; peers unused */
+    bool has_private;
+    struct wg_key priv;
+    uint16_t listen_port;
     bool replace_peers;
     const struct wgnl_peer_op *ops;
     size_t nops;

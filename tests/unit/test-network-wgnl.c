@@ -263,12 +263,8 @@ static void test_set_bytes(void **state)
     uint8_t buf[WGNL_SET_MAX];
     struct wg_device dev = {.has_private = true, .listen_port = 51820};
     struct wgnl_peer_op ops[3];
-    struct wgnl_set s = {.ifname = "cliqo0",
-                         .set_device = true,
-                         .dev = &dev,
-                         .replace_peers = true,
-                         .ops = ops,
-                         .nops = 3};
+    struct wgnl_set s = {
+        .ifname = "cliqo0", .set_device = true, .replace_peers = true, .ops = ops, .nops = 3};
     struct at a[8], p[3], x[8], ips[4], ip[4];
     struct genlmsghdr g;
     size_t next = 0, n;
@@ -276,6 +272,9 @@ static void test_set_bytes(void **state)
 
     (void)state;
     dev.priv = key_of(ALICE_PRIV_B64);
+    s.has_private = dev.has_private;
+    s.priv = dev.priv;
+    s.listen_port = dev.listen_port;
     three_ops(ops);
     len = wgnl_msg_set(FAMILY, 11, &s, &next, buf, sizeof(buf));
     assert_int_equal(next, 3);
@@ -371,6 +370,7 @@ static void test_set_bytes(void **state)
     s.set_device = true;
     s.replace_peers = false;
     dev.has_private = false;
+    s.has_private = false;
     s.nops = 0;
     next = 0;
     len = wgnl_msg_set(FAMILY, 13, &s, &next, buf, sizeof(buf));
@@ -379,14 +379,15 @@ static void test_set_bytes(void **state)
     assert_int_equal(a[1].type, WGDEVICE_A_LISTEN_PORT);
     assert_int_equal(next, 0);
     wg_key_wipe(&dev.priv);
+    wg_key_wipe(&s.priv);
 }
 
 static void test_set_refused(void **state)
 {
     uint8_t buf[WGNL_SET_MAX];
-    struct wg_device dev = {.has_private = true, .listen_port = 1}; /* zero private key */
     struct wgnl_peer_op ops[3];
-    struct wgnl_set s = {.ifname = "cliqo0", .dev = &dev, .ops = ops, .nops = 3};
+    struct wgnl_set s = {
+        .ifname = "cliqo0", .has_private = true, .ops = ops, .nops = 3}; /* zero key */
     size_t next = 0;
 
     (void)state;
@@ -428,18 +429,17 @@ static void test_set_split(void **state)
     uint8_t *buf = malloc(4 * WGNL_SET_MAX);
     struct wg_device dev = {.has_private = true, .listen_port = 7};
     struct wgnl_peer_op *ops = calloc(NPEERS, sizeof(*ops));
-    struct wgnl_set s = {.ifname = "cliqo0",
-                         .set_device = true,
-                         .dev = &dev,
-                         .replace_peers = true,
-                         .ops = ops,
-                         .nops = NPEERS};
+    struct wgnl_set s = {
+        .ifname = "cliqo0", .set_device = true, .replace_peers = true, .ops = ops, .nops = NPEERS};
     size_t next = 0, seen = 0, msgs = 0;
 
     (void)state;
     assert_non_null(buf);
     assert_non_null(ops);
     dev.priv = key_of(ALICE_PRIV_B64);
+    s.has_private = dev.has_private;
+    s.priv = dev.priv;
+    s.listen_port = dev.listen_port;
     for (size_t i = 0; i < NPEERS; i++) {
         memset(ops[i].peer.pub.b, 0xa5, WG_KEY_LEN);
         ops[i].peer.pub.b[0] = (uint8_t)i;
@@ -492,6 +492,7 @@ static void test_set_split(void **state)
         assert_int_equal(one, 1);
     }
     wg_key_wipe(&dev.priv);
+    wg_key_wipe(&s.priv);
     free(ops);
     free(buf);
 }
@@ -695,14 +696,16 @@ static void test_round_trip(void **state)
     uint8_t *buf = calloc(1, WGNL_PAGE);
     struct wg_device dev = {.has_private = true, .listen_port = 51820}, got = {0};
     struct wgnl_peer_op ops[3];
-    struct wgnl_set s = {
-        .ifname = "cliqo0", .set_device = true, .dev = &dev, .ops = ops, .nops = 2};
+    struct wgnl_set s = {.ifname = "cliqo0", .set_device = true, .ops = ops, .nops = 2};
     size_t next = 0, len = 0;
     bool done = false;
     char err[128];
 
     (void)state;
     dev.priv = key_of(ALICE_PRIV_B64);
+    s.has_private = dev.has_private;
+    s.priv = dev.priv;
+    s.listen_port = dev.listen_port;
     three_ops(ops);
     while (next < s.nops) {
         int r = wgnl_msg_set(FAMILY, 5, &s, &next, buf + len, 250); /* one peer a message */
@@ -739,6 +742,7 @@ static void test_round_trip(void **state)
     }
     wg_device_clear(&got);
     wg_key_wipe(&dev.priv);
+    wg_key_wipe(&s.priv);
     free(buf);
 }
 
