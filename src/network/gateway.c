@@ -42,6 +42,7 @@
 #include "network/dppeers.h"
 #include "network/natrules.h"
 #include "network/routes.h"
+#include "network/wgnl.h"
 #include "network/wguapi.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -120,6 +121,10 @@ struct gw {
     uv_process_t *child;
     uint64_t spawned_ms;
     pid_t wg_pid; /* of the process that answered last (SO_PEERCRED) */
+    /* or the kernel's WireGuard (wgnl.h), chosen at start when its family resolves */
+    int wgfd; /* -1: wireguard-go */
+    uint16_t wgfam;
+    uint32_t wgseq;
     /* the kernel */
     struct nft_ctx *nft;
     int rtfd;
@@ -301,6 +306,53 @@ static int uapi_get(struct gw *g, struct wg_device *dev, char *err, size_t errle
     OPENSSL_cleanse(ans, len);
     x_free(ans);
     return r;
+}
+
+/* ---- the kernel's WireGuard ------------------------------------------------------------------ */
+
+/* Chooses the transport once, at start: the kernel's when the generic netlink family "wireguard"
+ * resolves, else wireguard-go. */
+static void kernel_probe(struct gw *g)
+{
+    int fd = wgnl_sock_open(), r = fd;
+
+    if (fd >= 0)
+        r = wgnl_sock_family(fd, ++g->wgseq);
+    if (r > 0) {
+        g->wgfd = fd;
+        g->wgfam = (uint16_t)r;
+        log_info(MOD, "WireGuard through the kernel (generic netlink family %d)", r);
+        return;
+    }
+    if (fd >= 0)
+        close(fd);
+    log_info(MOD, "the kernel has no WireGuard (%s): %s over its userspace API", strerror(-r),
+             g->cfg->wireguard_go);
+}
+
+/* The device from the kernel, its link created first when missing. */
+static int kernel_get(struct gw *g, struct wg_device *dev, char *err, size_t errlen)
+{
+    if (!if_nametoindex(g->cfg->tunnel_interface)) {
+        uint8_t msg[WGNL_MSG_MAX];
+        uint32_t seq = ++g->seq;
+        int r = wgnl_msg_newlink(g->cfg->tunnel_interface, seq, msg, sizeof(msg));
+
+        if (r >= 0)
+            r = rt_sock_apply(g->rtfd, msg, (size_t)r, seq);
+        if (r < 0 && r != -EEXIST) {
+            snprintf(err, errlen, "cannot create the link: %s", strerror(-r));
+            return r;
+        }
+        log_info(MOD, "created the WireGuard link %s", g->cfg->tunnel_interface);
+    }
+    return wgnl_sock_get(g->wgfd, g->wgfam, ++g->wgseq, g->cfg->tunnel_interface, dev, err, errlen);
+}
+
+/* The device through the transport chosen. */
+static int dev_get(struct gw *g, struct wg_device *dev, char *err, size_t errlen)
+{
+    return g->wgfd >= 0 ? kernel_get(g, dev, err, errlen) : uapi_get(g, dev, err, errlen);
 }
 
 /* ---- wireguard-go ---------------------------------------------------------------------------- */
@@ -631,10 +683,11 @@ static bool endpoint_equal(const struct sockaddr_storage *a, const struct sockad
 }
 
 /* The set request that turns dev into what is wanted: the device's lines when its key or port
- * differ, each wanted peer that is missing or different, each other peer removed. Returns the
- * number of changes (0: nothing to send) or a negative errno. */
+ * differ, each wanted peer that is missing or different, each other peer removed. With ks (the
+ * kernel), the same into ks and ops (room for g->nwants + dev->npeers) instead of the lines.
+ * Returns the number of changes (0: nothing to send) or a negative errno. */
 static int device_plan(struct gw *g, const struct wg_device *dev, char *devlines, size_t devsize,
-                       struct sbuf *peers)
+                       struct sbuf *peers, struct wgnl_set *ks, struct wgnl_peer_op *ops)
 {
     uint16_t port = ntohs(g->self.endpoint.ss_family == AF_INET6
                               ? ((struct sockaddr_in6 *)&g->self.endpoint)->sin6_port
@@ -650,7 +703,14 @@ static int device_plan(struct gw *g, const struct wg_device *dev, char *devlines
         d.has_private = true;
         d.priv = g->priv;
         d.listen_port = port;
-        r = wg_uapi_device_lines(&d, false, devlines, devsize);
+        if (ks) {
+            ks->set_device = ks->has_private = true;
+            ks->priv = g->priv;
+            ks->listen_port = port;
+            r = 0;
+        } else {
+            r = wg_uapi_device_lines(&d, false, devlines, devsize);
+        }
         wg_key_wipe(&d.priv);
         if (r < 0)
             return r;
@@ -677,8 +737,11 @@ static int device_plan(struct gw *g, const struct wg_device *dev, char *devlines
         p.keepalive_s = ka;
         p.allowed[0] = w->net.nat.seen_here;
         p.nallowed = 1;
-        r = wg_uapi_peer_lines(&p, peers);
-        if (r < 0)
+        if (ks)
+            ops[ks->nops++] = (struct wgnl_peer_op){.peer = p};
+        else
+            r = wg_uapi_peer_lines(&p, peers);
+        if (!ks && r < 0)
             return r;
         log_info(MOD, "device %s: peer %s %s", g->cfg->tunnel_interface, w->id,
                  have ? "updated" : "added");
@@ -692,8 +755,11 @@ static int device_plan(struct gw *g, const struct wg_device *dev, char *devlines
             wanted = g->wants[i].install && wg_key_equal(&dev->peers[j].pub, &g->wants[i].tun.pub);
         if (wanted)
             continue;
-        r = wg_uapi_remove_lines(&dev->peers[j].pub, peers);
-        if (r < 0)
+        if (ks)
+            ops[ks->nops++] = (struct wgnl_peer_op){.peer.pub = dev->peers[j].pub, .remove = true};
+        else
+            r = wg_uapi_remove_lines(&dev->peers[j].pub, peers);
+        if (!ks && r < 0)
             return r;
         wg_key_format(&dev->peers[j].pub, k);
         log_info(MOD, "device %s: peer with key %s removed", g->cfg->tunnel_interface, k);
@@ -1101,6 +1167,32 @@ static void step_record(struct rec *r)
     json_decref(cm);
 }
 
+/* The kernel's counterpart of the set request below: planned as for wireguard-go, sent over
+ * generic netlink, and *dev read again after a change. Returns >= 0 or a negative errno (err). */
+static int kernel_set(struct gw *g, struct wg_device *dev, char *err, size_t errlen)
+{
+    struct wgnl_set ks = {.ifname = g->cfg->tunnel_interface};
+    struct wgnl_peer_op *ops = x_calloc(g->nwants + dev->npeers + 1, sizeof(*ops));
+    char unused[8];
+    int rc;
+
+    if (!ops)
+        return -ENOMEM;
+    ks.ops = ops;
+    rc = device_plan(g, dev, unused, sizeof(unused), NULL, &ks, ops);
+    if (rc > 0) {
+        rc = wgnl_sock_set(g->wgfd, g->wgfam, &g->wgseq, &ks);
+        if (rc < 0)
+            snprintf(err, errlen, "kernel WireGuard: set: %s", strerror(-rc));
+        wg_device_clear(dev);
+        if (rc == 0)
+            rc = kernel_get(g, dev, err, errlen);
+    }
+    wg_key_wipe(&ks.priv);
+    x_free(ops);
+    return rc;
+}
+
 /* The device, its link, the routes and the table (blocking kernel calls, see the top). */
 static void step_device(struct rec *r)
 {
@@ -1118,11 +1210,16 @@ static void step_device(struct rec *r)
         ctl_rec_end(&r->h, rc == -EAGAIN ? CTL_WAIT : CTL_RETRY);
         return;
     }
-    rc = uapi_get(g, &dev, err, sizeof(err));
-    if (rc == -ENOENT || rc == -ECONNREFUSED) {
+    rc = dev_get(g, &dev, err, sizeof(err));
+    if (g->wgfd < 0 && (rc == -ENOENT || rc == -ECONNREFUSED)) {
         if (!g->child && now_ms(g) - g->spawned_ms >= RESPAWN_MS)
             spawn_wg(g);
         ctl_rec_end_after(&r->h, WAIT_WG_MS);
+        return;
+    }
+    if (rc < 0 && g->wgfd >= 0) {
+        set_error(g, "kernel WireGuard %s: get: %s", g->cfg->tunnel_interface, err);
+        ctl_rec_end(&r->h, CTL_RETRY);
         return;
     }
     if (rc < 0) {
@@ -1133,8 +1230,9 @@ static void step_device(struct rec *r)
     if (!g->child && g->wg_pid)
         log_debug(MOD, "using the running wireguard-go (pid %d)", (int)g->wg_pid);
     sbuf_init(&peers, WG_UAPI_MAX);
-    rc = device_plan(g, &dev, devlines, sizeof(devlines), &peers);
-    if (rc > 0) {
+    if (g->wgfd >= 0) {
+        rc = kernel_set(g, &dev, err, sizeof(err));
+    } else if ((rc = device_plan(g, &dev, devlines, sizeof(devlines), &peers, NULL, NULL)) > 0) {
         const char *parts[] = {WG_UAPI_SET, devlines, sbuf_str(&peers), WG_UAPI_END};
         char *ans = NULL;
         size_t len;
@@ -1374,6 +1472,7 @@ int gw_init(struct agent *a)
         return -ENOMEM;
     g->cfg = agent_config(a);
     g->rtfd = -1;
+    g->wgfd = -1;
     if (wg_endpoint_parse(g->cfg->gateway_endpoint, &g->self.endpoint) < 0 ||
         !dpo_endpoint_usable(&g->self.endpoint)) {
         log_error(MOD, "--gateway-endpoint %s is not a usable numeric address and port",
@@ -1396,6 +1495,7 @@ int gw_init(struct agent *a)
         log_error(MOD, "cannot open a rtnetlink socket: %s", strerror(-g->rtfd));
         return g->rtfd;
     }
+    kernel_probe(g);
     log_info(MOD, "interface %s, endpoint %s, tunnel MTU %u, keepalive %llu s, socket %s",
              g->cfg->tunnel_interface, g->cfg->gateway_endpoint, g->self.mtu,
              (unsigned long long)(g->cfg->wg_keepalive_ms / 1000), g->sock);
@@ -1439,6 +1539,17 @@ static void teardown(struct gw *g)
     for (int fam = 4; g->nft && fam <= 6; fam += 2)
         if (nft_reconcile(g, fam, err, sizeof(err)) < 0)
             log_warn(MOD, "stopping: %s", err);
+    if (g->wgfd >= 0 && g->rtfd >= 0 && if_nametoindex(g->cfg->tunnel_interface)) {
+        uint8_t msg[WGNL_MSG_MAX];
+        uint32_t seq = ++g->seq;
+        int r = wgnl_msg_dellink(g->cfg->tunnel_interface, seq, msg, sizeof(msg));
+
+        if (r >= 0)
+            r = rt_sock_apply(g->rtfd, msg, (size_t)r, seq);
+        if (r < 0)
+            log_warn(MOD, "stopping: cannot delete the link %s: %s", g->cfg->tunnel_interface,
+                     strerror(-r));
+    }
     if (g->child) {
         log_info(MOD, "stopping wireguard-go (pid %d)", g->child->pid);
         uv_process_kill(g->child, SIGTERM);
@@ -1488,6 +1599,8 @@ void gw_fini(struct agent *a)
         nft_ctx_free(g->nft);
     if (g->rtfd >= 0)
         close(g->rtfd);
+    if (g->wgfd >= 0)
+        close(g->wgfd);
     wg_key_wipe(&g->priv);
     ctl_module_fini(a, MOD);
 }

@@ -1,10 +1,11 @@
 # Network support library (src/network/): CIDRs and the pod-CIDR remapping of
 # peers; WireGuard keys and its userspace API's text protocol (wguapi.c) and the nftables text of the
-# stateless prefix NAT (natrules.c), the routes' rtnetlink messages (routes.c), the data plane's objects
+# stateless prefix NAT (natrules.c), the routes' rtnetlink messages (routes.c), WireGuard's generic netlink
+# messages for the kernel's WireGuard (wgnl.c), the data plane's objects
 # (dpobj.c: TunnelEndpoints, the gateway's record), the node mode's routes (noderoutes.c), docs/dataplane.md; whether
 # a peer's ForeignCluster lets the networks be connected (peernet.c). Pure functions and a table: no
 # event loop, no network.
-cliqo_module(cliqo_network SOURCES network/ipam.c network/wguapi.c network/natrules.c network/routes.c
+cliqo_module(cliqo_network SOURCES network/ipam.c network/wguapi.c network/wgnl.c network/natrules.c network/routes.c
              network/peernet.c network/dpobj.c network/noderoutes.c DEPS PkgConfig::OPENSSL PkgConfig::JANSSON)
 
 # The agent module that exchanges NetworkConfigs and TunnelEndpoints and settles the remapping (network.h).
