@@ -13,8 +13,9 @@ PKGS=(
   libcurl4-openssl-dev libjansson-dev libyaml-dev libuv1-dev libssl-dev libcmocka-dev
   libc-ares-dev libmicrohttpd-dev libgnutls28-dev zlib1g-dev
   # the data plane (docs/dataplane.md): nftables through its library, WireGuard in userspace (this kernel
-  # has no WireGuard module) and wg to inspect it
-  libnftables-dev wireguard-go wireguard-tools
+  # has no WireGuard module), and wg and nft (which the network tests read the device and table with; it
+  # came before only as a recommendation of iptables and wireguard-tools)
+  libnftables-dev wireguard-go wireguard-tools nftables
   # images for real nodes, built without a registry (scripts/build-images.sh)
   umoci busybox-static
   # real nodes of the local clusters (cliqoctl dev up --real-nodes): the container runtime and CNI plugins
