@@ -98,6 +98,11 @@ int advsrc_parse(const json_t *cm, struct shr_list *ret, char *err, size_t errle
     map = json_loadb(text, json_string_length(v), JSON_REJECT_DUPLICATES, &je);
     if (!map) {
         snprintf(err, errlen, "data.resources is not JSON: %s (column %d)", je.text, je.column);
+        /* jansson quotes the token it stopped at, control characters included: the reason goes
+         * to a log line and an object's status, so one line of printable text */
+        for (char *c = err; *c; c++)
+            if ((unsigned char)*c < 0x20 || *c == 0x7f)
+                *c = '?';
         goto out;
     }
     if (!json_is_object(map)) {
