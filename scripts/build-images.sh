@@ -58,6 +58,20 @@ cached() {
     exit 0
   fi
 }
+# begin NAME TAG WHAT: a build directory ($work, removed at exit) with an empty image unpacked, its root
+# filesystem $root holding /tmp (mode 1777) and /etc.
+begin() {
+  mkdir -p "$CACHE_ROOT"
+  work=$(mktemp -d "$CACHE_ROOT/build.XXXXXX")
+  trap 'rm -rf "$work"' EXIT
+  log "building cliqo/$1:$2 from $3"
+  umoci init --layout "$work/oci"
+  umoci new --image "$work/oci:$2"
+  umoci unpack --image "$work/oci:$2" "$work/bundle" >/dev/null
+  root="$work/bundle/rootfs"
+  mkdir -p "$root/tmp" "$root/etc"
+  chmod 1777 "$root/tmp"
+}
 # finish NAME TAG: the layout as a tarball in the cache, with its .ref.
 finish() {
   local p="$CACHE_ROOT/$1-$2.tar"
@@ -87,16 +101,8 @@ if [ "$image" = agent ]; then
     for l in "${libs[@]}"; do sha256sum "$(readlink -f "$l")" | awk -v l="$l" '{print l, $1}'; done
   } | sha256sum | cut -c1-12)
   cached agent "$tag"
-  mkdir -p "$CACHE_ROOT"
-  work=$(mktemp -d "$CACHE_ROOT/build.XXXXXX")
-  trap 'rm -rf "$work"' EXIT
-  log "building cliqo/agent:$tag from $AGENT_BIN${BROKER_BIN:+ and $BROKER_BIN} (${#libs[@]} libraries)"
-  umoci init --layout "$work/oci"
-  umoci new --image "$work/oci:$tag"
-  umoci unpack --image "$work/oci:$tag" "$work/bundle" >/dev/null
-  root="$work/bundle/rootfs"
-  mkdir -p "$root/usr/bin" "$root/tmp" "$root/etc" "$root/var/run/wireguard"
-  chmod 1777 "$root/tmp"
+  begin agent "$tag" "$AGENT_BIN${BROKER_BIN:+ and $BROKER_BIN} (${#libs[@]} libraries)"
+  mkdir -p "$root/usr/bin" "$root/var/run/wireguard"
   install -m 0755 "$AGENT_BIN" "$root/usr/bin/cliqo-agent"
   [ -z "$BROKER_BIN" ] || install -m 0755 "$BROKER_BIN" "$root/usr/bin/cliqo-broker"
   install -m 0755 "$WIREGUARD_GO" "$root/usr/bin/wireguard-go"
@@ -118,16 +124,8 @@ tag=$(printf 'recipe=%s busybox-static=%s\n' "$RECIPE" "$bb_ver" | sha256sum | c
 name=busybox
 cached "$name" "$tag"
 
-mkdir -p "$CACHE_ROOT"
-work=$(mktemp -d "$CACHE_ROOT/build.XXXXXX")
-trap 'rm -rf "$work"' EXIT
-log "building cliqo/$name:$tag from busybox-static $bb_ver"
-umoci init --layout "$work/oci"
-umoci new --image "$work/oci:$tag"
-umoci unpack --image "$work/oci:$tag" "$work/bundle" >/dev/null
-root="$work/bundle/rootfs"
-mkdir -p "$root/bin" "$root/tmp" "$root/www" "$root/etc"
-chmod 1777 "$root/tmp"
+begin "$name" "$tag" "busybox-static $bb_ver"
+mkdir -p "$root/bin" "$root/www"
 install -m 0755 "$BUSYBOX" "$root/bin/busybox"
 for applet in $("$BUSYBOX" --list); do
   [ "$applet" = busybox ] || ln -sf busybox "$root/bin/$applet"
