@@ -96,8 +96,8 @@ struct agent {
     unsigned generation;               /* module generations begun after the first */
     struct metrics_family *m_generations;
     struct metrics_family *m_leader, *m_http, *m_module_ready, *m_inf_synced, *m_inf_objects,
-        *m_queue_depth, *m_kube_pending, *m_kube_up, *m_rss, *m_vsize, *m_fds, *m_max_fds, *m_cpu,
-        *m_start, *m_build;
+        *m_queue_depth, *m_kube_pending, *m_kube_req, *m_kube_up, *m_rss, *m_vsize, *m_fds,
+        *m_max_fds, *m_cpu, *m_start, *m_build;
     double start_time;
 
     uv_signal_t sigterm, sigint;
@@ -518,6 +518,7 @@ static int setup_metrics(struct agent *a)
     static const char *const module_labels[] = {"module", NULL};
     static const char *const inf_labels[] = {"resource", "namespace", NULL};
     static const char *const queue_labels[] = {"queue", NULL};
+    static const char *const verb_code_labels[] = {"verb", "code", NULL};
     static const char *const build_labels[] = {"version", NULL};
     struct metrics_registry *m = a->metrics;
     const char *build[] = {CLIQO_VERSION, NULL};
@@ -542,6 +543,10 @@ static int setup_metrics(struct agent *a)
         queue_labels);
     FAM(METRICS_GAUGE, m_kube_pending, "cliqo_kube_client_pending_requests",
         "Kubernetes API requests queued or in flight.", NULL);
+    FAM(METRICS_COUNTER, m_kube_req, "cliqo_kube_requests_total",
+        "Requests the modules sent to this cluster's API server, by verb and HTTP code "
+        "(\"error\" when no answer arrived).",
+        verb_code_labels);
     FAM(METRICS_GAUGE, m_kube_up, "cliqo_kube_apiserver_reachable",
         "1 when the last probe of the Kubernetes API server succeeded recently.", NULL);
     FAM(METRICS_GAUGE, m_build, "cliqo_build_info", "Build information; always 1.", build_labels);
@@ -946,15 +951,39 @@ static void on_new_leader(struct le_elector *le, const char *identity, void *dat
 
 /* ---- module generations -------------------------------------------------------------------- */
 
+/* Counts every request of the modules' client (cliqo_kube_requests_total). */
+static void observe_kube(struct kapi_client *c, const struct kapi_observation *o, void *data)
+{
+    struct agent *a = data;
+    char code[24];
+    const char *l[3];
+
+    (void)c;
+    if (!a->m_kube_req || (o->err == -ECANCELED && o->http_status == 0))
+        return;
+    if (o->http_status > 0)
+        snprintf(code, sizeof(code), "%ld", o->http_status);
+    else
+        snprintf(code, sizeof(code), "error");
+    l[0] = o->streaming ? "WATCH" : o->method;
+    l[1] = code;
+    l[2] = NULL;
+    metrics_inc(a->m_kube_req, l);
+}
+
 /* Makes the modules' world: their Kubernetes client, their metrics registry, the peer units'
  * registry, then init in table order. The informers they register start with start_informers,
  * once every module has added its indexes. Logs what failed. */
 static int setup_modules(struct agent *a)
 {
+    struct kapi_client_options ko = {.qps = a->cfg->kube_api_qps,
+                                     .burst = (int)a->cfg->kube_api_burst,
+                                     .observe = observe_kube,
+                                     .observe_data = a};
     int r;
 
     a->infs_started = false;
-    r = kapi_client_new(a->loop, a->kc, NULL, &a->kube);
+    r = kapi_client_new(a->loop, a->kc, &ko, &a->kube);
     if (r < 0)
         return log_errno(r, "agent", "cannot create the Kubernetes client for %s", a->kc->server);
     a->mmetrics = metrics_registry_new();

@@ -267,6 +267,14 @@ static void agent_flags_init(struct agent_flags *f, struct agent_config *cfg)
         {.name = "peer-check-interval", .kind = OPTS_DURATION, .arg = "DUR",
          .dest = &cfg->peer_check_ms, .min = 1,
          .help = "how often established peerings are checked on the peer (default 30s)"},
+        {.name = "kube-api-qps", .kind = OPTS_UINT, .arg = "N", .dest = &cfg->kube_api_qps,
+         .size = sizeof(cfg->kube_api_qps), .min = 1, .max = 100000,
+         .help = "requests per second the modules send to this cluster's API server, at most: "
+                 "pod statuses and Events of offloaded pods, reflected objects (default "
+                 AGENT_KUBE_QPS_S "; a 429 slows it down; docs/offloading.md)"},
+        {.name = "kube-api-burst", .kind = OPTS_UINT, .arg = "N", .dest = &cfg->kube_api_burst,
+         .size = sizeof(cfg->kube_api_burst), .min = 1, .max = 100000,
+         .help = "requests sent at once above that rate (default twice --kube-api-qps)"},
         {.name = "kubelet-addr", .kind = OPTS_CUSTOM, .arg = "HOST:PORT", .dest = cfg,
          .fn = kubelet_addr_flag,
          .help = "the kubelet API of the virtual nodes (logs, exec; default :10250; its port is "
@@ -386,9 +394,12 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
     cfg->retry_period_ms = 2000;
     cfg->shutdown_timeout_ms = 10000;
     cfg->log_level = LOG_LEVEL_INFO;
+    cfg->kube_api_qps = AGENT_KUBE_QPS;
     agent_flags_init(&flags, cfg);
     if (opts_parse(&flags.spec, argc, argv, err, errlen) < 0)
         return -EINVAL;
+    if (!cfg->kube_api_burst)
+        cfg->kube_api_burst = cfg->kube_api_qps * 2;
     if (cfg->nwebhook_client_cn && !cfg->webhook_client_ca)
         return errbuf_fmt(err, errlen, -EINVAL, "--webhook-client-cn needs --webhook-client-ca");
     if (cfg->renew_deadline_ms >= cfg->lease_duration_ms)

@@ -16,6 +16,9 @@
 
 #include "common/log.h"
 
+/* The modules' rate to their own API server (--kube-api-qps; docs/offloading.md, "Requests"). */
+#define AGENT_KUBE_QPS        200
+#define AGENT_KUBE_QPS_S      "200"
 #define AGENT_MAX_IDENTITY    128
 #define AGENT_MAX_WEBHOOK_CNS 16 /* --webhook-client-cn names (httpd's HTTPD_MAX_CLIENT_CNS) */
 #define AGENT_CN_MAX          64 /* bytes of one (httpd's HTTPD_CN_MAX) */
@@ -37,6 +40,8 @@ struct agent_config {
     uint64_t unpeer_timeout_ms; /* peering: 0 = default */
     enum log_level log_level;
     uint64_t peer_check_ms; /* peering: re-check period of established peerings; 0 = default */
+    /* The modules' client of this cluster's API server: requests per second and burst. */
+    unsigned kube_api_qps, kube_api_burst;
     /* Offloading (docs/offloading.md). */
     const char *kubelet_addr; /* the kubelet API listener of the virtual nodes (default :10250) */
     unsigned kubelet_port;    /* its port, published in the virtual nodes' daemonEndpoints */

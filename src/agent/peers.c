@@ -10,8 +10,8 @@
 #include "kube/backoff.h"
 #include "kube/kubeconfig.h"
 
-#define DEFAULT_QPS        20
-#define DEFAULT_BURST      40
+#define DEFAULT_QPS        200
+#define DEFAULT_BURST      400
 #define DEFAULT_TIMEOUT_MS 10000
 /* A peer is not trusted to be small: bounded answers and collections. */
 #define PEER_MAX_BODY    (8u << 20) /* a list page from a peer; one object: KAPI_MAX_OBJECT_BODY */

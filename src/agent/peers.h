@@ -61,7 +61,8 @@ struct pu_registry;
 struct pu_unit;
 struct pu_inf;
 
-/* Options of every client a registry makes (zero: the defaults, QPS 20, burst 40, 10 s). */
+/* Options of every client a registry makes (zero: the defaults, QPS 200, burst 400, 10 s;
+ * docs/offloading.md, "Requests"). */
 struct pu_client_options {
     double qps;
     int burst;

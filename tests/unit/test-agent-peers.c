@@ -338,8 +338,8 @@ static void test_rates(void **state)
         pu_set_credential(b, PU_VK, kubeconfig[0], strlen(kubeconfig[0]), "v1", err, sizeof(err)),
         1);
     pu_rate_of(b, &q, &burst);
-    assert_true(q == 20 && burst == 40);
-    assert_true(kapi_client_qps(pu_client(b, PU_VK)) == 20);
+    assert_true(q == 200 && burst == 400);
+    assert_true(kapi_client_qps(pu_client(b, PU_VK)) == 200);
 
     assert_int_equal(pu_set_rates(reg, 50, 100, &own, 1), 1);
     assert_int_equal(pu_set_rates(reg, 50, 100, &own, 1), 0); /* the same again */
@@ -364,8 +364,8 @@ static void test_rates(void **state)
 
     /* Cleared: the registry's options again. */
     assert_int_equal(pu_set_rates(reg, 0, 0, NULL, 0), 1);
-    assert_true(kapi_client_qps(pu_client(b, PU_VK)) == 20);
-    assert_true(kapi_client_qps(pu_client(c, PU_VK)) == 20);
+    assert_true(kapi_client_qps(pu_client(b, PU_VK)) == 200);
+    assert_true(kapi_client_qps(pu_client(c, PU_VK)) == 200);
 
     pu_release(b, "test");
     pu_release(c, "test");

@@ -81,6 +81,6 @@ kc "$A" patch clusterconfig configuration --type=merge \
 wait_for 20 "A's agent says its clients to $B run at 7 requests/s" \
   grep_q "peer $B_ID: [a-z]* client at 7 requests/s, burst 14" "$(agent_log "$A")"
 kc "$A" patch clusterconfig configuration --type=json -p '[{"op":"remove","path":"/spec/peeringConfig/peerClient"}]' >/dev/null
-wait_for 20 "A's agent says its clients to $B are back at 20 requests/s" \
-  grep_q "peer $B_ID: [a-z]* client at 20 requests/s, burst 40" "$(agent_log "$A")"
+wait_for 20 "A's agent says its clients to $B are back at 200 requests/s" \
+  grep_q "peer $B_ID: [a-z]* client at 200 requests/s, burst 400" "$(agent_log "$A")"
 pass "429s from the provider slowed the offloading down and lost or doubled no pod; the pace came back; the rate is configurable per peer"
