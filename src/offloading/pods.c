@@ -27,6 +27,7 @@
 #define NAME_MAX_       254
 #define KEY_MAX         (NS_MAX + NAME_MAX_ + 2)
 #define RV_MAX          32
+#define UID_MAX_        48 /* a UID is 36 characters */
 #define BUCKETS         4096
 #define REFUSE_BASE_MS  1000
 #define REFUSE_MAX_MS   300000 /* 5 min */
@@ -51,6 +52,7 @@ struct pstate {
     char home_rv[RV_MAX];          /* the home pod's version when we wrote its status */
     char remote_rv[RV_MAX];        /* the remote pod's version when we patched it */
     char update_failed_rv[RV_MAX]; /* home version whose remote update the provider refused */
+    char deleted_uid[UID_MAX_];    /* the home pod we deleted (grace 0): its UID */
     double ev_tokens;
     uint64_t ev_at;
     unsigned exists;     /* creates answered AlreadyExists in a row */
@@ -639,6 +641,7 @@ struct rec {
     enum vkp_action action;
     bool orphan;
     char home_rv[RV_MAX], remote_rv[RV_MAX];
+    char home_uid[UID_MAX_];
 };
 
 /* Ends r with the skeleton's outcomes (agent/ctl.h; the reflector has a queue of its own, not a
@@ -826,6 +829,12 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
             break;
         case VKP_DELETE_REMOTE:
             count(r->orphan ? FAMILY(p, orphans) : FAMILY(p, deletions), p);
+            break;
+        case VKP_DELETE_HOME:
+            /* Gone, whatever the informer shows of it until its DELETED event (the server's last
+             * MODIFIED comes first): that pod is not deleted again. */
+            if ((s = ps_find(p, r->key)))
+                snprintf(s->deleted_uid, sizeof(s->deleted_uid), "%s", r->home_uid);
             break;
         default:
             break;
@@ -1020,6 +1029,11 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     sit.status_differs = spatch != NULL;
     sit.update_remote = upatch != NULL;
     action = r->action = vkp_decide(&sit);
+    if (action == VKP_DELETE_HOME && s && kapi_obj_uid(home) &&
+        strcmp(s->deleted_uid, kapi_obj_uid(home)) == 0)
+        action = r->action = VKP_WAIT; /* deleted; the informer has not shown it yet */
+    snprintf(r->home_uid, sizeof(r->home_uid), "%s",
+             home && kapi_obj_uid(home) ? kapi_obj_uid(home) : "");
     set_rv(r->home_rv, kapi_obj_rv(home));
     set_rv(r->remote_rv, kapi_obj_rv(remote));
     log_debug(MOD, "provider %s: %s: %s", p->peer_id, key, vkp_action_name(action));
@@ -1168,7 +1182,7 @@ static void pods_ns_add(void *state, const char *local, const char *remote)
         .resource = &kapi_pods, .page_size = 500, .transform = remote_transform};
     struct inf_options eo = {.resource = &kapi_events,
                              .page_size = 500,
-                             .field_selector = "involvedObject.kind=Pod",
+                             .field_selector = VKP_EVENT_SELECTOR,
                              .transform = event_transform};
     struct inf_handlers ph = {.on_add = on_remote_add_delete,
                               .on_update = on_remote_update,

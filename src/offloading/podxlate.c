@@ -951,7 +951,7 @@ json_t *vkp_home_event(const json_t *ev, const json_t *home, const char *remote_
 
     if (!kind || strcmp(kind, "Pod") != 0 || !name || !hname || strcmp(name, hname) != 0 || !hns ||
         !huid || !printable(uid, 128) || !printable(reason, VKP_MAX_REASON) ||
-        !one_of(type, types) || !peer_id)
+        !one_of(type, types) || !peer_id || strcmp(reason, VKP_EVENT_REASON_SCHEDULED) == 0)
         return NULL;
     if (io_uid && remote_uid && strcmp(io_uid, remote_uid) != 0)
         return NULL;

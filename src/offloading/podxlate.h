@@ -106,11 +106,17 @@ json_t *vkp_status_patch(const json_t *home, const json_t *want);
 /* ---- Events -------------------------------------------------------------------------------------
  */
 
+/* The reason of the provider's scheduler placing a pod on one of its nodes: not forwarded (the home
+ * pod has its own from the home scheduler, and which of B's nodes runs it is B's business); the
+ * events informer asks B not to send them (VKP_EVENT_SELECTOR). One write less per pod at home. */
+#define VKP_EVENT_REASON_SCHEDULED "Scheduled"
+#define VKP_EVENT_SELECTOR         "involvedObject.kind=Pod,reason!=" VKP_EVENT_REASON_SCHEDULED
+
 /* The Event to create in the home namespace for a remote Event about the remote pod of `home`, or
- * NULL when it is not to be forwarded (malformed, not about a Pod, not about this incarnation of
- * the remote pod: remote_uid is the cached remote pod's UID). Its name is derived from the remote
- * Event's UID (ret_name, VKP_EVENT_NAME_MAX + 1 bytes), so forwarding the same Event twice names
- * the same object. Source component "cliqo-vk/<peer>". */
+ * NULL when it is not to be forwarded (malformed, not about a Pod, reason Scheduled, not about this
+ * incarnation of the remote pod: remote_uid is the cached remote pod's UID). Its name is derived
+ * from the remote Event's UID (ret_name, VKP_EVENT_NAME_MAX + 1 bytes), so forwarding the same
+ * Event twice names the same object. Source component "cliqo-vk/<peer>". */
 json_t *vkp_home_event(const json_t *remote_ev, const json_t *home, const char *remote_uid,
                        const char *peer_id, char *ret_name);
 

@@ -849,12 +849,18 @@ static void test_events(void **state)
           "source>component = \"cliqo-vk/" PEER_ID "\"", NULL}},
         {"an events.k8s.io Event (eventTime, series)",
          "{\"metadata\":{\"uid\":\"ev-2\"},\"involvedObject\":{\"kind\":\"Pod\",\"name\":\"p\"},"
-         "\"reason\":\"Scheduled\",\"message\":\"Successfully assigned r/p to n1\",\"type\":"
+         "\"reason\":\"Pulling\",\"message\":\"Pulling image nginx\",\"type\":"
          "\"Normal\",\"eventTime\":\"2024-05-01T09:00:00.123456Z\",\"series\":{\"count\":3,"
          "\"lastObservedTime\":\"2024-05-01T09:09:09.000001Z\"}}",
          true,
          {"firstTimestamp = \"2024-05-01T09:00:00Z\"", "lastTimestamp = \"2024-05-01T09:09:09Z\"",
-          "count = 3", "reason = \"Scheduled\"", NULL}},
+          "count = 3", "reason = \"Pulling\"", NULL}},
+        {"the provider's scheduler placing the pod (the home scheduler has said it)",
+         "{\"metadata\":{\"uid\":\"ev-3\"},\"involvedObject\":{\"kind\":\"Pod\",\"name\":\"p\"},"
+         "\"reason\":\"Scheduled\",\"message\":\"Successfully assigned r/p to n1\",\"type\":"
+         "\"Normal\",\"lastTimestamp\":\"2024-05-01T09:00:00Z\"}",
+         false,
+         {NULL}},
         {"not about a pod",
          "{\"metadata\":{\"uid\":\"e\"},\"involvedObject\":{\"kind\":\"Node\",\"name\":\"p\"},"
          "\"reason\":\"R\",\"type\":\"Normal\",\"lastTimestamp\":\"2024-05-01T09:00:00Z\"}",

@@ -67,9 +67,20 @@ jq -e '[.items[] | .status.containerStatuses[0] | select((.containerID | startsw
 jq -e --arg b "$B_ID" '[.items[] | select([.status.conditions[] | select(.type == "cliqo.io/ProviderReachable" and .status == "True")] | length != 1)] | length == 0' \
   <<<"$home" >/dev/null || fail "home pods lack cliqo.io/ProviderReachable=True"
 
-say "B's Events appear on the home pods"
+say "B's Events appear on the home pods (not B's Scheduled: the home scheduler has said it)"
 P=$(jq -r '.items[0].metadata.name' <<<"$home")
-wait_for 30 "an Event from cliqo-vk/$B_ID on pod $P" eval "kc \"$A\" get events -n \"$NS\" -o json | jq -e --arg p \"$P\" --arg c \"cliqo-vk/$B_ID\" '[.items[] | select(.involvedObject.name == \$p and .source.component == \$c and .reason == \"Scheduled\")] | length >= 1' >/dev/null"
+PUID=$(kget "$B" pod -n "$RNS" "$P" | jq -r .metadata.uid)
+now=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+kc "$B" create -f - >/dev/null <<JSON
+{"apiVersion":"v1","kind":"Event","metadata":{"name":"$P.e2e","namespace":"$RNS"},
+ "involvedObject":{"kind":"Pod","name":"$P","namespace":"$RNS","uid":"$PUID"},
+ "reason":"E2EProbe","message":"an Event of B's about the pod","type":"Warning","count":1,
+ "firstTimestamp":"$now","lastTimestamp":"$now","source":{"component":"e2e"}}
+JSON
+fwd() { kc "$A" get events -n "$NS" -o json | jq -c --arg p "$P" --arg c "cliqo-vk/$B_ID" '[.items[] | select(.involvedObject.name == $p and .source.component == $c) | .reason]'; }
+wait_for 30 "B's E2EProbe Event on pod $P, from cliqo-vk/$B_ID" eval '[ "$(fwd | jq -r "index(\"E2EProbe\") != null")" = true ]'
+# B's Scheduled Event came long before E2EProbe: forwarded, it would be there by now.
+[ "$(fwd | jq -r 'index("Scheduled")')" = null ] || fail "B's Scheduled Event was forwarded: $(fwd)"
 
 say "labels, annotations and images propagate"
 kc "$A" label pod -n "$NS" "$P" e2e.cliqo.io/extra=yes >/dev/null
