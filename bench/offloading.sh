@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
 # Offloading, after the method of Liqo's offloading benchmark: the time from creating a Deployment of N replicas
-# until all its pods are Ready, for N in SIZES (default 10 100 1000), offloaded through the virtual node (the
+# until all its pods are Ready, for N in SIZES (default 100 1000 10000), offloaded through the virtual node (the
 # Deployment on the consumer, in a namespace offloaded to the provider) versus created directly on the provider,
-# in the same run, and their ratio. Then the added latency of a single pod: S times (default 15) a bare pod
-# created and waited Ready, offloaded and direct; the median of each and their difference. Also the consumer
-# agent's RSS while the largest Deployment is offloaded (build it with the release preset for that figure).
-# Two local clusters with NODES simulated nodes each (default 10, room for 200 pods each); the provider shares
-# 100 % of them. Prints figures and ratios, asserts nothing; the clusters are torn down on exit.
-# Usage: bench/offloading.sh --cliqoctl C --agent A --nodesim S [--sizes "10 100 1000"] [--samples S]
-#        [--nodes N] [--base-port P] [--controller-qps Q]
+# in the same run, and their ratio. Both clusters' scheduler and controller-manager run at CONTROLLER_QPS
+# requests/s (default 1000, printed), so that the direct case is not paced by client-go's default 20/s; the
+# direct case's pace (pods Ready per second) is printed beside it. For each N, the requests cliqo sent per
+# offloaded pod, each way (to the provider: the virtual kubelet's credential; home: the agent's own client),
+# while the pods came up and while they went away. Then the added latency of a single pod: S times (default 15) a
+# bare pod created and waited Ready, offloaded and direct; the median of each and their difference. Also the
+# consumer agent's RSS after each N is Ready (build it with the release preset for that figure).
+# Two local clusters of simulated nodes, as many as the largest N needs on the provider (both Deployments at once,
+# 250 pods a node) unless --nodes says; the provider shares 100 % of them. Prints figures and ratios, asserts
+# nothing; the clusters are torn down on exit.
+# Usage: bench/offloading.sh --cliqoctl C --agent A --nodesim S [--sizes "100 1000 10000"] [--samples S]
+#        [--nodes N] [--base-port P] [--controller-qps Q] [--peer-qps Q] [--kube-api-qps Q] [--no-pin]
+# --peer-qps sets the consumer's per-peer client rate (ClusterConfig peerClient; default: the agent's default),
+# --kube-api-qps the agents' own clients' (default: the agent's default). Each cluster runs on half of the CPUs
+# (bench/peered-clusters.sh, BENCH_PIN), as two clusters on machines of their own would: on one shared machine the
+# offloaded case runs two control planes where the direct case runs one. --no-pin shares all CPUs.
 set -euo pipefail
 source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
-CLIQOCTL="" AGENT="" NODESIM="" SIZES="10 100 1000" SAMPLES=15 NODES=10 BASE_PORT=$(cliqo_port bench.offloading) CQPS=""
+CLIQOCTL="" AGENT="" NODESIM="" SIZES="100 1000 10000" SAMPLES=15 NODES="" BASE_PORT=$(cliqo_port bench.offloading)
+CQPS=1000 PEER_QPS="" KUBE_QPS="" BENCH_PIN=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;
@@ -23,7 +33,10 @@ while [ $# -gt 0 ]; do
     --nodes) NODES=$2; shift 2 ;;
     --base-port) BASE_PORT=$2; shift 2 ;;
     --controller-qps) CQPS=$2; shift 2 ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --peer-qps) PEER_QPS=$2; shift 2 ;;
+    --kube-api-qps) KUBE_QPS=$2; shift 2 ;;
+    --no-pin) BENCH_PIN=0; shift ;;
+    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -34,10 +47,78 @@ export CLIQO_NODESIM=$NODESIM
 MAX=0
 for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 
-export CLIQO_DEV_NODES=$NODES CLIQO_DEV_NODESIM_ARGS="--pods 200"
-[ -z "$CQPS" ] || export CLIQO_DEV_CONTROLLER_QPS=$CQPS
+# The provider holds both Deployments of the largest N at once, 250 pods a node, with cpu and memory to spare
+# (offloaded pods get the tenant namespace's default requests there).
+[ -n "$NODES" ] || NODES=$(((MAX * 22 / 10 + 249) / 250))
+[ "$NODES" -ge 4 ] || NODES=4
+export CLIQO_DEV_NODES=$NODES CLIQO_DEV_NODESIM_ARGS="--pods 250 --cpu 2k --memory 8Ti"
+export CLIQO_DEV_CONTROLLER_QPS=$CQPS BENCH_PIN
+[ -z "$KUBE_QPS" ] || AGENT_ARGS="--kube-api-qps $KUBE_QPS"
 source "$(dirname "$0")/peered-clusters.sh"
+dflt="the agent's default"
+echo "per-peer client: ${PEER_QPS:-$dflt} requests/s; agents' own clients: ${KUBE_QPS:-$dflt} requests/s"
+echo "controllers (kube-scheduler, kube-controller-manager) of both clusters at $CQPS requests/s, burst $((CQPS * 2)); $NODES simulated nodes a cluster, 250 pods each"
 bench_offload_setup "$MAX"
+if [ -n "$PEER_QPS" ]; then
+  k 1 patch clusterconfig configuration --type=merge \
+    -p "{\"spec\":{\"peeringConfig\":{\"peerClient\":{\"qps\":$PEER_QPS,\"burst\":$((PEER_QPS * 2))}}}}" >/dev/null
+fi
+metric_sums() { # AGENT_PORT: "to_provider VERB=n ... home VERB=n ...", watches left out
+  curl -s "http://127.0.0.1:$1/metrics" | awk '
+    /^cliqo_peer_requests_total\{/ && /role="vk"/ && !/verb="WATCH"/ { match($0, /verb="[A-Z]+"/); p[substr($0, RSTART + 6, RLENGTH - 7)] += $NF }
+    /^cliqo_kube_requests_total\{/ && !/verb="WATCH"/ { match($0, /verb="[A-Z]+"/); h[substr($0, RSTART + 6, RLENGTH - 7)] += $NF }
+    END { printf "to_provider"; for (v in p) printf " %s=%d", v, p[v]; printf " home"; for (v in h) printf " %s=%d", v, h[v]; print "" }'
+}
+per_pod() { # BEFORE AFTER N: per offloaded pod, each way, by verb
+  awk -v n="$3" -v a="$1" -v b="$2" 'BEGIN {
+    nx = split(a, x, " "); ny = split(b, y, " ")
+    for (i = 1; i <= nx; i++) { if (split(x[i], kv, "=") == 2) before[w, kv[1]] = kv[2]; else w = x[i] }
+    for (i = 1; i <= ny; i++) { if (split(y[i], kv, "=") == 2) { after[w, kv[1]] = kv[2]; verbs[w, kv[1]] = 1 } else w = y[i] }
+    split("to_provider home", ways, " ")
+    for (j = 1; j <= 2; j++) {
+      t = 0; d = ""
+      for (k in verbs) { split(k, kk, SUBSEP); if (kk[1] != ways[j]) continue
+        c = after[k] - before[k]; if (c <= 0) continue; t += c; d = d sprintf(" %s=%.2f", kk[2], c / n) }
+      printf "%s%s=%.2f (%s)", (j > 1 ? " " : ""), ways[j], t / n, substr(d, 2)
+    }
+    print "" }'
+}
+# When the offloaded pods passed each step (API timestamps, whole seconds, from the first home pod's creation):
+# the second by which 50 %, 90 % and all of them had. Says which part of the path sets the pace.
+cpu_ticks() { # "c1_kube-apiserver=T ... c1_agent=T c2_..." CPU clock ticks (user + system) so far
+  local i f
+  for i in 1 2; do
+    for f in "$CLIQO_DEV_DIR/cluster-$i"/*.pid; do
+      case "$f" in *.supervisor.pid) continue ;; esac
+      printf 'c%s_%s=%s ' "$i" "$(basename "$f" .pid)" "$(awk '{ print $14 + $15 }' "/proc/$(cat "$f")/stat" 2>/dev/null || echo 0)"
+    done
+    printf 'c%s_agent=%s ' "$i" "$(awk '{ print $14 + $15 }' "/proc/${PIDS[$((i - 1))]}/stat")"
+  done
+}
+cpu_used() { # BEFORE AFTER: seconds of CPU per process between two cpu_ticks, and per cluster
+  awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+    nx = split(a, x, " "); ny = split(b, y, " ")
+    for (i = 1; i <= nx; i++) { split(x[i], kv, "="); before[kv[1]] = kv[2] }
+    for (i = 1; i <= ny; i++) { split(y[i], kv, "="); d = (kv[2] - before[kv[1]]) / hz; c = substr(kv[1], 1, 2)
+      tot[c] += d; out = out sprintf(" %s=%.1f", kv[1], d) }
+    printf "cluster-1=%.1f cluster-2=%.1f:%s\n", tot["c1"], tot["c2"], out }'
+}
+steps_of() { # CLUSTER NS APP PREFIX T0: "PREFIX_created SECONDS" ... per pod, from T0
+  k "$1" get pods -n "$2" -l "app=$3" -o json | jq -r --arg p "$4" --argjson t0 "$5" '
+    def cond(t): [.status.conditions[]? | select(.type == t and .status == "True") | .lastTransitionTime | fromdateiso8601 - $t0][0];
+    .items[] | "\($p)_created \(.metadata.creationTimestamp | fromdateiso8601 - $t0)", "\($p)_scheduled \(cond("PodScheduled"))", "\($p)_ready \(cond("Ready"))"'
+}
+stages() { # CLUSTER NS APP [REMOTE_NS]: p50/p90/all of each step
+  local t0
+  t0=$(k "$1" get pods -n "$2" -l "app=$3" -o json | jq '[.items[].metadata.creationTimestamp | fromdateiso8601] | min')
+  { steps_of "$1" "$2" "$3" home "$t0"
+    [ -z "${4:-}" ] || steps_of 2 "$4" "$3" remote "$t0"
+  } | awk '$2 != "null"' | sort -k1,1 -k2,2n | awk '{ v[$1, ++n[$1]] = $2 }
+      END { split("home_created home_scheduled remote_created remote_scheduled remote_ready home_ready", o, " ")
+        for (i = 1; i <= 6; i++) { s = o[i]; m = n[s]; if (!m) continue
+          printf "%s%s=%s/%s/%s", (i > 1 ? " " : ""), s, v[s, int((m + 1) / 2)], v[s, int((m * 9 + 9) / 10)], v[s, m] }
+        print "" }'
+}
 k 2 create namespace bench-direct >/dev/null
 # Until the pod webhook sets them, the offloaded pods carry the toleration and the node affinity themselves.
 TO_VNODE='"tolerations":[{"key":"virtual-node.liqo.io/not-allowed","operator":"Exists","effect":"NoExecute"}],
@@ -67,20 +148,28 @@ rss_mb() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 rss_detail() { awk '/^Rss(Anon|File):/ { printf "%s%s=%.1f", sep, tolower(substr($1, 4, length($1) - 4)), $2 / 1024; sep = " " }' "/proc/$1/status"; }
 
 for n in $SIZES; do
+  c0=$(cpu_ticks)
   dir=$(run_deploy 2 bench-direct "dir-$n" "$n" "")
+  c1=$(cpu_ticks)
+  m0=$(metric_sums "$(port 1 6)")
   off=$(run_deploy 1 bench "off-$n" "$n" "$TO_VNODE")
+  c2=$(cpu_ticks)
   remote=$(k 2 get pods -n "$RNS" -l "app=off-$n" -o name | wc -l)
-  echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$(awk -v a="$off" -v b="$dir" 'BEGIN { printf "%.2f", a / b }') remote_pods=$remote"
-  if [ "$n" = "$MAX" ]; then
-    sleep 5
-    echo "FIGURE agent-rss-mb consumer=$(rss_mb "${PIDS[0]}") provider=$(rss_mb "${PIDS[1]}") offloaded_pods=$n target=25 ratio=$(awk -v a="$(rss_mb "${PIDS[0]}")" 'BEGIN { printf "%.2f", a / 25 }')"
-    echo "FIGURE agent-rss-detail-mb consumer: $(rss_detail "${PIDS[0]}"); provider: $(rss_detail "${PIDS[1]}")"
-  fi
-  k 1 delete deployment -n bench "off-$n" --wait=false >/dev/null
+  echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$(ratio "$off" "$dir") remote_pods=$remote direct_pods_per_s=$(awk -v n="$n" -v d="$dir" 'BEGIN { printf "%.0f", n * 1000 / d }')"
+  echo "FIGURE cpu-s n=$n direct: $(cpu_used "$c0" "$c1")"
+  echo "FIGURE cpu-s n=$n offloaded: $(cpu_used "$c1" "$c2")"
+  echo "FIGURE steps-s n=$n (p50/p90/all, whole seconds) direct: $(stages 2 bench-direct "dir-$n") offloaded: $(stages 1 bench "off-$n" "$RNS")"
+  sleep 5
+  echo "FIGURE requests-per-offloaded-pod n=$n up: $(per_pod "$m0" "$(metric_sums "$(port 1 6)")" "$n")"
+  echo "FIGURE agent-rss-mb n=$n consumer=$(rss_mb "${PIDS[0]}") provider=$(rss_mb "${PIDS[1]}") offloaded_pods=$n target=$([ "$n" -le 1000 ] && echo 25 || echo 60) consumer_detail: $(rss_detail "${PIDS[0]}")"
+  m1=$(metric_sums "$(port 1 6)")
   k 2 delete deployment -n bench-direct "dir-$n" --wait=false >/dev/null
+  gone 2 bench-direct "app=dir-$n"
+  k 1 delete deployment -n bench "off-$n" --wait=false >/dev/null
   gone 1 bench "app=off-$n"
   gone 2 "$RNS" "app=off-$n"
-  gone 2 bench-direct "app=dir-$n"
+  sleep 2
+  echo "FIGURE requests-per-offloaded-pod n=$n down: $(per_pod "$m1" "$(metric_sums "$(port 1 6)")" "$n")"
 done
 
 echo "single pods: $SAMPLES samples each, offloaded and direct"
@@ -106,4 +195,5 @@ md=$(printf '%s\n' "${dirs[@]}" | median)
 echo "single_ms offloaded: $(printf '%s\n' "${offs[@]}" | sort -n | tr '\n' ' ')"
 echo "single_ms direct: $(printf '%s\n' "${dirs[@]}" | sort -n | tr '\n' ' ')"
 echo "FIGURE single-pod-ready-ms median_offloaded=$mo median_direct=$md added_median=$((mo - md)) samples=$SAMPLES"
+echo "FIGURE agent-requests $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_(kube|peer)_requests_total/ && !/WATCH/ { sub(/peer="[^"]*",/, ""); printf "%s ", $0 }')"
 echo "FIGURE vk-metrics $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_vk_pod_(creations|status_updates|events_forwarded|events_dropped|refusals)/ { sub(/\{.*\}/, "", $1); printf "%s=%s ", $1, $2 }')"

@@ -2,6 +2,9 @@
 # bench/advertisement-live.sh): source it after setting CLIQOCTL, AGENT, BASE_PORT and CLIQO_DEV_NODES (and,
 # if wanted, CLIQO_DEV_NODESIM_ARGS and CLIQO_DEV_CONTROLLER_QPS). It defines WORK (removed on exit), PIDS
 # (the agents: consumer, then provider), the helpers below, bench_peer_setup and bench_offload_setup.
+# AGENT_ARGS (word-split), if set, is added to both agents' command lines. With BENCH_PIN=1 (and at least 2
+# CPUs) each cluster's processes (control plane, simulated nodes, its agent) run on half of the CPUs, cluster 1 on
+# the first half: as two clusters on machines of their own, so that work on one does not take the other's CPU.
 WORK=$(mktemp -d)
 export CLIQO_DEV_DIR=$WORK/dev CLIQO_DEV_BASE_PORT=$BASE_PORT
 PIDS=()
@@ -13,6 +16,21 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+cpus_of() { # CLUSTER: the CPU list its processes are pinned to, or "" (no pinning)
+  local n h
+  n=$(nproc)
+  [ "${BENCH_PIN:-0}" = 1 ] && [ "$n" -ge 2 ] || return 0
+  h=$((n / 2))
+  if [ "$1" = 1 ]; then echo "0-$((h - 1))"; else echo "$h-$((n - 1))"; fi
+}
+pin_cluster() { # CLUSTER: every process of its control plane and nodes (and their supervisors), all threads
+  local c f
+  c=$(cpus_of "$1")
+  [ -n "$c" ] || return 0
+  for f in "$CLIQO_DEV_DIR/cluster-$1"/*.pid; do
+    taskset -a -p -c "$c" "$(cat "$f")" >/dev/null 2>&1 || true
+  done
+}
 kcfg() { echo "$CLIQO_DEV_DIR/cluster-$1/kubeconfig"; }
 k() { local c=$1; shift; kubectl --kubeconfig "$(kcfg "$c")" --request-timeout=60s "$@"; }
 ms() { date +%s%3N; }
@@ -31,14 +49,18 @@ bench_peer_setup() {
   local min=$1 pct=${2:-} i add
   echo "setup: 2 clusters of $CLIQO_DEV_NODES simulated nodes, cliqo installed, agents started, cluster-1 peered with cluster-2"
   "$CLIQOCTL" dev up --clusters 2 >/dev/null
+  pin_cluster 1
+  pin_cluster 2
+  [ -z "$(cpus_of 1)" ] || echo "cluster-1 pinned to CPUs $(cpus_of 1), cluster-2 to CPUs $(cpus_of 2) (agents included)"
   for i in 1 2; do
     "$CLIQOCTL" install --kubeconfig "$(kcfg "$i")" --cluster-name "cluster-$i" \
       --auth-address "127.0.0.1:$(port "$i" 7)" --skip-agent >/dev/null
-    "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$(port "$i" 6)" \
+    # shellcheck disable=SC2046,SC2086 # taskset's words when pinned; AGENT_ARGS is word-split on purpose
+    $([ -n "$(cpus_of "$i")" ] && echo taskset -c "$(cpus_of "$i")") "$AGENT" --kubeconfig "$(kcfg "$i")" --http-addr "127.0.0.1:$(port "$i" 6)" \
       --auth-addr "127.0.0.1:$(port "$i" 7)" --auth-url "https://127.0.0.1:$(port "$i" 7)" \
       --kubelet-addr "127.0.0.1:$(port "$i" 8)" --webhook-addr "127.0.0.1:$(port "$i" 9)" \
       --webhook-url "https://127.0.0.1:$(port "$i" 9)" --node-address 127.0.0.1 \
-      --identity "bench-$i" >"$WORK/agent-$i.log" 2>&1 &
+      --identity "bench-$i" ${AGENT_ARGS:-} >"$WORK/agent-$i.log" 2>&1 &
     PIDS+=($!)
   done
   for i in 1 2; do
