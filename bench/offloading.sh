@@ -111,11 +111,19 @@ steps_of() { # CLUSTER NS APP PREFIX T0: "PREFIX_created SECONDS" ... per pod, f
 stages() { # CLUSTER NS APP [REMOTE_NS]: p50/p90/all of each step
   local t0
   t0=$(k "$1" get pods -n "$2" -l "app=$3" -o json | jq '[.items[].metadata.creationTimestamp | fromdateiso8601] | min')
+  # An offloaded pod's PodScheduled shows the provider's once its status is written home: when the home
+  # scheduler bound it is the time of its Scheduled Event (events.k8s.io: eventTime).
   { steps_of "$1" "$2" "$3" home "$t0"
-    [ -z "${4:-}" ] || steps_of 2 "$4" "$3" remote "$t0"
-  } | awk '$2 != "null"' | sort -k1,1 -k2,2n | awk '{ v[$1, ++n[$1]] = $2 }
-      END { split("home_created home_scheduled remote_created remote_scheduled remote_ready home_ready", o, " ")
-        for (i = 1; i <= 6; i++) { s = o[i]; m = n[s]; if (!m) continue
+    if [ -n "${4:-}" ]; then
+      steps_of 2 "$4" "$3" remote "$t0"
+      k "$1" get events -n "$2" --field-selector reason=Scheduled -o json | jq -r --arg a "$3-" --argjson t0 "$t0" '
+        .items[] | select(.involvedObject.name | startswith($a)) | (.firstTimestamp // .eventTime) |
+        select(. != null) | "home_bound \(sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601 - $t0)"'
+    fi
+  } | awk '$2 != "null"' | sort -k1,1 -k2,2n | awk -v off="${4:+1}" '{ v[$1, ++n[$1]] = $2 }
+      END { steps = off ? "home_created home_bound remote_created remote_scheduled remote_ready home_ready" : "home_created home_scheduled home_ready"
+        split(steps, o, " ")
+        for (i = 1; o[i] != ""; i++) { s = o[i]; m = n[s]; if (!m) continue
           printf "%s%s=%s/%s/%s", (i > 1 ? " " : ""), s, v[s, int((m + 1) / 2)], v[s, int((m * 9 + 9) / 10)], v[s, m] }
         print "" }'
 }
@@ -195,5 +203,6 @@ md=$(printf '%s\n' "${dirs[@]}" | median)
 echo "single_ms offloaded: $(printf '%s\n' "${offs[@]}" | sort -n | tr '\n' ' ')"
 echo "single_ms direct: $(printf '%s\n' "${dirs[@]}" | sort -n | tr '\n' ' ')"
 echo "FIGURE single-pod-ready-ms median_offloaded=$mo median_direct=$md added_median=$((mo - md)) samples=$SAMPLES"
+echo "FIGURE request-mean-ms to_provider: $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ { match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7); if ($0 ~ /_sum/) s[v] += $NF; else c[v] += $NF } END { for (v in c) if (c[v]) printf "%s=%.1f ", v, 1000 * s[v] / c[v] }')"
 echo "FIGURE agent-requests $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_(kube|peer)_requests_total/ && !/WATCH/ { sub(/peer="[^"]*",/, ""); printf "%s ", $0 }')"
 echo "FIGURE vk-metrics $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_vk_pod_(creations|status_updates|events_forwarded|events_dropped|refusals)/ { sub(/\{.*\}/, "", $1); printf "%s=%s ", $1, $2 }')"
