@@ -2,13 +2,14 @@
  * (src/offer/share.c, shr_pod_upsert_record).
  *
  * The input is decoded by jansson (any JSON value, NUL bytes in strings allowed); its record is
- * built into a buffer of exactly the size the first pass announced (so that ASan sees any write
- * past it). Invariants: the two passes agree on the size; every string lies inside the record,
- * is NUL-terminated and is the tree's (spot-checked on the name and the origin label); the
- * containers' quantity ranges and the overhead's lie within the quantities; the state takes the
- * record or refuses it with -EINVAL (a bad name), never anything else but -ENOMEM. A violated
- * invariant aborts, which libFuzzer reports as a crash. The unit is included so that it is built
- * with the fuzzer's instrumentation (see fuzz-quantity.c). */
+ * built into a buffer of exactly the size a first call announced (so that ASan sees any write
+ * past it), with the broadcaster's options and with every optional part. Invariants: the two calls
+ * agree on the size; every string lies inside the record, is NUL-terminated and is the tree's
+ * (spot-checked on the name and the origin label); the containers' quantity ranges and the
+ * overhead's lie within the quantities; the state takes the record or refuses it with -EINVAL (a
+ * bad name), never anything else but -ENOMEM. A violated invariant aborts, which libFuzzer reports
+ * as a crash. The unit is included so that it is built with the fuzzer's instrumentation (see
+ * fuzz-quantity.c). */
 #include "../src/kube/podrec.c"
 
 #include "offer/share.h"
@@ -44,23 +45,19 @@ static void check_range(const struct kpod *p, uint32_t first, uint32_t n)
         abort();
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* The record of pod with options o, checked; then given to a fresh state. */
+static void one(const json_t *pod, const struct kpod_options *o)
 {
-    json_t *pod = json_loadb((const char *)data, size, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
-    const struct kpod_options *o = &shr_pod_record_options;
     struct shr_state *s = NULL;
     struct kpod *p;
     long n;
     int r;
 
-    if (!pod)
-        return 0;
     n = kpod_build(pod, o, NULL, 0);
     if (n < 0) {
         if (n != -E2BIG)
             abort();
-        json_decref(pod);
-        return 0;
+        return;
     }
     p = malloc((size_t)n);
     if (!p || kpod_build(pod, o, p, (size_t)n) != n || p->size != (uint32_t)n)
@@ -98,6 +95,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         shr_free(s);
     }
     free(p);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static const struct kpod_options all = {.parts = KPOD_LIMITS | KPOD_OWNER | KPOD_CTR_NAMES,
+                                            .nlabels = 2,
+                                            .labels = {"app", SHR_LABEL_ORIGIN}};
+    json_t *pod = json_loadb((const char *)data, size, JSON_ALLOW_NUL | JSON_DECODE_ANY, NULL);
+
+    if (!pod)
+        return 0;
+    one(pod, &shr_pod_record_options); /* the broadcaster's */
+    one(pod, &all);
     json_decref(pod);
     return 0;
 }

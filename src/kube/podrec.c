@@ -101,7 +101,7 @@ static uint32_t qty_map(struct build *b, const json_t *map)
 }
 
 /* Appends the elements of a container list; returns how many. */
-static uint32_t ctr_list(struct build *b, const json_t *list)
+static uint32_t ctr_list(struct build *b, const json_t *list, unsigned parts)
 {
     size_t n = json_array_size(list);
 
@@ -113,12 +113,14 @@ static uint32_t ctr_list(struct build *b, const json_t *list)
         if (!room(b, (void **)&b->ctr, b->nctr, 1, sizeof(k), &b->cap_ctr, &b->heap_ctr))
             return (uint32_t)i;
         b->nctr++; /* its place comes before the containers its quantities might add */
-        str_val(b, json_object_get(c, "name"), &k.name);
+        if (parts & KPOD_CTR_NAMES)
+            str_val(b, json_object_get(c, "name"), &k.name);
         str_val(b, json_object_get(c, "restartPolicy"), &k.restart_policy);
         k.req = (uint32_t)b->nqty;
         k.nreq = qty_map(b, json_object_get(res, "requests"));
         k.lim = (uint32_t)b->nqty;
-        k.nlim = qty_map(b, json_object_get(res, "limits"));
+        if (parts & KPOD_LIMITS)
+            k.nlim = qty_map(b, json_object_get(res, "limits"));
         b->ctr[at] = k;
     }
     return (uint32_t)n;
@@ -141,7 +143,8 @@ static const json_t *controller_ref(const json_t *meta)
 static void walk(struct build *b, const json_t *pod, const struct kpod_options *o)
 {
     const json_t *meta = json_object_get(pod, "metadata"), *spec = json_object_get(pod, "spec");
-    const json_t *lab = json_object_get(meta, "labels"), *owner = controller_ref(meta);
+    const json_t *lab = json_object_get(meta, "labels");
+    const json_t *owner = o->parts & KPOD_OWNER ? controller_ref(meta) : NULL;
     struct kpod *p = &b->head;
 
     str_val(b, json_object_get(meta, "namespace"), &p->ns);
@@ -152,8 +155,8 @@ static void walk(struct build *b, const json_t *pod, const struct kpod_options *
     str_val(b, json_object_get(owner, "name"), &p->owner_name);
     for (size_t i = 0; i < o->nlabels; i++)
         str_val(b, json_object_get(lab, o->labels[i]), &b->labels[i]);
-    p->ncontainers = ctr_list(b, json_object_get(spec, "containers"));
-    p->ninit = ctr_list(b, json_object_get(spec, "initContainers"));
+    p->ncontainers = ctr_list(b, json_object_get(spec, "containers"), o->parts);
+    p->ninit = ctr_list(b, json_object_get(spec, "initContainers"), o->parts);
     p->overhead = (uint32_t)b->nqty;
     p->noverhead = qty_map(b, json_object_get(spec, "overhead"));
     p->nqty = (uint32_t)b->nqty;

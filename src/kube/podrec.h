@@ -16,7 +16,8 @@
  * element that is not an object: a container with no name, no quantities and no restartPolicy; a
  * quantity map that is not an object: no quantities). A quantity whose value is not a string is
  * kept with its value absent (its name still counts). Quantities are in the object's member order.
- * The owner is the first ownerReference whose controller is true.
+ * The owner is the first ownerReference whose controller is true. Limits, the owner and the
+ * containers' names are there only when the options ask for them (struct kpod_options.parts).
  *
  * Label keys are the options', borrowed: the options must outlive the record (modules keep them
  * static). Limits: a record is at most KPOD_MAX_SIZE bytes (a larger one is refused, -E2BIG). */
@@ -44,13 +45,22 @@ struct kpod_qty {
 /* A container or an init container: its requests are quantities [req, req + nreq), its limits
  * [lim, lim + nlim). */
 struct kpod_ctr {
-    struct kpod_str name;
+    struct kpod_str name;           /* KPOD_CTR_NAMES */
     struct kpod_str restart_policy; /* an init container with "Always" is a sidecar */
     uint32_t req, nreq, lim, nlim;
 };
 
-/* What a module asks the extraction for. */
+/* Optional parts of the record (a record is kept per cached pod: each part costs memory). */
+enum {
+    KPOD_LIMITS = 1 << 0,    /* the containers' limits (else nlim is 0) */
+    KPOD_OWNER = 1 << 1,     /* owner_kind and owner_name (else absent) */
+    KPOD_CTR_NAMES = 1 << 2, /* the containers' names (else absent) */
+};
+
+/* What a module asks the extraction for. Always there: namespace, name, node, phase, the
+ * containers' and init containers' requests and restartPolicy, the overhead. */
 struct kpod_options {
+    unsigned parts; /* KPOD_* */
     size_t nlabels; /* at most KPOD_MAX_LABELS */
     const char *labels[KPOD_MAX_LABELS];
 };
@@ -61,7 +71,7 @@ struct kpod {
     struct kpod_str ns, name;
     struct kpod_str node;                   /* spec.nodeName */
     struct kpod_str phase;                  /* status.phase */
-    struct kpod_str owner_kind, owner_name; /* the controller's ownerReference */
+    struct kpod_str owner_kind, owner_name; /* the controller's ownerReference (KPOD_OWNER) */
     /* containers [0, ncontainers), then the init containers [ncontainers, + ninit) */
     uint32_t ncontainers, ninit;
     /* quantities: the containers' in their order, then spec.overhead's [overhead, + noverhead) */

@@ -19,7 +19,11 @@
 #include "offer/share.h"
 
 static const struct kpod_options opts = {
-    .nlabels = 3, .labels = {SHR_LABEL_ORIGIN, "app", "absent.example.com/never"}};
+    .parts = KPOD_LIMITS | KPOD_OWNER | KPOD_CTR_NAMES,
+    .nlabels = 3,
+    .labels = {SHR_LABEL_ORIGIN, "app", "absent.example.com/never"}};
+/* The broadcaster's: none of the optional parts. */
+static const struct kpod_options *const lean = &shr_pod_record_options;
 
 /* ---- the reference: the tree read by path -----------------------------------------------------
  */
@@ -147,6 +151,42 @@ static void check_pod(const json_t *pod)
     same_record((struct kpod *)(copy + 8), pod);
     free(buf);
     free(copy);
+    /* Without the optional parts: the same record less limits, owner and container names. */
+    {
+        struct kpod *l = NULL;
+
+        assert_int_equal(lean->parts, 0);
+        assert_int_equal(kpod_from_json(pod, lean, &l), 0);
+        assert_true(l->size <= p->size);
+        assert_null(kpod_text(l, l->owner_kind));
+        assert_null(kpod_text(l, l->owner_name));
+        assert_int_equal(l->ncontainers, p->ncontainers);
+        assert_int_equal(l->ninit, p->ninit);
+        assert_int_equal(l->noverhead, p->noverhead);
+        same_str(l, kpod_label(l, SHR_LABEL_ORIGIN),
+                 at(pod, "metadata", "labels", SHR_LABEL_ORIGIN, NULL));
+        same_str(l, l->node, at(pod, "spec", "nodeName", NULL));
+        for (uint32_t i = 0; i < l->ncontainers + l->ninit; i++) {
+            const struct kpod_ctr *lc = &kpod_containers(l)[i], *pc = &kpod_containers(p)[i];
+
+            assert_null(kpod_text(l, lc->name));
+            assert_int_equal(lc->nlim, 0);
+            assert_int_equal(lc->nreq, pc->nreq);
+            for (uint32_t j = 0; j < lc->nreq; j++) {
+                const struct kpod_qty *a = &kpod_qtys(l)[lc->req + j];
+                const struct kpod_qty *b = &kpod_qtys(p)[pc->req + j];
+
+                assert_int_equal(a->name.len, b->name.len);
+                assert_memory_equal(kpod_text(l, a->name), kpod_text(p, b->name), a->name.len);
+                assert_int_equal(a->value.len, b->value.len);
+                assert_true(!kpod_text(l, a->value) == !kpod_text(p, b->value));
+                if (kpod_text(l, a->value))
+                    assert_memory_equal(kpod_text(l, a->value), kpod_text(p, b->value),
+                                        a->value.len);
+            }
+        }
+        free(l);
+    }
     free(p);
     if (json_is_object(pod)) {
         trimmed = json_deep_copy(pod);
