@@ -11,8 +11,8 @@
  *   1. initial computation, as the agent makes it (the figure): the collections are listed in
  *      pages of 500 (JSON text decoded page by page), each object goes through what the
  *      informer does before calling its handler (managedFields dropped, the pods' transform
- *      shr_pod_transform, the pod's typed record extracted with kpod_extract, the object cached
- *      in a compact kstore with the record beside it), then to the handler's function
+ *      shr_pod_transform, the object cached in a compact kstore, the pod's typed record extracted
+ *      with kpod_extract for the handler), then to the handler's function
  *      (shr_node_upsert, and for pods shr_pod_upsert_record on the record, as the broadcaster's
  *      handler does), whose call alone is timed; nodes, then pods,
  *      then shr_flush (the broadcaster's call when its pod informer has synced: the staged pods
@@ -669,22 +669,20 @@ static void free_pages(struct pages *p)
 
 /* What the informer does with a listed or watched object before it calls its handler
  * (kube/informer.c, upsert): its key, a lookup in the store, managedFields dropped, the transform
- * (pods: shr_pod_transform, as the broadcaster's pod informer has it), the pod's typed record
- * extracted (kpod_extract with the broadcaster's options), and the object cached in a compact store
- * (serialised and deflated: every byte of the trimmed object is read just before the handler gets
- * it) with the record beside it, copied into the store. Returns the pod's record (the store's),
- * NULL for a node. */
+ * (pods: shr_pod_transform, as the broadcaster's pod informer has it), the object cached in a
+ * compact store (serialised and deflated: every byte of the trimmed object is read just before the
+ * handler gets it), then the pod's typed record extracted (kpod_extract with the broadcaster's
+ * options; for the handlers only, as the broadcaster asks: not kept in the store). Returns the
+ * pod's record (valid until the next call), NULL for a node. */
 static const struct kpod *inf_prepare(struct kstore *store, bool pod, json_t *obj,
                                       double *transform_ns, double *extract_ns)
 {
     static _Alignas(8) char rec[1 << 16];
-    const void *old = NULL;
-    long n = 0;
+    long n;
     json_t *meta = json_object_get(obj, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
     const char *rv;
-    struct kstore_entry *e;
     char key[600];
 
     if (!name)
@@ -702,6 +700,8 @@ static const struct kpod *inf_prepare(struct kstore *store, bool pod, json_t *ob
         if (transform_ns)
             *transform_ns += now_ns() - a;
     }
+    rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
+    check("kstore_put", kstore_put(store, key, obj, rv, NULL));
     if (pod) {
         double a = now_ns();
 
@@ -710,15 +710,9 @@ static const struct kpod *inf_prepare(struct kstore *store, bool pod, json_t *ob
             die("kpod_extract", n < 0 ? (int)n : -E2BIG);
         if (extract_ns)
             *extract_ns += now_ns() - a;
+        return (const struct kpod *)rec;
     }
-    rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
-    check("kstore_put", kstore_put(store, key, obj, rv, NULL));
-    if (!pod)
-        return NULL;
-    e = kstore_find(store, key);
-    check("kstore_set_record", kstore_set_record(store, e, rec, (size_t)n, &old));
-    kstore_record_free(store, old);
-    return kstore_entry_record(e);
+    return NULL;
 }
 
 struct feed_times {

@@ -1195,7 +1195,9 @@ int bcast_init(struct agent *a)
     struct inf_handlers oh = {
         .on_add = on_offer, .on_update = on_offer_update, .on_delete = on_offer};
     struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
-    const struct inf_extractor px = {kpod_extract, &shr_pod_record_options};
+    /* Records for the handlers only: the state keeps what it needs of each pod (its contribution),
+     * so a record per cached pod would only cost memory (366 bytes per pod, bench/README.md). */
+    const struct inf_extractor px = {kpod_extract, &shr_pod_record_options, true};
     struct inf_options oo = {.resource = &kapi_configmaps,
                              .namespace_ = agent_namespace(a),
                              .label_selector = ADVSRC_LABEL_SELECTOR,

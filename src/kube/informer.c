@@ -119,6 +119,8 @@ static const void *attach(struct inf_informer *inf, struct kstore_entry *e, cons
     if (!inf->x.extract)
         return NULL;
     n = extract(inf, obj);
+    if (n >= 0 && inf->x.handlers_only)
+        return inf->rbuf; /* valid until the next extraction, i.e. during the handlers' calls */
     r = n < 0 ? (int)n : kstore_set_record(inf->store, e, inf->rbuf, (size_t)n, ret_old);
     if (r < 0) {
         log_debug("informer", "%s: no record for an object: %s", inf->res->resource, strerror(-r));
@@ -741,7 +743,10 @@ int inf_set_extractor(struct inf_informer *inf, const struct inf_extractor *x)
     if (!inf || !x || !x->extract)
         return -EINVAL;
     if (inf->x.extract)
-        return inf->x.extract == x->extract && inf->x.data == x->data ? 0 : -EEXIST;
+        return inf->x.extract == x->extract && inf->x.data == x->data &&
+                       inf->x.handlers_only == x->handlers_only
+                   ? 0
+                   : -EEXIST;
     if (inf->started)
         return -EBUSY;
     inf->x = *x;

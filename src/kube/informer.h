@@ -28,12 +28,13 @@
  * the tree is hot, and its record is kept beside the cached object. A handler reads the record of
  * the object it was given with inf_record (on_update: of the old and the new object alike), and
  * listers read records with inf_get_record and inf_foreach_record, none of which decodes the
- * cached object. Handlers that need the whole object still get it as before. A record is NULL when
- * the informer has no extractor, or the extraction failed for that object (out of memory, too
- * large): a reader then falls back to the tree. Records are copied into the store's slabs
- * (kstore_set_record; inf_store_stats counts them as `records`). Records are borrowed like objects:
- * valid during the call, or for inf_get_record until control returns to the loop (the next change
- * may replace them).
+ * cached object (unless the extractor is for handlers only: then nothing is kept, and only the
+ * object being added or updated has a record). Handlers that need the whole object still get it as
+ * before. A record is NULL when the informer has no extractor, or the extraction failed for that
+ * object (out of memory, too large): a reader then falls back to the tree. Records are copied into
+ * the store's slabs (kstore_set_record; inf_store_stats counts them as `records`). Records are
+ * borrowed like objects: valid during the call, or for inf_get_record until control returns to the
+ * loop (the next change may replace them).
  *
  * A relist applies each page as it arrives (so only one page of trees is ever held) and, once the
  * list is complete, deletes what the list no longer contains. After each complete list the
@@ -66,6 +67,9 @@ struct inf_handlers {
 struct inf_extractor {
     long (*extract)(const json_t *obj, const void *data, void *buf, size_t cap);
     const void *data;
+    /* The records are for the handlers only: not kept in the store (no memory per object; listers
+     * and the old object of on_update or on_delete then have none). */
+    bool handlers_only;
 };
 
 enum inf_store {
@@ -108,8 +112,8 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
 /* Adds an index; only before inf_start. */
 int inf_add_index(struct inf_informer *inf, const char *name, inf_index_fn fn);
 /* Sets the extractor (copied); only before inf_start (-EBUSY after). Setting the one already set
- * (same function and data) is a no-op; another one gives -EEXIST (an informer shared by modules
- * keeps the first: the others read the trees). */
+ * (same function, data and handlers_only) is a no-op; another one gives -EEXIST (an informer shared
+ * by modules keeps the first: the others read the trees). */
 int inf_set_extractor(struct inf_informer *inf, const struct inf_extractor *x);
 int inf_start(struct inf_informer *inf);
 /* Stops and frees. NULL-safe; not from inside the informer's own handlers. */

@@ -245,6 +245,60 @@ static void test_records(void **state)
         uv_run(&loop, UV_RUN_NOWAIT);
 }
 
+/* Records for the handlers only: the added and updated objects have one, nothing is kept (the old
+ * object of an update, the deleted one and listers have none). */
+static void h_add(struct inf_informer *inf, json_t *obj, void *data)
+{
+    note(data, "add", obj, inf_record(inf, obj));
+    ((struct seen *)data)->adds++;
+}
+
+static void h_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    assert_null(inf_record(inf, old_obj));
+    note(data, "new", new_obj, inf_record(inf, new_obj));
+    ((struct seen *)data)->updates++;
+}
+
+static void h_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    assert_null(inf_record(inf, obj));
+    ((struct seen *)data)->deletes++;
+}
+
+static void test_handlers_only(void **state)
+{
+    const struct inf_extractor x = {kpod_extract, &opts, true};
+    struct inf_options o = {.resource = &kapi_pods, .extractor = &x};
+    struct inf_handlers h = {
+        .on_add = h_add, .on_update = h_update, .on_delete = h_delete, .on_synced = on_synced};
+    struct kstore_stats st;
+    struct seen s = {0};
+    struct inf_informer *inf;
+    struct kapi_client *c;
+
+    (void)state;
+    server_start();
+    c = client_new();
+    assert_int_equal(inf_new(c, &o, &h, &s, &inf), 0);
+    assert_int_equal(inf_set_extractor(inf, &pod_x), -EEXIST); /* kept records: another one */
+    assert_int_equal(inf_start(inf), 0);
+    run_until(&s.synced, 1);
+    run_until(&s.adds, 3);
+    assert_int_equal(s.updates, 1);
+    assert_int_equal(s.deletes, 1);
+    assert_string_equal(s.log, "add p1@node-1;add p2@node-1;new p1@node-2;add p3@node-3;");
+    assert_null(inf_get_record(inf, "ns", "p1"));
+    assert_int_equal(inf_foreach_record(inf, count_record, &s), 0);
+    inf_store_stats(inf, &st);
+    assert_int_equal(st.records, 0);
+    inf_free(inf);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
 /* inf_options.extractor at creation, and a record-less informer's handlers see NULL. */
 static void test_options_and_none(void **state)
 {
@@ -299,6 +353,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records),
         cmocka_unit_test(test_options_and_none),
+        cmocka_unit_test(test_handlers_only),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
