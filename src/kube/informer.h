@@ -24,17 +24,18 @@
  *
  * Typed records. An informer can be given an extractor for its kind (inf_options.extractor, or
  * inf_set_extractor before inf_start; for pods kube/podrec.h's kpod_extract). It runs once per
- * listed or watched object, on the object as cached (managedFields dropped, transformed), while
- * the tree is hot, and its record is kept beside the cached object. A handler reads the record of
- * the object it was given with inf_record (on_update: of the old and the new object alike), and
- * listers read records with inf_get_record and inf_foreach_record, none of which decodes the
- * cached object (unless the extractor is for handlers only: then nothing is kept, and only the
- * object being added or updated has a record). Handlers that need the whole object still get it as
- * before. A record is NULL when the informer has no extractor, or the extraction failed for that
- * object (out of memory, too large): a reader then falls back to the tree. Records are copied into
- * the store's slabs (kstore_set_record; inf_store_stats counts them as `records`). Records are
- * borrowed like objects: valid during the call, or for inf_get_record until control returns to the
- * loop (the next change may replace them).
+ * listed or watched object, on the object as cached (managedFields dropped, transformed), right
+ * after the store has taken it, while the tree is hot. A handler reads the record of the object it
+ * was given with inf_record, without walking JSON; handlers that need the whole object still get
+ * it as before. By default the record is kept beside the cached object, copied into the store's
+ * slabs (kstore_set_record; inf_store_stats counts them as `records`): on_update then has the old
+ * object's record too, and listers read records with inf_get_record and inf_foreach_record without
+ * decoding anything. An extractor for the handlers only (handlers_only) keeps nothing: only the
+ * object being added or updated has a record, and no memory is spent per object. A record is NULL
+ * when the informer has no extractor, or the extraction failed for that object (out of memory, too
+ * large): a reader then falls back to the tree. Records are borrowed like objects: valid during
+ * the call, or for inf_get_record until control returns to the loop (the next change may replace
+ * them).
  *
  * A relist applies each page as it arrives (so only one page of trees is ever held) and, once the
  * list is complete, deletes what the list no longer contains. After each complete list the
