@@ -11,13 +11,16 @@
  *   1. initial computation, as the agent makes it (the figure): the collections are listed in
  *      pages of 500 (JSON text decoded page by page), each object goes through what the
  *      informer does before calling its handler (managedFields dropped, the pods' transform
- *      shr_pod_transform, the object cached in a compact kstore), then to the handler's
- *      function (shr_node_upsert, shr_pod_upsert), whose call alone is timed; nodes, then pods,
+ *      shr_pod_transform, the object cached in a compact kstore, the pod's typed record extracted
+ *      with kpod_extract for the handler), then to the handler's function
+ *      (shr_node_upsert, and for pods shr_pod_upsert_record on the record, as the broadcaster's
+ *      handler does), whose call alone is timed; nodes, then pods,
  *      then shr_flush (the broadcaster's call when its pod informer has synced: the staged pods
  *      applied, see share.h), then one shr_offer. The first feed of the process (nothing warmed
  *      up) is the figure, compared with the 100 ms target; `rounds` - 1 more feeds are the hot
  *      runs, alternately with the stage ended before the feed (every pod applied as it comes) and
- *      with it, compared (staged_vs_unstaged). The transform's time is reported apart. This phase
+ *      with it, compared (staged_vs_unstaged). The transform's and the extraction's times are
+ *      reported apart (first_plus_extract_ms adds the extraction to the figure). This phase
  * runs in a child process forked before the world is built, so that its heap holds what the agent's
  * would. The state so fed is checked against one fed the full objects;
  *   2. for reference, the full objects fed straight from memory, as cold as 2.4 GB of jansson
@@ -27,8 +30,9 @@
  *      and per node;
  *   4. cost per event: `events` pod events (resource change, phase change, node move, delete and
  *      re-add), each timed alone: median, p90, p99 and max per kind and overall, with cold full
- *      objects, with each full object walked first, and as the informer hands them over (a copy
- *      of the changed object through the informer's steps); also node flips (cordon/uncordon)
+ *      objects (shr_pod_upsert, which extracts the record itself), with each full object walked
+ *      first, and as the informer hands them over (a copy of the changed object through the
+ *      informer's steps, the handler given the record); also node flips (cordon/uncordon)
  *      that move their pods' usage;
  *   5. consistency: the incremental state against a fresh state fed the final objects.
  * --informer-only stops after phase 1.
@@ -45,6 +49,7 @@
 
 #include "offer/share.h"
 #include "common/strutil.h"
+#include "kube/podrec.h"
 #include "kube/store.h"
 
 #define N_CONSUMERS 3
@@ -664,11 +669,16 @@ static void free_pages(struct pages *p)
 
 /* What the informer does with a listed or watched object before it calls its handler
  * (kube/informer.c, upsert): its key, a lookup in the store, managedFields dropped, the transform
- * (pods: shr_pod_transform, as the broadcaster's pod informer has it), and the object cached in a
- * compact store (serialised and deflated: every byte of the trimmed object is read just before
- * the handler gets it). */
-static void inf_prepare(struct kstore *store, bool pod, json_t *obj, double *transform_ns)
+ * (pods: shr_pod_transform, as the broadcaster's pod informer has it), the object cached in a
+ * compact store (serialised and deflated: every byte of the trimmed object is read just before the
+ * handler gets it), then the pod's typed record extracted (kpod_extract with the broadcaster's
+ * options; for the handlers only, as the broadcaster asks: not kept in the store). Returns the
+ * pod's record (valid until the next call), NULL for a node. */
+static const struct kpod *inf_prepare(struct kstore *store, bool pod, json_t *obj,
+                                      double *transform_ns, double *extract_ns)
 {
+    static _Alignas(8) char rec[1 << 16];
+    long n;
     json_t *meta = json_object_get(obj, "metadata");
     const char *name = json_string_value(json_object_get(meta, "name"));
     const char *ns = json_string_value(json_object_get(meta, "namespace"));
@@ -692,13 +702,27 @@ static void inf_prepare(struct kstore *store, bool pod, json_t *obj, double *tra
     }
     rv = json_string_value(json_object_get(json_object_get(obj, "metadata"), "resourceVersion"));
     check("kstore_put", kstore_put(store, key, obj, rv, NULL));
+    if (pod) {
+        double a = now_ns();
+
+        n = kpod_extract(obj, &shr_pod_record_options, rec, sizeof(rec));
+        if (n < 0 || (size_t)n > sizeof(rec))
+            die("kpod_extract", n < 0 ? (int)n : -E2BIG);
+        if (extract_ns)
+            *extract_ns += now_ns() - a;
+        return (const struct kpod *)rec;
+    }
+    return NULL;
 }
 
 struct feed_times {
     double nodes, pods, offer; /* sums of the handler calls' times */
     double flush;              /* shr_flush, called when the pod informer has synced */
     double transform;          /* sum of the transform's calls' times (shr_pod_transform) */
+    double extract;            /* sum of the record extraction's times (kpod_extract) */
     double wall;               /* the whole pipeline: decoding, informer, handlers */
+    size_t store_bytes;        /* the pod store's accounting after the feed (kstore_stats) */
+    size_t record_bytes;       /* of which the records */
 };
 
 /* A fresh state fed as the broadcaster's informers feed it at start-up: each page decoded, each
@@ -732,11 +756,13 @@ static struct shr_state *feed_informer(const struct pages *np, const struct page
                 die("json_loadb", -EINVAL);
             json_array_foreach(json_object_get(body, "items"), i, item)
             {
+                const struct kpod *rec;
                 int r;
 
-                inf_prepare(kind == 0 ? nstore : pstore, kind == 1, item, &t->transform);
+                rec = inf_prepare(kind == 0 ? nstore : pstore, kind == 1, item, &t->transform,
+                                  &t->extract);
                 a = now_ns();
-                r = kind == 0 ? shr_node_upsert(s, item) : shr_pod_upsert(s, item);
+                r = kind == 0 ? shr_node_upsert(s, item) : shr_pod_upsert_record(s, rec);
                 a = now_ns() - a;
                 if (kind == 0) {
                     t->nodes += a;
@@ -756,6 +782,14 @@ static struct shr_state *feed_informer(const struct pages *np, const struct page
     check("shr_offer", shr_offer(s, consumers[0], &pol, &l));
     t->offer = now_ns() - a;
     t->wall = now_ns() - w0;
+    {
+        struct kstore_stats st;
+
+        kstore_get_stats(pstore, &st);
+        t->record_bytes = st.records;
+        t->store_bytes =
+            st.entries + st.values + st.records + st.slack + st.table + st.indexes + st.fixed;
+    }
     kstore_free(nstore);
     kstore_free(pstore);
     return s;
@@ -901,6 +935,13 @@ static void informer(unsigned nnodes, unsigned npods, unsigned rounds)
            "(shr_pod_transform, called by the informer before the handler: not in the figure)\n",
            first.transform / 1e6, ntr ? median(hot_tr, ntr) / 1e6 : 0,
            npods ? first.transform / npods : 0);
+    printf("informer extract first_ms=%.2f per_pod_ns=%.0f (kpod_extract, called by the informer "
+           "before the handler: not in the figure; first_plus_extract_ms=%.2f)\n",
+           first.extract / 1e6, npods ? first.extract / npods : 0,
+           (feed_total(&first) + first.extract) / 1e6);
+    printf("informer pod_store per_pod_bytes=%.1f records_per_pod_bytes=%.1f\n",
+           npods ? (double)first.store_bytes / npods : 0,
+           npods ? (double)first.record_bytes / npods : 0);
     printf("informer timer_overhead_ns=%.0f per call (%.2f ms of each feed's figure) "
            "pipeline_mean_s=%.2f (decoding, informer and handlers, per feed)\n",
            tmr, tmr * (nnodes + npods + 1) / 1e6, wall / rounds / 1e9);
@@ -1078,9 +1119,10 @@ static void event_round(struct world *w, struct shr_state *s, unsigned nevents, 
 
             if (!copy)
                 die("json_deep_copy", -ENOMEM);
-            inf_prepare(store, true, copy, NULL);
+            const struct kpod *rec = inf_prepare(store, true, copy, NULL, NULL);
+
             a = now_ns();
-            r = shr_pod_upsert(s, copy);
+            r = shr_pod_upsert_record(s, rec);
             b = now_ns();
             json_decref(copy);
         } else {

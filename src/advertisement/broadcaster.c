@@ -45,6 +45,7 @@
 #include "common/xalloc.h"
 #include "kube/backoff.h"
 #include "kube/names.h"
+#include "kube/podrec.h"
 #include "peering/controllers/controllers.h"
 #include "peering/identity.h"
 #include "peering/objects.h"
@@ -373,12 +374,14 @@ static void on_node_delete(struct inf_informer *inf, json_t *obj, void *data)
     arm_check(m);
 }
 
+/* Pods are read from their typed record (kube/podrec.h), extracted by the informer while the object
+ * was hot; the tree only when the informer has no record for it (see bcast_init). */
 static void on_pod(struct inf_informer *inf, json_t *obj, void *data)
 {
     struct bcast *m = data;
+    const struct kpod *rec = inf_record(inf, obj);
 
-    (void)inf;
-    if (shr_pod_upsert(m->shr, obj) < 0)
+    if ((rec ? shr_pod_upsert_record(m->shr, rec) : shr_pod_upsert(m->shr, obj)) < 0)
         log_warn(MOD, "pod %s/%s not accounted for (out of memory)", kapi_obj_namespace(obj),
                  kapi_obj_name(obj));
     arm_check(m);
@@ -393,9 +396,12 @@ static void on_pod_update(struct inf_informer *inf, json_t *old_obj, json_t *new
 static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
 {
     struct bcast *m = data;
+    const struct kpod *rec = inf_record(inf, obj);
 
-    (void)inf;
-    shr_pod_delete(m->shr, kapi_obj_namespace(obj), kapi_obj_name(obj));
+    if (rec)
+        shr_pod_delete(m->shr, kpod_text(rec, rec->ns), kpod_text(rec, rec->name));
+    else
+        shr_pod_delete(m->shr, kapi_obj_namespace(obj), kapi_obj_name(obj));
     arm_check(m);
 }
 
@@ -1189,6 +1195,9 @@ int bcast_init(struct agent *a)
     struct inf_handlers oh = {
         .on_add = on_offer, .on_update = on_offer_update, .on_delete = on_offer};
     struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
+    /* Records for the handlers only: the state keeps what it needs of each pod (its contribution),
+     * so a record per cached pod would only cost memory (366 bytes per pod, bench/README.md). */
+    const struct inf_extractor px = {kpod_extract, &shr_pod_record_options, true};
     struct inf_options oo = {.resource = &kapi_configmaps,
                              .namespace_ = agent_namespace(a),
                              .label_selector = ADVSRC_LABEL_SELECTOR,
@@ -1203,7 +1212,7 @@ int bcast_init(struct agent *a)
                              .rec_release = rec_release,
                              .wait_ms = 500};
     struct bcast *m = ctl_module_new(a, MOD, sizeof(*m));
-    int r;
+    int r, x;
 
     if (!m)
         return -ENOMEM;
@@ -1214,6 +1223,8 @@ int bcast_init(struct agent *a)
         r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &nh, m, &m->nodes);
     if (r == 0)
         r = agent_informer_ex(a, &po, 0, &ph, m, &m->pods);
+    if (r == 0 && (x = inf_set_extractor(m->pods, &px)) < 0) /* shared, set otherwise: trees */
+        log_debug(MOD, "pods read from their objects: no records (%s)", strerror(-x));
     if (r == 0)
         r = agent_informer(a, &peer_res_peeringrequests, NULL, NULL, 0, &rh, m, &m->prs);
     if (r == 0)

@@ -44,6 +44,12 @@ struct inf_informer {
     bool paused;       /* the transfer waits for the pending text to be decoded */
     bool done_pending; /* the list's response ended; finish once the text is decoded */
     void (*transform)(json_t *obj, void *data);
+    struct inf_extractor x; /* x.extract NULL: no records */
+    void *rbuf;             /* where records are extracted, before the store copies them */
+    size_t rbuf_cap;
+    /* The objects being handed to a handler or visitor now, and their records (inf_record). */
+    const json_t *cur_obj, *cur_old;
+    const void *cur_rec, *cur_old_rec;
     struct inf_handlers h;
     void *data;
     struct kstore *store;
@@ -65,15 +71,82 @@ static void note_rv(struct inf_informer *inf, const char *rv)
         memcpy(inf->rv, rv, strlen(rv) + 1);
 }
 
-static int obj_key(const json_t *obj, char *buf, size_t size)
+static int key_of(const char *ns, const char *name, char *buf, size_t size)
 {
-    const char *name = kapi_obj_name(obj), *ns = kapi_obj_namespace(obj);
     int n;
 
     if (!name)
         return -EINVAL;
     n = ns && *ns ? snprintf(buf, size, "%s/%s", ns, name) : snprintf(buf, size, "%s", name);
     return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+static int obj_key(const json_t *obj, char *buf, size_t size)
+{
+    return key_of(kapi_obj_namespace(obj), kapi_obj_name(obj), buf, size);
+}
+
+/* Extracts the record of obj (as cached) into inf->rbuf: its size, or a negative errno. */
+static long extract(struct inf_informer *inf, const json_t *obj)
+{
+    long n = inf->x.extract(obj, inf->x.data, inf->rbuf, inf->rbuf_cap);
+
+    if (n > 0 && (size_t)n > inf->rbuf_cap) {
+        if ((size_t)n > KSTORE_MAX_OBJECT)
+            return -E2BIG;
+        void *b = x_reallocarray(inf->rbuf, (size_t)n, 1);
+        if (!b)
+            return -ENOMEM;
+        inf->rbuf = b;
+        inf->rbuf_cap = (size_t)n;
+        n = inf->x.extract(obj, inf->x.data, inf->rbuf, inf->rbuf_cap);
+        if (n > 0 && (size_t)n > inf->rbuf_cap)
+            return -EPROTO; /* the extractor changed its mind */
+    }
+    return n;
+}
+
+/* Attaches the record of obj (just cached under e) to e and returns it (NULL: no extractor, or
+ * the extraction failed, and the readers use the tree); *ret_old gets the record e had, for
+ * kstore_record_free once the handlers are done with it. */
+static const void *attach(struct inf_informer *inf, struct kstore_entry *e, const json_t *obj,
+                          const void **ret_old)
+{
+    long n;
+    int r;
+
+    *ret_old = NULL;
+    if (!inf->x.extract)
+        return NULL;
+    n = extract(inf, obj);
+    if (n >= 0 && inf->x.handlers_only)
+        return inf->rbuf; /* valid until the next extraction, i.e. during the handlers' calls */
+    r = n < 0 ? (int)n : kstore_set_record(inf->store, e, inf->rbuf, (size_t)n, ret_old);
+    if (r < 0) {
+        log_debug("informer", "%s: no record for an object: %s", inf->res->resource, strerror(-r));
+        if (kstore_set_record(inf->store, e, NULL, 0, ret_old) < 0)
+            *ret_old = NULL; /* not reached: detaching allocates nothing */
+        return NULL;
+    }
+    return kstore_entry_record(e);
+}
+
+/* Marks what handlers are being given now (see inf_record); returns what was marked before, for
+ * set_current(inf, &saved) after the call (a handler may call inf_foreach). */
+struct current {
+    const json_t *obj, *old;
+    const void *rec, *old_rec;
+};
+
+static struct current set_current(struct inf_informer *inf, const struct current *c)
+{
+    struct current was = {inf->cur_obj, inf->cur_old, inf->cur_rec, inf->cur_old_rec};
+
+    inf->cur_obj = c->obj;
+    inf->cur_old = c->old;
+    inf->cur_rec = c->rec;
+    inf->cur_old_rec = c->old_rec;
+    return was;
 }
 
 /* Drops managedFields; true when obj had it. */
@@ -90,6 +163,8 @@ static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text,
     struct kstore_entry *e;
     const char *rv = kapi_obj_rv(obj);
     json_t *old = NULL;
+    const void *rec, *old_rec;
+    struct current cur, was;
     int r;
 
     if (obj_key(obj, key, sizeof(key)) < 0)
@@ -121,13 +196,22 @@ static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text,
             inf->h.on_error(inf, r, "cannot cache an object", inf->data);
         return;
     }
+    if (!e)
+        e = kstore_find(inf->store, key);
+    rec = e ? attach(inf, e, obj, &old_rec) : NULL; /* the object as cached, while it is hot */
+    if (!e)
+        old_rec = NULL;
+    cur = (struct current){obj, old, rec, old_rec};
+    was = set_current(inf, &cur);
     if (r == 1) {
         if (inf->h.on_update && old)
             inf->h.on_update(inf, old, obj, inf->data);
-        json_decref(old);
     } else if (inf->h.on_add) {
         inf->h.on_add(inf, obj, inf->data);
     }
+    set_current(inf, &was);
+    json_decref(old);
+    kstore_record_free(inf->store, old_rec);
 }
 
 static void upsert(struct inf_informer *inf, json_t *obj)
@@ -138,11 +222,18 @@ static void upsert(struct inf_informer *inf, json_t *obj)
 static void remove_entry(struct inf_informer *inf, struct kstore_entry *e)
 {
     json_t *old = NULL;
+    const void *rec = NULL;
+    struct current cur, was;
 
+    (void)kstore_set_record(inf->store, e, NULL, 0, &rec); /* detaching cannot fail */
     kstore_remove(inf->store, e, inf->h.on_delete ? &old : NULL);
+    cur = (struct current){old, NULL, rec, NULL};
+    was = set_current(inf, &cur);
     if (inf->h.on_delete && old)
         inf->h.on_delete(inf, old, inf->data);
+    set_current(inf, &was);
     json_decref(old);
+    kstore_record_free(inf->store, rec);
 }
 
 /* ---- watch ---------------------------------------------------------------------------------- */
@@ -503,6 +594,11 @@ static void list_done(struct inf_informer *inf, int err, long http_status, const
         inf->cut = NULL;
         inf->cut_cap = 0;
     }
+    if (inf->rbuf_cap > MAX_LIST_REST) {
+        x_free(inf->rbuf); /* nor a large record's */
+        inf->rbuf = NULL;
+        inf->rbuf_cap = 0;
+    }
     finish_list(inf, rv);
     json_decref(env);
 }
@@ -559,13 +655,36 @@ static void resync_visit(json_t *obj, void *data)
     inf->h.on_update(inf, obj, obj, inf->data);
 }
 
+/* kstore_foreach with each object's record marked as current (inf_record). */
+static size_t visit_all(struct inf_informer *inf, inf_visit_fn fn, void *data)
+{
+    struct kstore_entry *e;
+    size_t it = 0, n = 0;
+
+    while ((e = kstore_next(inf->store, &it))) {
+        const void *rec = kstore_entry_record(e);
+        struct current cur, was;
+        json_t *obj;
+
+        if (kstore_decode(inf->store, e, &obj) < 0)
+            continue;
+        cur = (struct current){obj, obj, rec, rec};
+        was = set_current(inf, &cur);
+        fn(obj, data);
+        set_current(inf, &was);
+        json_decref(obj);
+        n++;
+    }
+    return n;
+}
+
 static void on_resync(uv_timer_t *t)
 {
     struct inf_informer *inf = t->data;
 
     if (!inf->synced || !inf->h.on_update)
         return;
-    kstore_foreach(inf->store, resync_visit, inf);
+    visit_all(inf, resync_visit, inf);
 }
 
 /* ---- public --------------------------------------------------------------------------------- */
@@ -587,6 +706,12 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
     inf->max_objects = o->max_objects ? o->max_objects : DEFAULT_MAX_OBJS;
     inf->transform = o->transform;
     inf->from_cache = o->list_from_cache;
+    if (o->extractor && !o->extractor->extract) {
+        x_free(inf);
+        return -EINVAL;
+    }
+    if (o->extractor)
+        inf->x = *o->extractor;
     backoff_init(&inf->backoff, 200, 30000); /* failed lists: 200 ms doubling up to 30 s */
     if (h)
         inf->h = *h;
@@ -611,6 +736,21 @@ int inf_add_index(struct inf_informer *inf, const char *name, inf_index_fn fn)
     if (!inf || !name || !fn || inf->started)
         return -EINVAL;
     return kstore_add_index(inf->store, name, fn);
+}
+
+int inf_set_extractor(struct inf_informer *inf, const struct inf_extractor *x)
+{
+    if (!inf || !x || !x->extract)
+        return -EINVAL;
+    if (inf->x.extract)
+        return inf->x.extract == x->extract && inf->x.data == x->data &&
+                       inf->x.handlers_only == x->handlers_only
+                   ? 0
+                   : -EEXIST;
+    if (inf->started)
+        return -EBUSY;
+    inf->x = *x;
+    return 0;
 }
 
 int inf_start(struct inf_informer *inf)
@@ -641,6 +781,7 @@ void inf_free(struct inf_informer *inf)
         uv_close((uv_handle_t *)inf->drain, drain_closed);
     x_free(inf->pend);
     kstore_free(inf->store);
+    x_free(inf->rbuf);
     kls_done(&inf->split);
     x_free(inf->cut);
     x_free(inf->cont);
@@ -665,13 +806,8 @@ json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name
     char key[MAX_KEY];
     struct kstore_entry *e;
     json_t *obj;
-    int n;
 
-    if (!inf || !name)
-        return NULL;
-    n = ns && *ns ? snprintf(key, sizeof(key), "%s/%s", ns, name)
-                  : snprintf(key, sizeof(key), "%s", name);
-    if (n < 0 || (size_t)n >= sizeof(key))
+    if (!inf || key_of(ns, name, key, sizeof(key)) < 0)
         return NULL;
     e = kstore_find(inf->store, key);
     if (!e || kstore_decode(inf->store, e, &obj) < 0)
@@ -682,7 +818,44 @@ json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name
 void inf_foreach(const struct inf_informer *inf, inf_visit_fn fn, void *data)
 {
     if (inf)
-        kstore_foreach(inf->store, fn, data);
+        visit_all((struct inf_informer *)inf, fn, data); /* only the current marks change */
+}
+
+const void *inf_record(const struct inf_informer *inf, const json_t *obj)
+{
+    if (!inf || !obj)
+        return NULL;
+    if (obj == inf->cur_obj)
+        return inf->cur_rec;
+    return obj == inf->cur_old ? inf->cur_old_rec : NULL;
+}
+
+const void *inf_get_record(const struct inf_informer *inf, const char *ns, const char *name)
+{
+    char key[MAX_KEY];
+    struct kstore_entry *e;
+
+    if (!inf || key_of(ns, name, key, sizeof(key)) < 0)
+        return NULL;
+    e = kstore_find(inf->store, key);
+    return e ? kstore_entry_record(e) : NULL;
+}
+
+size_t inf_foreach_record(const struct inf_informer *inf, inf_record_fn fn, void *data)
+{
+    struct kstore_entry *e;
+    size_t it = 0, n = 0;
+
+    if (!inf || !fn)
+        return 0;
+    while ((e = kstore_next(inf->store, &it))) {
+        const void *rec = kstore_entry_record(e);
+        if (rec) {
+            fn(rec, data);
+            n++;
+        }
+    }
+    return n;
 }
 
 int inf_index_foreach(const struct inf_informer *inf, const char *index, const char *value,

@@ -22,6 +22,21 @@
  * to keep one). inf_get returns a new reference the caller must json_decref. Nobody may modify
  * them (in compact mode a change would be lost, in tree mode it would corrupt the cache).
  *
+ * Typed records. An informer can be given an extractor for its kind (inf_options.extractor, or
+ * inf_set_extractor before inf_start; for pods kube/podrec.h's kpod_extract). It runs once per
+ * listed or watched object, on the object as cached (managedFields dropped, transformed), right
+ * after the store has taken it, while the tree is hot. A handler reads the record of the object it
+ * was given with inf_record, without walking JSON; handlers that need the whole object still get
+ * it as before. By default the record is kept beside the cached object, copied into the store's
+ * slabs (kstore_set_record; inf_store_stats counts them as `records`): on_update then has the old
+ * object's record too, and listers read records with inf_get_record and inf_foreach_record without
+ * decoding anything. An extractor for the handlers only (handlers_only) keeps nothing: only the
+ * object being added or updated has a record, and no memory is spent per object. A record is NULL
+ * when the informer has no extractor, or the extraction failed for that object (out of memory, too
+ * large): a reader then falls back to the tree. Records are borrowed like objects: valid during
+ * the call, or for inf_get_record until control returns to the loop (the next change may replace
+ * them).
+ *
  * A relist applies each page as it arrives (so only one page of trees is ever held) and, once the
  * list is complete, deletes what the list no longer contains. After each complete list the
  * informer calls malloc_trim(0) (glibc) so that the freed pages of the list's trees go back to
@@ -44,6 +59,18 @@ struct inf_handlers {
     /* A failure the informer cannot fix by retrying soon (forbidden, too many objects); it keeps
      * retrying with backoff. */
     void (*on_error)(struct inf_informer *inf, int err, const char *message, void *data);
+};
+
+/* Writes the record of obj (borrowed: the object as cached) into buf (cap bytes, 8-byte aligned)
+ * and returns its size; over cap, nothing is written and it is called again with a buffer that
+ * large. A negative errno: the object is cached without a record. The record must be position
+ * independent (the store keeps a copy). data: the extractor's. */
+struct inf_extractor {
+    long (*extract)(const json_t *obj, const void *data, void *buf, size_t cap);
+    const void *data;
+    /* The records are for the handlers only: not kept in the store (no memory per object; listers
+     * and the old object of on_update or on_delete then have none). */
+    bool handlers_only;
 };
 
 enum inf_store {
@@ -70,17 +97,25 @@ struct inf_options {
      * server, but the first list may be older than a write this process made just before (the
      * watch then brings it). A version the cache cannot serve falls back to a consistent read. */
     bool list_from_cache;
+    /* Typed records (see the header comment); NULL: none. Copied. */
+    const struct inf_extractor *extractor;
 };
 
 /* Index function: writes up to `max` borrowed strings (e.g. a label value taken from obj) to values
  * and returns how many, or a negative errno. */
 typedef int (*inf_index_fn)(const json_t *obj, const char **values, size_t max);
 typedef void (*inf_visit_fn)(json_t *obj, void *data);
+/* rec: borrowed, valid during the call. */
+typedef void (*inf_record_fn)(const void *rec, void *data);
 
 int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf_handlers *h,
             void *data, struct inf_informer **ret);
 /* Adds an index; only before inf_start. */
 int inf_add_index(struct inf_informer *inf, const char *name, inf_index_fn fn);
+/* Sets the extractor (copied); only before inf_start (-EBUSY after). Setting the one already set
+ * (same function, data and handlers_only) is a no-op; another one gives -EEXIST (an informer shared
+ * by modules keeps the first: the others read the trees). */
+int inf_set_extractor(struct inf_informer *inf, const struct inf_extractor *x);
 int inf_start(struct inf_informer *inf);
 /* Stops and frees. NULL-safe; not from inside the informer's own handlers. */
 void inf_free(struct inf_informer *inf);
@@ -96,6 +131,14 @@ void inf_foreach(const struct inf_informer *inf, inf_visit_fn fn, void *data);
  * unknown index. */
 int inf_index_foreach(const struct inf_informer *inf, const char *index, const char *value,
                       inf_visit_fn fn, void *data);
+/* The record of obj, an object the informer is handing to a handler or a visitor of inf_foreach
+ * right now (for on_update both the old and the new object), or NULL (none, or another object). */
+const void *inf_record(const struct inf_informer *inf, const json_t *obj);
+/* The record cached for ns/name (borrowed, see the header comment), or NULL. */
+const void *inf_get_record(const struct inf_informer *inf, const char *ns, const char *name);
+/* Calls fn for every object's record (objects without one are skipped); returns how many were
+ * visited. Nothing is decoded. */
+size_t inf_foreach_record(const struct inf_informer *inf, inf_record_fn fn, void *data);
 /* Statistics: lists done (1 + relists), watch reconnects. */
 unsigned inf_lists(const struct inf_informer *inf);
 /* Memory the store accounts for (see struct kstore_stats). */

@@ -35,12 +35,19 @@ struct kval {
     char data[];
 };
 
+/* A record kept beside an entry: the owner's bytes, 8-byte aligned in the slabs. */
+struct krec {
+    uint64_t len;
+    unsigned char data[];
+};
+
 /* Every element of a hash table (entry, index value) starts with its hash. */
 struct kstore_entry {
     uint32_t hash;
     uint32_t gen;
     struct kval *val;
     struct kmem *mem; /* index sets the entry belongs to, NULL when none */
+    struct krec *rec; /* the owner's record (kstore_set_record), NULL when none */
     uint16_t key_len;
     char key[];
 };
@@ -730,6 +737,8 @@ struct kstore *kstore_free(struct kstore *s)
             continue;
         if (e->mem)
             slab_free(s, e->mem, mem_size(e->mem->n));
+        if (e->rec)
+            kstore_record_free(s, e->rec->data);
         val_free(s, e->val);
         slab_free(s, e, entry_size(e));
     }
@@ -820,6 +829,40 @@ struct kstore_entry *kstore_find(const struct kstore *s, const char *key)
 const char *kstore_entry_key(const struct kstore_entry *e)
 {
     return e->key;
+}
+
+const void *kstore_entry_record(const struct kstore_entry *e)
+{
+    return e->rec ? e->rec->data : NULL;
+}
+
+int kstore_set_record(struct kstore *s, struct kstore_entry *e, const void *rec, size_t len,
+                      const void **ret_old)
+{
+    struct krec *k = NULL;
+
+    if (!s || !e || !ret_old || (rec && len > KSTORE_MAX_OBJECT))
+        return -EINVAL;
+    if (rec) {
+        k = slab_alloc(s, sizeof(*k) + len);
+        if (!k)
+            return -ENOMEM;
+        k->len = len;
+        memcpy(k->data, rec, len);
+    }
+    *ret_old = e->rec ? e->rec->data : NULL;
+    e->rec = k;
+    return 0;
+}
+
+void kstore_record_free(struct kstore *s, const void *rec)
+{
+    struct krec *k;
+
+    if (!s || !rec)
+        return;
+    k = (struct krec *)((const unsigned char *)rec - offsetof(struct krec, data));
+    slab_free(s, k, sizeof(*k) + k->len);
 }
 
 const char *kstore_entry_rv(const struct kstore_entry *e)
@@ -913,6 +956,8 @@ void kstore_remove(struct kstore *s, struct kstore_entry *e, json_t **ret_old)
     if (ret_old && decode(s, e->val, &old) < 0)
         old = NULL;
     mem_drop(s, e);
+    if (e->rec)
+        kstore_record_free(s, e->rec->data);
     ptab_remove(&s->table, e);
     if (e->val->flags != VAL_TREE) {
         s->raw_json -= e->val->raw_len;
@@ -1040,6 +1085,8 @@ void kstore_get_stats(const struct kstore *s, struct kstore_stats *ret)
     while ((e = kstore_next(s, &it))) {
         st.entries += accounted(entry_size(e));
         st.values += accounted(val_size(e->val));
+        if (e->rec)
+            st.records += accounted(sizeof(*e->rec) + e->rec->len);
         if (e->mem)
             st.indexes += accounted(mem_size(e->mem->n));
     }

@@ -71,6 +71,7 @@ struct kstore_stats {
     size_t slack;      /* slab bytes not in use (free lists, block tails) */
     size_t table;      /* the key hash table */
     size_t indexes;    /* index maps, value sets and per-entry membership lists */
+    size_t records;    /* typed records kept beside the objects (kstore_set_record) */
     size_t fixed;      /* dictionary, zlib streams, scratch buffers: independent of count */
     size_t raw_json;   /* sum of the serialised sizes of the objects (compact mode) */
     size_t compressed; /* sum of the compressed sizes (compact mode) */
@@ -89,6 +90,17 @@ int kstore_add_index(struct kstore *s, const char *name, kstore_index_fn fn);
 size_t kstore_count(const struct kstore *s);
 struct kstore_entry *kstore_find(const struct kstore *s, const char *key);
 const char *kstore_entry_key(const struct kstore_entry *e);
+/* Records: bytes the owner keeps beside an entry (the informer's typed records, informer.h),
+ * copied into the store's slabs, 8-byte aligned, counted in kstore_stats.records. An entry has
+ * none when created; kstore_put keeps it. kstore_set_record copies len bytes of rec (NULL: none)
+ * and attaches them to e, and *ret_old receives the record it had (or NULL), which stays valid
+ * until the caller gives it to kstore_record_free (so that a handler can read the old record of
+ * an update). kstore_remove and kstore_free free the record still attached. 0, -EINVAL, -ENOMEM
+ * (e keeps its record). */
+const void *kstore_entry_record(const struct kstore_entry *e);
+int kstore_set_record(struct kstore *s, struct kstore_entry *e, const void *rec, size_t len,
+                      const void **ret_old);
+void kstore_record_free(struct kstore *s, const void *rec); /* NULL-safe */
 /* The resourceVersion given to kstore_put ("" when it had none). */
 const char *kstore_entry_rv(const struct kstore_entry *e);
 

@@ -46,15 +46,16 @@
  * Speed (bench/bench-broadcaster.c, bench/README.md). Quantities of the usual forms (digits with no
  * suffix, "m", k M G T or Ki Mi Gi Ti) are converted without kq_parse, with the same results (a
  * differential unit test checks it); others go through kq_parse. Resource names are found through a
- * small cache by length and first and last bytes before the hash index. Each event makes one pass
- * over the object's few fields of interest, by jansson's hashed lookups (a pass over all members
- * with jansson's iterator saves instructions on trimmed pods but was no faster, and slower on full
- * objects); the texts of the quantities, the tables' slots and the node record are prefetched as
- * soon as their addresses are known. The hash tables keep the hashes beside the slots, so a probe
- * reads one dense array. A pod update that changes nothing the computation keeps (most: status
- * changes) returns early. A pod's record comes from a mapped block, so a pod event makes no glibc
- * allocation but when it brings a new node name, origin or resource slot, and none of 1 KiB or
- * more (see mem_map) but a new origin's record.
+ * small cache by length and first and last bytes before the hash index. A pod is read from its
+ * typed record (kube/podrec.h: one small block holding its strings and quantities, extracted by
+ * the informer while the object was hot, or by shr_pod_upsert from the tree), not from the tree:
+ * reading the tree took about 13 jansson lookups per trimmed pod and its quantities' texts lay in
+ * separate allocations. A node is read from its tree by jansson's hashed lookups. The tables'
+ * slots and the node record are prefetched as soon as their addresses are known. The hash tables
+ * keep the hashes beside the slots, so a probe reads one dense array. A pod update that changes
+ * nothing the computation keeps (most: status changes) returns early. A pod's record comes from a
+ * mapped block, so a pod event makes no glibc allocation but when it brings a new node name, origin
+ * or resource slot, and none of 1 KiB or more (see mem_map) but a new origin's record.
  *
  * Memory accounting: every allocation counts as the glibc chunk it occupies (request + 8-byte
  * header, rounded up to 16, at least 32), as in kube/store.c, and mapped memory as whole pages,
@@ -62,6 +63,7 @@
 #include "offer/share.h"
 #include "common/xalloc.h"
 #include "kube/names.h"
+#include "kube/podrec.h"
 #include "kube/quantity.h"
 
 #include <errno.h>
@@ -1177,44 +1179,42 @@ static void acc_map(struct shr_state *s, const json_t *map, struct acc *a, enum 
     }
 }
 
-static const json_t *container_requests(const json_t *c)
+/* Adds (or takes the maximum with) the amounts of the record's quantities [first, first + n). */
+static void acc_qtys(struct shr_state *s, const struct kpod *p, uint32_t first, uint32_t n,
+                     struct acc *a, enum acc_op op, uint64_t protect)
 {
-    return GET(GET(c, "resources"), "requests");
+    const struct kpod_qty *q = kpod_qtys(p);
+
+    for (uint32_t i = first; i < first + n; i++)
+        acc_add(s, a, op, protect, kpod_text(p, q[i].name), q[i].name.len, kpod_text(p, q[i].value),
+                q[i].value.len);
 }
 
-static void acc_containers(struct shr_state *s, const json_t *list, struct acc *a, enum acc_op op,
-                           uint64_t protect)
+/* A sidecar: an init container with restartPolicy Always, running for the pod's whole life. The
+ * policy is compared as a C string, as it always was (json_string_value and strcmp). */
+static bool is_sidecar(const struct kpod *p, const struct kpod_ctr *c)
 {
-    size_t n = json_array_size(list);
+    const char *policy = kpod_text(p, c->restart_policy);
 
-    for (size_t i = 0; i < n; i++)
-        acc_map(s, container_requests(json_array_get(list, i)), a, op, protect);
-}
-
-/* A sidecar: an init container with restartPolicy Always, running for the pod's whole life. */
-static bool is_sidecar(const json_t *c)
-{
-    const char *p = json_string_value(GET(c, "restartPolicy"));
-
-    return p && strcmp(p, "Always") == 0;
+    return policy && strcmp(policy, "Always") == 0;
 }
 
 /* The init containers in their order, as the scheduler counts them (admission/offer.h says the
  * same): a regular one needs its request on top of the sidecars started before it, a sidecar adds
  * its request to theirs. *init gets the largest need, *side the sidecars' sum. */
-static void acc_init(struct shr_state *s, const json_t *list, struct acc *init, struct acc *side,
+static void acc_init(struct shr_state *s, const struct kpod *p, struct acc *init, struct acc *side,
                      uint64_t protect)
 {
-    size_t n = json_array_size(list);
+    const struct kpod_ctr *ctr = kpod_containers(p);
 
-    for (size_t i = 0; i < n; i++) {
-        const json_t *c = json_array_get(list, i);
-        bool sidecar = is_sidecar(c);
+    for (uint32_t i = p->ncontainers; i < p->ncontainers + p->ninit; i++) {
+        const struct kpod_ctr *c = &ctr[i];
+        bool sidecar = is_sidecar(p, c);
         struct acc one;
         uint64_t m;
 
         one.mask = 0;
-        acc_map(s, container_requests(c), &one, ACC_SUM, protect | init->mask | side->mask);
+        acc_qtys(s, p, c->req, c->nreq, &one, ACC_SUM, protect | init->mask | side->mask);
         for (m = one.mask; m; m &= m - 1) {
             int slot = __builtin_ctzll(m);
             uint64_t bit = UINT64_C(1) << slot;
@@ -1234,68 +1234,6 @@ static void acc_init(struct shr_state *s, const json_t *list, struct acc *init, 
     }
 }
 
-/* The quantities of a pod's requests and overhead, gathered (names and texts, in the order the
- * computation takes them) before any is parsed, and their texts prefetched: a quantity's text is
- * a separate allocation of jansson's, often not in cache when the rest of the object is (the
- * lookups that bring a pod into cache do not read the texts), and fetching them all at once
- * overlaps the misses instead of taking them one after the other. A pod with more quantities than
- * QTY_MAX is taken the plain way (overflow set). */
-#define QTY_MAX 32
-
-enum qty_group {
-    QTY_CONTAINERS,
-    QTY_INIT_CONTAINERS,
-    QTY_OVERHEAD,
-};
-
-struct qtys {
-    unsigned n;
-    bool overflow;
-    struct {
-        const char *name, *text; /* text: NULL when the value is not a string */
-        size_t name_len, text_len;
-        enum qty_group group;
-    } q[QTY_MAX];
-};
-
-static void qtys_map(struct qtys *g, const json_t *map, enum qty_group group)
-{
-    json_t *m = (json_t *)map;
-
-    for (void *it = json_object_iter(m); it; it = json_object_iter_next(m, it)) {
-        const char *text;
-        size_t text_len;
-
-        if (g->n == QTY_MAX) {
-            g->overflow = true;
-            return;
-        }
-        text = str_of(json_object_iter_value(it), &text_len);
-        if (text)
-            __builtin_prefetch(text);
-        g->q[g->n].name = json_object_iter_key(it);
-        g->q[g->n].name_len = json_object_iter_key_len(it);
-        g->q[g->n].text = text;
-        g->q[g->n].text_len = text_len;
-        g->q[g->n].group = group;
-        g->n++;
-    }
-}
-
-static void qtys_containers(struct qtys *g, const json_t *list, enum qty_group group)
-{
-    size_t n = json_array_size(list);
-    for (size_t i = 0; i < n && !g->overflow; i++) {
-        const json_t *c = json_array_get(list, i);
-
-        if (group == QTY_INIT_CONTAINERS && is_sidecar(c)) {
-            g->overflow = true; /* sidecars are counted the plain way (acc_init) */
-            return;
-        }
-        qtys_map(g, container_requests(c), group);
-    }
-}
-
 /* A pod's new contribution: slots and values of its non-zero amounts, "pods" included. */
 struct contrib {
     unsigned n;
@@ -1304,70 +1242,20 @@ struct contrib {
     int64_t val[SHR_MAX_RESOURCES];
 };
 
-/* The members of a pod's spec that the computation reads. */
-struct pod_spec {
-    const json_t *node_name, *containers, *init_containers, *overhead;
-};
-
-/* Looks the members up until as many have been found as the spec has: the others are absent
- * (the keys of an object are unique), so that the lookups of the members seldom present, init
- * containers and overhead, are mostly saved. */
-static void pod_spec_get(const json_t *spec, struct pod_spec *ret)
+/* The effective requests of pod record p: max(sum of containers + sum of sidecars, largest need
+ * of an init container) + overhead (acc_init), each saturated at INT64_MAX; "pods" is 1 whatever
+ * the object says. The record's quantities are in one block (kube/podrec.h), read in order. */
+static void pod_contrib(struct shr_state *s, const struct kpod *p, struct contrib *ret)
 {
-    size_t size = json_object_size(spec), found;
-
-    ret->node_name = GET(spec, "nodeName");
-    ret->containers = GET(spec, "containers");
-    found = (ret->node_name != NULL) + (ret->containers != NULL);
-    ret->init_containers = found < size ? GET(spec, "initContainers") : NULL;
-    found += ret->init_containers != NULL;
-    ret->overhead = found < size ? GET(spec, "overhead") : NULL;
-}
-
-/* Gathers the quantities of a pod's spec. */
-static void qtys_gather(struct qtys *g, const struct pod_spec *spec)
-{
-    g->n = 0;
-    g->overflow = false;
-    qtys_containers(g, spec->containers, QTY_CONTAINERS);
-    qtys_containers(g, spec->init_containers, QTY_INIT_CONTAINERS);
-    qtys_map(g, spec->overhead, QTY_OVERHEAD);
-}
-
-/* The effective requests of a pod of spec `spec` (g: its quantities, see qtys_gather): max(sum of
- * containers + sum of sidecars, largest need of an init container) + overhead (acc_init), each
- * saturated at INT64_MAX; "pods" is 1 whatever the object says. */
-static void pod_contrib(struct shr_state *s, const struct pod_spec *spec, const struct qtys *g,
-                        struct contrib *ret)
-{
+    const struct kpod_ctr *ctr = kpod_containers(p);
     struct acc sum, init, side, ov;
     uint64_t all;
 
     sum.mask = init.mask = side.mask = ov.mask = 0;
-    if (g->overflow) {
-        acc_containers(s, spec->containers, &sum, ACC_SUM, 0);
-        acc_init(s, spec->init_containers, &init, &side, sum.mask);
-        acc_map(s, spec->overhead, &ov, ACC_SUM, sum.mask | init.mask | side.mask);
-    } else {
-        /* The same calls in the same order: the groups follow each other, so the slots of the
-         * groups before are final when a group starts. */
-        for (unsigned i = 0; i < g->n; i++) {
-            switch (g->q[i].group) {
-            case QTY_CONTAINERS:
-                acc_add(s, &sum, ACC_SUM, 0, g->q[i].name, g->q[i].name_len, g->q[i].text,
-                        g->q[i].text_len);
-                break;
-            case QTY_INIT_CONTAINERS:
-                acc_add(s, &init, ACC_MAX, sum.mask, g->q[i].name, g->q[i].name_len, g->q[i].text,
-                        g->q[i].text_len);
-                break;
-            default:
-                acc_add(s, &ov, ACC_SUM, sum.mask | init.mask, g->q[i].name, g->q[i].name_len,
-                        g->q[i].text, g->q[i].text_len);
-                break;
-            }
-        }
-    }
+    for (uint32_t i = 0; i < p->ncontainers; i++)
+        acc_qtys(s, p, ctr[i].req, ctr[i].nreq, &sum, ACC_SUM, 0);
+    acc_init(s, p, &init, &side, sum.mask);
+    acc_qtys(s, p, p->overhead, p->noverhead, &ov, ACC_SUM, sum.mask | init.mask | side.mask);
     all = sum.mask | init.mask | ov.mask;
     ret->n = 1;
     ret->slot[0] = POD_SLOT;
@@ -1729,13 +1617,6 @@ static int ensure_cap(struct shr_state *s, i128 **v, uint8_t *cap, uint8_t need)
     return 0;
 }
 
-/* Prefetches the bytes of a string (see struct qtys). */
-static void prefetch_str(const char *p)
-{
-    if (p)
-        __builtin_prefetch(p);
-}
-
 /* A pod upsert as read from its object: what pod_commit applies. */
 struct pod_in {
     const char *node_name, *oname; /* borrowed (from the object, or from the stage) */
@@ -1747,45 +1628,31 @@ struct pod_in {
     char key[KEY_MAX];
 };
 
-/* Reads a pod: its key, whether it is active, its node, its origin and its contribution (which
- * interns the resource names it requests). With `prefetch`, the lines of the tables that
- * pod_commit will read are prefetched as soon as their addresses are known. First every member
- * read, and the texts prefetched (see struct qtys): none of this has an effect, and the checks come
- * in the same order as if each were read when used. The spec of a terminal pod is not read: it
- * contributes nothing. */
-static int pod_read(struct shr_state *s, const json_t *pod, bool prefetch, struct pod_in *in)
+/* Reads a pod's record: its key, whether it is active, its node, its origin and its contribution
+ * (which interns the resource names it requests). With `prefetch`, the lines of the tables that
+ * pod_commit will read are prefetched as soon as their addresses are known. The containers of a
+ * terminal pod are not read: it contributes nothing. */
+static int pod_read(struct shr_state *s, const struct kpod *p, bool prefetch, struct pod_in *in)
 {
-    const json_t *meta;
-    struct pod_spec spec = {0};
-    const char *ns, *name, *phase;
-    size_t ns_len = 0, name_len = 0, phase_len = 0;
-    struct qtys g;
-
-    meta = GET(pod, "metadata");
-    phase = str_of(GET(GET(pod, "status"), "phase"), &phase_len);
-    ns = str_of(GET(meta, "namespace"), &ns_len);
-    name = str_of(GET(meta, "name"), &name_len);
-    prefetch_str(ns);
-    prefetch_str(name);
-    prefetch_str(phase);
-    in->active = !pod_terminal(phase, phase_len);
+    in->active = !pod_terminal(kpod_text(p, p->phase), p->phase.len);
     in->node_name = in->oname = NULL;
     in->node_len = in->olen = 0;
     in->node_hash = 0;
     if (in->active) {
-        pod_spec_get(GET(pod, "spec"), &spec);
-        in->node_name = str_of(spec.node_name, &in->node_len);
-        in->oname = str_of(GET(GET(meta, "labels"), SHR_LABEL_ORIGIN), &in->olen);
-        prefetch_str(in->node_name);
-        prefetch_str(in->oname);
-        qtys_gather(&g, &spec);
+        struct kpod_str origin = kpod_label(p, SHR_LABEL_ORIGIN);
+
+        in->node_name = kpod_text(p, p->node);
+        in->node_len = p->node.len;
+        in->oname = kpod_text(p, origin);
+        in->olen = origin.len;
         if (in->node_name && in->node_len > 0 && in->node_len <= OBJ_NAME_MAX) {
             in->node_hash = hash_bytes(s->seed, in->node_name, in->node_len);
             if (prefetch)
                 tab_prefetch(&s->nodes, in->node_hash);
         }
     }
-    in->key_len = pod_key_make(ns, ns_len, name, name_len, in->key);
+    in->key_len =
+        pod_key_make(kpod_text(p, p->ns), p->ns.len, kpod_text(p, p->name), p->name.len, in->key);
     if (in->key_len < 0)
         return in->key_len;
     in->hash = hash_bytes(s->seed, in->key, (size_t)in->key_len);
@@ -1799,7 +1666,7 @@ static int pod_read(struct shr_state *s, const json_t *pod, bool prefetch, struc
             return -EINVAL;
         if (prefetch && in->node_name && in->node_len > 0)
             tab_prefetch_rec(&s->nodes, in->node_hash);
-        pod_contrib(s, &spec, &g, &in->c);
+        pod_contrib(s, p, &in->c);
     }
     return 0;
 }
@@ -2148,12 +2015,39 @@ int shr_flush(struct shr_state *s)
 
 /* ---- pod events ------------------------------------------------------------------------------ */
 
+const struct kpod_options shr_pod_record_options = {.nlabels = 1, .labels = {SHR_LABEL_ORIGIN}};
+
+/* Whether the record's options asked for the origin label (else the pod would pass for one of no
+ * consumer). */
+static bool has_origin(const struct kpod *p)
+{
+    for (size_t i = 0; i < p->opts->nlabels; i++)
+        if (strcmp(p->opts->labels[i], SHR_LABEL_ORIGIN) == 0)
+            return true;
+    return false;
+}
+
 int shr_pod_upsert(struct shr_state *s, const json_t *pod)
+{
+    struct kpod *p;
+    int r;
+
+    if (!s || !pod)
+        return -EINVAL;
+    r = kpod_from_json(pod, &shr_pod_record_options, &p);
+    if (r < 0)
+        return r;
+    r = shr_pod_upsert_record(s, p);
+    x_free(p);
+    return r;
+}
+
+int shr_pod_upsert_record(struct shr_state *s, const struct kpod *pod)
 {
     struct pod_in in;
     int r;
 
-    if (!s || !pod)
+    if (!s || !pod || !has_origin(pod))
         return -EINVAL;
     if (s->staging && s->stg_bytes >= STG_MAX_BYTES) {
         r = shr_flush(s);

@@ -58,6 +58,12 @@
 #define SHR_LABEL_ORIGIN "virtualkubelet.liqo.io/origin"
 
 struct shr_state;
+struct kpod;
+struct kpod_options;
+
+/* The record options of the pods the state reads (the origin label): for the pod informer's
+ * extractor (kube/podrec.h, kpod_extract). */
+extern const struct kpod_options shr_pod_record_options;
 
 /* A list of amounts, one per resource name, in the resource's smallest unit (see above). Names are
  * unique within a list; order is unspecified unless a function says otherwise. */
@@ -99,6 +105,11 @@ struct shr_state *shr_free(struct shr_state *s);
 int shr_node_upsert(struct shr_state *s, const json_t *node);
 int shr_node_delete(struct shr_state *s, const char *name);
 int shr_pod_upsert(struct shr_state *s, const json_t *pod);
+/* The same from the pod's typed record (kube/podrec.h), extracted with options that ask for the
+ * SHR_LABEL_ORIGIN label (shr_pod_record_options does; else -EINVAL): what the broadcaster's
+ * pod informer hands over, so that no handler walks JSON. shr_pod_upsert(pod) is exactly
+ * shr_pod_upsert_record(the record of pod). */
+int shr_pod_upsert_record(struct shr_state *s, const struct kpod *pod);
 int shr_pod_delete(struct shr_state *s, const char *ns, const char *name);
 
 /* Staging. A fresh state does not apply pod upserts one by one: it reads each object (its key,

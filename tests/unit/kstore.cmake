@@ -2,3 +2,9 @@
 cliqo_unit_test(kstore cliqo_kube_api)
 # The streaming list splitter (src/kube/liststream.c) the informer decodes lists with.
 cliqo_unit_test(liststream cliqo_kube_api)
+# The informer's typed records (src/kube/informer.c) with the pod extractor, against a small fake API
+# server.
+cliqo_unit_test(informer cliqo_kube_api)
+if(TARGET test-informer)
+    target_link_libraries(test-informer PRIVATE cliqo_kube_pod)
+endif()

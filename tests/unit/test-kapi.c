@@ -1,7 +1,7 @@
 /* The Kubernetes client's answer to 429 Too Many Requests (the API server's priority and fairness
  * turning a request away): the request is sent again after Retry-After, at most 10 times, and the
- * client's rate is halved, then grows back. A small HTTP server in this process plays the API
- * server: it answers 429 to the first requests it is told to, then 200. */
+ * client's rate is halved, then grows back. A small HTTP server in this process (fakeapi.h) plays
+ * the API server: it answers 429 to the first requests it is told to, then 200. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,11 +18,10 @@
 #include "kube/api.h"
 #include "kube/kubeconfig.h"
 
-#define REQ_MAX 8192
+#include "fakeapi.h"
 
 struct server {
-    uv_tcp_t tcp;
-    int port;
+    struct fakeapi http;
     int answer_429;          /* answer 429 to this many requests first */
     const char *retry_after; /* its Retry-After header's value, or NULL */
     int requests;            /* requests seen */
@@ -31,139 +30,48 @@ struct server {
     uint64_t at_ms[32]; /* when each request arrived (uv_now) */
 };
 
-struct conn {
-    uv_tcp_t tcp;
-    struct server *srv;
-    char buf[REQ_MAX];
-    size_t len;
-    uv_write_t w;
-    char out[512];
-};
-
 static uv_loop_t loop;
 static struct server srv;
 
-static void conn_closed(uv_handle_t *h)
+static void answer(struct fakeapi_conn *c, const char *request, void *data)
 {
-    free(h->data);
-}
-
-static void written(uv_write_t *w, int status)
-{
-    struct conn *c = w->data;
-
-    (void)status;
-    uv_close((uv_handle_t *)&c->tcp, conn_closed);
-}
-
-/* A whole request (headers, and the body Content-Length announces): 1; more to read: 0. */
-static int request_done(struct conn *c)
-{
-    char *end, *cl;
-    size_t head, body = 0;
-
-    c->buf[c->len] = '\0';
-    end = strstr(c->buf, "\r\n\r\n");
-    if (!end)
-        return 0;
-    head = (size_t)(end - c->buf) + 4;
-    cl = strstr(c->buf, "Content-Length: ");
-    if (cl && cl < end)
-        body = strtoul(cl + 16, NULL, 10);
-    return c->len >= head + body;
-}
-
-static void answer(struct conn *c)
-{
-    struct server *s = c->srv;
+    struct server *s = data;
     const char *ok = "{\"kind\":\"ConfigMap\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"x\"}}";
     const char *tmr = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
                       "\"reason\":\"TooManyRequests\",\"code\":429}";
-    char *body = strstr(c->buf, "\r\n\r\n") + 4;
-    uv_buf_t b;
-    int n;
+    const char *body = strstr(request, "\r\n\r\n") + 4;
+    char out[512];
 
     if (s->requests < (int)(sizeof(s->at_ms) / sizeof(s->at_ms[0])))
         s->at_ms[s->requests] = uv_now(&loop);
     s->requests++;
-    sscanf(c->buf, "%15s", s->last_method);
+    sscanf(request, "%15s", s->last_method);
     snprintf(s->last_body, sizeof(s->last_body), "%s", body);
     if (s->requests <= s->answer_429)
-        n = snprintf(c->out, sizeof(c->out),
-                     "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
-                     "%s%s%sContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
-                     s->retry_after ? "Retry-After: " : "", s->retry_after ? s->retry_after : "",
-                     s->retry_after ? "\r\n" : "", strlen(tmr), tmr);
+        snprintf(out, sizeof(out),
+                 "HTTP/1.1 429 Too Many Requests\r\nContent-Type: application/json\r\n"
+                 "%s%s%sContent-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                 s->retry_after ? "Retry-After: " : "", s->retry_after ? s->retry_after : "",
+                 s->retry_after ? "\r\n" : "", strlen(tmr), tmr);
     else
-        n = snprintf(c->out, sizeof(c->out),
-                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
-                     "%zu\r\nConnection: close\r\n\r\n%s",
-                     strlen(ok), ok);
-    b = uv_buf_init(c->out, (unsigned)n);
-    c->w.data = c;
-    uv_write(&c->w, (uv_stream_t *)&c->tcp, &b, 1, written);
-}
-
-static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
-{
-    struct conn *c = h->data;
-
-    (void)hint;
-    *b = uv_buf_init(c->buf + c->len, (unsigned)(REQ_MAX - 1 - c->len));
-}
-
-static void read_cb(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
-{
-    struct conn *c = st->data;
-
-    (void)b;
-    if (n < 0 || c->len + (size_t)n >= REQ_MAX - 1) {
-        uv_close((uv_handle_t *)&c->tcp, conn_closed);
-        return;
-    }
-    c->len += (size_t)n;
-    if (request_done(c)) {
-        uv_read_stop(st);
-        answer(c);
-    }
-}
-
-static void on_conn(uv_stream_t *l, int status)
-{
-    struct conn *c;
-
-    assert_int_equal(status, 0);
-    c = calloc(1, sizeof(*c));
-    assert_non_null(c);
-    c->srv = l->data;
-    uv_tcp_init(&loop, &c->tcp);
-    c->tcp.data = c;
-    assert_int_equal(uv_accept(l, (uv_stream_t *)&c->tcp), 0);
-    uv_read_start((uv_stream_t *)&c->tcp, alloc_cb, read_cb);
+        snprintf(out, sizeof(out),
+                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                 "%zu\r\nConnection: close\r\n\r\n%s",
+                 strlen(ok), ok);
+    fakeapi_reply(c, out);
 }
 
 static void server_start(struct server *s, int answer_429, const char *retry_after)
 {
-    struct sockaddr_in a;
-    struct sockaddr_storage got;
-    int len = sizeof(got);
-
     memset(s, 0, sizeof(*s));
     s->answer_429 = answer_429;
     s->retry_after = retry_after;
-    uv_tcp_init(&loop, &s->tcp);
-    s->tcp.data = s;
-    uv_ip4_addr("127.0.0.1", 0, &a);
-    assert_int_equal(uv_tcp_bind(&s->tcp, (const struct sockaddr *)&a, 0), 0);
-    assert_int_equal(uv_listen((uv_stream_t *)&s->tcp, 64, on_conn), 0);
-    uv_tcp_getsockname(&s->tcp, (struct sockaddr *)&got, &len);
-    s->port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+    assert_int_equal(fakeapi_start(&s->http, &loop, answer, s), 0);
 }
 
 static void server_stop(struct server *s)
 {
-    uv_close((uv_handle_t *)&s->tcp, NULL);
-    uv_run(&loop, UV_RUN_NOWAIT);
+    fakeapi_stop(&s->http);
 }
 
 static struct kapi_client *client_new(struct server *s, double qps, long retry_base_ms)
@@ -173,7 +81,7 @@ static struct kapi_client *client_new(struct server *s, double qps, long retry_b
     struct kapi_client_options o = {.qps = qps, .burst = 10, .retry_base_ms = retry_base_ms};
     struct kapi_client *c = NULL;
 
-    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s->port);
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", s->http.port);
     cfg.server = url;
     assert_int_equal(kapi_client_new(&loop, &cfg, &o, &c), 0);
     return c;

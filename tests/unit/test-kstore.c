@@ -290,6 +290,62 @@ static void test_generations(void **state)
 
 /* Every allocation of a put, a replacement and a freeze fails in turn: the call fails cleanly or
  * succeeds, the store stays consistent, nothing leaks (ASan/LSan). */
+/* Records kept beside entries (the informer's typed records): copied, kept across updates, the
+ * old one valid until freed, freed with the entry or the store, counted; a failed copy leaves
+ * the entry's record as it was. */
+static void test_records(void **state)
+{
+    struct kstore *s;
+    struct kstore_entry *e;
+    struct kstore_stats st;
+    const void *old = NULL;
+    json_t *p = pod(1, "web", "1"), *q = pod(1, "web", "2");
+    char a[40] = "record one", b[3000] = "record two", key[64];
+
+    (void)state;
+    assert_int_equal(kstore_new(KSTORE_COMPACT, &s), 0);
+    key_of(1, key, sizeof(key));
+    assert_int_equal(kstore_put(s, key, p, "1", NULL), 0);
+    e = kstore_find(s, key);
+    assert_null(kstore_entry_record(e));
+    assert_int_equal(kstore_set_record(s, e, a, sizeof(a), &old), 0);
+    assert_null(old);
+    a[0] = 'X'; /* the store has its own copy */
+    assert_string_equal(kstore_entry_record(e), "record one");
+    assert_int_equal((uintptr_t)kstore_entry_record(e) % 8, 0);
+    kstore_get_stats(s, &st);
+    assert_true(st.records >= sizeof(a));
+    /* an update keeps it */
+    assert_int_equal(kstore_put(s, key, q, "2", NULL), 1);
+    assert_string_equal(kstore_entry_record(e), "record one");
+    /* a larger one (beyond the slab classes) replaces it; the old one stays readable */
+    assert_int_equal(kstore_set_record(s, e, b, sizeof(b), &old), 0);
+    assert_string_equal(old, "record one");
+    assert_string_equal(kstore_entry_record(e), "record two");
+    kstore_record_free(s, old);
+    kstore_record_free(s, NULL);
+    /* out of memory: unchanged */
+    xalloc_fail_after(0);
+    assert_int_equal(kstore_set_record(s, e, a, 5000, &old), -ENOMEM);
+    xalloc_fail_after(-1);
+    assert_string_equal(kstore_entry_record(e), "record two");
+    assert_int_equal(kstore_set_record(s, e, NULL, 0, NULL), -EINVAL);
+    /* detached, then attached again and left for kstore_remove / kstore_free (ASan: no leak) */
+    assert_int_equal(kstore_set_record(s, e, NULL, 0, &old), 0);
+    assert_null(kstore_entry_record(e));
+    kstore_record_free(s, old);
+    kstore_get_stats(s, &st);
+    assert_int_equal(st.records, 0);
+    assert_int_equal(kstore_set_record(s, e, b, sizeof(b), &old), 0);
+    kstore_remove(s, e, NULL);
+    key_of(2, key, sizeof(key));
+    assert_int_equal(kstore_put(s, key, p, "1", NULL), 0);
+    assert_int_equal(kstore_set_record(s, kstore_find(s, key), b, sizeof(b), &old), 0);
+    kstore_free(s);
+    json_decref(p);
+    json_decref(q);
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -341,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_indexes_compact),
         cmocka_unit_test(test_indexes_tree),
         cmocka_unit_test(test_generations),
+        cmocka_unit_test(test_records),
         cmocka_unit_test(test_alloc_failures),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,360 @@
+/* The informer's typed records (src/kube/informer.c, "Typed records"): an informer given the pod
+ * extractor (kube/podrec.h) hands its handlers each object's record (on_update: the old one and
+ * the new one), keeps it beside the cached object for listers, and sets extractors only before it
+ * starts. A small HTTP server in this process (fakeapi.h) plays the API server: it lists two pods,
+ * then its first watch sends an update, a delete and an add and ends (the watch reconnects; later
+ * watches get no answer). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "kube/api.h"
+#include "kube/informer.h"
+#include "kube/kubeconfig.h"
+#include "kube/podrec.h"
+
+#include "fakeapi.h"
+
+static const struct kpod_options opts = {.nlabels = 1, .labels = {"app"}};
+static const struct inf_extractor pod_x = {kpod_extract, &opts};
+
+static uv_loop_t loop;
+
+static struct {
+    struct fakeapi http;
+    int watches;
+} srv;
+
+static const char *pod_json(const char *name, const char *node, const char *rv, char *buf,
+                            size_t size)
+{
+    snprintf(buf, size,
+             "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ns\",\"resourceVersion\":\"%s\","
+             "\"labels\":{\"app\":\"web-%s\"},\"managedFields\":[{\"manager\":\"m\"}]},"
+             "\"spec\":{\"nodeName\":\"%s\",\"containers\":[{\"name\":\"c\",\"resources\":"
+             "{\"requests\":{\"cpu\":\"100m\"}}}]},\"status\":{\"phase\":\"Running\"}}",
+             name, rv, name, node);
+    return buf;
+}
+
+/* The list: two pods. The first watch: p1 moved to node-2, p2 deleted, p3 added. Later watches: no
+ * answer (the connection stays open until the test ends). */
+static void answer(struct fakeapi_conn *c, const char *request, void *data)
+{
+    char a[1024], b[1024], body[4096], out[4352];
+
+    (void)data;
+    if (!strstr(request, "watch=1")) {
+        snprintf(body, sizeof(body),
+                 "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"
+                 "\"10\"},\"items\":[%s,%s]}",
+                 pod_json("p1", "node-1", "1", a, sizeof(a)),
+                 pod_json("p2", "node-1", "2", b, sizeof(b)));
+    } else if (srv.watches++ == 0) {
+        int k = snprintf(body, sizeof(body), "{\"type\":\"MODIFIED\",\"object\":%s}\n",
+                         pod_json("p1", "node-2", "11", a, sizeof(a)));
+        k += snprintf(body + k, sizeof(body) - (size_t)k, "{\"type\":\"DELETED\",\"object\":%s}\n",
+                      pod_json("p2", "node-1", "12", a, sizeof(a)));
+        snprintf(body + k, sizeof(body) - (size_t)k, "{\"type\":\"ADDED\",\"object\":%s}\n",
+                 pod_json("p3", "node-3", "13", a, sizeof(a)));
+    } else {
+        return;
+    }
+    snprintf(out, sizeof(out),
+             "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+             "Connection: close\r\n\r\n%s",
+             strlen(body), body);
+    fakeapi_reply(c, out);
+}
+
+static void server_start(void)
+{
+    memset(&srv, 0, sizeof(srv));
+    assert_int_equal(fakeapi_start(&srv.http, &loop, answer, NULL), 0);
+}
+
+static void server_stop(void)
+{
+    fakeapi_stop(&srv.http);
+}
+
+/* ---- the handlers --------------------------------------------------------------------------- */
+
+struct seen {
+    int adds, updates, deletes, synced, visits, records;
+    char log[512];
+};
+
+static const char *node_of(const void *rec)
+{
+    const struct kpod *p = rec;
+
+    return p ? kpod_text(p, p->node) : "(none)";
+}
+
+static void note(struct seen *s, const char *what, const json_t *obj, const void *rec)
+{
+    const struct kpod *p = rec;
+    size_t n = strlen(s->log);
+
+    assert_non_null(p);
+    /* the record is the object's */
+    assert_string_equal(kpod_text(p, p->name), json_string_value(json_object_get(
+                                                   json_object_get(obj, "metadata"), "name")));
+    snprintf(s->log + n, sizeof(s->log) - n, "%s %s@%s;", what, kpod_text(p, p->name), node_of(p));
+}
+
+static void on_add(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct seen *s = data;
+    json_t *other = json_object();
+
+    s->adds++;
+    note(s, "add", obj, inf_record(inf, obj));
+    assert_null(inf_record(inf, other)); /* not an object being handed over */
+    assert_null(inf_record(inf, NULL));
+    json_decref(other);
+}
+
+static void on_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    struct seen *s = data;
+
+    s->updates++;
+    note(s, "old", old_obj, inf_record(inf, old_obj));
+    note(s, "new", new_obj, inf_record(inf, new_obj));
+    /* what listers see already */
+    assert_ptr_equal(inf_get_record(inf, "ns", "p1"), inf_record(inf, new_obj));
+}
+
+static void on_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct seen *s = data;
+
+    s->deletes++;
+    note(s, "delete", obj, inf_record(inf, obj));
+    assert_null(inf_get_record(inf, "ns", "p2")); /* gone from the store */
+}
+
+static void on_synced(struct inf_informer *inf, void *data)
+{
+    (void)inf;
+    ((struct seen *)data)->synced++;
+}
+
+static struct inf_informer *visited_inf;
+
+static void visit(json_t *obj, void *data)
+{
+    struct seen *s = data;
+
+    s->visits++;
+    note(s, "visit", obj, inf_record(visited_inf, obj));
+}
+
+static void count_record(const void *rec, void *data)
+{
+    (void)rec;
+    ((struct seen *)data)->records++;
+}
+
+static struct kapi_client *client_new(void)
+{
+    char url[64];
+    struct kc_config cfg = {0};
+    struct kapi_client_options o = {.qps = 1000, .burst = 1000};
+    struct kapi_client *c = NULL;
+
+    snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv.http.port);
+    cfg.server = url;
+    assert_int_equal(kapi_client_new(&loop, &cfg, &o, &c), 0);
+    return c;
+}
+
+static void run_until(const int *counter, int want)
+{
+    uint64_t until = uv_now(&loop) + 10000;
+
+    while (*counter < want && uv_now(&loop) < until)
+        uv_run(&loop, UV_RUN_ONCE);
+    assert_int_equal(*counter, want);
+}
+
+static void test_records(void **state)
+{
+    struct inf_options o = {.resource = &kapi_pods};
+    struct inf_handlers h = {
+        .on_add = on_add, .on_update = on_update, .on_delete = on_delete, .on_synced = on_synced};
+    const struct inf_extractor other = {kpod_extract, NULL};
+    struct kstore_stats st;
+    struct seen s = {0};
+    struct inf_informer *inf;
+    struct kapi_client *c;
+    const struct kpod *p;
+
+    (void)state;
+    server_start();
+    c = client_new();
+    assert_int_equal(inf_new(c, &o, &h, &s, &inf), 0);
+    assert_int_equal(inf_set_extractor(inf, &pod_x), 0);
+    assert_int_equal(inf_set_extractor(inf, &pod_x), 0);       /* the same again */
+    assert_int_equal(inf_set_extractor(inf, &other), -EEXIST); /* another one */
+    assert_int_equal(inf_start(inf), 0);
+    run_until(&s.synced, 1);
+    assert_int_equal(s.adds, 2);
+    p = inf_get_record(inf, "ns", "p1");
+    assert_non_null(p);
+    assert_string_equal(kpod_text(p, p->node), "node-1");
+    assert_string_equal(kpod_text(p, kpod_label(p, "app")), "web-p1");
+    assert_null(inf_get_record(inf, "ns", "p9"));
+    inf_store_stats(inf, &st);
+    assert_true(st.records >= 2 * sizeof(struct kpod));
+    /* the watch: update, delete, add */
+    run_until(&s.adds, 3);
+    assert_int_equal(s.updates, 1);
+    assert_int_equal(s.deletes, 1);
+    assert_string_equal(s.log, "add p1@node-1;add p2@node-1;old p1@node-1;new p1@node-2;"
+                               "delete p2@node-1;add p3@node-3;");
+    /* listers */
+    s.log[0] = '\0';
+    visited_inf = inf;
+    inf_foreach(inf, visit, &s);
+    assert_int_equal(s.visits, 2);
+    assert_int_equal(inf_foreach_record(inf, count_record, &s), 2);
+    assert_int_equal(s.records, 2);
+    assert_int_equal(inf_set_extractor(inf, &other), -EEXIST);
+    inf_free(inf);
+    /* started without one: too late to set it; no records */
+    s = (struct seen){0};
+    srv.watches = 1;
+    assert_int_equal(inf_new(c, &o, &h, &s, &inf), 0);
+    assert_int_equal(inf_start(inf), 0);
+    assert_int_equal(inf_set_extractor(inf, &pod_x), -EBUSY);
+    inf_free(inf);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+/* Records for the handlers only: the added and updated objects have one, nothing is kept (the old
+ * object of an update, the deleted one and listers have none). */
+static void h_add(struct inf_informer *inf, json_t *obj, void *data)
+{
+    note(data, "add", obj, inf_record(inf, obj));
+    ((struct seen *)data)->adds++;
+}
+
+static void h_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    assert_null(inf_record(inf, old_obj));
+    note(data, "new", new_obj, inf_record(inf, new_obj));
+    ((struct seen *)data)->updates++;
+}
+
+static void h_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    assert_null(inf_record(inf, obj));
+    ((struct seen *)data)->deletes++;
+}
+
+static void test_handlers_only(void **state)
+{
+    const struct inf_extractor x = {kpod_extract, &opts, true};
+    struct inf_options o = {.resource = &kapi_pods, .extractor = &x};
+    struct inf_handlers h = {
+        .on_add = h_add, .on_update = h_update, .on_delete = h_delete, .on_synced = on_synced};
+    struct kstore_stats st;
+    struct seen s = {0};
+    struct inf_informer *inf;
+    struct kapi_client *c;
+
+    (void)state;
+    server_start();
+    c = client_new();
+    assert_int_equal(inf_new(c, &o, &h, &s, &inf), 0);
+    assert_int_equal(inf_set_extractor(inf, &pod_x), -EEXIST); /* kept records: another one */
+    assert_int_equal(inf_start(inf), 0);
+    run_until(&s.synced, 1);
+    run_until(&s.adds, 3);
+    assert_int_equal(s.updates, 1);
+    assert_int_equal(s.deletes, 1);
+    assert_string_equal(s.log, "add p1@node-1;add p2@node-1;new p1@node-2;add p3@node-3;");
+    assert_null(inf_get_record(inf, "ns", "p1"));
+    assert_int_equal(inf_foreach_record(inf, count_record, &s), 0);
+    inf_store_stats(inf, &st);
+    assert_int_equal(st.records, 0);
+    inf_free(inf);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+/* inf_options.extractor at creation, and a record-less informer's handlers see NULL. */
+static void test_options_and_none(void **state)
+{
+    struct inf_options o = {.resource = &kapi_pods, .extractor = &pod_x};
+    const struct inf_extractor bad = {NULL, &opts};
+    struct inf_handlers h = {.on_synced = on_synced};
+    struct seen s = {0};
+    struct inf_informer *inf;
+    struct kapi_client *c;
+
+    (void)state;
+    server_start();
+    srv.watches = 1; /* no watch events */
+    c = client_new();
+    o.extractor = &bad;
+    assert_int_equal(inf_new(c, &o, &h, &s, &inf), -EINVAL);
+    o.extractor = &pod_x;
+    assert_int_equal(inf_new(c, &o, &h, &s, &inf), 0);
+    assert_int_equal(inf_start(inf), 0);
+    run_until(&s.synced, 1);
+    assert_int_equal(inf_foreach_record(inf, count_record, &s), 2);
+    inf_free(inf);
+    o.extractor = NULL;
+    s = (struct seen){0};
+    assert_int_equal(inf_new(c, &o, &h, &s, &inf), 0);
+    assert_int_equal(inf_start(inf), 0);
+    run_until(&s.synced, 1);
+    assert_null(inf_get_record(inf, "ns", "p1"));
+    assert_int_equal(inf_foreach_record(inf, count_record, &s), 0);
+    inf_free(inf);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    return uv_loop_init(&loop);
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    uv_run(&loop, UV_RUN_DEFAULT);
+    return uv_loop_close(&loop);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_records),
+        cmocka_unit_test(test_options_and_none),
+        cmocka_unit_test(test_handlers_only),
+    };
+
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
