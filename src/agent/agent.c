@@ -959,13 +959,8 @@ static void observe_kube(struct kapi_client *c, const struct kapi_observation *o
     const char *l[3];
 
     (void)c;
-    if (!a->m_kube_req || (o->err == -ECANCELED && o->http_status == 0))
+    if (!a->m_kube_req || !kapi_observation_labels(o, &l[0], code, sizeof(code)))
         return;
-    if (o->http_status > 0)
-        snprintf(code, sizeof(code), "%ld", o->http_status);
-    else
-        snprintf(code, sizeof(code), "error");
-    l[0] = o->streaming ? "WATCH" : o->method;
     l[1] = code;
     l[2] = NULL;
     metrics_inc(a->m_kube_req, l);

@@ -106,21 +106,15 @@ static void observe(struct kapi_client *c, const struct kapi_observation *o, voi
 {
     struct pu_client *pc = data;
     struct pu_registry *reg = pc->u->reg;
-    const char *verb = o->streaming ? "WATCH" : o->method;
     char code[24];
     const char *l[5];
     bool ok;
 
     (void)c;
-    if (o->err == -ECANCELED && o->http_status == 0)
+    if (!kapi_observation_labels(o, &l[2], code, sizeof(code)))
         return; /* our own abort: says nothing about the peer */
-    if (o->http_status > 0)
-        snprintf(code, sizeof(code), "%ld", o->http_status);
-    else
-        snprintf(code, sizeof(code), "error");
     l[0] = pc->u->id;
     l[1] = role_names[pc->role];
-    l[2] = verb;
     l[3] = code;
     l[4] = NULL;
     if (reg->m_req)

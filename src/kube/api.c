@@ -1527,3 +1527,16 @@ const char *kapi_obj_uid(const json_t *obj)
 {
     return jsn_str_at(obj, "metadata", "uid", NULL);
 }
+
+bool kapi_observation_labels(const struct kapi_observation *o, const char **ret_verb, char *code,
+                             size_t codelen)
+{
+    if (o->err == -ECANCELED && o->http_status == 0)
+        return false;
+    *ret_verb = o->streaming ? "WATCH" : o->method;
+    if (o->http_status > 0)
+        snprintf(code, codelen, "%ld", o->http_status);
+    else
+        snprintf(code, codelen, "error");
+    return true;
+}

@@ -46,6 +46,11 @@ struct kapi_observation {
 };
 typedef void (*kapi_observe_fn)(struct kapi_client *c, const struct kapi_observation *o,
                                 void *data);
+/* What metrics count an observation under, its verb and code: "WATCH" for a watch, else its method;
+ * its HTTP status, or "error" when no answer arrived. False for a request this client aborted
+ * itself (it says nothing about the server): not to be counted. */
+bool kapi_observation_labels(const struct kapi_observation *o, const char **ret_verb, char *code,
+                             size_t codelen);
 
 struct kapi_client_options {
     double qps;             /* client-side rate limit (the most; 429s lower it); default 50 */

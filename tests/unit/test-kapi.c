@@ -231,12 +231,42 @@ static void test_rate_recovers(void **state)
     server_stop(&srv);
 }
 
+/* The labels metrics count an observation under, and our own aborts left out. */
+static void test_observation_labels(void **state)
+{
+    static const struct {
+        struct kapi_observation o;
+        bool counted;
+        const char *verb, *code;
+    } cases[] = {
+        {{"POST", false, 201, 0, 0.1}, true, "POST", "201"},
+        {{"GET", false, 429, -EBUSY, 0.1}, true, "GET", "429"},
+        {{"GET", true, 200, 0, 30}, true, "WATCH", "200"},
+        {{"PATCH", false, 0, -ECONNREFUSED, 0}, true, "PATCH", "error"},
+        {{"DELETE", false, 0, -ECANCELED, 0}, false, NULL, NULL},
+        {{"DELETE", false, 503, -ECANCELED, 0}, true, "DELETE", "503"},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *verb = NULL;
+        char code[24] = "";
+
+        assert_int_equal(kapi_observation_labels(&cases[i].o, &verb, code, sizeof(code)),
+                         cases[i].counted);
+        if (!cases[i].counted)
+            continue;
+        assert_string_equal(verb, cases[i].verb);
+        assert_string_equal(code, cases[i].code);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retry_after),   cmocka_unit_test(test_backoff_and_body),
         cmocka_unit_test(test_gives_up),      cmocka_unit_test(test_cancel_and_close_while_delayed),
-        cmocka_unit_test(test_rate_recovers),
+        cmocka_unit_test(test_rate_recovers), cmocka_unit_test(test_observation_labels),
     };
     int r;
 
