@@ -647,22 +647,6 @@ struct rec {
 /* Ends r with the skeleton's outcomes (agent/ctl.h; the reflector has a queue of its own, not a
  * struct ctl): CTL_DONE forgets the key's failures, CTL_NOW queues it again at once, CTL_BACKOFF
  * after its own backoff (the queue's rate limiter); the others are not used here. */
-/* The state of r's pod for an answer that arrives after the reconcile: made only while the home pod
- * is still cached, so that a pod deleted while its request was in flight leaves none behind. */
-static struct pstate *ps_answer(struct rec *r)
-{
-    struct pstate *s = ps_find(r->p, r->key);
-    json_t *home;
-
-    if (s)
-        return s;
-    home = inf_get(r->p->home, r->ns, r->name);
-    if (!home)
-        return NULL;
-    json_decref(home);
-    return ps_get(r->p, r->key);
-}
-
 static void rec_end(struct rec *r, enum ctl_requeue how)
 {
     struct pods *p = r->p;
@@ -793,7 +777,7 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
         rec_end(r, CTL_DONE);
         return;
     }
-    if (res->err == -EEXIST && (s = ps_answer(r)) && ++s->exists < EXISTS_TRIES) {
+    if (res->err == -EEXIST && (s = ps_find(p, r->key)) && ++s->exists < EXISTS_TRIES) {
         /* Ours, most likely, and our informer has not shown it yet: look again before calling it
          * someone else's. */
         if (!p->life.dead && p->q)
@@ -834,12 +818,13 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
         case VKP_STATUS:
             if (res->err == 0) {
                 count(FAMILY(p, status), p);
-                if ((s = ps_answer(r)) && !rv_is(r->home_rv, kapi_obj_rv(res->body)))
+                if ((s = ps_find(p, r->key)) && !rv_is(r->home_rv, kapi_obj_rv(res->body)))
                     set_rv(s->home_rv, r->home_rv);
             }
             break;
         case VKP_UPDATE_REMOTE:
-            if (res->err == 0 && (s = ps_answer(r)) && !rv_is(r->remote_rv, kapi_obj_rv(res->body)))
+            if (res->err == 0 && (s = ps_find(p, r->key)) &&
+                !rv_is(r->remote_rv, kapi_obj_rv(res->body)))
                 set_rv(s->remote_rv, r->remote_rv);
             break;
         case VKP_DELETE_REMOTE:
@@ -857,7 +842,7 @@ static void after_write(struct kapi_client *c, const struct kapi_result *res, vo
         rec_end(r, CTL_DONE);
         return;
     }
-    if (r->action == VKP_UPDATE_REMOTE && res->err == -EINVAL && (s = ps_answer(r))) {
+    if (r->action == VKP_UPDATE_REMOTE && res->err == -EINVAL && (s = ps_find(p, r->key))) {
         /* The API does not allow that change: not retried until the home pod changes. */
         log_warn(MOD, "provider %s: pod %s cannot be updated: %s", p->peer_id, r->key,
                  res->status.message);
@@ -1052,6 +1037,11 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     set_rv(r->home_rv, kapi_obj_rv(home));
     set_rv(r->remote_rv, kapi_obj_rv(remote));
     log_debug(MOD, "provider %s: %s: %s", p->peer_id, key, vkp_action_name(action));
+    /* What the answer records is kept in the pod's state: made here, while the home pod is cached,
+     * so that a pod deleted while its request is in flight leaves none behind (ps_drop). */
+    if (home && (action == VKP_CREATE || action == VKP_STATUS || action == VKP_UPDATE_REMOTE ||
+                 action == VKP_DELETE_HOME))
+        (void)ps_get(p, key);
 
     switch (action) {
     case VKP_CREATE:
