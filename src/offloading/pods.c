@@ -1028,10 +1028,9 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     sit.refused = s && s->refuse_msg && now_ms(p) < s->retry_at;
     sit.status_differs = spatch != NULL;
     sit.update_remote = upatch != NULL;
+    sit.home_deleted =
+        s && home && kapi_obj_uid(home) && strcmp(s->deleted_uid, kapi_obj_uid(home)) == 0;
     action = r->action = vkp_decide(&sit);
-    if (action == VKP_DELETE_HOME && s && kapi_obj_uid(home) &&
-        strcmp(s->deleted_uid, kapi_obj_uid(home)) == 0)
-        action = r->action = VKP_WAIT; /* deleted; the informer has not shown it yet */
     snprintf(r->home_uid, sizeof(r->home_uid), "%s",
              home && kapi_obj_uid(home) ? kapi_obj_uid(home) : "");
     set_rv(r->home_rv, kapi_obj_rv(home));

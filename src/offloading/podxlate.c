@@ -987,6 +987,13 @@ json_t *vkp_home_event(const json_t *ev, const json_t *home, const char *remote_
 /* ---- what a reconcile pass does
  * ------------------------------------------------------------------ */
 
+/* The home pod's last step (grace 0), once: a pod we deleted is not deleted again while the
+ * informer still shows it (the API server's last MODIFIED comes before its DELETED). */
+static enum vkp_action finish_home(const struct vkp_situation *s)
+{
+    return s->home_deleted ? VKP_WAIT : VKP_DELETE_HOME;
+}
+
 enum vkp_action vkp_decide(const struct vkp_situation *s)
 {
     bool home_del, remote_del;
@@ -1008,7 +1015,7 @@ enum vkp_action vkp_decide(const struct vkp_situation *s)
         /* Never offloaded (or not now): a deletion is finished at once, as a kubelet would. A
          * remote pod left in a namespace no longer mapped goes with that namespace. */
         if (home_del)
-            return VKP_DELETE_HOME;
+            return finish_home(s);
         return s->status_differs ? VKP_STATUS : VKP_NOTHING;
     }
     if (!s->reachable) {
@@ -1022,7 +1029,7 @@ enum vkp_action vkp_decide(const struct vkp_situation *s)
         return VKP_NOTHING;
     if (home_del) {
         if (!s->remote)
-            return s->remote_synced ? VKP_DELETE_HOME : VKP_WAIT;
+            return s->remote_synced ? finish_home(s) : VKP_WAIT;
         return remote_del ? VKP_WAIT : VKP_DELETE_REMOTE;
     }
     if (!s->remote) {

@@ -144,6 +144,7 @@ struct vkp_situation {
     bool status_differs;             /* the wanted home status is not what it shows */
     bool update_remote;              /* vkp_remote_update has a patch */
     bool network_pending;            /* the pod-CIDR remapping is pending: no new remote pod */
+    bool home_deleted; /* we deleted this home pod (grace 0): the informer has not shown it gone */
 };
 
 enum vkp_action vkp_decide(const struct vkp_situation *s);

@@ -756,6 +756,12 @@ static void test_decide(void **state)
         if (a != cases[i].want)
             fail_msg("%s: %s, want %s", cases[i].what, vkp_action_name(a),
                      vkp_action_name(cases[i].want));
+        /* A home pod we already deleted is not deleted again; nothing else changes. */
+        s.home_deleted = true;
+        a = decide(&s, cases[i].home, cases[i].remote, cases[i].remote_uid, cases[i].ds,
+                   cases[i].term);
+        if (a != (cases[i].want == VKP_DELETE_HOME ? VKP_WAIT : cases[i].want))
+            fail_msg("%s (home pod deleted by us): %s", cases[i].what, vkp_action_name(a));
     }
 }
 
