@@ -11,7 +11,7 @@ PKGS=(
   cmake ninja-build pkg-config gcc clang libclang-rt-14-dev clang-format
   # libraries
   libcurl4-openssl-dev libjansson-dev libyaml-dev libuv1-dev libssl-dev libcmocka-dev
-  libc-ares-dev libmicrohttpd-dev libgnutls28-dev zlib1g-dev
+  libc-ares-dev libmicrohttpd-dev libgnutls28-dev zlib1g-dev libzstd-dev
   # the data plane (docs/dataplane.md): nftables through its library, WireGuard in userspace (this kernel
   # has no WireGuard module), and wg and nft (which the network tests read the device and table with; it
   # came before only as a recommendation of iptables and wireguard-tools)

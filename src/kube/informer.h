@@ -13,7 +13,7 @@
  * with capped exponential backoff.
  *
  * The store (kube/store.h) maps "namespace/name" (or "name" for cluster-scoped kinds) to the
- * object. By default it keeps each object serialised and deflated with a dictionary learned from
+ * object. By default it keeps each object serialised and compressed with a dictionary learned from
  * the collection (about 10-20x smaller than a jansson tree) and decodes it on demand: inf_get,
  * inf_foreach, inf_index_foreach and the old object of on_update/on_delete cost one decode each.
  * INF_STORE_TREE keeps jansson trees instead (no decoding, much more memory).
@@ -74,7 +74,7 @@ struct inf_extractor {
 };
 
 enum inf_store {
-    INF_STORE_COMPACT, /* default: serialised + deflated with a learned dictionary */
+    INF_STORE_COMPACT, /* default: serialised + compressed with a learned dictionary */
     INF_STORE_TREE,    /* jansson trees */
 };
 

@@ -6,10 +6,12 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#include <zlib.h>
+#define ZSTD_STATIC_LINKING_ONLY  /* the advanced dictionary calls: exported by the shared library \
+                                   */
+#include <zstd.h>
 
 #ifndef KSTORE_LEVEL
-#define KSTORE_LEVEL 6 /* zlib level: see the measurements in bench/README.md */
+#define KSTORE_LEVEL 1 /* zstd level: see the measurements in bench/README.md */
 #endif
 #define SCRATCH_KEEP (256 * 1024) /* scratch buffers larger than this are freed after use */
 #define SLAB_BLOCK   (64 * 1024)
@@ -21,7 +23,7 @@
 /* Value flags. */
 enum {
     VAL_RAW = 1, /* serialised, waiting for the dictionary */
-    VAL_ZDICT,   /* deflated with the store's dictionary */
+    VAL_ZDICT,   /* compressed (zstd) with the store's dictionary */
     VAL_TREE,    /* a json_t * (tree mode) */
 };
 
@@ -109,13 +111,24 @@ struct kstore {
     size_t dict_len;
     unsigned samples;
     bool frozen;
-    bool def_ready, inf_ready;
-    z_stream def, inf;
+    bool ctx_user;               /* counted in the thread's shared contexts */
+    const ZSTD_CDict *cdict;     /* the frozen dictionary, digested once for compression */
+    const ZSTD_DDict *ddict;     /* and for decompression */
+    void *cdict_mem, *ddict_mem; /* their buffers */
     struct buf ser, z, dec;
     struct slab slab;
     size_t raw_json, compressed;
-    size_t zlib_bytes; /* allocated by zlib through zalloc (chunk sizes) */
+    size_t codec_bytes; /* the digested dictionaries' buffers (chunk sizes) */
 };
+
+/* The compression and decompression contexts are scratch state between calls: one pair per thread,
+ * shared by its stores (a store is used by one thread, see store.h), made on first use and freed
+ * with the last store that used them. */
+static _Thread_local struct {
+    ZSTD_CCtx *c;
+    ZSTD_DCtx *d;
+    unsigned users;
+} tctx;
 
 /* ---- accounting ----------------------------------------------------------------------------- */
 
@@ -334,37 +347,83 @@ static void buf_trim(struct buf *b)
     }
 }
 
-/* ---- zlib allocations: through x_*, and counted ------------------------------------------------
- */
-
-static voidpf z_alloc(voidpf opaque, uInt items, uInt size)
+/* Makes the thread's contexts if needed and counts s among their users. */
+static int ctx_use(struct kstore *s)
 {
-    struct kstore *s = opaque;
-    size_t n = (size_t)items * size;
-    unsigned char *p;
-
-    if (size && n / size != items)
-        return Z_NULL;
-    p = x_malloc(n + 16);
-    if (!p)
-        return Z_NULL;
-    memcpy(p, &n, sizeof(n));
-    s->zlib_bytes += chunk(n + 16);
-    return p + 16;
+    if (s->ctx_user)
+        return 0;
+    if (!tctx.c) {
+        /* Sticky parameters: kept by every compression; the level is superseded by a CDict's. */
+        if (!(tctx.c = ZSTD_createCCtx()) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(tctx.c, ZSTD_c_compressionLevel, KSTORE_LEVEL)) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(tctx.c, ZSTD_c_contentSizeFlag, 0)) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(tctx.c, ZSTD_c_checksumFlag, 0)) ||
+            ZSTD_isError(ZSTD_CCtx_setParameter(tctx.c, ZSTD_c_dictIDFlag, 0))) {
+            ZSTD_freeCCtx(tctx.c);
+            tctx.c = NULL;
+            return -ENOMEM;
+        }
+    }
+    if (!tctx.d && !(tctx.d = ZSTD_createDCtx()))
+        return -ENOMEM;
+    tctx.users++;
+    s->ctx_user = true;
+    return 0;
 }
 
-static void z_free(voidpf opaque, voidpf address)
+static void ctx_release(struct kstore *s)
 {
-    struct kstore *s = opaque;
-    unsigned char *p = address;
-    size_t n;
-
-    if (!p)
+    if (!s->ctx_user)
         return;
-    p -= 16;
-    memcpy(&n, p, sizeof(n));
-    s->zlib_bytes -= chunk(n + 16);
-    x_free(p);
+    s->ctx_user = false;
+    if (--tctx.users)
+        return;
+    ZSTD_freeCCtx(tctx.c);
+    ZSTD_freeDCtx(tctx.d);
+    tctx.c = NULL;
+    tctx.d = NULL;
+}
+
+/* Digests the frozen dictionary (s->dict, kept by the store: referenced, not copied) into
+ * dictionaries laid out in buffers of the store's own (zstd's static-workspace calls: nothing
+ * allocated inside zstd, and the bytes are known). The parameters are those of the level for
+ * objects of the samples' mean size, which keeps the tables small. */
+static int dict_digest(struct kstore *s)
+{
+    ZSTD_compressionParameters cp;
+    size_t mean, n;
+
+    if ((s->cdict && s->ddict) || !s->dict_len)
+        return ctx_use(s);
+    mean = s->samples ? s->dict_len / s->samples : s->dict_len;
+    cp = ZSTD_getCParams(KSTORE_LEVEL, mean, s->dict_len);
+    if (!s->cdict) {
+        n = ZSTD_estimateCDictSize_advanced(s->dict_len, cp, ZSTD_dlm_byRef);
+        if (!(s->cdict_mem = x_malloc(n)))
+            return -ENOMEM;
+        s->cdict = ZSTD_initStaticCDict(s->cdict_mem, n, s->dict, s->dict_len, ZSTD_dlm_byRef,
+                                        ZSTD_dct_rawContent, cp);
+        if (!s->cdict) {
+            x_free(s->cdict_mem);
+            s->cdict_mem = NULL;
+            return -EIO;
+        }
+        s->codec_bytes += chunk(n);
+    }
+    if (!s->ddict) {
+        n = ZSTD_estimateDDictSize(s->dict_len, ZSTD_dlm_byRef);
+        if (!(s->ddict_mem = x_malloc(n)))
+            return -ENOMEM;
+        s->ddict = ZSTD_initStaticDDict(s->ddict_mem, n, s->dict, s->dict_len, ZSTD_dlm_byRef,
+                                        ZSTD_dct_rawContent);
+        if (!s->ddict) {
+            x_free(s->ddict_mem);
+            s->ddict_mem = NULL;
+            return -EIO;
+        }
+        s->codec_bytes += chunk(n);
+    }
+    return ctx_use(s);
 }
 
 /* ---- values --------------------------------------------------------------------------------- */
@@ -458,35 +517,26 @@ static long serialise(struct kstore *s, const json_t *obj)
     return (long)n;
 }
 
-/* Deflates n bytes with the dictionary into a new value. */
-static int deflate_val(struct kstore *s, const char *rv, const unsigned char *in, size_t n,
-                       struct kval **ret)
+/* Compresses n bytes with the dictionary into a new value. The frame carries neither the content
+ * size (the value has it) nor a checksum nor the dictionary's ID: the store made the frame and
+ * keeps the dictionary. */
+static int compress_val(struct kstore *s, const char *rv, const unsigned char *in, size_t n,
+                        struct kval **ret)
 {
-    uLong bound;
+    size_t bound = ZSTD_compressBound(n), out;
     struct kval *v;
+    int r;
 
-    if (!s->def_ready) {
-        s->def.zalloc = z_alloc;
-        s->def.zfree = z_free;
-        s->def.opaque = s;
-        if (deflateInit2(&s->def, KSTORE_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK)
-            return -ENOMEM;
-        s->def_ready = true;
-    } else if (deflateReset(&s->def) != Z_OK) {
-        return -EIO;
-    }
-    if (s->dict_len && deflateSetDictionary(&s->def, s->dict, (uInt)s->dict_len) != Z_OK)
-        return -EIO;
-    bound = deflateBound(&s->def, (uLong)n);
+    if ((r = dict_digest(s)) < 0)
+        return r;
     if (buf_reserve(&s->z, bound) < 0)
         return -ENOMEM;
-    s->def.next_in = (Bytef *)in;
-    s->def.avail_in = (uInt)n;
-    s->def.next_out = s->z.p;
-    s->def.avail_out = (uInt)s->z.cap;
-    if (deflate(&s->def, Z_FINISH) != Z_STREAM_END)
+    out = ZSTD_CCtx_refCDict(tctx.c, s->cdict); /* NULL (no dictionary) unsets another store's */
+    if (!ZSTD_isError(out))
+        out = ZSTD_compress2(tctx.c, s->z.p, s->z.cap, in, n);
+    if (ZSTD_isError(out))
         return -EIO;
-    v = val_new(s, VAL_ZDICT, rv, (uint32_t)n, s->z.p, (uint32_t)s->def.total_out);
+    v = val_new(s, VAL_ZDICT, rv, (uint32_t)n, s->z.p, (uint32_t)out);
     buf_trim(&s->z);
     if (!v)
         return -ENOMEM;
@@ -525,7 +575,7 @@ static int encode(struct kstore *s, json_t *obj, const char *text, size_t text_l
     if (n < 0)
         return (int)n;
     if (s->frozen) {
-        r = deflate_val(s, rv, bytes, (size_t)n, &v);
+        r = compress_val(s, rv, bytes, (size_t)n, &v);
     } else {
         /* Learning: keep it as is, and as a sample for the dictionary. */
         v = val_new(s, VAL_RAW, rv, (uint32_t)n, bytes, (uint32_t)n);
@@ -564,27 +614,22 @@ static int decode(struct kstore *s, struct kval *v, json_t **ret)
     case VAL_RAW:
         json = (const char *)val_bytes(v);
         break;
-    case VAL_ZDICT:
-        if (!s->inf_ready) {
-            s->inf.zalloc = z_alloc;
-            s->inf.zfree = z_free;
-            s->inf.opaque = s;
-            if (inflateInit2(&s->inf, -15) != Z_OK)
-                return -ENOMEM;
-            s->inf_ready = true;
-        } else if (inflateReset(&s->inf) != Z_OK) {
-            return -EIO;
-        }
-        if (s->dict_len && inflateSetDictionary(&s->inf, s->dict, (uInt)s->dict_len) != Z_OK)
-            return -EIO;
+    case VAL_ZDICT: {
+        size_t out;
+        int r;
+
+        if ((r = dict_digest(s)) < 0)
+            return r;
         if (buf_reserve(&s->dec, v->raw_len ? v->raw_len : 1) < 0)
             return -ENOMEM;
-        s->inf.next_in = val_bytes(v);
-        s->inf.avail_in = v->len;
-        s->inf.next_out = s->dec.p;
-        s->inf.avail_out = v->raw_len;
-        if (inflate(&s->inf, Z_FINISH) != Z_STREAM_END || s->inf.total_out != v->raw_len)
+        if (s->ddict)
+            out = ZSTD_decompress_usingDDict(tctx.d, s->dec.p, v->raw_len, val_bytes(v), v->len,
+                                             s->ddict);
+        else
+            out = ZSTD_decompressDCtx(tctx.d, s->dec.p, v->raw_len, val_bytes(v), v->len);
+        if (ZSTD_isError(out) || out != v->raw_len)
             return -EBADMSG;
+    }
         json = (const char *)s->dec.p;
         break;
     default:
@@ -760,10 +805,9 @@ struct kstore *kstore_free(struct kstore *s)
         x_free(t->slots);
         x_free(s->idx[i].name);
     }
-    if (s->def_ready)
-        deflateEnd(&s->def);
-    if (s->inf_ready)
-        inflateEnd(&s->inf);
+    x_free(s->cdict_mem); /* static dictionaries: their buffers are all there is to free */
+    x_free(s->ddict_mem);
+    ctx_release(s);
     x_free(s->dict);
     x_free(s->ser.p);
     x_free(s->z.p);
@@ -1064,7 +1108,7 @@ int kstore_freeze(struct kstore *s)
         struct kval *v;
         if (e->val->flags != VAL_RAW)
             continue;
-        r = deflate_val(s, val_rv(e->val), val_bytes(e->val), e->val->len, &v);
+        r = compress_val(s, val_rv(e->val), val_bytes(e->val), e->val->len, &v);
         if (r < 0)
             break;
         s->compressed += v->len;
@@ -1102,7 +1146,7 @@ void kstore_get_stats(const struct kstore *s, struct kstore_stats *ret)
     st.fixed = chunk(sizeof(*s)) + (s->dict ? chunk(KSTORE_DICT_MAX) : 0) +
                (s->ser.cap ? chunk(s->ser.cap) : 0) + (s->z.cap ? chunk(s->z.cap) : 0) +
                (s->dec.cap ? chunk(s->dec.cap) : 0);
-    st.fixed += s->zlib_bytes;
+    st.fixed += s->codec_bytes;
     st.slack = s->slab.block_bytes - (s->slab.used <= s->slab.block_bytes ? s->slab.used : 0);
     st.raw_json = s->raw_json;
     st.compressed = s->compressed;

@@ -2,7 +2,7 @@
  * with user indexes, kept small enough to cache tens of thousands of objects per informer.
  *
  * Two layouts (enum kstore_mode):
- *   KSTORE_COMPACT  each object is kept serialised (JSON_COMPACT) and deflated (raw deflate) with
+ *   KSTORE_COMPACT  each object is kept serialised (JSON_COMPACT) and compressed (zstd) with
  *                   a preset dictionary that the store learns from the first objects it is given,
  *                   so field names and values repeated across a collection cost a few bits. Objects
  *                   are decoded on demand (kstore_decode) into a fresh jansson tree.
@@ -15,6 +15,9 @@
  * bytes of them), objects are kept serialised but uncompressed; then the dictionary is frozen
  * from those samples and they are compressed with it. kstore_freeze() freezes it early (the
  * informer calls it when its first list is complete, so small collections are compressed too).
+ * The frozen dictionary is digested once per store for compression and for decompression (zstd
+ * dictionaries, about 90 KB with the level's parameters for objects of the samples' mean size);
+ * the compression and decompression contexts are one pair per thread, shared by its stores.
  *
  * Memory: entries, values and membership lists are cut from 64 KiB slabs with per-size free
  * lists; slabs are returned only by kstore_free (a collection that shrinks keeps its slabs for
@@ -72,7 +75,7 @@ struct kstore_stats {
     size_t table;      /* the key hash table */
     size_t indexes;    /* index maps, value sets and per-entry membership lists */
     size_t records;    /* typed records kept beside the objects (kstore_set_record) */
-    size_t fixed;      /* dictionary, zlib streams, scratch buffers: independent of count */
+    size_t fixed;      /* dictionary and its digests, scratch buffers: independent of count */
     size_t raw_json;   /* sum of the serialised sizes of the objects (compact mode) */
     size_t compressed; /* sum of the compressed sizes (compact mode) */
     size_t dict_len;   /* bytes of preset dictionary (0: not frozen yet) */
