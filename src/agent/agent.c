@@ -14,6 +14,7 @@
 #include "agent/agent-internal.h"
 #include "agent/ctl.h"
 #include "common/log.h"
+#include "common/looplag.h"
 #include "common/netaddr.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
@@ -97,8 +98,10 @@ struct agent {
     struct metrics_family *m_generations;
     struct metrics_family *m_leader, *m_http, *m_module_ready, *m_inf_synced, *m_inf_objects,
         *m_queue_depth, *m_kube_pending, *m_kube_req, *m_kube_up, *m_rss, *m_vsize, *m_fds,
-        *m_max_fds, *m_cpu, *m_start, *m_build;
+        *m_max_fds, *m_cpu, *m_start, *m_build, *m_loop_iter, *m_loop_max;
     double start_time;
+    struct llag lag;      /* the loop's busy time per iteration */
+    uint64_t lag_warn_at; /* loop time of the last warning about a long iteration */
 
     uv_signal_t sigterm, sigint;
     uv_timer_t probe_timer, shutdown_timer, force_timer, release_timer, recycle_timer, sync_timer;
@@ -492,6 +495,7 @@ static void collect_agent(struct metrics_registry *r, void *data)
     metrics_set(a->m_leader, NULL, agent_is_leader(a) ? 1 : 0);
     metrics_set(a->m_kube_pending, NULL, a->kube ? (double)kapi_client_pending(a->kube) : 0);
     metrics_set(a->m_kube_up, NULL, kube_reachable(a) ? 1 : 0);
+    metrics_set(a->m_loop_max, NULL, llag_max_seconds(&a->lag));
     for (int i = 0; i < a->ninited; i++) {
         const struct agent_module *m = &a->modules[i];
         l[0] = m->name;
@@ -510,6 +514,32 @@ static void collect_agent(struct metrics_registry *r, void *data)
         l[1] = NULL;
         metrics_set(a->m_queue_depth, l, (double)wq_len(q->q));
     }
+}
+
+/* Iterations: 1 ms is a busy one, 10 ms the responsiveness the informers' slices aim for, a second
+ * a stall that probes notice. */
+static const double loop_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
+                                      0.05,   0.1,   0.25,   0.5,   1,    2.5};
+#define LOOP_WARN_NS       (500 * 1000 * 1000ull) /* an iteration this long is logged */
+#define LOOP_WARN_EVERY_MS 60000                  /* at most one such warning a minute */
+
+static void on_loop_iteration(struct llag *l, uint64_t busy_ns, void *data)
+{
+    struct agent *a = data;
+    uint64_t now;
+
+    (void)l;
+    metrics_observe(a->m_loop_iter, NULL, (double)busy_ns / 1e9);
+    if (busy_ns < LOOP_WARN_NS)
+        return;
+    now = uv_now(a->loop);
+    if (a->lag_warn_at && now - a->lag_warn_at < LOOP_WARN_EVERY_MS)
+        return;
+    a->lag_warn_at = now;
+    log_warn("agent",
+             "the event loop was busy for %llu ms in one iteration: probes, leases and peers' "
+             "requests waited that long (cliqo_event_loop_iteration_seconds)",
+             (unsigned long long)(busy_ns / 1000000));
 }
 
 static int setup_metrics(struct agent *a)
@@ -561,6 +591,14 @@ static int setup_metrics(struct agent *a)
         "Total user and system CPU time spent in seconds.", NULL);
     FAM(METRICS_GAUGE, m_start, "process_start_time_seconds",
         "Start time of the process since unix epoch in seconds.", NULL);
+    if (r == 0)
+        r = metrics_family_new(m, METRICS_HISTOGRAM, "cliqo_event_loop_iteration_seconds",
+                               "Time the event loop's callbacks took in one iteration: how long an "
+                               "event arriving meanwhile waited.",
+                               NULL, loop_buckets, sizeof(loop_buckets) / sizeof(loop_buckets[0]),
+                               &a->m_loop_iter);
+    FAM(METRICS_GAUGE, m_loop_max, "cliqo_event_loop_busiest_iteration_seconds",
+        "The longest iteration of the event loop since the process started.", NULL);
 #undef FAM
     if (r == 0)
         r = metrics_add_collector(m, collect_process, a);
@@ -1183,6 +1221,7 @@ static void finish_shutdown(struct agent *a)
         uv_close((uv_handle_t *)&a->release_timer, on_closed);
         uv_close((uv_handle_t *)&a->recycle_timer, on_closed);
         uv_close((uv_handle_t *)&a->sync_timer, on_closed);
+        llag_stop(&a->lag);
         /* The force timer stays, unreferenced: it fires only if closing hangs. agent_free
          * closes it. */
         uv_unref((uv_handle_t *)&a->force_timer);
@@ -1362,6 +1401,8 @@ int agent_start(struct agent *a)
     a->probe_timer.data = a->shutdown_timer.data = a->force_timer.data = a->release_timer.data = a;
     a->recycle_timer.data = a->sync_timer.data = a;
     a->handles_open = true;
+    if (llag_start(&a->lag, a->loop, on_loop_iteration, a) < 0)
+        log_warn("agent", "the event loop's iterations are not measured (libuv without idle time)");
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
     uv_signal_start(&a->sigint, on_signal, SIGINT);
 

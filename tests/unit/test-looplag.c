@@ -1,0 +1,106 @@
+/* common/looplag: the busy time of an iteration from the clock and the loop's idle total, and the
+ * handle on a real loop (a callback that works 30 ms is measured; time spent waiting is not). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "common/looplag.h"
+
+static void test_busy_table(void **state)
+{
+    static const struct {
+        uint64_t prev, prev_idle, now, idle, want;
+    } cases[] = {
+        {1000, 0, 1000, 0, 0},             /* no time passed */
+        {1000, 0, 6000, 0, 5000},          /* all of it busy */
+        {1000, 0, 6000, 5000, 0},          /* all of it waiting */
+        {1000, 200, 6000, 3200, 2000},     /* 3 µs of the 5 waiting */
+        {1000, 0, 6000, 9000, 0},          /* idle above wall (clock granularity): none busy */
+        {6000, 0, 1000, 0, 0},             /* the clock went backwards */
+        {1000, 500, 6000, 100, 0},         /* the idle total went backwards */
+        {0, 0, UINT64_MAX, 0, UINT64_MAX}, /* no overflow */
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        assert_int_equal(
+            llag_busy_ns(cases[i].prev, cases[i].prev_idle, cases[i].now, cases[i].idle),
+            cases[i].want);
+}
+
+struct run {
+    struct llag lag;
+    uint64_t sum_ns, calls;
+    int fired;
+};
+
+static void on_iter(struct llag *l, uint64_t busy_ns, void *data)
+{
+    struct run *r = data;
+
+    (void)l;
+    r->sum_ns += busy_ns;
+    r->calls++;
+}
+
+static void spin_ms(unsigned ms)
+{
+    struct timespec t0, t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+}
+
+static void on_busy_timer(uv_timer_t *t)
+{
+    struct run *r = t->data;
+
+    if (++r->fired == 1)
+        spin_ms(30); /* the first firing works; the next ones only wait for the timer */
+    if (r->fired == 4)
+        uv_timer_stop(t);
+}
+
+static void test_real_loop(void **state)
+{
+    uv_loop_t loop;
+    uv_timer_t t;
+    struct run r = {0};
+
+    (void)state;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(llag_start(&r.lag, &loop, on_iter, &r), 0);
+    uv_timer_init(&loop, &t);
+    t.data = &r;
+    uv_timer_start(&t, on_busy_timer, 1, 100); /* 300 ms of waiting after the busy firing */
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(r.fired, 4);
+    assert_true(r.lag.iterations >= 3);
+    assert_int_equal(r.calls, r.lag.iterations);
+    /* The 30 ms of work are one iteration's; the waiting is not counted, so the whole run's busy
+     * time stays far below the 300 ms it lasted (whatever the machine's load, the poll's wait is
+     * idle time). */
+    assert_true(r.lag.max_ns >= 30 * 1000000ull);
+    assert_true(llag_max_seconds(&r.lag) >= 0.030);
+    assert_true(r.sum_ns < 250 * 1000000ull);
+    llag_stop(&r.lag);
+    llag_stop(&r.lag); /* idempotent */
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_busy_table),
+        cmocka_unit_test(test_real_loop),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
