@@ -1,9 +1,10 @@
 /* bench-informer: the programs behind bench/informer-vs-kubectl.sh.
  *
- *   create  --kubeconfig K --pods N [--namespaces 4] [--inflight 64] [--no-status]
+ *   create  --kubeconfig K --pods N [--namespaces 4] [--nodes M] [--inflight 64] [--no-status]
  *           creates N realistic pods (a Deployment-like template, two containers, requests and
  *           limits, env vars, a Running-like status) across a few namespaces, many requests in
- *           flight over one HTTP/2 connection.
+ *           flight over one HTTP/2 connection. --nodes: first M Ready Nodes (as a kubelet
+ *           registers one, without a kubelet behind it), and the pods bound to them round-robin.
  *   sync    --kubeconfig K [--store compact|tree] [--expect N] [--updates M] [--page-size P]
  *           [--list consistent|cache]
  *           one informer on all pods: time from inf_start to on_synced (and from exec, when the
@@ -128,6 +129,7 @@ static int opt_u64(const char *name, const char *v, uint64_t max, uint64_t *ret)
 
 struct creator {
     uint64_t total, next, done, failed, inflight, max_inflight, namespaces;
+    uint64_t nodes; /* --nodes: Nodes made first, the pods bound to them round-robin */
     bool status;
     char (*owner_uid)[APPS][40]; /* per namespace and app: uid of the owner object */
 };
@@ -192,6 +194,91 @@ static json_t *pod_template(const struct creator *k, uint64_t i)
         "resources", "requests", "cpu", "20m", "memory", "32Mi", "limits", "cpu", "100m", "memory",
         "64Mi", "tolerations", "key", "node.kubernetes.io/not-ready", "operator", "Exists",
         "effect", "NoExecute", "tolerationSeconds", 300);
+}
+
+static void node_name(uint64_t i, char *buf, size_t size)
+{
+    snprintf(buf, size, "bench-node-%05llu", (unsigned long long)i);
+}
+
+/* A pod of the template bound to its node (--nodes): spec.nodeName set at creation, as a scheduler
+ * would have set it, so that the pods count on their nodes (the broadcaster's computation). */
+static json_t *pod_object(const struct creator *k, uint64_t i)
+{
+    json_t *pod = pod_template(k, i);
+    char node[32];
+
+    if (pod && k->nodes) {
+        node_name(i % k->nodes, node, sizeof(node));
+        json_object_set_new(json_object_get(pod, "spec"), "nodeName", json_string(node));
+    }
+    return pod;
+}
+
+/* A Node as a kubelet registers it (status included in the creation): 32 CPUs, 128 GiB, Ready. */
+static json_t *node_object(uint64_t i)
+{
+    const char *t = "2024-05-02T10:11:12Z";
+    char name[32];
+
+    node_name(i, name, sizeof(name));
+    return json_pack("{s:s,s:s,s:{s:s,s:{s:s,s:s,s:s}},s:{},"
+                     "s:{s:{s:s,s:s,s:s,s:s},s:{s:s,s:s,s:s,s:s},"
+                     "s:[{s:s,s:s,s:s,s:s,s:s,s:s}],s:{s:s,s:s,s:s}}}",
+                     "apiVersion", "v1", "kind", "Node", "metadata", "name", name, "labels",
+                     "kubernetes.io/hostname", name, "kubernetes.io/os", "linux", "bench",
+                     "informer", "spec", "status", "capacity", "cpu", "32", "memory", "128Gi",
+                     "pods", "110", "ephemeral-storage", "500Gi", "allocatable", "cpu", "31500m",
+                     "memory", "125Gi", "pods", "110", "ephemeral-storage", "450Gi", "conditions",
+                     "type", "Ready", "status", "True", "reason", "KubeletReady", "message",
+                     "kubelet is posting ready status", "lastHeartbeatTime", t,
+                     "lastTransitionTime", t, "nodeInfo", "kubeletVersion", "v1.20.2",
+                     "operatingSystem", "linux", "architecture", "amd64");
+}
+
+struct node_maker {
+    uint64_t total, next, done, failed, inflight, max_inflight;
+};
+
+static void node_next(struct node_maker *m);
+
+static void on_node_created(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    struct node_maker *m = data;
+
+    (void)c;
+    if (res->err < 0 && res->err != -EEXIST && ++m->failed <= 5)
+        fprintf(stderr, "bench-informer: node: %s\n", strerror(-res->err));
+    m->done++;
+    m->inflight--;
+    node_next(m);
+}
+
+static void node_next(struct node_maker *m)
+{
+    while (m->inflight < m->max_inflight && m->next < m->total) {
+        json_t *node = node_object(m->next++);
+        int r;
+
+        m->inflight++;
+        r = node ? kapi_create(cl, &kapi_nodes, NULL, node, on_node_created, m) : -ENOMEM;
+        json_decref(node);
+        if (r < 0) {
+            m->inflight--;
+            m->done++;
+            m->failed++;
+        }
+    }
+}
+
+static int make_nodes(uint64_t n, uint64_t inflight)
+{
+    struct node_maker m = {.total = n, .max_inflight = inflight ? inflight : 1};
+
+    node_next(&m);
+    while (m.done < m.total)
+        uv_run(&loop, UV_RUN_ONCE);
+    return m.failed ? -EIO : 0;
 }
 
 /* A status as a kubelet would write it for a running pod. */
@@ -313,7 +400,7 @@ static void create_next(struct creator *k)
         }
         pr->k = k;
         pr->i = k->next++;
-        pod = pod_template(k, pr->i);
+        pod = pod_object(k, pr->i);
         snprintf(ns, sizeof(ns), "bench-%llu", (unsigned long long)(pr->i % k->namespaces));
         k->inflight++;
         r = pod ? kapi_create(cl, &kapi_pods, ns, pod, on_created, pr) : -ENOMEM;
@@ -394,9 +481,11 @@ static int make_namespaces(struct creator *k, uint64_t n)
     return 0;
 }
 
-static int cmd_create(uint64_t pods, uint64_t namespaces, uint64_t inflight, bool status)
+static int cmd_create(uint64_t pods, uint64_t namespaces, uint64_t nodes, uint64_t inflight,
+                      bool status)
 {
     struct creator k = {.total = pods,
+                        .nodes = nodes,
                         .namespaces = namespaces ? namespaces : 1,
                         .max_inflight = inflight ? inflight : 1,
                         .status = status};
@@ -410,13 +499,18 @@ static int cmd_create(uint64_t pods, uint64_t namespaces, uint64_t inflight, boo
         fprintf(stderr, "bench-informer: namespaces: %s\n", strerror(-r));
         return r;
     }
+    if (nodes && (r = make_nodes(nodes, inflight)) < 0) {
+        x_free(k.owner_uid);
+        fprintf(stderr, "bench-informer: nodes: %s\n", strerror(-r));
+        return r;
+    }
     create_next(&k);
     while (k.done < k.total)
         uv_run(&loop, UV_RUN_ONCE);
     x_free(k.owner_uid);
-    printf("phase=create pods=%llu failed=%llu namespaces=%llu status=%d ms=%.0f\n",
+    printf("phase=create pods=%llu failed=%llu namespaces=%llu nodes=%llu status=%d ms=%.0f\n",
            (unsigned long long)k.total, (unsigned long long)k.failed,
-           (unsigned long long)k.namespaces, status, now_ms() - t0);
+           (unsigned long long)k.namespaces, (unsigned long long)nodes, status, now_ms() - t0);
     return k.failed ? -EIO : 0;
 }
 
@@ -744,17 +838,17 @@ static int cmd_codec(uint64_t max)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: bench-informer create|sync|codec --kubeconfig FILE [--pods N] "
-            "[--namespaces N] [--inflight N] [--no-status] [--store compact|tree] [--expect N] "
-            "[--updates N] [--page-size N] [--list consistent|cache] [--max N]\n");
+    fprintf(stderr, "usage: bench-informer create|sync|codec --kubeconfig FILE [--pods N] "
+                    "[--namespaces N] [--nodes N] [--inflight N] [--no-status] [--store "
+                    "compact|tree] [--expect N] "
+                    "[--updates N] [--page-size N] [--list consistent|cache] [--max N]\n");
 }
 
 int main(int argc, char **argv)
 {
     const char *cmd, *kubeconfig = NULL, *store = "compact", *list = "consistent";
-    uint64_t pods = 10000, namespaces = 4, inflight = 64, expect = 0, updates = 0, page = 500,
-             max = 5000;
+    uint64_t pods = 10000, namespaces = 4, nodes = 0, inflight = 64, expect = 0, updates = 0,
+             page = 500, max = 5000;
     bool status = true;
     struct kapi_client_options co = {.qps = 1e6, .burst = 1000000, .timeout_ms = 120000};
     struct kc_config *cfg = NULL;
@@ -788,6 +882,8 @@ int main(int argc, char **argv)
             r = opt_u64(a, v, 10000000, &pods);
         else if (strcmp(a, "--namespaces") == 0)
             r = opt_u64(a, v, 1000, &namespaces);
+        else if (strcmp(a, "--nodes") == 0)
+            r = opt_u64(a, v, 100000, &nodes);
         else if (strcmp(a, "--inflight") == 0)
             r = opt_u64(a, v, 1000, &inflight);
         else if (strcmp(a, "--expect") == 0)
@@ -822,7 +918,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (strcmp(cmd, "create") == 0)
-        r = cmd_create(pods, namespaces, inflight, status);
+        r = cmd_create(pods, namespaces, nodes, inflight, status);
     else if (strcmp(cmd, "sync") == 0)
         r = strcmp(list, "cache") == 0 || strcmp(list, "consistent") == 0
                 ? cmd_sync(store, expect, updates, page, strcmp(list, "cache") == 0)
