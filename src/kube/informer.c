@@ -44,6 +44,7 @@ struct inf_informer {
     bool paused;       /* the transfer waits for the pending text to be decoded */
     bool done_pending; /* the list's response ended; finish once the text is decoded */
     void (*transform)(json_t *obj, void *data);
+    bool without_old;       /* on_update gets no old object (inf_options.update_without_old) */
     struct inf_extractor x; /* x.extract NULL: no records */
     void *rbuf;             /* where records are extracted, before the store copies them */
     size_t rbuf_cap;
@@ -189,7 +190,7 @@ static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text,
         text = NULL;
     }
     r = kstore_put_text(inf->store, key, obj, text, text ? text_len : 0, rv,
-                        e && inf->h.on_update ? &old : NULL);
+                        e && inf->h.on_update && !inf->without_old ? &old : NULL);
     if (r < 0) {
         log_debug("informer", "%s %s not cached: %s", inf->res->resource, key, strerror(-r));
         if (inf->h.on_error)
@@ -204,7 +205,7 @@ static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text,
     cur = (struct current){obj, old, rec, old_rec};
     was = set_current(inf, &cur);
     if (r == 1) {
-        if (inf->h.on_update && old)
+        if (inf->h.on_update && (old || inf->without_old))
             inf->h.on_update(inf, old, obj, inf->data);
     } else if (inf->h.on_add) {
         inf->h.on_add(inf, obj, inf->data);
@@ -705,6 +706,7 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
     inf->resync_ms = o->resync_ms;
     inf->max_objects = o->max_objects ? o->max_objects : DEFAULT_MAX_OBJS;
     inf->transform = o->transform;
+    inf->without_old = o->update_without_old;
     inf->from_cache = o->list_from_cache;
     if (o->extractor && !o->extractor->extract) {
         x_free(inf);

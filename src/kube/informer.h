@@ -99,6 +99,9 @@ struct inf_options {
     bool list_from_cache;
     /* Typed records (see the header comment); NULL: none. Copied. */
     const struct inf_extractor *extractor;
+    /* on_update is called with old_obj NULL: the old object is not decoded from the store (one
+     * decompression and one tree per update saved), for handlers that read only the new one. */
+    bool update_without_old;
 };
 
 /* Index function: writes up to `max` borrowed strings (e.g. a label value taken from obj) to values

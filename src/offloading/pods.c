@@ -1094,7 +1094,11 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 static int pods_create(const struct vk_reflect_env *env, void **ret_state)
 {
     struct pods *p;
-    struct inf_options o = {.resource = &kapi_pods, .page_size = 500, .transform = home_transform};
+    /* The handlers read only the new object (on_home_update): no old one decoded per update. */
+    struct inf_options o = {.resource = &kapi_pods,
+                            .page_size = 500,
+                            .transform = home_transform,
+                            .update_without_old = true};
     struct inf_handlers h = {.on_add = on_home,
                              .on_update = on_home_update,
                              .on_delete = on_home_delete,
@@ -1182,8 +1186,10 @@ static void pods_ns_add(void *state, const char *local, const char *remote)
     struct pods *p = state;
     struct podns *n = ns_by_local(p, local);
     char ls[128];
-    struct inf_options po = {
-        .resource = &kapi_pods, .page_size = 500, .transform = remote_transform};
+    struct inf_options po = {.resource = &kapi_pods,
+                             .page_size = 500,
+                             .transform = remote_transform,
+                             .update_without_old = true}; /* on_remote_update: the new one only */
     struct inf_options eo = {.resource = &kapi_events,
                              .page_size = 500,
                              .field_selector = VKP_EVENT_SELECTOR,

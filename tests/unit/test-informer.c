@@ -300,6 +300,43 @@ static void test_handlers_only(void **state)
 }
 
 /* inf_options.extractor at creation, and a record-less informer's handlers see NULL. */
+/* update_without_old: on_update gets no old object (nothing decoded for it); the new one and its
+ * record as before. */
+static void n_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    assert_null(old_obj);
+    note(data, "new", new_obj, inf_record(inf, new_obj));
+    ((struct seen *)data)->updates++;
+}
+
+static void test_update_without_old(void **state)
+{
+    struct inf_options o = {.resource = &kapi_pods, .update_without_old = true};
+    struct inf_handlers h = {
+        .on_add = h_add, .on_update = n_update, .on_delete = on_delete, .on_synced = on_synced};
+    struct seen s = {0};
+    struct inf_informer *inf;
+    struct kapi_client *c;
+
+    (void)state;
+    server_start();
+    c = client_new();
+    assert_int_equal(inf_new(c, &o, &h, &s, &inf), 0);
+    assert_int_equal(inf_set_extractor(inf, &pod_x), 0);
+    assert_int_equal(inf_start(inf), 0);
+    run_until(&s.synced, 1);
+    run_until(&s.adds, 3);
+    assert_int_equal(s.updates, 1);
+    assert_int_equal(s.deletes, 1); /* the deleted object is still decoded for on_delete */
+    assert_string_equal(s.log, "add p1@node-1;add p2@node-1;new p1@node-2;delete p2@node-1;"
+                               "add p3@node-3;");
+    inf_free(inf);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
 static void test_options_and_none(void **state)
 {
     struct inf_options o = {.resource = &kapi_pods, .extractor = &pod_x};
@@ -354,6 +391,7 @@ int main(void)
         cmocka_unit_test(test_records),
         cmocka_unit_test(test_options_and_none),
         cmocka_unit_test(test_handlers_only),
+        cmocka_unit_test(test_update_without_old),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
