@@ -275,6 +275,12 @@ static void agent_flags_init(struct agent_flags *f, struct agent_config *cfg)
         {.name = "kube-api-burst", .kind = OPTS_UINT, .arg = "N", .dest = &cfg->kube_api_burst,
          .size = sizeof(cfg->kube_api_burst), .min = 1, .max = 100000,
          .help = "requests sent at once above that rate (default twice --kube-api-qps)"},
+        {.name = "replay-at-once", .kind = OPTS_UINT, .arg = "N", .dest = &cfg->replay_at_once,
+         .size = sizeof(cfg->replay_at_once), .min = 0, .max = 100000000,
+         .help = "objects an informer may cache for them to be handed at once to the modules when "
+                 "they start (on becoming the leader); a larger one is handed over in slices of 4 "
+                 "ms, one per loop iteration, its events paused until then (default "
+                 AGENT_REPLAY_AT_ONCE_S "; 0: always in slices)"},
         {.name = "kubelet-addr", .kind = OPTS_CUSTOM, .arg = "HOST:PORT", .dest = cfg,
          .fn = kubelet_addr_flag,
          .help = "the kubelet API of the virtual nodes (logs, exec; default :10250; its port is "
@@ -395,6 +401,7 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
     cfg->shutdown_timeout_ms = 10000;
     cfg->log_level = LOG_LEVEL_INFO;
     cfg->kube_api_qps = AGENT_KUBE_QPS;
+    cfg->replay_at_once = AGENT_REPLAY_AT_ONCE;
     agent_flags_init(&flags, cfg);
     if (opts_parse(&flags.spec, argc, argv, err, errlen) < 0)
         return -EINVAL;

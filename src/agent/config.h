@@ -17,11 +17,15 @@
 #include "common/log.h"
 
 /* The modules' rate to their own API server (--kube-api-qps; docs/offloading.md, "Requests"). */
-#define AGENT_KUBE_QPS        200
-#define AGENT_KUBE_QPS_S      "200"
-#define AGENT_MAX_IDENTITY    128
-#define AGENT_MAX_WEBHOOK_CNS 16 /* --webhook-client-cn names (httpd's HTTPD_MAX_CLIENT_CNS) */
-#define AGENT_CN_MAX          64 /* bytes of one (httpd's HTTPD_CN_MAX) */
+#define AGENT_KUBE_QPS   200
+#define AGENT_KUBE_QPS_S "200"
+/* Informers up to this many objects are replayed at once to modules that start (--replay-at-once).
+ */
+#define AGENT_REPLAY_AT_ONCE   1000
+#define AGENT_REPLAY_AT_ONCE_S "1000"
+#define AGENT_MAX_IDENTITY     128
+#define AGENT_MAX_WEBHOOK_CNS  16 /* --webhook-client-cn names (httpd's HTTPD_MAX_CLIENT_CNS) */
+#define AGENT_CN_MAX           64 /* bytes of one (httpd's HTTPD_CN_MAX) */
 
 struct agent_config {
     const char *kubeconfig; /* NULL: $KUBECONFIG, ~/.kube/config, in-cluster */
@@ -42,6 +46,9 @@ struct agent_config {
     uint64_t peer_check_ms; /* peering: re-check period of established peerings; 0 = default */
     /* The modules' client of this cluster's API server: requests per second and burst. */
     unsigned kube_api_qps, kube_api_burst;
+    /* Cached objects an informer may hold to be replayed in one loop iteration (larger: in slices).
+     */
+    unsigned replay_at_once;
     /* Offloading (docs/offloading.md). */
     const char *kubelet_addr; /* the kubelet API listener of the virtual nodes (default :10250) */
     unsigned kubelet_port;    /* its port, published in the virtual nodes' daemonEndpoints */

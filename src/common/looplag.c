@@ -1,35 +1,35 @@
 #include "common/looplag.h"
 
-#include <errno.h>
 #include <string.h>
+#include <time.h>
 
-uint64_t llag_busy_ns(uint64_t prev_ns, uint64_t prev_idle_ns, uint64_t now_ns, uint64_t idle_ns)
+uint64_t llag_thread_cpu_ns(void)
 {
-    uint64_t wall, idle;
+    struct timespec t;
 
-    if (now_ns < prev_ns || idle_ns < prev_idle_ns)
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t) < 0)
         return 0;
-    wall = now_ns - prev_ns;
-    idle = idle_ns - prev_idle_ns;
-    return idle >= wall ? 0 : wall - idle;
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static void on_prepare(uv_prepare_t *h)
+uint64_t llag_busy_ns(uint64_t prev_cpu_ns, uint64_t now_cpu_ns)
+{
+    return now_cpu_ns < prev_cpu_ns ? 0 : now_cpu_ns - prev_cpu_ns;
+}
+
+static void on_check(uv_check_t *h)
 {
     struct llag *l = h->data;
-    uint64_t now = uv_hrtime(), idle = uv_metrics_idle_time(h->loop), busy;
+    uint64_t now = llag_thread_cpu_ns(), busy;
 
-    if (l->primed) {
-        busy = llag_busy_ns(l->last_ns, l->last_idle_ns, now, idle);
-        l->iterations++;
-        if (busy > l->max_ns)
-            l->max_ns = busy;
-        if (l->fn)
-            l->fn(l, busy, l->data);
-    }
-    l->primed = true;
-    l->last_ns = now;
-    l->last_idle_ns = idle;
+    busy = llag_busy_ns(l->last_cpu_ns, now);
+    l->iterations++;
+    if (busy > l->max_ns)
+        l->max_ns = busy;
+    if (l->fn)
+        l->fn(l, busy, l->data);
+    /* Read again: the callback's own work (a metric, a log line) is not the next iteration's. */
+    l->last_cpu_ns = l->fn ? llag_thread_cpu_ns() : now;
 }
 
 int llag_start(struct llag *l, uv_loop_t *loop, llag_fn fn, void *data)
@@ -37,18 +37,16 @@ int llag_start(struct llag *l, uv_loop_t *loop, llag_fn fn, void *data)
     int r;
 
     memset(l, 0, sizeof(*l));
-    r = uv_loop_configure(loop, UV_METRICS_IDLE_TIME);
+    r = uv_check_init(loop, &l->check);
     if (r < 0)
         return r;
-    r = uv_prepare_init(loop, &l->prep);
-    if (r < 0)
-        return r;
-    l->prep.data = l;
+    l->check.data = l;
     l->fn = fn;
     l->data = data;
     l->running = true;
-    uv_prepare_start(&l->prep, on_prepare);
-    uv_unref((uv_handle_t *)&l->prep);
+    l->last_cpu_ns = llag_thread_cpu_ns(); /* the first iteration counts from here */
+    uv_check_start(&l->check, on_check);
+    uv_unref((uv_handle_t *)&l->check);
     return 0;
 }
 
@@ -57,7 +55,7 @@ void llag_stop(struct llag *l)
     if (!l || !l->running)
         return;
     l->running = false;
-    uv_close((uv_handle_t *)&l->prep, NULL);
+    uv_close((uv_handle_t *)&l->check, NULL);
 }
 
 double llag_max_seconds(const struct llag *l)

@@ -1,10 +1,11 @@
 /* llag: how long the event loop's iterations keep it busy.
  *
- * A uv_prepare handle runs once per iteration, just before the loop polls for I/O. The time between
- * two of its runs, less the time the loop spent waiting in that poll (libuv's idle-time metric,
- * which llag_start turns on), is what the iteration's callbacks took: timers, I/O, checks, closes.
- * It is how long an event that arrived meanwhile (a health probe, a lease renewal, a peer's
- * request) may have waited for the loop. The handle is unreferenced: it never keeps the loop alive.
+ * A uv_check handle runs once per iteration, right after the loop has polled for I/O and run its
+ * callbacks. The CPU time the loop's thread used between two of its runs is what that iteration's
+ * callbacks took (timers, I/O, prepares, closes): waiting for events uses none, and the time the
+ * machine gave to other processes is not the loop's. It is how long an event that arrived meanwhile
+ * (a health probe, a lease renewal, a peer's request) waited for the loop, on a machine with a
+ * free CPU. The handle is unreferenced: it never keeps the loop alive.
  *
  * Ownership: the caller owns struct llag and the loop; llag_stop closes the handle (the struct must
  * stay valid until the loop has run the close). All calls on the loop's thread. */
@@ -16,29 +17,30 @@
 #include <uv.h>
 
 struct llag;
-/* Called after each iteration with the time its callbacks took, in nanoseconds. */
+/* Called after each iteration with the CPU time it took, in nanoseconds. */
 typedef void (*llag_fn)(struct llag *l, uint64_t busy_ns, void *data);
 
 struct llag {
-    uv_prepare_t prep;
-    uint64_t last_ns, last_idle_ns; /* at the previous run: the clock and the loop's idle total */
-    uint64_t max_ns;                /* the busiest iteration since llag_start */
-    uint64_t iterations;            /* iterations measured */
+    uv_check_t check;
+    uint64_t last_cpu_ns; /* the thread's CPU time at the previous run */
+    uint64_t max_ns;      /* the busiest iteration since llag_start */
+    uint64_t iterations;  /* iterations measured */
     llag_fn fn;
     void *data;
-    bool primed, running;
+    bool running;
 };
 
-/* Starts measuring (fn may be NULL). 0 or a negative errno (the loop cannot report idle time). */
+/* Starts measuring from now (fn may be NULL). 0 or a negative errno. */
 int llag_start(struct llag *l, uv_loop_t *loop, llag_fn fn, void *data);
 /* Stops and closes the handle; NULL-safe, idempotent. */
 void llag_stop(struct llag *l);
 /* The busiest iteration measured since llag_start, in seconds. */
 double llag_max_seconds(const struct llag *l);
 
-/* The time an iteration took from two readings of the clock and of the loop's idle total (both
- * nanoseconds, as uv_hrtime and uv_metrics_idle_time give them); 0 when the readings went
+/* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID). */
+uint64_t llag_thread_cpu_ns(void);
+/* The time an iteration took from two readings of the thread's CPU time; 0 when the readings went
  * backwards. Exposed for the unit test. */
-uint64_t llag_busy_ns(uint64_t prev_ns, uint64_t prev_idle_ns, uint64_t now_ns, uint64_t idle_ns);
+uint64_t llag_busy_ns(uint64_t prev_cpu_ns, uint64_t now_cpu_ns);
 
 #endif

@@ -62,6 +62,8 @@ struct inf_informer {
     unsigned lists;
     unsigned reconnects_before; /* of watches already stopped */
     bool started, synced;
+    bool held;                    /* inf_hold: no watch, the store unchanged */
+    char held_rv[MAX_RV_LEN + 1]; /* where the watch resumes */
 };
 
 static void start_list(struct inf_informer *inf);
@@ -683,7 +685,7 @@ static void on_resync(uv_timer_t *t)
 {
     struct inf_informer *inf = t->data;
 
-    if (!inf->synced || !inf->h.on_update)
+    if (!inf->synced || inf->held || !inf->h.on_update)
         return;
     visit_all(inf, resync_visit, inf);
 }
@@ -795,7 +797,70 @@ void inf_free(struct inf_informer *inf)
 
 bool inf_synced(const struct inf_informer *inf)
 {
+    return inf && inf->synced && !inf->held;
+}
+
+bool inf_listed(const struct inf_informer *inf)
+{
     return inf && inf->synced;
+}
+
+int inf_hold(struct inf_informer *inf)
+{
+    const char *rv;
+
+    if (!inf || !inf->synced || inf->held)
+        return -EINVAL;
+    /* Only while watching: a list in progress changes the store as its pages arrive. */
+    if (!inf->watch || inf->list_call || inf->done_pending)
+        return -EBUSY;
+    rv = kw_resource_version(inf->watch);
+    if (!rv || !*rv || strlen(rv) > MAX_RV_LEN)
+        return -EBUSY;
+    memcpy(inf->held_rv, rv, strlen(rv) + 1);
+    drop_watch(inf);
+    inf->held = true;
+    return 0;
+}
+
+void inf_release(struct inf_informer *inf)
+{
+    if (!inf || !inf->held)
+        return;
+    inf->held = false;
+    start_watch(inf, inf->held_rv); /* what happened meanwhile comes now, in order */
+}
+
+bool inf_held(const struct inf_informer *inf)
+{
+    return inf && inf->held;
+}
+
+int inf_foreach_slice(const struct inf_informer *inf, size_t *cursor, uint64_t budget_ns,
+                      inf_visit_fn fn, void *data)
+{
+    struct inf_informer *w = (struct inf_informer *)inf; /* only the current marks change */
+    uint64_t t0 = uv_hrtime();
+    struct kstore_entry *e;
+
+    if (!inf || !cursor || !fn)
+        return -EINVAL;
+    while ((e = kstore_next(w->store, cursor))) {
+        const void *rec = kstore_entry_record(e);
+        struct current cur, was;
+        json_t *obj;
+
+        if (kstore_decode(w->store, e, &obj) < 0)
+            continue;
+        cur = (struct current){obj, obj, rec, rec};
+        was = set_current(w, &cur);
+        fn(obj, data);
+        set_current(w, &was);
+        json_decref(obj);
+        if (uv_hrtime() - t0 >= budget_ns)
+            return 0;
+    }
+    return 1;
 }
 
 size_t inf_count(const struct inf_informer *inf)

@@ -123,9 +123,28 @@ int inf_start(struct inf_informer *inf);
 /* Stops and frees. NULL-safe; not from inside the informer's own handlers. */
 void inf_free(struct inf_informer *inf);
 
+/* Holding still, to visit a large store in slices (the agent's replay of cached objects to handlers
+ * that start late): inf_hold stops the watch and remembers where it was, so the store does not
+ * change until inf_release, which watches again from there (the events of the meanwhile come then,
+ * in order; a version the server no longer has makes the informer relist, as after any watch
+ * gap). While held, inf_synced is false (nobody takes a partly visited store for a complete one),
+ * inf_listed stays true, no resync runs and no handler is called. inf_hold returns 0, -EINVAL (not
+ * synced yet, or already held) or -EBUSY (a list in progress: the store is changing). */
+int inf_hold(struct inf_informer *inf);
+void inf_release(struct inf_informer *inf);
+bool inf_held(const struct inf_informer *inf);
+/* Visits the store's objects from *cursor (0 to begin) until budget_ns has passed (at least one
+ * object per call): 0 when there are more (call again with the same cursor), 1 when the last was
+ * visited, -EINVAL. The store must not change between calls (inf_hold), or objects may be missed
+ * or visited twice. Objects and records as for inf_foreach. */
+int inf_foreach_slice(const struct inf_informer *inf, size_t *cursor, uint64_t budget_ns,
+                      inf_visit_fn fn, void *data);
+
 /* The read functions below accept NULL (a registration whose informer does not run, e.g. a peer's
  * unit without a client for the role): not synced, empty. */
 bool inf_synced(const struct inf_informer *inf);
+/* The first full list is in (inf_synced, also while held). */
+bool inf_listed(const struct inf_informer *inf);
 size_t inf_count(const struct inf_informer *inf);
 /* A new reference to the cached object, or NULL; json_decref it. */
 json_t *inf_get(const struct inf_informer *inf, const char *ns, const char *name);

@@ -1,6 +1,8 @@
 # Agents as local processes for e2e groups that peer clusters (tests/e2e/<group>/common.sh sources it after
 # ../lib.sh). The group sets ALL (its clusters) and may set AGENT_ID_PREFIX and define agent_extra_flags CLUSTER
 # (more flags for that cluster's agent). Agents outlive a single test: pid files and logs under the group's state.
+# Every informer is replayed to the modules in slices, held meanwhile (--replay-at-once 0; the agent's default
+# does that above 1,000 objects only), so that the groups exercise that path on their small clusters.
 : "${CLIQO_AGENT:?CLIQO_AGENT must name the cliqo-agent binary}"
 : "${CLIQO_DEV_BASE_PORT:?CLIQO_DEV_BASE_PORT must give the first port of the environment}"
 declare -F agent_extra_flags >/dev/null || agent_extra_flags() { :; }
@@ -71,6 +73,7 @@ start_agent() {
   setsid "$CLIQO_AGENT" --kubeconfig "$(kcfg "$c")" --http-addr "127.0.0.1:$(http_port "$c")" \
     --auth-addr "127.0.0.1:$(auth_port "$c")" --auth-url "https://127.0.0.1:$(auth_port "$c")" \
     --identity "${AGENT_ID_PREFIX:-agent}-${c#cluster-}" --unpeer-timeout 8s --peer-check-interval 3s \
+    --replay-at-once "${E2E_REPLAY_AT_ONCE:-0}" \
     --kubelet-addr "127.0.0.1:$(kubelet_port "$c")" --node-address 127.0.0.1 \
     --webhook-addr "127.0.0.1:$(webhook_port "$c")" --webhook-url "https://127.0.0.1:$(webhook_port "$c")" \
     $(webhook_auth_flags "$c") $(agent_extra_flags "$c") \

@@ -31,6 +31,7 @@ static uv_loop_t loop;
 static struct {
     struct fakeapi http;
     int watches;
+    char last_watch[512]; /* the request line of the last watch */
 } srv;
 
 static const char *pod_json(const char *name, const char *node, const char *rv, char *buf,
@@ -52,6 +53,9 @@ static void answer(struct fakeapi_conn *c, const char *request, void *data)
     char a[1024], b[1024], body[4096], out[4352];
 
     (void)data;
+    if (strstr(request, "watch=1"))
+        snprintf(srv.last_watch, sizeof(srv.last_watch), "%.*s", (int)strcspn(request, "\r\n"),
+                 request);
     if (!strstr(request, "watch=1")) {
         snprintf(body, sizeof(body),
                  "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"metadata\":{\"resourceVersion\":"
@@ -337,6 +341,80 @@ static void test_update_without_old(void **state)
         uv_run(&loop, UV_RUN_NOWAIT);
 }
 
+/* inf_hold: the watch stops, the store stays as it is while inf_foreach_slice visits it, and
+ * inf_release watches again from where the watch was. */
+struct sliced {
+    int visits, p1, p3;
+};
+
+static void slice_visit(json_t *obj, void *data)
+{
+    struct sliced *v = data;
+    const char *name = json_string_value(json_object_get(json_object_get(obj, "metadata"), "name"));
+
+    v->visits++;
+    v->p1 += strcmp(name, "p1") == 0;
+    v->p3 += strcmp(name, "p3") == 0;
+}
+
+static void test_hold_and_slices(void **state)
+{
+    struct inf_options o = {.resource = &kapi_pods};
+    struct inf_handlers h = {
+        .on_add = h_add, .on_update = n_update, .on_delete = on_delete, .on_synced = on_synced};
+    struct seen s = {0};
+    struct sliced v = {0};
+    struct inf_informer *inf, *idle;
+    struct kapi_client *c;
+    size_t cursor = 0;
+    int r, calls = 0;
+
+    (void)state;
+    o.update_without_old = true;
+    server_start();
+    c = client_new();
+    assert_int_equal(inf_new(c, &o, &h, &s, &idle), 0);
+    assert_int_equal(inf_hold(idle), -EINVAL); /* not synced */
+    assert_int_equal(inf_new(c, &o, &h, &s, &inf), 0);
+    assert_int_equal(inf_set_extractor(inf, &pod_x), 0);
+    assert_int_equal(inf_start(inf), 0);
+    run_until(&s.synced, 1);
+    run_until(&s.adds, 3);
+    run_until(&srv.watches, 2); /* the first watch ended: watching again from 13 */
+    assert_int_equal(inf_hold(inf), 0);
+    assert_true(inf_held(inf));
+    assert_false(inf_synced(inf));
+    assert_true(inf_listed(inf));
+    assert_int_equal(inf_hold(inf), -EINVAL); /* already */
+    /* a zero budget: one object per call, then the end */
+    while ((r = inf_foreach_slice(inf, &cursor, 0, slice_visit, &v)) == 0)
+        calls++;
+    assert_int_equal(r, 1);
+    assert_int_equal(calls, 2);
+    assert_int_equal(v.visits, 2);
+    assert_int_equal(v.p1, 1);
+    assert_int_equal(v.p3, 1);
+    /* a large budget: all at once */
+    cursor = 0;
+    v = (struct sliced){0};
+    assert_int_equal(inf_foreach_slice(inf, &cursor, UINT64_MAX, slice_visit, &v), 1);
+    assert_int_equal(v.visits, 2);
+    assert_int_equal(inf_foreach_slice(NULL, &cursor, 0, slice_visit, &v), -EINVAL);
+    inf_release(inf);
+    inf_release(inf); /* idempotent */
+    assert_false(inf_held(inf));
+    assert_true(inf_synced(inf));
+    run_until(&srv.watches, 3);
+    assert_non_null(strstr(srv.last_watch, "resourceVersion=13"));
+    assert_int_equal(s.updates, 1); /* nothing was replayed to the handlers by the hold */
+    inf_free(idle);
+    inf_free(inf);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
 static void test_options_and_none(void **state)
 {
     struct inf_options o = {.resource = &kapi_pods, .extractor = &pod_x};
@@ -388,10 +466,9 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_records),
-        cmocka_unit_test(test_options_and_none),
-        cmocka_unit_test(test_handlers_only),
-        cmocka_unit_test(test_update_without_old),
+        cmocka_unit_test(test_records),         cmocka_unit_test(test_options_and_none),
+        cmocka_unit_test(test_handlers_only),   cmocka_unit_test(test_update_without_old),
+        cmocka_unit_test(test_hold_and_slices),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
