@@ -1477,7 +1477,11 @@ int adm_init(struct agent *a)
     struct inf_options vo = {.resource = &res_validating,
                              .field_selector = "metadata.name=" ADM_VALIDATING_CONFIG,
                              .store = INF_STORE_TREE};
-    struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
+    /* The broadcaster's informer (same transform), first list from the watch cache: see there. The
+     * offer's running totals are then as current as the cache, and the watch brings the rest; a
+     * pod admitted meanwhile is held by the reservation ledger until the informer shows it. */
+    struct inf_options po = {
+        .resource = &kapi_pods, .transform = shr_pod_transform, .list_from_cache = true};
     struct ctl_options co = {.name = "admission",
                              .log_module = MOD,
                              .queue = {.base_delay_ms = 500},

@@ -97,6 +97,8 @@ struct bcast {
     struct adv_config cfg;
     bool cfg_loaded;
     uv_timer_t *check;
+    uv_timer_t *flush; /* applies the first list's staged pods in slices (on_pods_synced) */
+    bool flushing;     /* until then no offer is computed (counted) */
     /* node summary for the Advertisement, recomputed lazily after node events */
     uint64_t node_gen, summary_gen;
     json_t *labels, *images;
@@ -405,26 +407,52 @@ static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
     arm_check(m);
 }
 
-/* The first list of pods is in: the pods it staged are applied (share.h, "Staging"). Offers are
- * computed only from now on (see counted()), so no consumer is ever sent an offer made before the
+#define FLUSH_SLICE_NS (4 * 1000 * 1000ull) /* staged pods applied per loop iteration */
+
+/* The staged pods are applied (r 1), or could not all be (r < 0). */
+static void flushed(struct bcast *m, int r)
+{
+    m->flushing = false;
+    if (r < 0)
+        log_warn(MOD, "pods not accounted for yet: %s (retried at the next computation)",
+                 strerror(-r));
+    log_info(MOD, "accounting for %zu pods on %zu nodes", inf_count(m->pods), inf_count(m->nodes));
+    arm_check(m);
+}
+
+static void flush_step(uv_timer_t *t)
+{
+    struct bcast *m = t->data;
+    int r = shr_flush_some(m->shr, FLUSH_SLICE_NS);
+
+    if (r == 0)
+        return; /* the timer fires again at the next iteration */
+    uv_timer_stop(t);
+    flushed(m, r);
+}
+
+/* The first list of pods is in: the pods it staged are applied (share.h, "Staging"), in slices of
+ * FLUSH_SLICE_NS, one per loop iteration (150,000 pods take 25-45 ms). Offers are computed only
+ * once they are all applied (see counted()), so no consumer is ever sent an offer made before the
  * pods running here were all counted. */
 static void on_pods_synced(struct inf_informer *inf, void *data)
 {
     struct bcast *m = data;
-    int r;
 
-    r = shr_flush(m->shr);
-    if (r < 0)
-        log_warn(MOD, "pods not accounted for yet: %s (retried at the next computation)",
-                 strerror(-r));
-    log_info(MOD, "accounting for %zu pods on %zu nodes", inf_count(inf), inf_count(m->nodes));
-    arm_check(m);
+    (void)inf;
+    if (!shr_staging(m->shr) || !m->flush) {
+        flushed(m, shr_flush(m->shr) < 0 ? -ENOMEM : 1);
+        return;
+    }
+    m->flushing = true;
+    if (!uv_is_active((uv_handle_t *)m->flush))
+        uv_timer_start(m->flush, flush_step, 0, 1);
 }
 
 /* Whether the computation has seen every node and pod once (both informers synced). */
 static bool counted(struct bcast *m)
 {
-    return inf_synced(m->nodes) && inf_synced(m->pods);
+    return inf_synced(m->nodes) && inf_synced(m->pods) && !m->flushing;
 }
 
 static void on_pr(struct inf_informer *inf, json_t *obj, void *data)
@@ -1194,7 +1222,13 @@ int bcast_init(struct agent *a)
     struct inf_handlers ch = {.on_add = on_config, .on_update = on_config_update};
     struct inf_handlers oh = {
         .on_add = on_offer, .on_update = on_offer_update, .on_delete = on_offer};
-    struct inf_options po = {.resource = &kapi_pods, .transform = shr_pod_transform};
+    /* The first list from the API server's watch cache, as client-go's reflectors read it: this
+     * module writes no pods, so nothing it did can be missing from the cache's copy, and the watch
+     * brings whatever the cache had not yet seen. On 150,000 pods it is the difference between a
+     * consistent read paged from etcd and one response (bench/README.md, agent-startup). Shared
+     * with admission's registration, which asks the same. */
+    struct inf_options po = {
+        .resource = &kapi_pods, .transform = shr_pod_transform, .list_from_cache = true};
     /* Records for the handlers only: the state keeps what it needs of each pod (its contribution),
      * so a record per cached pod would only cost memory (366 bytes per pod, bench/README.md). */
     const struct inf_extractor px = {kpod_extract, &shr_pod_record_options, true};
@@ -1239,6 +1273,8 @@ int bcast_init(struct agent *a)
         r = metrics_family_new(
             agent_metrics(a), METRICS_COUNTER, "cliqo_broadcaster_advertisements_sent_total",
             "Advertisements written on consumers, by result.", send_labels, NULL, 0, &m->m_sends);
+    if (r == 0 && !(m->flush = ktimer_new(agent_loop(a), m)))
+        r = -ENOMEM;
     if (r == 0 && !(m->check = ktimer_new(agent_loop(a), m)))
         r = -ENOMEM;
     return r;
@@ -1256,6 +1292,10 @@ void bcast_stop(struct agent *a)
     ctl_module_stop(a, MOD);
     if (m && m->check)
         uv_timer_stop(m->check);
+    if (m && m->flush)
+        uv_timer_stop(m->flush);
+    if (m)
+        m->flushing = false; /* what is left stays staged: the next query flushes it */
 }
 
 void bcast_fini(struct agent *a)
@@ -1267,6 +1307,7 @@ void bcast_fini(struct agent *a)
     while (m->consumers)
         consumer_free(m->consumers);
     ktimer_free(m->check);
+    ktimer_free(m->flush);
     m->shr = shr_free(m->shr);
     json_decref(m->labels);
     json_decref(m->images);

@@ -1929,7 +1929,19 @@ static const struct stg_ent *stg_next(struct stg_cur *c)
     return e;
 }
 
-int shr_flush(struct shr_state *s)
+static uint64_t mono_ns(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+#define FLUSH_CLOCK_EVERY 256 /* entries applied between two readings of the clock */
+
+/* Applies the stage until budget_ns has passed (UINT64_MAX: all of it): 1 when it is all applied
+ * (staging ended), 0 when some is left, or a negative errno. */
+static int flush(struct shr_state *s, uint64_t budget_ns)
 {
     /* A second cursor runs STG_FAR entries in front of the one applying entries, prefetching the
      * stage itself and the table lines (pods, nodes) its entry will read, so that the misses of
@@ -1941,10 +1953,14 @@ int shr_flush(struct shr_state *s)
     struct stg_cur cur, far;
     const struct stg_ent *e, *a;
     struct pod_in in;
+    uint64_t t0 = budget_ns == UINT64_MAX ? 0 : mono_ns();
+    unsigned since_clock = 0;
     int i;
 
     if (!s)
         return -EINVAL;
+    if (!s->staging)
+        return 1;
     /* The pod table sized for every staged pod at once (no growth in between, so the lines
      * prefetched stay the ones read); on failure it grows as needed. */
     if (s->stg_n)
@@ -2007,10 +2023,32 @@ int shr_flush(struct shr_state *s)
             cur.k = s->stg_head;
             cur.off = cur.k ? cur.k->done : 0;
         }
+        if (t0 && ++since_clock >= FLUSH_CLOCK_EVERY) {
+            since_clock = 0;
+            if (mono_ns() - t0 >= budget_ns && stg_at(&cur.k, &cur.off))
+                return 0; /* the rest at the next call, from the chunks' done offsets */
+        }
     }
     stg_release(s);
     s->staging = false;
-    return 0;
+    return 1;
+}
+
+int shr_flush(struct shr_state *s)
+{
+    int r = flush(s, UINT64_MAX);
+
+    return r < 0 ? r : 0;
+}
+
+int shr_flush_some(struct shr_state *s, uint64_t budget_ns)
+{
+    return flush(s, budget_ns ? budget_ns : 1);
+}
+
+bool shr_staging(const struct shr_state *s)
+{
+    return s && s->staging;
 }
 
 /* ---- pod events ------------------------------------------------------------------------------ */

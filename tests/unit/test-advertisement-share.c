@@ -1457,6 +1457,50 @@ static void test_stage_equivalence(void **state)
     }
 }
 
+/* shr_flush_some: the stage applied in slices (a budget of 1 ns stops after every 256 pods) leaves
+ * what one shr_flush leaves, pods staged between two slices included (after those staged before
+ * them); staging ends with the last slice, and a state that does not stage answers 1 at once. */
+static void test_stage_in_slices(void **state)
+{
+    struct shr_state *sliced, *whole;
+    char op[128];
+    int r, calls = 0;
+
+    (void)state;
+    assert_int_equal(shr_new(&sliced), 0);
+    assert_int_equal(shr_new(&whole), 0);
+    for (int n = 0; n < 3; n++) {
+        snprintf(op, sizeof(op), "N n%d cpu=64 memory=256Gi pods=1000", n);
+        assert_int_equal(run_op(sliced, NULL, op), 0);
+        assert_int_equal(run_op(whole, NULL, op), 0);
+    }
+    for (int i = 0; i < 2000; i++) {
+        snprintf(op, sizeof(op), "P ns/p%d node=n%d%s c:cpu=%dm c:memory=%dMi", i, i % 3,
+                 i % 5 ? "" : " origin=c1", 10 + i % 7, 32 + i % 11);
+        assert_int_equal(run_op(sliced, NULL, op), 0);
+        assert_int_equal(run_op(whole, NULL, op), 0);
+    }
+    assert_true(shr_staging(sliced));
+    while ((r = shr_flush_some(sliced, 1)) == 0) {
+        calls++;
+        assert_true(shr_staging(sliced));
+        if (calls == 2) { /* staged between slices: applied after the earlier ones */
+            assert_int_equal(run_op(sliced, NULL, "P ns/p7 node=n2 c:cpu=900m"), 0);
+            assert_int_equal(run_op(whole, NULL, "P ns/p7 node=n2 c:cpu=900m"), 0);
+        }
+    }
+    assert_int_equal(r, 1);
+    assert_true(calls >= 7); /* 2,001 pods, 256 a slice */
+    assert_false(shr_staging(sliced));
+    assert_int_equal(shr_flush_some(sliced, 1), 1); /* nothing staged any more */
+    assert_int_equal(shr_flush(whole), 0);
+    stage_compare(sliced, whole);
+    assert_int_equal(shr_flush_some(NULL, 1), -EINVAL);
+    assert_false(shr_staging(NULL));
+    shr_free(sliced);
+    shr_free(whole);
+}
+
 /* A staged pod keeps its resource slots: the table filled by nodes whose names are then unused
  * (so that a new name recycles every slot nothing refers to) does not take the slot of a name only
  * a staged pod requests (example.com/only); a pod delete flushes first; after the flush, upserts
@@ -1696,6 +1740,7 @@ int main(void)
         cmocka_unit_test(test_bulk),
         cmocka_unit_test(test_alloc_failures),
         cmocka_unit_test(test_stage_equivalence),
+        cmocka_unit_test(test_stage_in_slices),
         cmocka_unit_test(test_stage_keeps_slots),
         cmocka_unit_test(test_stage_alloc_failures),
         cmocka_unit_test(test_stage_chunks_recycled),
