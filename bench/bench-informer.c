@@ -1,11 +1,13 @@
 /* bench-informer: the programs behind bench/informer-vs-kubectl.sh.
  *
- *   create  --kubeconfig K --pods N [--namespaces 4] [--nodes M] [--inflight 64] [--no-status]
+ *   create  --kubeconfig K --pods N [--from I] [--namespaces 4] [--nodes M] [--inflight 64]
+ *           [--no-status]
  *           creates N realistic pods (a Deployment-like template, two containers, requests and
  *           limits, env vars, a Running-like status) across a few namespaces, many requests in
  *           flight over one HTTP/2 connection. --nodes: first M Ready Nodes (as a kubelet
  *           registers one, without a kubelet behind it), and the pods bound to them round-robin.
- *   sync    --kubeconfig K [--store compact|tree] [--expect N] [--updates M] [--page-size P]
+ * --from: only the pods numbered I to N-1 (to grow a collection made before). sync    --kubeconfig
+ * K [--store compact|tree] [--expect N] [--updates M] [--page-size P]
  *           [--list consistent|cache]
  *           one informer on all pods: time from inf_start to on_synced (and from exec, when the
  *           runner puts its epoch milliseconds in $BENCH_T0_MS, as for bench/clientgo-informer),
@@ -481,10 +483,12 @@ static int make_namespaces(struct creator *k, uint64_t n)
     return 0;
 }
 
-static int cmd_create(uint64_t pods, uint64_t namespaces, uint64_t nodes, uint64_t inflight,
-                      bool status)
+static int cmd_create(uint64_t pods, uint64_t from, uint64_t namespaces, uint64_t nodes,
+                      uint64_t inflight, bool status)
 {
     struct creator k = {.total = pods,
+                        .next = from < pods ? from : pods,
+                        .done = from < pods ? from : pods,
                         .nodes = nodes,
                         .namespaces = namespaces ? namespaces : 1,
                         .max_inflight = inflight ? inflight : 1,
@@ -839,7 +843,7 @@ static int cmd_codec(uint64_t max)
 static void usage(void)
 {
     fprintf(stderr, "usage: bench-informer create|sync|codec --kubeconfig FILE [--pods N] "
-                    "[--namespaces N] [--nodes N] [--inflight N] [--no-status] [--store "
+                    "[--from I] [--namespaces N] [--nodes N] [--inflight N] [--no-status] [--store "
                     "compact|tree] [--expect N] "
                     "[--updates N] [--page-size N] [--list consistent|cache] [--max N]\n");
 }
@@ -847,8 +851,8 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     const char *cmd, *kubeconfig = NULL, *store = "compact", *list = "consistent";
-    uint64_t pods = 10000, namespaces = 4, nodes = 0, inflight = 64, expect = 0, updates = 0,
-             page = 500, max = 5000;
+    uint64_t pods = 10000, from = 0, namespaces = 4, nodes = 0, inflight = 64, expect = 0,
+             updates = 0, page = 500, max = 5000;
     bool status = true;
     struct kapi_client_options co = {.qps = 1e6, .burst = 1000000, .timeout_ms = 120000};
     struct kc_config *cfg = NULL;
@@ -882,6 +886,8 @@ int main(int argc, char **argv)
             r = opt_u64(a, v, 10000000, &pods);
         else if (strcmp(a, "--namespaces") == 0)
             r = opt_u64(a, v, 1000, &namespaces);
+        else if (strcmp(a, "--from") == 0)
+            r = opt_u64(a, v, 10000000, &from);
         else if (strcmp(a, "--nodes") == 0)
             r = opt_u64(a, v, 100000, &nodes);
         else if (strcmp(a, "--inflight") == 0)
@@ -918,7 +924,7 @@ int main(int argc, char **argv)
         return 1;
     }
     if (strcmp(cmd, "create") == 0)
-        r = cmd_create(pods, namespaces, nodes, inflight, status);
+        r = cmd_create(pods, from, namespaces, nodes, inflight, status);
     else if (strcmp(cmd, "sync") == 0)
         r = strcmp(list, "cache") == 0 || strcmp(list, "consistent") == 0
                 ? cmd_sync(store, expect, updates, page, strcmp(list, "cache") == 0)
