@@ -659,25 +659,31 @@ static void resync_visit(json_t *obj, void *data)
 }
 
 /* kstore_foreach with each object's record marked as current (inf_record). */
+/* Hands e's object to fn with its record marked as current (inf_record): 1, or 0 when it could
+ * not be decoded. */
+static int visit_one(struct inf_informer *inf, struct kstore_entry *e, inf_visit_fn fn, void *data)
+{
+    const void *rec = kstore_entry_record(e);
+    struct current cur, was;
+    json_t *obj;
+
+    if (kstore_decode(inf->store, e, &obj) < 0)
+        return 0;
+    cur = (struct current){obj, obj, rec, rec};
+    was = set_current(inf, &cur);
+    fn(obj, data);
+    set_current(inf, &was);
+    json_decref(obj);
+    return 1;
+}
+
 static size_t visit_all(struct inf_informer *inf, inf_visit_fn fn, void *data)
 {
     struct kstore_entry *e;
     size_t it = 0, n = 0;
 
-    while ((e = kstore_next(inf->store, &it))) {
-        const void *rec = kstore_entry_record(e);
-        struct current cur, was;
-        json_t *obj;
-
-        if (kstore_decode(inf->store, e, &obj) < 0)
-            continue;
-        cur = (struct current){obj, obj, rec, rec};
-        was = set_current(inf, &cur);
-        fn(obj, data);
-        set_current(inf, &was);
-        json_decref(obj);
-        n++;
-    }
+    while ((e = kstore_next(inf->store, &it)))
+        n += (size_t)visit_one(inf, e, fn, data);
     return n;
 }
 
@@ -846,18 +852,7 @@ int inf_foreach_slice(const struct inf_informer *inf, size_t *cursor, uint64_t b
     if (!inf || !cursor || !fn)
         return -EINVAL;
     while ((e = kstore_next(w->store, cursor))) {
-        const void *rec = kstore_entry_record(e);
-        struct current cur, was;
-        json_t *obj;
-
-        if (kstore_decode(w->store, e, &obj) < 0)
-            continue;
-        cur = (struct current){obj, obj, rec, rec};
-        was = set_current(w, &cur);
-        fn(obj, data);
-        set_current(w, &was);
-        json_decref(obj);
-        if (uv_hrtime() - t0 >= budget_ns)
+        if (visit_one(w, e, fn, data) && uv_hrtime() - t0 >= budget_ns)
             return 0;
     }
     return 1;
