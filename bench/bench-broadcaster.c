@@ -670,8 +670,8 @@ static void free_pages(struct pages *p)
 /* What the informer does with a listed or watched object before it calls its handler
  * (kube/informer.c, upsert): its key, a lookup in the store, managedFields dropped, the transform
  * (pods: shr_pod_transform, as the broadcaster's pod informer has it), the object cached in a
- * compact store (serialised and deflated: every byte of the trimmed object is read just before the
- * handler gets it), then the pod's typed record extracted (kpod_extract with the broadcaster's
+ * compact store (serialised and compressed: every byte of the trimmed object is read just before
+ * the handler gets it), then the pod's typed record extracted (kpod_extract with the broadcaster's
  * options; for the handlers only, as the broadcaster asks: not kept in the store). Returns the
  * pod's record (valid until the next call), NULL for a node. */
 static const struct kpod *inf_prepare(struct kstore *store, bool pod, json_t *obj,

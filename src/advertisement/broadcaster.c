@@ -440,8 +440,8 @@ static void on_pods_synced(struct inf_informer *inf, void *data)
     struct bcast *m = data;
 
     (void)inf;
-    if (!shr_staging(m->shr) || !m->flush) {
-        flushed(m, shr_flush(m->shr) < 0 ? -ENOMEM : 1);
+    if (!shr_staging(m->shr)) {
+        flushed(m, 1); /* nothing staged: applied already */
         return;
     }
     m->flushing = true;

@@ -658,7 +658,6 @@ static void resync_visit(json_t *obj, void *data)
     inf->h.on_update(inf, obj, obj, inf->data);
 }
 
-/* kstore_foreach with each object's record marked as current (inf_record). */
 /* Hands e's object to fn with its record marked as current (inf_record): 1, or 0 when it could
  * not be decoded. */
 static int visit_one(struct inf_informer *inf, struct kstore_entry *e, inf_visit_fn fn, void *data)

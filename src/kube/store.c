@@ -6,8 +6,9 @@
 #include <string.h>
 #include <sys/random.h>
 #include <time.h>
-#define ZSTD_STATIC_LINKING_ONLY  /* the advanced dictionary calls: exported by the shared library \
-                                   */
+/* The advanced dictionary calls (static workspaces, compression parameters): the shared library
+ * exports them. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 
 #ifndef KSTORE_LEVEL
