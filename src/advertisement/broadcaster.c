@@ -41,6 +41,7 @@
 #include "offer/share.h"
 #include "common/json.h"
 #include "common/log.h"
+#include "common/slice.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 #include "kube/backoff.h"
@@ -407,8 +408,6 @@ static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
     arm_check(m);
 }
 
-#define FLUSH_SLICE_NS (4 * 1000 * 1000ull) /* staged pods applied per loop iteration */
-
 /* The staged pods are applied (r 1), or could not all be (r < 0). */
 static void flushed(struct bcast *m, int r)
 {
@@ -423,7 +422,8 @@ static void flushed(struct bcast *m, int r)
 static void flush_step(uv_timer_t *t)
 {
     struct bcast *m = t->data;
-    int r = shr_flush_some(m->shr, FLUSH_SLICE_NS);
+    /* The iteration's shared budget (common/slice.h); shr_flush_some applies one pod at least. */
+    int r = shr_flush_some(m->shr, slice_remaining(t->loop));
 
     if (r == 0)
         return; /* the timer fires again at the next iteration */
@@ -431,10 +431,10 @@ static void flush_step(uv_timer_t *t)
     flushed(m, r);
 }
 
-/* The first list of pods is in: the pods it staged are applied (share.h, "Staging"), in slices of
- * FLUSH_SLICE_NS, one per loop iteration (150,000 pods take 25-45 ms). Offers are computed only
- * once they are all applied (see counted()), so no consumer is ever sent an offer made before the
- * pods running here were all counted. */
+/* The first list of pods is in: the pods it staged are applied (share.h, "Staging"), in slices,
+ * one per loop iteration in its shared budget (common/slice.h) (150,000 pods take 25-45 ms). Offers
+ * are computed only once they are all applied (see counted()), so no consumer is ever sent an offer
+ * made before the pods running here were all counted. */
 static void on_pods_synced(struct inf_informer *inf, void *data)
 {
     struct bcast *m = data;

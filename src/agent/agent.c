@@ -15,6 +15,7 @@
 #include "agent/ctl.h"
 #include "common/log.h"
 #include "common/looplag.h"
+#include "common/slice.h"
 #include "common/netaddr.h"
 #include "common/strutil.h"
 #include "common/xalloc.h"
@@ -810,14 +811,13 @@ static void replay_one(json_t *obj, void *data)
 }
 
 /* After the modules started, leader-only handlers see what was cached while standing by (on_add for
- * each object, then on_synced). A large informer is replayed in slices of REPLAY_SLICE_NS, one per
- * loop iteration (a uv_idle), so that probes, leases and peers' requests are served meanwhile
- * (150,000 pods took 0.7 s in one iteration): the informer is held (inf_hold) so that its store
- * does not change between slices, which also pauses its events for every handler, those of
- * AGENT_INF_ALWAYS too, until the replay ends and the watch resumes where it was. While held,
- * inf_synced is false: a module does not take its partly replayed state for a complete one. */
-/* Replay per loop iteration, for informers above --replay-at-once objects. */
-#define REPLAY_SLICE_NS (4 * 1000 * 1000ull)
+ * each object, then on_synced). A large informer is replayed in slices, one per loop iteration (a
+ * uv_idle, in the iteration's budget shared with the other sliced jobs: common/slice.h), so that
+ * probes, leases and peers' requests are served meanwhile (150,000 pods took 0.7 s in one
+ * iteration): the informer is held (inf_hold) so that its store does not change between slices,
+ * which also pauses its events for every handler, those of AGENT_INF_ALWAYS too, until the replay
+ * ends and the watch resumes where it was. While held, inf_synced is false: a module does not take
+ * its partly replayed state for a complete one. */
 
 static bool replay_wanted(const struct inf_entry *e)
 {
@@ -865,10 +865,8 @@ static void replay_cancel(struct agent *a)
 static void on_replay(uv_idle_t *h)
 {
     struct agent *a = h->data;
-    uint64_t t0 = uv_hrtime();
 
     for (struct shared_inf *si = a->infs; si; si = si->next) {
-        uint64_t spent = uv_hrtime() - t0;
         int r;
 
         if (!si->replaying)
@@ -877,10 +875,9 @@ static void on_replay(uv_idle_t *h)
             replay_cancel(a);
             return;
         }
-        if (spent >= REPLAY_SLICE_NS)
-            return; /* the next iteration goes on */
         si->replay_slices++;
-        r = inf_foreach_slice(si->inf, &si->replay_cursor, REPLAY_SLICE_NS - spent, replay_visit,
+        /* The iteration's shared budget (common/slice.h): one object at least. */
+        r = inf_foreach_slice(si->inf, &si->replay_cursor, slice_remaining(a->loop), replay_visit,
                               si);
         if (r == 0)
             return;
@@ -1514,6 +1511,11 @@ int agent_start(struct agent *a)
     a->handles_open = true;
     if (llag_start(&a->lag, a->loop, on_loop_iteration, a) < 0)
         log_warn("agent", "the event loop's iterations are not measured");
+    else if (a->cfg->loop_trace_ms && llag_trace(&a->lag, a->cfg->loop_trace_ms) == 0)
+        log_warn("agent",
+                 "writing the stack of loop iterations over %u ms of CPU to standard error "
+                 "(--loop-trace-ms)",
+                 a->cfg->loop_trace_ms);
     uv_signal_start(&a->sigterm, on_signal, SIGTERM);
     uv_signal_start(&a->sigint, on_signal, SIGINT);
 

@@ -278,9 +278,14 @@ static void agent_flags_init(struct agent_flags *f, struct agent_config *cfg)
         {.name = "replay-at-once", .kind = OPTS_UINT, .arg = "N", .dest = &cfg->replay_at_once,
          .size = sizeof(cfg->replay_at_once), .min = 0, .max = 100000000,
          .help = "objects an informer may cache for them to be handed at once to the modules when "
-                 "they start (on becoming the leader); a larger one is handed over in slices of 4 "
+                 "they start (on becoming the leader); a larger one is handed over in slices of 3 "
                  "ms, one per loop iteration, its events paused until then (default "
                  AGENT_REPLAY_AT_ONCE_S "; 0: always in slices)"},
+        {.name = "loop-trace-ms", .kind = OPTS_UINT, .arg = "MS", .dest = &cfg->loop_trace_ms,
+         .size = sizeof(cfg->loop_trace_ms), .min = 0, .max = 60000,
+         .help = "diagnostics: when one event-loop iteration has used MS of CPU, write the loop's "
+                 "stack to standard error, then every 2 ms while it goes on (finds what holds the "
+                 "loop; default 0: off)"},
         {.name = "kubelet-addr", .kind = OPTS_CUSTOM, .arg = "HOST:PORT", .dest = cfg,
          .fn = kubelet_addr_flag,
          .help = "the kubelet API of the virtual nodes (logs, exec; default :10250; its port is "

@@ -1,7 +1,12 @@
 #include "common/looplag.h"
 
+#include <errno.h>
+#include <execinfo.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 uint64_t llag_thread_cpu_ns(void)
 {
@@ -17,6 +22,9 @@ uint64_t llag_busy_ns(uint64_t prev_cpu_ns, uint64_t now_cpu_ns)
     return now_cpu_ns < prev_cpu_ns ? 0 : now_cpu_ns - prev_cpu_ns;
 }
 
+static void trace_arm(struct llag *l);
+static struct llag *traced; /* the one llag_trace watches (one loop per process) */
+
 static void on_check(uv_check_t *h)
 {
     struct llag *l = h->data;
@@ -30,6 +38,8 @@ static void on_check(uv_check_t *h)
         l->fn(l, busy, l->data);
     /* Read again: the callback's own work (a metric, a log line) is not the next iteration's. */
     l->last_cpu_ns = l->fn ? llag_thread_cpu_ns() : now;
+    if (l->trace_ms)
+        trace_arm(l);
 }
 
 int llag_start(struct llag *l, uv_loop_t *loop, llag_fn fn, void *data)
@@ -55,10 +65,90 @@ void llag_stop(struct llag *l)
     if (!l || !l->running)
         return;
     l->running = false;
+    if (l->trace_ms) {
+        timer_delete(l->trace_timer);
+        l->trace_ms = 0;
+        traced = NULL;
+    }
     uv_close((uv_handle_t *)&l->check, NULL);
 }
 
 double llag_max_seconds(const struct llag *l)
 {
     return (double)l->max_ns / 1e9;
+}
+
+/* ---- llag_trace ---------------------------------------------------------------------------------
+ */
+
+static void on_trace_signal(int sig)
+{
+    static const char head[] = "loop stall trace: iteration ";
+    void *frames[48];
+    char line[64], digits[24];
+    int n, saved = errno;
+    size_t len = 0, nd = 0;
+    uint64_t v;
+
+    (void)sig;
+    /* "loop stall trace: iteration I at U us": only async-signal-safe calls here */
+    memcpy(line, head, sizeof(head) - 1);
+    len = sizeof(head) - 1;
+    v = traced ? traced->iterations : 0;
+    do
+        digits[nd++] = (char)('0' + v % 10);
+    while ((v /= 10) && nd < sizeof(digits));
+    while (nd && len < sizeof(line) - 1)
+        line[len++] = digits[--nd];
+    memcpy(line + len, " at ", 4);
+    len += 4;
+    v = traced ? llag_busy_ns(traced->last_cpu_ns, llag_thread_cpu_ns()) / 1000 : 0;
+    do
+        digits[nd++] = (char)('0' + v % 10);
+    while ((v /= 10) && nd < sizeof(digits));
+    while (nd && len < sizeof(line) - 5)
+        line[len++] = digits[--nd];
+    memcpy(line + len, " us\n", 4);
+    len += 4;
+    n = backtrace(frames, 48);
+    if (write(STDERR_FILENO, line, len) < 0) {
+        /* nothing to do: diagnostics only */
+    }
+    backtrace_symbols_fd(frames, n, STDERR_FILENO);
+    errno = saved;
+}
+
+static void trace_arm(struct llag *l)
+{
+    struct itimerspec its = {0};
+
+    its.it_value.tv_sec = l->trace_ms / 1000;
+    its.it_value.tv_nsec = (long)(l->trace_ms % 1000) * 1000000L;
+    its.it_interval.tv_nsec = 2000000L;
+    timer_settime(l->trace_timer, 0, &its, NULL);
+}
+
+int llag_trace(struct llag *l, unsigned threshold_ms)
+{
+    struct sigevent sev = {0};
+    struct sigaction sa = {0};
+    void *warm[1];
+
+    if (!l->running || l->trace_ms || threshold_ms == 0)
+        return -EINVAL;
+    backtrace(warm, 1); /* loads libgcc's unwinder now, not in the signal handler */
+    sa.sa_handler = on_trace_signal;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGPROF, &sa, NULL) < 0)
+        return -errno;
+    sev.sigev_notify = SIGEV_THREAD_ID;
+    sev.sigev_signo = SIGPROF;
+    sev._sigev_un._tid = (pid_t)syscall(SYS_gettid);
+    if (timer_create(CLOCK_THREAD_CPUTIME_ID, &sev, &l->trace_timer) < 0)
+        return -errno;
+    l->trace_ms = threshold_ms;
+    traced = l;
+    trace_arm(l);
+    return 0;
 }

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 #include <uv.h>
 
 struct llag;
@@ -25,6 +26,8 @@ struct llag {
     uint64_t last_cpu_ns; /* the thread's CPU time at the previous run */
     uint64_t max_ns;      /* the busiest iteration since llag_start */
     uint64_t iterations;  /* iterations measured */
+    timer_t trace_timer;  /* llag_trace */
+    unsigned trace_ms;    /* 0: not tracing */
     llag_fn fn;
     void *data;
     bool running;
@@ -36,6 +39,13 @@ int llag_start(struct llag *l, uv_loop_t *loop, llag_fn fn, void *data);
 void llag_stop(struct llag *l);
 /* The busiest iteration measured since llag_start, in seconds. */
 double llag_max_seconds(const struct llag *l);
+
+/* Diagnostics: from now on, when an iteration has used more than threshold_ms of CPU, the loop
+ * thread writes a backtrace to standard error (a line "loop stall trace: N ms" and the frames),
+ * then again every 2 ms of CPU while that iteration goes on. A CPU-time timer of the thread drives
+ * it (SIGPROF); it is re-armed after each iteration. For finding what holds the loop, not for
+ * normal runs. 0 or a negative errno. */
+int llag_trace(struct llag *l, unsigned threshold_ms);
 
 /* The calling thread's CPU time in nanoseconds (CLOCK_THREAD_CPUTIME_ID). */
 uint64_t llag_thread_cpu_ns(void);

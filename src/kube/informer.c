@@ -2,6 +2,7 @@
 #include "kube/backoff.h"
 #include "kube/liststream.h"
 #include "common/log.h"
+#include "common/slice.h"
 #include "common/xalloc.h"
 
 #include <errno.h>
@@ -18,7 +19,6 @@
 #define MAX_LIST_ITEM     ((size_t)3 << 20)  /* one object (etcd: <= 1.5 MiB) */
 #define MAX_LIST_REST     ((size_t)64 << 10) /* a list without its items: kind, metadata */
 #define MAX_RV_LEN        64
-#define SLICE_NS          (4 * 1000 * 1000)  /* list decoding per loop iteration, then yield */
 #define SLICE_PIECE       ((size_t)16 << 10) /* received text decoded between two clock reads */
 #define MAX_PENDING       ((size_t)1 << 20) /* received, not yet decoded: then the transfer waits */
 
@@ -36,10 +36,8 @@ struct inf_informer {
     struct kls split;        /* the page being received */
     char *cut;               /* an object's text without its managedFields */
     size_t cut_cap;
-    uint64_t slice_tick;  /* the loop time (uv_now) of the current decoding slice */
-    uint64_t slice_start; /* when it began (uv_hrtime) */
-    uv_idle_t *drain;     /* decodes the pending text in the next loop iterations */
-    char *pend;           /* received and not yet decoded: pend[pend_off..pend_len) */
+    uv_idle_t *drain; /* decodes the pending text in the next loop iterations */
+    char *pend;       /* received and not yet decoded: pend[pend_off..pend_len) */
     size_t pend_off, pend_len, pend_cap;
     bool paused;       /* the transfer waits for the pending text to be decoded */
     bool done_pending; /* the list's response ended; finish once the text is decoded */
@@ -393,20 +391,6 @@ static int on_list_item(const char *item, size_t len, void *data)
 
 static void list_done(struct inf_informer *inf, int err, long http_status, const char *message);
 
-/* Starts a new slice when the loop has moved on since the last one; true while the current slice
- * has time left. */
-static bool slice_left(struct inf_informer *inf)
-{
-    uint64_t tick = uv_now(kapi_client_loop(inf->c));
-
-    if (tick != inf->slice_tick) {
-        inf->slice_tick = tick;
-        inf->slice_start = uv_hrtime();
-        return true;
-    }
-    return uv_hrtime() - inf->slice_start <= SLICE_NS;
-}
-
 static void pend_clear(struct inf_informer *inf)
 {
     x_free(inf->pend);
@@ -439,22 +423,22 @@ static int drain_soon(struct inf_informer *inf)
     return 0;
 }
 
-/* The next loop iteration: decode one slice of the pending text, then let the transfer go on or
- * finish the list, or come back in the iteration after. */
+/* The next loop iteration: decode the pending text while the iteration's shared budget lasts
+ * (common/slice.h; one piece at least), then let the transfer go on or finish the list, or come
+ * back in the iteration after. */
 static void on_drain(uv_idle_t *h)
 {
     struct inf_informer *inf = h->data;
+    uv_loop_t *loop = kapi_client_loop(inf->c);
     int r = 0;
 
     uv_idle_stop(h);
-    inf->slice_tick = uv_now(kapi_client_loop(inf->c));
-    inf->slice_start = uv_hrtime(); /* a fresh slice: at least one piece goes through */
     while (inf->pend_off < inf->pend_len && r == 0) {
         size_t n = inf->pend_len - inf->pend_off;
         n = n < SLICE_PIECE ? n : SLICE_PIECE;
         r = kls_feed(&inf->split, inf->pend + inf->pend_off, n);
         inf->pend_off += n;
-        if (!slice_left(inf))
+        if (!slice_left(loop))
             break;
     }
     if (r < 0) {
@@ -479,17 +463,16 @@ static void on_drain(uv_idle_t *h)
     }
 }
 
-/* A chunk of the list. The text is decoded at once while the loop iteration's slice (SLICE_NS) has
- * time left; beyond it, it is kept for the next iterations (on_drain), and past MAX_PENDING bytes
- * the transfer pauses, so that decoding a long list does not hold the loop (health probes, leases,
- * other watches) and the text waiting stays bounded. */
+/* A chunk of the list. It runs from curl's I/O callback: the text is only kept here, and decoded
+ * from an idle callback (on_drain) in the iteration's shared budget of time (common/slice.h), with
+ * the other informers' lists and the other sliced jobs; past MAX_PENDING bytes the transfer pauses.
+ * So decoding long lists, even several at once, does not hold the loop (health probes, leases,
+ * other watches), and the text waiting stays bounded. */
 static int on_list_chunk(struct kapi_client *c, const char *chunk, size_t len, void *data)
 {
     struct inf_informer *inf = data;
 
     (void)c;
-    if (inf->pend_off == inf->pend_len && slice_left(inf))
-        return kls_feed(&inf->split, chunk, len);
     if (inf->pend_len - inf->pend_off + len > MAX_PENDING) {
         if (drain_soon(inf) < 0)
             return -ENOMEM;

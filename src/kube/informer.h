@@ -3,14 +3,16 @@
  * It lists the collection in pages (limit/continue), then watches from the list's resourceVersion.
  * Each page is split into its objects while it arrives (kube/liststream.h) and each object is
  * decoded and applied on its own, so a list costs one object's tree at a time, not a page's; the
- * decoding runs in slices of about 4 ms per loop iteration (the transfer pauses in between), so
- * that decoding a long list does not hold the loop. With list_from_cache the lists are served by
- * the API server's watch cache instead of etcd (one response whatever page_size says, cheaper for
- * the server; what client-go's reflector does). Each change updates the store, the indexes, and
- * calls the handlers on the loop. When the watch reports that its version is too old (410) it
- * relists and reconciles the store against the new list (adds, updates and deletes for what changed
- * while it was away). metadata.managedFields is dropped before caching. A failed list is retried
- * with capped exponential backoff.
+ * text received is only buffered from curl's I/O callback and decoded from an idle callback in the
+ * loop iteration's budget of time, shared with every other sliced job of the thread
+ * (common/slice.h: 3 ms, whatever the number of informers listing at once; the transfer pauses
+ * when 1 MiB waits), so that decoding long lists does not hold the loop. With list_from_cache the
+ * lists are served by the API server's watch cache instead of etcd (one response whatever page_size
+ * says, cheaper for the server; what client-go's reflector does). Each change updates the store,
+ * the indexes, and calls the handlers on the loop. When the watch reports that its version is too
+ * old (410) it relists and reconciles the store against the new list (adds, updates and deletes for
+ * what changed while it was away). metadata.managedFields is dropped before caching. A failed list
+ * is retried with capped exponential backoff.
  *
  * The store (kube/store.h) maps "namespace/name" (or "name" for cluster-scoped kinds) to the
  * object. By default it keeps each object serialised and compressed with a dictionary learned from

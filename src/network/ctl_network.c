@@ -13,6 +13,7 @@
 #include "kube/backoff.h"
 #include "agent/ctl.h"
 #include "network/dpobj.h"
+#include "network/nodecidrs.h"
 #include "network/peernet.h"
 #include "peering/objects.h"
 #include "peering/identity.h"
@@ -57,6 +58,7 @@ struct net {
     struct inf_informer *gwcm;   /* ConfigMaps of the agent's namespace: the gateway's record */
     char gw_bad[DPO_REASON_MAX]; /* the last reason the record was refused, said once */
     struct ipam *ipam;
+    struct ncidr *node_cidrs; /* the physical nodes' pod CIDRs (own_pod_cidr) */
     bool restored, cfg_seen;
     char own_cidr[CIDR_STR_MAX];
     unsigned min_prefix4, min_prefix6; /* liqonetConfig.peerPodCIDRMinPrefix{V4,V6} */
@@ -160,52 +162,30 @@ static void enqueue_all(struct net *n)
 /* ---- this cluster's CIDRs and the IPAM's configuration ----------------------------------------
  */
 
-struct covering {
-    struct cidr list[256];
-    size_t n;
-    bool overflow;
-};
-
-static void node_cidr_visit(json_t *node, void *data)
+/* The CIDR a node counts with in this cluster's own pod CIDR: a physical node's IPv4
+ * spec.podCIDR. 0 (ret filled) or -ENOENT (a virtual node, none, IPv6, or invalid). */
+static int node_cidr(const json_t *node, struct cidr *ret)
 {
-    struct covering *cv = data;
     const json_t *labels = json_object_get(json_object_get(node, "metadata"), "labels");
     const char *t1 = json_string_value(json_object_get(labels, PEER_LABEL_TYPE));
     const char *pc = json_string_value(json_object_get(json_object_get(node, "spec"), "podCIDR"));
-    struct cidr c;
 
-    if ((t1 && strcmp(t1, PEER_VIRTUAL_NODE) == 0) || !pc || cidr_parse(pc, &c) < 0 ||
-        c.family != 4)
-        return;
-    if (cv->n >= sizeof(cv->list) / sizeof(cv->list[0])) {
-        /* Enough to cover: fold what we have into one and go on. */
-        struct cidr cov;
-
-        if (cidr_covering(cv->list, cv->n, &cov) == 0) {
-            cv->list[0] = cov;
-            cv->n = 1;
-        } else {
-            cv->overflow = true;
-            return;
-        }
-    }
-    cv->list[cv->n++] = c;
+    if ((t1 && strcmp(t1, PEER_VIRTUAL_NODE) == 0) || !pc || cidr_parse(pc, ret) < 0 ||
+        ret->family != 4)
+        return -ENOENT;
+    return 0;
 }
 
 /* This cluster's pod CIDR: liqonetConfig.podCIDR, else the smallest CIDR covering the physical
- * nodes' spec.podCIDR. Returns 0 (ret filled) or -ENOENT. */
+ * nodes' spec.podCIDR (from the index the node events keep: nodecidrs.h). Returns 0 (ret filled)
+ * or -ENOENT. */
 static int own_pod_cidr(struct net *n, const json_t *ln, struct cidr *ret)
 {
     const char *pc = json_string_value(json_object_get(ln, "podCIDR"));
-    struct covering cv;
 
     if (pc && cidr_parse(pc, ret) == 0)
         return 0;
-    memset(&cv, 0, sizeof(cv));
-    inf_foreach(n->nodes, node_cidr_visit, &cv);
-    if (cv.n == 0 || cv.overflow)
-        return -ENOENT;
-    return cidr_covering(cv.list, cv.n, ret);
+    return ncidr_covering(n->node_cidrs, 4, ret);
 }
 
 static void reserve_one(struct net *n, const char *text, const char *what)
@@ -953,21 +933,56 @@ static void config_changed(uv_timer_t *t)
         apply_config(n);
 }
 
-static void on_config_or_node(struct inf_informer *inf, json_t *obj, void *data)
+static void config_soon(struct net *n)
 {
-    struct net *n = data;
-
-    (void)inf;
-    (void)obj;
     if (n->nodes_timer && !uv_is_active((uv_handle_t *)n->nodes_timer))
         uv_timer_start(n->nodes_timer, config_changed, NODES_DELAY_MS, 0);
 }
 
-static void on_config_or_node_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj,
-                                     void *data)
+static void on_config(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    (void)obj;
+    config_soon(data);
+}
+
+static void on_config_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
     (void)old_obj;
-    on_config_or_node(inf, new_obj, data);
+    on_config(inf, new_obj, data);
+}
+
+/* A node's CIDR into the index (c NULL: out of it); the configuration is applied again only when
+ * the set of CIDRs changed, not at every status update of a node. */
+static void node_index(struct net *n, const json_t *node, const struct cidr *c)
+{
+    const char *name = kapi_obj_name(node);
+    int r = name ? ncidr_set(n->node_cidrs, name, c) : -EINVAL;
+
+    if (r > 0)
+        config_soon(n);
+    else if (r < 0 && r != -EINVAL)
+        log_warn(MOD, "node %s: its pod CIDR is not indexed: %s", name, strerror(-r));
+}
+
+static void on_node(struct inf_informer *inf, json_t *obj, void *data)
+{
+    struct cidr c;
+
+    (void)inf;
+    node_index(data, obj, node_cidr(obj, &c) == 0 ? &c : NULL);
+}
+
+static void on_node_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)old_obj;
+    on_node(inf, new_obj, data);
+}
+
+static void on_node_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    node_index(data, obj, NULL);
 }
 
 /* ---- module
@@ -977,9 +992,10 @@ int net_init(struct agent *a)
 {
     struct inf_handlers nh = {.on_add = on_nc, .on_update = on_nc_update, .on_delete = on_nc};
     struct inf_handlers fh = {.on_add = on_fc, .on_update = on_fc_update, .on_delete = on_fc};
-    struct inf_handlers ch = {.on_add = on_config_or_node,
-                              .on_update = on_config_or_node_update,
-                              .on_delete = on_config_or_node};
+    struct inf_handlers ch = {
+        .on_add = on_config, .on_update = on_config_update, .on_delete = on_config};
+    struct inf_handlers nodeh = {
+        .on_add = on_node, .on_update = on_node_update, .on_delete = on_node_delete};
     struct inf_handlers gh = {
         .on_add = on_gateway, .on_update = on_gateway_update, .on_delete = on_gateway};
     struct ctl_options co = {.name = "network",
@@ -999,11 +1015,13 @@ int net_init(struct agent *a)
     n->min_prefix6 = IPAM_DEFAULT_MIN_PREFIX6;
     r = ipam_new(&n->ipam);
     if (r == 0)
+        r = ncidr_new(&n->node_cidrs);
+    if (r == 0)
         r = agent_informer(a, &peer_res_networkconfigs, NULL, NULL, 0, &nh, n, &n->ncs);
     if (r == 0)
         r = agent_informer(a, &peer_res_foreignclusters, NULL, NULL, 0, &fh, n, &n->fcs);
     if (r == 0)
-        r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &ch, n, &n->nodes);
+        r = agent_informer(a, &kapi_nodes, NULL, NULL, 0, &nodeh, n, &n->nodes);
     if (r == 0)
         r = agent_informer(a, &peer_res_clusterconfigs, NULL, NULL, 0, &ch, n, &n->config);
     if (r == 0)
@@ -1035,6 +1053,7 @@ void net_fini(struct agent *a)
     while (n->peers)
         peer_free(n->peers);
     ktimer_free(n->nodes_timer);
+    ncidr_free(n->node_cidrs);
     ipam_free(n->ipam);
     ctl_module_fini(a, MOD);
 }

@@ -6,7 +6,7 @@
 # a peer's ForeignCluster lets the networks be connected (peernet.c). Pure functions and a table: no
 # event loop, no network.
 cliqo_module(cliqo_network SOURCES network/ipam.c network/wguapi.c network/wgnl.c network/natrules.c network/routes.c
-             network/peernet.c network/dpobj.c network/noderoutes.c DEPS PkgConfig::OPENSSL PkgConfig::JANSSON)
+             network/peernet.c network/dpobj.c network/noderoutes.c network/nodecidrs.c DEPS PkgConfig::OPENSSL PkgConfig::JANSSON)
 
 # The agent module that exchanges NetworkConfigs and TunnelEndpoints and settles the remapping (network.h).
 if(TARGET cliqo_network)

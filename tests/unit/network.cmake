@@ -6,6 +6,8 @@ cliqo_unit_test(network-wguapi cliqo_network)
 cliqo_unit_test(network-wgnl cliqo_network)
 # Whether a peer's ForeignCluster lets the networks be connected (spec.networkingEnabled).
 cliqo_unit_test(network-peernet cliqo_network)
+# The physical nodes' pod CIDRs by node (nodecidrs.c): what the node events change, the covering after them.
+cliqo_unit_test(network-nodecidrs cliqo_network)
 # The data plane's objects: a peer's TunnelEndpoint as hostile input, keys claimed twice, the NetworkConfig
 # read into what the gateway installs.
 cliqo_unit_test(network-dpobj cliqo_network)

@@ -4,7 +4,11 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -88,11 +92,63 @@ static void test_real_loop(void **state)
     assert_int_equal(uv_loop_close(&loop), 0);
 }
 
+/* llag_trace: the 30 ms iteration writes the loop's stack to standard error (captured through a
+ * pipe), naming the function that held it; the idle waits after it write nothing more. */
+static void test_trace(void **state)
+{
+    uv_loop_t loop;
+    uv_timer_t t;
+    struct run r = {0};
+    int fds[2], saved;
+    char out[65536];
+    ssize_t n, len = 0;
+
+    (void)state;
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(fcntl(fds[0], F_SETFL, O_NONBLOCK), 0);
+    saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(fds[1], STDERR_FILENO), STDERR_FILENO);
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(llag_trace(&r.lag, 5), -EINVAL); /* not started */
+    assert_int_equal(llag_start(&r.lag, &loop, on_iter, &r), 0);
+    assert_int_equal(llag_trace(&r.lag, 0), -EINVAL);
+    assert_int_equal(llag_trace(&r.lag, 5), 0);
+    assert_int_equal(llag_trace(&r.lag, 5), -EINVAL); /* once */
+    uv_timer_init(&loop, &t);
+    t.data = &r;
+    uv_timer_start(&t, on_busy_timer, 1, 100);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    llag_stop(&r.lag);
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+    assert_int_equal(dup2(saved, STDERR_FILENO), STDERR_FILENO);
+    close(saved);
+    close(fds[1]);
+    while (len < (ssize_t)sizeof(out) - 1 &&
+           (n = read(fds[0], out + len, sizeof(out) - 1 - (size_t)len)) > 0)
+        len += n;
+    close(fds[0]);
+    out[len] = '\0';
+    /* At least one sample in the 30 ms (CPU timers tick every few ms), each a header and frames. */
+    assert_non_null(strstr(out, "loop stall trace: iteration "));
+    assert_non_null(strstr(out, " us\n"));
+    /* 30 ms of work sampled after 5 ms, then every 2 ms: a bounded number of samples. */
+    {
+        unsigned samples = 0;
+        for (const char *p = out; (p = strstr(p, "loop stall trace")); p++)
+            samples++;
+        assert_true(samples >= 1 && samples <= 20);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_busy_table),
         cmocka_unit_test(test_real_loop),
+        cmocka_unit_test(test_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
