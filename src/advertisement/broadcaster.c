@@ -100,10 +100,17 @@ struct bcast {
     uv_timer_t *check;
     uv_timer_t *flush; /* applies the first list's staged pods in slices (on_pods_synced) */
     bool flushing;     /* until then no offer is computed (counted) */
-    /* node summary for the Advertisement, recomputed lazily after node events */
-    uint64_t node_gen, summary_gen;
+    /* The node summary for the Advertisement (labels, images, largest allocatable), recomputed
+     * when an Advertisement with node details is to be sent and a node changed what it reads
+     * (node_gen): in slices, one per loop iteration (sum_timer), from sum_cursor into sum_work; a
+     * node added or deleted (node_set_gen) starts the walk again, since the store's slots move. */
+    uint64_t node_gen, summary_gen, node_set_gen;
     json_t *labels, *images;
     struct shr_list largest;
+    uv_timer_t *sum_timer;
+    struct summary *sum_work; /* NULL: no walk in progress */
+    size_t sum_cursor;
+    uint64_t sum_gen, sum_set_gen; /* node_gen and node_set_gen when the walk began */
     struct metrics_family *m_sends;
 };
 
@@ -323,26 +330,91 @@ static void summary_visit(json_t *node, void *data)
     }
 }
 
-static void refresh_summary(struct bcast *m)
+static bool summary_fresh(const struct bcast *m)
 {
-    struct summary s = {.first = true};
+    return m->labels && m->summary_gen == m->node_gen;
+}
 
-    if (m->labels && m->summary_gen == m->node_gen)
+static void summary_work_free(struct bcast *m)
+{
+    if (!m->sum_work)
         return;
-    s.labels = json_object();
-    s.images = json_array();
-    if (!s.labels || !s.images) {
-        json_decref(s.labels);
-        json_decref(s.images);
-        return;
+    json_decref(m->sum_work->labels);
+    json_decref(m->sum_work->images);
+    x_free(m->sum_work);
+    m->sum_work = NULL;
+}
+
+/* A fresh walk from the first node. 0 or -ENOMEM. */
+static int summary_begin(struct bcast *m)
+{
+    summary_work_free(m);
+    m->sum_work = x_calloc(1, sizeof(*m->sum_work));
+    if (!m->sum_work)
+        return -ENOMEM;
+    m->sum_work->first = true;
+    m->sum_work->labels = json_object();
+    m->sum_work->images = json_array();
+    if (!m->sum_work->labels || !m->sum_work->images) {
+        summary_work_free(m);
+        return -ENOMEM;
     }
-    inf_foreach(m->nodes, summary_visit, &s);
+    m->sum_cursor = 0;
+    m->sum_gen = m->node_gen;
+    m->sum_set_gen = m->node_set_gen;
+    return 0;
+}
+
+/* One slice of the walk, in the loop iteration's shared budget (common/slice.h; 18-22 ms for
+ * 5,000 Nodes in one go). Done: the summary is replaced and the consumers queued again. */
+static void summary_step(uv_timer_t *t)
+{
+    struct bcast *m = t->data;
+    struct summary *w;
+    int r;
+
+    if (!m->sum_work || m->sum_set_gen != m->node_set_gen) {
+        if (summary_begin(m) < 0) {
+            uv_timer_stop(t);
+            log_warn(MOD, "cannot summarise the nodes (out of memory); retried at the next send");
+            return;
+        }
+    }
+    r = inf_foreach_slice(m->nodes, &m->sum_cursor, slice_remaining(t->loop), summary_visit,
+                          m->sum_work);
+    if (r == 0)
+        return; /* the timer fires again at the next iteration */
+    uv_timer_stop(t);
+    w = m->sum_work;
     json_decref(m->labels);
     json_decref(m->images);
-    m->labels = s.labels;
-    m->images = s.images;
-    m->largest = s.largest;
-    m->summary_gen = m->node_gen;
+    m->labels = w->labels;
+    m->images = w->images;
+    m->largest = w->largest;
+    m->summary_gen = m->sum_gen;
+    x_free(w);
+    m->sum_work = NULL;
+    enqueue_all(m);
+}
+
+/* Starts recomputing the summary unless a walk is on its way already. */
+static void summary_refresh(struct bcast *m)
+{
+    if (!uv_is_active((uv_handle_t *)m->sum_timer))
+        uv_timer_start(m->sum_timer, summary_step, 0, 1);
+}
+
+/* Whether a node update changed what the summary reads: counted or not, labels, allocatable,
+ * images. Status heartbeats change none of them, and then no summary is recomputed. */
+static bool node_summary_changed(const json_t *old_node, const json_t *node)
+{
+    const json_t *os = json_object_get(old_node, "status"), *ns = json_object_get(node, "status");
+
+    return node_counted(old_node) != node_counted(node) ||
+           !json_equal(json_object_get(json_object_get(old_node, "metadata"), "labels"),
+                       json_object_get(json_object_get(node, "metadata"), "labels")) ||
+           !json_equal(json_object_get(os, "allocatable"), json_object_get(ns, "allocatable")) ||
+           !json_equal(json_object_get(os, "images"), json_object_get(ns, "images"));
 }
 
 /* ---- informer handlers ------------------------------------------------------------------------
@@ -350,21 +422,31 @@ static void refresh_summary(struct bcast *m)
 
 static void arm_check(struct bcast *m);
 
+static void node_upsert(struct bcast *m, const json_t *obj)
+{
+    if (shr_node_upsert(m->shr, obj) < 0)
+        log_warn(MOD, "node %s not accounted for (out of memory)", kapi_obj_name(obj));
+    arm_check(m);
+}
+
 static void on_node(struct inf_informer *inf, json_t *obj, void *data)
 {
     struct bcast *m = data;
 
     (void)inf;
-    if (shr_node_upsert(m->shr, obj) < 0)
-        log_warn(MOD, "node %s not accounted for (out of memory)", kapi_obj_name(obj));
     m->node_gen++;
-    arm_check(m);
+    m->node_set_gen++;
+    node_upsert(m, obj);
 }
 
 static void on_node_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
 {
-    (void)old_obj;
-    on_node(inf, new_obj, data);
+    struct bcast *m = data;
+
+    (void)inf;
+    if (!old_obj || node_summary_changed(old_obj, new_obj))
+        m->node_gen++;
+    node_upsert(m, new_obj);
 }
 
 static void on_node_delete(struct inf_informer *inf, json_t *obj, void *data)
@@ -374,6 +456,7 @@ static void on_node_delete(struct inf_informer *inf, json_t *obj, void *data)
     (void)inf;
     shr_node_delete(m->shr, kapi_obj_name(obj));
     m->node_gen++;
+    m->node_set_gen++;
     arm_check(m);
 }
 
@@ -886,7 +969,6 @@ static void send_advertisement(struct rec *r)
     json_t *adv, *spec, *hard, *max;
 
     if (r->node_details) {
-        refresh_summary(m);
         for (size_t i = 0; i < m->largest.n; i++) {
             bool found;
             int64_t offered = shr_list_get(&r->offer, m->largest.items[i].name, &found);
@@ -1035,6 +1117,13 @@ static void share_advertisement(struct rec *r)
     json_decref(adv);
     if (!need) {
         mirror_status(r);
+        return;
+    }
+    if (r->node_details && !summary_fresh(m)) {
+        /* The nodes are summarised first, over a few loop iterations; the walk queues every
+         * consumer again when it is done (and the wait retries). */
+        summary_refresh(m);
+        ctl_rec_end(&r->h, CTL_WAIT);
         return;
     }
     log_info(MOD, "sending the Advertisement to %s: %s", c->id, why);
@@ -1275,6 +1364,8 @@ int bcast_init(struct agent *a)
             "Advertisements written on consumers, by result.", send_labels, NULL, 0, &m->m_sends);
     if (r == 0 && !(m->flush = ktimer_new(agent_loop(a), m)))
         r = -ENOMEM;
+    if (r == 0 && !(m->sum_timer = ktimer_new(agent_loop(a), m)))
+        r = -ENOMEM;
     if (r == 0 && !(m->check = ktimer_new(agent_loop(a), m)))
         r = -ENOMEM;
     return r;
@@ -1294,6 +1385,8 @@ void bcast_stop(struct agent *a)
         uv_timer_stop(m->check);
     if (m && m->flush)
         uv_timer_stop(m->flush);
+    if (m && m->sum_timer)
+        uv_timer_stop(m->sum_timer);
     if (m)
         m->flushing = false; /* what is left stays staged: the next query flushes it */
 }
@@ -1308,6 +1401,8 @@ void bcast_fini(struct agent *a)
         consumer_free(m->consumers);
     ktimer_free(m->check);
     ktimer_free(m->flush);
+    ktimer_free(m->sum_timer);
+    summary_work_free(m);
     m->shr = shr_free(m->shr);
     json_decref(m->labels);
     json_decref(m->images);
