@@ -10,12 +10,14 @@
 # The Nodes have no kubelet: the controller-manager runs without its node lifecycle controller, which would
 # mark them NotReady and evict their pods.
 # Usage: bench/agent-startup.sh --cliqoctl C --agent A --bench-informer B [--clientgo P] [--nodes N]
-#        [--pods M] [--rounds R] [--base-port P] [--state-dir DIR [--skip-create]]
+#        [--pods M] [--rounds R] [--base-port P] [--state-dir DIR [--skip-create]] [--trace-ms MS]
+# --trace-ms: the measured agent runs with --loop-trace-ms MS; the stacks of its iterations over MS of CPU are
+# printed after each round (symbolised with addr2line when there is one).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../tests/ports.sh" # cliqo_port: the one port table
 
-CLIQOCTL="" AGENT="" BENCH="" CLIENTGO="" NODES=5000 PODS=150000 ROUNDS=3 KEEP="" SKIP_CREATE=0
+CLIQOCTL="" AGENT="" BENCH="" CLIENTGO="" NODES=5000 PODS=150000 ROUNDS=3 KEEP="" SKIP_CREATE=0 TRACE_MS=0
 BASE_PORT=$(cliqo_port bench.agent-startup)
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,7 +31,8 @@ while [ $# -gt 0 ]; do
     --base-port) BASE_PORT=$2; shift 2 ;;
     --state-dir) KEEP=$2; shift 2 ;;
     --skip-create) SKIP_CREATE=1; shift ;;
-    -h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --trace-ms) TRACE_MS=$2; shift 2 ;;
+    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -85,13 +88,34 @@ for i in 1 2; do
   "$CLIQOCTL" install --kubeconfig "$(kcfg "$i")" --cluster-name "cluster-$i" \
     --auth-address "127.0.0.1:$(port "$i" 7)" --skip-agent >/dev/null
 done
-start_agent() { # CLUSTER LOG: starts its agent in the background; sets LAST_PID
-  "$AGENT" --kubeconfig "$(kcfg "$1")" --http-addr "127.0.0.1:$(port "$1" 6)" \
-    --auth-addr "127.0.0.1:$(port "$1" 7)" --auth-url "https://127.0.0.1:$(port "$1" 7)" \
-    --kubelet-addr "127.0.0.1:$(port "$1" 8)" --webhook-addr "127.0.0.1:$(port "$1" 9)" \
-    --webhook-url "https://127.0.0.1:$(port "$1" 9)" --node-address 127.0.0.1 \
-    --identity "bench-$1" >"$2" 2>&1 &
+start_agent() { # CLUSTER LOG [ARGS...]: starts its agent in the background; sets LAST_PID
+  local c=$1 log=$2
+  shift 2
+  "$AGENT" --kubeconfig "$(kcfg "$c")" --http-addr "127.0.0.1:$(port "$c" 6)" \
+    --auth-addr "127.0.0.1:$(port "$c" 7)" --auth-url "https://127.0.0.1:$(port "$c" 7)" \
+    --kubelet-addr "127.0.0.1:$(port "$c" 8)" --webhook-addr "127.0.0.1:$(port "$c" 9)" \
+    --webhook-url "https://127.0.0.1:$(port "$c" 9)" --node-address 127.0.0.1 \
+    --identity "bench-$c" "$@" >"$log" 2>&1 &
   LAST_PID=$!
+}
+# The stacks --loop-trace-ms wrote in LOG, one line each (innermost first; the agent's own frames by name
+# when addr2line is there).
+print_traces() {
+  awk -v bin="$(basename "$AGENT")" '
+    /^loop stall trace/ { if (s != "") print s; s = "  iteration " $5 " at " $7 " us:"; next }
+    /\(\+0x[0-9a-f]+\)\[/ && index($0, bin) { match($0, /\(\+0x[0-9a-f]+\)/); s = s " " substr($0, RSTART + 2, RLENGTH - 3); next }
+    /^\// { if (match($0, /\([A-Za-z_0-9]+\+/)) s = s " [" substr($0, RSTART + 1, RLENGTH - 2) "]"; next }
+    END { if (s != "") print s }' "$1" |
+    while read -r line; do
+      out=""
+      for w in $line; do
+        case "$w" in
+          0x*) if command -v addr2line >/dev/null; then w=$(addr2line -f -e "$AGENT" "$w" | head -1); fi ;;
+        esac
+        out="$out $w"
+      done
+      echo "$out"
+    done | { grep -v -e ' teardown_modules ' -e ' finish_shutdown ' || true; } | head -20
 }
 wait_ready() { # CLUSTER: polls /readyz every 20 ms (10 minutes at most)
   local i
@@ -126,7 +150,7 @@ run_agent() { # ROUND: restarts the provider's agent and measures its start-up
   wait "$PROVIDER" 2>/dev/null || true
   PROVIDER=""
   t0=$(ms)
-  start_agent 1 "$log"
+  if [ "$TRACE_MS" != 0 ]; then start_agent 1 "$log" --loop-trace-ms "$TRACE_MS"; else start_agent 1 "$log"; fi
   PROVIDER=$LAST_PID
   wait_ready 1 || { tail -20 "$log" >&2; exit 1; }
   ready=$(($(ms) - t0))
@@ -138,6 +162,7 @@ run_agent() { # ROUND: restarts the provider's agent and measures its start-up
     "busiest_iteration_ms=$(awk -v s="$(metric cliqo_event_loop_busiest_iteration_seconds)" 'BEGIN { printf "%.1f", s * 1000 }')" \
     "rss_MiB=$(awk -v b="$(metric process_resident_memory_bytes)" 'BEGIN { printf "%.1f", b / 1048576 }')" \
     "cpu_s=$(metric process_cpu_seconds_total)" | tee -a "$WORK/agent.txt"
+  [ "$TRACE_MS" = 0 ] || print_traces "$log"
 }
 run_clientgo() { # ROUND json|protobuf
   local line t0

@@ -449,15 +449,20 @@ static void on_drain(uv_idle_t *h)
         list_done(inf, r, 0, strerror(-r));
         return;
     }
-    if (inf->pend_off < inf->pend_len) {
+    if (inf->pend_off == inf->pend_len) {
+        inf->pend_off = inf->pend_len = 0;
+        if (inf->done_pending) {
+            pend_clear(inf); /* the buffer does not stay for the watch's lifetime */
+            list_done(inf, 0, 200, "");
+            return;
+        }
+    } else {
         drain_soon(inf);
-        return;
     }
-    inf->pend_off = inf->pend_len = 0;
-    if (inf->done_pending) {
-        pend_clear(inf); /* the buffer does not stay for the watch's lifetime */
-        list_done(inf, 0, 200, "");
-    } else if (inf->paused) {
+    /* The transfer goes on once half of the text waiting is decoded, not all of it, so that the
+     * next text is on its way while the rest is decoded (no gap with nothing to decode). Last:
+     * curl may hand text over (on_list_chunk), or end the list, from inside the call. */
+    if (inf->paused && inf->pend_len - inf->pend_off <= MAX_PENDING / 2) {
         inf->paused = false;
         kapi_call_resume(inf->list_call);
     }
