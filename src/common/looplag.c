@@ -81,35 +81,41 @@ double llag_max_seconds(const struct llag *l)
 /* ---- llag_trace ---------------------------------------------------------------------------------
  */
 
+/* Appends text to line (cap bytes, *len used), as far as it fits. Async-signal-safe. */
+static void put_text(char *line, size_t cap, size_t *len, const char *text)
+{
+    while (*text && *len < cap)
+        line[(*len)++] = *text++;
+}
+
+/* Appends v in decimal. Async-signal-safe. */
+static void put_u64(char *line, size_t cap, size_t *len, uint64_t v)
+{
+    char digits[24];
+    size_t nd = 0;
+
+    do
+        digits[nd++] = (char)('0' + v % 10);
+    while ((v /= 10) && nd < sizeof(digits));
+    while (nd && *len < cap)
+        line[(*len)++] = digits[--nd];
+}
+
 static void on_trace_signal(int sig)
 {
-    static const char head[] = "loop stall trace: iteration ";
     void *frames[48];
-    char line[64], digits[24];
+    char line[96];
+    size_t len = 0;
     int n, saved = errno;
-    size_t len = 0, nd = 0;
-    uint64_t v;
 
     (void)sig;
     /* "loop stall trace: iteration I at U us": only async-signal-safe calls here */
-    memcpy(line, head, sizeof(head) - 1);
-    len = sizeof(head) - 1;
-    v = traced ? traced->iterations : 0;
-    do
-        digits[nd++] = (char)('0' + v % 10);
-    while ((v /= 10) && nd < sizeof(digits));
-    while (nd && len < sizeof(line) - 1)
-        line[len++] = digits[--nd];
-    memcpy(line + len, " at ", 4);
-    len += 4;
-    v = traced ? llag_busy_ns(traced->last_cpu_ns, llag_thread_cpu_ns()) / 1000 : 0;
-    do
-        digits[nd++] = (char)('0' + v % 10);
-    while ((v /= 10) && nd < sizeof(digits));
-    while (nd && len < sizeof(line) - 5)
-        line[len++] = digits[--nd];
-    memcpy(line + len, " us\n", 4);
-    len += 4;
+    put_text(line, sizeof(line), &len, "loop stall trace: iteration ");
+    put_u64(line, sizeof(line), &len, traced ? traced->iterations : 0);
+    put_text(line, sizeof(line), &len, " at ");
+    put_u64(line, sizeof(line), &len,
+            traced ? llag_busy_ns(traced->last_cpu_ns, llag_thread_cpu_ns()) / 1000 : 0);
+    put_text(line, sizeof(line), &len, " us\n");
     n = backtrace(frames, 48);
     if (write(STDERR_FILENO, line, len) < 0) {
         /* nothing to do: diagnostics only */

@@ -138,7 +138,9 @@ bool inf_held(const struct inf_informer *inf);
 /* Visits the store's objects from *cursor (0 to begin) until budget_ns has passed (at least one
  * object per call): 0 when there are more (call again with the same cursor), 1 when the last was
  * visited, -EINVAL. The store must not change between calls (inf_hold), or objects may be missed
- * or visited twice. Objects and records as for inf_foreach. */
+ * or visited twice; an update of an object already cached keeps every object in its place, only
+ * additions and deletions move them (so a caller that starts again after those may let updates
+ * through). Objects and records as for inf_foreach. */
 int inf_foreach_slice(const struct inf_informer *inf, size_t *cursor, uint64_t budget_ns,
                       inf_visit_fn fn, void *data);
 
