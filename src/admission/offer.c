@@ -1,5 +1,6 @@
 #include "admission/offer.h"
 #include "admission/review.h"
+#include "common/strutil.h"
 #include "common/xalloc.h"
 
 #include <errno.h>
@@ -310,15 +311,6 @@ struct adm_usage {
     size_t nbuckets, count, pods;
 };
 
-static uint64_t hash_name(const char *s)
-{
-    uint64_t h = UINT64_C(14695981039346656037);
-
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
-    return h;
-}
-
 int adm_usage_new(struct adm_usage **ret)
 {
     struct adm_usage *u = x_calloc(1, sizeof(*u));
@@ -356,7 +348,7 @@ void adm_usage_free(struct adm_usage *u)
 
 static struct usage_ns **usage_slot(const struct adm_usage *u, const char *ns)
 {
-    struct usage_ns **p = &u->buckets[hash_name(ns) & (u->nbuckets - 1)];
+    struct usage_ns **p = &u->buckets[str_fnv1a64(ns) & (u->nbuckets - 1)];
 
     while (*p && strcmp((*p)->name, ns) != 0)
         p = &(*p)->next;
@@ -376,7 +368,7 @@ static void usage_grow(struct adm_usage *u)
         return;
     for (size_t i = 0; i < u->nbuckets; i++)
         for (struct usage_ns *e = u->buckets[i], *next; e; e = next) {
-            size_t h = hash_name(e->name) & (n - 1);
+            size_t h = str_fnv1a64(e->name) & (n - 1);
 
             next = e->next;
             e->next = b[h];

@@ -127,6 +127,15 @@ char *sbuf_steal(struct sbuf *b)
     return s;
 }
 
+uint64_t str_fnv1a64(const char *s)
+{
+    uint64_t h = UINT64_C(14695981039346656037);
+
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    return h;
+}
+
 bool str_glob(const char *p, const char *s)
 {
     const char *star = NULL, *retry = NULL;

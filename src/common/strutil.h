@@ -18,6 +18,9 @@ int parse_u64(const char *s, uint64_t max, uint64_t *ret);
 /* The n bytes at data as 2n lowercase hex digits and a NUL, into out (2n + 1 bytes). */
 void str_hex(const void *data, size_t n, char *out);
 
+/* 64-bit FNV-1a of a NUL-terminated string: for hash tables and short stable identifiers, not
+ * against adversaries choosing collisions. */
+uint64_t str_fnv1a64(const char *s);
 /* Whole-string glob: '*' in pattern matches any run of characters (none included), everything
  * else itself. Greedy with one backtracking point: O(len(pattern) * len(s)) at worst. */
 bool str_glob(const char *pattern, const char *s);

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/strutil.h"
 #include "common/xalloc.h"
 
 struct slot {
@@ -18,18 +19,6 @@ struct ncidr {
     size_t cap; /* a power of two, or 0 */
     size_t n;
 };
-
-/* FNV-1a: the names come from this cluster's own API server; a collision only costs a probe. */
-static uint64_t name_hash(const char *s, size_t len)
-{
-    uint64_t h = 1469598103934665603ull;
-
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)s[i];
-        h *= 1099511628211ull;
-    }
-    return h;
-}
 
 int ncidr_new(struct ncidr **ret)
 {
@@ -115,7 +104,7 @@ int ncidr_set(struct ncidr *t, const char *name, const struct cidr *c)
 
     if (!t || !name || !*name || (len = strnlen(name, NCIDR_NAME_MAX + 1)) > NCIDR_NAME_MAX)
         return -EINVAL;
-    h = name_hash(name, len);
+    h = str_fnv1a64(name); /* our own API server's names: a collision costs a probe */
     if (t->cap) {
         i = find(t, name, h);
         if (t->slots[i].name) {

@@ -9,6 +9,7 @@
 
 #include "common/json.h"
 #include "common/rfc3339.h"
+#include "common/strutil.h"
 #include "common/xalloc.h"
 #include "peering/resources.h"
 #include "offloading/reflector.h"
@@ -923,17 +924,6 @@ json_t *vkp_status_patch(const json_t *home, const json_t *want)
 /* ---- Events
  * -------------------------------------------------------------------------------------- */
 
-static uint64_t fnv1a64(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ULL;
-
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ULL;
-    }
-    return h;
-}
-
 json_t *vkp_home_event(const json_t *ev, const json_t *home, const char *remote_uid,
                        const char *peer_id, char *ret_name)
 {
@@ -969,7 +959,7 @@ json_t *vkp_home_event(const json_t *ev, const json_t *home, const char *remote_
     if (count < 1 || count > 1000000)
         count = 1;
     snprintf(ret_name, VKP_EVENT_NAME_MAX + 1, "%.200s.%016llx", hname,
-             (unsigned long long)fnv1a64(uid));
+             (unsigned long long)str_fnv1a64(uid));
     snprintf(comp, sizeof(comp), "cliqo-vk/%.64s", peer_id);
     hio = json_pack("{s:s,s:s,s:s,s:s,s:s}", "apiVersion", "v1", "kind", "Pod", "name", hname,
                     "namespace", hns, "uid", huid);
