@@ -5,11 +5,13 @@
 # their own, so that the control plane's entry is never rebuilt for them. With --informerbench, produces the
 # client-go reference program of bench/informer-vs-clientgo.sh (bench/clientgo-informer/main.go, one
 # shared informer on all pods) against the client-go vendored in the same source, in an entry keyed by
-# the program's checksum too.
+# the program's checksum too. With --kpbgen, produces likewise src/kube/kpbgen (the generator of the
+# protobuf schema tables of src/kube/kpb.h, read from the Go types of the same source).
 #
 # Cache layout: $CLIQO_CACHE_DIR/kube/[node-]<upstream-version>-<dsc-sha256[:12]>-r<recipe>/
 #   bin/kube-apiserver bin/kube-scheduler bin/kube-controller-manager   (or bin/kubelet bin/kube-proxy,
-#   or bin/informerbench in informerbench-<upstream-version>-<dsc-sha256[:12]>-r<recipe>-<main.go sha[:12]>)
+#   or bin/informerbench in informerbench-<upstream-version>-<dsc-sha256[:12]>-r<recipe>-<main.go sha[:12]>,
+#   or bin/kpbgen in kpbgen-<same>)
 #   SHA256SUMS   (checked on every reuse; a cache entry that fails it is rebuilt)
 #   gocache-<upstream-version>-<dsc-sha256[:12]>/   Go's build cache, shared by the builds of that source
 # Prints the bin directory on stdout; progress goes to stderr. With --print-dir, prints the bin directory
@@ -32,8 +34,12 @@ for arg in "$@"; do
       BINS=(informerbench) PREFIX=informerbench-
       GO_MAIN="$(cd "$(dirname "$0")/.." && pwd)/bench/clientgo-informer/main.go"
       ;;
+    --kpbgen)
+      BINS=(kpbgen) PREFIX=kpbgen-
+      GO_MAIN="$(cd "$(dirname "$0")/.." && pwd)/src/kube/kpbgen/main.go"
+      ;;
     --print-dir) PRINT_DIR=1 ;;
-    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) printf 'build-kube: unknown argument %s (see --help)\n' "$arg" >&2; exit 2 ;;
   esac
 done
@@ -125,15 +131,15 @@ mkdir -p "$tree/_output/local/go"
 [ ! -d "$gocache" ] || mv "$gocache" "$tree/_output/local/go/cache"
 log "building ${BINS[*]} (takes several minutes the first time)"
 if [ -n "$GO_MAIN" ]; then
-  mkdir -p "$tree/cmd/informerbench"
-  cp "$GO_MAIN" "$tree/cmd/informerbench/main.go"
+  mkdir -p "$tree/cmd/${BINS[0]}"
+  cp "$GO_MAIN" "$tree/cmd/${BINS[0]}/main.go"
 fi
 (
   cd "$work/gopath/src/k8s.io/kubernetes"
   export GOPATH="$work/gopath" GOCACHE="$tree/_output/local/go/cache" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=
   if [ -n "$GO_MAIN" ]; then
     mkdir -p _output/local/bin/linux/amd64
-    go build -o _output/local/bin/linux/amd64/informerbench ./cmd/informerbench >"$work/make.log" 2>&1
+    go build -o "_output/local/bin/linux/amd64/${BINS[0]}" "./cmd/${BINS[0]}" >"$work/make.log" 2>&1
   else
     make WHAT="${BINS[*]/#/cmd/}" >"$work/make.log" 2>&1
   fi
@@ -142,7 +148,7 @@ mk=$!
 while kill -0 "$mk" 2>/dev/null; do
   sleep 15
   kill -0 "$mk" 2>/dev/null || break
-  done_bins=$(ls "$tree/_output/local/bin/linux/amd64/" 2>/dev/null | grep -c -e '^kube' -e '^informerbench' || true)
+  done_bins=$(ls "$tree/_output/local/bin/linux/amd64/" 2>/dev/null | grep -c -e '^kube' -e '^informerbench' -e '^kpbgen' || true)
   log "  ... $(($(date +%s) - start))s elapsed, $done_bins/${#BINS[@]} binaries done, last: $(tail -1 "$work/make.log" | cut -c1-80)"
 done
 mk_rc=0

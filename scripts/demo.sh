@@ -44,9 +44,10 @@ else
   step "Kubernetes binaries (built once from Debian's source package, then cached)"
   CLIQO_KUBE_BIN_DIR=$(bash scripts/build-kube.sh)
   CLIQO_KUBE_NODE_BIN_DIR=$(bash scripts/build-kube.sh --node)
+  CLIQO_KPBGEN=$(bash scripts/build-kube.sh --kpbgen)/kpbgen # the informers' protobuf schema
   export CLIQO_KUBE_BIN_DIR CLIQO_KUBE_NODE_BIN_DIR
   step "building cliqo"
-  cmake --preset release -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" >/dev/null
+  cmake --preset release -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" -DCLIQO_KPBGEN="$CLIQO_KPBGEN" >/dev/null
   # only what the demo runs (the tests are scripts/test.sh's); the compiler's words when it fails
   cmake --build --preset release --target cliqoctl cliqo-agent >build/demo-build.log 2>&1 ||
     { tail -40 build/demo-build.log >&2; echo "demo: the build failed (build/demo-build.log)" >&2; exit 1; }

@@ -1,4 +1,5 @@
 #include "kube/api.h"
+#include "kube/kpb.h"
 #include "common/json.h"
 #include "common/jsonb.h"
 #include "kube/ratelimit.h"
@@ -56,6 +57,7 @@ struct kapi_call {
     long low_speed_secs;
     kapi_cb cb;
     kapi_chunk_cb on_chunk;
+    bool protobuf; /* Accept: protobuf, then JSON */
     void *data;
     struct sbuf resp;
     size_t max_body;   /* the bound of resp */
@@ -339,6 +341,30 @@ static size_t on_write(char *ptr, size_t size, size_t nmemb, void *userdata)
     return len;
 }
 
+/* An error's Status in protobuf (a request that accepted it), as the JSON tree it would have been;
+ * NULL when it is not one. */
+static json_t *status_from_protobuf(const char *raw, size_t len)
+{
+    const uint8_t *obj;
+    size_t obj_len, cap = 0, tlen;
+    char kind[16], *text = NULL;
+    json_t *st = NULL;
+    int msg = kpb_root(&kpb_schema, "meta.k8s.io", "v1", "Status");
+
+    if (msg < 0 || len > KAPI_MAX_OBJECT_BODY ||
+        kpb_unwrap((const uint8_t *)raw, len, &obj, &obj_len, kind, sizeof(kind)) < 0 ||
+        strcmp(kind, "Status") != 0)
+        return NULL;
+    if (kpb_to_json(&kpb_schema, msg, obj, obj_len, &text, &cap, &tlen, 8 * len + 4096) == 0 &&
+        jsonb_load(text, tlen, jsonb_budget(tlen, JSONB_RATIO_KUBE), 0, 0, &st, NULL) == 0 &&
+        json_object_set_new(st, "kind", json_string("Status")) < 0) {
+        json_decref(st);
+        st = NULL;
+    }
+    x_free(text);
+    return st;
+}
+
 static void observe(struct kapi_call *call, const struct kapi_result *res)
 {
     struct kapi_client *c = call->c;
@@ -361,6 +387,7 @@ static void complete(struct kapi_call *call, CURLcode cc)
     json_t *body = NULL;
     json_error_t jerr;
     char msg[CURL_ERROR_SIZE + 64];
+    bool pb_body = false;
     int jr = 0;
 
     curl_easy_getinfo(call->easy, CURLINFO_RESPONSE_CODE, &res.http_status);
@@ -374,7 +401,12 @@ static void complete(struct kapi_call *call, CURLcode cc)
     res.status.reason = "";
     res.status.message = "";
 
-    if (res.raw_len > 0)
+    if (res.raw_len > 0 && call->protobuf && (res.http_status < 200 || res.http_status >= 300))
+        body = status_from_protobuf(res.raw, res.raw_len);
+    if (res.raw_len >= KPB_MAGIC_LEN && call->protobuf &&
+        memcmp(res.raw, KPB_MAGIC, KPB_MAGIC_LEN) == 0)
+        pb_body = true; /* the caller decodes it (kube/kpb.h) */
+    else if (res.raw_len > 0 && !body)
         jr = jsonb_load(res.raw, res.raw_len, jsonb_budget(res.raw_len, JSONB_RATIO_KUBE), 0, 0,
                         &body, &jerr);
     res.body = body;
@@ -410,7 +442,7 @@ static void complete(struct kapi_call *call, CURLcode cc)
         res.err = -E2BIG;
         snprintf(msg, sizeof(msg), "response body refused: %s", jerr.text);
         res.status.message = msg;
-    } else if (res.raw_len > 0 && !body && !call->on_chunk) {
+    } else if (res.raw_len > 0 && !body && !call->on_chunk && !pb_body) {
         res.err = -EBADMSG;
         res.status.message = "response body is not valid JSON";
     }
@@ -729,7 +761,9 @@ static int call_setup_easy(struct kapi_call *call)
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)0);
     }
 
-    t = curl_slist_append(h, "Accept: application/json");
+    t = curl_slist_append(h, call->protobuf
+                                 ? "Accept: application/vnd.kubernetes.protobuf, application/json"
+                                 : "Accept: application/json");
     if (!t)
         goto oom;
     h = t;
@@ -818,6 +852,7 @@ int kapi_send(struct kapi_client *c, const struct kapi_request *req, kapi_cb cb,
     call->c = c;
     call->cb = cb;
     call->on_chunk = req->on_chunk;
+    call->protobuf = req->protobuf;
     call->data = data;
     call->timeout_ms = req->timeout_ms == 0 ? c->o.timeout_ms : req->timeout_ms;
     call->low_speed_secs = req->low_speed_secs;
@@ -1492,6 +1527,11 @@ void kapi_sync_cb(struct kapi_client *c, const struct kapi_result *res, void *da
     s->body = res->body ? json_incref(res->body) : NULL;
     snprintf(s->reason, sizeof(s->reason), "%s", res->status.reason ? res->status.reason : "");
     snprintf(s->message, sizeof(s->message), "%s", res->status.message ? res->status.message : "");
+    if (s->keep_raw && res->raw && (s->raw = x_malloc(res->raw_len + 1))) {
+        memcpy(s->raw, res->raw, res->raw_len);
+        s->raw[res->raw_len] = '\0';
+        s->raw_len = res->raw_len;
+    }
 }
 
 int kapi_sync_wait(struct kapi_client *c, struct kapi_sync *s)
@@ -1506,6 +1546,9 @@ void kapi_sync_done(struct kapi_sync *s)
 {
     json_decref(s->body);
     s->body = NULL;
+    x_free(s->raw);
+    s->raw = NULL;
+    s->raw_len = 0;
 }
 
 const char *kapi_obj_name(const json_t *obj)

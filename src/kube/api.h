@@ -102,6 +102,8 @@ struct kapi_request {
     long timeout_ms;          /* 0: the client default; -1: none (watches) */
     long low_speed_secs;      /* abort when nothing arrives for this long (watches); 0: off */
     size_t max_body;          /* 0: the client's max_body; else the smaller of the two */
+    bool protobuf; /* accept Kubernetes' protobuf encoding first, then JSON (kube/kpb.h): the
+                      body is then either; an error's Status is turned into JSON either way */
 };
 
 #define KAPI_MAX_OBJECT_BODY ((size_t)3 << 20) /* a response of one object */
@@ -242,6 +244,9 @@ struct kapi_sync {
     json_t *body;
     char reason[64];
     char message[512];
+    bool keep_raw; /* set before the call: raw gets a copy of the body as it came (protobuf) */
+    char *raw;
+    size_t raw_len;
 };
 void kapi_sync_cb(struct kapi_client *c, const struct kapi_result *res, void *data);
 int kapi_sync_wait(struct kapi_client *c, struct kapi_sync *s);

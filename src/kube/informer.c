@@ -1,6 +1,8 @@
 #include "kube/informer.h"
+#include "kube/kpb.h"
 #include "kube/backoff.h"
 #include "kube/liststream.h"
+#include "common/jsonb.h"
 #include "common/log.h"
 #include "common/slice.h"
 #include "common/xalloc.h"
@@ -33,8 +35,13 @@ struct inf_informer {
     bool from_cache;         /* lists may be served by the API server's watch cache */
     bool consistent;         /* the next list is a consistent read (a cached one was refused) */
     char rv[MAX_RV_LEN + 1]; /* the last version seen: a relist from the cache is not older */
-    struct kls split;        /* the page being received */
-    char *cut;               /* an object's text without its managedFields */
+    struct kls split;        /* the page being received, in JSON */
+    struct kpb_list pbsplit; /* or in protobuf */
+    int pb_msg;              /* the kind's message in the protobuf schema; -1: JSON only */
+    enum { WIRE_UNKNOWN, WIRE_JSON, WIRE_PB } wire; /* of the page: from its first byte */
+    char *jtext;                                    /* an object's text written from protobuf */
+    size_t jtext_cap;
+    char *cut; /* an object's text without its managedFields */
     size_t cut_cap;
     uv_idle_t *drain; /* decodes the pending text in the next loop iterations */
     char *pend;       /* received and not yet decoded: pend[pend_off..pend_len) */
@@ -389,6 +396,39 @@ static int on_list_item(const char *item, size_t len, void *data)
     return 0;
 }
 
+/* One element of a page in protobuf: written as the JSON text the server would have sent
+ * (kube/kpb.h, managedFields left out), then decoded and applied as on_list_item does. */
+static int on_pb_item(const uint8_t *item, size_t len, void *data)
+{
+    struct inf_informer *inf = data;
+    size_t text_len;
+    json_t *obj;
+    int r = kpb_to_json(&kpb_schema, inf->pb_msg, item, len, &inf->jtext, &inf->jtext_cap,
+                        &text_len, MAX_LIST_ITEM * 4);
+
+    if (r < 0)
+        return r;
+    r = jsonb_load(inf->jtext, text_len, jsonb_budget(text_len, JSONB_RATIO_KUBE), 0, 0, &obj,
+                   NULL);
+    if (r < 0)
+        return r == -EINVAL ? -EBADMSG : r;
+    if (json_is_object(obj))
+        upsert_text(inf, obj, inf->jtext, text_len);
+    json_decref(obj);
+    return 0;
+}
+
+/* Feeds n bytes of the page to the splitter of its encoding, told by the first byte: protobuf's
+ * envelope starts with "k8s\0", JSON with '{' or white space. */
+static int split_feed(struct inf_informer *inf, const char *p, size_t n)
+{
+    if (inf->wire == WIRE_UNKNOWN && n)
+        inf->wire = inf->pb_msg >= 0 && p[0] == KPB_MAGIC[0] ? WIRE_PB : WIRE_JSON;
+    if (inf->wire == WIRE_PB)
+        return kpb_list_feed(&inf->pbsplit, (const uint8_t *)p, n);
+    return kls_feed(&inf->split, p, n);
+}
+
 static void list_done(struct inf_informer *inf, int err, long http_status, const char *message);
 
 static void pend_clear(struct inf_informer *inf)
@@ -436,7 +476,7 @@ static void on_drain(uv_idle_t *h)
     while (inf->pend_off < inf->pend_len && r == 0) {
         size_t n = inf->pend_len - inf->pend_off;
         n = n < SLICE_PIECE ? n : SLICE_PIECE;
-        r = kls_feed(&inf->split, inf->pend + inf->pend_off, n);
+        r = split_feed(inf, inf->pend + inf->pend_off, n);
         inf->pend_off += n;
         if (!slice_left(loop))
             break;
@@ -525,8 +565,14 @@ static void list_done(struct inf_informer *inf, int err, long http_status, const
     const char *cont, *rv;
     int r;
 
-    r = err < 0 ? err : kls_finish(&inf->split, &env);
+    if (err < 0)
+        r = err;
+    else if (inf->wire == WIRE_PB)
+        r = kpb_list_finish(&inf->pbsplit, &env);
+    else
+        r = kls_finish(&inf->split, &env);
     kls_done(&inf->split);
+    kpb_list_done(&inf->pbsplit);
     if (r == -EIDRM && inf->cont) {
         /* The continue token expired: start the list again (a new snapshot, a new mark). */
         start_list(inf);
@@ -582,6 +628,9 @@ static void list_done(struct inf_informer *inf, int err, long http_status, const
     inf->consistent = false;
     if (inf->cut_cap > MAX_LIST_REST) {
         x_free(inf->cut); /* a large object's buffer does not stay for the watch's lifetime */
+        x_free(inf->jtext);
+        inf->jtext = NULL;
+        inf->jtext_cap = 0;
         inf->cut = NULL;
         inf->cut_cap = 0;
     }
@@ -616,6 +665,10 @@ static void list_page(struct inf_informer *inf)
     pend_clear(inf);
     kls_done(&inf->split);
     kls_init(&inf->split, MAX_LIST_ITEM, MAX_LIST_REST, on_list_item, inf);
+    kpb_list_done(&inf->pbsplit);
+    kpb_list_init(&inf->pbsplit, MAX_LIST_ITEM, MAX_LIST_REST, on_pb_item, inf);
+    inf->wire = WIRE_UNKNOWN;
+    req.protobuf = inf->pb_msg >= 0;
     /* kapi_list gives no call handle; send the same request through kapi_send to keep it
      * cancellable. */
     sbuf_init(&p, 16384);
@@ -701,6 +754,11 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
     inf->resync_ms = o->resync_ms;
     inf->max_objects = o->max_objects ? o->max_objects : DEFAULT_MAX_OBJS;
     inf->transform = o->transform;
+    inf->pb_msg = o->json_only ? -1
+                               : kpb_root(&kpb_schema, o->resource->group, o->resource->version,
+                                          o->resource->kind);
+    if (inf->pb_msg < 0)
+        inf->pb_msg = -1;
     inf->without_old = o->update_without_old;
     inf->from_cache = o->list_from_cache;
     if (o->extractor && !o->extractor->extract) {
@@ -780,6 +838,8 @@ void inf_free(struct inf_informer *inf)
     kstore_free(inf->store);
     x_free(inf->rbuf);
     kls_done(&inf->split);
+    kpb_list_done(&inf->pbsplit);
+    x_free(inf->jtext);
     x_free(inf->cut);
     x_free(inf->cont);
     x_free(inf->ns);

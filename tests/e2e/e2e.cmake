@@ -135,6 +135,18 @@ if(TARGET cliqo_kube_api)
     target_link_libraries(test-kube-resilience PRIVATE cliqo_kube_api PkgConfig::CMOCKA)
     add_test(NAME e2e.kuberes.resilience COMMAND test-kube-resilience)
     cliqo_e2e_on(single e2e.kuberes.resilience)
+
+    # The protobuf decoder (src/kube/kpb.h) against the server's own JSON, object by object: every kind
+    # of its schema, the objects of protobuf-objects.json and the benchmarks' templates. Needs the
+    # generated schema (CLIQO_KPBGEN).
+    if(CLIQO_KPBGEN)
+        add_executable(test-kube-protobuf ${E2E_DIR}/kube/test-kube-protobuf.c)
+        target_link_libraries(test-kube-protobuf PRIVATE cliqo_kube_api PkgConfig::CMOCKA)
+        target_compile_definitions(test-kube-protobuf PRIVATE
+                                   FIXTURES="${E2E_DIR}/kube/protobuf-objects.json")
+        add_test(NAME e2e.kube.protobuf COMMAND test-kube-protobuf)
+        cliqo_e2e_on(single e2e.kube.protobuf)
+    endif()
 endif()
 
 # The tests' fast kubectl (kc_fast in lib.sh) against kubectl itself.

@@ -1,0 +1,463 @@
+/* The protobuf decoder (src/kube/kpb.h) against the JSON the same kube-apiserver sends: a
+ * differential test on a real control plane of the local environment (the "single" one).
+ *
+ * It creates the objects of protobuf-objects.json (every kind the schema has, with the fields that
+ * exercise each rule of the decoder: pointers to zero values, inline structs, IntOrString, Time and
+ * MicroTime, Quantity, binary data, empty strings, maps) plus a Node and a Pod of the benchmarks'
+ * templates, waits for a Deployment's and a DaemonSet's pods to run on the simulated nodes (so that
+ * pods have a full status), then lists every kind both ways and requires each object written from
+ * protobuf to equal the server's JSON (without managedFields, which informers drop) at the same
+ * resourceVersion. Then two informers, one reading protobuf and one JSON, must cache the same
+ * objects; and an error answered in protobuf must still give its Status reason and message. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/jsonb.h"
+#include "common/xalloc.h"
+#include "kube/api.h"
+#include "kube/informer.h"
+#include "kube/kpb.h"
+
+#ifndef FIXTURES
+#error "FIXTURES: the path of protobuf-objects.json"
+#endif
+
+static const struct kapi_resource res_endpoints = {"", "v1", "endpoints", "Endpoints", true};
+static const struct kapi_resource res_slices = {"discovery.k8s.io", "v1beta1", "endpointslices",
+                                                "EndpointSlice", true};
+
+static const struct kapi_resource *const namespaced[] = {
+    &kapi_pods,           &kapi_configmaps,  &kapi_secrets,
+    &kapi_services,       &res_endpoints,    &res_slices,
+    &kapi_leases,         &kapi_events,      &kapi_serviceaccounts,
+    &kapi_resourcequotas, &kapi_limitranges, &kapi_deployments,
+    &kapi_daemonsets,
+};
+
+static uv_loop_t loop;
+static struct kc_config *cfg;
+static struct kapi_client *cl;
+static char ns[64];
+static const char *node_name = "kpb-bench-node";
+
+static int sync_call(int r, struct kapi_sync *s)
+{
+    if (r < 0)
+        return r;
+    return kapi_sync_wait(cl, s);
+}
+
+static const struct kapi_resource *resource_of(const char *kind)
+{
+    for (size_t i = 0; i < sizeof(namespaced) / sizeof(namespaced[0]); i++)
+        if (strcmp(namespaced[i]->kind, kind) == 0)
+            return namespaced[i];
+    return NULL;
+}
+
+/* Creates obj; returns the server's copy (json_decref). */
+static json_t *create(const struct kapi_resource *r, const char *in_ns, json_t *obj)
+{
+    json_t *made;
+    struct kapi_sync s = {0};
+    int e = sync_call(kapi_create(cl, r, in_ns, obj, kapi_sync_cb, &s), &s);
+
+    /* a new namespace's service account gets its token a moment later */
+    for (int t = 0; e == -EIO && strstr(s.message, "token") && t < 100; t++) {
+        kapi_sync_done(&s);
+        memset(&s, 0, sizeof(s));
+        usleep(100 * 1000);
+        e = sync_call(kapi_create(cl, r, in_ns, obj, kapi_sync_cb, &s), &s);
+    }
+    if (e < 0)
+        fail_msg("creating %s %s: %s (%s)", r->kind, kapi_obj_name(obj), strerror(-e), s.message);
+    made = json_incref(s.body);
+    kapi_sync_done(&s);
+    return made;
+}
+
+static json_t *bench_node(void)
+{
+    const char *t = "2024-05-02T10:11:12Z";
+
+    return json_pack(
+        "{s:s,s:s,s:{s:s,s:{s:s,s:s}},s:{s:b,s:[{s:s,s:s,s:s}]},"
+        "s:{s:{s:s,s:s,s:s},s:{s:s,s:s,s:s},"
+        "s:[{s:s,s:s,s:s,s:s,s:s,s:s}],s:{s:s,s:s,s:s},"
+        "s:[{s:[s,s],s:i}],s:[{s:s,s:s}]}}",
+        "apiVersion", "v1", "kind", "Node", "metadata", "name", node_name, "labels",
+        "kubernetes.io/hostname", node_name, "bench", "informer", "spec", "unschedulable", 1,
+        "taints", "key", "kpb", "value", "x", "effect", "NoSchedule", "status", "capacity", "cpu",
+        "32", "memory", "128Gi", "pods", "110", "allocatable", "cpu", "31500m", "memory", "125Gi",
+        "pods", "110", "conditions", "type", "Ready", "status", "True", "reason", "KubeletReady",
+        "message", "kubelet is posting ready status", "lastHeartbeatTime", t, "lastTransitionTime",
+        t, "nodeInfo", "kubeletVersion", "v1.20.2", "operatingSystem", "linux", "architecture",
+        "amd64", "images", "names", "registry.example.com/shop/web:1.24.3",
+        "registry.example.com/shop/web@x", "sizeBytes", 123456789, "addresses", "type",
+        "InternalIP", "address", "10.0.0.1");
+}
+
+/* Pods of ns with the label app=value that are Running. */
+static size_t running(const char *app)
+{
+    struct kapi_sync s = {0};
+    struct kapi_list_opts o = {0};
+    char sel[64];
+    size_t n = 0, i;
+    json_t *p;
+
+    snprintf(sel, sizeof(sel), "app=%s", app);
+    o.label_selector = sel;
+    if (sync_call(kapi_list(cl, &kapi_pods, ns, &o, kapi_sync_cb, &s), &s) == 0) {
+        json_array_foreach(json_object_get(s.body, "items"), i, p)
+        {
+            const char *ph =
+                json_string_value(json_object_get(json_object_get(p, "status"), "phase"));
+            n += ph && strcmp(ph, "Running") == 0;
+        }
+    }
+    kapi_sync_done(&s);
+    return n;
+}
+
+static int setup(void **state)
+{
+    char err[512], path[1024];
+    const char *st = getenv("E2E_STATE");
+    struct kapi_sync s = {0};
+    json_error_t jerr;
+    json_t *objs, *obj, *node;
+    size_t i;
+
+    (void)state;
+    assert_non_null(st);
+    snprintf(path, sizeof(path), "%s/cluster-1/kubeconfig", st);
+    assert_int_equal(uv_loop_init(&loop), 0);
+    if (kc_load_file(path, NULL, &cfg, err, sizeof(err)) < 0)
+        fail_msg("kubeconfig: %s", err);
+    struct kapi_client_options co = {.max_body = (size_t)256 << 20};
+    assert_int_equal(kapi_client_new(&loop, cfg, &co, &cl), 0);
+    if (kpb_schema.nroots == 0)
+        fail_msg("this build has no protobuf schema (configure with CLIQO_KPBGEN)");
+
+    snprintf(ns, sizeof(ns), "e2e-kpb-%ld", (long)getpid());
+    obj = json_pack("{s:s,s:s,s:{s:s,s:{s:s}}}", "apiVersion", "v1", "kind", "Namespace",
+                    "metadata", "name", ns, "labels", "e2e", "kpb");
+    json_decref(create(&kapi_namespaces, NULL, obj));
+    json_decref(obj);
+    obj = bench_node();
+    (void)sync_call(kapi_delete(cl, &kapi_nodes, NULL, node_name, NULL, kapi_sync_cb, &s), &s);
+    kapi_sync_done(&s);
+    node = create(&kapi_nodes, NULL, obj);
+    json_decref(obj);
+
+    objs = json_load_file(FIXTURES, 0, &jerr);
+    if (!objs)
+        fail_msg("%s:%d: %s", FIXTURES, jerr.line, jerr.text);
+    json_array_foreach(objs, i, obj)
+    {
+        const char *kind = json_string_value(json_object_get(obj, "kind"));
+        const struct kapi_resource *r = resource_of(kind ? kind : "");
+        if (!r)
+            fail_msg("fixture %zu: no resource for kind %s", i, kind ? kind : "(none)");
+        if (strcmp(kind, "Event") == 0) /* the server wants the event's own namespace there */
+            json_object_set_new(json_object_get(obj, "involvedObject"), "namespace",
+                                json_string(ns));
+        /* Owners: the bench node, which exists (the garbage collector deletes what a missing
+         * owner owns) */
+        size_t j;
+        json_t *ref;
+        json_array_foreach(json_object_get(json_object_get(obj, "metadata"), "ownerReferences"),
+                           j, ref)
+        {
+            json_object_set_new(ref, "apiVersion", json_string("v1"));
+            json_object_set_new(ref, "kind", json_string("Node"));
+            json_object_set_new(ref, "name", json_string(node_name));
+            json_object_set(ref, "uid", json_object_get(json_object_get(node, "metadata"), "uid"));
+        }
+        json_decref(create(r, ns, obj));
+    }
+    json_decref(node);
+    json_decref(objs);
+    /* The Deployment's 2 pods and the DaemonSet's (one per simulated node) run, with a status. */
+    for (int t = 0; t < 600 && (running("kpb-web") < 2 || running("kpb-ds") < 1); t++)
+        usleep(100 * 1000);
+    assert_true(running("kpb-web") >= 2);
+    assert_true(running("kpb-ds") >= 1);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct kapi_sync s = {0};
+
+    (void)state;
+    sync_call(kapi_delete(cl, &kapi_namespaces, NULL, ns, NULL, kapi_sync_cb, &s), &s);
+    kapi_sync_done(&s);
+    memset(&s, 0, sizeof(s));
+    sync_call(kapi_delete(cl, &kapi_nodes, NULL, node_name, NULL, kapi_sync_cb, &s), &s);
+    kapi_sync_done(&s);
+    kapi_client_close(cl);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    uv_loop_close(&loop);
+    kc_config_free(cfg);
+    return 0;
+}
+
+/* ---- lists both ways ------------------------------------------------------------------------ */
+
+struct pb_items {
+    int msg;
+    json_t *by_key; /* key -> object */
+    char *text;
+    size_t cap;
+    int err;
+};
+
+static void key_of(const json_t *obj, char *buf, size_t size)
+{
+    const char *n = kapi_obj_namespace(obj);
+    snprintf(buf, size, "%s/%s", n ? n : "", kapi_obj_name(obj) ? kapi_obj_name(obj) : "?");
+}
+
+static int on_item(const uint8_t *item, size_t len, void *data)
+{
+    struct pb_items *p = data;
+    size_t tl;
+    json_t *obj;
+    char key[512];
+    int r = kpb_to_json(&kpb_schema, p->msg, item, len, &p->text, &p->cap, &tl, 64u << 20);
+
+    if (r < 0)
+        return r;
+    r = jsonb_load(p->text, tl, jsonb_budget(tl, JSONB_RATIO_KUBE), 0, 0, &obj, NULL);
+    if (r < 0) {
+        print_message("not JSON: %.*s\n", (int)(tl < 2000 ? tl : 2000), p->text);
+        return r;
+    }
+    key_of(obj, key, sizeof(key));
+    json_object_set_new(p->by_key, key, obj);
+    return 0;
+}
+
+static json_t *get_list(const struct kapi_resource *r, const char *in_ns, bool pb, int msg)
+{
+    struct kapi_sync s = {0};
+    struct sbuf path;
+    struct kapi_request req = {.method = "GET", .protobuf = pb};
+    json_t *out = json_object();
+    int e;
+
+    sbuf_init(&path, 4096);
+    assert_true(kapi_list_path(&path, r, in_ns, NULL) >= 0);
+    req.path = sbuf_str(&path);
+    struct pb_items p = {.msg = msg, .by_key = out};
+    struct kpb_list l;
+    kpb_list_init(&l, (size_t)3 << 20, (size_t)64 << 10, on_item, &p);
+    s.keep_raw = pb;
+    e = sync_call(kapi_send(cl, &req, kapi_sync_cb, &s, NULL), &s);
+    if (e < 0)
+        fail_msg("listing %s (%s): %s %s", r->resource, pb ? "protobuf" : "JSON", strerror(-e),
+                 s.message);
+    if (pb) {
+        json_t *env = NULL;
+        assert_true(s.raw_len > KPB_MAGIC_LEN);
+        assert_memory_equal(s.raw, KPB_MAGIC, KPB_MAGIC_LEN);
+        e = kpb_list_feed(&l, (const uint8_t *)s.raw, s.raw_len);
+        if (e == 0)
+            e = kpb_list_finish(&l, &env);
+        if (e < 0)
+            fail_msg("decoding %s from protobuf: %s", r->resource, strerror(-e));
+        assert_non_null(json_string_value(
+            json_object_get(json_object_get(env, "metadata"), "resourceVersion")));
+        json_decref(env);
+    } else {
+        size_t i;
+        json_t *item;
+        char key[512];
+        json_array_foreach(json_object_get(s.body, "items"), i, item)
+        {
+            json_object_del(json_object_get(item, "metadata"), "managedFields");
+            key_of(item, key, sizeof(key));
+            json_object_set(out, key, item);
+        }
+    }
+    kpb_list_done(&l);
+    x_free(p.text);
+    sbuf_done(&path);
+    kapi_sync_done(&s);
+    return out;
+}
+
+/* Objects at the same resourceVersion in both lists must be equal; returns how many were compared.
+ */
+static size_t compare(const struct kapi_resource *r, const char *in_ns)
+{
+    int msg = kpb_root(&kpb_schema, r->group, r->version, r->kind);
+    size_t same = 0;
+
+    if (msg < 0)
+        fail_msg("no schema for %s", r->kind);
+    for (int attempt = 0; attempt < 5; attempt++) {
+        json_t *js = get_list(r, in_ns, false, msg), *pb = get_list(r, in_ns, true, msg);
+        const char *key;
+        json_t *a;
+        size_t skipped = 0;
+
+        same = 0;
+        json_object_foreach(js, key, a)
+        {
+            json_t *b = json_object_get(pb, key);
+            const char *ra = kapi_obj_rv(a), *rb = b ? kapi_obj_rv(b) : NULL;
+            if (!b || !ra || !rb || strcmp(ra, rb) != 0) {
+                skipped++; /* changed between the two lists */
+                print_message("%s %s: %s in JSON, %s in protobuf\n", r->kind, key, ra ? ra : "-",
+                              rb ? rb : "-");
+                continue;
+            }
+            if (!json_equal(a, b)) {
+                char *ta = json_dumps(a, JSON_SORT_KEYS | JSON_INDENT(1));
+                char *tb = json_dumps(b, JSON_SORT_KEYS | JSON_INDENT(1));
+                print_message("JSON:\n%s\nfrom protobuf:\n%s\n", ta, tb);
+                free(ta);
+                free(tb);
+                fail_msg("%s %s: the object written from protobuf differs from the JSON", r->kind,
+                         key);
+            }
+            same++;
+        }
+        json_decref(js);
+        json_decref(pb);
+        if (!skipped)
+            break;
+    }
+    print_message("%-16s %zu objects equal\n", r->resource, same);
+    return same;
+}
+
+static void test_lists_equal(void **state)
+{
+    (void)state;
+    /* every fixture, and the Deployment's and DaemonSet's pods */
+    assert_true(compare(&kapi_pods, ns) >= 5);
+    assert_true(compare(&kapi_configmaps, ns) >= 2);
+    assert_true(compare(&kapi_secrets, ns) >= 3); /* and the service account's token */
+    assert_true(compare(&kapi_services, ns) >= 4);
+    assert_true(compare(&res_endpoints, ns) >= 1);
+    assert_true(compare(&res_slices, ns) >= 1);
+    assert_true(compare(&kapi_leases, ns) >= 2);
+    assert_true(compare(&kapi_events, ns) >= 2);
+    assert_true(compare(&kapi_serviceaccounts, ns) >= 2);
+    assert_true(compare(&kapi_resourcequotas, ns) >= 1);
+    assert_true(compare(&kapi_limitranges, ns) >= 1);
+    assert_true(compare(&kapi_deployments, ns) >= 1);
+    assert_true(compare(&kapi_daemonsets, ns) >= 1);
+    /* the whole cluster: the simulated nodes, the bench node, every namespace and pod */
+    assert_true(compare(&kapi_nodes, NULL) >= 2);
+    assert_true(compare(&kapi_namespaces, NULL) >= 4);
+    assert_true(compare(&kapi_pods, NULL) >= 5);
+    assert_true(compare(&kapi_events, NULL) >= 2);
+}
+
+/* ---- two informers ---------------------------------------------------------------------------
+ */
+
+static void on_synced(struct inf_informer *inf, void *data)
+{
+    (void)inf;
+    *(bool *)data = true;
+}
+
+static void collect(json_t *obj, void *data)
+{
+    char key[512];
+
+    key_of(obj, key, sizeof(key));
+    json_object_set(data, key, obj);
+}
+
+static void informers_equal(const struct kapi_resource *r, const char *in_ns, size_t at_least)
+{
+    struct inf_handlers h = {.on_synced = on_synced};
+    struct inf_options a = {.resource = r, .namespace_ = in_ns, .list_from_cache = true};
+    struct inf_options b = a;
+    struct inf_informer *ia, *ib;
+    bool sa = false, sb = false;
+    json_t *ca = json_object(), *cb = json_object();
+
+    b.json_only = true;
+    assert_int_equal(inf_new(cl, &a, &h, &sa, &ia), 0);
+    assert_int_equal(inf_new(cl, &b, &h, &sb, &ib), 0);
+    assert_int_equal(inf_start(ia), 0);
+    assert_int_equal(inf_start(ib), 0);
+    for (int t = 0; t < 3000 && !(sa && sb); t++) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    assert_true(sa && sb);
+    /* both caches hold the same keys with the same objects */
+    inf_foreach(ia, collect, ca);
+    inf_foreach(ib, collect, cb);
+    if (!json_equal(ca, cb)) {
+        const char *key;
+        json_t *v;
+        json_object_foreach(ca, key, v)
+        {
+            if (!json_equal(v, json_object_get(cb, key)))
+                fail_msg("informers differ on %s %s", r->kind, key);
+        }
+        fail_msg("informers differ on %s: %zu and %zu objects", r->kind, json_object_size(ca),
+                 json_object_size(cb));
+    }
+    assert_true(json_object_size(ca) >= at_least);
+    print_message("informer %-10s %zu objects equal\n", r->resource, json_object_size(ca));
+    json_decref(ca);
+    json_decref(cb);
+    inf_free(ia);
+    inf_free(ib);
+}
+
+static void test_informers_equal(void **state)
+{
+    (void)state;
+    informers_equal(&kapi_configmaps, ns, 2);
+    informers_equal(&kapi_secrets, ns, 3);
+    informers_equal(&kapi_nodes, NULL, 3);
+    informers_equal(&kapi_pods, ns, 5);
+}
+
+/* ---- an error in protobuf --------------------------------------------------------------------
+ */
+
+static void test_status_error(void **state)
+{
+    struct kapi_sync s = {0};
+    char path[256];
+    struct kapi_request req = {.method = "GET", .path = path, .protobuf = true};
+
+    (void)state;
+    snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods/no-such-pod", ns);
+    assert_int_equal(sync_call(kapi_send(cl, &req, kapi_sync_cb, &s, NULL), &s), -ENOENT);
+    assert_string_equal(s.reason, "NotFound");
+    assert_non_null(strstr(s.message, "no-such-pod"));
+    kapi_sync_done(&s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lists_equal),
+        cmocka_unit_test(test_informers_equal),
+        cmocka_unit_test(test_status_error),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
