@@ -8,13 +8,15 @@
  *           registers one, without a kubelet behind it), and the pods bound to them round-robin.
  * --from: only the pods numbered I to N-1 (to grow a collection made before). sync    --kubeconfig
  * K [--store compact|tree] [--expect N] [--updates M] [--page-size P]
- *           [--list consistent|cache]
+ *           [--list consistent|cache] [--wire protobuf|json]
  *           one informer on all pods: time from inf_start to on_synced (and from exec, when the
  *           runner puts its epoch milliseconds in $BENCH_T0_MS, as for bench/clientgo-informer),
  *           memory per cached pod (RSS and heap, before and after), the store's own accounting,
  *           the longest stall of the loop during the sync (a 1 ms timer's lateness), decode time
  *           per object, then optionally M label patches and the time until all M updates were
  *           seen. --list cache: lists from the API server's watch cache (list_from_cache).
+ *           --wire json: lists in JSON even when the build can decode protobuf (json_only; the
+ *           default is protobuf when the build has the schema, kube/kpb.h).
  *   codec   --kubeconfig K  per-object encode and decode times of both store layouts on the
  *           cluster's pods, and the sizes behind them.
  *
@@ -31,6 +33,7 @@
 #include "common/xalloc.h"
 #include "kube/api.h"
 #include "kube/informer.h"
+#include "kube/kpb.h"
 #include "kube/store.h"
 
 static uv_loop_t loop;
@@ -610,13 +613,17 @@ static int label_app(const json_t *obj, const char **values, size_t max)
     return 1;
 }
 
+static bool wire_json; /* --wire json */
+
 static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64_t page_size,
                     bool from_cache)
 {
     struct syncer s = {0};
     struct inf_handlers h = {s_add, s_update, s_delete, s_synced, s_error};
-    struct inf_options o = {
-        .resource = &kapi_pods, .page_size = (long)page_size, .list_from_cache = from_cache};
+    struct inf_options o = {.resource = &kapi_pods,
+                            .page_size = (long)page_size,
+                            .list_from_cache = from_cache,
+                            .json_only = wire_json};
     struct inf_informer *inf = NULL;
     struct kapi_sync g = {0};
     struct kstore_stats st;
@@ -678,17 +685,20 @@ static int cmd_sync(const char *store, uint64_t expect, uint64_t updates, uint64
                 (unsigned long long)expect);
     double nn = n ? (double)n : 1;
     size_t per_entry = st.entries + st.values + st.table + st.indexes + st.slack;
-    printf("phase=sync store=%s list=%s pods=%zu sync_ms=%.1f since_exec_ms=%.0f max_stall_ms=%.1f "
+    printf("phase=sync store=%s list=%s wire=%s pods=%zu sync_ms=%.1f since_exec_ms=%.0f "
+           "max_stall_ms=%.1f "
            "max_iter_cpu_ms=%.1f max_iter_at_adds=%llu "
            "rss0=%ld rss_synced=%ld rss_delta=%ld rss_per_pod=%.0f "
            "rss_trim_per_pod=%.0f heap_per_pod=%.0f store_per_pod=%.0f store_fixed=%zu "
            "entries=%zu values=%zu table=%zu indexes=%zu slack=%zu raw_json_per_pod=%.0f "
            "compressed_per_pod=%.0f dict=%zu lists=%u\n",
-           store, from_cache ? "cache" : "consistent", n, s.t_synced - t0, since_exec, stall.max,
-           stall.cpu_max, (unsigned long long)stall.cpu_max_adds, rss0, rss1, rss1 - rss0,
-           (double)(rss1 - rss0) / nn, (double)(rss2 - rss0) / nn, (double)(heap1 - heap0) / nn,
-           (double)per_entry / nn, st.fixed, st.entries, st.values, st.table, st.indexes, st.slack,
-           (double)st.raw_json / nn, (double)st.compressed / nn, st.dict_len, inf_lists(inf));
+           store, from_cache ? "cache" : "consistent",
+           wire_json || !kpb_schema.nroots ? "json" : "protobuf", n, s.t_synced - t0, since_exec,
+           stall.max, stall.cpu_max, (unsigned long long)stall.cpu_max_adds, rss0, rss1,
+           rss1 - rss0, (double)(rss1 - rss0) / nn, (double)(rss2 - rss0) / nn,
+           (double)(heap1 - heap0) / nn, (double)per_entry / nn, st.fixed, st.entries, st.values,
+           st.table, st.indexes, st.slack, (double)st.raw_json / nn, (double)st.compressed / nn,
+           st.dict_len, inf_lists(inf));
 
     /* Decode every object once (what a full inf_foreach costs), keeping names to patch. */
     s.maxnames = updates;
@@ -842,10 +852,12 @@ static int cmd_codec(uint64_t max)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: bench-informer create|sync|codec --kubeconfig FILE [--pods N] "
-                    "[--from I] [--namespaces N] [--nodes N] [--inflight N] [--no-status] [--store "
-                    "compact|tree] [--expect N] "
-                    "[--updates N] [--page-size N] [--list consistent|cache] [--max N]\n");
+    fprintf(stderr,
+            "usage: bench-informer create|sync|codec --kubeconfig FILE [--pods N] "
+            "[--from I] [--namespaces N] [--nodes N] [--inflight N] [--no-status] [--store "
+            "compact|tree] [--expect N] "
+            "[--updates N] [--page-size N] [--list consistent|cache] [--wire protobuf|json] "
+            "[--max N]\n");
 }
 
 int main(int argc, char **argv)
@@ -882,6 +894,9 @@ int main(int argc, char **argv)
             store = v;
         else if (strcmp(a, "--list") == 0)
             list = v;
+        else if (strcmp(a, "--wire") == 0 && v &&
+                 (strcmp(v, "json") == 0 || strcmp(v, "protobuf") == 0))
+            wire_json = strcmp(v, "json") == 0;
         else if (strcmp(a, "--pods") == 0)
             r = opt_u64(a, v, 10000000, &pods);
         else if (strcmp(a, "--namespaces") == 0)

@@ -139,7 +139,8 @@ fi
   export GOPATH="$work/gopath" GOCACHE="$tree/_output/local/go/cache" GO111MODULE=off CGO_ENABLED=0 GOFLAGS=
   if [ -n "$GO_MAIN" ]; then
     mkdir -p _output/local/bin/linux/amd64
-    go build -o "_output/local/bin/linux/amd64/${BINS[0]}" "./cmd/${BINS[0]}" >"$work/make.log" 2>&1
+    go build -ldflags "-X main.kubeVersion=$KUBE_VERSION" -o "_output/local/bin/linux/amd64/${BINS[0]}" \
+      "./cmd/${BINS[0]}" >"$work/make.log" 2>&1
   else
     make WHAT="${BINS[*]/#/cmd/}" >"$work/make.log" 2>&1
   fi

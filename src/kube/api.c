@@ -77,6 +77,7 @@ struct sock_ctx {
 
 struct kapi_client {
     uv_loop_t *loop;
+    int ver_major, ver_minor; /* the server's, from GET /version (0: not known yet) */
     CURLM *multi;
     uv_timer_t timer;
     struct rl_limiter *rl;
@@ -1185,6 +1186,43 @@ double kapi_client_qps(const struct kapi_client *c)
 uint64_t kapi_client_throttled(const struct kapi_client *c)
 {
     return c->throttled;
+}
+
+int kapi_client_version(const struct kapi_client *c, int *major, int *minor)
+{
+    if (!c || c->ver_major <= 0)
+        return -EAGAIN;
+    *major = c->ver_major;
+    *minor = c->ver_minor;
+    return 0;
+}
+
+/* "20", or "20+" as some distributions write it: the leading digits. */
+static int version_part(const json_t *v)
+{
+    const char *s = json_string_value(v);
+    long n = 0;
+
+    if (!s || *s < '0' || *s > '9')
+        return -1;
+    for (; *s >= '0' && *s <= '9'; s++) {
+        n = n * 10 + (*s - '0');
+        if (n > 100000)
+            return -1;
+    }
+    return (int)n;
+}
+
+int kapi_client_note_version(struct kapi_client *c, const json_t *version)
+{
+    int major = version_part(json_object_get(version, "major"));
+    int minor = version_part(json_object_get(version, "minor"));
+
+    if (!c || major <= 0 || minor < 0)
+        return -EBADMSG;
+    c->ver_major = major;
+    c->ver_minor = minor;
+    return 0;
 }
 
 void kapi_client_conn_info(struct kapi_client *c, struct kapi_conn_info *ret)

@@ -130,6 +130,11 @@ double kapi_client_qps(const struct kapi_client *c);
 int kapi_client_set_rate(struct kapi_client *c, double qps, int burst);
 /* 429 answers seen by this client (each one was sent again, up to 10 times a request). */
 uint64_t kapi_client_throttled(const struct kapi_client *c);
+/* The server's version as noted from its GET /version (kapi_client_note_version, given that
+ * document: "major" and "minor", of which the leading digits count, "20+" being 20): 0 with *major
+ * and *minor, or -EAGAIN when none was noted. kapi_client_note_version returns 0 or -EBADMSG. */
+int kapi_client_version(const struct kapi_client *c, int *major, int *minor);
+int kapi_client_note_version(struct kapi_client *c, const json_t *version);
 
 /* How the client reaches its server, for code that must open a connection of its own to the same
  * server with the same credential (the kubelet API relay upgrades a connection to SPDY, which

@@ -38,6 +38,7 @@ struct inf_informer {
     struct kls split;        /* the page being received, in JSON */
     struct kpb_list pbsplit; /* or in protobuf */
     int pb_msg;              /* the kind's message in the protobuf schema; -1: JSON only */
+    bool pb_checked, pb_on;  /* the server's version was compared with the schema's: is equal */
     enum { WIRE_UNKNOWN, WIRE_JSON, WIRE_PB } wire; /* of the page: from its first byte */
     char *jtext;                                    /* an object's text written from protobuf */
     size_t jtext_cap;
@@ -423,7 +424,7 @@ static int on_pb_item(const uint8_t *item, size_t len, void *data)
 static int split_feed(struct inf_informer *inf, const char *p, size_t n)
 {
     if (inf->wire == WIRE_UNKNOWN && n)
-        inf->wire = inf->pb_msg >= 0 && p[0] == KPB_MAGIC[0] ? WIRE_PB : WIRE_JSON;
+        inf->wire = inf->pb_msg >= 0 && inf->pb_on && p[0] == KPB_MAGIC[0] ? WIRE_PB : WIRE_JSON;
     if (inf->wire == WIRE_PB)
         return kpb_list_feed(&inf->pbsplit, (const uint8_t *)p, n);
     return kls_feed(&inf->split, p, n);
@@ -643,6 +644,36 @@ static void list_done(struct inf_informer *inf, int err, long http_status, const
     json_decref(env);
 }
 
+/* Protobuf only from a server of the schema's own version: a newer one has fields the schema does
+ * not know, which its JSON would carry (and the informer's owners copy, e.g. a pod's spec to a
+ * peer) and protobuf would lose. */
+static void pb_decide(struct inf_informer *inf, int major, int minor)
+{
+    inf->pb_checked = true;
+    inf->pb_on = major == kpb_schema.major && minor == kpb_schema.minor;
+    if (!inf->pb_on)
+        log_debug("informer", "%s: server 1.%d, protobuf schema %d.%d: listing in JSON",
+                  inf->res->resource, minor, kpb_schema.major, kpb_schema.minor);
+}
+
+static void on_version(struct kapi_client *c, const struct kapi_result *res, void *data)
+{
+    struct inf_informer *inf = data;
+    int major, minor;
+
+    inf->list_call = NULL;
+    if (res->err == 0 && kapi_client_note_version(c, res->body) == 0 &&
+        kapi_client_version(c, &major, &minor) == 0) {
+        pb_decide(inf, major, minor);
+    } else if (res->err == -EPERM || res->err == -ENOENT || res->err == 0) {
+        pb_decide(inf, 0, 0); /* no version to be had: JSON */
+    } else {
+        retry_later(inf); /* the server is not there: the list would fail too */
+        return;
+    }
+    list_page(inf);
+}
+
 static void list_page(struct inf_informer *inf)
 {
     struct kapi_list_opts o = {.label_selector = inf->label_selector,
@@ -663,12 +694,26 @@ static void list_page(struct inf_informer *inf)
         o.resource_version = inf->rv[0] ? inf->rv : "0";
     }
     pend_clear(inf);
+    if (inf->pb_msg >= 0 && !inf->pb_checked) {
+        int major, minor;
+        struct kapi_request vr = {.method = "GET", .path = "/version"};
+        if (kapi_client_version(inf->c, &major, &minor) == 0) {
+            pb_decide(inf, major, minor);
+        } else {
+            r = kapi_send(inf->c, &vr, on_version, inf, &inf->list_call);
+            if (r == 0)
+                return; /* on_version lists */
+            if (r != -ECANCELED)
+                retry_later(inf);
+            return;
+        }
+    }
     kls_done(&inf->split);
     kls_init(&inf->split, MAX_LIST_ITEM, MAX_LIST_REST, on_list_item, inf);
     kpb_list_done(&inf->pbsplit);
     kpb_list_init(&inf->pbsplit, MAX_LIST_ITEM, MAX_LIST_REST, on_pb_item, inf);
     inf->wire = WIRE_UNKNOWN;
-    req.protobuf = inf->pb_msg >= 0;
+    req.protobuf = inf->pb_msg >= 0 && inf->pb_on;
     /* kapi_list gives no call handle; send the same request through kapi_send to keep it
      * cancellable. */
     sbuf_init(&p, 16384);

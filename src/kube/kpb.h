@@ -10,9 +10,12 @@
  * encoding/json applied (omitempty, pointers, inline structs, types with their own encoding). So
  * the tables (struct kpb_schema) are generated at build time from the Go types of the Kubernetes
  * source the control plane is built from (src/kube/kpbgen, scripts/build-kube.sh --kpbgen). A build
- * without them has an empty schema (kpb_schema.nroots == 0) and every informer reads JSON.
+ * without them has an empty schema (kpb_schema.nroots == 0) and every informer reads JSON. The
+ * informer uses protobuf only with a server of the schema's own minor version (kpb_schema.minor):
+ * a newer server has fields the tables do not know, which its JSON would carry and protobuf would
+ * lose (the informer's owners copy objects, e.g. a pod's spec to a peer).
  *
- * What the writer reproduces, by field kind, from what gogo-protobuf wrote (docs/informer.md):
+ * What the writer reproduces, by field kind, from what gogo-protobuf wrote:
  *   - present non-pointer scalars, dropped when omitempty and zero; absent ones as the zero value
  *     (or dropped when omitempty); present pointers always, absent ones dropped (omitempty) or
  * null;
@@ -86,6 +89,7 @@ struct kpb_schema {
     size_t nmsgs;
     const struct kpb_root *roots;
     size_t nroots;
+    int major, minor; /* the Kubernetes version the tables were generated from (0: none) */
 };
 
 /* The build's schema (generated, or empty). */

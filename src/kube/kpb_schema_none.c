@@ -2,4 +2,4 @@
  * protobuf, every informer reads JSON. */
 #include "kube/kpb.h"
 
-const struct kpb_schema kpb_schema = {NULL, 0, NULL, 0};
+const struct kpb_schema kpb_schema = {NULL, 0, NULL, 0, 0, 0};

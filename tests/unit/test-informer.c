@@ -22,6 +22,7 @@
 #include "kube/podrec.h"
 
 #include "fakeapi.h"
+#include "kube/kpb.h"
 
 static const struct kpod_options opts = {.nlabels = 1, .labels = {"app"}};
 static const struct inf_extractor pod_x = {kpod_extract, &opts};
@@ -32,6 +33,8 @@ static struct {
     struct fakeapi http;
     int watches;
     char last_watch[512]; /* the request line of the last watch */
+    const char *minor;    /* GET /version answers {"major":"1","minor":minor}; NULL: a PodList */
+    int versions, lists, pb_lists; /* requests: /version, lists, lists accepting protobuf */
 } srv;
 
 static const char *pod_json(const char *name, const char *node, const char *rv, char *buf,
@@ -53,6 +56,21 @@ static void answer(struct fakeapi_conn *c, const char *request, void *data)
     char a[1024], b[1024], body[4096], out[4352];
 
     (void)data;
+    if (strncmp(request, "GET /version ", 13) == 0) {
+        srv.versions++;
+        if (srv.minor) {
+            snprintf(body, sizeof(body), "{\"major\":\"1\",\"minor\":\"%s\"}", srv.minor);
+            snprintf(out, sizeof(out),
+                     "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n%s",
+                     strlen(body), body);
+            fakeapi_reply(c, out);
+            return;
+        }
+    } else if (!strstr(request, "watch=1")) {
+        srv.lists++;
+        srv.pb_lists += strstr(request, "application/vnd.kubernetes.protobuf") != NULL;
+    }
     if (strstr(request, "watch=1"))
         snprintf(srv.last_watch, sizeof(srv.last_watch), "%.*s", (int)strcspn(request, "\r\n"),
                  request);
@@ -450,6 +468,50 @@ static void test_options_and_none(void **state)
         uv_run(&loop, UV_RUN_NOWAIT);
 }
 
+/* Protobuf is asked for only from a server of the schema's own version (kube/kpb.h), once its
+ * /version is known; a server that answers JSON anyway (as for custom resources) is read as JSON.
+ */
+static void test_protobuf_by_version(void **state)
+{
+    struct inf_options o = {.resource = &kapi_pods};
+    struct inf_handlers h = {.on_synced = on_synced};
+    char same[16];
+    const char *minors[] = {same, "99", "20+x", NULL};
+    const int want_pb[] = {1, 0, kpb_schema.minor == 20, 0};
+
+    (void)state;
+    snprintf(same, sizeof(same), "%d", kpb_schema.minor);
+    for (size_t i = 0; i < 4; i++) {
+        struct seen s = {0};
+        struct inf_informer *inf;
+        struct kapi_client *c;
+        int major, minor;
+
+        server_start();
+        srv.watches = 1; /* no watch events */
+        srv.minor = minors[i];
+        c = client_new();
+        assert_int_equal(kapi_client_version(c, &major, &minor), -EAGAIN);
+        assert_int_equal(inf_new(c, &o, &h, &s, &inf), 0);
+        assert_int_equal(inf_start(inf), 0);
+        run_until(&s.synced, 1);
+        assert_int_equal(inf_count(inf), 2); /* a JSON answer, read as such */
+        assert_int_equal(srv.lists, 1);
+        /* without a schema (a build without CLIQO_KPBGEN) nothing is asked */
+        assert_int_equal(srv.versions, kpb_schema.nroots ? 1 : 0);
+        assert_int_equal(srv.pb_lists, kpb_schema.nroots ? want_pb[i] : 0);
+        if (kpb_schema.nroots && minors[i]) {
+            assert_int_equal(kapi_client_version(c, &major, &minor), 0);
+            assert_int_equal(major, 1);
+        }
+        inf_free(inf);
+        kapi_client_close(c);
+        server_stop();
+        for (int k = 0; k < 20; k++)
+            uv_run(&loop, UV_RUN_NOWAIT);
+    }
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -468,7 +530,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_records),         cmocka_unit_test(test_options_and_none),
         cmocka_unit_test(test_handlers_only),   cmocka_unit_test(test_update_without_old),
-        cmocka_unit_test(test_hold_and_slices),
+        cmocka_unit_test(test_hold_and_slices), cmocka_unit_test(test_protobuf_by_version),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -62,6 +62,9 @@ var special = map[reflect.Type]string{
 	reflect.TypeOf(intstr.IntOrString{}): "KPB_INTORSTR",
 }
 
+// kubeVersion is set at link time (scripts/build-kube.sh: -ldflags "-X main.kubeVersion=1.20.2").
+var kubeVersion string
+
 var marshaler = reflect.TypeOf((*json.Marshaler)(nil)).Elem()
 
 type field struct {
@@ -224,6 +227,10 @@ func register(t reflect.Type) int {
 func cstr(s string) string { return strconv.Quote(s) }
 
 func main() {
+	var major, minor int
+	if _, err := fmt.Sscanf(kubeVersion, "%d.%d", &major, &minor); err != nil || major <= 0 {
+		fail("built without the Kubernetes version (-ldflags \"-X main.kubeVersion=...\")")
+	}
 	ri := make([]int, len(roots))
 	for i, r := range roots {
 		ri[i] = register(reflect.TypeOf(r.obj))
@@ -285,6 +292,7 @@ func main() {
 		fmt.Fprintf(w, "    {%s, %s, %s, %d},\n", cstr(r.group), cstr(r.version), cstr(r.kind), ri[i])
 	}
 	fmt.Fprintln(w, "};")
+	fmt.Fprintf(w, "/* Kubernetes %s */\n", kubeVersion)
 	fmt.Fprintln(w, "const struct kpb_schema kpb_schema = {msgs, sizeof(msgs) / sizeof(msgs[0]), roots,")
-	fmt.Fprintln(w, "                                      sizeof(roots) / sizeof(roots[0])};")
+	fmt.Fprintf(w, "                                      sizeof(roots) / sizeof(roots[0]), %d, %d};\n", major, minor)
 }
