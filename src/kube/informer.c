@@ -629,11 +629,13 @@ static void list_done(struct inf_informer *inf, int err, long http_status, const
     inf->consistent = false;
     if (inf->cut_cap > MAX_LIST_REST) {
         x_free(inf->cut); /* a large object's buffer does not stay for the watch's lifetime */
-        x_free(inf->jtext);
-        inf->jtext = NULL;
-        inf->jtext_cap = 0;
         inf->cut = NULL;
         inf->cut_cap = 0;
+    }
+    if (inf->jtext_cap > MAX_LIST_REST) {
+        x_free(inf->jtext); /* nor the text of a large object written from protobuf */
+        inf->jtext = NULL;
+        inf->jtext_cap = 0;
     }
     if (inf->rbuf_cap > MAX_LIST_REST) {
         x_free(inf->rbuf); /* nor a large record's */
