@@ -10,14 +10,15 @@
 # The Nodes have no kubelet: the controller-manager runs without its node lifecycle controller, which would
 # mark them NotReady and evict their pods.
 # Usage: bench/agent-startup.sh --cliqoctl C --agent A --bench-informer B [--clientgo P] [--nodes N]
-#        [--pods M] [--rounds R] [--base-port P] [--state-dir DIR [--skip-create]] [--trace-ms MS]
+#        [--pods M] [--rounds R] [--base-port P] [--state-dir DIR [--skip-create]] [--trace-ms MS] [--agent-json]
 # --trace-ms: the measured agent runs with --loop-trace-ms MS; the stacks of its iterations over MS of CPU are
 # printed after each round (symbolised with addr2line when there is one).
+# --agent-json: the agent also runs with --list-encoding json in the same rotation (its lists in JSON).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../tests/ports.sh" # cliqo_port: the one port table
 
-CLIQOCTL="" AGENT="" BENCH="" CLIENTGO="" NODES=5000 PODS=150000 ROUNDS=3 KEEP="" SKIP_CREATE=0 TRACE_MS=0
+CLIQOCTL="" AGENT="" BENCH="" CLIENTGO="" NODES=5000 PODS=150000 ROUNDS=3 KEEP="" SKIP_CREATE=0 TRACE_MS=0 AGENT_JSON=0
 BASE_PORT=$(cliqo_port bench.agent-startup)
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -32,7 +33,8 @@ while [ $# -gt 0 ]; do
     --state-dir) KEEP=$2; shift 2 ;;
     --skip-create) SKIP_CREATE=1; shift ;;
     --trace-ms) TRACE_MS=$2; shift 2 ;;
-    -h | --help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --agent-json) AGENT_JSON=1; shift ;;
+    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -144,13 +146,16 @@ wait_log "$WORK/provider-0.log" "Advertisement sent to" || { tail -20 "$WORK/pro
 grep -m1 "accounting for" "$WORK/provider-0.log" | sed 's/^/  /'
 "$CLIQOCTL" dev stop --state-dir "$STATE" --cluster cluster-1 --component kube-controller-manager >/dev/null
 
-run_agent() { # ROUND: restarts the provider's agent and measures its start-up
-  local r=$1 log="$WORK/provider-$1.log" t0 ready synced counted adv
+run_agent() { # ROUND [VARIANT]: restarts the provider's agent and measures its start-up (agent-json: with
+  # --list-encoding json)
+  local r=$1 v=${2:-agent} log="$WORK/provider-$1-${2:-agent}.log" t0 ready synced counted adv args=()
+  [ "$v" = agent-json ] && args=(--list-encoding json)
   kill "$PROVIDER" 2>/dev/null || true
   wait "$PROVIDER" 2>/dev/null || true
   PROVIDER=""
   t0=$(ms)
-  if [ "$TRACE_MS" != 0 ]; then start_agent 1 "$log" --loop-trace-ms "$TRACE_MS"; else start_agent 1 "$log"; fi
+  [ "$TRACE_MS" = 0 ] || args+=(--loop-trace-ms "$TRACE_MS")
+  start_agent 1 "$log" ${args[@]+"${args[@]}"}
   PROVIDER=$LAST_PID
   wait_ready 1 || { tail -20 "$log" >&2; exit 1; }
   ready=$(($(ms) - t0))
@@ -158,10 +163,10 @@ run_agent() { # ROUND: restarts the provider's agent and measures its start-up
   synced=$(($(log_ms "$log" "every informer has synced") - t0))
   counted=$(($(log_ms "$log" "accounting for") - t0))
   adv=$(($(log_ms "$log" "Advertisement sent to") - t0))
-  echo "variant=agent round=$r informers_synced_ms=$synced counted_ms=$counted ready_ms=$ready advertisement_ms=$adv" \
+  echo "variant=$v round=$r informers_synced_ms=$synced counted_ms=$counted ready_ms=$ready advertisement_ms=$adv" \
     "busiest_iteration_ms=$(awk -v s="$(metric cliqo_event_loop_busiest_iteration_seconds)" 'BEGIN { printf "%.1f", s * 1000 }')" \
     "rss_MiB=$(awk -v b="$(metric process_resident_memory_bytes)" 'BEGIN { printf "%.1f", b / 1048576 }')" \
-    "cpu_s=$(metric process_cpu_seconds_total)" | tee -a "$WORK/agent.txt"
+    "cpu_s=$(metric process_cpu_seconds_total)" | tee -a "$WORK/$v.txt"
   [ "$TRACE_MS" = 0 ] || print_traces "$log"
 }
 run_clientgo() { # ROUND json|protobuf
@@ -176,11 +181,15 @@ run_clientgo() { # ROUND json|protobuf
 }
 
 order=(agent protobuf json)
+[ "$AGENT_JSON" = 0 ] || order+=(agent-json)
 for r in $(seq 1 "$ROUNDS"); do
   echo "== round $r of $ROUNDS"
-  for i in 0 1 2; do
-    v=${order[$(((i + r - 1) % 3))]}
-    if [ "$v" = agent ]; then run_agent "$r"; else run_clientgo "$r" "$v"; fi
+  for i in "${!order[@]}"; do
+    v=${order[$(((i + r - 1) % ${#order[@]}))]}
+    case "$v" in
+      agent*) run_agent "$r" "$v" ;;
+      *) run_clientgo "$r" "$v" ;;
+    esac
   done
 done
 
@@ -191,6 +200,11 @@ echo "== results: $NODES Nodes, $PODS pods, $ROUNDS rounds, medians ($(nproc) CP
 for f in informers_synced_ms counted_ms ready_ms advertisement_ms busiest_iteration_ms rss_MiB cpu_s; do
   printf '  agent %-22s %s\n' "$f" "$(field "$f" "$A")"
 done
+if [ "$AGENT_JSON" != 0 ]; then
+  for f in ready_ms advertisement_ms busiest_iteration_ms cpu_s; do
+    printf '  agent --list-encoding json %-22s %s\n' "$f" "$(field "$f" "$WORK/agent-json.txt")"
+  done
+fi
 pj=$(field since_exec_ms "$WORK/client-go-protobuf.txt")
 jj=$(field since_exec_ms "$WORK/client-go-json.txt")
 echo "  client-go pods informer exec->synced: protobuf $pj ms, json $jj ms"

@@ -4,7 +4,8 @@
 # round: cliqo's `bench-informer sync` (and any extra cliqo variants given with --variant), client-go with
 # JSON as shipped, client-go with protobuf (bench/clientgo-informer/main.go, built from Debian's kubernetes
 # source by scripts/build-kube.sh --informerbench into its cache). Per run: exec -> synced, the client's CPU,
-# the API server's CPU while the process ran (from /proc of kube-apiserver), RSS after the sync, bytes per
+# the API server's CPU while the process ran and for a garbage collection forced after it (from /proc of
+# kube-apiserver; one is forced before each run too, see api_gc), RSS after the sync, bytes per
 # pod in the store (cliqo: what the store accounts; client-go: Go heap after GC), the longest loop stall
 # (cliqo: a 1 ms timer's lateness, and the CPU time of the busiest loop iteration). Prints medians, the ratios of cliqo to client-go and the issue's targets.
 # Usage: bench/informer-vs-clientgo.sh --bench path/to/bench-informer --cliqoctl path/to/cliqoctl
@@ -34,7 +35,7 @@ while [ $# -gt 0 ]; do
     --no-clientgo-protobuf) PROTO=0; shift ;;
     --state-dir) KEEP=$2; shift 2 ;;
     --skip-create) SKIP_CREATE=1; shift ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -69,10 +70,21 @@ echo "== cluster: 1 control plane, base port $BASE_PORT"
 # A kept state may hold more clusters (bench/agent-startup.sh's): the first one is measured.
 CLUSTERS=1
 [ -f "$STATE/clusters" ] && CLUSTERS=$(wc -l <"$STATE/clusters")
-CLIQO_DEV_NODES=${CLIQO_DEV_NODES:-0} "$CLIQOCTL" dev up --clusters "$CLUSTERS" --state-dir "$STATE" --base-port "$BASE_PORT" >/dev/null
+CLIQO_DEV_APISERVER_ARGS=${CLIQO_DEV_APISERVER_ARGS:---profiling=true} \
+  CLIQO_DEV_NODES=${CLIQO_DEV_NODES:-0} "$CLIQOCTL" dev up --clusters "$CLUSTERS" --state-dir "$STATE" --base-port "$BASE_PORT" >/dev/null
 KCFG=$STATE/cluster-1/kubeconfig
 API_PID=$(cat "$STATE/cluster-1/kube-apiserver.pid")
 [ -r "/proc/$API_PID/stat" ] || { echo "kube-apiserver (pid $API_PID) not found" >&2; exit 1; }
+# Go's garbage collector runs when the API server allocates, so a run would pay for the garbage the run before
+# it left (client-go's JSON list leaves gigabytes of it at 100,000 pods). With the API server's profiling on
+# (the cluster made here has it), a collection is forced before and after each run (/debug/pprof/heap?gc=1):
+# each run pays for its own garbage, and for one collection of the live heap, as every other run does.
+api_gc() { [ "$GC" = 0 ] || kubectl --kubeconfig "$KCFG" get --raw '/debug/pprof/heap?gc=1' >/dev/null; }
+GC=1
+if ! api_gc 2>/dev/null; then
+  GC=0
+  echo "note: the API server's profiling is off (a cluster made before?): no collection forced between runs"
+fi
 
 if [ "$SKIP_CREATE" = 0 ]; then
   echo "== creating $PODS pods in $NAMESPACES namespaces"
@@ -99,10 +111,12 @@ run_one() { # variant -> one line of key=value pairs appended to $WORK/<variant>
       cmd=("$bin" sync --kubeconfig "$KCFG" --expect "$PODS" ${extra[@]+"${extra[@]}"})
       ;;
   esac
+  api_gc
   a0=$(cpu_ticks "$API_PID")
   t0=$(date +%s%3N)
   line=$(BENCH_T0_MS=$t0 ${TIME[@]+"${TIME[@]}" -o "$WORK/time.txt"} "${cmd[@]}" 2>"$WORK/stderr.txt" | grep '^phase=sync') ||
     { cat "$WORK/stderr.txt" >&2; echo "$v failed" >&2; exit 1; }
+  api_gc
   a1=$(cpu_ticks "$API_PID")
   [ ${#TIME[@]} -gt 0 ] && line="$line $(tail -1 "$WORK/time.txt")"
   line="$line apiserver_cpu_ms=$(((a1 - a0) * 1000 / HZ))"

@@ -1509,6 +1509,7 @@ int agent_start(struct agent *a)
     a->probe_timer.data = a->shutdown_timer.data = a->force_timer.data = a->release_timer.data = a;
     a->recycle_timer.data = a->sync_timer.data = a;
     a->handles_open = true;
+    inf_set_json_only(a->cfg->list_encoding && strcmp(a->cfg->list_encoding, "json") == 0);
     if (llag_start(&a->lag, a->loop, on_loop_iteration, a) < 0)
         log_warn("agent", "the event loop's iterations are not measured");
     else if (a->cfg->loop_trace_ms && llag_trace(&a->lag, a->cfg->loop_trace_ms) == 0)

@@ -215,6 +215,8 @@ struct agent_flags {
     struct opts_spec spec;
 };
 
+static const char *const list_encodings[] = {"protobuf", "json", NULL};
+
 static void agent_flags_init(struct agent_flags *f, struct agent_config *cfg)
 {
     /* clang-format off */
@@ -281,6 +283,11 @@ static void agent_flags_init(struct agent_flags *f, struct agent_config *cfg)
                  "they start (on becoming the leader); a larger one is handed over in slices of 3 "
                  "ms, one per loop iteration, its events paused until then (default "
                  AGENT_REPLAY_AT_ONCE_S "; 0: always in slices)"},
+        {.name = "list-encoding", .kind = OPTS_CHOICE, .arg = "E", .dest = &cfg->list_encoding,
+         .choices = list_encodings,
+         .help = "how the informers' lists of built-in kinds are read: protobuf (the default, from "
+                 "an API server of the version cliqo was built for; cheaper for the server) or "
+                 "json (docs/architecture.md, kpb)"},
         {.name = "loop-trace-ms", .kind = OPTS_UINT, .arg = "MS", .dest = &cfg->loop_trace_ms,
          .size = sizeof(cfg->loop_trace_ms), .min = 0, .max = 60000,
          .help = "diagnostics: when one event-loop iteration has used MS of CPU, write the loop's "
@@ -407,6 +414,7 @@ int agent_config_parse(int argc, char **argv, struct agent_config *cfg, char *er
     cfg->log_level = LOG_LEVEL_INFO;
     cfg->kube_api_qps = AGENT_KUBE_QPS;
     cfg->replay_at_once = AGENT_REPLAY_AT_ONCE;
+    cfg->list_encoding = "protobuf";
     agent_flags_init(&flags, cfg);
     if (opts_parse(&flags.spec, argc, argv, err, errlen) < 0)
         return -EINVAL;

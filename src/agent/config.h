@@ -49,7 +49,8 @@ struct agent_config {
     /* Cached objects an informer may hold to be replayed in one loop iteration (larger: in slices).
      */
     unsigned replay_at_once;
-    unsigned loop_trace_ms; /* --loop-trace-ms: stacks of long loop iterations (0: off) */
+    unsigned loop_trace_ms;    /* --loop-trace-ms: stacks of long loop iterations (0: off) */
+    const char *list_encoding; /* --list-encoding: "protobuf" (default) or "json" */
     /* Offloading (docs/offloading.md). */
     const char *kubelet_addr; /* the kubelet API listener of the virtual nodes (default :10250) */
     unsigned kubelet_port;    /* its port, published in the virtual nodes' daemonEndpoints */

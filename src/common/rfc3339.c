@@ -82,12 +82,38 @@ int rfc3339_parse(const char *s, unsigned flags, int64_t *ret)
     return 0;
 }
 
+/* The date of a day count since 1970-01-01 (proleptic Gregorian; H. Hinnant's civil_from_days). */
+static void civil_from_days(int64_t z, int64_t *y, unsigned *m, unsigned *d)
+{
+    int64_t era;
+    unsigned doe, yoe, doy, mp;
+
+    z += 719468;
+    era = (z >= 0 ? z : z - 146096) / 146097;
+    doe = (unsigned)(z - era * 146097);
+    yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    mp = (5 * doy + 2) / 153;
+    *d = doy - (153 * mp + 2) / 5 + 1;
+    *m = mp < 10 ? mp + 3 : mp - 9;
+    *y = (int64_t)yoe + era * 400 + (*m <= 2);
+}
+
+static char *put_digits(char *p, unsigned v, unsigned n)
+{
+    for (unsigned i = n; i-- > 0; v /= 10)
+        p[i] = (char)('0' + v % 10);
+    return p + n;
+}
+
+/* Written by hand rather than with gmtime_r and snprintf: the informers write every timestamp of
+ * every object they list in protobuf with it (kube/kpb.c), eight or more per pod. */
 void rfc3339_format(int64_t sec, long nsec, unsigned digits, char *buf, size_t size)
 {
-    time_t t = (time_t)sec;
-    char frac[12] = "";
-    struct tm tm;
-    long div = 1;
+    char out[RFC3339_MAX + 1], *p = out;
+    int64_t days, y;
+    unsigned m, d, sod;
+    size_t n;
 
     if (!buf || size == 0)
         return;
@@ -95,19 +121,39 @@ void rfc3339_format(int64_t sec, long nsec, unsigned digits, char *buf, size_t s
         digits = 9;
     if (nsec < 0 || nsec > 999999999L)
         nsec = 0;
-    if (!gmtime_r(&t, &tm) || tm.tm_year + 1900 < 0 || tm.tm_year + 1900 > 9999) {
-        memset(&tm, 0, sizeof(tm));
-        tm.tm_year = 70;
-        tm.tm_mday = 1;
+    if (sec < -62167219200LL || sec >= 253402300800LL) {
+        sec = 0; /* years RFC 3339 cannot write: the epoch */
         nsec = 0;
     }
+    days = sec / 86400;
+    if (sec % 86400 < 0)
+        days--;
+    sod = (unsigned)(sec - days * 86400);
+    civil_from_days(days, &y, &m, &d);
+    p = put_digits(p, (unsigned)y, 4);
+    *p++ = '-';
+    p = put_digits(p, m, 2);
+    *p++ = '-';
+    p = put_digits(p, d, 2);
+    *p++ = 'T';
+    p = put_digits(p, sod / 3600, 2);
+    *p++ = ':';
+    p = put_digits(p, sod / 60 % 60, 2);
+    *p++ = ':';
+    p = put_digits(p, sod % 60, 2);
     if (digits) {
+        unsigned long div = 1;
         for (unsigned i = digits; i < 9; i++)
             div *= 10;
-        snprintf(frac, sizeof(frac), ".%0*ld", (int)digits, nsec / div);
+        *p++ = '.';
+        p = put_digits(p, (unsigned)((unsigned long)nsec / div), digits);
     }
-    snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+    *p++ = 'Z';
+    n = (size_t)(p - out);
+    if (n >= size)
+        n = size - 1; /* truncated, as snprintf did */
+    memcpy(buf, out, n);
+    buf[n] = '\0';
 }
 
 void rfc3339_now(unsigned digits, char *buf, size_t size)

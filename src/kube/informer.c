@@ -22,7 +22,10 @@
 #define MAX_LIST_REST     ((size_t)64 << 10) /* a list without its items: kind, metadata */
 #define MAX_RV_LEN        64
 #define SLICE_PIECE       ((size_t)16 << 10) /* received text decoded between two clock reads */
-#define MAX_PENDING       ((size_t)1 << 20) /* received, not yet decoded: then the transfer waits */
+/* The same for protobuf, denser (a pod is about half its JSON text): about one object per piece,
+ * so that a slow object (the heap growing) does not take a dozen others past the budget with it. */
+#define SLICE_PIECE_PB ((size_t)4 << 10)
+#define MAX_PENDING    ((size_t)1 << 20) /* received, not yet decoded: then the transfer waits */
 
 struct inf_informer {
     struct kapi_client *c;
@@ -73,6 +76,13 @@ struct inf_informer {
 };
 
 static void start_list(struct inf_informer *inf);
+
+static bool json_only_all; /* inf_set_json_only */
+
+void inf_set_json_only(bool json_only)
+{
+    json_only_all = json_only;
+}
 
 static void note_rv(struct inf_informer *inf, const char *rv)
 {
@@ -476,7 +486,8 @@ static void on_drain(uv_idle_t *h)
     uv_idle_stop(h);
     while (inf->pend_off < inf->pend_len && r == 0) {
         size_t n = inf->pend_len - inf->pend_off;
-        n = n < SLICE_PIECE ? n : SLICE_PIECE;
+        size_t piece = inf->wire == WIRE_PB ? SLICE_PIECE_PB : SLICE_PIECE;
+        n = n < piece ? n : piece;
         r = split_feed(inf, inf->pend + inf->pend_off, n);
         inf->pend_off += n;
         if (!slice_left(loop))
@@ -801,9 +812,9 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
     inf->resync_ms = o->resync_ms;
     inf->max_objects = o->max_objects ? o->max_objects : DEFAULT_MAX_OBJS;
     inf->transform = o->transform;
-    inf->pb_msg = o->json_only ? -1
-                               : kpb_root(&kpb_schema, o->resource->group, o->resource->version,
-                                          o->resource->kind);
+    inf->pb_msg = o->json_only || json_only_all ? -1
+                                                : kpb_root(&kpb_schema, o->resource->group,
+                                                           o->resource->version, o->resource->kind);
     if (inf->pb_msg < 0)
         inf->pb_msg = -1;
     inf->without_old = o->update_without_old;

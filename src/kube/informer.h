@@ -117,6 +117,10 @@ typedef void (*inf_visit_fn)(json_t *obj, void *data);
 /* rec: borrowed, valid during the call. */
 typedef void (*inf_record_fn)(const void *rec, void *data);
 
+/* Process-wide: every informer made after the call lists in JSON (as inf_options.json_only), or
+ * not (the default). For an operator's way out (cliqo-agent --list-encoding json). */
+void inf_set_json_only(bool json_only);
+
 int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf_handlers *h,
             void *data, struct inf_informer **ret);
 /* Adds an index; only before inf_start. */
