@@ -20,11 +20,11 @@
  * rotated service-account token is picked up without a restart. */
 #define TOKEN_REREAD_MS 60000
 /* 429 Too Many Requests (the API server's priority and fairness, or max-in-flight, turned the
- * request away before handling it): the request is sent again, after Retry-After (at most
- * RETRY_AFTER_MAX_S) or, without one, after RETRY_BASE_MS doubling with each attempt, at most
- * RETRY_429_MAX times (as client-go does), and the client's rate is halved; it grows back by a
- * quarter each RATE_STEP_MS of answers without a 429, up to the configured qps. Polite under
- * contention, fast when idle. */
+ * request away before handling it): the request is sent again after the longer of Retry-After (at
+ * most RETRY_AFTER_MAX_S) and RETRY_BASE_MS doubling with each attempt, plus up to half again at
+ * random, at most RETRY_429_MAX times (as client-go does), and the client's rate is halved; it
+ * grows back by a quarter each RATE_STEP_MS of answers without a 429, up to the configured qps.
+ * Polite under contention, fast when idle. */
 #define RETRY_429_MAX     10
 #define RETRY_AFTER_MAX_S 60
 #define RETRY_BASE_MS     100
@@ -78,6 +78,7 @@ struct sock_ctx {
 struct kapi_client {
     uv_loop_t *loop;
     int ver_major, ver_minor; /* the server's, from GET /version (0: not known yet) */
+    uint64_t jitter_state;    /* of the 429 retries' random part */
     CURLM *multi;
     uv_timer_t timer;
     struct rl_limiter *rl;
@@ -563,8 +564,14 @@ static bool retry_later(struct kapi_call *call, CURLcode cc)
     delay = (uint64_t)c->o.retry_base_ms << call->attempts;
     if (delay > RETRY_MAX_MS)
         delay = RETRY_MAX_MS;
-    if (after > 0)
+    if (after > 0 &&
+        (uint64_t)(after > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : after) * 1000 > delay)
         delay = (uint64_t)(after > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : after) * 1000;
+    /* Up to half again at random: the requests one burst had turned away (the API server says
+     * "Retry-After: 1" to all of them) do not all come back in the same millisecond, to be turned
+     * away together again until their tries run out. */
+    c->jitter_state = c->jitter_state * 6364136223846793005ULL + 1442695040888963407ULL;
+    delay += delay / 2 ? (c->jitter_state >> 33) % (delay / 2 + 1) : 0;
     call->attempts++;
     res.status.code = 429;
     res.status.reason = "TooManyRequests";
@@ -965,6 +972,7 @@ int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
         return -ENOMEM;
     r = -ENOMEM;
     c->loop = loop;
+    c->jitter_state = uv_hrtime() ^ (uint64_t)(uintptr_t)c;
     c->o.qps = opts && opts->qps > 0 ? opts->qps : DEFAULT_QPS;
     c->o.burst = opts && opts->burst > 0 ? opts->burst : DEFAULT_BURST;
     c->o.max_body = opts && opts->max_body ? opts->max_body : DEFAULT_MAX_BODY;

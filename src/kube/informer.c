@@ -43,6 +43,7 @@ struct inf_informer {
     int pb_msg;              /* the kind's message in the protobuf schema; -1: JSON only */
     bool pb_checked, pb_on;  /* the server's version was compared with the schema's: is equal */
     enum { WIRE_UNKNOWN, WIRE_JSON, WIRE_PB } wire; /* of the page: from its first byte */
+    int last_wire;                                  /* of the last page that ended well */
     char *jtext;                                    /* an object's text written from protobuf */
     size_t jtext_cap;
     char *cut; /* an object's text without its managedFields */
@@ -82,6 +83,11 @@ static bool json_only_all; /* inf_set_json_only */
 void inf_set_json_only(bool json_only)
 {
     json_only_all = json_only;
+}
+
+const char *inf_list_encoding(const struct inf_informer *inf)
+{
+    return inf->last_wire == WIRE_PB ? "protobuf" : inf->last_wire == WIRE_JSON ? "json" : "";
 }
 
 static void note_rv(struct inf_informer *inf, const char *rv)
@@ -577,6 +583,8 @@ static void list_done(struct inf_informer *inf, int err, long http_status, const
     const char *cont, *rv;
     int r;
 
+    if (err == 0)
+        inf->last_wire = inf->wire;
     if (err < 0)
         r = err;
     else if (inf->wire == WIRE_PB)

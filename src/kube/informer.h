@@ -117,6 +117,9 @@ typedef void (*inf_visit_fn)(json_t *obj, void *data);
 /* rec: borrowed, valid during the call. */
 typedef void (*inf_record_fn)(const void *rec, void *data);
 
+/* The encoding of the last page listed: "protobuf", "json", or "" before the first. */
+const char *inf_list_encoding(const struct inf_informer *inf);
+
 /* Process-wide: every informer made after the call lists in JSON (as inf_options.json_only), or
  * not (the default). For an operator's way out (cliqo-agent --list-encoding json). */
 void inf_set_json_only(bool json_only);

@@ -496,6 +496,7 @@ static void test_protobuf_by_version(void **state)
         assert_int_equal(inf_start(inf), 0);
         run_until(&s.synced, 1);
         assert_int_equal(inf_count(inf), 2); /* a JSON answer, read as such */
+        assert_string_equal(inf_list_encoding(inf), "json");
         assert_int_equal(srv.lists, 1);
         /* without a schema (a build without CLIQO_KPBGEN) nothing is asked */
         assert_int_equal(srv.versions, kpb_schema.nroots ? 1 : 0);

@@ -391,8 +391,10 @@ static void collect(json_t *obj, void *data)
 static void informers_equal(const struct kapi_resource *r, const char *in_ns, size_t at_least)
 {
     struct inf_handlers h = {.on_synced = on_synced};
-    struct inf_options a = {.resource = r, .namespace_ = in_ns, .list_from_cache = true};
-    struct inf_options b = a;
+    /* a: protobuf, consistent lists of 2 objects a page (continue tokens from the ListMeta);
+     * b: JSON from the watch cache */
+    struct inf_options a = {.resource = r, .namespace_ = in_ns, .page_size = 2};
+    struct inf_options b = {.resource = r, .namespace_ = in_ns, .list_from_cache = true};
     struct inf_informer *ia, *ib;
     bool sa = false, sb = false;
     json_t *ca = json_object(), *cb = json_object();
@@ -407,6 +409,8 @@ static void informers_equal(const struct kapi_resource *r, const char *in_ns, si
         usleep(1000);
     }
     assert_true(sa && sb);
+    assert_string_equal(inf_list_encoding(ia), "protobuf");
+    assert_string_equal(inf_list_encoding(ib), "json");
     /* both caches hold the same keys with the same objects */
     inf_foreach(ia, collect, ca);
     inf_foreach(ib, collect, cb);
