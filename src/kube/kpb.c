@@ -98,6 +98,46 @@ static int rd_skip(struct rd *r, unsigned wt)
     }
 }
 
+/* The fields of a small message (Timestamp, Quantity, IntOrString, a map entry, ListMeta): each
+ * wanted number gets the last value given for it, after its wire type is checked (varint or
+ * length-delimited); the others are skipped. */
+struct fv {
+    uint32_t num;
+    unsigned wt;
+    bool seen;
+    uint64_t v;       /* WT_VARINT */
+    const uint8_t *p; /* WT_LEN: [p, p + n) */
+    size_t n;
+};
+
+static int rd_small(const uint8_t *p, size_t n, struct fv *f, size_t nf)
+{
+    struct rd r = {p, p + n};
+    int e;
+
+    while (r.p < r.end) {
+        uint32_t num;
+        unsigned wt;
+        size_t i;
+        if ((e = rd_tag(&r, &num, &wt)) < 0)
+            return e;
+        for (i = 0; i < nf && f[i].num != num; i++)
+            ;
+        if (i == nf) {
+            if ((e = rd_skip(&r, wt)) < 0)
+                return e;
+            continue;
+        }
+        if (wt != f[i].wt)
+            return -EBADMSG;
+        e = wt == WT_LEN ? rd_bytes(&r, &f[i].p, &f[i].n) : rd_varint(&r, &f[i].v);
+        if (e < 0)
+            return e;
+        f[i].seen = true;
+    }
+    return 0;
+}
+
 /* ---- the text ------------------------------------------------------------------------------- */
 
 struct out {
@@ -282,33 +322,17 @@ static int put_key(struct out *o, const struct kpb_field *f, bool *first)
 /* Time and MicroTime: a Timestamp message (seconds 1, nanos 2), empty for the zero time. */
 static int put_time(struct out *o, const uint8_t *p, size_t n, bool micro)
 {
-    struct rd r = {p, p + n};
-    int64_t sec = 0;
-    int64_t nsec = 0;
+    struct fv f[] = {{1, WT_VARINT}, {2, WT_VARINT}};
+    int64_t sec, nsec;
     char b[RFC3339_MAX + 1];
     int e;
 
     if (n == 0)
         return PUTS(o, "null");
-    while (r.p < r.end) {
-        uint32_t num;
-        unsigned wt;
-        uint64_t v;
-        if ((e = rd_tag(&r, &num, &wt)) < 0)
-            return e;
-        if ((num == 1 || num == 2) && wt != WT_VARINT)
-            return -EBADMSG;
-        if (num == 1 || num == 2) {
-            if ((e = rd_varint(&r, &v)) < 0)
-                return e;
-            if (num == 1)
-                sec = (int64_t)v;
-            else
-                nsec = (int32_t)(uint32_t)v;
-        } else if ((e = rd_skip(&r, wt)) < 0) {
-            return e;
-        }
-    }
+    if ((e = rd_small(p, n, f, 2)) < 0)
+        return e;
+    sec = (int64_t)f[0].v;
+    nsec = (int32_t)(uint32_t)f[1].v;
     if (!micro)
         nsec = 0; /* Time keeps seconds only (metav1 time_proto.go) */
     if (nsec < 0 || nsec >= 1000000000)
@@ -327,62 +351,28 @@ static int put_time(struct out *o, const uint8_t *p, size_t n, bool micro)
 /* Quantity: its string (field 1), written by the server in canonical form; "0" when absent. */
 static int put_quantity(struct out *o, const uint8_t *p, size_t n)
 {
-    struct rd r = {p, p + n};
-    const uint8_t *s = NULL;
-    size_t sl = 0;
+    struct fv f[] = {{1, WT_LEN}};
     int e;
 
-    while (r.p < r.end) {
-        uint32_t num;
-        unsigned wt;
-        if ((e = rd_tag(&r, &num, &wt)) < 0)
-            return e;
-        if (num == 1) {
-            if (wt != WT_LEN)
-                return -EBADMSG;
-            if ((e = rd_bytes(&r, &s, &sl)) < 0)
-                return e;
-        } else if ((e = rd_skip(&r, wt)) < 0) {
-            return e;
-        }
-    }
-    if (!s || sl == 0)
+    if ((e = rd_small(p, n, f, 1)) < 0)
+        return e;
+    if (!f[0].seen || f[0].n == 0)
         return PUTS(o, "\"0\"");
-    return put_str(o, s, sl);
+    return put_str(o, f[0].p, f[0].n);
 }
 
 /* IntOrString: type 1 (0 int, 1 string), intVal 2, strVal 3. */
 static int put_intorstr(struct out *o, const uint8_t *p, size_t n)
 {
-    struct rd r = {p, p + n};
-    const uint8_t *s = (const uint8_t *)"";
-    size_t sl = 0;
-    uint64_t type = 0, iv = 0;
+    struct fv f[] = {{1, WT_VARINT}, {2, WT_VARINT}, {3, WT_LEN}};
     int e;
 
-    while (r.p < r.end) {
-        uint32_t num;
-        unsigned wt;
-        if ((e = rd_tag(&r, &num, &wt)) < 0)
-            return e;
-        if (num == 1 || num == 2) {
-            if (wt != WT_VARINT)
-                return -EBADMSG;
-            if ((e = rd_varint(&r, num == 1 ? &type : &iv)) < 0)
-                return e;
-        } else if (num == 3) {
-            if (wt != WT_LEN)
-                return -EBADMSG;
-            if ((e = rd_bytes(&r, &s, &sl)) < 0)
-                return e;
-        } else if ((e = rd_skip(&r, wt)) < 0) {
-            return e;
-        }
-    }
-    if (type == 0)
-        return put_int(o, (int32_t)(uint32_t)iv);
-    if (type == 1)
-        return put_str(o, s, sl);
+    if ((e = rd_small(p, n, f, 3)) < 0)
+        return e;
+    if (f[0].v == 0)
+        return put_int(o, (int32_t)(uint32_t)f[1].v);
+    if (f[0].v == 1)
+        return put_str(o, f[2].p ? f[2].p : (const uint8_t *)"", f[2].n);
     return -EBADMSG; /* encoding/json refuses it too ("impossible IntOrString.Type") */
 }
 
@@ -471,43 +461,21 @@ static int put_zero(struct out *o, unsigned kind, int msg, unsigned depth)
 static int put_entry(struct out *o, const struct kpb_field *f, const uint8_t *p, size_t n,
                      unsigned depth)
 {
-    struct rd r = {p, p + n};
-    const uint8_t *k = (const uint8_t *)"", *vp = NULL;
-    size_t kl = 0, vl = 0;
-    uint64_t sv = 0;
-    bool have_v = false;
+    struct fv kv[] = {{1, WT_LEN}, {2, wire_of(f->vkind)}};
     int e;
 
-    while (r.p < r.end) {
-        uint32_t num;
-        unsigned wt;
-        if ((e = rd_tag(&r, &num, &wt)) < 0)
-            return e;
-        if (num == 1) {
-            if (wt != WT_LEN)
-                return -EBADMSG;
-            if ((e = rd_bytes(&r, &k, &kl)) < 0)
-                return e;
-        } else if (num == 2) {
-            if (wt != wire_of(f->vkind))
-                return -EBADMSG;
-            e = wt == WT_LEN ? rd_bytes(&r, &vp, &vl) : rd_varint(&r, &sv);
-            if (e < 0)
-                return e;
-            have_v = true;
-        } else if ((e = rd_skip(&r, wt)) < 0) {
-            return e;
-        }
-    }
-    if ((e = put_str(o, k, kl)) < 0 || (e = putc_(o, ':')) < 0)
+    if ((e = rd_small(p, n, kv, 2)) < 0)
         return e;
-    if (!have_v)
+    if ((e = put_str(o, kv[0].p ? kv[0].p : (const uint8_t *)"", kv[0].n)) < 0 ||
+        (e = putc_(o, ':')) < 0)
+        return e;
+    if (!kv[1].seen)
         return put_zero(o, f->vkind, f->vmsg, depth);
     if (scalar(f->vkind))
-        return put_scalar(o, f->vkind, sv);
-    if (f->vkind == KPB_BYTES && vl == 0)
+        return put_scalar(o, f->vkind, kv[1].v);
+    if (f->vkind == KPB_BYTES && kv[1].n == 0)
         return PUTS(o, "\"\"");
-    return put_len_value(o, f->vkind, f->vmsg, vp, vl, depth);
+    return put_len_value(o, f->vkind, f->vmsg, kv[1].p, kv[1].n, depth);
 }
 
 static const struct kpb_field *find_field(const struct kpb_msg *m, uint32_t num, size_t *idx)
@@ -723,59 +691,28 @@ int kpb_root(const struct kpb_schema *s, const char *group, const char *version,
 int kpb_unwrap(const uint8_t *p, size_t n, const uint8_t **raw, size_t *raw_len, char *kind,
                size_t kind_size)
 {
-    struct rd r;
-    bool have_raw = false;
+    /* typeMeta 1 (apiVersion 1, kind 2), raw 2, contentEncoding 3, contentType 4 */
+    struct fv f[] = {{1, WT_LEN}, {2, WT_LEN}, {3, WT_LEN}, {4, WT_LEN}};
+    struct fv tm[] = {{2, WT_LEN}};
     int e;
 
     if (kind && kind_size)
         kind[0] = '\0';
     if (n < KPB_MAGIC_LEN || memcmp(p, KPB_MAGIC, KPB_MAGIC_LEN) != 0)
         return -EBADMSG;
-    r = (struct rd){p + KPB_MAGIC_LEN, p + n};
-    while (r.p < r.end) {
-        uint32_t num;
-        unsigned wt;
-        const uint8_t *vp;
-        size_t vl;
-        if ((e = rd_tag(&r, &num, &wt)) < 0)
-            return e;
-        if (num > 4) {
-            if ((e = rd_skip(&r, wt)) < 0)
-                return e;
-            continue;
-        }
-        if (wt != WT_LEN || (e = rd_bytes(&r, &vp, &vl)) < 0)
-            return -EBADMSG;
-        if (num == 2) {
-            *raw = vp;
-            *raw_len = vl;
-            have_raw = true;
-        } else if (num == 3 && vl) {
-            return -EBADMSG; /* a content encoding (none is ever used) */
-        } else if (num == 1 && kind && kind_size) {
-            struct rd t = {vp, vp + vl};
-            while (t.p < t.end) {
-                const uint8_t *kp;
-                size_t kl;
-                if ((e = rd_tag(&t, &num, &wt)) < 0)
-                    return e;
-                if (num == 2 && wt == WT_LEN) {
-                    if ((e = rd_bytes(&t, &kp, &kl)) < 0)
-                        return e;
-                    if (kl >= kind_size)
-                        kl = kind_size - 1;
-                    memcpy(kind, kp, kl);
-                    kind[kl] = '\0';
-                } else if ((e = rd_skip(&t, wt)) < 0) {
-                    return e;
-                }
-            }
-        }
+    if ((e = rd_small(p + KPB_MAGIC_LEN, n - KPB_MAGIC_LEN, f, 4)) < 0)
+        return e;
+    if (f[2].n)
+        return -EBADMSG; /* a content encoding (none is ever used) */
+    if (f[0].seen && (e = rd_small(f[0].p, f[0].n, tm, 1)) < 0)
+        return e;
+    if (kind && kind_size && tm[0].seen) {
+        size_t kl = tm[0].n < kind_size ? tm[0].n : kind_size - 1;
+        memcpy(kind, tm[0].p, kl);
+        kind[kl] = '\0';
     }
-    if (!have_raw) {
-        *raw = r.p;
-        *raw_len = 0;
-    }
+    *raw = f[1].seen ? f[1].p : p + n;
+    *raw_len = f[1].n;
     return 0;
 }
 
@@ -824,35 +761,24 @@ static int keep(struct kpb_list *l, const uint8_t *p, size_t n)
 /* The ListMeta: resourceVersion 2, continue 3. */
 static int list_meta(struct kpb_list *l, const uint8_t *p, size_t n)
 {
-    struct rd r = {p, p + n};
+    struct fv f[] = {{2, WT_LEN}, {3, WT_LEN}};
+    char **dst[] = {&l->rv, &l->cont};
     int e;
 
-    while (r.p < r.end) {
-        uint32_t num;
-        unsigned wt;
-        const uint8_t *vp;
-        size_t vl;
-        if ((e = rd_tag(&r, &num, &wt)) < 0)
-            return e;
-        if (num != 2 && num != 3) {
-            if ((e = rd_skip(&r, wt)) < 0)
-                return e;
+    if ((e = rd_small(p, n, f, 2)) < 0)
+        return e;
+    for (size_t i = 0; i < 2; i++) {
+        char *v;
+        if (!f[i].seen)
             continue;
-        }
-        if (wt != WT_LEN || (e = rd_bytes(&r, &vp, &vl)) < 0)
+        if (memchr(f[i].p, '\0', f[i].n))
             return -EBADMSG;
-        char *s = x_malloc(vl + 1);
-        if (!s)
+        if (!(v = x_malloc(f[i].n + 1)))
             return -ENOMEM;
-        memcpy(s, vp, vl);
-        s[vl] = '\0';
-        if (strlen(s) != vl) {
-            x_free(s);
-            return -EBADMSG;
-        }
-        char **dst = num == 2 ? &l->rv : &l->cont;
-        x_free(*dst);
-        *dst = s;
+        memcpy(v, f[i].p, f[i].n);
+        v[f[i].n] = '\0';
+        x_free(*dst[i]);
+        *dst[i] = v;
     }
     return 0;
 }
