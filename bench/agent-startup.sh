@@ -165,6 +165,7 @@ run_agent() { # ROUND [VARIANT]: restarts the provider's agent and measures its 
   adv=$(($(log_ms "$log" "Advertisement sent to") - t0))
   echo "variant=$v round=$r informers_synced_ms=$synced counted_ms=$counted ready_ms=$ready advertisement_ms=$adv" \
     "busiest_iteration_ms=$(awk -v s="$(metric cliqo_event_loop_busiest_iteration_seconds)" 'BEGIN { printf "%.1f", s * 1000 }')" \
+    "busiest_iteration_faults=$(metric cliqo_event_loop_busiest_iteration_page_faults)" \
     "rss_MiB=$(awk -v b="$(metric process_resident_memory_bytes)" 'BEGIN { printf "%.1f", b / 1048576 }')" \
     "cpu_s=$(metric process_cpu_seconds_total)" | tee -a "$WORK/$v.txt"
   [ "$TRACE_MS" = 0 ] || print_traces "$log"
@@ -197,11 +198,11 @@ field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$2" | median; }
 A=$WORK/agent.txt
 echo
 echo "== results: $NODES Nodes, $PODS pods, $ROUNDS rounds, medians ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
-for f in informers_synced_ms counted_ms ready_ms advertisement_ms busiest_iteration_ms rss_MiB cpu_s; do
+for f in informers_synced_ms counted_ms ready_ms advertisement_ms busiest_iteration_ms busiest_iteration_faults rss_MiB cpu_s; do
   printf '  agent %-22s %s\n' "$f" "$(field "$f" "$A")"
 done
 if [ "$AGENT_JSON" != 0 ]; then
-  for f in ready_ms advertisement_ms busiest_iteration_ms cpu_s; do
+  for f in ready_ms advertisement_ms busiest_iteration_ms busiest_iteration_faults cpu_s; do
     printf '  agent --list-encoding json %-22s %s\n' "$f" "$(field "$f" "$WORK/agent-json.txt")"
   done
 fi

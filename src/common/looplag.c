@@ -4,6 +4,7 @@
 #include <execinfo.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -17,6 +18,15 @@ uint64_t llag_thread_cpu_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+uint64_t llag_thread_faults(void)
+{
+    struct rusage ru;
+
+    if (getrusage(RUSAGE_THREAD, &ru) < 0)
+        return 0;
+    return (uint64_t)ru.ru_minflt + (uint64_t)ru.ru_majflt;
+}
+
 uint64_t llag_busy_ns(uint64_t prev_cpu_ns, uint64_t now_cpu_ns)
 {
     return now_cpu_ns < prev_cpu_ns ? 0 : now_cpu_ns - prev_cpu_ns;
@@ -28,16 +38,19 @@ static struct llag *traced; /* the one llag_trace watches (one loop per process)
 static void on_check(uv_check_t *h)
 {
     struct llag *l = h->data;
-    uint64_t now = llag_thread_cpu_ns(), busy;
+    uint64_t now = llag_thread_cpu_ns(), busy, faults = llag_thread_faults();
 
     busy = llag_busy_ns(l->last_cpu_ns, now);
     l->iterations++;
-    if (busy > l->max_ns)
+    if (busy > l->max_ns) {
         l->max_ns = busy;
+        l->max_faults = faults >= l->last_faults ? faults - l->last_faults : 0;
+    }
     if (l->fn)
         l->fn(l, busy, l->data);
     /* Read again: the callback's own work (a metric, a log line) is not the next iteration's. */
     l->last_cpu_ns = l->fn ? llag_thread_cpu_ns() : now;
+    l->last_faults = l->fn ? llag_thread_faults() : faults;
     if (l->trace_ms)
         trace_arm(l);
 }
@@ -55,6 +68,7 @@ int llag_start(struct llag *l, uv_loop_t *loop, llag_fn fn, void *data)
     l->data = data;
     l->running = true;
     l->last_cpu_ns = llag_thread_cpu_ns(); /* the first iteration counts from here */
+    l->last_faults = llag_thread_faults();
     uv_check_start(&l->check, on_check);
     uv_unref((uv_handle_t *)&l->check);
     return 0;
@@ -76,6 +90,11 @@ void llag_stop(struct llag *l)
 double llag_max_seconds(const struct llag *l)
 {
     return (double)l->max_ns / 1e9;
+}
+
+uint64_t llag_max_faults(const struct llag *l)
+{
+    return l->max_faults;
 }
 
 /* ---- llag_trace ---------------------------------------------------------------------------------

@@ -25,6 +25,8 @@ struct llag {
     uv_check_t check;
     uint64_t last_cpu_ns; /* the thread's CPU time at the previous run */
     uint64_t max_ns;      /* the busiest iteration since llag_start */
+    uint64_t last_faults; /* the thread's page faults (minor and major) at the previous run */
+    uint64_t max_faults;  /* page faults during the busiest iteration */
     uint64_t iterations;  /* iterations measured */
     timer_t trace_timer;  /* llag_trace */
     unsigned trace_ms;    /* 0: not tracing */
@@ -37,8 +39,13 @@ struct llag {
 int llag_start(struct llag *l, uv_loop_t *loop, llag_fn fn, void *data);
 /* Stops and closes the handle; NULL-safe, idempotent. */
 void llag_stop(struct llag *l);
-/* The busiest iteration measured since llag_start, in seconds. */
+/* The busiest iteration measured since llag_start, in seconds, and the page faults the loop thread
+ * took during it (getrusage RUSAGE_THREAD: a busy iteration full of them waited on memory, not on
+ * its own code). */
 double llag_max_seconds(const struct llag *l);
+uint64_t llag_max_faults(const struct llag *l);
+/* The calling thread's page faults so far (minor and major), 0 when unknown. */
+uint64_t llag_thread_faults(void);
 
 /* Diagnostics: from now on, when an iteration has used more than threshold_ms of CPU, the loop
  * thread writes a backtrace to standard error (a line "loop stall trace: N ms" and the frames),

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -58,8 +59,18 @@ static void on_busy_timer(uv_timer_t *t)
 {
     struct run *r = t->data;
 
-    if (++r->fired == 1)
-        spin_cpu_ms(30); /* the first firing works; the next ones only wait for the timer */
+    if (++r->fired == 1) {
+        /* the first firing works, and touches 8 MiB of fresh memory (2,048 pages: a page fault
+         * each); the next ones only wait for the timer */
+        size_t len = (size_t)8 << 20;
+        char *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        assert_true(m != MAP_FAILED);
+        (void)madvise(m, len, MADV_NOHUGEPAGE);
+        for (size_t i = 0; i < len; i += 4096)
+            m[i] = 1;
+        munmap(m, len);
+        spin_cpu_ms(30);
+    }
     if (r->fired == 4)
         uv_timer_stop(t);
 }
@@ -84,6 +95,9 @@ static void test_real_loop(void **state)
      * stays far below the 300 ms it lasted, whatever the machine's load. */
     assert_true(r.lag.max_ns >= 30 * 1000000ull);
     assert_true(llag_max_seconds(&r.lag) >= 0.030);
+    /* and its page faults are counted as that iteration's */
+    assert_true(llag_max_faults(&r.lag) >= 2000);
+    assert_true(llag_thread_faults() > 0);
     assert_true(r.sum_ns < 250 * 1000000ull);
     llag_stop(&r.lag);
     llag_stop(&r.lag); /* idempotent */
