@@ -520,16 +520,25 @@ static int emit_default(struct out *o, const struct kpb_field *f, bool *first, u
     return put_zero(o, f->kind, f->msg, depth);
 }
 
+/* Message mi of the schema, at nesting depth: -EBADMSG past KPB_MAX_DEPTH, -EINVAL for no such
+ * message (or one with more fields than emit_msg tracks). */
+static int msg_at(const struct out *o, int mi, unsigned depth, const struct kpb_msg **m)
+{
+    if (depth > KPB_MAX_DEPTH)
+        return -EBADMSG;
+    if (mi < 0 || (size_t)mi >= o->s->nmsgs || o->s->msgs[mi].nfields > KPB_MAX_FIELDS)
+        return -EINVAL;
+    *m = &o->s->msgs[mi];
+    return 0;
+}
+
 static int emit_defaults(struct out *o, int mi, bool *first, unsigned depth)
 {
     const struct kpb_msg *m;
     int e;
 
-    if (depth > KPB_MAX_DEPTH)
-        return -EBADMSG;
-    if (mi < 0 || (size_t)mi >= o->s->nmsgs)
-        return -EINVAL;
-    m = &o->s->msgs[mi];
+    if ((e = msg_at(o, mi, depth, &m)) < 0)
+        return e;
     for (size_t i = 0; i < m->nfields; i++)
         if ((e = emit_default(o, &m->fields[i], first, depth)) < 0)
             return e;
@@ -545,13 +554,8 @@ static int emit_msg(struct out *o, int mi, const uint8_t *p, size_t n, bool *fir
     size_t open = SIZE_MAX; /* the repeated field or map whose array or object is open */
     int e;
 
-    if (depth > KPB_MAX_DEPTH)
-        return -EBADMSG;
-    if (mi < 0 || (size_t)mi >= o->s->nmsgs)
-        return -EINVAL;
-    m = &o->s->msgs[mi];
-    if (m->nfields > KPB_MAX_FIELDS)
-        return -EINVAL;
+    if ((e = msg_at(o, mi, depth, &m)) < 0)
+        return e;
     while (r.p < r.end) {
         const struct kpb_field *f;
         uint32_t num;
