@@ -564,9 +564,10 @@ static bool retry_later(struct kapi_call *call, CURLcode cc)
     delay = (uint64_t)c->o.retry_base_ms << call->attempts;
     if (delay > RETRY_MAX_MS)
         delay = RETRY_MAX_MS;
-    if (after > 0 &&
-        (uint64_t)(after > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : after) * 1000 > delay)
-        delay = (uint64_t)(after > RETRY_AFTER_MAX_S ? RETRY_AFTER_MAX_S : after) * 1000;
+    if (after > RETRY_AFTER_MAX_S)
+        after = RETRY_AFTER_MAX_S;
+    if (after > 0 && (uint64_t)after * 1000 > delay)
+        delay = (uint64_t)after * 1000;
     /* Up to half again at random: the requests one burst had turned away (the API server says
      * "Retry-After: 1" to all of them) do not all come back in the same millisecond, to be turned
      * away together again until their tries run out. */
