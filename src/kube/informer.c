@@ -414,14 +414,16 @@ static int on_list_item(const char *item, size_t len, void *data)
 }
 
 /* One element of a page in protobuf: written as the JSON text the server would have sent
- * (kube/kpb.h, managedFields left out), then decoded and applied as on_list_item does. */
+ * (kube/kpb.h, managedFields left out), then decoded and applied as on_list_item does. The text
+ * has the JSON path's cap for one object (MAX_LIST_ITEM): a few bytes of absent fields expand into
+ * their defaults, so a small object can ask for much more text than it has bytes. */
 static int on_pb_item(const uint8_t *item, size_t len, void *data)
 {
     struct inf_informer *inf = data;
     size_t text_len;
     json_t *obj;
     int r = kpb_to_json(&kpb_schema, inf->pb_msg, item, len, &inf->jtext, &inf->jtext_cap,
-                        &text_len, MAX_LIST_ITEM * 4);
+                        &text_len, MAX_LIST_ITEM);
 
     if (r < 0)
         return r;
