@@ -11,14 +11,21 @@
 # mark them NotReady and evict their pods.
 # Usage: bench/agent-startup.sh --cliqoctl C --agent A --bench-informer B [--clientgo P] [--nodes N]
 #        [--pods M] [--rounds R] [--base-port P] [--state-dir DIR [--skip-create]] [--trace-ms MS] [--agent-json]
+#        [--probe STALLPROBE]
 # --trace-ms: the measured agent runs with --loop-trace-ms MS; the stacks of its iterations over MS of CPU are
 # printed after each round (symbolised with addr2line when there is one).
 # --agent-json: the agent also runs with --list-encoding json in the same rotation (its lists in JSON).
+# --probe: bench/stallprobe runs beside each agent from its exec until its Advertisement is sent, a fixed piece
+# of work repeated, as a control for busiest_iteration_ms (probe_max_ms: its longest piece, of a median
+# probe_median_us; the same work every time, so what is over the median is the machine's); steal_ms is the
+# time /proc/stat says the hypervisor held the virtual CPUs meanwhile. With --trace-ms too, the agent's traced
+# iterations are told apart: machine_stalls had a sample while a probe's piece was stalled as well, own_stalls
+# did not (the agent's own work).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 source "$HERE/../tests/ports.sh" # cliqo_port: the one port table
 
-CLIQOCTL="" AGENT="" BENCH="" CLIENTGO="" NODES=5000 PODS=150000 ROUNDS=3 KEEP="" SKIP_CREATE=0 TRACE_MS=0 AGENT_JSON=0
+CLIQOCTL="" AGENT="" BENCH="" CLIENTGO="" NODES=5000 PODS=150000 ROUNDS=3 KEEP="" SKIP_CREATE=0 TRACE_MS=0 AGENT_JSON=0 PROBE=""
 BASE_PORT=$(cliqo_port bench.agent-startup)
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -34,7 +41,8 @@ while [ $# -gt 0 ]; do
     --skip-create) SKIP_CREATE=1; shift ;;
     --trace-ms) TRACE_MS=$2; shift 2 ;;
     --agent-json) AGENT_JSON=1; shift ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --probe) PROBE=$2; shift 2 ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -66,6 +74,21 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) print "nan"; else if (NR 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.2f", a / b; else print "?" }'; }
 # The epoch milliseconds of the first line of log FILE matching PATTERN (its ts=), or nothing.
 log_ms() { local ts; ts=$(grep -m1 -e "$2" "$1" | sed -n 's/^ts=\([^ ]*\).*/\1/p'); [ -z "$ts" ] || date -d "$ts" +%s%3N; }
+# The virtual CPUs' steal time so far (/proc/stat, all CPUs, in USER_HZ ticks of 10 ms).
+steal_ms() { awk '$1 == "cpu" { print $9 * 10; exit }' /proc/stat; }
+# stalls_split LOG PROBE_OUT: the agent's iterations traced (over --trace-ms of CPU) split into those
+# with a sample inside a window where the probe's piece was stalled too (from its end minus its wall time
+# to its end: the machine's) and the others (the agent's own): "machine_stalls=M own_stalls=O".
+stalls_split() {
+  awk '
+    FILENAME == ARGV[1] { if ($1 == "stallprobe" && $2 == "stall") { sub(/wall_ms=/, "", $4); sub(/at_ms=/, "", $5); lo[++nw] = $5 - $4; hi[nw] = $5 } next }
+    /^loop stall trace: iteration / {
+      it = $5; seen[it] = 1
+      for (i = 1; i <= nw; i++) if ($10 >= lo[i] && $10 <= hi[i]) machine[it] = 1
+    }
+    END { m = o = 0; for (it in seen) { if (it in machine) m++; else o++ } print "machine_stalls=" m " own_stalls=" o }
+  ' "$2" "$1"
+}
 metric() { curl -fs "http://127.0.0.1:$(port 1 6)/metrics" | awk -v n="$1" '$1 == n { print $2; exit }'; }
 
 echo "== clusters: provider (cluster 1) and consumer (cluster 2), base port $BASE_PORT"
@@ -102,9 +125,9 @@ start_agent() { # CLUSTER LOG [ARGS...]: starts its agent in the background; set
 }
 # The stacks --loop-trace-ms wrote in LOG, one line each (innermost first; the agent's own frames by name
 # when addr2line is there).
-print_traces() {
-  awk -v bin="$(basename "$AGENT")" '
-    /^loop stall trace/ { if (s != "") print s; s = "  iteration " $5 " at " $7 " us:"; next }
+print_traces() { # LOG T0: T0 the exec's epoch ms, to show when each sample was taken
+  awk -v bin="$(basename "$AGENT")" -v t0="$2" '
+    /^loop stall trace/ { if (s != "") print s; s = "  iteration " $5 " at " $7 " us, +" ($10 - t0) " ms:"; next }
     /\(\+0x[0-9a-f]+\)\[/ && index($0, bin) { match($0, /\(\+0x[0-9a-f]+\)/); s = s " " substr($0, RSTART + 2, RLENGTH - 3); next }
     /^\// { if (match($0, /\([A-Za-z_0-9]+\+/)) s = s " [" substr($0, RSTART + 1, RLENGTH - 2) "]"; next }
     END { if (s != "") print s }' "$1" |
@@ -155,6 +178,12 @@ run_agent() { # ROUND [VARIANT]: restarts the provider's agent and measures its 
   PROVIDER=""
   t0=$(ms)
   [ "$TRACE_MS" = 0 ] || args+=(--loop-trace-ms "$TRACE_MS")
+  local probe_pid="" probe_line="" steal0
+  steal0=$(steal_ms)
+  if [ -n "$PROBE" ]; then
+    "$PROBE" >"$WORK/probe.out" &
+    probe_pid=$!
+  fi
   start_agent 1 "$log" ${args[@]+"${args[@]}"}
   PROVIDER=$LAST_PID
   wait_ready 1 || { tail -20 "$log" >&2; exit 1; }
@@ -163,12 +192,20 @@ run_agent() { # ROUND [VARIANT]: restarts the provider's agent and measures its 
   synced=$(($(log_ms "$log" "every informer has synced") - t0))
   counted=$(($(log_ms "$log" "accounting for") - t0))
   adv=$(($(log_ms "$log" "Advertisement sent to") - t0))
+  if [ -n "$probe_pid" ]; then
+    kill -TERM "$probe_pid"
+    wait "$probe_pid" || true
+    probe_line=$(sed -n 's/^stallprobe units=[0-9]* median_us=\([0-9]*\) p99_us=[0-9]* max_ms=\([0-9.]*\) .* over_10ms=\([0-9]*\)$/probe_median_us=\1 probe_max_ms=\2 probe_over_10ms=\3/p' "$WORK/probe.out")
+    [ "$TRACE_MS" = 0 ] || probe_line="$probe_line $(stalls_split "$log" "$WORK/probe.out")"
+  fi
   echo "variant=$v round=$r informers_synced_ms=$synced counted_ms=$counted ready_ms=$ready advertisement_ms=$adv" \
     "busiest_iteration_ms=$(awk -v s="$(metric cliqo_event_loop_busiest_iteration_seconds)" 'BEGIN { printf "%.1f", s * 1000 }')" \
     "busiest_iteration_faults=$(metric cliqo_event_loop_busiest_iteration_page_faults)" \
     "rss_MiB=$(awk -v b="$(metric process_resident_memory_bytes)" 'BEGIN { printf "%.1f", b / 1048576 }')" \
-    "cpu_s=$(metric process_cpu_seconds_total)" | tee -a "$WORK/$v.txt"
-  [ "$TRACE_MS" = 0 ] || print_traces "$log"
+    "cpu_s=$(metric process_cpu_seconds_total)" "steal_ms=$(($(steal_ms) - steal0))" $probe_line | tee -a "$WORK/$v.txt"
+  [ "$TRACE_MS" = 0 ] || print_traces "$log" "$t0"
+  # The probe's pieces over 10 ms, when they ended (from the exec), to set beside the traces' times.
+  [ -z "$probe_pid" ] || awk -v t0="$t0" '/^stallprobe stall / { sub(/at_ms=/, "", $5); print "  probe: a piece of " substr($3, 8) " ms (CPU), " substr($4, 9) " ms (wall), ended +" ($5 - t0) " ms" }' "$WORK/probe.out"
 }
 run_clientgo() { # ROUND json|protobuf
   local line t0
@@ -198,7 +235,10 @@ field() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" "$2" | median; }
 A=$WORK/agent.txt
 echo
 echo "== results: $NODES Nodes, $PODS pods, $ROUNDS rounds, medians ($(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg))"
-for f in informers_synced_ms counted_ms ready_ms advertisement_ms busiest_iteration_ms busiest_iteration_faults rss_MiB cpu_s; do
+fields=(informers_synced_ms counted_ms ready_ms advertisement_ms busiest_iteration_ms busiest_iteration_faults rss_MiB cpu_s steal_ms)
+[ -z "$PROBE" ] || fields+=(probe_median_us probe_max_ms probe_over_10ms)
+[ -z "$PROBE" ] || [ "$TRACE_MS" = 0 ] || fields+=(machine_stalls own_stalls)
+for f in "${fields[@]}"; do
   printf '  agent %-22s %s\n' "$f" "$(field "$f" "$A")"
 done
 if [ "$AGENT_JSON" != 0 ]; then

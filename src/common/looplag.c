@@ -123,7 +123,8 @@ static void put_u64(char *line, size_t cap, size_t *len, uint64_t v)
 static void on_trace_signal(int sig)
 {
     void *frames[48];
-    char line[96];
+    char line[128];
+    struct timespec wall;
     size_t len = 0;
     int n, saved = errno;
 
@@ -134,7 +135,13 @@ static void on_trace_signal(int sig)
     put_text(line, sizeof(line), &len, " at ");
     put_u64(line, sizeof(line), &len,
             traced ? llag_busy_ns(traced->last_cpu_ns, llag_thread_cpu_ns()) / 1000 : 0);
-    put_text(line, sizeof(line), &len, " us\n");
+    put_text(line, sizeof(line), &len, " us (wall ");
+    /* clock_gettime is async-signal-safe: the time of day lets a trace be matched with what
+     * another process saw at that moment (bench/stallprobe) */
+    if (clock_gettime(CLOCK_REALTIME, &wall) == 0)
+        put_u64(line, sizeof(line), &len,
+                (uint64_t)wall.tv_sec * 1000u + (uint64_t)wall.tv_nsec / 1000000u);
+    put_text(line, sizeof(line), &len, " ms)\n");
     n = backtrace(frames, 48);
     if (write(STDERR_FILENO, line, len) < 0) {
         /* nothing to do: diagnostics only */

@@ -48,7 +48,9 @@ uint64_t llag_max_faults(const struct llag *l);
 uint64_t llag_thread_faults(void);
 
 /* Diagnostics: from now on, when an iteration has used more than threshold_ms of CPU, the loop
- * thread writes a backtrace to standard error (a line "loop stall trace: N ms" and the frames),
+ * thread writes a backtrace to standard error (a line "loop stall trace: iteration I at U us (wall
+ * T ms)", U the iteration's CPU time so far and T the time of day in epoch milliseconds, then the
+ * frames),
  * then again every 2 ms of CPU while that iteration goes on. A CPU-time timer of the thread drives
  * it (SIGPROF); it is re-armed after each iteration. For finding what holds the loop, not for
  * normal runs. 0 or a negative errno. */

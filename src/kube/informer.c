@@ -362,7 +362,9 @@ static void finish_list(struct inf_informer *inf, const char *rv)
     struct kstore_entry *e, **gone = NULL;
     size_t it = 0, n = 0, cap = 0;
 
-    while ((e = kstore_next(inf->store, &it))) {
+    /* Walking every entry costs a cache miss each (tens of milliseconds at 150,000 objects, in
+     * one iteration): only when the list left some unmarked. */
+    while (kstore_stale_count(inf->store) > 0 && (e = kstore_next(inf->store, &it))) {
         if (!kstore_stale(inf->store, e))
             continue;
         if (n == cap) {

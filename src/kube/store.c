@@ -107,6 +107,7 @@ struct kstore {
     struct kindex idx[KSTORE_MAX_INDEXES];
     int nidx;
     uint32_t gen;
+    uint32_t marked; /* entries marked with gen: the others are stale */
     /* compact mode */
     unsigned char *dict; /* samples, then the frozen dictionary */
     size_t dict_len;
@@ -972,6 +973,8 @@ int kstore_put_text(struct kstore *s, const char *key, json_t *obj, const char *
     }
     e->val = v;
     v = NULL;
+    if (r == 0 || e->gen != s->gen)
+        s->marked++;
     e->gen = s->gen;
     if (e->val->flags != VAL_TREE) {
         s->raw_json += e->val->raw_len;
@@ -1003,6 +1006,8 @@ void kstore_remove(struct kstore *s, struct kstore_entry *e, json_t **ret_old)
     mem_drop(s, e);
     if (e->rec)
         kstore_record_free(s, e->rec->data);
+    if (e->gen == s->gen)
+        s->marked--;
     ptab_remove(&s->table, e);
     if (e->val->flags != VAL_TREE) {
         s->raw_json -= e->val->raw_len;
@@ -1084,11 +1089,19 @@ int kstore_index_foreach(struct kstore *s, const char *index, const char *value,
 void kstore_new_generation(struct kstore *s)
 {
     s->gen++;
+    s->marked = 0;
 }
 
 void kstore_touch(struct kstore *s, struct kstore_entry *e)
 {
+    if (e->gen != s->gen)
+        s->marked++;
     e->gen = s->gen;
+}
+
+size_t kstore_stale_count(const struct kstore *s)
+{
+    return s->table.n - s->marked;
 }
 
 bool kstore_stale(const struct kstore *s, const struct kstore_entry *e)

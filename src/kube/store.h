@@ -137,10 +137,13 @@ int kstore_index_foreach(struct kstore *s, const char *index, const char *value,
                          void *data);
 
 /* Mark and sweep for relists: kstore_new_generation starts a generation; kstore_put and
- * kstore_touch mark entries with it; kstore_stale tells whether an entry was not marked since. */
+ * kstore_touch mark entries with it; kstore_stale tells whether an entry was not marked since.
+ * kstore_stale_count says how many are not (kept as entries are marked and removed), so that a
+ * relist that saw every entry skips the sweep over the whole store. */
 void kstore_new_generation(struct kstore *s);
 void kstore_touch(struct kstore *s, struct kstore_entry *e);
 bool kstore_stale(const struct kstore *s, const struct kstore_entry *e);
+size_t kstore_stale_count(const struct kstore *s);
 
 /* Freezes the dictionary from the samples seen so far and compresses the entries still waiting
  * for it. No-op once frozen. 0 or -ENOMEM (the entries then stay uncompressed, still valid). */

@@ -277,13 +277,30 @@ static void test_generations(void **state)
     a = kstore_find(s, "a");
     b = kstore_find(s, "b");
     assert_false(kstore_stale(s, a));
+    assert_int_equal(kstore_stale_count(s), 0);
     kstore_new_generation(s);
     assert_true(kstore_stale(s, a));
     assert_true(kstore_stale(s, b));
+    assert_int_equal(kstore_stale_count(s), 2);
     kstore_touch(s, a);
+    kstore_touch(s, a); /* twice: counted once */
     assert_false(kstore_stale(s, a));
+    assert_int_equal(kstore_stale_count(s), 1);
     assert_int_equal(kstore_put(s, "b", p, "2", NULL), 1);
     assert_false(kstore_stale(s, b));
+    assert_int_equal(kstore_stale_count(s), 0);
+    assert_int_equal(kstore_put(s, "b", p, "3", NULL), 1); /* marked already */
+    assert_int_equal(kstore_stale_count(s), 0);
+    /* A new entry is marked; removing a marked or a stale one keeps the count. */
+    kstore_new_generation(s);
+    assert_int_equal(kstore_put(s, "c", p, "1", NULL), 0);
+    assert_int_equal(kstore_stale_count(s), 2);
+    kstore_remove(s, kstore_find(s, "a"), NULL); /* stale */
+    assert_int_equal(kstore_stale_count(s), 1);
+    kstore_remove(s, kstore_find(s, "c"), NULL); /* marked */
+    assert_int_equal(kstore_stale_count(s), 1);
+    kstore_touch(s, kstore_find(s, "b"));
+    assert_int_equal(kstore_stale_count(s), 0);
     json_decref(p);
     kstore_free(s);
 }

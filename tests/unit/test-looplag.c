@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <time.h>
@@ -147,7 +148,15 @@ static void test_trace(void **state)
     out[len] = '\0';
     /* At least one sample in the 30 ms (CPU timers tick every few ms), each a header and frames. */
     assert_non_null(strstr(out, "loop stall trace: iteration "));
-    assert_non_null(strstr(out, " us\n"));
+    /* The time of day follows, in epoch milliseconds (after 2020, before 2100). */
+    {
+        const char *w = strstr(out, " us (wall ");
+        unsigned long long ms;
+        assert_non_null(w);
+        assert_int_equal(sscanf(w, " us (wall %llu ms)", &ms), 1);
+        assert_true(ms > 1577836800000ull && ms < 4102444800000ull);
+        assert_non_null(strstr(w, " ms)\n"));
+    }
     /* 30 ms of work sampled after 5 ms, then every 2 ms: a bounded number of samples. */
     {
         unsigned samples = 0;
