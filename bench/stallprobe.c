@@ -24,6 +24,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/strutil.h"
+
 #define ARENA_WORDS ((size_t)2 << 20) /* 16 MiB of uint64_t */
 #define RING        256
 #define MAX_UNITS   ((size_t)1 << 20)
@@ -88,15 +90,9 @@ static int cmp_u64(const void *a, const void *b)
 
 static int parse_us(const char *v, uint64_t *out)
 {
-    char *end;
-    unsigned long long n;
+    int r = parse_u64(v, 1000000, out);
 
-    errno = 0;
-    n = strtoull(v, &end, 10);
-    if (errno || end == v || *end || n == 0 || n > 1000000)
-        return -EINVAL;
-    *out = n;
-    return 0;
+    return r < 0 ? r : *out == 0 ? -EINVAL : 0;
 }
 
 int main(int argc, char **argv)

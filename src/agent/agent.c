@@ -106,7 +106,8 @@ struct agent {
     struct metrics_family *m_generations;
     struct metrics_family *m_leader, *m_http, *m_module_ready, *m_inf_synced, *m_inf_objects,
         *m_queue_depth, *m_kube_pending, *m_kube_req, *m_kube_up, *m_rss, *m_vsize, *m_fds,
-        *m_max_fds, *m_cpu, *m_start, *m_build, *m_loop_iter, *m_loop_max, *m_loop_max_faults;
+        *m_max_fds, *m_cpu, *m_start, *m_build, *m_loop_iter, *m_loop_max, *m_loop_max_faults,
+        *m_loop_max_io;
     double start_time;
     struct llag lag;      /* the loop's CPU time per iteration */
     uint64_t lag_warn_at; /* loop time of the last warning about a long iteration */
@@ -505,6 +506,7 @@ static void collect_agent(struct metrics_registry *r, void *data)
     metrics_set(a->m_kube_up, NULL, kube_reachable(a) ? 1 : 0);
     metrics_set(a->m_loop_max, NULL, llag_max_seconds(&a->lag));
     metrics_set(a->m_loop_max_faults, NULL, (double)llag_max_faults(&a->lag));
+    metrics_set(a->m_loop_max_io, NULL, llag_max_io_seconds(&a->lag));
     for (int i = 0; i < a->ninited; i++) {
         const struct agent_module *m = &a->modules[i];
         l[0] = m->name;
@@ -610,6 +612,10 @@ static int setup_metrics(struct agent *a)
         "The longest iteration of the event loop since the process started.", NULL);
     FAM(METRICS_GAUGE, m_loop_max_faults, "cliqo_event_loop_busiest_iteration_page_faults",
         "Page faults the event loop's thread took during its longest iteration.", NULL);
+    FAM(METRICS_GAUGE, m_loop_max_io, "cliqo_event_loop_busiest_iteration_io_seconds",
+        "Of the longest iteration, the CPU time of its I/O callbacks (from the poll on); the rest "
+        "went to timers and idle callbacks, where long work runs in slices.",
+        NULL);
 #undef FAM
     if (r == 0)
         r = metrics_add_collector(m, collect_process, a);

@@ -35,6 +35,13 @@ uint64_t llag_busy_ns(uint64_t prev_cpu_ns, uint64_t now_cpu_ns)
 static void trace_arm(struct llag *l);
 static struct llag *traced; /* the one llag_trace watches (one loop per process) */
 
+static void on_prepare(uv_prepare_t *h)
+{
+    struct llag *l = h->data;
+
+    l->poll_cpu_ns = llag_thread_cpu_ns();
+}
+
 static void on_check(uv_check_t *h)
 {
     struct llag *l = h->data;
@@ -45,6 +52,8 @@ static void on_check(uv_check_t *h)
     if (busy > l->max_ns) {
         l->max_ns = busy;
         l->max_faults = faults >= l->last_faults ? faults - l->last_faults : 0;
+        /* The prepare ran in this iteration unless none ran since the last check. */
+        l->max_io_ns = l->poll_cpu_ns >= l->last_cpu_ns ? llag_busy_ns(l->poll_cpu_ns, now) : 0;
     }
     if (l->fn)
         l->fn(l, busy, l->data);
@@ -63,7 +72,13 @@ int llag_start(struct llag *l, uv_loop_t *loop, llag_fn fn, void *data)
     r = uv_check_init(loop, &l->check);
     if (r < 0)
         return r;
+    r = uv_prepare_init(loop, &l->prepare);
+    if (r < 0) {
+        uv_close((uv_handle_t *)&l->check, NULL);
+        return r;
+    }
     l->check.data = l;
+    l->prepare.data = l;
     l->fn = fn;
     l->data = data;
     l->running = true;
@@ -71,6 +86,8 @@ int llag_start(struct llag *l, uv_loop_t *loop, llag_fn fn, void *data)
     l->last_faults = llag_thread_faults();
     uv_check_start(&l->check, on_check);
     uv_unref((uv_handle_t *)&l->check);
+    uv_prepare_start(&l->prepare, on_prepare);
+    uv_unref((uv_handle_t *)&l->prepare);
     return 0;
 }
 
@@ -85,6 +102,7 @@ void llag_stop(struct llag *l)
         traced = NULL;
     }
     uv_close((uv_handle_t *)&l->check, NULL);
+    uv_close((uv_handle_t *)&l->prepare, NULL);
 }
 
 double llag_max_seconds(const struct llag *l)
@@ -95,6 +113,11 @@ double llag_max_seconds(const struct llag *l)
 uint64_t llag_max_faults(const struct llag *l)
 {
     return l->max_faults;
+}
+
+double llag_max_io_seconds(const struct llag *l)
+{
+    return (double)l->max_io_ns / 1e9;
 }
 
 /* ---- llag_trace ---------------------------------------------------------------------------------

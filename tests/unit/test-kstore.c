@@ -179,6 +179,28 @@ static void test_many(void **state)
     }
     assert_int_equal(kstore_foreach(s, count_visit, &n), 1500);
     assert_int_equal(n, 1500);
+    /* kstore_next visits every entry once, across the shards of the table, then stays at the end.
+     */
+    {
+        unsigned char seen[3000] = {0};
+        size_t it = 0, visited = 0;
+        struct kstore_entry *e;
+        while ((e = kstore_next(s, &it))) {
+            json_t *got;
+            int idx;
+            assert_int_equal(kstore_decode(s, e, &got), 0);
+            assert_int_equal(
+                sscanf(json_string_value(json_object_get(json_object_get(got, "metadata"), "name")),
+                       "web-%d", &idx),
+                1);
+            json_decref(got);
+            assert_true(idx >= 0 && idx < 3000 && idx % 2 == 1);
+            assert_int_equal(seen[idx]++, 0);
+            visited++;
+        }
+        assert_int_equal(visited, 1500);
+        assert_null(kstore_next(s, &it));
+    }
     kstore_free(s);
 }
 

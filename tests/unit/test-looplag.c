@@ -100,8 +100,47 @@ static void test_real_loop(void **state)
     assert_true(llag_max_faults(&r.lag) >= 2000);
     assert_true(llag_thread_faults() > 0);
     assert_true(r.sum_ns < 250 * 1000000ull);
+    /* A timer's work is not the I/O callbacks' share. */
+    assert_true(llag_max_io_seconds(&r.lag) < 0.030);
     llag_stop(&r.lag);
     llag_stop(&r.lag); /* idempotent */
+    uv_close((uv_handle_t *)&t, NULL);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_int_equal(uv_loop_close(&loop), 0);
+}
+
+/* The same work in an I/O callback (a uv_async's, run by the poll): the busiest iteration's I/O
+ * share holds it. */
+static void on_busy_async(uv_async_t *h)
+{
+    spin_cpu_ms(30);
+    uv_close((uv_handle_t *)h, NULL);
+}
+
+static void on_send_timer(uv_timer_t *t)
+{
+    uv_async_send(t->data);
+}
+
+static void test_io_share(void **state)
+{
+    uv_loop_t loop;
+    uv_timer_t t;
+    uv_async_t as;
+    struct run r = {0};
+
+    (void)state;
+    assert_int_equal(uv_loop_init(&loop), 0);
+    assert_int_equal(llag_start(&r.lag, &loop, on_iter, &r), 0);
+    assert_int_equal(uv_async_init(&loop, &as, on_busy_async), 0);
+    uv_timer_init(&loop, &t);
+    t.data = &as;
+    uv_timer_start(&t, on_send_timer, 1, 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    assert_true(llag_max_seconds(&r.lag) >= 0.030);
+    assert_true(llag_max_io_seconds(&r.lag) >= 0.030);
+    assert_true(llag_max_io_seconds(&r.lag) <= llag_max_seconds(&r.lag));
+    llag_stop(&r.lag);
     uv_close((uv_handle_t *)&t, NULL);
     uv_run(&loop, UV_RUN_DEFAULT);
     assert_int_equal(uv_loop_close(&loop), 0);
@@ -171,6 +210,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_busy_table),
         cmocka_unit_test(test_real_loop),
+        cmocka_unit_test(test_io_share),
         cmocka_unit_test(test_trace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
