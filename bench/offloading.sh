@@ -14,15 +14,19 @@
 # nothing; the clusters are torn down on exit.
 # Usage: bench/offloading.sh --cliqoctl C --agent A --nodesim S [--sizes "100 1000 10000"] [--samples S]
 #        [--nodes N] [--base-port P] [--controller-qps Q] [--peer-qps Q] [--kube-api-qps Q] [--no-pin]
+#        [--no-provider-admission]
 # --peer-qps sets the consumer's per-peer client rate (ClusterConfig peerClient; default: the agent's default),
 # --kube-api-qps the agents' own clients' (default: the agent's default). Each cluster runs on half of the CPUs
 # (bench/peered-clusters.sh, BENCH_PIN), as two clusters on machines of their own would: on one shared machine the
 # offloaded case runs two control planes where the direct case runs one. --no-pin shares all CPUs.
+# --no-provider-admission is an experiment, not a way to run cliqo: once peered, the provider's agent is stopped
+# and the offer's enforcement removed (the validating webhook, the ResourceQuota and LimitRange of the namespace
+# the pods land in), to measure what they cost the offloaded case. The Advertisement (30 min TTL) outlives the run.
 set -euo pipefail
 source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
 CLIQOCTL="" AGENT="" NODESIM="" SIZES="100 1000 10000" SAMPLES=15 NODES="" BASE_PORT=$(cliqo_port bench.offloading)
-CQPS=1000 PEER_QPS="" KUBE_QPS="" BENCH_PIN=1
+CQPS=1000 PEER_QPS="" KUBE_QPS="" BENCH_PIN=1 NO_ADMISSION=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;
@@ -36,7 +40,8 @@ while [ $# -gt 0 ]; do
     --peer-qps) PEER_QPS=$2; shift 2 ;;
     --kube-api-qps) KUBE_QPS=$2; shift 2 ;;
     --no-pin) BENCH_PIN=0; shift ;;
-    -h | --help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-provider-admission) NO_ADMISSION=1; shift ;;
+    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -59,6 +64,13 @@ dflt="the agent's default"
 echo "per-peer client: ${PEER_QPS:-$dflt} requests/s; agents' own clients: ${KUBE_QPS:-$dflt} requests/s"
 echo "controllers (kube-scheduler, kube-controller-manager) of both clusters at $CQPS requests/s, burst $((CQPS * 2)); $NODES simulated nodes a cluster, 250 pods each"
 bench_offload_setup "$MAX"
+if [ "$NO_ADMISSION" = 1 ]; then
+  kill "${PIDS[1]}"
+  wait "${PIDS[1]}" 2>/dev/null || true
+  k 2 delete validatingwebhookconfiguration cliqo-offer-enforcement --ignore-not-found >/dev/null
+  k 2 delete resourcequota,limitrange -n "$RNS" --all >/dev/null
+  echo "EXPERIMENT: the provider's agent stopped, its offer enforcement removed (webhook, ResourceQuota, LimitRange of $RNS)"
+fi
 if [ -n "$PEER_QPS" ]; then
   k 1 patch clusterconfig configuration --type=merge \
     -p "{\"spec\":{\"peeringConfig\":{\"peerClient\":{\"qps\":$PEER_QPS,\"burst\":$((PEER_QPS * 2))}}}}" >/dev/null
