@@ -22,6 +22,9 @@
 # --no-provider-admission is an experiment, not a way to run cliqo: once peered, the provider's agent is stopped
 # and the offer's enforcement removed (the validating webhook, the ResourceQuota and LimitRange of the namespace
 # the pods land in), to measure what they cost the offloaded case. The Advertisement (30 min TTL) outlives the run.
+# With BENCH_PPROF_DIR set (and CLIQO_DEV_APISERVER_ARGS=--profiling=true), both API servers' CPU profiles are
+# taken over the first BENCH_PPROF_SECONDS (12) of each case, into that directory (go tool pprof), with their
+# /metrics before and after the case (apiserver_request_total tells which requests each case cost).
 set -euo pipefail
 source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
@@ -41,7 +44,7 @@ while [ $# -gt 0 ]; do
     --kube-api-qps) KUBE_QPS=$2; shift 2 ;;
     --no-pin) BENCH_PIN=0; shift ;;
     --no-provider-admission) NO_ADMISSION=1; shift ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -167,12 +170,36 @@ gone() { # CLUSTER NS SELECTOR
 rss_mb() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 rss_detail() { awk '/^Rss(Anon|File):/ { printf "%s%s=%.1f", sep, tolower(substr($1, 4, length($1) - 4)), $2 / 1024; sep = " " }' "/proc/$1/status"; }
 
+PROF=() PROF_CASE=""
+profile_start() { # CASE N: with BENCH_PPROF_DIR, both API servers' CPU profiles in the background
+  local i
+  PROF=()
+  [ -n "${BENCH_PPROF_DIR:-}" ] || return 0
+  PROF_CASE="$1-$2"
+  for i in 1 2; do
+    k "$i" get --raw /metrics >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-metrics-before.txt"
+    k "$i" get --raw "/debug/pprof/profile?seconds=${BENCH_PPROF_SECONDS:-12}" >"$BENCH_PPROF_DIR/$1-$2-cluster-$i-apiserver.pprof" &
+    PROF+=($!)
+  done
+}
+profile_wait() {
+  local p
+  for p in ${PROF[@]+"${PROF[@]}"}; do wait "$p" || echo "an API server's profile failed (is its profiling on?)" >&2; done
+  [ -z "${BENCH_PPROF_DIR:-}" ] || for p in 1 2; do
+    k "$p" get --raw /metrics >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$p-metrics-after.txt"
+  done
+}
+
 for n in $SIZES; do
   c0=$(cpu_ticks)
+  profile_start direct "$n"
   dir=$(run_deploy 2 bench-direct "dir-$n" "$n" "")
+  profile_wait
   c1=$(cpu_ticks)
   m0=$(metric_sums "$(port 1 6)")
+  profile_start offloaded "$n"
   off=$(run_deploy 1 bench "off-$n" "$n" "$TO_VNODE")
+  profile_wait
   c2=$(cpu_ticks)
   remote=$(k 2 get pods -n "$RNS" -l "app=off-$n" -o name | wc -l)
   echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$(ratio "$off" "$dir") remote_pods=$remote direct_pods_per_s=$(awk -v n="$n" -v d="$dir" 'BEGIN { printf "%.0f", n * 1000 / d }')"
