@@ -2,6 +2,7 @@
 #include "kube/kpb.h"
 #include "common/json.h"
 #include "common/jsonb.h"
+#include "kube/backoff.h"
 #include "kube/ratelimit.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -78,7 +79,6 @@ struct sock_ctx {
 struct kapi_client {
     uv_loop_t *loop;
     int ver_major, ver_minor; /* the server's, from GET /version (0: not known yet) */
-    uint64_t jitter_state;    /* of the 429 retries' random part */
     CURLM *multi;
     uv_timer_t timer;
     struct rl_limiter *rl;
@@ -572,8 +572,7 @@ static bool retry_later(struct kapi_call *call, CURLcode cc)
     /* Up to half again at random: the requests one burst had turned away (the API server says
      * "Retry-After: 1" to all of them) do not all come back in the same millisecond, to be turned
      * away together again until their tries run out. */
-    c->jitter_state = c->jitter_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    delay += delay / 2 ? (c->jitter_state >> 33) % (delay / 2 + 1) : 0;
+    delay += backoff_jitter(delay / 2);
     call->attempts++;
     res.status.code = 429;
     res.status.reason = "TooManyRequests";
@@ -974,7 +973,6 @@ int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
         return -ENOMEM;
     r = -ENOMEM;
     c->loop = loop;
-    c->jitter_state = uv_hrtime() ^ (uint64_t)(uintptr_t)c;
     c->o.qps = opts && opts->qps > 0 ? opts->qps : DEFAULT_QPS;
     c->o.burst = opts && opts->burst > 0 ? opts->burst : DEFAULT_BURST;
     c->o.max_body = opts && opts->max_body ? opts->max_body : DEFAULT_MAX_BODY;

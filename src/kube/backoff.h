@@ -20,6 +20,10 @@ void backoff_init(struct backoff *b, uint64_t base_ms, uint64_t max_ms);
 uint64_t backoff_next(struct backoff *b);
 /* Success: the next failure starts again from the base. */
 void backoff_reset(struct backoff *b);
+/* A random number from 0 to span, both included, for jitter (never for secrets): one generator per
+ * thread, seeded from the clock and the process the first time, so that clients of the same
+ * server in different processes do not draw the same delays. */
+uint64_t backoff_jitter(uint64_t span);
 
 /* A heap-allocated, initialised timer with ->data set; NULL when out of memory. */
 uv_timer_t *ktimer_new(uv_loop_t *loop, void *data);

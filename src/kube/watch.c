@@ -6,7 +6,6 @@
 
 #include <errno.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define DEFAULT_MAX_LINE ((size_t)3 << 20) /* one object (etcd: <= 1.5 MiB) and its envelope */
@@ -303,7 +302,7 @@ int kw_start(struct kapi_client *c, const struct kapi_resource *r, const struct 
     w->data = data;
     w->max_line = o && o->max_line ? o->max_line : DEFAULT_MAX_LINE;
     w->server_timeout =
-        o && o->server_timeout_secs > 0 ? o->server_timeout_secs : 300 + random() % 300;
+        o && o->server_timeout_secs > 0 ? o->server_timeout_secs : 300 + (long)backoff_jitter(299);
     backoff_init(&w->backoff, o && o->backoff_base_ms ? o->backoff_base_ms : 200,
                  o && o->backoff_max_ms ? o->backoff_max_ms : 30000);
     sbuf_init(&w->line, w->max_line);

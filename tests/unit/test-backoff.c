@@ -58,6 +58,25 @@ static void test_jitter_spreads(void **state)
     assert_true(hi - lo >= 250);
 }
 
+/* backoff_jitter stays within 0..span (both included) and takes every value of a small span. */
+static void test_jitter_bounds(void **state)
+{
+    static const uint64_t spans[] = {0, 1, 7, 1000, UINT64_MAX};
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(spans) / sizeof(spans[0]); i++) {
+        unsigned char seen[8] = {0};
+        for (int k = 0; k < 2000; k++) {
+            uint64_t v = backoff_jitter(spans[i]);
+            assert_true(v <= spans[i]);
+            if (spans[i] < 8)
+                seen[v] = 1;
+        }
+        for (uint64_t v = 0; spans[i] < 8 && v <= spans[i]; v++)
+            assert_true(seen[v]);
+    }
+}
+
 /* Odd parameters stay sane: a zero base, a max below the base, a cap near UINT64_MAX. */
 static void test_degenerate_parameters(void **state)
 {
@@ -106,11 +125,9 @@ static void test_ktimer(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_sequence_within_bounds),
-        cmocka_unit_test(test_reset_starts_over),
-        cmocka_unit_test(test_jitter_spreads),
-        cmocka_unit_test(test_degenerate_parameters),
-        cmocka_unit_test(test_ktimer),
+        cmocka_unit_test(test_sequence_within_bounds), cmocka_unit_test(test_reset_starts_over),
+        cmocka_unit_test(test_jitter_spreads),         cmocka_unit_test(test_jitter_bounds),
+        cmocka_unit_test(test_degenerate_parameters),  cmocka_unit_test(test_ktimer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
