@@ -790,22 +790,22 @@ int kstore_new(enum kstore_mode mode, struct kstore **ret)
 
 struct kstore *kstore_free(struct kstore *s)
 {
+    struct kstore_entry *e;
+    size_t it = 0;
+
     if (!s)
         return NULL;
-    for (unsigned k = 0; k < TABLE_SHARDS; k++) {
-        for (uint32_t i = 0; i < s->table[k].cap; i++) {
-            struct kstore_entry *e = s->table[k].slots[i];
-            if (!e)
-                continue;
-            if (e->mem)
-                slab_free(s, e->mem, mem_size(e->mem->n));
-            if (e->rec)
-                kstore_record_free(s, e->rec->data);
-            val_free(s, e->val);
-            slab_free(s, e, entry_size(e));
-        }
-        x_free(s->table[k].slots);
+    /* kstore_next reads the slots, not the entries: each can be freed once returned. */
+    while ((e = kstore_next(s, &it))) {
+        if (e->mem)
+            slab_free(s, e->mem, mem_size(e->mem->n));
+        if (e->rec)
+            kstore_record_free(s, e->rec->data);
+        val_free(s, e->val);
+        slab_free(s, e, entry_size(e));
     }
+    for (unsigned k = 0; k < TABLE_SHARDS; k++)
+        x_free(s->table[k].slots);
     while (s->slab.blocks) {
         struct slab_block *b = s->slab.blocks;
         s->slab.blocks = b->next;
