@@ -58,7 +58,9 @@ fi
 WORK=$(mktemp -d)
 STATE=${KEEP:-$WORK/dev}
 PROVIDER="" CONSUMER=""
+PROBE_PID=""
 cleanup() {
+  [ -z "$PROBE_PID" ] || kill "$PROBE_PID" 2>/dev/null || true # else the wait below never ends
   [ -z "$PROVIDER" ] || kill "$PROVIDER" 2>/dev/null || true
   [ -z "$CONSUMER" ] || kill "$CONSUMER" 2>/dev/null || true
   wait 2>/dev/null || true
@@ -183,6 +185,7 @@ run_agent() { # ROUND [VARIANT]: restarts the provider's agent and measures its 
   if [ -n "$PROBE" ]; then
     "$PROBE" >"$WORK/probe.out" &
     probe_pid=$!
+    PROBE_PID=$probe_pid
   fi
   start_agent 1 "$log" ${args[@]+"${args[@]}"}
   PROVIDER=$LAST_PID
@@ -195,6 +198,7 @@ run_agent() { # ROUND [VARIANT]: restarts the provider's agent and measures its 
   if [ -n "$probe_pid" ]; then
     kill -TERM "$probe_pid"
     wait "$probe_pid" || true
+    PROBE_PID=""
     probe_line=$(sed -n 's/^stallprobe units=[0-9]* median_us=\([0-9]*\) p99_us=[0-9]* max_ms=\([0-9.]*\) .* over_10ms=\([0-9]*\)$/probe_median_us=\1 probe_max_ms=\2 probe_over_10ms=\3/p' "$WORK/probe.out")
     [ "$TRACE_MS" = 0 ] || probe_line="$probe_line $(stalls_split "$log" "$WORK/probe.out")"
   fi

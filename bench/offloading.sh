@@ -178,15 +178,15 @@ profile_start() { # CASE N: with BENCH_PPROF_DIR, both API servers' CPU profiles
   PROF_CASE="$1-$2"
   for i in 1 2; do
     k "$i" get --raw /metrics >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-metrics-before.txt"
-    k "$i" get --raw "/debug/pprof/profile?seconds=${BENCH_PPROF_SECONDS:-12}" >"$BENCH_PPROF_DIR/$1-$2-cluster-$i-apiserver.pprof" &
+    k "$i" get --raw "/debug/pprof/profile?seconds=${BENCH_PPROF_SECONDS:-12}" >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-apiserver.pprof" &
     PROF+=($!)
   done
 }
 profile_wait() {
-  local p
+  local p i
   for p in ${PROF[@]+"${PROF[@]}"}; do wait "$p" || echo "an API server's profile failed (is its profiling on?)" >&2; done
-  [ -z "${BENCH_PPROF_DIR:-}" ] || for p in 1 2; do
-    k "$p" get --raw /metrics >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$p-metrics-after.txt"
+  [ -z "${BENCH_PPROF_DIR:-}" ] || for i in 1 2; do
+    k "$i" get --raw /metrics >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-metrics-after.txt"
   done
 }
 
