@@ -777,10 +777,8 @@ static int list_meta(struct kpb_list *l, const uint8_t *p, size_t n)
             continue;
         if (memchr(f[i].p, '\0', f[i].n))
             return -EBADMSG;
-        if (!(v = x_malloc(f[i].n + 1)))
+        if (!(v = x_strndup((const char *)f[i].p, f[i].n)))
             return -ENOMEM;
-        memcpy(v, f[i].p, f[i].n);
-        v[f[i].n] = '\0';
         x_free(*dst[i]);
         *dst[i] = v;
     }
