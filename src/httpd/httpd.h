@@ -136,6 +136,9 @@ uint16_t httpd_port(const struct httpd_server *s);
 size_t httpd_pending(const struct httpd_server *s);
 /* Connections closed because a request did not arrive within request_timeout_ms. */
 uint64_t httpd_request_timeouts(const struct httpd_server *s);
+/* How many passes of libmicrohttpd the server has run (for tests: a TLS handshake waiting for its
+ * client must not make the server loop; see httpd.c, "TLS transport"). */
+uint64_t httpd_passes(const struct httpd_server *s);
 /* Aborts pending requests (abort callbacks, then 503), stops listening, closes every connection and
  * frees the server once its loop handles have closed; then done(data) runs (done may be NULL).
  * NULL-safe. Not from inside one of the server's own callbacks: defer it (e.g. with a timer). */
