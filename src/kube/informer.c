@@ -313,7 +313,8 @@ static void start_watch(struct inf_informer *inf, const char *rv)
     struct kw_options o = {.namespace_ = inf->ns,
                            .label_selector = inf->label_selector,
                            .field_selector = inf->field_selector,
-                           .resource_version = rv};
+                           .resource_version = rv,
+                           .drop_managed_fields = true}; /* strip() would drop it */
     int r = kw_start(inf->c, inf->res, &o, on_watch_event, on_watch_end, inf, &inf->watch);
 
     if (r < 0) {

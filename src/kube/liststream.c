@@ -274,12 +274,17 @@ static bool name_is(const char *text, size_t start, size_t end, bool plain, cons
     return plain && end - start == n + 2 && memcmp(text + start + 1, name, n) == 0;
 }
 
-int kls_find_managed_fields(const char *text, size_t len, size_t *from, size_t *to)
+int kls_find_member(const char *text, size_t len, const char *const *path, unsigned n, size_t *from,
+                    size_t *to)
 {
-    unsigned depth = 0;
-    bool key_expected = false, in_meta = false, want_meta = false, want_mf = false;
-    size_t sep = 0, mf_start = 0; /* the separator before the member being read, its name */
+    /* depth: of the character read (the top object is 1); on: the deepest object of the path the
+     * scan is inside (0: not yet in the top one); want: the member being read is path[on - 1]. */
+    unsigned depth = 0, on = 0;
+    bool key_expected = false, want = false;
+    size_t sep = 0, start = 0; /* the separator before the member being read, its name */
 
+    if (n == 0 || n > KLS_MAX_DEPTH)
+        return 0;
     for (size_t i = 0; i < len; i++) {
         char c = text[i];
         bool plain;
@@ -288,11 +293,9 @@ int kls_find_managed_fields(const char *text, size_t len, size_t *from, size_t *
         switch (c) {
         case '"':
             end = skip_string(text, len, i, &plain);
-            if (key_expected && depth == 1) {
-                want_meta = name_is(text, i, end, plain, "metadata");
-            } else if (key_expected && depth == 2 && in_meta) {
-                want_mf = name_is(text, i, end, plain, "managedFields");
-                mf_start = i;
+            if (key_expected && on > 0 && depth == on) {
+                want = name_is(text, i, end, plain, path[on - 1]);
+                start = i;
             }
             i = end - 1;
             break;
@@ -300,33 +303,33 @@ int kls_find_managed_fields(const char *text, size_t len, size_t *from, size_t *
             key_expected = false;
             break;
         case ',':
-            if (depth == 2 && in_meta && want_mf) {
-                /* The value ended: drop the member and the comma on one side of it. */
-                if (text[sep] == ',') {
-                    *from = sep;
-                    *to = i;
-                } else {
-                    *from = mf_start;
-                    *to = i + 1;
+            if (on > 0 && depth == on) {
+                if (want && on == n) {
+                    /* The value ended: drop the member and the comma on one side of it. */
+                    if (text[sep] == ',') {
+                        *from = sep;
+                        *to = i;
+                    } else {
+                        *from = start;
+                        *to = i + 1;
+                    }
+                    return 1;
                 }
-                return 1;
-            }
-            if (depth == 1 || (depth == 2 && in_meta)) {
                 key_expected = true;
                 sep = i;
-                want_meta = false;
+                want = false;
             }
             break;
         case '{':
         case '[':
             depth++;
-            if (depth == 1 && c == '{') {
-                key_expected = true;
-            } else if (depth == 2 && c == '{' && want_meta) {
-                in_meta = true;
-                want_meta = false;
+            if (c == '{' && depth == on + 1 && (on == 0 || (want && on < n))) {
+                on = depth; /* into the top object, or the path's next one */
+                want = false;
                 key_expected = true;
                 sep = i;
+            } else if (on == 0) {
+                return 0; /* not an object */
             }
             if (depth > KLS_MAX_DEPTH)
                 return 0;
@@ -335,23 +338,28 @@ int kls_find_managed_fields(const char *text, size_t len, size_t *from, size_t *
         case ']':
             if (depth == 0)
                 return 0;
-            if (depth == 2 && in_meta) {
-                if (want_mf) {
-                    *from = text[sep] == ',' ? sep : mf_start;
+            if (depth == on) {
+                if (want && on == n) {
+                    *from = text[sep] == ',' ? sep : start;
                     *to = i;
                     return 1;
                 }
-                return 0; /* the (first) metadata has no managedFields */
+                return 0; /* the (first) object of the path has no such member */
             }
             depth--;
-            if (depth == 0)
-                return 0;
             break;
         default:
             break;
         }
     }
     return 0;
+}
+
+int kls_find_managed_fields(const char *text, size_t len, size_t *from, size_t *to)
+{
+    static const char *const path[] = {"metadata", "managedFields"};
+
+    return kls_find_member(text, len, path, 2, from, to);
 }
 
 int kls_decode_object(const char *item, size_t len, char **buf, size_t *cap, json_t **obj,

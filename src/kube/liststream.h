@@ -65,6 +65,12 @@ int kls_finish(struct kls *s, json_t **envelope);
  * for text that is decoded right after (cutting the member first saves decoding what the informer
  * drops; a second managedFields member, when the text has duplicates, is left in place). */
 int kls_find_managed_fields(const char *text, size_t len, size_t *from, size_t *to);
+/* The same for any member: path[n - 1], a member of the object path[n - 2] of ... of the object
+ * path[0] of the top object (kls_find_managed_fields is {"metadata", "managedFields"}; a watch
+ * event's is {"object", "metadata", "managedFields"}). Only the first member of each name on the
+ * path is followed. */
+int kls_find_member(const char *text, size_t len, const char *const *path, unsigned n, size_t *from,
+                    size_t *to);
 
 /* Decodes one listed object as the informer caches it: metadata.managedFields cut from the text
  * first, the rest decoded by jsonb_load() (JSONB_RATIO_KUBE budget). On 0, *obj is a new reference

@@ -1,6 +1,7 @@
 #include "kube/watch.h"
 #include "common/jsonb.h"
 #include "kube/backoff.h"
+#include "kube/liststream.h"
 #include "common/log.h"
 #include "common/xalloc.h"
 
@@ -24,6 +25,9 @@ struct kw_watch {
     void *data;
     struct kapi_call *call;
     struct sbuf line;
+    char *cut; /* an event's text without its object's managedFields */
+    size_t cut_cap;
+    bool drop_managed_fields;
     uv_timer_t *timer; /* reconnect timer: heap-allocated, freed in its close callback */
     unsigned reconnects;
     int stream_err; /* an error seen inside the stream (ERROR event, bad line) */
@@ -39,6 +43,7 @@ static void watch_free(struct kw_watch *w)
 {
     ktimer_free(w->timer);
     sbuf_done(&w->line);
+    x_free(w->cut);
     x_free(w->ns);
     x_free(w->label_selector);
     x_free(w->field_selector);
@@ -89,6 +94,42 @@ static void set_rv(struct kw_watch *w, const json_t *obj)
         snprintf(w->rv, sizeof(w->rv), "%s", rv);
 }
 
+/* The event's text without object.metadata.managedFields, when it has one (in w->cut): about half
+ * of a pod's decoding, for a member the informers drop. The text is decoded right after, which
+ * validates it. Buffers over CUT_KEEP are not kept for the next event. */
+#define CUT_KEEP (64 * 1024)
+static void cut_managed_fields(struct kw_watch *w, const char **s, size_t *len)
+{
+    static const char *const path[] = {"object", "metadata", "managedFields"};
+    size_t from, to, n;
+
+    if (!w->drop_managed_fields || kls_find_member(*s, *len, path, 3, &from, &to) != 1)
+        return;
+    n = *len - (to - from);
+    if (w->cut_cap < n) {
+        char *p = x_malloc(n);
+
+        if (!p)
+            return; /* decoded whole: the informer drops it anyway */
+        x_free(w->cut);
+        w->cut = p;
+        w->cut_cap = n;
+    }
+    memcpy(w->cut, *s, from);
+    memcpy(w->cut + from, *s + to, *len - to);
+    *s = w->cut;
+    *len = n;
+}
+
+static void cut_release(struct kw_watch *w)
+{
+    if (w->cut_cap > CUT_KEEP) {
+        x_free(w->cut);
+        w->cut = NULL;
+        w->cut_cap = 0;
+    }
+}
+
 /* Handles one complete line of the stream: {"type": "...", "object": {...}}. */
 static int handle_line(struct kw_watch *w, const char *s, size_t len)
 {
@@ -97,7 +138,11 @@ static int handle_line(struct kw_watch *w, const char *s, size_t len)
     const char *type;
     json_t *obj;
     enum kw_event_type t;
-    int r = jsonb_load(s, len, jsonb_budget(len, JSONB_RATIO_KUBE), 0, 0, &ev, &jerr);
+    int r;
+
+    cut_managed_fields(w, &s, &len);
+    r = jsonb_load(s, len, jsonb_budget(len, JSONB_RATIO_KUBE), 0, 0, &ev, &jerr);
+    cut_release(w);
 
     if (r < 0) {
         snprintf(w->stream_msg, sizeof(w->stream_msg), "malformed watch event: %s", jerr.text);
@@ -300,6 +345,7 @@ int kw_start(struct kapi_client *c, const struct kapi_resource *r, const struct 
     w->on_event = on_event;
     w->on_end = on_end;
     w->data = data;
+    w->drop_managed_fields = o && o->drop_managed_fields;
     w->max_line = o && o->max_line ? o->max_line : DEFAULT_MAX_LINE;
     w->server_timeout =
         o && o->server_timeout_secs > 0 ? o->server_timeout_secs : 300 + (long)backoff_jitter(299);

@@ -33,6 +33,9 @@ struct kw_options {
     long server_timeout_secs;     /* timeoutSeconds asked of the server; default 300..600 random */
     uint64_t backoff_base_ms;     /* default 200 */
     uint64_t backoff_max_ms;      /* default 30000 */
+    /* The objects come without metadata.managedFields: cut from each event's text before it is
+     * decoded (half of a pod's decoding), for owners that drop it anyway (the informers). */
+    bool drop_managed_fields;
 };
 
 typedef void (*kw_event_cb)(struct kw_watch *w, enum kw_event_type type, json_t *obj, void *data);

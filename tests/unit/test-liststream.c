@@ -274,6 +274,61 @@ static void test_managed_fields(void **state)
     json_decref(pod);
 }
 
+/* kls_find_member on a watch event's path: {"object", "metadata", "managedFields"}. */
+static void check_event_cut(const char *text, const char *want)
+{
+    static const char *const path[] = {"object", "metadata", "managedFields"};
+    size_t from, to, len = strlen(text);
+    char *got;
+
+    if (!want) {
+        assert_int_equal(kls_find_member(text, len, path, 3, &from, &to), 0);
+        return;
+    }
+    assert_int_equal(kls_find_member(text, len, path, 3, &from, &to), 1);
+    assert_true(from <= to && to <= len);
+    got = calloc(1, len + 1);
+    assert_non_null(got);
+    memcpy(got, text, from);
+    memcpy(got + from, text + to, len - to);
+    assert_string_equal(got, want);
+    free(got);
+}
+
+static void test_event_member(void **state)
+{
+    static const char *const none[] = {"x"};
+    size_t from = 0, to = 0;
+
+    (void)state;
+    check_event_cut(
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\",\"managedFields\":"
+        "[{\"f\":{}}]},\"spec\":{}}}",
+        "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"name\":\"a\"},\"spec\":{}}}");
+    check_event_cut(
+        "{\"object\":{\"kind\":\"Pod\",\"metadata\":{\"managedFields\":[],\"uid\":\"u\"}},"
+        "\"type\":\"MODIFIED\"}",
+        "{\"object\":{\"kind\":\"Pod\",\"metadata\":{\"uid\":\"u\"}},\"type\":\"MODIFIED\"}");
+    /* Members of the same name elsewhere are left alone: at the top, in another object, in an
+     * array, in a string, or when "object" is not an object. */
+    check_event_cut("{\"metadata\":{\"managedFields\":[]},\"object\":{\"metadata\":{}}}", NULL);
+    check_event_cut("{\"type\":\"ADDED\",\"other\":{\"metadata\":{\"managedFields\":[]}},"
+                    "\"object\":{\"metadata\":{\"name\":\"a\"}}}",
+                    NULL);
+    check_event_cut("{\"object\":[{\"metadata\":{\"managedFields\":[]}}]}", NULL);
+    check_event_cut("{\"object\":\"{\\\"metadata\\\":{\\\"managedFields\\\":[]}}\"}", NULL);
+    check_event_cut("{\"object\":{\"spec\":{\"metadata\":{\"managedFields\":[]}}}}", NULL);
+    /* The first "object" only, as the list's finder follows the first "metadata". */
+    check_event_cut(
+        "{\"object\":{\"metadata\":{}},\"object\":{\"metadata\":{\"managedFields\":1}}}", NULL);
+    check_event_cut("{\"object\":{\"metadata\":{\"managedFields\":1", NULL); /* truncated */
+    /* A one-name path is a top-level member; no path finds nothing. */
+    assert_int_equal(kls_find_member("{\"a\":1,\"x\":2}", 13, none, 1, &from, &to), 1);
+    assert_int_equal(from, 6);
+    assert_int_equal(to, 12);
+    assert_int_equal(kls_find_member("{\"x\":2}", 7, none, 0, &from, &to), 0);
+}
+
 /* ---- differential: the informer's new path against main's, on API server lists ----------------
  */
 
@@ -418,15 +473,11 @@ static void test_differential_duplicate(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_lists),
-        cmocka_unit_test(test_envelope_values),
-        cmocka_unit_test(test_refused),
-        cmocka_unit_test(test_depth),
-        cmocka_unit_test(test_callback_error),
-        cmocka_unit_test(test_data_objects),
-        cmocka_unit_test(test_managed_fields),
-        cmocka_unit_test(test_differential),
-        cmocka_unit_test(test_differential_duplicate),
+        cmocka_unit_test(test_lists),          cmocka_unit_test(test_envelope_values),
+        cmocka_unit_test(test_refused),        cmocka_unit_test(test_depth),
+        cmocka_unit_test(test_callback_error), cmocka_unit_test(test_data_objects),
+        cmocka_unit_test(test_managed_fields), cmocka_unit_test(test_event_member),
+        cmocka_unit_test(test_differential),   cmocka_unit_test(test_differential_duplicate),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
