@@ -26,6 +26,7 @@
 #include <gnutls/x509.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -98,6 +99,16 @@ struct hconn {
     struct hconn *prev, *next;
     int fd;
     uint64_t deadline;
+    bool fresh; /* handed to MHD, no request head yet (TLS: in its handshake): "Accepting" */
+};
+
+/* An accepted connection not handed to MHD yet ("Accepting"). */
+struct held {
+    struct held *next;
+    int fd;
+    uint64_t since;
+    socklen_t addr_len;
+    struct sockaddr_storage addr;
 };
 
 struct httpd_server {
@@ -136,9 +147,20 @@ struct httpd_server {
     struct client_auth *client_auth; /* NULL: no client certificate asked for */
     uint64_t auth_failures;
     struct httpd_server *tls_next; /* on the list of listening TLS servers */
-    uint64_t passes;               /* MHD_run calls */
-    uint64_t progress;             /* in the current pass: see "TLS transport" */
-    uint64_t idle_pass_ms;         /* the wait before a pass MHD asks for but may not need */
+    int listen_fd;
+    uv_poll_t listen_poll;
+    bool listen_polled;
+    uv_timer_t hold_timer;
+    struct held *held, **held_tail; /* oldest first */
+    size_t nheld;
+    unsigned fresh;  /* connections with hconn.fresh */
+    unsigned active; /* requests between their head and their completion */
+    unsigned handshake_limit;
+    uint64_t hold_ms;      /* 0: no holding */
+    uint64_t held_dropped; /* held connections their client closed before they were handed over */
+    uint64_t passes;       /* MHD_run calls */
+    uint64_t progress;     /* in the current pass: see "TLS transport" */
+    uint64_t idle_pass_ms; /* the wait before a pass MHD asks for but may not need */
 };
 
 /* ---- addresses ------------------------------------------------------------------------------ */
@@ -255,10 +277,13 @@ static void report(struct httpd_request *req)
         s->on_response(req, req->route ? req->route->path : NULL, req->status, s->data);
 }
 
+static void on_hold_timer(uv_timer_t *t);
 static void req_free(struct httpd_request *req)
 {
     if (!req)
         return;
+    if (req->s && req->s->active > 0 && --req->s->active == 0 && req->s->held && !req->s->closing)
+        uv_timer_start(&req->s->hold_timer, on_hold_timer, 0, 0); /* idle: "Accepting" */
     if (req->resp)
         MHD_destroy_response(req->resp);
     for (int i = 0; i < req->nhdr; i++) {
@@ -563,6 +588,115 @@ static void on_deadline(uv_timer_t *t)
  * timer closes the ones past it by shutting their socket down, which MHD sees as the peer going
  * away on its next pass (in the handshake too). */
 
+/* ---- accepting
+ * The server accepts its connections itself and hands them to MHD (MHD_add_connection). With
+ * handshake_hold_ms set (TLS servers), a new connection goes at once only while no request is in
+ * progress and fewer than handshake_limit connections are fresh (handed over, no request head yet:
+ * in their handshake, mostly); otherwise it waits, accepted but not read, until that is so or for
+ * hold_ms, oldest first. Why: Go's HTTP/1.1 transport, which the API server's webhook client uses
+ * (it pins http/1.1), keeps 25 idle connections per host and dials a new one for every request that
+ * finds none, then cancels the dial when the request was served on a connection freed meanwhile
+ * (Go before 1.23). A burst of concurrent reviews thus opened a connection per two reviews (500 or
+ * so for 1,000 pods), each a TLS handshake of about 1 ms of this loop's CPU: a connection the
+ * client gave up while it waited is closed here without one. Served one at a time on this loop,
+ * the requests lose nothing by waiting for a connection rather than for the loop. */
+static void hand_over(struct httpd_server *s, struct held *h)
+{
+    struct pollfd p = {.fd = h->fd, .events = POLLRDHUP};
+
+    if (poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR))) {
+        s->held_dropped++; /* the client gave up while it waited: no handshake for it */
+        close(h->fd);
+    } else if (MHD_add_connection(s->d, h->fd, (struct sockaddr *)&h->addr, h->addr_len) !=
+               MHD_YES) {
+        log_debug("httpd", "%s: a connection was refused (connection limits)", s->name);
+    } /* MHD closes the socket of a connection it refuses */
+    x_free(h);
+    run_soon(s);
+}
+
+/* Hands over what may go now: everything for a plain server, within the limit or past hold_ms
+ * for a TLS one; then arms the hold timer for the oldest left. */
+static void on_hold_timer(uv_timer_t *t);
+static void pump_held(struct httpd_server *s)
+{
+    uint64_t now = uv_now(s->loop);
+
+    while (s->held && !s->closing) {
+        struct held *h = s->held;
+
+        if (s->hold_ms && (s->fresh >= s->handshake_limit || s->active > 0) &&
+            now < h->since + s->hold_ms)
+            break;
+        s->held = h->next;
+        if (!s->held)
+            s->held_tail = &s->held;
+        s->nheld--;
+        hand_over(s, h);
+    }
+    if (s->held && !s->closing)
+        uv_timer_start(&s->hold_timer, on_hold_timer, s->held->since + s->hold_ms - now, 0);
+    else if (!s->closing)
+        uv_timer_stop(&s->hold_timer);
+}
+
+static void on_hold_timer(uv_timer_t *t)
+{
+    pump_held(t->data);
+}
+
+static void conn_unfresh(struct httpd_server *s, struct hconn *hc)
+{
+    if (hc && hc->fresh) {
+        hc->fresh = false;
+        s->fresh--;
+        /* From the loop, not from inside MHD (this runs in its callbacks). */
+        if (s->held && !s->closing)
+            uv_timer_start(&s->hold_timer, on_hold_timer, 0, 0);
+    }
+}
+
+static void on_listen(uv_poll_t *p, int status, int events)
+{
+    struct httpd_server *s = p->data;
+
+    (void)status;
+    (void)events;
+    /* A bounded batch per callback: the poll fires again for the rest. */
+    for (int i = 0; i < 64 && !s->closing; i++) {
+        struct held *h = x_calloc(1, sizeof(*h));
+        int fd;
+
+        if (!h)
+            break;
+        h->addr_len = sizeof(h->addr);
+        fd = accept4(s->listen_fd, (struct sockaddr *)&h->addr, &h->addr_len,
+                     SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            x_free(h);
+            if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR && errno != ECONNABORTED)
+                log_warn("httpd", "%s: accept: %s", s->name, strerror(errno));
+            break;
+        }
+        h->fd = fd;
+        h->since = uv_now(s->loop);
+        if (s->nheld >= s->connection_limit) {
+            close(fd); /* as many waiting as the server may hold open: refused, as MHD would */
+            x_free(h);
+            continue;
+        }
+        *s->held_tail = h;
+        s->held_tail = &h->next;
+        s->nheld++;
+    }
+    pump_held(s);
+}
+
+uint64_t httpd_held_dropped(const struct httpd_server *s)
+{
+    return s ? s->held_dropped : 0;
+}
+
 static struct hconn *conn_of(struct MHD_Connection *conn)
 {
     const union MHD_ConnectionInfo *i =
@@ -595,6 +729,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
             return; /* no deadline for this one: the idle timeout still applies */
         hc->fd = i ? i->connect_fd : -1;
         hc->deadline = uv_now(s->loop) + s->request_timeout_ms;
+        hc->fresh = true;
+        s->fresh++;
         hc->next = s->conns;
         if (s->conns)
             s->conns->prev = hc;
@@ -604,6 +740,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     }
     if (!hc)
         return;
+    conn_unfresh(s, hc);
     if (hc->prev)
         hc->prev->next = hc->next;
     else
@@ -649,10 +786,12 @@ static enum MHD_Result on_access(void *cls, struct MHD_Connection *conn, const c
     (void)version;
     s->progress++;
     if (!req) {
+        conn_unfresh(s, conn_of(conn)); /* its handshake is over */
         req = x_calloc(1, sizeof(*req));
         if (!req)
             return MHD_NO;
         req->s = s;
+        s->active++;
         req->conn = conn;
         req->method = method;
         req->path = url;
@@ -1343,6 +1482,10 @@ int httpd_new(uv_loop_t *loop, const struct httpd_options *o, struct httpd_serve
         o->handler_timeout_ms ? o->handler_timeout_ms : HTTPD_DEFAULT_HANDLER_TIMEOUT_MS;
     s->request_timeout_ms =
         o->request_timeout_ms ? o->request_timeout_ms : HTTPD_DEFAULT_REQUEST_TIMEOUT_MS;
+    s->hold_ms = o->tls_cert_pem ? o->handshake_hold_ms : 0;
+    s->handshake_limit = o->handshake_limit ? o->handshake_limit : HTTPD_DEFAULT_HANDSHAKE_LIMIT;
+    s->listen_fd = -1;
+    s->held_tail = &s->held;
     s->on_response = o->on_response;
     s->data = o->data;
     *ret = s;
@@ -1446,10 +1589,10 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
             return -EPROTO;
         }
     }
-    /* MHD takes the listening socket and closes it when it stops. */
+    /* The server accepts its connections itself ("Accepting"): MHD has no listening socket. */
+    flags |= MHD_USE_NO_LISTEN_SOCKET;
     {
         struct MHD_OptionItem opts[] = {
-            {MHD_OPTION_LISTEN_SOCKET, fd, NULL},
             {MHD_OPTION_CONNECTION_LIMIT, (intptr_t)s->connection_limit, NULL},
             {MHD_OPTION_PER_IP_CONNECTION_LIMIT, (intptr_t)s->per_ip_limit, NULL},
             {MHD_OPTION_CONNECTION_MEMORY_LIMIT, (intptr_t)s->memory_limit, NULL},
@@ -1465,7 +1608,7 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
             {MHD_OPTION_END, 0, NULL},
         };
         if (!s->cert)
-            opts[8].option = MHD_OPTION_END;
+            opts[7].option = MHD_OPTION_END;
         s->d = MHD_start_daemon(flags, 0, NULL, NULL, on_access, s, MHD_OPTION_ARRAY, opts,
                                 MHD_OPTION_END);
     }
@@ -1484,16 +1627,33 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
         tls_unlist(s);
         MHD_stop_daemon(s->d);
         s->d = NULL;
+        close(fd);
         snprintf(err, errlen, "%s: libmicrohttpd has no epoll descriptor", s->name);
         return -EPROTO;
     }
     uv_timer_init(s->loop, &s->run_timer);
     uv_timer_init(s->loop, &s->deadline_timer);
     uv_timer_init(s->loop, &s->conn_timer);
+    uv_timer_init(s->loop, &s->hold_timer);
     s->run_timer.data = s;
     s->deadline_timer.data = s;
     s->conn_timer.data = s;
-    s->open_handles = 3;
+    s->hold_timer.data = s;
+    s->open_handles = 4;
+    s->listen_fd = fd;
+    r = uv_poll_init(s->loop, &s->listen_poll, fd);
+    if (r < 0) {
+        snprintf(err, errlen, "%s: cannot watch the listening socket: %s", s->name, uv_strerror(r));
+        return r; /* httpd_close cleans up */
+    }
+    s->listen_poll.data = s;
+    s->listen_polled = true;
+    s->open_handles++;
+    r = uv_poll_start(&s->listen_poll, UV_READABLE, on_listen);
+    if (r < 0) {
+        snprintf(err, errlen, "%s: cannot watch the listening socket: %s", s->name, uv_strerror(r));
+        return r;
+    }
     uv_timer_start(&s->conn_timer, on_conn_timer, 250, 250);
     uv_unref((uv_handle_t *)&s->conn_timer); /* it alone does not keep a loop running */
     r = uv_poll_init(s->loop, &s->poll, info->epoll_fd);
@@ -1579,11 +1739,26 @@ void httpd_close(struct httpd_server *s, void (*done)(void *data), void *data)
         tls_unlist(s); /* MHD_stop_daemon below: no more handshakes */
         if (s->poll_started)
             uv_close((uv_handle_t *)&s->poll, on_handle_closed);
+        if (s->listen_polled)
+            uv_close((uv_handle_t *)&s->listen_poll, on_handle_closed);
+        uv_close((uv_handle_t *)&s->hold_timer, on_handle_closed);
+        while (s->held) {
+            struct held *h = s->held;
+
+            s->held = h->next;
+            close(h->fd);
+            x_free(h);
+        }
+        s->held_tail = &s->held;
+        s->nheld = 0;
         uv_close((uv_handle_t *)&s->run_timer, on_handle_closed);
         uv_close((uv_handle_t *)&s->deadline_timer, on_handle_closed);
         uv_close((uv_handle_t *)&s->conn_timer, on_handle_closed);
         MHD_stop_daemon(s->d);
         s->d = NULL;
+        if (s->listen_fd >= 0)
+            close(s->listen_fd); /* after the poll's uv_close: libuv no longer watches it */
+        s->listen_fd = -1;
         return;
     }
     s->closing = true;

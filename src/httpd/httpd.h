@@ -46,6 +46,7 @@ struct httpd_request;
 #define HTTPD_DEFAULT_TIMEOUT_S          30
 #define HTTPD_DEFAULT_HANDLER_TIMEOUT_MS 30000
 #define HTTPD_DEFAULT_REQUEST_TIMEOUT_MS 10000
+#define HTTPD_DEFAULT_HANDSHAKE_LIMIT    8
 #define HTTPD_MAX_ROUTES                 64
 #define HTTPD_MAX_EXTRA_HEADERS          8
 #define HTTPD_ADDR_STRLEN                64 /* "[ipv6]:port" and a NUL */
@@ -88,6 +89,17 @@ struct httpd_options {
      * no client certificate is asked for. */
     const char *client_ca_pem;
     const char *const *client_cn;
+    /* TLS servers, when handshake_hold_ms is set (default 0: off): a new connection is handed to
+     * the TLS layer at once only while no request is in progress and fewer than handshake_limit
+     * (default HTTPD_DEFAULT_HANDSHAKE_LIMIT) connections are in their handshake or waiting for
+     * their first request; otherwise it waits, accepted but not read, until that is so or for
+     * handshake_hold_ms, oldest first, and one whose client gave up meanwhile is closed without a
+     * handshake. For a client that opens a connection per concurrent request and cancels the ones
+     * it did not need (Go's HTTP/1.1 transport: the API server's webhook client), each of which
+     * would otherwise cost a handshake (httpd.c, "Accepting"). A server with long-running
+     * requests (streams) should leave it off: they would hold every new connection. */
+    unsigned handshake_limit;
+    uint64_t handshake_hold_ms;
     httpd_response_fn on_response; /* optional */
     void *data;                    /* for on_response */
 };
@@ -139,6 +151,9 @@ uint64_t httpd_request_timeouts(const struct httpd_server *s);
 /* How many passes of libmicrohttpd the server has run (for tests: a TLS handshake waiting for its
  * client must not make the server loop; see httpd.c, "TLS transport"). */
 uint64_t httpd_passes(const struct httpd_server *s);
+/* Connections accepted and held (handshake_limit) whose client closed them before they were
+ * handed over: handshakes saved. */
+uint64_t httpd_held_dropped(const struct httpd_server *s);
 /* Aborts pending requests (abort callbacks, then 503), stops listening, closes every connection and
  * frees the server once its loop handles have closed; then done(data) runs (done may be NULL).
  * NULL-safe. Not from inside one of the server's own callbacks: defer it (e.g. with a timer). */

@@ -364,6 +364,7 @@ static void on_response(const struct httpd_request *req, const char *route, unsi
 }
 
 static uint64_t request_timeout_ms; /* 0: the default */
+static uint64_t handshake_hold_ms;  /* 0: off */
 
 static void start_server(const char *cert, const char *key, unsigned timeout_s,
                          uint64_t handler_timeout_ms)
@@ -376,6 +377,7 @@ static void start_server(const char *cert, const char *key, unsigned timeout_s,
         .connection_timeout_s = timeout_s,
         .handler_timeout_ms = handler_timeout_ms,
         .request_timeout_ms = request_timeout_ms,
+        .handshake_hold_ms = handshake_hold_ms,
         .on_response = on_response,
     };
     char err[256];
@@ -401,6 +403,7 @@ static int setup(void **state)
     assert_int_equal(uv_async_init(&loop, &async, on_async), 0);
     responses = last_status = aborts = big_handler_calls = 0;
     request_timeout_ms = 0;
+    handshake_hold_ms = 0;
     memset(&later, 0, sizeof(later));
     return 0;
 }
@@ -697,6 +700,89 @@ out:
     return NULL;
 }
 
+/* A blocking TLS connection (no verification) to 127.0.0.1:port; NULL on failure. */
+static SSL *tls_open(SSL_CTX *ctx, uint16_t port)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    SSL *ssl;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || !(ssl = SSL_new(ctx))) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    SSL_set_fd(ssl, fd);
+    if (SSL_connect(ssl) != 1) {
+        SSL_free(ssl);
+        close(fd);
+        return NULL;
+    }
+    return ssl;
+}
+
+static void tls_close(SSL *ssl)
+{
+    if (ssl) {
+        int fd = SSL_get_fd(ssl);
+
+        SSL_free(ssl);
+        close(fd);
+    }
+}
+
+/* The status of the answer read on ssl (0 if none). */
+static int tls_status(SSL *ssl)
+{
+    char buf[256];
+    int n = ssl ? SSL_read(ssl, buf, sizeof(buf) - 1) : 0;
+
+    if (n < 13 || strncmp(buf, "HTTP/1.1 ", 9) != 0)
+        return 0;
+    buf[n] = '\0';
+    return atoi(buf + 9);
+}
+
+/* While /never is in progress: a connection whose client gives up before it is handed over, then
+ * a TLS client that asks for /hello. */
+struct hold_job {
+    uint16_t port;
+    int never_status, hello_status;
+};
+
+static void *hold_client(void *arg)
+{
+    static const char never[] = "GET /never HTTP/1.1\r\nHost: x\r\n\r\n";
+    static const char hello[] = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
+    struct hold_job *j = arg;
+    SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(j->port)};
+    SSL *busy = ctx ? tls_open(ctx, j->port) : NULL, *late = NULL;
+    int fd;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (!busy || SSL_write(busy, never, (int)strlen(never)) <= 0)
+        goto out;
+    usleep(50 * 1000); /* the server has the request */
+    fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd >= 0) {
+        (void)connect(fd, (struct sockaddr *)&a, sizeof(a));
+        usleep(100 * 1000); /* accepted meanwhile, and held */
+        close(fd);          /* gave up: it never needs a handshake */
+    }
+    late = tls_open(ctx, j->port); /* held, then handed over: served all the same */
+    if (late && SSL_write(late, hello, (int)strlen(hello)) > 0)
+        j->hello_status = tls_status(late);
+    j->never_status = tls_status(busy);
+out:
+    tls_close(late);
+    tls_close(busy);
+    SSL_CTX_free(ctx);
+    uv_async_send(&async);
+    return NULL;
+}
+
 static void test_tls(void **state)
 {
     char cmd[1024], cert_path[128], key_path[128];
@@ -803,6 +889,26 @@ static void test_tls(void **state)
     /* Cert without key: refused at once. */
     o.tls_key_pem = NULL;
     assert_int_equal(httpd_new(&loop, &o, &bad), -EINVAL);
+
+    /* handshake_hold_ms: while /never is in progress, a connection whose client gave up before it
+     * was handed over is closed without a handshake, and one that waits is served after the hold
+     * (the request in progress ends only at the handler timeout, 1.5 s). Off, the first would be
+     * handed over at once and never counted. */
+    {
+        struct hold_job hj;
+        pthread_t t;
+
+        httpd_close(srv, NULL, NULL);
+        handshake_hold_ms = 300;
+        start_server(cert, key, 0, 1500);
+        hj = (struct hold_job){.port = httpd_port(srv)};
+        assert_int_equal(pthread_create(&t, NULL, hold_client, &hj), 0);
+        uv_run(&loop, UV_RUN_DEFAULT);
+        pthread_join(t, NULL);
+        assert_int_equal(hj.hello_status, 200);
+        assert_int_equal(hj.never_status, 504);
+        assert_int_equal(httpd_held_dropped(srv), 1);
+    }
 
     free(cert);
     free(key);
