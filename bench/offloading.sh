@@ -84,6 +84,10 @@ metric_sums() { # AGENT_PORT: "to_provider VERB=n ... home VERB=n ...", watches 
     /^cliqo_kube_requests_total\{/ && !/verb="WATCH"/ { match($0, /verb="[A-Z]+"/); h[substr($0, RSTART + 6, RLENGTH - 7)] += $NF }
     END { printf "to_provider"; for (v in p) printf " %s=%d", v, p[v]; printf " home"; for (v in h) printf " %s=%d", v, h[v]; print "" }'
 }
+webhook_conns() { # AGENT_PORT: "HANDSHAKES ABANDONED" of its webhook server so far
+  curl -s "http://127.0.0.1:$1/metrics" | awk '/^cliqo_webhook_connections_total\{/ { if ($0 ~ /"handshake"/) h = $NF; else a = $NF }
+    END { printf "%d %d\n", h, a }'
+}
 per_pod() { # BEFORE AFTER N: per offloaded pod, each way, by verb
   awk -v n="$3" -v a="$1" -v b="$2" 'BEGIN {
     nx = split(a, x, " "); ny = split(b, y, " ")
@@ -197,6 +201,7 @@ for n in $SIZES; do
   profile_wait
   c1=$(cpu_ticks)
   m0=$(metric_sums "$(port 1 6)")
+  w0=$(webhook_conns "$(port 1 6)")
   profile_start offloaded "$n"
   off=$(run_deploy 1 bench "off-$n" "$n" "$TO_VNODE")
   profile_wait
@@ -205,6 +210,9 @@ for n in $SIZES; do
   echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$(ratio "$off" "$dir") remote_pods=$remote direct_pods_per_s=$(awk -v n="$n" -v d="$dir" 'BEGIN { printf "%.0f", n * 1000 / d }')"
   echo "FIGURE cpu-s n=$n direct: $(cpu_used "$c0" "$c1")"
   echo "FIGURE cpu-s n=$n offloaded: $(cpu_used "$c1" "$c2")"
+  read -r h0 a0 <<<"$w0"
+  read -r h1 a1 <<<"$(webhook_conns "$(port 1 6)")"
+  echo "FIGURE webhook-connections n=$n (the consumer's pod webhook, during the offloaded case) handshakes=$((h1 - h0)) abandoned_while_held=$((a1 - a0))"
   echo "FIGURE steps-s n=$n (p50/p90/all, whole seconds) direct: $(stages 2 bench-direct "dir-$n") offloaded: $(stages 1 bench "off-$n" "$RNS")"
   sleep 5
   echo "FIGURE requests-per-offloaded-pod n=$n up: $(per_pod "$m0" "$(metric_sums "$(port 1 6)")" "$n")"

@@ -136,7 +136,7 @@ struct adm {
     char *client_ca;
     const char *client_cn[AGENT_MAX_WEBHOOK_CNS + 1];
     uv_timer_t *ca_timer;
-    struct metrics_family *m_req, *m_dur;
+    struct metrics_family *m_req, *m_dur, *m_conn;
 };
 
 /* One pass of the leader's sync. */
@@ -1462,10 +1462,24 @@ static void add_san(struct adm *ad, const char *s)
     ad->nsans++;
 }
 
+/* cliqo_webhook_connections_total from the server's own counts. */
+static void collect_connections(struct metrics_registry *r, void *data)
+{
+    struct adm *ad = data;
+    static const char *const handshake[] = {"handshake"}, *const abandoned[] = {"abandoned"};
+
+    (void)r;
+    if (!ad->srv)
+        return;
+    metrics_set(ad->m_conn, handshake, (double)httpd_handed_over(ad->srv));
+    metrics_set(ad->m_conn, abandoned, (double)httpd_held_dropped(ad->srv));
+}
+
 int adm_init(struct agent *a)
 {
     static const char *const req_labels[] = {"webhook", "result", NULL};
     static const char *const dur_labels[] = {"webhook", NULL};
+    static const char *const conn_labels[] = {"outcome", NULL};
     static const double buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5};
     const struct agent_config *cfg = agent_config(a);
     const char *ns = agent_namespace(a);
@@ -1565,6 +1579,14 @@ int adm_init(struct agent *a)
                                "cliqo_admission_request_duration_seconds",
                                "Time to decide on an admission review, by webhook.", dur_labels,
                                buckets, sizeof(buckets) / sizeof(buckets[0]), &ad->m_dur);
+    if (r == 0)
+        r = metrics_family_new(agent_metrics(a), METRICS_COUNTER, "cliqo_webhook_connections_total",
+                               "Connections to the webhook server, by outcome: handshake (handed "
+                               "to TLS), abandoned (its client hung up while it was held, "
+                               "ADM_HANDSHAKE_HOLD_MS: a handshake saved).",
+                               conn_labels, NULL, 0, &ad->m_conn);
+    if (r == 0)
+        r = metrics_add_collector(agent_metrics(a), collect_connections, ad);
     return r;
 }
 

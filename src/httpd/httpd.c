@@ -158,6 +158,7 @@ struct httpd_server {
     unsigned handshake_limit;
     uint64_t hold_ms;      /* 0: no holding */
     uint64_t held_dropped; /* held connections their client closed before they were handed over */
+    uint64_t handed_over;  /* connections handed to MHD */
     uint64_t passes;       /* MHD_run calls */
     uint64_t progress;     /* in the current pass: see "TLS transport" */
     uint64_t idle_pass_ms; /* the wait before a pass MHD asks for but may not need */
@@ -610,7 +611,9 @@ static void hand_over(struct httpd_server *s, struct held *h)
     } else if (MHD_add_connection(s->d, h->fd, (struct sockaddr *)&h->addr, h->addr_len) !=
                MHD_YES) {
         log_debug("httpd", "%s: a connection was refused (connection limits)", s->name);
-    } /* MHD closes the socket of a connection it refuses */
+    } else { /* MHD closes the socket of a connection it refuses */
+        s->handed_over++;
+    }
     x_free(h);
     run_soon(s);
 }
@@ -695,6 +698,11 @@ static void on_listen(uv_poll_t *p, int status, int events)
 uint64_t httpd_held_dropped(const struct httpd_server *s)
 {
     return s ? s->held_dropped : 0;
+}
+
+uint64_t httpd_handed_over(const struct httpd_server *s)
+{
+    return s ? s->handed_over : 0;
 }
 
 static struct hconn *conn_of(struct MHD_Connection *conn)

@@ -154,6 +154,8 @@ uint64_t httpd_passes(const struct httpd_server *s);
 /* Connections accepted and held (handshake_limit) whose client closed them before they were
  * handed over: handshakes saved. */
 uint64_t httpd_held_dropped(const struct httpd_server *s);
+/* Connections accepted and handed to libmicrohttpd (for a TLS server: handshakes). */
+uint64_t httpd_handed_over(const struct httpd_server *s);
 /* Aborts pending requests (abort callbacks, then 503), stops listening, closes every connection and
  * frees the server once its loop handles have closed; then done(data) runs (done may be NULL).
  * NULL-safe. Not from inside one of the server's own callbacks: defer it (e.g. with a timer). */

@@ -179,4 +179,7 @@ grep -qE '^cliqo_admission_requests_total\{webhook="pod-offloading",result="inva
 grep -qE '^cliqo_admission_request_duration_seconds_count\{webhook="pod-offloading"\} [1-9]' <<<"$m" ||
   fail "no latency histogram"
 grep -qE '^cliqo_offloading_namespaces\{phase="NoClusterSelected"\} [1-9]' <<<"$m" || fail "no phase gauge"
+# The API server's connections to the webhooks (and the curl calls above) went through the TLS layer.
+grep -qE '^cliqo_webhook_connections_total\{outcome="handshake"\} [1-9]' <<<"$m" ||
+  fail "no webhook connection count: $(grep cliqo_webhook <<<"$m")"
 pass "Remote, Local, LocalAndRemote, selector matching nothing, merges, DaemonSet, plain namespace, grace period, 400, metrics"
