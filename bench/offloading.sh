@@ -24,7 +24,8 @@
 # the pods land in), to measure what they cost the offloaded case. The Advertisement (30 min TTL) outlives the run.
 # With BENCH_PPROF_DIR set (and CLIQO_DEV_APISERVER_ARGS=--profiling=true), both API servers' CPU profiles are
 # taken over the first BENCH_PPROF_SECONDS (12) of each case, into that directory (go tool pprof), with their
-# /metrics before and after the case (apiserver_request_total tells which requests each case cost).
+# /metrics before and after the case (apiserver_request_total tells which requests each case cost); with
+# CLIQO_DEV_CONTROLLERS_ARGS=--profiling=true too, the controller-managers' profiles beside them.
 set -euo pipefail
 source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
@@ -44,7 +45,7 @@ while [ $# -gt 0 ]; do
     --kube-api-qps) KUBE_QPS=$2; shift 2 ;;
     --no-pin) BENCH_PIN=0; shift ;;
     --no-provider-admission) NO_ADMISSION=1; shift ;;
-    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
 done
@@ -184,6 +185,13 @@ profile_start() { # CASE N: with BENCH_PPROF_DIR, both API servers' CPU profiles
     k "$i" get --raw /metrics >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-metrics-before.txt"
     k "$i" get --raw "/debug/pprof/profile?seconds=${BENCH_PPROF_SECONDS:-12}" >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-apiserver.pprof" &
     PROF+=($!)
+    case "${CLIQO_DEV_CONTROLLERS_ARGS:-}" in *--profiling=true*)
+      # Its secure port (the state's cluster table, sixth column), as the admin.
+      curl -sk --cert "$CLIQO_DEV_DIR/cluster-$i/pki/admin.crt" --key "$CLIQO_DEV_DIR/cluster-$i/pki/admin.key" \
+        "https://127.0.0.1:$(awk -v n="cluster-$i" '$1 == n { print $6 }' "$CLIQO_DEV_DIR/clusters")/debug/pprof/profile?seconds=${BENCH_PPROF_SECONDS:-12}" \
+        -o "$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-controller-manager.pprof" &
+      PROF+=($!) ;;
+    esac
   done
 }
 profile_wait() {
