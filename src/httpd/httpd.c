@@ -597,10 +597,11 @@ static void on_deadline(uv_timer_t *t)
  * hold_ms, oldest first. Why: Go's HTTP/1.1 transport, which the API server's webhook client uses
  * (it pins http/1.1), keeps 25 idle connections per host and dials a new one for every request that
  * finds none, then cancels the dial when the request was served on a connection freed meanwhile
- * (Go before 1.23). A burst of concurrent reviews thus opened a connection per two reviews (500 or
- * so for 1,000 pods), each a TLS handshake of about 1 ms of this loop's CPU: a connection the
- * client gave up while it waited is closed here without one. Served one at a time on this loop,
- * the requests lose nothing by waiting for a connection rather than for the loop. */
+ * (Go 1.19, which builds the control plane here, does). A burst of concurrent reviews thus opened a
+ * connection per two reviews (500 or so for 1,000 pods), each a TLS handshake of about 1 ms of this
+ * loop's CPU: a connection the client gave up while it waited is closed here without one. Served
+ * one at a time on this loop, the requests lose nothing by waiting for a connection rather than for
+ * the loop. */
 static void hand_over(struct httpd_server *s, struct held *h)
 {
     struct pollfd p = {.fd = h->fd, .events = POLLRDHUP};
