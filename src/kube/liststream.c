@@ -362,26 +362,39 @@ int kls_find_managed_fields(const char *text, size_t len, size_t *from, size_t *
     return kls_find_member(text, len, path, 2, from, to);
 }
 
+int kls_cut_member(const char *text, size_t len, const char *const *path, unsigned n, char **buf,
+                   size_t *cap, const char **out, size_t *out_len)
+{
+    size_t from, to;
+
+    *out = text;
+    *out_len = len;
+    if (kls_find_member(text, len, path, n, &from, &to) != 1)
+        return 0;
+    if (*cap < len - (to - from)) {
+        char *p = x_malloc(len - (to - from));
+
+        if (!p)
+            return -ENOMEM;
+        x_free(*buf);
+        *buf = p;
+        *cap = len - (to - from);
+    }
+    memcpy(*buf, text, from);
+    memcpy(*buf + from, text + to, len - to);
+    *out = *buf;
+    *out_len = len - (to - from);
+    return 1;
+}
+
 int kls_decode_object(const char *item, size_t len, char **buf, size_t *cap, json_t **obj,
                       const char **text, size_t *text_len)
 {
-    size_t from, to;
-    int r;
+    static const char *const path[] = {"metadata", "managedFields"};
+    int r = kls_cut_member(item, len, path, 2, buf, cap, &item, &len);
 
-    if (kls_find_managed_fields(item, len, &from, &to) == 1) {
-        if (*cap < len) {
-            char *p = x_malloc(len);
-            if (!p)
-                return -ENOMEM;
-            x_free(*buf);
-            *buf = p;
-            *cap = len;
-        }
-        memcpy(*buf, item, from);
-        memcpy(*buf + from, item + to, len - to);
-        item = *buf;
-        len -= to - from;
-    }
+    if (r < 0)
+        return r;
     r = jsonb_load(item, len, jsonb_budget(len, JSONB_RATIO_KUBE), 0, 0, obj, NULL);
     if (r < 0)
         return r == -EINVAL ? -EBADMSG : r;

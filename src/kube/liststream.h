@@ -72,6 +72,12 @@ int kls_find_managed_fields(const char *text, size_t len, size_t *from, size_t *
 int kls_find_member(const char *text, size_t len, const char *const *path, unsigned n, size_t *from,
                     size_t *to);
 
+/* The text without the member kls_find_member finds on path: on 1, *out and *out_len are the text
+ * without it, in *buf (grown to that size as needed; the caller frees it with x_free); on 0 (no
+ * such member), the input itself. -ENOMEM (*out is then the input). */
+int kls_cut_member(const char *text, size_t len, const char *const *path, unsigned n, char **buf,
+                   size_t *cap, const char **out, size_t *out_len);
+
 /* Decodes one listed object as the informer caches it: metadata.managedFields cut from the text
  * first, the rest decoded by jsonb_load() (JSONB_RATIO_KUBE budget). On 0, *obj is a new reference
  * and *text, *text_len the text it was decoded from (in *buf, a buffer the function grows up to

@@ -101,24 +101,10 @@ static void set_rv(struct kw_watch *w, const json_t *obj)
 static void cut_managed_fields(struct kw_watch *w, const char **s, size_t *len)
 {
     static const char *const path[] = {"object", "metadata", "managedFields"};
-    size_t from, to, n;
 
-    if (!w->drop_managed_fields || kls_find_member(*s, *len, path, 3, &from, &to) != 1)
-        return;
-    n = *len - (to - from);
-    if (w->cut_cap < n) {
-        char *p = x_malloc(n);
-
-        if (!p)
-            return; /* decoded whole: the informer drops it anyway */
-        x_free(w->cut);
-        w->cut = p;
-        w->cut_cap = n;
-    }
-    memcpy(w->cut, *s, from);
-    memcpy(w->cut + from, *s + to, *len - to);
-    *s = w->cut;
-    *len = n;
+    /* Out of memory: decoded whole, the informer drops it anyway. */
+    if (w->drop_managed_fields)
+        (void)kls_cut_member(*s, *len, path, 3, &w->cut, &w->cut_cap, s, len);
 }
 
 static void cut_release(struct kw_watch *w)
