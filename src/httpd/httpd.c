@@ -278,13 +278,13 @@ static void report(struct httpd_request *req)
         s->on_response(req, req->route ? req->route->path : NULL, req->status, s->data);
 }
 
-static void on_hold_timer(uv_timer_t *t);
+static void pump_soon(struct httpd_server *s);
 static void req_free(struct httpd_request *req)
 {
     if (!req)
         return;
-    if (req->s && req->s->active > 0 && --req->s->active == 0 && req->s->held && !req->s->closing)
-        uv_timer_start(&req->s->hold_timer, on_hold_timer, 0, 0); /* idle: "Accepting" */
+    if (req->s && req->s->active > 0 && --req->s->active == 0)
+        pump_soon(req->s); /* idle: "Accepting" */
     if (req->resp)
         MHD_destroy_response(req->resp);
     for (int i = 0; i < req->nhdr; i++) {
@@ -611,8 +611,9 @@ static void hand_over(struct httpd_server *s, struct held *h)
         close(h->fd);
     } else if (MHD_add_connection(s->d, h->fd, (struct sockaddr *)&h->addr, h->addr_len) !=
                MHD_YES) {
+        /* MHD closes the socket of a connection it refuses. */
         log_debug("httpd", "%s: a connection was refused (connection limits)", s->name);
-    } else { /* MHD closes the socket of a connection it refuses */
+    } else {
         s->handed_over++;
     }
     x_free(h);
@@ -649,14 +650,19 @@ static void on_hold_timer(uv_timer_t *t)
     pump_held(t->data);
 }
 
+/* A pass of pump_held from the loop, not from inside MHD (its callbacks call this). */
+static void pump_soon(struct httpd_server *s)
+{
+    if (s->held && !s->closing)
+        uv_timer_start(&s->hold_timer, on_hold_timer, 0, 0);
+}
+
 static void conn_unfresh(struct httpd_server *s, struct hconn *hc)
 {
     if (hc && hc->fresh) {
         hc->fresh = false;
         s->fresh--;
-        /* From the loop, not from inside MHD (this runs in its callbacks). */
-        if (s->held && !s->closing)
-            uv_timer_start(&s->hold_timer, on_hold_timer, 0, 0);
+        pump_soon(s);
     }
 }
 
@@ -1298,31 +1304,24 @@ static int on_verify(gnutls_session_t session)
  * descriptor at once (its sockets are edge-triggered there), so a handshake does not wait. */
 _Static_assert(sizeof(giovec_t) == sizeof(struct iovec), "giovec_t is struct iovec");
 
-static void tls_count(ssize_t r)
+/* Returns r; only reads errno, where GnuTLS then reads the reason of a failure. */
+static ssize_t tls_count(ssize_t r)
 {
     if (in_pass && (r >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)))
         in_pass->progress++; /* bytes, the end of the stream or an error: something to handle */
+    return r;
 }
 
 static ssize_t tls_pull(gnutls_transport_ptr_t fd, void *buf, size_t len)
 {
-    ssize_t r = recv((int)(intptr_t)fd, buf, len, 0);
-    int e = errno;
-
-    tls_count(r);
-    errno = e; /* GnuTLS reads the reason from errno */
-    return r;
+    return tls_count(recv((int)(intptr_t)fd, buf, len, 0));
 }
 
 static ssize_t tls_push(gnutls_transport_ptr_t fd, const giovec_t *iov, int iovcnt)
 {
     struct msghdr m = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)iovcnt};
-    ssize_t r = sendmsg((int)(intptr_t)fd, &m, MSG_NOSIGNAL);
-    int e = errno;
 
-    tls_count(r);
-    errno = e;
-    return r;
+    return tls_count(sendmsg((int)(intptr_t)fd, &m, MSG_NOSIGNAL));
 }
 
 uint64_t httpd_passes(const struct httpd_server *s)
