@@ -118,19 +118,30 @@ static size_t on_read(char *p, size_t size, size_t n, void *data)
     return len;
 }
 
+/* A TCP connection to 127.0.0.1:port: its descriptor, or -1. */
+static int tcp_local(uint16_t port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
 static void raw_idle(struct job *j)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET};
     struct timeval tv = {.tv_sec = 15};
     struct timespec t0, t1;
     char buf[256];
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = tcp_local(httpd_port(srv));
     ssize_t n;
 
     j->idle_closed_after = -1;
-    sa.sin_port = htons(httpd_port(srv));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+    if (fd < 0)
         goto out;
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
     clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -155,15 +166,12 @@ static void *client(void *data);
 static void raw_slow(struct job *j)
 {
     static const char head[] = "GET /hello HTTP/1.1\r\nHost: x\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaa";
-    struct sockaddr_in sa = {.sin_family = AF_INET};
     struct timespec t0, t1, pause = {.tv_nsec = 100 * 1000 * 1000};
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = tcp_local(httpd_port(srv));
     char buf[64];
 
     j->idle_closed_after = -1;
-    sa.sin_port = htons(httpd_port(srv));
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+    if (fd < 0)
         goto out;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (size_t i = 0; i < sizeof(head) - 1; i++) {
@@ -663,13 +671,11 @@ static void *stall_client(void *arg)
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
     SSL *ssl = ctx ? SSL_new(ctx) : NULL;
     BIO *r = BIO_new(BIO_s_mem()), *w = BIO_new(BIO_s_mem());
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(j->port)};
     static const char get[] = "GET /hello HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
     char buf[512];
-    int fd = socket(AF_INET, SOCK_STREAM, 0), n;
+    int fd = tcp_local(j->port), n;
 
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (!ssl || !r || !w || fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+    if (!ssl || !r || !w || fd < 0)
         goto out;
     SSL_set_verify(ssl, SSL_VERIFY_NONE, NULL);
     SSL_set_bio(ssl, r, w); /* the SSL owns them now */
@@ -703,12 +709,10 @@ out:
 /* A blocking TLS connection (no verification) to 127.0.0.1:port; NULL on failure. */
 static SSL *tls_open(SSL_CTX *ctx, uint16_t port)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int fd = tcp_local(port);
     SSL *ssl;
 
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || !(ssl = SSL_new(ctx))) {
+    if (fd < 0 || !(ssl = SSL_new(ctx))) {
         if (fd >= 0)
             close(fd);
         return NULL;
@@ -757,17 +761,14 @@ static void *hold_client(void *arg)
     static const char hello[] = "GET /hello HTTP/1.1\r\nHost: x\r\n\r\n";
     struct hold_job *j = arg;
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(j->port)};
     SSL *busy = ctx ? tls_open(ctx, j->port) : NULL, *late = NULL;
     int fd;
 
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (!busy || SSL_write(busy, never, (int)strlen(never)) <= 0)
         goto out;
     usleep(50 * 1000); /* the server has the request */
-    fd = socket(AF_INET, SOCK_STREAM, 0);
+    fd = tcp_local(j->port);
     if (fd >= 0) {
-        (void)connect(fd, (struct sockaddr *)&a, sizeof(a));
         usleep(100 * 1000); /* accepted meanwhile, and held */
         close(fd);          /* gave up: it never needs a handshake */
     }
