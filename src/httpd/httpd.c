@@ -150,6 +150,8 @@ struct httpd_server {
     int listen_fd;
     uv_poll_t listen_poll;
     bool listen_polled;
+    bool listening; /* the listen poll is started */
+    unsigned open;  /* connections MHD holds (started, not closed) */
     uv_timer_t hold_timer;
     struct held *held, **held_tail; /* oldest first */
     size_t nheld;
@@ -621,13 +623,15 @@ static void hand_over(struct httpd_server *s, struct held *h)
 }
 
 /* Hands over what may go now: everything for a plain server, within the limit or past hold_ms
- * for a TLS one; then arms the hold timer for the oldest left. */
+ * for a TLS one, while MHD has room (connection_limit); then arms the hold timer for the oldest
+ * left, unless it waits for room (a connection that closes pumps again). */
 static void on_hold_timer(uv_timer_t *t);
+static void listen_resume(struct httpd_server *s);
 static void pump_held(struct httpd_server *s)
 {
     uint64_t now = uv_now(s->loop);
 
-    while (s->held && !s->closing) {
+    while (s->held && !s->closing && s->open < s->connection_limit) {
         struct held *h = s->held;
 
         if (s->hold_ms && (s->fresh >= s->handshake_limit || s->active > 0) &&
@@ -639,10 +643,13 @@ static void pump_held(struct httpd_server *s)
         s->nheld--;
         hand_over(s, h);
     }
-    if (s->held && !s->closing)
+    if (s->closing)
+        return;
+    if (s->held && s->open < s->connection_limit)
         uv_timer_start(&s->hold_timer, on_hold_timer, s->held->since + s->hold_ms - now, 0);
-    else if (!s->closing)
+    else
         uv_timer_stop(&s->hold_timer);
+    listen_resume(s);
 }
 
 static void on_hold_timer(uv_timer_t *t)
@@ -674,9 +681,17 @@ static void on_listen(uv_poll_t *p, int status, int events)
     (void)events;
     /* A bounded batch per callback: the poll fires again for the rest. */
     for (int i = 0; i < 64 && !s->closing; i++) {
-        struct held *h = x_calloc(1, sizeof(*h));
+        struct held *h;
         int fd;
 
+        if (s->nheld >= s->connection_limit) {
+            /* As many waiting as the server may hold open: the rest wait in the kernel's backlog,
+             * as they did when MHD accepted (it stops at its limit), until room is made. */
+            uv_poll_stop(&s->listen_poll);
+            s->listening = false;
+            break;
+        }
+        h = x_calloc(1, sizeof(*h));
         if (!h)
             break;
         h->addr_len = sizeof(h->addr);
@@ -690,16 +705,18 @@ static void on_listen(uv_poll_t *p, int status, int events)
         }
         h->fd = fd;
         h->since = uv_now(s->loop);
-        if (s->nheld >= s->connection_limit) {
-            close(fd); /* as many waiting as the server may hold open: refused, as MHD would */
-            x_free(h);
-            continue;
-        }
         *s->held_tail = h;
         s->held_tail = &h->next;
         s->nheld++;
     }
     pump_held(s);
+}
+
+static void listen_resume(struct httpd_server *s)
+{
+    if (s->listen_polled && !s->listening && !s->closing && s->nheld < s->connection_limit &&
+        uv_poll_start(&s->listen_poll, UV_READABLE, on_listen) == 0)
+        s->listening = true;
 }
 
 uint64_t httpd_held_dropped(const struct httpd_server *s)
@@ -746,6 +763,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
         hc->deadline = uv_now(s->loop) + s->request_timeout_ms;
         hc->fresh = true;
         s->fresh++;
+        s->open++;
         hc->next = s->conns;
         if (s->conns)
             s->conns->prev = hc;
@@ -756,6 +774,8 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
     if (!hc)
         return;
     conn_unfresh(s, hc);
+    s->open--;
+    pump_soon(s); /* room for a held one */
     if (hc->prev)
         hc->prev->next = hc->next;
     else
@@ -1658,6 +1678,7 @@ int httpd_start(struct httpd_server *s, char *err, size_t errlen)
     s->listen_polled = true;
     s->open_handles++;
     r = uv_poll_start(&s->listen_poll, UV_READABLE, on_listen);
+    s->listening = r == 0;
     if (r < 0) {
         snprintf(err, errlen, "%s: cannot watch the listening socket: %s", s->name, uv_strerror(r));
         return r;

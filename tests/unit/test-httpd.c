@@ -373,6 +373,7 @@ static void on_response(const struct httpd_request *req, const char *route, unsi
 
 static uint64_t request_timeout_ms; /* 0: the default */
 static uint64_t handshake_hold_ms;  /* 0: off */
+static unsigned connection_limit;   /* 0: the default */
 
 static void start_server(const char *cert, const char *key, unsigned timeout_s,
                          uint64_t handler_timeout_ms)
@@ -386,6 +387,8 @@ static void start_server(const char *cert, const char *key, unsigned timeout_s,
         .handler_timeout_ms = handler_timeout_ms,
         .request_timeout_ms = request_timeout_ms,
         .handshake_hold_ms = handshake_hold_ms,
+        .connection_limit = connection_limit,
+        .per_ip_connection_limit = connection_limit,
         .on_response = on_response,
     };
     char err[256];
@@ -412,6 +415,7 @@ static int setup(void **state)
     responses = last_status = aborts = big_handler_calls = 0;
     request_timeout_ms = 0;
     handshake_hold_ms = 0;
+    connection_limit = 0;
     memset(&later, 0, sizeof(later));
     return 0;
 }
@@ -599,6 +603,42 @@ static void test_idle_timeout(void **state)
     perform(&j);
     assert_true(j.idle_closed_after >= 0.5);
     assert_true(j.idle_closed_after < 10);
+}
+
+/* With the server full (connection_limit silent connections), a new client waits in the listen
+ * backlog until the request deadline closes the silent ones, and is then served: not refused. */
+static void *full_client(void *data)
+{
+    struct job *j = data;
+    int silent[2] = {tcp_local(httpd_port(srv)), tcp_local(httpd_port(srv))};
+
+    j->no_wake = true;
+    if (silent[0] >= 0 && silent[1] >= 0) {
+        usleep(100 * 1000); /* both accepted */
+        client(j);
+    }
+    for (int i = 0; i < 2; i++)
+        if (silent[i] >= 0)
+            close(silent[i]);
+    uv_async_send(&async);
+    return NULL;
+}
+
+static void test_connection_limit(void **state)
+{
+    struct job j = {.path = "/hello", .timeout_s = 10};
+    pthread_t t;
+
+    (void)state;
+    request_timeout_ms = 1000;
+    connection_limit = 2;
+    start_server(NULL, NULL, 30, 0);
+    assert_int_equal(pthread_create(&t, NULL, full_client, &j), 0);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    pthread_join(t, NULL);
+    assert_int_equal(j.cc, CURLE_OK);
+    assert_int_equal(j.status, 200);
+    assert_int_equal(httpd_request_timeouts(srv), 2);
 }
 
 /* A client that sends its request head one byte every 100 ms is cut off at the request deadline
@@ -1229,6 +1269,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_close_with_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_idle_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_request_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_connection_limit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_auth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bind_error, setup, teardown),
