@@ -111,7 +111,7 @@ int jsonb_load(const void *buf, size_t len, size_t max_cost, unsigned max_depth,
     }
     /* The fast path builds the same tree as jansson (common/jsonfast.h) or gives up, and then
      * jansson decides. */
-    j = flags == 0 ? jsf_load(buf, len) : NULL;
+    j = jsf_load(buf, len, flags);
     if (j) {
         *ret = j;
         return 0;

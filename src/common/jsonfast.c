@@ -11,6 +11,7 @@ struct jsf {
     const unsigned char *p, *end;
     unsigned char *buf; /* decoded escaped strings */
     size_t cap, len;
+    bool reject_duplicates; /* a repeated key gives up (jansson then refuses the text) */
     unsigned char stack[STACK_BUF];
 };
 
@@ -312,6 +313,10 @@ static json_t *object(struct jsf *f, unsigned depth)
             goto fail;
         }
         f->p++;
+        if (f->reject_duplicates && json_object_getn(o, key, klen)) {
+            x_free(copy);
+            goto fail;
+        }
         v = value(f, depth);
         r = v ? json_object_setn_new_nocheck(o, key, klen, v) : -1;
         x_free(copy);
@@ -377,12 +382,14 @@ static json_t *value(struct jsf *f, unsigned depth)
     }
 }
 
-json_t *jsf_load(const char *buf, size_t len)
+json_t *jsf_load(const char *buf, size_t len, size_t flags)
 {
-    struct jsf f = {.p = (const unsigned char *)buf, .end = (const unsigned char *)buf + len};
+    struct jsf f = {.p = (const unsigned char *)buf,
+                    .end = (const unsigned char *)buf + len,
+                    .reject_duplicates = (flags & JSON_REJECT_DUPLICATES) != 0};
     json_t *j = NULL;
 
-    if (!buf)
+    if (!buf || (flags & ~(size_t)JSON_REJECT_DUPLICATES) != 0)
         return NULL;
     f.buf = f.stack;
     f.cap = sizeof(f.stack);

@@ -13,6 +13,9 @@
  * \u0000 excluded). What it leaves to jansson: real numbers (exponent or fraction) and longer
  * integers, and every malformed text. Nesting deeper than JSF_MAX_DEPTH gives up too.
  *
+ * flags: 0, or JSON_REJECT_DUPLICATES, with which a repeated key in an object gives up too (jansson
+ * then refuses the text, with its message); any other flag gives up at once.
+ *
  * The caller bounds the text's cost first (jsonb_scan): jsf_load() allocates what jansson would.
  * Returns a new reference, or NULL (not handled, malformed, or out of memory). */
 #ifndef CLIQO_COMMON_JSONFAST_H
@@ -24,6 +27,6 @@
 
 #define JSF_MAX_DEPTH 2048 /* jansson's own limit */
 
-json_t *jsf_load(const char *buf, size_t len);
+json_t *jsf_load(const char *buf, size_t len, size_t flags);
 
 #endif

@@ -2,6 +2,7 @@
  * tree as json_loadb(); on those it leaves to jansson (reals, long integers, malformed text),
  * NULL; and jsonb_load() gives jansson's result either way. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -19,7 +20,7 @@
 /* jsf_load takes the text and decodes it as jansson does. */
 static void same(const char *text)
 {
-    json_t *fast = jsf_load(text, strlen(text)), *ref = json_loads(text, 0, NULL), *viab = NULL;
+    json_t *fast = jsf_load(text, strlen(text), 0), *ref = json_loads(text, 0, NULL), *viab = NULL;
 
     if (!fast || !ref || !json_equal(fast, ref))
         fail_msg("not decoded as jansson does: %s", text);
@@ -36,7 +37,7 @@ static void left(const char *text, size_t len)
     json_t *ref = json_loadb(text, len, 0, NULL), *viab = NULL;
     int r;
 
-    if (jsf_load(text, len))
+    if (jsf_load(text, len, 0))
         fail_msg("decoded, should be left to jansson: %.*s", (int)len, text);
     r = jsonb_load(text, len, SIZE_MAX, 0, 0, &viab, NULL);
     assert_int_equal(r == 0, ref != NULL);
@@ -111,10 +112,10 @@ static void test_depth(void **state)
     (void)state;
     memset(deep, '[', JSF_MAX_DEPTH + 1);
     memset(deep + JSF_MAX_DEPTH + 1, ']', JSF_MAX_DEPTH + 1);
-    assert_null(jsf_load(deep, n));
+    assert_null(jsf_load(deep, n, 0));
     memset(ok, '[', JSF_MAX_DEPTH);
     memset(ok + JSF_MAX_DEPTH, ']', JSF_MAX_DEPTH);
-    json_t *j = jsf_load(ok, 2 * JSF_MAX_DEPTH);
+    json_t *j = jsf_load(ok, 2 * JSF_MAX_DEPTH, 0);
     assert_non_null(j);
     json_decref(j);
     free(deep);
@@ -168,7 +169,7 @@ static void test_alloc_failures(void **state)
     for (long n = 0; n < 4; n++) {
         json_t *j;
         xalloc_fail_after(n);
-        j = jsf_load(text, strlen(text));
+        j = jsf_load(text, strlen(text), 0);
         xalloc_fail_after(-1);
         assert_true(!j || json_equal(j, ref));
         json_decref(j);
@@ -176,12 +177,57 @@ static void test_alloc_failures(void **state)
     json_decref(ref);
 }
 
+/* With JSON_REJECT_DUPLICATES: a text without a repeated key is taken as jansson takes it with the
+ * flag; one with a repeated key at any depth (escaped spellings included) is left to jansson,
+ * which refuses it; jsonb_load() gives jansson's result either way. Other flags are left. */
+static void test_reject_duplicates(void **state)
+{
+    static const struct {
+        const char *text;
+        bool repeated;
+    } cases[] = {
+        {"{}", false},
+        {"{\"a\":1,\"b\":{\"a\":2},\"c\":[{\"a\":3},{\"a\":4}]}", false},
+        {"{\"a\":1,\"a\":1}", true},
+        {"{\"a\":1,\"b\":2,\"a\":3}", true},
+        {"{\"o\":{\"k\":1,\"k\":{}}}", true},
+        {"[{\"k\":1},{\"x\":1,\"k\":2,\"k\":3}]", true},
+        {"{\"k\":1,\"\\u006b\":2}", true}, /* "\u006b" is "k" */
+        {"{\"k\":1,\"K\":2,\"k \":3}", false},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *t = cases[i].text;
+        json_t *fast = jsf_load(t, strlen(t), JSON_REJECT_DUPLICATES);
+        json_t *ref = json_loads(t, JSON_REJECT_DUPLICATES, NULL), *viab = NULL;
+        int r = jsonb_load(t, strlen(t), SIZE_MAX, 0, JSON_REJECT_DUPLICATES, &viab, NULL);
+
+        if (cases[i].repeated) {
+            if (fast || ref)
+                fail_msg("case %zu taken: %s", i, t);
+            assert_int_equal(r, -EINVAL);
+        } else {
+            if (!fast || !ref || !json_equal(fast, ref))
+                fail_msg("case %zu not decoded as jansson does: %s", i, t);
+            assert_int_equal(r, 0);
+            assert_true(json_equal(viab, ref));
+        }
+        json_decref(viab);
+        json_decref(fast);
+        json_decref(ref);
+    }
+    /* Any other flag: left to jansson. */
+    assert_null(jsf_load("{}", 2, JSON_DECODE_ANY));
+    assert_null(jsf_load("{}", 2, JSON_REJECT_DUPLICATES | JSON_DISABLE_EOF_CHECK));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_taken),          cmocka_unit_test(test_left),
         cmocka_unit_test(test_depth),          cmocka_unit_test(test_data_objects),
-        cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_alloc_failures), cmocka_unit_test(test_reject_duplicates),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
