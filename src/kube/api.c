@@ -1,5 +1,6 @@
 #include "kube/api.h"
 #include "kube/kpb.h"
+#include "kube/liststream.h"
 #include "common/json.h"
 #include "common/jsonb.h"
 #include "kube/backoff.h"
@@ -58,7 +59,8 @@ struct kapi_call {
     long low_speed_secs;
     kapi_cb cb;
     kapi_chunk_cb on_chunk;
-    bool protobuf; /* Accept: protobuf, then JSON */
+    bool protobuf;      /* Accept: protobuf, then JSON */
+    bool metadata_only; /* a 2xx body decoded down to its metadata */
     void *data;
     struct sbuf resp;
     size_t max_body;   /* the bound of resp */
@@ -383,6 +385,48 @@ static void observe(struct kapi_call *call, const struct kapi_result *res)
     c->o.observe(c, &o, c->o.observe_data);
 }
 
+static bool is_json_ws(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
+}
+
+/* {"metadata": <the object's metadata less managedFields>} from an object's text, or NULL when it
+ * is not found that way (the caller then decodes the whole text). */
+static json_t *metadata_of(const char *text, size_t len)
+{
+    static const char *const md[] = {"metadata"};
+    static const char *const mf[] = {"metadata", "managedFields"};
+    size_t from, to, n, cap = 0;
+    char *wrapped = NULL, *buf = NULL;
+    const char *cut;
+    json_t *j = NULL;
+
+    if (kls_find_member(text, len, md, 1, &from, &to) != 1)
+        return NULL;
+    /* The member with its name, and one comma before or after it: inside braces of its own. */
+    while (from < to && (text[from] == ',' || is_json_ws(text[from])))
+        from++;
+    while (to > from && (text[to - 1] == ',' || is_json_ws(text[to - 1])))
+        to--;
+    n = to - from;
+    wrapped = x_malloc(n + 2);
+    if (!wrapped)
+        return NULL;
+    wrapped[0] = '{';
+    memcpy(wrapped + 1, text + from, n);
+    wrapped[n + 1] = '}';
+    n += 2;
+    if (kls_cut_member(wrapped, n, mf, 2, &buf, &cap, &cut, &n) >= 0 &&
+        jsonb_load(cut, n, jsonb_budget(n, JSONB_RATIO_KUBE), 0, 0, &j, NULL) == 0 &&
+        !json_is_object(json_object_get(j, "metadata"))) {
+        json_decref(j);
+        j = NULL;
+    }
+    x_free(buf);
+    x_free(wrapped);
+    return j;
+}
+
 static void complete(struct kapi_call *call, CURLcode cc)
 {
     struct kapi_client *c = call->c;
@@ -409,9 +453,14 @@ static void complete(struct kapi_call *call, CURLcode cc)
     if (res.raw_len >= KPB_MAGIC_LEN && call->protobuf &&
         memcmp(res.raw, KPB_MAGIC, KPB_MAGIC_LEN) == 0)
         pb_body = true; /* the caller decodes it (kube/kpb.h) */
-    else if (res.raw_len > 0 && !body)
-        jr = jsonb_load(res.raw, res.raw_len, jsonb_budget(res.raw_len, JSONB_RATIO_KUBE), 0, 0,
-                        &body, &jerr);
+    else if (res.raw_len > 0 && !body) {
+        if (call->metadata_only && cc == CURLE_OK && !call->abort_err && res.http_status >= 200 &&
+            res.http_status < 300)
+            body = metadata_of(res.raw, res.raw_len);
+        if (!body)
+            jr = jsonb_load(res.raw, res.raw_len, jsonb_budget(res.raw_len, JSONB_RATIO_KUBE), 0, 0,
+                            &body, &jerr);
+    }
     res.body = body;
 
     if (call->abort_err) {
@@ -862,6 +911,7 @@ int kapi_send(struct kapi_client *c, const struct kapi_request *req, kapi_cb cb,
     call->cb = cb;
     call->on_chunk = req->on_chunk;
     call->protobuf = req->protobuf;
+    call->metadata_only = req->metadata_only;
     call->data = data;
     call->timeout_ms = req->timeout_ms == 0 ? c->o.timeout_ms : req->timeout_ms;
     call->low_speed_secs = req->low_speed_secs;
@@ -1354,13 +1404,14 @@ int kapi_query_add(struct sbuf *b, const char *key, const char *value)
 /* ---------------------------------------------------------------------------------------------- */
 /* typed operations */
 
-static int send_json(struct kapi_client *c, const char *method, struct sbuf *path, json_t *obj,
-                     const char *content_type, kapi_cb cb, void *data)
+static int send_json_ex(struct kapi_client *c, const char *method, struct sbuf *path, json_t *obj,
+                        const char *content_type, bool metadata_only, kapi_cb cb, void *data)
 {
     struct kapi_request req = {.method = method,
                                .path = sbuf_str(path),
                                .content_type = content_type,
-                               .max_body = KAPI_MAX_OBJECT_BODY};
+                               .max_body = KAPI_MAX_OBJECT_BODY,
+                               .metadata_only = metadata_only};
     char *body = NULL;
     int r;
 
@@ -1374,6 +1425,12 @@ static int send_json(struct kapi_client *c, const char *method, struct sbuf *pat
     r = kapi_send(c, &req, cb, data, NULL);
     free(body); /* allocated by jansson */
     return r;
+}
+
+static int send_json(struct kapi_client *c, const char *method, struct sbuf *path, json_t *obj,
+                     const char *content_type, kapi_cb cb, void *data)
+{
+    return send_json_ex(c, method, path, obj, content_type, false, cb, data);
 }
 
 int kapi_get(struct kapi_client *c, const struct kapi_resource *r, const char *ns, const char *name,
@@ -1429,8 +1486,8 @@ int kapi_list(struct kapi_client *c, const struct kapi_resource *r, const char *
     return e;
 }
 
-int kapi_create(struct kapi_client *c, const struct kapi_resource *r, const char *ns, json_t *obj,
-                kapi_cb cb, void *data)
+static int create(struct kapi_client *c, const struct kapi_resource *r, const char *ns, json_t *obj,
+                  bool metadata_only, kapi_cb cb, void *data)
 {
     struct sbuf p;
     int e;
@@ -1440,9 +1497,21 @@ int kapi_create(struct kapi_client *c, const struct kapi_resource *r, const char
     sbuf_init(&p, MAX_PATH_LEN);
     e = kapi_path(&p, r, ns, NULL, NULL);
     if (e >= 0)
-        e = send_json(c, "POST", &p, obj, NULL, cb, data);
+        e = send_json_ex(c, "POST", &p, obj, NULL, metadata_only, cb, data);
     sbuf_done(&p);
     return e;
+}
+
+int kapi_create(struct kapi_client *c, const struct kapi_resource *r, const char *ns, json_t *obj,
+                kapi_cb cb, void *data)
+{
+    return create(c, r, ns, obj, false, cb, data);
+}
+
+int kapi_create_meta(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+                     json_t *obj, kapi_cb cb, void *data)
+{
+    return create(c, r, ns, obj, true, cb, data);
 }
 
 int kapi_update(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
@@ -1461,16 +1530,16 @@ int kapi_update(struct kapi_client *c, const struct kapi_resource *r, const char
     return e;
 }
 
-int kapi_patch(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
-               const char *name, const char *sub, enum kapi_patch_type type, const char *patch,
-               kapi_cb cb, void *data)
+static int patch_call(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+                      const char *name, const char *sub, enum kapi_patch_type type,
+                      const char *patch, bool metadata_only, kapi_cb cb, void *data)
 {
     static const char *const types[] = {
         [KAPI_PATCH_MERGE] = "application/merge-patch+json",
         [KAPI_PATCH_JSON] = "application/json-patch+json",
         [KAPI_PATCH_STRATEGIC] = "application/strategic-merge-patch+json",
     };
-    struct kapi_request req = {.method = "PATCH"};
+    struct kapi_request req = {.method = "PATCH", .metadata_only = metadata_only};
     struct sbuf p;
     int e;
 
@@ -1487,6 +1556,20 @@ int kapi_patch(struct kapi_client *c, const struct kapi_resource *r, const char 
     }
     sbuf_done(&p);
     return e;
+}
+
+int kapi_patch(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+               const char *name, const char *sub, enum kapi_patch_type type, const char *patch,
+               kapi_cb cb, void *data)
+{
+    return patch_call(c, r, ns, name, sub, type, patch, false, cb, data);
+}
+
+int kapi_patch_meta(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+                    const char *name, const char *sub, enum kapi_patch_type type, const char *patch,
+                    kapi_cb cb, void *data)
+{
+    return patch_call(c, r, ns, name, sub, type, patch, true, cb, data);
 }
 
 int kapi_apply(struct kapi_client *c, const struct kapi_resource *r, const char *ns,

@@ -104,6 +104,12 @@ struct kapi_request {
     size_t max_body;          /* 0: the client's max_body; else the smaller of the two */
     bool protobuf; /* accept Kubernetes' protobuf encoding first, then JSON (kube/kpb.h): the
                       body is then either; an error's Status is turned into JSON either way */
+    /* A 2xx JSON body is decoded only down to the object's metadata, without managedFields:
+     * res.body is {"metadata": {...}} (res.raw still has the whole text). For writers that read
+     * only what the server made of the version they wrote (resourceVersion, uid): a pod's answer
+     * is decoded in a fraction of the time. A body whose metadata cannot be found this way is
+     * decoded whole. Errors are decoded whole. */
+    bool metadata_only;
 };
 
 #define KAPI_MAX_OBJECT_BODY ((size_t)3 << 20) /* a response of one object */
@@ -230,6 +236,13 @@ int kapi_update(struct kapi_client *c, const struct kapi_resource *r, const char
 int kapi_patch(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
                const char *name, const char *sub, enum kapi_patch_type type, const char *patch,
                kapi_cb cb, void *data);
+/* kapi_create and kapi_patch with res.body decoded down to the metadata (kapi_request's
+ * metadata_only). */
+int kapi_create_meta(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+                     json_t *obj, kapi_cb cb, void *data);
+int kapi_patch_meta(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
+                    const char *name, const char *sub, enum kapi_patch_type type, const char *patch,
+                    kapi_cb cb, void *data);
 /* Server-side apply with the given field manager. */
 int kapi_apply(struct kapi_client *c, const struct kapi_resource *r, const char *ns,
                const char *name, const char *sub, json_t *obj, const char *field_manager,

@@ -877,7 +877,7 @@ static int do_create(struct rec *r, const json_t *home, struct podns *n)
         return e;
     }
     (void)liveref_hold(&p->life);
-    e = liveref_sent(&p->life, kapi_create(c, &kapi_pods, n->remote, pod, after_create, r));
+    e = liveref_sent(&p->life, kapi_create_meta(c, &kapi_pods, n->remote, pod, after_create, r));
     json_decref(pod);
     return e;
 }
@@ -907,7 +907,7 @@ static int do_patch(struct rec *r, struct kapi_client *c, const char *ns, const 
     }
     (void)liveref_hold(&r->p->life);
     e = liveref_sent(&r->p->life,
-                     kapi_patch(c, &kapi_pods, ns, r->name, sub, type, body, after_write, r));
+                     kapi_patch_meta(c, &kapi_pods, ns, r->name, sub, type, body, after_write, r));
     x_free(body);
     return e;
 }

@@ -3,6 +3,7 @@
  * client's rate is halved, then grows back. A small HTTP server in this process (fakeapi.h) plays
  * the API server: it answers 429 to the first requests it is told to, then 200. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -27,7 +28,9 @@ struct server {
     int requests;            /* requests seen */
     char last_method[16];
     char last_body[256];
-    uint64_t at_ms[32]; /* when each request arrived (uv_now) */
+    uint64_t at_ms[32];    /* when each request arrived (uv_now) */
+    const char *ok_body;   /* the answer after the 429s, or NULL: a small ConfigMap */
+    const char *ok_status; /* its status line's code and reason, or NULL: "200 OK" */
 };
 
 static uv_loop_t loop;
@@ -40,7 +43,7 @@ static void answer(struct fakeapi_conn *c, const char *request, void *data)
     const char *tmr = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"status\":\"Failure\","
                       "\"reason\":\"TooManyRequests\",\"code\":429}";
     const char *body = strstr(request, "\r\n\r\n") + 4;
-    char out[512];
+    char out[4096];
 
     if (s->requests < (int)(sizeof(s->at_ms) / sizeof(s->at_ms[0])))
         s->at_ms[s->requests] = uv_now(&loop);
@@ -55,9 +58,10 @@ static void answer(struct fakeapi_conn *c, const char *request, void *data)
                  s->retry_after ? "\r\n" : "", strlen(tmr), tmr);
     else
         snprintf(out, sizeof(out),
-                 "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                 "HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: "
                  "%zu\r\nConnection: close\r\n\r\n%s",
-                 strlen(ok), ok);
+                 s->ok_status ? s->ok_status : "200 OK", strlen(s->ok_body ? s->ok_body : ok),
+                 s->ok_body ? s->ok_body : ok);
     fakeapi_reply(c, out);
 }
 
@@ -261,12 +265,91 @@ static void test_observation_labels(void **state)
     }
 }
 
+/* kapi_create_meta and kapi_patch_meta: a 2xx answer is decoded down to its metadata, without
+ * managedFields, wherever metadata lies in the text; an answer whose metadata is not an object, and
+ * an error, are decoded whole; the raw text is the whole answer either way. */
+static void test_metadata_only(void **state)
+{
+    static const struct {
+        const char *status, *body;
+        bool whole; /* res.body is the whole answer */
+    } cases[] = {
+        {"201 Created",
+         "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"p\",\"uid\":\"u-1\","
+         "\"resourceVersion\":\"42\",\"labels\":{\"a\":\"b\"},\"managedFields\":[{\"manager\":"
+         "\"m\",\"fieldsV1\":{\"f:spec\":{}}}]},\"spec\":{\"nodeName\":\"n\"},"
+         "\"status\":{\"phase\":\"Pending\"}}",
+         false},
+        {"200 OK", /* metadata last, after a comma, with blanks */
+         "{ \"spec\" : {\"x\":\"metadata\"} ,\n \"metadata\" : {\"name\":\"p\",\"uid\":\"u-1\","
+         "\"resourceVersion\":\"42\",\"labels\":{\"a\":\"b\"}} }",
+         false},
+        {"200 OK", "{\"metadata\":5,\"spec\":{}}", true},
+        {"200 OK", "{\"spec\":{}}", true},
+        {"409 Conflict",
+         "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},\"status\":\"Failure\","
+         "\"reason\":\"AlreadyExists\",\"code\":409}",
+         true},
+    };
+    json_t *o =
+        json_pack("{s:s,s:s,s:{s:s}}", "apiVersion", "v1", "kind", "Pod", "metadata", "name", "p");
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        for (int patch = 0; patch < 2; patch++) {
+            struct kapi_client *c;
+            struct kapi_sync s = {.keep_raw = true};
+            json_t *whole = json_loads(cases[i].body, 0, NULL);
+            const json_t *md;
+
+            server_start(&srv, 0, NULL);
+            srv.ok_status = cases[i].status;
+            srv.ok_body = cases[i].body;
+            c = client_new(&srv, 100, 0);
+            if (patch)
+                assert_int_equal(kapi_patch_meta(c, &kapi_pods, "default", "p", "status",
+                                                 KAPI_PATCH_MERGE, "{}", kapi_sync_cb, &s),
+                                 0);
+            else
+                assert_int_equal(kapi_create_meta(c, &kapi_pods, "default", o, kapi_sync_cb, &s),
+                                 0);
+            kapi_sync_wait(c, &s);
+            assert_non_null(whole);
+            assert_int_equal(s.raw_len, strlen(cases[i].body));
+            if (cases[i].whole) {
+                if (!json_equal(s.body, whole))
+                    fail_msg("case %zu: not decoded whole", i);
+            } else {
+                md = json_object_get(s.body, "metadata");
+                assert_int_equal(json_object_size(s.body), 1);
+                assert_string_equal(kapi_obj_rv(s.body), "42");
+                assert_string_equal(json_string_value(json_object_get(md, "uid")), "u-1");
+                assert_null(json_object_get(md, "managedFields"));
+                assert_true(
+                    json_equal(json_object_get(md, "labels"),
+                               json_object_get(json_object_get(whole, "metadata"), "labels")));
+            }
+            if (strncmp(cases[i].status, "409", 3) == 0) {
+                assert_int_equal(s.err, -EEXIST);
+                assert_string_equal(s.reason, "AlreadyExists");
+            } else {
+                assert_int_equal(s.err, 0);
+            }
+            json_decref(whole);
+            kapi_sync_done(&s);
+            client_close(c);
+            server_stop(&srv);
+        }
+    json_decref(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_retry_after),   cmocka_unit_test(test_backoff_and_body),
         cmocka_unit_test(test_gives_up),      cmocka_unit_test(test_cancel_and_close_while_delayed),
         cmocka_unit_test(test_rate_recovers), cmocka_unit_test(test_observation_labels),
+        cmocka_unit_test(test_metadata_only),
     };
     int r;
 
