@@ -23,7 +23,8 @@
 # and the offer's enforcement removed (the validating webhook, the ResourceQuota and LimitRange of the namespace
 # the pods land in), to measure what they cost the offloaded case. The Advertisement (30 min TTL) outlives the run.
 # With BENCH_PPROF_DIR set (and CLIQO_DEV_APISERVER_ARGS=--profiling=true), both API servers' CPU profiles are
-# taken over the first BENCH_PPROF_SECONDS (12) of each case, into that directory (go tool pprof), with their
+# taken over the first BENCH_PPROF_SECONDS (12) of each case, into that directory (go tool pprof; over 50 s, the API
+# servers' in pieces of 50 s, numbered), with their
 # /metrics before and after the case (apiserver_request_total tells which requests each case cost); with
 # CLIQO_DEV_CONTROLLERS_ARGS=--profiling=true too, the controller-managers' profiles beside them.
 set -euo pipefail
@@ -124,9 +125,10 @@ cpu_used() { # BEFORE AFTER: seconds of CPU per process between two cpu_ticks, a
     printf "cluster-1=%.1f cluster-2=%.1f:%s\n", tot["c1"], tot["c2"], out }'
 }
 steps_of() { # CLUSTER NS APP PREFIX T0: "PREFIX_created SECONDS" ... per pod, from T0
-  k "$1" get pods -n "$2" -l "app=$3" -o json | jq -r --arg p "$4" --argjson t0 "$5" '
+  k "$1" get pods -n "$2" -l "app=$3" --show-managed-fields -o json | jq -r --arg p "$4" --argjson t0 "$5" '
     def cond(t): [.status.conditions[]? | select(.type == t and .status == "True") | .lastTransitionTime | fromdateiso8601 - $t0][0];
-    .items[] | "\($p)_created \(.metadata.creationTimestamp | fromdateiso8601 - $t0)", "\($p)_scheduled \(cond("PodScheduled"))", "\($p)_ready \(cond("Ready"))"'
+    .items[] | "\($p)_created \(.metadata.creationTimestamp | fromdateiso8601 - $t0)", "\($p)_scheduled \(cond("PodScheduled"))", "\($p)_ready \(cond("Ready"))",
+      "\($p)_written \([.metadata.managedFields[]?.time | select(. != null) | fromdateiso8601] | max // null | if . == null then null else . - $t0 end)"'
 }
 stages() { # CLUSTER NS APP [REMOTE_NS]: p50/p90/all of each step
   local t0
@@ -141,7 +143,7 @@ stages() { # CLUSTER NS APP [REMOTE_NS]: p50/p90/all of each step
         select(. != null) | "home_bound \(sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601 - $t0)"'
     fi
   } | awk '$2 != "null"' | sort -k1,1 -k2,2n | awk -v off="${4:+1}" '{ v[$1, ++n[$1]] = $2 }
-      END { steps = off ? "home_created home_bound remote_created remote_scheduled remote_ready home_ready" : "home_created home_scheduled home_ready"
+      END { steps = off ? "home_created home_bound remote_created remote_scheduled remote_ready home_ready home_written" : "home_created home_scheduled home_ready home_written"
         split(steps, o, " ")
         for (i = 1; o[i] != ""; i++) { s = o[i]; m = n[s]; if (!m) continue
           printf "%s%s=%s/%s/%s", (i > 1 ? " " : ""), s, v[s, int((m + 1) / 2)], v[s, int((m * 9 + 9) / 10)], v[s, m] }
@@ -183,7 +185,15 @@ profile_start() { # CASE N: with BENCH_PPROF_DIR, both API servers' CPU profiles
   PROF_CASE="$1-$2"
   for i in 1 2; do
     k "$i" get --raw /metrics >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-metrics-before.txt"
-    k "$i" get --raw "/debug/pprof/profile?seconds=${BENCH_PPROF_SECONDS:-12}" >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-apiserver.pprof" &
+    # The API server cuts a request at its timeout (60 s): longer profiles are taken in pieces of at most
+    # 50 s, one file each (go tool pprof merges them).
+    ( left=${BENCH_PPROF_SECONDS:-12} j=1 suffix=""
+      while [ "$left" -gt 0 ]; do
+        s=$((left > 50 ? 50 : left))
+        [ "${BENCH_PPROF_SECONDS:-12}" -le 50 ] || suffix="-$j"
+        k "$i" get --raw "/debug/pprof/profile?seconds=$s" >"$BENCH_PPROF_DIR/$PROF_CASE-cluster-$i-apiserver$suffix.pprof" || exit 1
+        left=$((left - s)) j=$((j + 1))
+      done ) &
     PROF+=($!)
     case "${CLIQO_DEV_CONTROLLERS_ARGS:-}" in *--profiling=true*)
       # Its secure port (the state's cluster table, sixth column), as the admin.
