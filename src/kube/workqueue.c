@@ -1,5 +1,6 @@
 #include "kube/workqueue.h"
 
+#include "common/slice.h"
 #include "common/xalloc.h"
 
 #include <errno.h>
@@ -387,11 +388,16 @@ static void wq_on_idle(uv_idle_t *idle)
 {
     struct wq_queue *q = idle->data;
 
-    /* fn may add keys, finish keys (synchronously or not), shut down or close the queue. */
+    /* fn may add keys, finish keys (synchronously or not), shut down or close the queue. The keys
+     * share the iteration's budget with the other sliced jobs (common/slice.h): the first one
+     * unconditionally, then while it lasts, so that a backlog of keys whose reconciles end at once
+     * (nothing to write) cannot hold the loop for hundreds of them while requests (a webhook's
+     * reviews, a lease renewal) wait for the poll. */
     for (int n = 0; n < WQ_BATCH; n++) {
         struct wq_entry *e;
 
-        if (q->shut || !q->head || q->nprocessing >= q->max_concurrent)
+        if (q->shut || !q->head || q->nprocessing >= q->max_concurrent ||
+            (n > 0 && !slice_left(idle->loop)))
             break;
         e = wq_dequeue(q);
         e->processing = true;

@@ -10,6 +10,7 @@
 #include <uv.h>
 
 #include "common/strutil.h"
+#include "common/slice.h"
 #include "common/xalloc.h"
 #include "kube/workqueue.h"
 
@@ -689,6 +690,51 @@ static void test_many_keys(void **state)
     x_free(m);
 }
 
+/* Keys whose processing takes time share the loop iteration's budget (common/slice.h): one
+ * iteration processes the first key whatever it costs, then stops once the budget is spent; the
+ * rest follow in later iterations, in order. */
+static void spin_hook(struct ctx *c, const char *key)
+{
+    uint64_t t0 = uv_hrtime();
+
+    while (uv_hrtime() - t0 < 1000000) /* 1 ms */
+        ;
+    ctx_done(c, key);
+}
+
+static void test_sliced(void **state)
+{
+    struct wq_options o = {.max_concurrent = 64};
+    struct ctx *c = x_calloc(1, sizeof(*c));
+    char k[KEY_SZ];
+    int iterations = 0;
+
+    (void)state;
+    assert_non_null(c);
+    ctx_init(c, &o);
+    c->hook = spin_hook;
+    for (int i = 0; i < 40; i++) {
+        snprintf(k, sizeof(k), "ns/obj-%02d", i);
+        assert_int_equal(wq_add(c->q, k), 0);
+    }
+    uv_update_time(&c->loop);
+    (void)uv_run(&c->loop, UV_RUN_NOWAIT);
+    /* A budget of 3 ms: three or four keys of 1 ms (fewer when the machine is slow), not 40. */
+    assert_true(c->n >= 1);
+    assert_true(c->n <= (int)(SLICE_BUDGET_NS / 1000000) + 1);
+    while (c->n < 40 && iterations++ < 1000) {
+        uv_sleep(1); /* the next iteration's clock moves on */
+        (void)uv_run(&c->loop, UV_RUN_NOWAIT);
+    }
+    assert_int_equal(c->n, 40);
+    for (int i = 0; i < 40; i++) {
+        snprintf(k, sizeof(k), "ns/obj-%02d", i);
+        assert_string_equal(c->keys[i], k);
+    }
+    ctx_close(c);
+    x_free(c);
+}
+
 /* Every allocation failing in turn: errors are returned, nothing leaks or crashes. */
 static void test_oom_sweep(void **state)
 {
@@ -745,6 +791,7 @@ int main(void)
         cmocka_unit_test(test_shutdown),
         cmocka_unit_test(test_close_from_fn),
         cmocka_unit_test(test_many_keys),
+        cmocka_unit_test(test_sliced),
         cmocka_unit_test(test_oom_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
