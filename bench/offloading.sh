@@ -177,6 +177,28 @@ gone() { # CLUSTER NS SELECTOR
 rss_mb() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
 rss_detail() { awk '/^Rss(Anon|File):/ { printf "%s%s=%.1f", sep, tolower(substr($1, 4, length($1) - 4)), $2 / 1024; sep = " " }' "/proc/$1/status"; }
 
+# The API servers' own latencies, from their /metrics: sums, counts and histogram buckets of the pod
+# creations (apiserver_request_duration_seconds) and of the consumer's pod webhook calls
+# (apiserver_admission_webhook_admission_duration_seconds), as "NAME VALUE" lines to diff.
+api_latency() { # CLUSTER
+  k "$1" get --raw /metrics | awk '
+    /^apiserver_request_duration_seconds_(sum|count|bucket)\{/ && /resource="pods"/ && /subresource=""/ && /verb="POST"/ {
+      n = $1; sub(/\{.*le=/, "_le=", n); sub(/\{.*/, "", n); print "create_" n, $NF }
+    /^apiserver_admission_webhook_admission_duration_seconds_(sum|count|bucket)\{/ && /name="pods.offloading.cliqo.io"/ {
+      n = $1; sub(/\{.*le=/, "_le=", n); sub(/\{.*/, "", n); print "webhook_" n, $NF }'
+}
+latency_of() { # PREFIX BEFORE AFTER: "mean_ms=M p50_ms<=B p90_ms<=B" of PREFIX's histogram over the case
+  awk -v p="$1" 'FILENAME == ARGV[1] { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
+    END { c = d[p "apiserver_request_duration_seconds_count"] + d[p "apiserver_admission_webhook_admission_duration_seconds_count"]
+      s = d[p "apiserver_request_duration_seconds_sum"] + d[p "apiserver_admission_webhook_admission_duration_seconds_sum"]
+      if (c <= 0) { print "none"; exit }
+      for (k in d) if (index(k, p) == 1 && k ~ /_bucket_le="/) { le = k; sub(/.*_le="/, "", le); sub(/".*/, "", le)
+        if (le != "+Inf") { bl[++nb] = le + 0; bc[le + 0] = d[k] } }
+      for (i = 2; i <= nb; i++) for (j = i; j > 1 && bl[j - 1] > bl[j]; j--) { t = bl[j]; bl[j] = bl[j - 1]; bl[j - 1] = t }
+      for (i = 1; i <= nb; i++) { if (!m50 && bc[bl[i]] >= c * 0.5) m50 = bl[i]; if (!m90 && bc[bl[i]] >= c * 0.9) m90 = bl[i] }
+      printf "n=%d mean_ms=%.0f p50_ms<=%g p90_ms<=%g", c, 1000 * s / c, 1000 * m50, 1000 * m90 }' "$2" "$3"
+}
+
 PROF=() PROF_CASE=""
 profile_start() { # CASE N: with BENCH_PPROF_DIR, both API servers' CPU profiles in the background
   local i
@@ -212,11 +234,16 @@ profile_wait() {
   done
 }
 
+LAT=$WORK/latency
+mkdir -p "$LAT"
 for n in $SIZES; do
   c0=$(cpu_ticks)
+  api_latency 2 >"$LAT/d0"
   profile_start direct "$n"
   dir=$(run_deploy 2 bench-direct "dir-$n" "$n" "")
   profile_wait
+  api_latency 2 >"$LAT/d1"
+  api_latency 1 >"$LAT/o0"
   c1=$(cpu_ticks)
   m0=$(metric_sums "$(port 1 6)")
   w0=$(webhook_conns "$(port 1 6)")
@@ -224,6 +251,7 @@ for n in $SIZES; do
   off=$(run_deploy 1 bench "off-$n" "$n" "$TO_VNODE")
   profile_wait
   c2=$(cpu_ticks)
+  api_latency 1 >"$LAT/o1"
   remote=$(k 2 get pods -n "$RNS" -l "app=off-$n" -o name | wc -l)
   echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$(ratio "$off" "$dir") remote_pods=$remote direct_pods_per_s=$(awk -v n="$n" -v d="$dir" 'BEGIN { printf "%.0f", n * 1000 / d }')"
   echo "FIGURE cpu-s n=$n direct: $(cpu_used "$c0" "$c1")"
@@ -231,6 +259,7 @@ for n in $SIZES; do
   read -r h0 a0 <<<"$w0"
   read -r h1 a1 <<<"$(webhook_conns "$(port 1 6)")"
   echo "FIGURE webhook-connections n=$n (the consumer's pod webhook, during the offloaded case) handshakes=$((h1 - h0)) abandoned_while_held=$((a1 - a0))"
+  echo "FIGURE api-latency n=$n (the API servers' own) pod creations: direct $(latency_of create_ "$LAT/d0" "$LAT/d1") offloaded (consumer) $(latency_of create_ "$LAT/o0" "$LAT/o1"); the consumer's pod webhook calls: $(latency_of webhook_ "$LAT/o0" "$LAT/o1")"
   echo "FIGURE steps-s n=$n (p50/p90/all, whole seconds) direct: $(stages 2 bench-direct "dir-$n") offloaded: $(stages 1 bench "off-$n" "$RNS")"
   sleep 5
   echo "FIGURE requests-per-offloaded-pod n=$n up: $(per_pod "$m0" "$(metric_sums "$(port 1 6)")" "$n")"
