@@ -317,6 +317,15 @@ static int affinity_ops(const json_t *pod, const json_t *spec, enum nsof_pods po
         rc = 0; /* the pod's own terms match no node: it stays as unschedulable as it was */
         goto out;
     }
+    /* LocalAndRemote with no selector: every virtual node, or any other node, is every node. The
+     * terms it would add (liqo.io/type In, or NotIn, crossed with the pod's own) select what the
+     * pod's own terms select: nothing to add. A consumer's pod sent onward still loses the
+     * no-loop expression of the hop before (below). */
+    if (pods == NSOF_PODS_LOCAL_AND_REMOTE && !onward &&
+        json_array_size(json_object_get(selector, "nodeSelectorTerms")) == 0) {
+        rc = 0;
+        goto out;
+    }
     if (nown * json_array_size(s) > NSOF_MAX_POD_TERMS ||
         (nown == 0 && json_array_size(s) > NSOF_MAX_POD_TERMS)) {
         if (err && errlen)

@@ -52,9 +52,18 @@ static const struct pcase cases[] = {
     {"Remote, bare pod", "{'spec':{" C "}}", NSOF_PODS_REMOTE, NULL, 300, 0,
      "{'spec':{" C ",'tolerations':[" VT
      "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
-    {"LocalAndRemote, bare pod", "{'spec':{" C "}}", NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
-     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
-         "[{'matchExpressions':[" IN "]},{'matchExpressions':[" NOTIN "]}]") "}}"},
+    {"LocalAndRemote, bare pod: any node, no affinity added", "{'spec':{" C "}}",
+     NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "]}}"},
+    {"LocalAndRemote, the empty selector too", "{'spec':{" C "}}", NSOF_PODS_LOCAL_AND_REMOTE,
+     "{'nodeSelectorTerms':[]}", 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "]}}"},
+    {"LocalAndRemote, a pod with what it needs: nothing to change",
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}",
+     NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT
+     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
     {"Remote, selector: each term ANDed with virtual-node", "{'spec':{" C "}}", NSOF_PODS_REMOTE,
      SEL2, 300, 0,
      "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
@@ -88,13 +97,28 @@ static const struct pcase cases[] = {
          "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']}," REGION "," IN "]},"
          "{'matchExpressions':[{'key':'zone','operator':'In','values':['a']}," TIER "," IN
          "]}]") "}}"},
-    {"LocalAndRemote: the pod's term crossed with both",
+    {"LocalAndRemote: the pod's term alone (crossed with both it would select the same)",
      "{'spec':{" C ",'affinity':" REQ(
          "[{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}]}]") "}}",
      NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
      "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}]}]") "}}"},
+    {"LocalAndRemote with a selector: the pod's term crossed with the selector's and NotIn",
+     "{'spec':{" C ",'affinity':" REQ(
+         "[{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}]}]") "}}",
+     NSOF_PODS_LOCAL_AND_REMOTE, SEL2, 300, 0,
+     "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
          "["
-         "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," IN "]},"
+         "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," REGION "]},"
+         "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," TIER "]},"
+         "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," NOTIN "]}]") "}}"},
+    {"LocalAndRemote: a consumer's pod sent onward loses the no-loop expression",
+     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C ",'affinity':" REQ(
+         "[{'matchExpressions':[" NOTIN ",{'key':'disk','operator':'In','values':['ssd']}]}]") "}}",
+     NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
+     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
+     ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+         "[{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," IN "]},"
          "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," NOTIN "]}]") "}}"},
     {"a consumer's pod sent onward loses the no-loop expression of the hop before",
      "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
@@ -139,9 +163,7 @@ static const struct pcase cases[] = {
          "[{'matchExpressions':[" IN "]}]") "}}"},
     {"... and a shorter grace period (60)",
      "{'spec':{" C ",'tolerations':[" NR(300) "," UN(300) "]}}", NSOF_PODS_LOCAL_AND_REMOTE, NULL,
-     60, 0,
-     "{'spec':{" C ",'tolerations':[" NR(60) "," UN(60) "," VT "],'affinity':" REQ(
-         "[{'matchExpressions':[" IN "]},{'matchExpressions':[" NOTIN "]}]") "}}"},
+     60, 0, "{'spec':{" C ",'tolerations':[" NR(60) "," UN(60) "," VT "]}}"},
     {"... and stay when they equal it", "{'spec':{" C ",'tolerations':[" NR(300) "," UN(300) "]}}",
      NSOF_PODS_REMOTE, NULL, 300, 0,
      "{'spec':{" C ",'tolerations':[" NR(300) "," UN(300) "," VT "],'affinity':" REQ(
