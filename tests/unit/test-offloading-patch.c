@@ -46,24 +46,23 @@ struct pcase {
     const char *want; /* the patched pod (rc 0) */
 };
 
+/* A pod with all that Remote (and LocalAndRemote with no selector) would give it. */
+#define MUTATED                                                                                    \
+    "{'spec':{" C ",'tolerations':[" VT                                                            \
+    "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"
+
 static const struct pcase cases[] = {
     {"Local changes nothing", "{'spec':{" C "}}", NSOF_PODS_LOCAL, SEL2, 300, 0,
      "{'spec':{" C "}}"},
-    {"Remote, bare pod", "{'spec':{" C "}}", NSOF_PODS_REMOTE, NULL, 300, 0,
-     "{'spec':{" C ",'tolerations':[" VT
-     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"Remote, bare pod", "{'spec':{" C "}}", NSOF_PODS_REMOTE, NULL, 300, 0, MUTATED},
     {"LocalAndRemote, bare pod: any node, no affinity added", "{'spec':{" C "}}",
      NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
      "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "]}}"},
     {"LocalAndRemote, the empty selector too", "{'spec':{" C "}}", NSOF_PODS_LOCAL_AND_REMOTE,
      "{'nodeSelectorTerms':[]}", 300, 0,
      "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "]}}"},
-    {"LocalAndRemote, a pod with what it needs: nothing to change",
-     "{'spec':{" C ",'tolerations':[" VT
-     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}",
-     NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
-     "{'spec':{" C ",'tolerations':[" VT
-     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"LocalAndRemote, a pod with what it needs: nothing to change", MUTATED,
+     NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0, MUTATED},
     {"Remote, selector: each term ANDed with virtual-node", "{'spec':{" C "}}", NSOF_PODS_REMOTE,
      SEL2, 300, 0,
      "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
@@ -74,9 +73,7 @@ static const struct pcase cases[] = {
          "[{'matchExpressions':[" REGION "]},{'matchExpressions':[" TIER
          "]},{'matchExpressions':[" NOTIN "]}]") "}}"},
     {"an empty selector is the default", "{'spec':{" C "}}", NSOF_PODS_REMOTE,
-     "{'nodeSelectorTerms':[]}", 300, 0,
-     "{'spec':{" C ",'tolerations':[" VT
-     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+     "{'nodeSelectorTerms':[]}", 300, 0, MUTATED},
     {"a selector matching nothing still constrains (Remote stays pending)", "{'spec':{" C "}}",
      NSOF_PODS_REMOTE,
      "{'nodeSelectorTerms':[{'matchExpressions':[{'key':'region','operator':'In','values':['mars']}"
@@ -146,12 +143,7 @@ static const struct pcase cases[] = {
      "{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
          "[{'matchExpressions':[" IN
          "],'matchFields':[{'key':'metadata.name','operator':'In','values':['n1']}]}]") "}}"},
-    {"an already mutated pod gets no duplicates",
-     "{'spec':{" C ",'tolerations':[" VT
-     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}",
-     NSOF_PODS_REMOTE, NULL, 300, 0,
-     "{'spec':{" C ",'tolerations':[" VT
-     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+    {"an already mutated pod gets no duplicates", MUTATED, NSOF_PODS_REMOTE, NULL, 300, 0, MUTATED},
     {"the pod's own tolerations are kept",
      "{'spec':{" C ",'tolerations':[{'key':'foo','operator':'Exists'}]}}", NSOF_PODS_REMOTE, NULL,
      300, 0,
@@ -224,9 +216,7 @@ static const struct pcase cases[] = {
     {"required affinity without terms",
      "{'spec':{" C
      ",'affinity':{'nodeAffinity':{'requiredDuringSchedulingIgnoredDuringExecution':{}}}}}",
-     NSOF_PODS_REMOTE, NULL, 300, 0,
-     "{'spec':{" C ",'tolerations':[" VT
-     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"},
+     NSOF_PODS_REMOTE, NULL, 300, 0, MUTATED},
     {"the pod's terms that match nothing stay as they are",
      "{'spec':{" C ",'affinity':" REQ("[{}]") "}}", NSOF_PODS_REMOTE, NULL, 300, 0,
      "{'spec':{" C ",'affinity':" REQ("[{}]") ",'tolerations':[" VT "," UN(300) "," NR(300) "]}}"},
