@@ -9,8 +9,10 @@
  *   - for the decoded object (and for the input itself when it is a JSON object, read as a pod),
  *     under every strategy, nsof_pod_patch either refuses with a one-line reason or gives a patch
  *     of add/replace operations that applies to the pod; once applied, a Remote or LocalAndRemote
- *     pod that is not a DaemonSet's tolerates the virtual-node taint, and every required node
- *     term of a Remote pod selects virtual nodes only (unless the pod's own terms match nothing).
+ *     pod that is not a DaemonSet's tolerates the virtual-node taint, a Remote pod has required
+ *     node terms, each selecting virtual nodes only (unless the pod's own terms match nothing), and
+ *     a LocalAndRemote pod (no selector: any node) keeps its own node affinity unchanged, unless it
+ *     is a consumer's pod sent onward (it then loses the no-loop expression).
  * A violated invariant aborts, which libFuzzer reports as a crash. */
 #include "../src/admission/review.c"
 
@@ -110,10 +112,18 @@ static void pod_patches(const json_t *pod)
                     json_array_size(json_object_get(t, "matchFields")))
                     own_empty = false;
             }
-            check(json_array_size(terms) > 0);
-            if (strategies[s] == NSOF_PODS_REMOTE && !own_empty)
-                for (size_t i = 0; i < json_array_size(terms); i++)
-                    check(term_virtual_only(json_array_get(terms, i)));
+            if (strategies[s] == NSOF_PODS_REMOTE) {
+                check(json_array_size(terms) > 0);
+                if (!own_empty)
+                    for (size_t i = 0; i < json_array_size(terms); i++)
+                        check(term_virtual_only(json_array_get(terms, i)));
+            } else if (!json_object_get(json_object_get(json_object_get(pod, "metadata"), "labels"),
+                                        NSOF_LABEL_ORIGIN)) {
+                const json_t *before = json_object_get(json_object_get(pod, "spec"), "affinity");
+                const json_t *after = json_object_get(json_object_get(copy, "spec"), "affinity");
+
+                check(before == after || (before && after && json_equal(before, after)));
+            }
         }
         json_decref(copy);
         json_decref(patch);
