@@ -385,11 +385,6 @@ static void observe(struct kapi_call *call, const struct kapi_result *res)
     c->o.observe(c, &o, c->o.observe_data);
 }
 
-static bool is_json_ws(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\r' || ch == '\n';
-}
-
 /* {"metadata": <the object's metadata less managedFields>} from an object's text, or NULL when it
  * is not found that way (the caller then decodes the whole text). */
 static json_t *metadata_of(const char *text, size_t len)
@@ -403,10 +398,11 @@ static json_t *metadata_of(const char *text, size_t len)
 
     if (kls_find_member(text, len, md, 1, &from, &to) != 1)
         return NULL;
-    /* The member with its name, and one comma before or after it: inside braces of its own. */
-    while (from < to && (text[from] == ',' || is_json_ws(text[from])))
+    /* The member with its name and the one comma kls_find_member takes with it, before or after:
+     * without that comma, inside braces of its own (blanks around it are valid JSON there). */
+    if (from < to && text[from] == ',')
         from++;
-    while (to > from && (text[to - 1] == ',' || is_json_ws(text[to - 1])))
+    else if (to > from && text[to - 1] == ',')
         to--;
     n = to - from;
     wrapped = x_malloc(n + 2);
