@@ -128,7 +128,7 @@ steps_of() { # CLUSTER NS APP PREFIX T0: "PREFIX_created SECONDS" ... per pod, f
   k "$1" get pods -n "$2" -l "app=$3" --show-managed-fields -o json | jq -r --arg p "$4" --argjson t0 "$5" '
     def cond(t): [.status.conditions[]? | select(.type == t and .status == "True") | .lastTransitionTime | fromdateiso8601 - $t0][0];
     .items[] | "\($p)_created \(.metadata.creationTimestamp | fromdateiso8601 - $t0)", "\($p)_scheduled \(cond("PodScheduled"))", "\($p)_ready \(cond("Ready"))",
-      "\($p)_written \([.metadata.managedFields[]?.time | select(. != null) | fromdateiso8601] | max // null | if . == null then null else . - $t0 end)"'
+      "\($p)_written \([.metadata.managedFields[]?.time | select(. != null) | fromdateiso8601] | if length > 0 then max - $t0 else null end)"'
 }
 stages() { # CLUSTER NS APP [REMOTE_NS]: p50/p90/all of each step
   local t0
@@ -179,20 +179,20 @@ rss_detail() { awk '/^Rss(Anon|File):/ { printf "%s%s=%.1f", sep, tolower(substr
 
 # The API servers' own latencies, from their /metrics: sums, counts and histogram buckets of the pod
 # creations (apiserver_request_duration_seconds) and of the consumer's pod webhook calls
-# (apiserver_admission_webhook_admission_duration_seconds), as "NAME VALUE" lines to diff.
+# (apiserver_admission_webhook_admission_duration_seconds), as lines "create_sum S", "webhook_count C",
+# "create_le=0.5 B"... to diff.
 api_latency() { # CLUSTER
   k "$1" get --raw /metrics | awk '
-    /^apiserver_request_duration_seconds_(sum|count|bucket)\{/ && /resource="pods"/ && /subresource=""/ && /verb="POST"/ {
-      n = $1; sub(/\{.*le=/, "_le=", n); sub(/\{.*/, "", n); print "create_" n, $NF }
-    /^apiserver_admission_webhook_admission_duration_seconds_(sum|count|bucket)\{/ && /name="pods.offloading.cliqo.io"/ {
-      n = $1; sub(/\{.*le=/, "_le=", n); sub(/\{.*/, "", n); print "webhook_" n, $NF }'
+    function out(p, n) { if (n ~ /_bucket\{/) { sub(/.*le="/, "le=", n); sub(/".*/, "", n) } else { sub(/\{.*/, "", n); sub(/.*_/, "", n) }
+      print p n, $NF }
+    /^apiserver_request_duration_seconds_(sum|count|bucket)\{/ && /resource="pods"/ && /subresource=""/ && /verb="POST"/ { out("create_", $1) }
+    /^apiserver_admission_webhook_admission_duration_seconds_(sum|count|bucket)\{/ && /name="pods.offloading.cliqo.io"/ { out("webhook_", $1) }'
 }
 latency_of() { # PREFIX BEFORE AFTER: "mean_ms=M p50_ms<=B p90_ms<=B" of PREFIX's histogram over the case
   awk -v p="$1" 'FILENAME == ARGV[1] { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
-    END { c = d[p "apiserver_request_duration_seconds_count"] + d[p "apiserver_admission_webhook_admission_duration_seconds_count"]
-      s = d[p "apiserver_request_duration_seconds_sum"] + d[p "apiserver_admission_webhook_admission_duration_seconds_sum"]
+    END { c = d[p "count"]; s = d[p "sum"]
       if (c <= 0) { print "none"; exit }
-      for (k in d) if (index(k, p) == 1 && k ~ /_bucket_le="/) { le = k; sub(/.*_le="/, "", le); sub(/".*/, "", le)
+      for (k in d) if (index(k, p "le=") == 1) { le = substr(k, length(p "le=") + 1)
         if (le != "+Inf") { bl[++nb] = le + 0; bc[le + 0] = d[k] } }
       for (i = 2; i <= nb; i++) for (j = i; j > 1 && bl[j - 1] > bl[j]; j--) { t = bl[j]; bl[j] = bl[j - 1]; bl[j - 1] = t }
       for (i = 1; i <= nb; i++) { if (!m50 && bc[bl[i]] >= c * 0.5) m50 = bl[i]; if (!m90 && bc[bl[i]] >= c * 0.9) m90 = bl[i] }
