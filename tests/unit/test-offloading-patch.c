@@ -51,6 +51,12 @@ struct pcase {
     "{'spec':{" C ",'tolerations':[" VT                                                            \
     "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" IN "]}]") "}}"
 
+/* A consumer's pod sent onward: its term has the no-loop expression of the hop before, and its own.
+ */
+#define ONWARD_DISK                                                                                \
+    "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C ",'affinity':" REQ( \
+        "[{'matchExpressions':[" NOTIN ",{'key':'disk','operator':'In','values':['ssd']}]}]") "}}"
+
 static const struct pcase cases[] = {
     {"Local changes nothing", "{'spec':{" C "}}", NSOF_PODS_LOCAL, SEL2, 300, 0,
      "{'spec':{" C "}}"},
@@ -109,9 +115,7 @@ static const struct pcase cases[] = {
          "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," REGION "]},"
          "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," TIER "]},"
          "{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," NOTIN "]}]") "}}"},
-    {"LocalAndRemote: a consumer's pod sent onward loses the no-loop expression",
-     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C ",'affinity':" REQ(
-         "[{'matchExpressions':[" NOTIN ",{'key':'disk','operator':'In','values':['ssd']}]}]") "}}",
+    {"LocalAndRemote: a consumer's pod sent onward loses the no-loop expression", ONWARD_DISK,
      NSOF_PODS_LOCAL_AND_REMOTE, NULL, 300, 0,
      "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
      ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
@@ -129,10 +133,7 @@ static const struct pcase cases[] = {
      NULL, 300, 0,
      "{'spec':{" C ",'tolerations':[" VT
      "," UN(300) "," NR(300) "],'affinity':" REQ("[{'matchExpressions':[" NOTIN "," IN "]}]") "}}"},
-    {"an onward pod keeps its other expressions",
-     "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C ",'affinity':" REQ(
-         "[{'matchExpressions':[" NOTIN ",{'key':'disk','operator':'In','values':['ssd']}]}]") "}}",
-     NSOF_PODS_REMOTE, NULL, 300, 0,
+    {"an onward pod keeps its other expressions", ONWARD_DISK, NSOF_PODS_REMOTE, NULL, 300, 0,
      "{'metadata':{'labels':{'virtualkubelet.liqo.io/origin':'c1'}},'spec':{" C
      ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
          "[{'matchExpressions':[{'key':'disk','operator':'In','values':['ssd']}," IN "]}]") "}}"},
