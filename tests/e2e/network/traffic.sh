@@ -71,9 +71,11 @@ grep_q "1380 bytes from $there" <<<"$out" || fail "ping -s 1372: no 1380-byte re
 # awaited: its quoted header is in the far side's view, which this side's conntrack does not match.
 # The capture is started and seen listening before the probes go (on a busy machine tcpdump takes more than
 # a second to start); the probes are sent again, up to three times, while nothing was captured.
+# -q prints every UDP datagram as "UDP, length N": without it tcpdump picks a dissector by port, and
+# traceroute's source port (49152 and up) reads as Broadcom's LI shim instead.
 udp=$E2E_STATE/udp-1400.txt
 udperr=$E2E_STATE/udp-1400.err
-in_node "$B" timeout 60 tcpdump -i cni0 -n -c 1 "udp and dst host ${WEB[$B]} and ip[2:2] = 1400" >"$udp" 2>"$udperr" &
+in_node "$B" timeout 60 tcpdump -i cni0 -n -q -c 1 "udp and dst host ${WEB[$B]} and ip[2:2] = 1400" >"$udp" 2>"$udperr" &
 cap=$!
 listening() { grep_q 'listening on' "$udperr" || ! kill -0 "$cap" 2>/dev/null; }
 wait_for 20 "tcpdump listening on $B's pod bridge" listening
