@@ -12,7 +12,8 @@
  *     pod that is not a DaemonSet's tolerates the virtual-node taint, a Remote pod has required
  *     node terms, each selecting virtual nodes only (unless the pod's own terms match nothing), and
  *     a LocalAndRemote pod (no selector: any node) keeps its own node affinity unchanged, unless it
- *     is a consumer's pod sent onward (it then loses the no-loop expression).
+ *     is a consumer's pod sent onward (it then loses the no-loop expression); a patched Remote pod
+ *     of at most 16 terms of 16 requirements, patched again, gets no operation.
  * A violated invariant aborts, which libFuzzer reports as a crash. */
 #include "../src/admission/review.c"
 
@@ -70,6 +71,35 @@ static bool term_virtual_only(const json_t *term)
     return false;
 }
 
+/* At most 16 terms of at most 16 requirements each: where nsof_pod_patch drops subsumed terms. */
+static bool small_terms(const json_t *terms)
+{
+    if (json_array_size(terms) > 16)
+        return false;
+    for (size_t i = 0; i < json_array_size(terms); i++) {
+        const json_t *t = json_array_get(terms, i);
+
+        if (json_array_size(json_object_get(t, "matchExpressions")) +
+                json_array_size(json_object_get(t, "matchFields")) >
+            16)
+            return false;
+    }
+    return true;
+}
+
+/* The patched pod, patched again, gets no operation (a re-created pod gets nothing twice, and the
+ * API server applies no patch to a pod that has all it needs). */
+static bool no_second_patch(const json_t *patched, enum nsof_pods pods)
+{
+    json_t *again = NULL;
+    char err[256];
+    bool ok = nsof_pod_patch(patched, pods, NULL, 300, &again, err, sizeof(err)) == 0 &&
+              json_array_size(again) == 0;
+
+    json_decref(again);
+    return ok;
+}
+
 static void pod_patches(const json_t *pod)
 {
     static const enum nsof_pods strategies[] = {NSOF_PODS_LOCAL, NSOF_PODS_REMOTE,
@@ -117,6 +147,8 @@ static void pod_patches(const json_t *pod)
                 if (!own_empty)
                     for (size_t i = 0; i < json_array_size(terms); i++)
                         check(term_virtual_only(json_array_get(terms, i)));
+                if (small_terms(terms))
+                    check(no_second_patch(copy, strategies[s]));
             } else if (!json_object_get(json_object_get(json_object_get(pod, "metadata"), "labels"),
                                         NSOF_LABEL_ORIGIN)) {
                 const json_t *before = json_object_get(json_object_get(pod, "spec"), "affinity");

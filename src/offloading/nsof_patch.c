@@ -202,6 +202,61 @@ out:
     return t;
 }
 
+/* Whether every element of b's list `member` is in a's. */
+static bool list_within(const json_t *a, const json_t *b, const char *member)
+{
+    const json_t *as = json_object_get(a, member), *bs = json_object_get(b, member);
+
+    for (size_t i = 0; i < json_array_size(bs); i++) {
+        bool in = false;
+
+        for (size_t j = 0; j < json_array_size(as) && !in; j++)
+            in = json_equal(json_array_get(as, j), json_array_get(bs, i));
+        if (!in)
+            return false;
+    }
+    return true;
+}
+
+/* Drops from terms (ORed) each term that holds every requirement of another, non-empty one (an
+ * empty term selects no node): it selects a subset of that one's nodes, so the OR selects the same
+ * without it (of equal terms, the first stays). Crossing terms already crossed then gives them back
+ * as they were: a pod created again from a mutated one (or written with the strategy's terms) gets
+ * the same terms, not their square. Only for small lists (SUBSUME_MAX terms of as many
+ * requirements each): the comparisons grow with the square of both, and a pod's terms are its
+ * author's; past that the terms stay as crossed, which selects the same nodes. */
+#define SUBSUME_MAX 16
+static void drop_subsumed(json_t *terms)
+{
+    if (json_array_size(terms) > SUBSUME_MAX)
+        return;
+    for (size_t i = 0; i < json_array_size(terms); i++) {
+        const json_t *t = json_array_get(terms, i);
+
+        if (json_array_size(json_object_get(t, "matchExpressions")) +
+                json_array_size(json_object_get(t, "matchFields")) >
+            SUBSUME_MAX)
+            return;
+    }
+    for (size_t i = json_array_size(terms); i-- > 0;) {
+        const json_t *t = json_array_get(terms, i);
+
+        for (size_t j = 0; j < json_array_size(terms); j++) {
+            const json_t *o = json_array_get(terms, j);
+
+            if (j == i || term_empty(o) || !list_within(t, o, "matchExpressions") ||
+                !list_within(t, o, "matchFields"))
+                continue;
+            /* t holds all of o: drop t, unless they are equal and t comes first (o goes then) */
+            if (j < i || !list_within(o, t, "matchExpressions") ||
+                !list_within(o, t, "matchFields")) {
+                json_array_remove(terms, i);
+                break;
+            }
+        }
+    }
+}
+
 /* The strategy's terms (S). */
 static json_t *strategy_terms(enum nsof_pods pods, const json_t *selector)
 {
@@ -354,6 +409,15 @@ static int affinity_ops(const json_t *pod, const json_t *spec, enum nsof_pods po
                     goto out;
             }
         }
+        drop_subsumed(result);
+    }
+    /* The pod's own terms already are the crossed ones (a re-created pod, or one written with the
+     * strategy's terms): no operation, so that a pod with nothing to change gets an empty answer
+     * and the API server applies no patch (a replace by the same value still costs it a patch, a
+     * decoding and a comparison). */
+    if (json_is_array(own) && json_equal(result, own)) {
+        rc = 0;
+        goto out;
     }
     if (!aff || json_is_null(aff)) {
         value = json_pack("{s:{s:{s:O}}}", "nodeAffinity", REQ_PATH, "nodeSelectorTerms", result);

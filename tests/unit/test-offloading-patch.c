@@ -283,6 +283,43 @@ static void test_cases(void **state)
     }
 }
 
+/* A pod that already has everything its strategy would give it gets no operation at all (an empty
+ * answer: the API server then applies no patch). A replace by the same value would leave the pod
+ * unchanged too, so test_cases cannot see it. */
+static void test_nothing_to_do(void **state)
+{
+    static const struct {
+        const char *pod;
+        enum nsof_pods pods;
+        const char *sel;
+    } done[] = {
+        {MUTATED, NSOF_PODS_REMOTE, NULL},
+        {MUTATED, NSOF_PODS_LOCAL_AND_REMOTE, NULL},
+        {"{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "],'affinity':" REQ(
+             "[{'matchExpressions':[" REGION "," IN "]},{'matchExpressions':[" TIER "," IN
+             "]}]") "}}",
+         NSOF_PODS_REMOTE, SEL2},
+        {"{'spec':{" C ",'tolerations':[" VT "," UN(300) "," NR(300) "]}}", NSOF_PODS_LOCAL, NULL},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(done) / sizeof(done[0]); i++) {
+        json_t *pod = test_js(done[i].pod), *sel = done[i].sel ? test_js(done[i].sel) : NULL;
+        json_t *patch = NULL;
+        char err[128];
+
+        assert_int_equal(nsof_pod_patch(pod, done[i].pods, sel, 300, &patch, err, sizeof(err)), 0);
+        if (json_array_size(patch) != 0) {
+            char *s = json_dumps(patch, JSON_COMPACT);
+
+            fail_msg("case %zu: want no operation, got %s", i, s);
+        }
+        json_decref(patch);
+        json_decref(pod);
+        json_decref(sel);
+    }
+}
+
 /* Tolerations are appended one by one when the pod has some (JSON patch add per element), in a
  * single add when it has none. */
 static void test_patch_shape(void **state)
@@ -336,6 +373,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cases),
         cmocka_unit_test(test_patch_shape),
+        cmocka_unit_test(test_nothing_to_do),
         cmocka_unit_test(test_too_many_terms),
     };
 
