@@ -14,7 +14,7 @@
 # nothing; the clusters are torn down on exit.
 # Usage: bench/offloading.sh --cliqoctl C --agent A --nodesim S [--sizes "100 1000 10000"] [--samples S]
 #        [--nodes N] [--base-port P] [--controller-qps Q] [--peer-qps Q] [--kube-api-qps Q] [--no-pin]
-#        [--no-provider-admission]
+#        [--no-provider-admission] [--bare-pods]
 # --peer-qps sets the consumer's per-peer client rate (ClusterConfig peerClient; default: the agent's default),
 # --kube-api-qps the agents' own clients' (default: the agent's default). Each cluster runs on half of the CPUs
 # (bench/peered-clusters.sh, BENCH_PIN), as two clusters on machines of their own would: on one shared machine the
@@ -22,6 +22,9 @@
 # --no-provider-admission is an experiment, not a way to run cliqo: once peered, the provider's agent is stopped
 # and the offer's enforcement removed (the validating webhook, the ResourceQuota and LimitRange of the namespace
 # the pods land in), to measure what they cost the offloaded case. The Advertisement (30 min TTL) outlives the run.
+# --bare-pods: the offloaded pods carry neither the virtual-node toleration nor the node affinity, so the pod
+# webhook adds both (a JSON patch on every creation), as for a user's pods written for no cluster in particular.
+# By default they carry both, which the webhook then leaves as they are (an empty answer).
 # With BENCH_PPROF_DIR set (and CLIQO_DEV_APISERVER_ARGS=--profiling=true), both API servers' CPU profiles are
 # taken over the first BENCH_PPROF_SECONDS (12) of each case, into that directory (go tool pprof; over 50 s, the API
 # servers' in pieces of 50 s, numbered), with their
@@ -31,7 +34,7 @@ set -euo pipefail
 source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
 CLIQOCTL="" AGENT="" NODESIM="" SIZES="100 1000 10000" SAMPLES=15 NODES="" BASE_PORT=$(cliqo_port bench.offloading)
-CQPS=1000 PEER_QPS="" KUBE_QPS="" BENCH_PIN=1 NO_ADMISSION=0
+CQPS=1000 PEER_QPS="" KUBE_QPS="" BENCH_PIN=1 NO_ADMISSION=0 BARE_PODS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;
@@ -46,6 +49,7 @@ while [ $# -gt 0 ]; do
     --kube-api-qps) KUBE_QPS=$2; shift 2 ;;
     --no-pin) BENCH_PIN=0; shift ;;
     --no-provider-admission) NO_ADMISSION=1; shift ;;
+    --bare-pods) BARE_PODS=1; shift ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
   esac
@@ -150,10 +154,17 @@ stages() { # CLUSTER NS APP [REMOTE_NS]: p50/p90/all of each step
         print "" }'
 }
 k 2 create namespace bench-direct >/dev/null
-# Until the pod webhook sets them, the offloaded pods carry the toleration and the node affinity themselves.
+# The offloaded pods carry the toleration and the node affinity the pod webhook would give them (namespace bench is
+# offloaded with Remote), so its answer is empty; with --bare-pods they carry nothing and the webhook adds both.
 TO_VNODE='"tolerations":[{"key":"virtual-node.liqo.io/not-allowed","operator":"Exists","effect":"NoExecute"}],
  "affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[
  {"matchExpressions":[{"key":"liqo.io/type","operator":"In","values":["virtual-node"]}]}]}}},'
+if [ "$BARE_PODS" = 1 ]; then
+  TO_VNODE=""
+  echo "offloaded pods: bare (the pod webhook adds the toleration and the node affinity to each)"
+else
+  echo "offloaded pods: with the toleration and the node affinity (the pod webhook has nothing to add)"
+fi
 deploy_json() { # NAME NS REPLICAS EXTRA
   echo "{\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\",\"metadata\":{\"name\":\"$1\",\"namespace\":\"$2\"},
   \"spec\":{\"replicas\":$3,\"selector\":{\"matchLabels\":{\"app\":\"$1\"}},\"template\":{\"metadata\":{\"labels\":
