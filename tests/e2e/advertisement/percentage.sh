@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # What makes a provider send its Advertisement at once, not at the next refresh: P2's refresh is set to 600 s
-# for this test, so whatever arrives within 2 s was pushed. A change of the free capacity by more than
+# for this test, so whatever arrives within 30 s was pushed (the push itself takes well under a second on a quiet
+# machine, which the FIGURE lines report; the bound is wide so that a busy CI machine does not fail it by chance). A change of the free capacity by more than
 # updateThresholdPercentage (5 %) is pushed, one below it is not sent at all; a change of the sharing
 # percentage is pushed, and reaches the virtual node; so is a per-cluster override (perCluster: a percentage,
 # then fixed amounts independent of the free capacity), and a second consumer of P2 (P1 peers with P2 for
@@ -32,13 +33,13 @@ base=$(capacity "$P2" cpu)
 
 adv_cpu() { jget "$A" '{.spec.resourceQuota.hard.cpu}' advertisement -n "$TNS" "$ADV"; }
 adv_rv() { jget "$A" '{.metadata.resourceVersion}' advertisement -n "$TNS" "$ADV"; }
-# pushed SINCE-US CPU DESCRIPTION NAME: the Advertisement on A offers CPU within 2 s of SINCE-US (polled every
+# pushed SINCE-US CPU DESCRIPTION NAME: the Advertisement on A offers CPU within 30 s of SINCE-US (polled every
 # 0.1 s), and the virtual node follows; prints the figures.
 pushed() {
   local since=$1 el
   while [ "$(adv_cpu)" != "$2" ]; do
     el=$((${EPOCHREALTIME/./} - since))
-    ((el < 2000000)) || fail "$3: the Advertisement on $A did not offer cpu $2 within 2 s (it offers $(adv_cpu))"
+    ((el < 30000000)) || fail "$3: the Advertisement on $A did not offer cpu $2 within 30 s (it offers $(adv_cpu))"
     sleep 0.1
   done
   el=$((${EPOCHREALTIME/./} - since))
