@@ -71,17 +71,18 @@ static bool term_virtual_only(const json_t *term)
     return false;
 }
 
-/* At most 16 terms of at most 16 requirements each: where nsof_pod_patch drops subsumed terms. */
+/* At most NSOF_SUBSUME_MAX terms of as many requirements each: where nsof_pod_patch drops subsumed
+ * terms. */
 static bool small_terms(const json_t *terms)
 {
-    if (json_array_size(terms) > 16)
+    if (json_array_size(terms) > NSOF_SUBSUME_MAX)
         return false;
     for (size_t i = 0; i < json_array_size(terms); i++) {
         const json_t *t = json_array_get(terms, i);
 
         if (json_array_size(json_object_get(t, "matchExpressions")) +
                 json_array_size(json_object_get(t, "matchFields")) >
-            16)
+            NSOF_SUBSUME_MAX)
             return false;
     }
     return true;

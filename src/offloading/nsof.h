@@ -170,6 +170,9 @@ const char *nsof_phase_name(enum nsof_phase p);
 #define NSOF_DEFAULT_TOLERATION_SECONDS 300 /* kube-apiserver's DefaultTolerationSeconds */
 #define NSOF_MAX_POD_TERMS              256 /* crossed terms of one pod */
 #define NSOF_MAX_TOLERATIONS            1024
+/* Crossed terms that hold all of another's requirements are dropped only in lists of at most this
+ * many terms, of at most this many requirements each (nsof_patch.c, drop_subsumed). */
+#define NSOF_SUBSUME_MAX 16
 
 /* True when the pod's controller owner is a DaemonSet. */
 bool nsof_pod_is_daemonset(const json_t *pod);

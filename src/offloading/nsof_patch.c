@@ -222,20 +222,19 @@ static bool list_within(const json_t *a, const json_t *b, const char *member)
  * empty term selects no node): it selects a subset of that one's nodes, so the OR selects the same
  * without it (of equal terms, the first stays). Crossing terms already crossed then gives them back
  * as they were: a pod created again from a mutated one (or written with the strategy's terms) gets
- * the same terms, not their square. Only for small lists (SUBSUME_MAX terms of as many
+ * the same terms, not their square. Only for small lists (NSOF_SUBSUME_MAX terms of as many
  * requirements each): the comparisons grow with the square of both, and a pod's terms are its
  * author's; past that the terms stay as crossed, which selects the same nodes. */
-#define SUBSUME_MAX 16
 static void drop_subsumed(json_t *terms)
 {
-    if (json_array_size(terms) > SUBSUME_MAX)
+    if (json_array_size(terms) > NSOF_SUBSUME_MAX)
         return;
     for (size_t i = 0; i < json_array_size(terms); i++) {
         const json_t *t = json_array_get(terms, i);
 
         if (json_array_size(json_object_get(t, "matchExpressions")) +
                 json_array_size(json_object_get(t, "matchFields")) >
-            SUBSUME_MAX)
+            NSOF_SUBSUME_MAX)
             return;
     }
     for (size_t i = json_array_size(terms); i-- > 0;) {
