@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # What makes a provider send its Advertisement at once, not at the next refresh: P2's refresh is set to 600 s
 # for this test, so whatever arrives within 30 s was pushed (the push itself takes well under a second on a quiet
-# machine, which the FIGURE lines report; the bound is wide so that a busy CI machine does not fail it by chance). A change of the free capacity by more than
-# updateThresholdPercentage (5 %) is pushed, one below it is not sent at all; a change of the sharing
-# percentage is pushed, and reaches the virtual node; so is a per-cluster override (perCluster: a percentage,
-# then fixed amounts independent of the free capacity), and a second consumer of P2 (P1 peers with P2 for
-# this test) keeps its Advertisement exactly as it was, resourceVersion included.
+# machine, which the FIGURE lines report; the bound is wide so that a busy CI machine does not fail it by
+# chance). A change of the free capacity by more than updateThresholdPercentage (5 %) is pushed, one below it is
+# not sent at all; a change of the sharing percentage is pushed, and reaches the virtual node; so is a per-cluster
+# override (perCluster: a percentage, then fixed amounts independent of the free capacity), and a second consumer
+# of P2 (P1 peers with P2 for this test) keeps its Advertisement exactly as it was, resourceVersion included.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 NS=e2e-percentage
