@@ -30,6 +30,7 @@
 # servers' in pieces of 50 s, numbered), with their
 # /metrics before and after the case (apiserver_request_total tells which requests each case cost); with
 # CLIQO_DEV_CONTROLLERS_ARGS=--profiling=true too, the controller-managers' profiles beside them.
+# Before the cases, each process's CPU per second with nothing deployed, over BENCH_IDLE_SECONDS (30; 0: not measured).
 set -euo pipefail
 source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
@@ -90,8 +91,8 @@ metric_sums() { # AGENT_PORT: "to_provider VERB=n ... home VERB=n ...", watches 
     /^cliqo_kube_requests_total\{/ && !/verb="WATCH"/ { match($0, /verb="[A-Z]+"/); h[substr($0, RSTART + 6, RLENGTH - 7)] += $NF }
     END { printf "to_provider"; for (v in p) printf " %s=%d", v, p[v]; printf " home"; for (v in h) printf " %s=%d", v, h[v]; print "" }'
 }
-webhook_conns() { # AGENT_PORT: "HANDSHAKES ABANDONED" of its webhook server so far
-  curl -s "http://127.0.0.1:$1/metrics" | awk '/^cliqo_webhook_connections_total\{/ { if ($0 ~ /"handshake"/) h = $NF; else a = $NF }
+webhook_conns() { # AGENT_PORT: "HANDSHAKES ABANDONED" of its webhook server so far ("0 0": no agent there)
+  { curl -s "http://127.0.0.1:$1/metrics" || true; } | awk '/^cliqo_webhook_connections_total\{/ { if ($0 ~ /"handshake"/) h = $NF; else a = $NF }
     END { printf "%d %d\n", h, a }'
 }
 per_pod() { # BEFORE AFTER N: per offloaded pod, each way, by verb
@@ -120,13 +121,15 @@ cpu_ticks() { # "c1_kube-apiserver=T ... c1_agent=T c2_..." CPU clock ticks (use
     printf 'c%s_agent=%s ' "$i" "$(awk '{ print $14 + $15 }' "/proc/${PIDS[$((i - 1))]}/stat")"
   done
 }
-cpu_used() { # BEFORE AFTER: seconds of CPU per process between two cpu_ticks, and per cluster
-  awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" 'BEGIN {
+cpu_used() { # BEFORE AFTER [SECONDS]: seconds of CPU per process between two cpu_ticks, and per cluster; with
+  # SECONDS, per second of them instead
+  awk -v a="$1" -v b="$2" -v hz="$(getconf CLK_TCK)" -v per="${3:-}" 'BEGIN {
+    f = per ? "%.3f" : "%.1f"; per = per ? per : 1
     nx = split(a, x, " "); ny = split(b, y, " ")
     for (i = 1; i <= nx; i++) { split(x[i], kv, "="); before[kv[1]] = kv[2] }
-    for (i = 1; i <= ny; i++) { split(y[i], kv, "="); d = (kv[2] - before[kv[1]]) / hz; c = substr(kv[1], 1, 2)
-      tot[c] += d; out = out sprintf(" %s=%.1f", kv[1], d) }
-    printf "cluster-1=%.1f cluster-2=%.1f:%s\n", tot["c1"], tot["c2"], out }'
+    for (i = 1; i <= ny; i++) { split(y[i], kv, "="); d = (kv[2] - before[kv[1]]) / hz / per; c = substr(kv[1], 1, 2)
+      tot[c] += d; out = out sprintf(" %s=" f, kv[1], d) }
+    printf "cluster-1=" f " cluster-2=" f ":%s\n", tot["c1"], tot["c2"], out }'
 }
 steps_of() { # CLUSTER NS APP PREFIX T0: "PREFIX_created SECONDS" ... per pod, from T0
   k "$1" get pods -n "$2" -l "app=$3" --show-managed-fields -o json | jq -r --arg p "$4" --argjson t0 "$5" '
@@ -247,6 +250,14 @@ profile_wait() {
 
 LAT=$WORK/latency
 mkdir -p "$LAT"
+# The clusters' own load with nothing deployed (node leases and heartbeats, controllers' resyncs): it runs through
+# every case too, for as long as the case lasts, so a longer case pays more of it.
+IDLE_S=${BENCH_IDLE_SECONDS:-30}
+if [ "$IDLE_S" -gt 0 ]; then
+  i0=$(cpu_ticks)
+  sleep "$IDLE_S"
+  echo "FIGURE cpu-s idle (per second, over $IDLE_S s with nothing deployed): $(cpu_used "$i0" "$(cpu_ticks)" "$IDLE_S")"
+fi
 for n in $SIZES; do
   c0=$(cpu_ticks)
   api_latency 2 >"$LAT/d0"
@@ -258,6 +269,7 @@ for n in $SIZES; do
   c1=$(cpu_ticks)
   m0=$(metric_sums "$(port 1 6)")
   w0=$(webhook_conns "$(port 1 6)")
+  v0=$(webhook_conns "$(port 2 6)")
   profile_start offloaded "$n"
   off=$(run_deploy 1 bench "off-$n" "$n" "$TO_VNODE")
   profile_wait
@@ -269,7 +281,9 @@ for n in $SIZES; do
   echo "FIGURE cpu-s n=$n offloaded: $(cpu_used "$c1" "$c2")"
   read -r h0 a0 <<<"$w0"
   read -r h1 a1 <<<"$(webhook_conns "$(port 1 6)")"
-  echo "FIGURE webhook-connections n=$n (the consumer's pod webhook, during the offloaded case) handshakes=$((h1 - h0)) abandoned_while_held=$((a1 - a0))"
+  read -r g0 b0 <<<"$v0"
+  read -r g1 b1 <<<"$(webhook_conns "$(port 2 6)")"
+  echo "FIGURE webhook-connections n=$n (during the offloaded case) the consumer's pod webhook: handshakes=$((h1 - h0)) abandoned_while_held=$((a1 - a0)); the provider's offer webhook: handshakes=$((g1 - g0)) abandoned_while_held=$((b1 - b0))"
   echo "FIGURE api-latency n=$n (the API servers' own) pod creations: direct $(latency_of create_ "$LAT/d0" "$LAT/d1") offloaded (consumer) $(latency_of create_ "$LAT/o0" "$LAT/o1"); the consumer's pod webhook calls: $(latency_of webhook_ "$LAT/o0" "$LAT/o1")"
   echo "FIGURE steps-s n=$n (p50/p90/all, whole seconds) direct: $(stages 2 bench-direct "dir-$n") offloaded: $(stages 1 bench "off-$n" "$RNS")"
   sleep 5

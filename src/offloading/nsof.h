@@ -167,8 +167,9 @@ const char *nsof_phase_name(enum nsof_phase p);
 #define NSOF_LABEL_ORIGIN               "virtualkubelet.liqo.io/origin"
 #define NSOF_TAINT_UNREACHABLE          "node.kubernetes.io/unreachable"
 #define NSOF_TAINT_NOT_READY            "node.kubernetes.io/not-ready"
-#define NSOF_DEFAULT_TOLERATION_SECONDS 300 /* kube-apiserver's DefaultTolerationSeconds */
-#define NSOF_MAX_POD_TERMS              256 /* crossed terms of one pod */
+#define NSOF_DEFAULT_TOLERATION_SECONDS 300  /* kube-apiserver's DefaultTolerationSeconds */
+#define NSOF_MAX_POD_TERMS              256  /* crossed terms of one pod */
+#define NSOF_MAX_POD_REQUIREMENTS       4096 /* their requirements, all terms together */
 #define NSOF_MAX_TOLERATIONS            1024
 /* Crossed terms that hold all of another's requirements are dropped only in lists of at most this
  * many terms, of at most this many requirements each (nsof_patch.c, drop_subsumed). */
@@ -179,7 +180,8 @@ bool nsof_pod_is_daemonset(const json_t *pod);
 /* The patch for pod (a v1 Pod) under strategy pods with the selector (NULL: none; as
  * struct nsof_spec.selector) and grace seconds (>= 0). *ret is a new JSON array (possibly empty).
  * Returns 0, -EINVAL (the pod is malformed: a reason in err) or -E2BIG (the crossed terms would be
- * more than NSOF_MAX_POD_TERMS), or -ENOMEM. */
+ * more than NSOF_MAX_POD_TERMS, or hold more than NSOF_MAX_POD_REQUIREMENTS requirements), or
+ * -ENOMEM. */
 int nsof_pod_patch(const json_t *pod, enum nsof_pods pods, const json_t *selector, long long grace,
                    json_t **ret, char *err, size_t errlen);
 

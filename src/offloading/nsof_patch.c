@@ -160,14 +160,14 @@ static bool term_empty(const json_t *t)
            json_array_size(json_object_get(t, "matchFields")) == 0;
 }
 
-/* Appends to dst the elements of src not already in dst. */
-static int union_into(json_t *dst, const json_t *src)
+/* Appends to dst the elements of src not already in dst, or all of them (dedup false). */
+static int union_into(json_t *dst, const json_t *src, bool dedup)
 {
     for (size_t i = 0; i < json_array_size(src); i++) {
         const json_t *e = json_array_get(src, i);
         bool dup = false;
 
-        for (size_t j = 0; j < json_array_size(dst) && !dup; j++)
+        for (size_t j = 0; dedup && j < json_array_size(dst) && !dup; j++)
             dup = json_equal(json_array_get(dst, j), (json_t *)e);
         if (!dup && json_array_append(dst, (json_t *)e) != 0)
             return -ENOMEM;
@@ -175,15 +175,17 @@ static int union_into(json_t *dst, const json_t *src)
     return 0;
 }
 
-/* A new term: the union of a and b (either may be NULL). */
+/* A new term: a's requirements as they are, then those of b that are not among them (either may
+ * be NULL). a is the pod's own term, b the strategy's, small: the comparisons are |a| x |b|, not
+ * the square of what a pod's author wrote (its duplicates stay, as the API server kept them). */
 static json_t *term_union(const json_t *a, const json_t *b)
 {
     json_t *xs = json_array(), *fs = json_array(), *t = NULL;
 
-    if (!xs || !fs || union_into(xs, json_object_get(a, "matchExpressions")) < 0 ||
-        union_into(xs, json_object_get(b, "matchExpressions")) < 0 ||
-        union_into(fs, json_object_get(a, "matchFields")) < 0 ||
-        union_into(fs, json_object_get(b, "matchFields")) < 0)
+    if (!xs || !fs || union_into(xs, json_object_get(a, "matchExpressions"), false) < 0 ||
+        union_into(xs, json_object_get(b, "matchExpressions"), true) < 0 ||
+        union_into(fs, json_object_get(a, "matchFields"), false) < 0 ||
+        union_into(fs, json_object_get(b, "matchFields"), true) < 0)
         goto out;
     t = json_object();
     if (!t)
@@ -200,6 +202,13 @@ out:
     json_decref(xs);
     json_decref(fs);
     return t;
+}
+
+/* Requirements (expressions and fields) of a term. */
+static size_t term_size(const json_t *t)
+{
+    return json_array_size(json_object_get(t, "matchExpressions")) +
+           json_array_size(json_object_get(t, "matchFields"));
 }
 
 /* Whether every element of b's list `member` is in a's. */
@@ -232,9 +241,7 @@ static void drop_subsumed(json_t *terms)
     for (size_t i = 0; i < json_array_size(terms); i++) {
         const json_t *t = json_array_get(terms, i);
 
-        if (json_array_size(json_object_get(t, "matchExpressions")) +
-                json_array_size(json_object_get(t, "matchFields")) >
-            NSOF_SUBSUME_MAX)
+        if (term_size(t) > NSOF_SUBSUME_MAX)
             return;
     }
     for (size_t i = json_array_size(terms); i-- > 0;) {
@@ -336,7 +343,7 @@ static int affinity_ops(const json_t *pod, const json_t *spec, enum nsof_pods po
     const json_t *req = json_object_get(na, REQ_PATH);
     const json_t *own = json_object_get(req, "nodeSelectorTerms");
     json_t *s = strategy_terms(pods, selector), *result = NULL, *value = NULL, *onward = NULL;
-    size_t nown = 0;
+    size_t nown = 0, own_reqs = 0, s_reqs = 0;
     int rc = -ENOMEM;
 
     if (!s)
@@ -364,8 +371,10 @@ static int affinity_ops(const json_t *pod, const json_t *spec, enum nsof_pods po
                             "a nodeSelectorTerm of the pod is not an object");
             goto out;
         }
-        if (!term_empty(json_array_get(own, i)))
+        if (!term_empty(json_array_get(own, i))) {
             nown++;
+            own_reqs += term_size(json_array_get(own, i));
+        }
     }
     if (json_array_size(own) > 0 && nown == 0) {
         rc = 0; /* the pod's own terms match no node: it stays as unschedulable as it was */
@@ -387,6 +396,20 @@ static int affinity_ops(const json_t *pod, const json_t *spec, enum nsof_pods po
                      "the pod's %zu node affinity terms crossed with the %zu terms of the "
                      "namespace's offloading give more than %d",
                      nown, json_array_size(s), NSOF_MAX_POD_TERMS);
+        rc = -E2BIG;
+        goto out;
+    }
+    /* Each of the pod's terms is copied once per term of the strategy: what a pod's author wrote
+     * is bounded by the review's size only, so the crossed terms are bounded too (the patch's
+     * size, and the comparisons of term_union: the pod's requirements x the strategy's). */
+    for (size_t j = 0; j < json_array_size(s); j++)
+        s_reqs += term_size(json_array_get(s, j));
+    if (nown && own_reqs * json_array_size(s) + nown * s_reqs > NSOF_MAX_POD_REQUIREMENTS) {
+        if (err && errlen)
+            snprintf(err, errlen,
+                     "the pod's %zu node affinity requirements crossed with the %zu terms of the "
+                     "namespace's offloading give more than %d requirements",
+                     own_reqs, json_array_size(s), NSOF_MAX_POD_REQUIREMENTS);
         rc = -E2BIG;
         goto out;
     }

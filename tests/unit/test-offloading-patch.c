@@ -368,6 +368,48 @@ static void test_too_many_terms(void **state)
     json_decref(sel);
 }
 
+/* One term of 5,000 requirements: refused before crossing (the patch would hold them once per term
+ * of the strategy). Just under the bound, the pod's own requirements are kept as written,
+ * duplicates included, with the strategy's appended once. */
+static void test_too_many_requirements(void **state)
+{
+    json_t *xs = json_array(), *pod, *patch = NULL, *v, *got;
+    char err[256];
+
+    (void)state;
+    for (int i = 0; i < 5000; i++)
+        json_array_append_new(
+            xs, json_pack("{s:s,s:s}", "key", i % 2 ? "a" : "b", "operator", "Exists"));
+    pod = json_pack("{s:{s:{s:{s:{s:[{s:O}]}}}}}", "spec", "affinity", "nodeAffinity",
+                    "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+                    "matchExpressions", xs);
+    assert_int_equal(nsof_pod_patch(pod, NSOF_PODS_REMOTE, NULL, 300, &patch, err, sizeof(err)),
+                     -E2BIG);
+    assert_null(patch);
+    assert_non_null(strstr(err, "5000 node affinity requirements"));
+    assert_non_null(strstr(err, "more than 4096"));
+    json_decref(pod);
+
+    json_array_remove(xs, 0);
+    while (json_array_size(xs) > NSOF_MAX_POD_REQUIREMENTS - 1)
+        json_array_remove(xs, 0);
+    pod = json_pack("{s:{s:{s:{s:{s:[{s:O}]}}}}}", "spec", "affinity", "nodeAffinity",
+                    "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms",
+                    "matchExpressions", xs);
+    assert_int_equal(nsof_pod_patch(pod, NSOF_PODS_REMOTE, NULL, 300, &patch, err, sizeof(err)), 0);
+    v = json_object_get(json_array_get(patch, 1), "value");
+    got = json_object_get(json_array_get(v, 0), "matchExpressions");
+    assert_int_equal(json_array_size(v), 1);
+    assert_int_equal(json_array_size(got), NSOF_MAX_POD_REQUIREMENTS);
+    assert_true(json_equal(json_array_get(got, 0), json_array_get(xs, 0)));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(got, NSOF_MAX_POD_REQUIREMENTS - 1), "key")),
+                        NSOF_VNODE_LABEL);
+    json_decref(patch);
+    json_decref(pod);
+    json_decref(xs);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -375,6 +417,7 @@ int main(void)
         cmocka_unit_test(test_patch_shape),
         cmocka_unit_test(test_nothing_to_do),
         cmocka_unit_test(test_too_many_terms),
+        cmocka_unit_test(test_too_many_requirements),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);
