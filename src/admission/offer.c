@@ -121,10 +121,32 @@ static int max_into(struct shr_list *dst, const struct shr_list *src, const stru
     return 0;
 }
 
+/* dst[name] = max(dst[name], src[name]) for the names of only (a sidecar's own requests). */
+static int max_names(struct shr_list *dst, const struct shr_list *src, const struct shr_list *only,
+                     char *err, size_t errlen)
+{
+    for (size_t i = 0; i < only->n; i++) {
+        struct shr_amount *a = find(dst, only->items[i].name, true);
+        int64_t v = shr_list_get(src, only->items[i].name, NULL);
+
+        if (!a) {
+            snprintf(err, errlen, "too many resource names");
+            return -ENOSPC;
+        }
+        if (v > a->value)
+            a->value = v;
+    }
+    return 0;
+}
+
 /* The init containers in their order, as the scheduler counts them: a regular one needs its
  * request on top of the sidecars started before it; a sidecar adds its request to those of the
  * sidecars before it, from its start to the pod's end. *init is the largest need while
- * initialising, *side the sidecars' sum (which the app containers run beside). */
+ * initialising, *side the sidecars' sum (which the app containers run beside). After each
+ * container *init holds at least *side for every name, so a sidecar can raise *init only at the
+ * names it requests itself: the work is the containers' own requests, not the containers times
+ * the names of the sum (116,000 sidecars without requests after one of 64 names, in a 3 MB review,
+ * held the loop 1.7 s when the whole sum was compared after each). */
 static int acc_init(struct shr_list *init, struct shr_list *side, const json_t *list, char *err,
                     size_t errlen)
 {
@@ -147,7 +169,7 @@ static int acc_init(struct shr_list *init, struct shr_list *side, const json_t *
             snprintf(err, errlen, "too many resource names");
             return -ENOSPC;
         }
-        if ((rc = max_into(init, side, NULL, err, errlen)) < 0)
+        if ((rc = max_names(init, side, &one, err, errlen)) < 0)
             return rc;
     }
     return 0;

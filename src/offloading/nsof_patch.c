@@ -308,29 +308,52 @@ static bool no_loop_expr(const json_t *e)
            strcmp(json_string_value(json_array_get(v, 0)), NSOF_VNODE_VALUE) == 0;
 }
 
-/* The pod's own terms without the virtual kubelets' no-loop expression (a new array), for a pod a
- * consumer offloaded here that this cluster's own NamespaceOffloading sends onward. */
+/* The pod's own terms without the virtual kubelets' no-loop expression (a new array, which shares
+ * the pod's terms and expressions: none is changed), for a pod a consumer offloaded here that this
+ * cluster's own NamespaceOffloading sends onward. Built anew, never by removing in place: a removal
+ * moves the rest of the list, and a pod whose terms held 46,000 of those expressions (3 MB) held
+ * the agent's loop 0.55 s that way. */
 static json_t *without_no_loop(const json_t *own)
 {
-    json_t *out = json_deep_copy(own);
+    json_t *out = json_array();
 
-    for (size_t i = 0; out && i < json_array_size(out);) {
-        json_t *t = json_array_get(out, i), *xs = json_object_get(t, "matchExpressions");
+    for (size_t i = 0; out && i < json_array_size(own); i++) {
+        json_t *t = json_array_get(own, i), *kept = NULL;
+        const json_t *xs = json_object_get(t, "matchExpressions");
         size_t removed = 0;
 
-        for (size_t j = 0; j < json_array_size(xs);)
-            if (no_loop_expr(json_array_get(xs, j))) {
-                json_array_remove(xs, j);
-                removed++;
-            } else {
-                j++;
+        for (size_t j = 0; j < json_array_size(xs); j++)
+            removed += no_loop_expr(json_array_get(xs, j));
+        if (!removed) {
+            t = json_incref(t);
+        } else {
+            t = json_copy(t); /* an object: xs is an array */
+            kept = json_array();
+            for (size_t j = 0; kept && j < json_array_size(xs); j++)
+                if (!no_loop_expr(json_array_get(xs, j)) &&
+                    json_array_append(kept, json_array_get(xs, j)) != 0) {
+                    json_decref(kept);
+                    kept = NULL;
+                }
+            if (!t || !kept) {
+                json_decref(kept);
+                json_decref(t);
+                t = NULL;
+            } else if (json_object_set_new(t, "matchExpressions", kept) != 0) {
+                json_decref(t);
+                t = NULL;
             }
+        }
         /* A term that held only that expression constrained nothing else: it goes (an empty
          * term would match no node). */
-        if (removed && term_empty(t))
-            json_array_remove(out, i);
-        else
-            i++;
+        if (t && removed && term_empty(t)) {
+            json_decref(t);
+            continue;
+        }
+        if (!t || json_array_append_new(out, t) != 0) {
+            json_decref(out);
+            out = NULL;
+        }
     }
     return out;
 }

@@ -107,6 +107,26 @@ static bool one_of(const char *s, const char *const *set)
     return false;
 }
 
+/* Removes from array a, in one pass, the elements drop(e, data) says. A removal by index moves the
+ * rest of the array: one by one, the removals would cost the square of what the pod's author wrote
+ * (45,000 token volumes of a 3 MB pod held the loop 0.46 s, their mounts far longer). */
+static void array_filter(json_t *a, bool (*drop)(json_t *e, void *data), void *data)
+{
+    size_t k = 0, n = json_array_size(a);
+
+    for (size_t i = 0; i < n; i++) {
+        json_t *e = json_array_get(a, i);
+
+        if (drop(e, data))
+            continue;
+        if (k != i)
+            json_array_set(a, k, e); /* the element at k was dropped, or moved before k */
+        k++;
+    }
+    while (json_array_size(a) > k)
+        json_array_remove(a, json_array_size(a) - 1);
+}
+
 bool vkp_rfc3339_seconds(const char *s, char *out, size_t size)
 {
     int64_t t;
@@ -255,39 +275,44 @@ static bool token_volume(const json_t *vol, const char *sa)
     return sa_token_secret(jsn_str(obj(vol, "secret"), "secretName"), sa);
 }
 
-static bool in_array(const json_t *arr, const char *s)
+/* A mount of a volume in dropped (a set: name -> true). */
+static bool dropped_mount(json_t *m, void *dropped)
 {
-    size_t i;
-    json_t *v;
+    const char *name = jsn_str(m, "name");
 
-    json_array_foreach(arr, i, v)
-    {
-        if (json_is_string(v) && s && strcmp(json_string_value(v), s) == 0)
-            return true;
-    }
-    return false;
+    return name && json_object_get(dropped, name) != NULL;
 }
 
 static void drop_mounts(json_t *containers, const json_t *dropped)
 {
-    size_t i, j;
-    json_t *c, *mounts, *m;
+    size_t i;
+    json_t *c, *mounts;
 
     json_array_foreach(containers, i, c)
     {
         mounts = json_object_get(c, "volumeMounts");
         if (!json_is_array(mounts))
             continue;
-        for (j = 0; j < json_array_size(mounts);) {
-            m = json_array_get(mounts, j);
-            if (in_array(dropped, jsn_str(m, "name")))
-                json_array_remove(mounts, j);
-            else
-                j++;
-        }
+        array_filter(mounts, dropped_mount, (void *)dropped);
         if (json_array_size(mounts) == 0)
             json_object_del(c, "volumeMounts");
     }
+}
+
+struct token_volumes {
+    const char *sa;
+    json_t *gone; /* the names of the volumes dropped: name -> true */
+};
+
+static bool dropped_volume(json_t *v, void *data)
+{
+    struct token_volumes *tv = data;
+
+    if (!token_volume(v, tv->sa))
+        return false;
+    if (jsn_str(v, "name"))
+        json_object_set_new(tv->gone, jsn_str(v, "name"), json_true());
+    return true;
 }
 
 static json_t *no_loop_affinity(void)
@@ -314,9 +339,9 @@ static json_t *remote_spec(const json_t *home)
                                           "overhead",
                                           NULL};
     const json_t *hs = obj(home, "spec");
-    json_t *spec = json_deep_copy(hs), *vols, *aff, *gone = json_array();
+    json_t *spec = json_deep_copy(hs), *vols, *aff, *gone = json_object();
     const char *sa = jsn_str(hs, "serviceAccountName");
-    size_t i;
+    struct token_volumes tv;
 
     if (!spec || !gone) {
         json_decref(spec);
@@ -328,17 +353,9 @@ static json_t *remote_spec(const json_t *home)
     if (!sa || !*sa)
         sa = "default";
     vols = json_object_get(spec, "volumes");
-    for (i = 0; json_is_array(vols) && i < json_array_size(vols);) {
-        json_t *v = json_array_get(vols, i);
-
-        if (token_volume(v, sa)) {
-            if (jsn_str(v, "name"))
-                json_array_append_new(gone, json_string(jsn_str(v, "name")));
-            json_array_remove(vols, i);
-        } else {
-            i++;
-        }
-    }
+    tv.sa = sa;
+    tv.gone = gone;
+    array_filter(vols, dropped_volume, &tv);
     if (json_is_array(vols) && json_array_size(vols) == 0)
         json_object_del(spec, "volumes");
     drop_mounts(json_object_get(spec, "containers"), gone);
@@ -431,21 +448,28 @@ static bool label_removable(const char *key, void *data)
     return true;
 }
 
-/* An annotation is ours to remove when the remote pod's list says we put it there. */
+/* An annotation is ours to remove when the remote pod's list says we put it there (data: the
+ * list's keys as a set, propagated_set). */
 static bool annotation_removable(const char *key, void *data)
 {
-    const char *list = data, *p = list;
-    size_t n = strlen(key);
+    return json_object_get(data, key) != NULL;
+}
 
-    while (p && *p) {
+/* The keys of a VKP_ANNOT_PROPAGATED list (comma-separated) as a set: key -> true (NULL: no
+ * memory). Looked up once per annotation of the remote pod, which the provider writes: a scan of
+ * the list for each would cost their product (20,000 keys in each held the loop 3.5 s). */
+static json_t *propagated_set(const char *list)
+{
+    json_t *set = json_object();
+
+    for (const char *p = list; set && p && *p;) {
         const char *end = strchr(p, ',');
         size_t len = end ? (size_t)(end - p) : strlen(p);
 
-        if (len == n && strncmp(p, key, n) == 0)
-            return true;
+        (void)json_object_setn_new(set, p, len, json_true()); /* if not: not removed, as unlisted */
         p = end ? end + 1 : NULL;
     }
-    return false;
+    return set;
 }
 
 static json_t *image_patch(const json_t *home_list, const json_t *remote_list)
@@ -479,16 +503,16 @@ json_t *vkp_remote_update(const json_t *home, const json_t *remote, const struct
     json_t *wl = want_labels(home, ids), *wa = want_annotations(home);
     json_t *lp = json_object(), *ap = json_object(), *md = json_object(), *spec = json_object();
     json_t *patch = NULL, *imgs;
-    const char *list = jsn_str(json_object_get(rm, "annotations"), VKP_ANNOT_PROPAGATED);
+    json_t *list =
+        propagated_set(jsn_str_or_empty(json_object_get(rm, "annotations"), VKP_ANNOT_PROPAGATED));
     const json_t *had = json_object_get(hs, "activeDeadlineSeconds");
     const json_t *rad = json_object_get(rs, "activeDeadlineSeconds");
 
-    if (!wl || !wa || !lp || !ap || !md || !spec)
+    if (!wl || !wa || !lp || !ap || !md || !spec || !list)
         goto out;
     if (map_patch(lp, json_object_get(rm, "labels"), wl, label_removable, NULL))
         json_object_set(md, "labels", lp);
-    if (map_patch(ap, json_object_get(rm, "annotations"), wa, annotation_removable,
-                  (void *)(list ? list : "")))
+    if (map_patch(ap, json_object_get(rm, "annotations"), wa, annotation_removable, list))
         json_object_set(md, "annotations", ap);
     if ((imgs = image_patch(json_object_get(hs, "containers"), json_object_get(rs, "containers"))))
         json_object_set_new(spec, "containers", imgs);
@@ -507,6 +531,7 @@ json_t *vkp_remote_update(const json_t *home, const json_t *remote, const struct
     if (patch && json_object_size(spec))
         json_object_set(patch, "spec", spec);
 out:
+    json_decref(list);
     json_decref(wl);
     json_decref(wa);
     json_decref(lp);
@@ -1074,6 +1099,12 @@ static void keep_only(json_t *o, const char *const *keys)
     }
 }
 
+static bool not_controller(json_t *ref, void *data)
+{
+    (void)data;
+    return !json_is_true(json_object_get(ref, "controller"));
+}
+
 static void trim_array(json_t *a, size_t max)
 {
     while (json_is_array(a) && json_array_size(a) > max)
@@ -1097,14 +1128,10 @@ void vkp_home_transform(json_t *pod)
     size_t i;
 
     keep_only(json_object_get(pod, "metadata"), md_keys);
-    for (i = 0; json_is_array(refs) && i < json_array_size(refs);) {
-        r = json_array_get(refs, i);
-        if (!json_is_true(json_object_get(r, "controller"))) {
-            json_array_remove(refs, i);
-            continue;
-        }
+    array_filter(refs, not_controller, NULL);
+    json_array_foreach(refs, i, r)
+    {
         keep_only(r, ref_keys);
-        i++;
     }
     json_object_del(pod, "apiVersion");
     json_object_del(pod, "kind");

@@ -1012,6 +1012,88 @@ static void test_transforms(void **state)
     json_decref(ev);
 }
 
+/* Thousands of token volumes, mounts, owner references and propagated annotations: each list is
+ * filtered in one pass, or looked up in a set (one by one, a pod's own lists cost their square:
+ * 20,000 token volumes with their mounts held the loop 18 s, 20,000 propagated annotations 3.5 s);
+ * the result is what it was, in order. */
+static void test_many_dropped(void **state)
+{
+    enum { N = 5000 };
+    json_t *vols = json_array(), *mounts = json_array(), *refs = json_array(), *home, *pod = NULL;
+    json_t *remote, *annots = json_object(), *patch, *got;
+    const struct vkp_ids ids = {HOME_ID, PEER_ID};
+    char name[32], err[128], *list = malloc(N * 8);
+    size_t len = 0, nulls = 0;
+    const char *k;
+    json_t *v;
+
+    (void)state;
+    assert_non_null(list);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "t%d", i);
+        json_array_append_new(vols, json_pack("{s:s,s:{s:[{s:{}}]}}", "name", name, "projected",
+                                              "sources", "serviceAccountToken"));
+        json_array_append_new(mounts, json_pack("{s:s,s:s}", "name", name, "mountPath", "/t"));
+        snprintf(name, sizeof(name), "k%d", i);
+        json_array_append_new(vols,
+                              json_pack("{s:s,s:{s:s}}", "name", name, "configMap", "name", "cm"));
+        json_array_append_new(mounts, json_pack("{s:s,s:s}", "name", name, "mountPath", "/k"));
+        json_array_append_new(refs, json_pack("{s:s,s:s}", "kind", "Other", "name", name));
+    }
+    json_array_insert_new(refs, N / 2, js("{\"kind\":\"ReplicaSet\",\"controller\":true}"));
+    home = json_pack("{s:{s:s,s:s,s:s,s:o},s:{s:o,s:[{s:s,s:s,s:o}]}}", "metadata", "name", "p",
+                     "namespace", "shop", "uid", UID, "ownerReferences", refs, "spec", "volumes",
+                     vols, "containers", "name", "c", "image", "i", "volumeMounts", mounts);
+    assert_int_equal(vkp_remote_pod(home, "r", &ids, &pod, err, sizeof(err)), 0);
+    got = at(pod, "spec>volumes");
+    assert_int_equal(json_array_size(got), N);
+    got = at(pod, "spec>containers>0>volumeMounts");
+    assert_int_equal(json_array_size(got), N);
+    for (int i = 0; i < N; i++) {
+        snprintf(name, sizeof(name), "k%d", i);
+        assert_string_equal(json_string_value(json_object_get(
+                                json_array_get(at(pod, "spec>volumes"), (size_t)i), "name")),
+                            name);
+        assert_string_equal(
+            json_string_value(json_object_get(json_array_get(got, (size_t)i), "name")), name);
+    }
+    json_decref(pod);
+
+    vkp_home_transform(home);
+    expect(home,
+           (const char *const[]){
+               "metadata>ownerReferences = [{\"kind\":\"ReplicaSet\",\"controller\":true}]", NULL},
+           "home transform");
+
+    /* The remote pod lists N keys as propagated (x*), has N more of the provider's own (p*): the
+     * home pod has none any more, so the x* go and the p* stay. */
+    for (int i = 0; i < N; i++) {
+        len += (size_t)snprintf(list + len, N * 8 - len, "%sx%d", i ? "," : "", i);
+        snprintf(name, sizeof(name), "x%d", i);
+        json_object_set_new(annots, name, json_string("1"));
+        snprintf(name, sizeof(name), "p%d", i);
+        json_object_set_new(annots, name, json_string("1"));
+    }
+    json_object_set_new(annots, "offloading.cliqo.io/propagated-annotations", json_string(list));
+    remote = json_pack("{s:{s:s,s:s,s:o}}", "metadata", "name", "p", "namespace", "r",
+                       "annotations", annots);
+    patch = vkp_remote_update(home, remote, &ids);
+    assert_non_null(patch);
+    json_object_foreach(at(patch, "metadata>annotations"), k, v)
+    {
+        if (json_is_null(v)) {
+            assert_int_equal(k[0], 'x');
+            nulls++;
+        }
+        assert_int_not_equal(k[0], 'p');
+    }
+    assert_int_equal(nulls, N);
+    json_decref(patch);
+    json_decref(remote);
+    json_decref(home);
+    free(list);
+}
+
 /* ---- the namespace mapping
  * ------------------------------------------------------------------------- */
 
@@ -1176,6 +1258,7 @@ int main(void)
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_rfc3339),
         cmocka_unit_test(test_transforms),
+        cmocka_unit_test(test_many_dropped),
         cmocka_unit_test(test_nsof_wants),
         cmocka_unit_test(test_map_entry_and_conditions),
         cmocka_unit_test(test_desired_patch),
