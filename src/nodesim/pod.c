@@ -108,6 +108,7 @@ static struct ns_pod_op *op_get(struct ns_sim *sim, const char *key)
             op->used = true;
             op->sim = sim;
             op->next_ms = 0;
+            op->terminal = false;
             snprintf(op->key, sizeof(op->key), "%s", key);
             return op;
         }
@@ -158,7 +159,7 @@ static void on_pod_status(struct kapi_client *c, const struct kapi_result *res, 
     (void)c;
     if (res->err == 0) {
         op->sim->pod_writes++;
-        if (ns_pod_terminal(res->body))
+        if (op->terminal)
             release_ip(op->sim, op->key, kapi_obj_uid(res->body));
         op_done(op, 0);
         return;
@@ -212,10 +213,12 @@ static int sync_status(struct ns_pod_op *op, const json_t *pod, struct ns_node *
     }
     /* The uid makes the write fail rather than land on another pod of the same name. */
     patch = json_pack("{s:{s:s?},s:o}", "metadata", "uid", kapi_obj_uid(pod), "status", st);
+    op->terminal = patch && ns_pod_terminal(patch);
     body = patch ? json_dumps(patch, JSON_COMPACT) : NULL;
     json_decref(patch);
-    r = body ? kapi_patch(sim->c, &kapi_pods, kapi_obj_namespace(pod), kapi_obj_name(pod), "status",
-                          KAPI_PATCH_MERGE, body, on_pod_status, op)
+    /* The answer is read for its metadata only (the pod's uid): what was written is known. */
+    r = body ? kapi_patch_meta(sim->c, &kapi_pods, kapi_obj_namespace(pod), kapi_obj_name(pod),
+                               "status", KAPI_PATCH_MERGE, body, on_pod_status, op)
              : -ENOMEM;
     free(body); /* allocated by jansson */
     return r < 0 ? r : 1;
@@ -336,12 +339,45 @@ void ns_pods_requeue_node(struct ns_sim *sim, const char *node)
         inf_index_foreach(sim->pod_inf, "node", node, visit_enqueue, sim);
 }
 
+/* A pod bound to a node this simulator does not run (a real node's, a virtual node's) is cached
+ * as a stub: its name, namespace, uid, version and node. A kubelet would not even be sent it; the
+ * watch of every bound pod is the simulator's shortcut (one watch for all its nodes), and the stub
+ * keeps that shortcut from costing it the encoding and the memory of pods it never runs. The
+ * nodes are known before the informer starts (ns_nodes_init) and a pod's node never changes. */
+static void pod_transform(json_t *obj, void *data)
+{
+    struct ns_sim *sim = data;
+    json_t *meta = json_object_get(obj, "metadata"), *m, *spec;
+    static const char *const keep[] = {"name", "namespace", "uid", "resourceVersion"};
+
+    if (ns_node_find(sim, node_name_of(obj)) || !json_is_object(meta))
+        return;
+    m = json_object();
+    spec =
+        json_pack("{s:O?}", "nodeName", json_object_get(json_object_get(obj, "spec"), "nodeName"));
+    for (size_t i = 0; m && i < sizeof(keep) / sizeof(keep[0]); i++)
+        if (json_object_get(meta, keep[i]))
+            json_object_set(m, keep[i], json_object_get(meta, keep[i]));
+    if (!m || !spec) {
+        json_decref(m);
+        json_decref(spec);
+        return; /* cached whole: as before */
+    }
+    json_object_clear(obj);
+    json_object_set_new(obj, "metadata", m);
+    json_object_set_new(obj, "spec", spec);
+}
+
 int ns_pods_start(struct ns_sim *sim)
 {
     struct wq_options qo = {
         .max_concurrent = sim->cfg->concurrency, .base_delay_ms = 50, .max_delay_ms = 30000};
-    /* Only bound pods: the simulator has nothing to do with pending ones. */
-    struct inf_options io = {.resource = &kapi_pods, .field_selector = "spec.nodeName!="};
+    /* Only bound pods: the simulator has nothing to do with pending ones. Updates are handled
+     * from the new object alone (on_pod_update): the old one is not decoded. */
+    struct inf_options io = {.resource = &kapi_pods,
+                             .field_selector = "spec.nodeName!=",
+                             .transform = pod_transform,
+                             .update_without_old = true};
     struct inf_handlers h = {.on_add = on_pod_add,
                              .on_update = on_pod_update,
                              .on_delete = on_pod_delete,

@@ -44,6 +44,7 @@ struct ns_pod_op {
     bool used;
     char key[WQ_MAX_KEY_LEN + 1];
     uint64_t next_ms;
+    bool terminal; /* the status being written is a final one (Succeeded, Failed) */
 };
 
 struct ns_sim {

@@ -6,6 +6,22 @@ source "$(dirname "$0")/common.sh"
 ns=e2e-nodesim-pods
 kc "$c" create namespace "$ns" >/dev/null
 wait_sa "$ns"
+# A pod bound to a node the simulator does not run (a real node's, a virtual node's) is not its to run: it stays
+# as it was written, while the simulated node's pod below runs.
+kc "$c" create -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Node
+metadata: {name: e2e-nodesim-foreign}
+YAML
+kc "$c" -n "$ns" create -f - >/dev/null <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: elsewhere}
+spec:
+  nodeName: e2e-nodesim-foreign
+  containers:
+  - {name: app, image: nginx:1.25}
+YAML
 # Each start-up step (init container) lasts 2 s, so the stages are observable.
 kc "$c" -n "$ns" create -f - >/dev/null <<'YAML'
 apiVersion: v1
@@ -62,6 +78,12 @@ for c in st["containerStatuses"]:
 assert st["startTime"] <= inits[0]["state"]["terminated"]["startedAt"], st
 PY
 say "web: init containers in order, Running with $(jp pod/web '{.status.podIP}' -n "$ns") in $cidr"
+other=$(kget "$c" pod elsewhere -n "$ns")
+jq -e '.status.phase == "Pending" and (.status.podIP == null) and (.status.containerStatuses == null)' <<<"$other" >/dev/null ||
+  fail "the pod of a node the simulator does not run was changed: $(jq -c .status <<<"$other")"
+kc "$c" -n "$ns" delete pod elsewhere --grace-period=0 --force >/dev/null 2>&1
+kc "$c" delete node e2e-nodesim-foreign >/dev/null
+say "elsewhere: bound to a node the simulator does not run, left Pending"
 
 # Deletion with the default grace period is finished by the simulated kubelet.
 t0=$(date +%s)
