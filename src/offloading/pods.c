@@ -40,7 +40,7 @@
 /* A status that stays Pending is written this long after the remote pod appeared, not at each of
  * its first steps (created, scheduled): most pods are Running by then, one write instead of three.
  */
-#define PENDING_COALESCE_MS 1000
+#define PENDING_COALESCE_MS 5000
 #define EXISTS_WAIT_MS      1000
 
 /* Per home pod, created when first needed, removed with the pod. */

@@ -31,7 +31,7 @@
 #include "offloading/reflector.h"
 
 #define VK_PODS_MAX         20000 /* home pods with per-pod state */
-#define VK_PODS_CONCURRENCY 64
+#define VK_PODS_CONCURRENCY 128
 #define VK_PODS_EVENT_QPS   20
 #define VK_PODS_EVENT_BURST 100
 
