@@ -414,12 +414,10 @@ static int affinity_ops(const json_t *pod, const json_t *spec, enum nsof_pods po
     }
     if (nown * json_array_size(s) > NSOF_MAX_POD_TERMS ||
         (nown == 0 && json_array_size(s) > NSOF_MAX_POD_TERMS)) {
-        if (err && errlen)
-            snprintf(err, errlen,
-                     "the pod's %zu node affinity terms crossed with the %zu terms of the "
-                     "namespace's offloading give more than %d",
-                     nown, json_array_size(s), NSOF_MAX_POD_TERMS);
-        rc = -E2BIG;
+        rc = errbuf_fmt(err, errlen, -E2BIG,
+                        "the pod's %zu node affinity terms crossed with the %zu terms of the "
+                        "namespace's offloading give more than %d",
+                        nown, json_array_size(s), NSOF_MAX_POD_TERMS);
         goto out;
     }
     /* Each of the pod's terms is copied once per term of the strategy: what a pod's author wrote
@@ -428,12 +426,10 @@ static int affinity_ops(const json_t *pod, const json_t *spec, enum nsof_pods po
     for (size_t j = 0; j < json_array_size(s); j++)
         s_reqs += term_size(json_array_get(s, j));
     if (nown && own_reqs * json_array_size(s) + nown * s_reqs > NSOF_MAX_POD_REQUIREMENTS) {
-        if (err && errlen)
-            snprintf(err, errlen,
-                     "the pod's %zu node affinity requirements crossed with the %zu terms of the "
-                     "namespace's offloading give more than %d requirements",
-                     own_reqs, json_array_size(s), NSOF_MAX_POD_REQUIREMENTS);
-        rc = -E2BIG;
+        rc = errbuf_fmt(err, errlen, -E2BIG,
+                        "the pod's %zu node affinity requirements crossed with the %zu terms of "
+                        "the namespace's offloading give more than %d requirements",
+                        own_reqs, json_array_size(s), NSOF_MAX_POD_REQUIREMENTS);
         goto out;
     }
     if (nown == 0) {
