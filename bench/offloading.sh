@@ -30,6 +30,8 @@
 # servers' in pieces of 50 s, numbered), with their
 # /metrics before and after the case (apiserver_request_total tells which requests each case cost); with
 # CLIQO_DEV_CONTROLLERS_ARGS=--profiling=true too, the controller-managers' profiles beside them.
+# With BENCH_SMAPS_DIR set, the consumer agent's /proc smaps when its RSS is read, there (consumer-agent-smaps-N.txt),
+# and glibc's malloc_stats() written to its log then (gdb; with BENCH_LOG_DIR, the log is kept).
 # Before the cases, each process's CPU per second with nothing deployed, over BENCH_IDLE_SECONDS (30; 0: not measured).
 set -euo pipefail
 source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
@@ -189,7 +191,7 @@ gone() { # CLUSTER NS SELECTOR
   return 1
 }
 rss_mb() { awk '/^VmRSS/ { printf "%.1f", $2 / 1024 }' "/proc/$1/status"; }
-rss_detail() { awk '/^Rss(Anon|File):/ { printf "%s%s=%.1f", sep, tolower(substr($1, 4, length($1) - 4)), $2 / 1024; sep = " " }' "/proc/$1/status"; }
+rss_detail() { awk '/^(Rss(Anon|File)|VmHWM):/ { k = $1 ~ /^Rss/ ? tolower(substr($1, 4, length($1) - 4)) : "peak"; printf "%s%s=%.1f", sep, k, $2 / 1024; sep = " " }' "/proc/$1/status"; }
 
 # The API servers' own latencies, from their /metrics: sums, counts and histogram buckets of the pod
 # creations (apiserver_request_duration_seconds) and of the consumer's pod webhook calls
@@ -289,6 +291,11 @@ for n in $SIZES; do
   sleep 5
   echo "FIGURE requests-per-offloaded-pod n=$n up: $(per_pod "$m0" "$(metric_sums "$(port 1 6)")" "$n")"
   echo "FIGURE agent-rss-mb n=$n consumer=$(rss_mb "${PIDS[0]}") provider=$(rss_mb "${PIDS[1]}") offloaded_pods=$n target=$([ "$n" -le 1000 ] && echo 25 || echo 60) consumer_detail: $(rss_detail "${PIDS[0]}")"
+  if [ -n "${BENCH_SMAPS_DIR:-}" ]; then
+    cp "/proc/${PIDS[0]}/smaps" "$BENCH_SMAPS_DIR/consumer-agent-smaps-$n.txt"
+    # glibc's own account of the heap (in use against held), written to the agent's log (BENCH_LOG_DIR)
+    ! command -v gdb >/dev/null || gdb -p "${PIDS[0]}" -batch -ex 'call (void) malloc_stats()' >/dev/null 2>&1 || true
+  fi
   m1=$(metric_sums "$(port 1 6)")
   k 2 delete deployment -n bench-direct "dir-$n" --wait=false >/dev/null
   gone 2 bench-direct "app=dir-$n"

@@ -2,7 +2,8 @@
 # bench/advertisement-live.sh): source it after setting CLIQOCTL, AGENT, BASE_PORT and CLIQO_DEV_NODES (and,
 # if wanted, CLIQO_DEV_NODESIM_ARGS and CLIQO_DEV_CONTROLLER_QPS). It defines WORK (removed on exit), PIDS
 # (the agents: consumer, then provider), the helpers below, bench_peer_setup and bench_offload_setup.
-# AGENT_ARGS (word-split), if set, is added to both agents' command lines. With BENCH_PIN=1 (and at least 2
+# AGENT_ARGS (word-split), if set, is added to both agents' command lines. BENCH_LOG_DIR, if set, receives every log
+# of the run (agents, control planes) at exit. With BENCH_PIN=1 (and at least 2
 # CPUs) each cluster's processes (control plane, simulated nodes, its agent) run on half of the CPUs, cluster 1 on
 # the first half: as two clusters on machines of their own, so that work on one does not take the other's CPU.
 WORK=$(mktemp -d)
@@ -12,6 +13,9 @@ cleanup() {
   local p
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
+  if [ -n "${BENCH_LOG_DIR:-}" ]; then # the agents' and control planes' logs, kept for reading after the run
+    (cd "$WORK" && find . -name '*.log' -exec cp --parents {} "$BENCH_LOG_DIR" \;) || true
+  fi
   "$CLIQOCTL" dev down >/dev/null 2>&1 || true
   rm -rf "$WORK"
 }

@@ -18,6 +18,7 @@
 #define DEFAULT_MAX_BODY   ((size_t)32 << 20)
 #define DEFAULT_TIMEOUT_MS 30000L
 #define MAX_PATH_LEN       8192
+#define KAPI_MAX_STREAMS   250L /* streams per HTTP/2 connection: the API server's own limit */
 /* A token file is re-read at most this often, and after any 401 (as client-go does), so that a
  * rotated service-account token is picked up without a restart. */
 #define TOKEN_REREAD_MS 60000
@@ -808,6 +809,10 @@ static int call_setup_easy(struct kapi_call *call)
         curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
     }
     if (call->body) {
+        /* libcurl sends a body through an upload buffer of 64 KiB by default, held while the
+         * request is in flight; its minimum, 16 KiB, is an HTTP/2 DATA frame's default size and
+         * holds a typical object whole (docs/offloading.md, "Memory"). */
+        curl_easy_setopt(e, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
         curl_easy_setopt(e, CURLOPT_POSTFIELDS, call->body);
         curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)call->body_len);
     } else if (strcmp(call->method, "GET") != 0 && strcmp(call->method, "DELETE") != 0) {
@@ -1075,6 +1080,10 @@ int kapi_client_new(uv_loop_t *loop, const struct kc_config *cfg,
     curl_multi_setopt(c->multi, CURLMOPT_TIMERFUNCTION, curl_timer_cb);
     curl_multi_setopt(c->multi, CURLMOPT_TIMERDATA, c);
     curl_multi_setopt(c->multi, CURLMOPT_PIPELINING, (long)CURLPIPE_MULTIPLEX);
+    /* libcurl opens another connection past 100 streams on one (its default); the API server
+     * allows 250, and its SETTINGS frame lowers this if it allows fewer. A connection is a TLS
+     * handshake and some 80 KB of buffers, kept idle for two minutes after a burst. */
+    curl_multi_setopt(c->multi, CURLMOPT_MAX_CONCURRENT_STREAMS, (long)KAPI_MAX_STREAMS);
     uv_timer_init(loop, &c->timer);
     c->timer.data = c;
     c->open_handles++;
