@@ -87,6 +87,13 @@ if [ -n "$PEER_QPS" ]; then
   k 1 patch clusterconfig configuration --type=merge \
     -p "{\"spec\":{\"peeringConfig\":{\"peerClient\":{\"qps\":$PEER_QPS,\"burst\":$((PEER_QPS * 2))}}}}" >/dev/null
 fi
+store_kb() { # AGENT_PORT: cliqo_informer_store_bytes in KB, per resource
+  { curl -s "http://127.0.0.1:$1/metrics" || true; } | awk '/^cliqo_informer_store_bytes\{/ {
+      match($0, /resource="[^"]*"/); r = substr($0, RSTART + 10, RLENGTH - 11)
+      match($0, /part="[^"]*"/); p = substr($0, RSTART + 6, RLENGTH - 7)
+      if (p == "fixed") f[r] += $NF; else if (p != "table") { v[r] += $NF; if (p == "slack") sl[r] += $NF } }
+    END { for (r in v) if (v[r] + f[r] >= 10240) printf "%s=%.0f(slack %.0f; fixed %.0f) ", r, v[r] / 1024, sl[r] / 1024, f[r] / 1024 }'
+}
 metric_sums() { # AGENT_PORT: "to_provider VERB=n ... home VERB=n ...", watches left out
   curl -s "http://127.0.0.1:$1/metrics" | awk '
     /^cliqo_peer_requests_total\{/ && /role="vk"/ && !/verb="WATCH"/ { match($0, /verb="[A-Z]+"/); p[substr($0, RSTART + 6, RLENGTH - 7)] += $NF }
@@ -290,6 +297,7 @@ for n in $SIZES; do
   echo "FIGURE steps-s n=$n (p50/p90/all, whole seconds) direct: $(stages 2 bench-direct "dir-$n") offloaded: $(stages 1 bench "off-$n" "$RNS")"
   sleep 5
   echo "FIGURE requests-per-offloaded-pod n=$n up: $(per_pod "$m0" "$(metric_sums "$(port 1 6)")" "$n")"
+  echo "FIGURE agent-store-kb n=$n (the consumer agent's informer caches, by resource: values+slack+entries+indexes+records; fixed) $(store_kb "$(port 1 6)")"
   echo "FIGURE agent-rss-mb n=$n consumer=$(rss_mb "${PIDS[0]}") provider=$(rss_mb "${PIDS[1]}") offloaded_pods=$n target=$([ "$n" -le 1000 ] && echo 25 || echo 60) consumer_detail: $(rss_detail "${PIDS[0]}")"
   if [ -n "${BENCH_SMAPS_DIR:-}" ]; then
     cp "/proc/${PIDS[0]}/smaps" "$BENCH_SMAPS_DIR/consumer-agent-smaps-$n.txt"

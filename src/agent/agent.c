@@ -107,7 +107,7 @@ struct agent {
     struct metrics_family *m_leader, *m_http, *m_module_ready, *m_inf_synced, *m_inf_objects,
         *m_queue_depth, *m_kube_pending, *m_kube_req, *m_kube_up, *m_rss, *m_vsize, *m_fds,
         *m_max_fds, *m_cpu, *m_start, *m_build, *m_loop_iter, *m_loop_max, *m_loop_max_faults,
-        *m_loop_max_io;
+        *m_loop_max_io, *m_store_bytes;
     double start_time;
     struct llag lag;      /* the loop's CPU time per iteration */
     uint64_t lag_warn_at; /* loop time of the last warning about a long iteration */
@@ -495,6 +495,62 @@ static void collect_process(struct metrics_registry *r, void *data)
     metrics_set(a->m_start, NULL, a->start_time);
 }
 
+/* The memory of every informer's cache in the process (the agent's shared ones, the peer units'
+ * and the virtual kubelets'), summed by resource and by part (struct kstore_stats). */
+#define STORE_RESOURCES 32
+struct store_sums {
+    const char *resource[STORE_RESOURCES];
+    struct kstore_stats st[STORE_RESOURCES];
+    size_t n;
+};
+
+static void add_store(const struct inf_informer *inf, void *data)
+{
+    struct store_sums *s = data;
+    const char *res = inf_resource(inf);
+    struct kstore_stats st;
+    size_t i;
+
+    for (i = 0; i < s->n && strcmp(s->resource[i], res) != 0; i++)
+        ;
+    if (i == s->n) {
+        if (s->n == STORE_RESOURCES)
+            return; /* more kinds than the families' bound: the rest unreported */
+        s->resource[s->n++] = res;
+    }
+    inf_store_stats(inf, &st);
+    s->st[i].count += st.count;
+    s->st[i].entries += st.entries;
+    s->st[i].values += st.values;
+    s->st[i].slack += st.slack;
+    s->st[i].table += st.table;
+    s->st[i].indexes += st.indexes;
+    s->st[i].records += st.records;
+    s->st[i].fixed += st.fixed;
+}
+
+static void collect_stores(struct agent *a)
+{
+    struct store_sums s = {.n = 0};
+
+    metrics_family_reset(a->m_store_bytes);
+    inf_foreach_informer(add_store, &s);
+    for (size_t i = 0; i < s.n; i++) {
+        const struct kstore_stats *st = &s.st[i];
+        const struct {
+            const char *part;
+            size_t bytes;
+        } parts[] = {{"entries", st->entries}, {"values", st->values},   {"slack", st->slack},
+                     {"table", st->table},     {"indexes", st->indexes}, {"records", st->records},
+                     {"fixed", st->fixed}};
+
+        for (size_t j = 0; j < sizeof(parts) / sizeof(parts[0]); j++) {
+            const char *l[] = {s.resource[i], parts[j].part, NULL};
+            metrics_set(a->m_store_bytes, l, (double)parts[j].bytes);
+        }
+    }
+}
+
 static void collect_agent(struct metrics_registry *r, void *data)
 {
     struct agent *a = data;
@@ -525,6 +581,7 @@ static void collect_agent(struct metrics_registry *r, void *data)
         l[1] = NULL;
         metrics_set(a->m_queue_depth, l, (double)wq_len(q->q));
     }
+    collect_stores(a);
 }
 
 /* Iterations: 1 ms is a busy one, 10 ms the responsiveness the informers' slices aim for, a second
@@ -559,6 +616,7 @@ static int setup_metrics(struct agent *a)
     static const char *const module_labels[] = {"module", NULL};
     static const char *const inf_labels[] = {"resource", "namespace", NULL};
     static const char *const queue_labels[] = {"queue", NULL};
+    static const char *const store_labels[] = {"resource", "part", NULL};
     static const char *const verb_code_labels[] = {"verb", "code", NULL};
     static const char *const build_labels[] = {"version", NULL};
     struct metrics_registry *m = a->metrics;
@@ -582,6 +640,11 @@ static int setup_metrics(struct agent *a)
         "Objects in the shared informer's store.", inf_labels);
     FAM(METRICS_GAUGE, m_queue_depth, "cliqo_workqueue_depth", "Keys waiting in the work queue.",
         queue_labels);
+    FAM(METRICS_GAUGE, m_store_bytes, "cliqo_informer_store_bytes",
+        "Memory of every informer's cache in the process, by resource and part: entries (keys), "
+        "values (the compressed objects), slack (free room in the cache's slabs), table, "
+        "indexes, records, fixed (dictionaries, scratch buffers).",
+        store_labels);
     FAM(METRICS_GAUGE, m_kube_pending, "cliqo_kube_client_pending_requests",
         "Kubernetes API requests queued or in flight.", NULL);
     FAM(METRICS_COUNTER, m_kube_req, "cliqo_kube_requests_total",

@@ -72,9 +72,13 @@ struct inf_informer {
     unsigned lists;
     unsigned reconnects_before; /* of watches already stopped */
     bool started, synced;
-    bool held;                    /* inf_hold: no watch, the store unchanged */
-    char held_rv[MAX_RV_LEN + 1]; /* where the watch resumes */
+    bool held;                                 /* inf_hold: no watch, the store unchanged */
+    char held_rv[MAX_RV_LEN + 1];              /* where the watch resumes */
+    struct inf_informer **all_prev, *all_next; /* in this thread's list (inf_foreach_informer) */
 };
+
+/* Every informer of this thread (one loop per thread), for process-wide accounts of memory. */
+static _Thread_local struct inf_informer *all_infs;
 
 static void start_list(struct inf_informer *inf);
 
@@ -180,6 +184,19 @@ static bool strip(json_t *obj)
     return json_object_del(json_object_get(obj, "metadata"), "managedFields") == 0;
 }
 
+/* After a change, when the values' slabs hold more freed room than the store will reuse
+ * (kstore_compact): pack them, and hand the freed slabs back to the system. O(1) otherwise. */
+static void trim_soon(struct inf_informer *inf);
+static void compact(struct inf_informer *inf)
+{
+    int r = kstore_compact(inf->store);
+
+    if (r == 1)
+        trim_soon(inf);
+    else if (r < 0)
+        log_debug("informer", "%s: cannot compact the cache: %s", inf->res->resource, strerror(-r));
+}
+
 /* Caches obj (borrowed; the store keeps its own copy or reference) and calls the handler. text
  * (may be NULL): obj's JSON text, which the store may keep as is when obj is cached untouched. */
 static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text, size_t text_len)
@@ -237,6 +254,7 @@ static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text,
     set_current(inf, &was);
     json_decref(old);
     kstore_record_free(inf->store, old_rec);
+    compact(inf);
 }
 
 static void upsert(struct inf_informer *inf, json_t *obj)
@@ -259,6 +277,7 @@ static void remove_entry(struct inf_informer *inf, struct kstore_entry *e)
     set_current(inf, &was);
     json_decref(old);
     kstore_record_free(inf->store, rec);
+    compact(inf);
 }
 
 /* ---- watch ---------------------------------------------------------------------------------- */
@@ -380,8 +399,7 @@ static void finish_list(struct inf_informer *inf, const char *rv)
     start_watch(inf, rv);
     if (!inf->synced) {
         inf->synced = true;
-        /* Small collections never reach the dictionary's sample count: compress them now. */
-        (void)kstore_freeze(inf->store);
+        /* A small collection stays uncompressed (store.h, "Dictionary learning"). */
         if (inf->h.on_synced)
             inf->h.on_synced(inf, inf->data);
     }
@@ -846,6 +864,11 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
         inf_free(inf);
         return -ENOMEM;
     }
+    inf->all_next = all_infs;
+    if (all_infs)
+        all_infs->all_prev = &inf->all_next;
+    inf->all_prev = &all_infs;
+    all_infs = inf;
     *ret = inf;
     return 0;
 }
@@ -891,6 +914,11 @@ void inf_free(struct inf_informer *inf)
 {
     if (!inf)
         return;
+    if (inf->all_prev) {
+        *inf->all_prev = inf->all_next;
+        if (inf->all_next)
+            inf->all_next->all_prev = inf->all_prev;
+    }
     drop_watch(inf);
     kapi_call_cancel(inf->list_call);
     ktimer_free(inf->retry_timer);
@@ -1045,6 +1073,17 @@ unsigned inf_lists(const struct inf_informer *inf)
 void inf_store_stats(const struct inf_informer *inf, struct kstore_stats *ret)
 {
     kstore_get_stats(inf->store, ret);
+}
+
+void inf_foreach_informer(void (*fn)(const struct inf_informer *inf, void *data), void *data)
+{
+    for (const struct inf_informer *inf = all_infs; inf; inf = inf->all_next)
+        fn(inf, data);
+}
+
+const char *inf_resource(const struct inf_informer *inf)
+{
+    return inf->res->resource;
 }
 
 unsigned inf_watch_reconnects(const struct inf_informer *inf)

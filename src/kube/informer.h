@@ -181,6 +181,11 @@ unsigned inf_lists(const struct inf_informer *inf);
 /* Memory the store accounts for (see struct kstore_stats). */
 void inf_store_stats(const struct inf_informer *inf, struct kstore_stats *ret);
 unsigned inf_watch_reconnects(const struct inf_informer *inf);
+/* Visits every informer of the calling thread (made and not yet freed), e.g. to account for the
+ * memory of all the caches of a process; fn must not make or free informers. */
+void inf_foreach_informer(void (*fn)(const struct inf_informer *inf, void *data), void *data);
+/* The informer's resource, e.g. "pods". */
+const char *inf_resource(const struct inf_informer *inf);
 
 /* A ready index function: the value of label `key` — use inf_label_index("app") style wrappers, or
  * this generic one with the label key stored in a static. */

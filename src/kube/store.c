@@ -15,7 +15,10 @@
 #define KSTORE_LEVEL 1 /* zstd level: see the measurements in bench/README.md */
 #endif
 #define SCRATCH_KEEP (256 * 1024) /* scratch buffers larger than this are freed after use */
+/* A pool's first block is SLAB_FIRST bytes (it holds the largest class), each next twice as large
+ * up to SLAB_BLOCK. */
 #define SLAB_BLOCK   (64 * 1024)
+#define SLAB_FIRST   (4 * 1024)
 #define SLAB_GRAIN   16
 #define SLAB_CLASSES 128 /* objects up to 2 KiB come from slabs, larger ones from x_malloc */
 #define MAX_KEY      65535
@@ -96,6 +99,7 @@ struct slab {
     struct slab_block *blocks;
     unsigned char *cur;
     size_t left;
+    size_t next_block; /* the size of the next block (0: SLAB_FIRST) */
     void *free[SLAB_CLASSES + 1];
     size_t block_bytes, used, big; /* big: chunk bytes of objects above the largest class */
 };
@@ -127,7 +131,10 @@ struct kstore {
     const ZSTD_DDict *ddict;     /* and for decompression */
     void *cdict_mem, *ddict_mem; /* their buffers */
     struct buf ser, z, dec;
-    struct slab slab;
+    /* Two pools: entries, keys, index memberships and records, whose addresses are stable; and the
+     * values, which kstore_compact may move (only the entries point to them). */
+    struct slab slab, vslab;
+    unsigned compactions;
     size_t raw_json, compressed;
     size_t codec_bytes; /* the digested dictionaries' buffers (chunk sizes) */
 };
@@ -157,9 +164,8 @@ static size_t slab_class(size_t n)
     return c ? c : 1;
 }
 
-static void *slab_alloc(struct kstore *s, size_t n)
+static void *slab_alloc(struct slab *sl, size_t n)
 {
-    struct slab *sl = &s->slab;
     size_t c = slab_class(n), size = c * SLAB_GRAIN;
     void *p;
 
@@ -176,9 +182,12 @@ static void *slab_alloc(struct kstore *s, size_t n)
         return p;
     }
     if (sl->left < size) {
-        struct slab_block *b = x_malloc(SLAB_BLOCK);
+        size_t bs = sl->next_block ? sl->next_block : SLAB_FIRST;
+        struct slab_block *b = x_malloc(bs);
         if (!b)
             return NULL;
+        /* Small collections (most of an agent's) stay in a few KiB; large ones grow by 64 KiB. */
+        sl->next_block = bs < SLAB_BLOCK ? 2 * bs : SLAB_BLOCK;
         /* The tail of the previous block goes to the free list of its size. */
         if (sl->left >= SLAB_GRAIN) {
             size_t tc = sl->left / SLAB_GRAIN;
@@ -188,8 +197,8 @@ static void *slab_alloc(struct kstore *s, size_t n)
         b->next = sl->blocks;
         sl->blocks = b;
         sl->cur = b->data;
-        sl->left = SLAB_BLOCK - offsetof(struct slab_block, data);
-        sl->block_bytes += chunk(SLAB_BLOCK);
+        sl->left = bs - offsetof(struct slab_block, data);
+        sl->block_bytes += chunk(bs);
     }
     p = sl->cur;
     sl->cur += size;
@@ -198,9 +207,8 @@ static void *slab_alloc(struct kstore *s, size_t n)
     return p;
 }
 
-static void slab_free(struct kstore *s, void *p, size_t n)
+static void slab_free(struct slab *sl, void *p, size_t n)
 {
-    struct slab *sl = &s->slab;
     size_t c = slab_class(n);
 
     if (!p)
@@ -213,6 +221,21 @@ static void slab_free(struct kstore *s, void *p, size_t n)
     memcpy(p, &sl->free[c], sizeof(void *));
     sl->free[c] = p;
     sl->used -= c * SLAB_GRAIN;
+}
+
+static void slab_blocks_free(struct slab *sl)
+{
+    while (sl->blocks) {
+        struct slab_block *b = sl->blocks;
+        sl->blocks = b->next;
+        x_free(b);
+    }
+}
+
+/* Block bytes not in use: free lists and the current block's tail. */
+static size_t slab_slack(const struct slab *sl)
+{
+    return sl->block_bytes - (sl->used <= sl->block_bytes ? sl->used : 0);
 }
 
 /* ---- hashing -------------------------------------------------------------------------------- */
@@ -467,7 +490,7 @@ static struct kval *val_new(struct kstore *s, uint8_t flags, const char *rv, uin
 
     if (rv_len > MAX_RV)
         rv_len = 0; /* not a version this store can compare: every put is a change */
-    v = slab_alloc(s, sizeof(*v) + rv_len + 1 + len);
+    v = slab_alloc(&s->vslab, sizeof(*v) + rv_len + 1 + len);
     if (!v)
         return NULL;
     v->raw_len = raw_len;
@@ -501,7 +524,7 @@ static void val_free(struct kstore *s, struct kval *v)
         return;
     if (v->flags == VAL_TREE)
         json_decref(val_tree(v));
-    slab_free(s, v, val_size(v));
+    slab_free(&s->vslab, v, val_size(v));
 }
 
 static size_t entry_size(const struct kstore_entry *e)
@@ -593,22 +616,10 @@ static int encode(struct kstore *s, json_t *obj, const char *text, size_t text_l
     if (s->frozen) {
         r = compress_val(s, rv, bytes, (size_t)n, &v);
     } else {
-        /* Learning: keep it as is, and as a sample for the dictionary. */
+        /* Not worth a dictionary yet: kept as it is (the first ones are its samples later). */
         v = val_new(s, VAL_RAW, rv, (uint32_t)n, bytes, (uint32_t)n);
         if (!v)
             r = -ENOMEM;
-        else if (s->samples < KSTORE_DICT_SAMPLES && s->dict_len < KSTORE_DICT_MAX) {
-            size_t take = (size_t)n < KSTORE_DICT_MAX - s->dict_len ? (size_t)n
-                                                                    : KSTORE_DICT_MAX - s->dict_len;
-            if (!s->dict && !(s->dict = x_malloc(KSTORE_DICT_MAX)))
-                take = 0;
-            if (take)
-                memcpy(s->dict + s->dict_len, bytes, take);
-            s->dict_len += take;
-            s->samples++;
-            if (!take)
-                s->samples = KSTORE_DICT_SAMPLES; /* no memory for samples: freeze without */
-        }
     }
     buf_trim(&s->ser);
     if (r < 0)
@@ -694,7 +705,7 @@ static void mem_drop(struct kstore *s, struct kstore_entry *e)
             x_free(v);
         }
     }
-    slab_free(s, m, mem_size(m->n));
+    slab_free(&s->slab, m, mem_size(m->n));
     e->mem = NULL;
 }
 
@@ -750,7 +761,7 @@ static void mem_add(struct kstore *s, struct kstore_entry *e, const json_t *obj)
     }
     if (!n)
         return;
-    e->mem = slab_alloc(s, mem_size(n));
+    e->mem = slab_alloc(&s->slab, mem_size(n));
     if (!e->mem) {
         /* Cannot remember the sets: take the entry out of them again. */
         for (uint16_t i = 0; i < n; i++) {
@@ -798,19 +809,16 @@ struct kstore *kstore_free(struct kstore *s)
     /* kstore_next reads the slots, not the entries: each can be freed once returned. */
     while ((e = kstore_next(s, &it))) {
         if (e->mem)
-            slab_free(s, e->mem, mem_size(e->mem->n));
+            slab_free(&s->slab, e->mem, mem_size(e->mem->n));
         if (e->rec)
             kstore_record_free(s, e->rec->data);
         val_free(s, e->val);
-        slab_free(s, e, entry_size(e));
+        slab_free(&s->slab, e, entry_size(e));
     }
     for (unsigned k = 0; k < TABLE_SHARDS; k++)
         x_free(s->table[k].slots);
-    while (s->slab.blocks) {
-        struct slab_block *b = s->slab.blocks;
-        s->slab.blocks = b->next;
-        x_free(b);
-    }
+    slab_blocks_free(&s->slab);
+    slab_blocks_free(&s->vslab);
     for (int i = 0; i < s->nidx; i++) {
         struct ptab *t = &s->idx[i].values;
         for (uint32_t j = 0; j < t->cap; j++) {
@@ -906,7 +914,7 @@ int kstore_set_record(struct kstore *s, struct kstore_entry *e, const void *rec,
     if (!s || !e || !ret_old || (rec && len > KSTORE_MAX_OBJECT))
         return -EINVAL;
     if (rec) {
-        k = slab_alloc(s, sizeof(*k) + len);
+        k = slab_alloc(&s->slab, sizeof(*k) + len);
         if (!k)
             return -ENOMEM;
         k->len = len;
@@ -924,7 +932,7 @@ void kstore_record_free(struct kstore *s, const void *rec)
     if (!s || !rec)
         return;
     k = (struct krec *)((const unsigned char *)rec - offsetof(struct krec, data));
-    slab_free(s, k, sizeof(*k) + k->len);
+    slab_free(&s->slab, k, sizeof(*k) + k->len);
 }
 
 const char *kstore_entry_rv(const struct kstore_entry *e)
@@ -963,7 +971,7 @@ int kstore_put_text(struct kstore *s, const char *key, json_t *obj, const char *
             goto out;
     }
     if (!e) {
-        fresh = slab_alloc(s, sizeof(*fresh) + len + 1);
+        fresh = slab_alloc(&s->slab, sizeof(*fresh) + len + 1);
         if (!fresh) {
             r = -ENOMEM;
             goto out;
@@ -1002,13 +1010,13 @@ int kstore_put_text(struct kstore *s, const char *key, json_t *obj, const char *
         *ret_old = old;
         old = NULL;
     }
-    if (!s->frozen && (s->samples >= KSTORE_DICT_SAMPLES || s->dict_len >= KSTORE_DICT_MAX))
+    if (!s->frozen && s->raw_json >= KSTORE_COMPRESS_MIN)
         (void)kstore_freeze(s); /* on failure the entries stay uncompressed: still valid */
 out:
     json_decref(old);
     val_free(s, v);
     if (fresh)
-        slab_free(s, fresh, entry_size(fresh));
+        slab_free(&s->slab, fresh, entry_size(fresh));
     return r;
 }
 
@@ -1032,7 +1040,7 @@ void kstore_remove(struct kstore *s, struct kstore_entry *e, json_t **ret_old)
         s->compressed -= e->val->flags == VAL_ZDICT ? e->val->len : 0;
     }
     val_free(s, e->val);
-    slab_free(s, e, entry_size(e));
+    slab_free(&s->slab, e, entry_size(e));
     if (ret_old)
         *ret_old = old;
 }
@@ -1139,6 +1147,26 @@ int kstore_freeze(struct kstore *s)
 
     if (!s || s->mode != KSTORE_COMPACT || s->frozen)
         return 0;
+    /* The dictionary: the first KSTORE_DICT_SAMPLES objects (KSTORE_DICT_MAX bytes at most), all
+     * still serialised as they came. Without memory for it, or objects, compress without one. */
+    if (!s->dict && (s->dict = x_malloc(KSTORE_DICT_MAX))) {
+        while (s->samples < KSTORE_DICT_SAMPLES && s->dict_len < KSTORE_DICT_MAX &&
+               (e = kstore_next(s, &it))) {
+            size_t n = e->val->len, left = KSTORE_DICT_MAX - s->dict_len;
+
+            if (e->val->flags != VAL_RAW)
+                continue;
+            memcpy(s->dict + s->dict_len, val_bytes(e->val), n < left ? n : left);
+            s->dict_len += n < left ? n : left;
+            s->samples++;
+        }
+        it = 0;
+        if (s->dict_len < KSTORE_DICT_MAX) { /* keep what it holds only */
+            unsigned char *d = x_reallocarray(s->dict, s->dict_len ? s->dict_len : 1, 1);
+            if (d)
+                s->dict = d;
+        }
+    }
     s->frozen = true;
     while ((e = kstore_next(s, &it))) {
         struct kval *v;
@@ -1152,6 +1180,61 @@ int kstore_freeze(struct kstore *s)
         e->val = v;
     }
     return r;
+}
+
+/* A value's chunk is reused only by a value of its size class, and a collection's values grow as
+ * its objects do (a pod gains its node, then its status): the smaller chunks their updates freed
+ * stay in the free lists, a third of the pods' slabs at 1,000 offloaded pods. Past
+ * KSTORE_COMPACT_MIN bytes of slack that are also a quarter of the pool, the values are copied
+ * into one new block of exactly their size and the old blocks freed. Each byte copied was paid for
+ * by a quarter byte freed before, so over time a put costs a constant more. */
+int kstore_compact(struct kstore *s)
+{
+    struct slab *sl;
+    struct slab_block *b;
+    struct kstore_entry *e;
+    size_t it = 0, slack, size;
+
+    if (!s)
+        return -EINVAL;
+    sl = &s->vslab;
+    slack = slab_slack(sl);
+    if (slack < KSTORE_COMPACT_MIN || slack < sl->block_bytes / 4)
+        return 0;
+    /* used: the class sizes of the values in blocks, all of them (the large ones are outside). */
+    size = offsetof(struct slab_block, data) + sl->used;
+    b = x_malloc(size);
+    if (!b)
+        return -ENOMEM;
+    b->next = NULL;
+    {
+        unsigned char *cur = b->data;
+
+        while ((e = kstore_next(s, &it))) {
+            size_t n = val_size(e->val), c = slab_class(n);
+
+            if (c > SLAB_CLASSES)
+                continue; /* a large value is an allocation of its own */
+            memcpy(cur, e->val, n);
+            e->val = (struct kval *)cur;
+            cur += c * SLAB_GRAIN;
+        }
+    }
+    slab_blocks_free(sl);
+    memset(sl->free, 0, sizeof(sl->free));
+    sl->blocks = b;
+    sl->cur = NULL;
+    sl->left = 0;
+    sl->block_bytes = chunk(size);
+    /* sl->used and sl->big are unchanged; the next block is a large one again */
+    sl->next_block = SLAB_BLOCK;
+    s->compactions++;
+    return 1;
+}
+
+unsigned kstore_compactions(const struct kstore *s)
+{
+    return s ? s->compactions : 0;
 }
 
 void kstore_get_stats(const struct kstore *s, struct kstore_stats *ret)
@@ -1180,11 +1263,11 @@ void kstore_get_stats(const struct kstore *s, struct kstore_stats *ret)
                 st.indexes += chunk(sizeof(*v) + strlen(v->value) + 1) + ptab_bytes(&v->members);
         }
     }
-    st.fixed = chunk(sizeof(*s)) + (s->dict ? chunk(KSTORE_DICT_MAX) : 0) +
+    st.fixed = chunk(sizeof(*s)) + (s->dict ? chunk(s->dict_len ? s->dict_len : 1) : 0) +
                (s->ser.cap ? chunk(s->ser.cap) : 0) + (s->z.cap ? chunk(s->z.cap) : 0) +
                (s->dec.cap ? chunk(s->dec.cap) : 0);
     st.fixed += s->codec_bytes;
-    st.slack = s->slab.block_bytes - (s->slab.used <= s->slab.block_bytes ? s->slab.used : 0);
+    st.slack = slab_slack(&s->slab) + slab_slack(&s->vslab);
     st.raw_json = s->raw_json;
     st.compressed = s->compressed;
     st.dict_len = s->frozen ? s->dict_len : 0;

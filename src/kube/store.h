@@ -11,17 +11,21 @@
  * In both layouts the key and the object's metadata.resourceVersion live outside the object, so a
  * relist can compare versions without decoding anything.
  *
- * Dictionary learning: until the store has seen KSTORE_DICT_SAMPLES objects (or KSTORE_DICT_MAX
- * bytes of them), objects are kept serialised but uncompressed; then the dictionary is frozen
- * from those samples and they are compressed with it. kstore_freeze() freezes it early (the
- * informer calls it when its first list is complete, so small collections are compressed too).
+ * Dictionary learning: a collection is compressed once its serialised objects add up to
+ * KSTORE_COMPRESS_MIN bytes: below that, the dictionary's tables (about 100 KB) would cost more
+ * than they save, and objects stay serialised, uncompressed (decoded without a decompression).
+ * At that point the dictionary is frozen from the first KSTORE_DICT_SAMPLES objects cached (at most
+ * KSTORE_DICT_MAX bytes of them) and every object is compressed with it. kstore_freeze() freezes
+ * it whatever the size (measurements, tests).
  * The frozen dictionary is digested once per store for compression and for decompression (zstd
  * dictionaries, about 90 KB with the level's parameters for objects of the samples' mean size);
  * the compression and decompression contexts are one pair per thread, shared by its stores.
  *
- * Memory: entries, values and membership lists are cut from 64 KiB slabs with per-size free
- * lists; slabs are returned only by kstore_free (a collection that shrinks keeps its slabs for
- * reuse).
+ * Memory: entries, values and membership lists are cut from slabs with per-size free lists, in
+ * two pools (the values; the rest), each's first slab 4 KiB and each next twice as large up to
+ * 64 KiB, so that the many small collections of a process cost a few KiB each. Slabs are returned
+ * by kstore_free, and the values' by kstore_compact, which packs them again once the chunks freed
+ * by updates pile up (a collection that shrinks otherwise keeps its slabs for reuse).
  *
  * Entries: struct kstore_entry pointers are stable while the entry is in the store (an update
  * keeps the entry and replaces its value); kstore_put and kstore_remove are the only calls that
@@ -47,6 +51,13 @@
 #define KSTORE_DICT_MAX (16 * 1024)
 #endif
 #define KSTORE_MAX_OBJECT (64 * 1024 * 1024) /* largest serialised object accepted */
+#ifndef KSTORE_COMPRESS_MIN
+#define KSTORE_COMPRESS_MIN                                                                        \
+    (128 * 1024) /* serialised bytes from which a collection is compressed */
+#endif
+#ifndef KSTORE_COMPACT_MIN
+#define KSTORE_COMPACT_MIN (128 * 1024) /* slack of the values below which kstore_compact waits */
+#endif
 
 enum kstore_mode {
     KSTORE_COMPACT,
@@ -145,9 +156,18 @@ void kstore_touch(struct kstore *s, struct kstore_entry *e);
 bool kstore_stale(const struct kstore *s, const struct kstore_entry *e);
 size_t kstore_stale_count(const struct kstore *s);
 
-/* Freezes the dictionary from the samples seen so far and compresses the entries still waiting
- * for it. No-op once frozen. 0 or -ENOMEM (the entries then stay uncompressed, still valid). */
+/* Freezes the dictionary from the objects cached now (the first KSTORE_DICT_SAMPLES of them) and
+ * compresses every object, whatever the collection's size (a put does it at KSTORE_COMPRESS_MIN).
+ * No-op once frozen. 0 or -ENOMEM (the entries then stay uncompressed, still valid). */
 int kstore_freeze(struct kstore *s);
+/* Moves the values into one block of their size when the slack of theirs is at least
+ * KSTORE_COMPACT_MIN bytes and a quarter of their blocks (freed chunks of sizes no new value takes:
+ * objects that grew). Entries, keys and records stay where they are; a resourceVersion returned by
+ * kstore_entry_rv before is no longer valid (as after a put). Returns 1 when it compacted, 0 when
+ * there was not enough to gain, -ENOMEM (nothing changed), -EINVAL. */
+int kstore_compact(struct kstore *s);
+/* Compactions made so far. */
+unsigned kstore_compactions(const struct kstore *s);
 void kstore_get_stats(const struct kstore *s, struct kstore_stats *ret);
 
 #endif

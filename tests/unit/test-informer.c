@@ -468,6 +468,71 @@ static void test_options_and_none(void **state)
         uv_run(&loop, UV_RUN_NOWAIT);
 }
 
+struct listed {
+    int n, pods;
+    size_t objects;
+};
+
+static void count_informer(const struct inf_informer *inf, void *data)
+{
+    struct listed *l = data;
+    struct kstore_stats st;
+
+    l->n++;
+    if (strcmp(inf_resource(inf), "pods") == 0)
+        l->pods++;
+    inf_store_stats(inf, &st);
+    l->objects += st.count;
+}
+
+/* Every informer of the thread is listed (for the agent's account of its caches' memory) from its
+ * making to its freeing; one whose making failed never is. */
+static void test_foreach_informer(void **state)
+{
+    struct inf_options o = {.resource = &kapi_pods};
+    const struct inf_extractor bad = {NULL, NULL};
+    struct inf_handlers h = {.on_synced = on_synced};
+    struct inf_informer *a, *b, *none = NULL;
+    struct listed l = {0};
+    struct seen s = {0};
+    struct kapi_client *c;
+
+    (void)state;
+    server_start();
+    srv.watches = 1; /* no watch events */
+    c = client_new();
+    inf_foreach_informer(count_informer, &l);
+    assert_int_equal(l.n, 0);
+    assert_int_equal(inf_new(c, &o, &h, &s, &a), 0);
+    o.resource = &kapi_events;
+    assert_int_equal(inf_new(c, &o, NULL, NULL, &b), 0);
+    o.extractor = &bad;
+    assert_int_equal(inf_new(c, &o, NULL, NULL, &none), -EINVAL);
+    assert_null(none);
+    l = (struct listed){0};
+    inf_foreach_informer(count_informer, &l);
+    assert_int_equal(l.n, 2);
+    assert_int_equal(l.pods, 1);
+    assert_int_equal(inf_start(a), 0);
+    run_until(&s.synced, 1);
+    l = (struct listed){0};
+    inf_foreach_informer(count_informer, &l);
+    assert_int_equal(l.objects, 2); /* the pods listed */
+    inf_free(a);                    /* the first made (the list's tail), then the other */
+    l = (struct listed){0};
+    inf_foreach_informer(count_informer, &l);
+    assert_int_equal(l.n, 1);
+    assert_int_equal(l.pods, 0);
+    inf_free(b);
+    l = (struct listed){0};
+    inf_foreach_informer(count_informer, &l);
+    assert_int_equal(l.n, 0);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
 /* Protobuf is asked for only from a server of the schema's own version (kube/kpb.h), once its
  * /version is known; a server that answers JSON anyway (as for custom resources) is read as JSON.
  */
@@ -529,9 +594,10 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_records),         cmocka_unit_test(test_options_and_none),
-        cmocka_unit_test(test_handlers_only),   cmocka_unit_test(test_update_without_old),
-        cmocka_unit_test(test_hold_and_slices), cmocka_unit_test(test_protobuf_by_version),
+        cmocka_unit_test(test_records),          cmocka_unit_test(test_options_and_none),
+        cmocka_unit_test(test_handlers_only),    cmocka_unit_test(test_update_without_old),
+        cmocka_unit_test(test_hold_and_slices),  cmocka_unit_test(test_protobuf_by_version),
+        cmocka_unit_test(test_foreach_informer),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -204,7 +204,50 @@ static void test_many(void **state)
     kstore_free(s);
 }
 
-/* A store that never reaches the sample count is compressed by kstore_freeze. */
+/* A small collection stays uncompressed (no dictionary to pay for) until its objects add up to
+ * KSTORE_COMPRESS_MIN bytes; then every one is compressed, with a dictionary of the first ones. */
+static void test_compress_min(void **state)
+{
+    struct kstore *s;
+    struct kstore_stats st;
+    char key[64];
+    json_t *p, *got;
+    int i;
+
+    (void)state;
+    assert_int_equal(kstore_new(KSTORE_COMPACT, &s), 0);
+    for (i = 0; i < 20; i++) {
+        p = pod(i, "web", "1");
+        key_of(i, key, sizeof(key));
+        assert_int_equal(kstore_put(s, key, p, "1", NULL), 0);
+        json_decref(p);
+    }
+    kstore_get_stats(s, &st);
+    assert_int_equal(st.dict_len, 0);
+    assert_int_equal(st.compressed, 0);
+    assert_true(st.fixed < 8 * 1024); /* no dictionary, no samples */
+    assert_true(st.values + st.slack < 16 * 1024);
+    do {
+        p = pod(i, "web", "1");
+        key_of(i++, key, sizeof(key));
+        assert_int_equal(kstore_put(s, key, p, "1", NULL), 0);
+        json_decref(p);
+        kstore_get_stats(s, &st);
+    } while (st.raw_json < KSTORE_COMPRESS_MIN);
+    assert_true(st.dict_len > 0);
+    assert_true(st.compressed * 4 < st.raw_json); /* all of them, the first 20 too */
+    for (int j = 0; j < i; j++) {
+        json_t *want = pod(j, "web", "1");
+        key_of(j, key, sizeof(key));
+        assert_int_equal(kstore_decode(s, kstore_find(s, key), &got), 0);
+        assert_true(json_equal(got, want));
+        json_decref(got);
+        json_decref(want);
+    }
+    kstore_free(s);
+}
+
+/* A store that never reaches KSTORE_COMPRESS_MIN is compressed by kstore_freeze. */
 static void test_freeze(void **state)
 {
     struct kstore *s;
@@ -385,6 +428,111 @@ static void test_records(void **state)
     json_decref(q);
 }
 
+/* A pod as it grows (a node, then a status with conditions), as an informer of pods sees it. */
+static json_t *grown(int i, int stage, char *rv, size_t rvlen)
+{
+    json_t *p = pod(i, "web", "1");
+
+    snprintf(rv, rvlen, "%d", 10 * i + stage);
+    json_object_set_new(json_object_get(p, "metadata"), "resourceVersion", json_string(rv));
+    if (stage >= 1)
+        json_object_set_new(json_object_get(p, "spec"), "nodeName", json_string("node-7"));
+    for (int c = 0; c < stage; c++) {
+        char why[64];
+        snprintf(why, sizeof(why), "condition-%d-of-pod-%d-reached", c, i);
+        json_object_set_new(json_object_get(p, "status"), why, json_string("2026-12-01T10:00:00Z"));
+    }
+    return p;
+}
+
+/* Values that grow leave chunks no new value takes; kstore_compact packs the values again (and
+ * only when there is enough to gain), every object decodes as it was, and small collections start
+ * with a small slab. */
+static void test_compact(void **state)
+{
+    enum { N = 3000 };
+    struct kstore_stats before, after;
+    struct kstore *s;
+    char key[64], rv[32];
+    json_t *p, *got;
+
+    (void)state;
+    assert_int_equal(kstore_new(KSTORE_COMPACT, &s), 0);
+    p = pod(1, "web", "1");
+    assert_int_equal(kstore_put(s, "ns/web-00001", p, "1", NULL), 0);
+    json_decref(p);
+    kstore_get_stats(s, &before);
+    assert_true(before.slack < 8 * 1024); /* one object: a few KiB, not 64 */
+    assert_int_equal(kstore_compact(s), 0);
+    kstore_remove(s, kstore_find(s, "ns/web-00001"), NULL);
+    for (int stage = 0; stage < 4; stage++)
+        for (int i = 0; i < N; i++) {
+            p = grown(i, stage, rv, sizeof(rv));
+            key_of(i, key, sizeof(key));
+            assert_int_equal(kstore_put(s, key, p, rv, NULL), stage ? 1 : 0);
+            json_decref(p);
+        }
+    kstore_get_stats(s, &before);
+    assert_true(before.slack >= KSTORE_COMPACT_MIN);
+    assert_true(before.slack * 4 >= before.values); /* what the condition below compacts on */
+    xalloc_fail_after(0);
+    assert_int_equal(kstore_compact(s), -ENOMEM); /* nothing changed: checked below */
+    xalloc_fail_after(-1);
+    assert_int_equal(kstore_compact(s), 1);
+    assert_int_equal(kstore_compactions(s), 1);
+    kstore_get_stats(s, &after);
+    assert_int_equal(after.count, N);
+    assert_int_equal(after.values, before.values);
+    assert_true(after.slack < before.slack / 4);
+    assert_int_equal(kstore_compact(s), 0); /* nothing left to gain */
+    for (int i = 0; i < N; i++) {
+        struct kstore_entry *e;
+        p = grown(i, 3, rv, sizeof(rv));
+        key_of(i, key, sizeof(key));
+        e = kstore_find(s, key);
+        assert_non_null(e);
+        assert_string_equal(kstore_entry_rv(e), rv);
+        assert_int_equal(kstore_decode(s, e, &got), 0);
+        assert_true(json_equal(got, p));
+        json_decref(got);
+        json_decref(p);
+    }
+    /* The store goes on as before: updates, removals, a second compaction. */
+    for (int i = 0; i < N; i += 2) {
+        key_of(i, key, sizeof(key));
+        kstore_remove(s, kstore_find(s, key), NULL);
+    }
+    assert_int_equal(kstore_compact(s), 1);
+    p = grown(1, 0, rv, sizeof(rv));
+    assert_int_equal(kstore_put(s, "ns/web-00001", p, "99", NULL), 1);
+    assert_int_equal(kstore_decode(s, kstore_find(s, "ns/web-00001"), &got), 0);
+    assert_true(json_equal(got, p));
+    json_decref(got);
+    json_decref(p);
+    assert_int_equal(kstore_count(s), N / 2);
+    kstore_free(s);
+    /* In tree mode the values hold references: moved, they still do. */
+    assert_int_equal(kstore_new(KSTORE_TREE, &s), 0);
+    for (int stage = 0; stage < 2; stage++)
+        for (int i = 0; i < N * 4; i++) {
+            p = grown(i, stage, rv, sizeof(rv));
+            key_of(i, key, sizeof(key));
+            assert_int_equal(kstore_put(s, key, p, stage ? NULL : rv, NULL), stage ? 1 : 0);
+            json_decref(p);
+        }
+    for (int i = 0; i < N * 4; i += 3) {
+        key_of(i, key, sizeof(key));
+        kstore_remove(s, kstore_find(s, key), NULL);
+    }
+    (void)kstore_compact(s);
+    p = grown(7, 1, rv, sizeof(rv));
+    assert_int_equal(kstore_decode(s, kstore_find(s, "ns/web-00007"), &got), 0);
+    assert_true(json_equal(got, p));
+    json_decref(got);
+    json_decref(p);
+    kstore_free(s);
+}
+
 static void test_alloc_failures(void **state)
 {
     (void)state;
@@ -438,6 +586,8 @@ int main(void)
         cmocka_unit_test(test_generations),
         cmocka_unit_test(test_records),
         cmocka_unit_test(test_alloc_failures),
+        cmocka_unit_test(test_compact),
+        cmocka_unit_test(test_compress_min),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
