@@ -1426,6 +1426,8 @@ int advop_init(struct agent *a)
         r = agent_subscribe_peer_network(a, on_net, m);
     if (r == 0)
         r = vk_pods_shared_new(agent_metrics(a), &m->pods);
+    if (r == 0)
+        vk_pods_shared_set_creations(m->pods, agent_config(a)->vk_pod_creations);
     if (r == 0) /* logs and exec reach the pods of the virtual kubelets made here */
         kla_agent_set_resolver(a, vk_kla_resolve, m->pods);
     return r;

@@ -288,6 +288,13 @@ static void agent_flags_init(struct agent_flags *f, struct agent_config *cfg)
          .help = "how the informers' lists of built-in kinds are read: protobuf (the default, from "
                  "an API server of the version cliqo was built for; cheaper for the server) or "
                  "json (docs/architecture.md, kpb)"},
+        {.name = "vk-pod-creations", .kind = OPTS_UINT, .arg = "N",
+         .dest = &cfg->vk_pod_creations, .size = sizeof(cfg->vk_pod_creations), .min = 1,
+         .max = 127,
+         .help = "remote pods each virtual kubelet creates at once on its provider; the pods "
+                 "past them wait their turn, out of the queue, so that status writes home never "
+                 "wait behind the provider's slow creations (default 96 of the 128 requests in "
+                 "flight)"},
         {.name = "loop-trace-ms", .kind = OPTS_UINT, .arg = "MS", .dest = &cfg->loop_trace_ms,
          .size = sizeof(cfg->loop_trace_ms), .min = 0, .max = 60000,
          .help = "diagnostics: when one event-loop iteration has used MS of CPU, write the loop's "

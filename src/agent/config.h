@@ -50,6 +50,7 @@ struct agent_config {
      */
     unsigned replay_at_once;
     unsigned loop_trace_ms;    /* --loop-trace-ms: stacks of long loop iterations (0: off) */
+    unsigned vk_pod_creations; /* --vk-pod-creations: per virtual kubelet (0: the default) */
     const char *list_encoding; /* --list-encoding: "protobuf" (default) or "json" */
     /* Offloading (docs/offloading.md). */
     const char *kubelet_addr; /* the kubelet API listener of the virtual nodes (default :10250) */

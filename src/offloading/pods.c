@@ -58,6 +58,10 @@ struct pstate {
     unsigned exists;     /* creates answered AlreadyExists in a row */
     uint64_t pending_at; /* when a Pending -> Pending status write was first held back */
     bool evicting;
+    /* Waiting for a creation slot (VK_PODS_CREATES), in the FIFO p->parked; park_prev is NULL
+     * when not. */
+    struct pstate *park_next, **park_prev;
+    bool turn; /* taken out of the FIFO and queued, for a creation slot kept for it */
     char key[];
 };
 
@@ -76,6 +80,10 @@ struct pods {
     struct podns *nss;
     struct pstate *table[BUCKETS];
     size_t nstates;
+    unsigned creating;                  /* creations in flight */
+    unsigned turns;                     /* pods queued again for a creation slot, not yet run */
+    struct pstate *parked, **park_tail; /* pods to create when a creation ends, oldest first */
+    size_t nparked;
     struct liveref life; /* the owner's reference and one per request in flight */
     bool reachable, mapping_synced;
     /* The pod-CIDR remapping is pending: no new remote pod. True until the virtual kubelet has said
@@ -97,7 +105,8 @@ struct vk_pods_shared {
     struct pods *all; /* every live reflector given this context */
     struct metrics_registry *r;
     struct metrics_family *offloaded, *creations, *refusals, *status, *events, *dropped, *orphans,
-        *deletions;
+        *deletions, *waited;
+    unsigned max_creations; /* creations in flight per reflector; 0: VK_PODS_CREATES */
 };
 
 /* A metric family of p's shared context, or NULL (nothing counted). */
@@ -145,6 +154,10 @@ int vk_pods_shared_new(struct metrics_registry *r, struct vk_pods_shared **ret)
     FAM(METRICS_COUNTER, "cliqo_vk_pod_remote_deletions_total",
         "Remote pods deleted because their home pod was deleted or stale, by provider.", peer,
         &m->deletions);
+    FAM(METRICS_COUNTER, "cliqo_vk_pod_creations_waited_total",
+        "Remote pod creations that waited for one in flight to end (at most "
+        "--vk-pod-creations at once), by provider.",
+        peer, &m->waited);
 #undef FAM
     if (e < 0) {
         x_free(m);
@@ -158,6 +171,18 @@ int vk_pods_shared_new(struct metrics_registry *r, struct vk_pods_shared **ret)
 void vk_pods_shared_free(struct vk_pods_shared *m)
 {
     x_free(m);
+}
+
+void vk_pods_shared_set_creations(struct vk_pods_shared *sh, unsigned n)
+{
+    if (sh)
+        sh->max_creations = n < VK_PODS_CONCURRENCY ? n : VK_PODS_CONCURRENCY - 1;
+}
+
+/* Creations in flight at most: the rest of the queue's slots stay for status writes home. */
+static unsigned max_creations(const struct pods *p)
+{
+    return p->sh && p->sh->max_creations ? p->sh->max_creations : VK_PODS_CREATES;
 }
 
 static void count(struct metrics_family *f, struct pods *p)
@@ -255,6 +280,56 @@ static struct pstate *ps_get(struct pods *p, const char *key)
     return s;
 }
 
+/* ---- creations past VK_PODS_CREATES wait in a FIFO ---------------------------------------- */
+
+static void park(struct pods *p, struct pstate *s)
+{
+    if (s->park_prev)
+        return; /* waiting already, in its place */
+    s->park_next = NULL;
+    s->park_prev = p->park_tail;
+    *p->park_tail = s;
+    p->park_tail = &s->park_next;
+    p->nparked++;
+}
+
+static void unpark(struct pods *p, struct pstate *s)
+{
+    if (!s->park_prev)
+        return;
+    *s->park_prev = s->park_next;
+    if (s->park_next)
+        s->park_next->park_prev = s->park_prev;
+    else
+        p->park_tail = s->park_prev;
+    s->park_next = NULL;
+    s->park_prev = NULL;
+    p->nparked--;
+}
+
+/* A creation slot is free: the oldest waiting pod goes back to the queue (its reconcile decides
+ * again: it may have been deleted meanwhile). */
+static void unpark_one(struct pods *p)
+{
+    struct pstate *s = p->parked;
+
+    if (!s || p->creating + p->turns >= max_creations(p) || p->life.dead || !p->q)
+        return;
+    unpark(p, s);
+    s->turn = true;
+    p->turns++;
+    wq_add(p->q, s->key);
+}
+
+/* Its reconcile runs: the slot kept for it is its own to take now, or to leave. */
+static void turn_taken(struct pods *p, struct pstate *s)
+{
+    if (s && s->turn) {
+        s->turn = false;
+        p->turns--;
+    }
+}
+
 static void ps_drop(struct pods *p, const char *key)
 {
     for (struct pstate **pp = &p->table[bucket(key)]; *pp; pp = &(*pp)->next) {
@@ -262,6 +337,8 @@ static void ps_drop(struct pods *p, const char *key)
             struct pstate *s = *pp;
 
             *pp = s->next;
+            unpark(p, s);
+            turn_taken(p, s);
             pstate_free(s);
             p->nstates--;
             return;
@@ -766,6 +843,8 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
         x_free(r);
         return;
     }
+    p->creating--;
+    unpark_one(p);
     if (res->err == 0) {
         count(FAMILY(p, creations), p);
         if ((s = ps_find(p, r->key))) {
@@ -993,6 +1072,7 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     ri = remote_pods(n);
     home = inf_get(p->home, r->ns, r->name);
     remote = ri ? inf_get(ri, n->remote, r->name) : NULL;
+    turn_taken(p, ps_find(p, key));
     s = home ? ps_find(p, key) : NULL;
     if (s && remote)
         s->exists = 0;
@@ -1044,7 +1124,17 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
 
     switch (action) {
     case VKP_CREATE:
+        if (p->creating >= max_creations(p) && (s = ps_get(p, key))) {
+            if (!s->park_prev)
+                count(FAMILY(p, waited), p);
+            park(p, s); /* its turn comes when a creation ends (after_create) */
+            rec_end(r, CTL_DONE);
+            r = NULL;
+            break;
+        }
         e = do_create(r, home, n);
+        if (e >= 0)
+            p->creating++;
         break;
     case VKP_DELETE_REMOTE:
         r->orphan = home == NULL;
@@ -1086,6 +1176,8 @@ static void reconcile(struct wq_queue *q, const char *key, void *data)
     json_decref(want);
     json_decref(spatch);
     json_decref(upatch);
+    /* A slot that a waiting pod's turn did not use (it was deleted meanwhile): the next one. */
+    unpark_one(p);
 }
 
 /* ---- the reflector's operations
@@ -1127,6 +1219,7 @@ static int pods_create(const struct vk_reflect_env *env, void **ret_state)
     p->env.node_name = p->node;
     p->env.node_address = p->address;
     liveref_init(&p->life, pods_free, p);
+    p->park_tail = &p->parked;
     p->reachable = true;
     p->network_pending = true;
     p->started_wall = (int64_t)time(NULL);

@@ -11,7 +11,9 @@
  * (names and home-uid labels pair the pods).
  *
  * Bounds: VK_PODS_MAX home pods with per-pod state, VK_PODS_CONCURRENCY keys in flight (each makes
- * at most one request; the clients' token buckets pace them), forwarded Events
+ * at most one request; the clients' token buckets pace them), of which VK_PODS_CREATES creations
+ * (a pod to create past them waits in a FIFO of its own, out of the queue, so that the provider's
+ * slow creations never hold back the fast status writes home), forwarded Events
  * VK_PODS_EVENT_QPS per reflector and a few per pod (the rest are dropped and counted).
  *
  * It implements struct vk_reflector_ops (reflector.h) plus what only pods have: the provider's
@@ -32,6 +34,7 @@
 
 #define VK_PODS_MAX         20000 /* home pods with per-pod state */
 #define VK_PODS_CONCURRENCY 128
+#define VK_PODS_CREATES     96 /* of them, creations on the provider */
 #define VK_PODS_EVENT_QPS   20
 #define VK_PODS_EVENT_BURST 100
 
@@ -45,6 +48,9 @@ extern const struct vk_reflector_ops vk_reflect_pods;
 struct vk_pods_shared;
 int vk_pods_shared_new(struct metrics_registry *r, struct vk_pods_shared **ret);
 void vk_pods_shared_free(struct vk_pods_shared *sh);
+/* Creations each reflector has in flight at most (--vk-pod-creations; 0: VK_PODS_CREATES; capped
+ * below VK_PODS_CONCURRENCY, so that status writes always have slots). */
+void vk_pods_shared_set_creations(struct vk_pods_shared *sh, unsigned n);
 
 /* The keepalive's verdict (vk.c): while unreachable nothing is created or deleted, home pods keep
  * their status with cliqo.io/ProviderReachable=False; reachable again reconciles every pod. why is

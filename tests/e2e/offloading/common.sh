@@ -9,6 +9,9 @@ B=cluster-2
 PROVIDERS=("$B")
 ALL=("$A" "$B")
 AGENT_ID_PREFIX=off-agent
+# A test-only setting: 8 remote creations in flight per virtual kubelet (96 by default), so that every test
+# of the group with more pods than that at once has the others wait their turn (throttled.sh checks it).
+agent_extra_flags() { echo --vk-pod-creations 8; }
 source "$(dirname "${BASH_SOURCE[0]}")/../agents.sh"
 off_on_exit() { agents_on_exit; }
 

@@ -4,7 +4,8 @@
 # identities A's agent and virtual kubelet use there) to it. A Deployment of 30 replicas offloaded meanwhile runs
 # on B exactly once per home pod: the 429 answers are sent again, not lost and not doubled, and A's agent
 # counts them (cliqo_peer_requests_total{code="429"}). The flow schema gone, the next 15 replicas come at the
-# usual pace (API priority and fairness is on in the local clusters, lean or not). Last, a rate of
+# usual pace (API priority and fairness is on in the local clusters, lean or not). The group allows 8
+# creations in flight (--vk-pod-creations): the other pods wait their turn out of the queue. Last, a rate of
 # B's own in A's ClusterConfig (spec.peeringConfig.peerClient.perCluster) reaches A's clients to B at once.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
@@ -24,6 +25,10 @@ wait_shared 60
 throttled() { # A's agent's 429 answers from B, all roles and verbs
   curl -s --max-time 5 "http://127.0.0.1:$(http_port "$A")/metrics" |
     awk '$1 ~ /^cliqo_peer_requests_total\{/ && $1 ~ /code="429"/ { n += $2 } END { print n + 0 }'
+}
+waited() { # pods that waited for a creation slot (the group runs A's agent with --vk-pod-creations 8)
+  curl -s --max-time 5 "http://127.0.0.1:$(http_port "$A")/metrics" |
+    awk '$1 ~ /^cliqo_vk_pod_creations_waited_total\{/ { n += $2 } END { print n + 0 }'
 }
 
 say "offload $NS, then throttle A's identities on $B"
@@ -51,6 +56,7 @@ YAML
 wait_for 20 "the flow schema in force" eval \
   "[ \"\$(jget $B '{.status.conditions[?(@.type==\"Dangling\")].status}' flowschema e2e-tiny)\" = False ]"
 before=$(throttled)
+waited_before=$(waited)
 
 start=$(date +%s.%N)
 deployment "$NS" web 30
@@ -58,8 +64,12 @@ wait_for 180 "30 home pods Running and Ready, 30 pods on $B ($(home_running "$NS
   all_running "$NS" 30
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
 got=$(($(throttled) - before))
-echo "FIGURE throttled-30-pods-ready-seconds=$secs answers-429=$got"
+waits=$(($(waited) - waited_before))
+echo "FIGURE throttled-30-pods-ready-seconds=$secs answers-429=$got waited-for-a-creation-slot=$waits"
 [ "$got" -gt 0 ] || fail "$B never answered 429: the test throttled nothing"
+# 30 pods at once, 8 creations in flight, each held by the 429s: the others waited out of the queue, and
+# came when a slot freed (all 30 below, each once).
+[ "$waits" -gt 0 ] || fail "no creation waited for a slot: the cap of 8 in flight did not act"
 out=$(pairs_ok "$NS") || fail "home and remote pods do not pair one to one: $out"
 sleep 2
 [ "$(remote_count "$NS")" = 30 ] || fail "$(remote_count "$NS") pods on $B, not 30"
