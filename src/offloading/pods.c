@@ -83,8 +83,7 @@ struct pods {
     unsigned creating;                  /* creations in flight */
     unsigned turns;                     /* pods queued again for a creation slot, not yet run */
     struct pstate *parked, **park_tail; /* pods to create when a creation ends, oldest first */
-    size_t nparked;
-    struct liveref life; /* the owner's reference and one per request in flight */
+    struct liveref life;                /* the owner's reference and one per request in flight */
     bool reachable, mapping_synced;
     /* The pod-CIDR remapping is pending: no new remote pod. True until the virtual kubelet has said
      * (network_told), so that nothing is sent before it has read the Advertisement. */
@@ -290,7 +289,6 @@ static void park(struct pods *p, struct pstate *s)
     s->park_prev = p->park_tail;
     *p->park_tail = s;
     p->park_tail = &s->park_next;
-    p->nparked++;
 }
 
 static void unpark(struct pods *p, struct pstate *s)
@@ -304,7 +302,6 @@ static void unpark(struct pods *p, struct pstate *s)
         p->park_tail = s->park_prev;
     s->park_next = NULL;
     s->park_prev = NULL;
-    p->nparked--;
 }
 
 /* A creation slot is free: the oldest waiting pod goes back to the queue (its reconcile decides
