@@ -845,6 +845,27 @@ json_t *vkp_home_status(const json_t *home, const json_t *remote, const struct v
     return st;
 }
 
+bool vkp_status_quiet(const json_t *status)
+{
+    const char *ph = jsn_str(status, "phase");
+    const json_t *c;
+    size_t i;
+
+    if ((ph && strcmp(ph, "Pending") != 0) || jsn_str(status, "reason"))
+        return false;
+    if (json_array_size(json_object_get(status, "containerStatuses")) ||
+        json_array_size(json_object_get(status, "initContainerStatuses")))
+        return false;
+    json_array_foreach(json_object_get(status, "conditions"), i, c)
+    {
+        const char *t = jsn_str(c, "type"), *st = jsn_str(c, "status");
+
+        if (t && st && strcmp(t, "PodScheduled") == 0 && strcmp(st, "False") == 0)
+            return false;
+    }
+    return true;
+}
+
 json_t *vkp_unscheduled_status(const json_t *home, const char *reason, const char *message,
                                const struct vkp_status_ctx *ctx)
 {

@@ -99,6 +99,12 @@ json_t *vkp_home_status(const json_t *home, const json_t *remote, const struct v
  * DaemonSetNotOffloaded, NamespaceNotOffloaded) and message, and the reachability condition. */
 json_t *vkp_unscheduled_status(const json_t *home, const char *reason, const char *message,
                                const struct vkp_status_ctx *ctx);
+/* Whether a Pending status (vkp_home_status) would show the home pod's user nothing that Pending
+ * alone does not: no container or init container status (kubectl's ContainerCreating, Init:0/1,
+ * ErrImagePull), no PodScheduled=False (the provider cannot place it), no reason. The provider's
+ * scheduler having placed the pod, or not yet, is quiet: the home pod is already scheduled, on the
+ * virtual node. */
+bool vkp_status_quiet(const json_t *status);
 /* The merge patch (status part) that turns the home pod's status into `want`, or NULL when it
  * already shows it. Keys we manage that `want` lacks are set to null. */
 json_t *vkp_status_patch(const json_t *home, const json_t *want);

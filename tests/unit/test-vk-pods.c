@@ -520,6 +520,48 @@ static void test_home_status(void **state)
     }
 }
 
+static void test_status_quiet(void **state)
+{
+    static const struct {
+        const char *status;
+        bool quiet;
+    } cases[] = {
+        {"{}", true},
+        {"{\"phase\":\"Pending\"}", true},
+        {"{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"True\"},"
+         "{\"type\":\"cliqo.io/ProviderReachable\",\"status\":\"True\"}]}",
+         true},
+        {"{\"phase\":\"Pending\",\"containerStatuses\":[]}", true},
+        /* what a user sees: the provider cannot place it, containers being made, init progress */
+        {"{\"phase\":\"Pending\",\"conditions\":[{\"type\":\"PodScheduled\",\"status\":\"False\","
+         "\"reason\":\"Unschedulable\"}]}",
+         false},
+        {"{\"phase\":\"Pending\",\"containerStatuses\":[{\"name\":\"c\",\"state\":{\"waiting\":"
+         "{\"reason\":\"ContainerCreating\"}}}]}",
+         false},
+        {"{\"phase\":\"Pending\",\"initContainerStatuses\":[{\"name\":\"i\",\"state\":{\"waiting\":"
+         "{\"reason\":\"ErrImagePull\"}}}]}",
+         false},
+        {"{\"phase\":\"Pending\",\"reason\":\"SchedulingGated\"}", false},
+        {"{\"phase\":\"Running\"}", false},
+        {"{\"phase\":\"Failed\"}", false},
+        /* hostile shapes: not a list, not strings */
+        {"{\"phase\":\"Pending\",\"conditions\":{\"type\":\"PodScheduled\"},\"containerStatuses\":"
+         "7}",
+         true},
+        {"{\"phase\":\"Pending\",\"conditions\":[{\"type\":1,\"status\":\"False\"},7]}", true},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *st = js(cases[i].status);
+
+        if (vkp_status_quiet(st) != cases[i].quiet)
+            fail_msg("case %zu (%s): quiet is %d", i, cases[i].status, !cases[i].quiet);
+        json_decref(st);
+    }
+}
+
 static void test_home_status_bounds(void **state)
 {
     char *long_msg = malloc(5000);
@@ -1251,6 +1293,7 @@ int main(void)
         cmocka_unit_test(test_remote_update),
         cmocka_unit_test(test_home_status),
         cmocka_unit_test(test_home_status_bounds),
+        cmocka_unit_test(test_status_quiet),
         cmocka_unit_test(test_unreachable_and_unscheduled),
         cmocka_unit_test(test_status_patch),
         cmocka_unit_test(test_decide),
