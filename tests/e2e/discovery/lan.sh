@@ -33,18 +33,19 @@ for i in 1 2 3; do
       continue
     fi
     [ -n "$fc" ] || fail "cluster $i has no ForeignCluster ${ID[$j]}"
-    f() { jq -r "$1 // \"\"" <<<"$fc"; }
-    [ "$(f '.metadata.labels["discovery.liqo.io/discovery-type"]')" = LAN ] ||
-      fail "ForeignCluster ${ID[$j]} on cluster $i is not labelled LAN"
-    [ "$(f .spec.foreignAuthUrl)" = "$(auth_url "$j")" ] ||
-      fail "ForeignCluster ${ID[$j]} on cluster $i: foreignAuthUrl $(f .spec.foreignAuthUrl), want $(auth_url "$j")"
-    [ "$(f .spec.clusterIdentity.clusterName)" = "cluster-$j" ] ||
-      fail "ForeignCluster ${ID[$j]} on cluster $i has not the announced name cluster-$j"
-    [ "$(f .status.discovery.ttlSeconds)" = "$TTL" ] || fail "no TTL in status"
-    [ "$(f .status.discovery.caCertHash)" = "${CAH[$j]}" ] ||
-      fail "ForeignCluster ${ID[$j]} on cluster $i does not show the announced CA hash"
-    [ "$(f .status.discovery.trust)" = NoCredentials ] || fail "a cluster without credentials is not NoCredentials"
-    [ "$(f .spec.outgoingPeeringEnabled)" = Auto ] || fail "discovery changed outgoingPeeringEnabled"
+    # The seven fields in one jq run, split on the unit separator (not whitespace: a field may be empty).
+    IFS=$'\x1f' read -r type url name ttl hash trust outgoing < <(jq -r '[.metadata.labels["discovery.liqo.io/discovery-type"],
+      .spec.foreignAuthUrl, .spec.clusterIdentity.clusterName, .status.discovery.ttlSeconds,
+      .status.discovery.caCertHash, .status.discovery.trust, .spec.outgoingPeeringEnabled]
+      | map(. // "" | tostring) | join("\u001f")' <<<"$fc")
+    [ "$type" = LAN ] || fail "ForeignCluster ${ID[$j]} on cluster $i is not labelled LAN"
+    [ "$url" = "$(auth_url "$j")" ] ||
+      fail "ForeignCluster ${ID[$j]} on cluster $i: foreignAuthUrl $url, want $(auth_url "$j")"
+    [ "$name" = "cluster-$j" ] || fail "ForeignCluster ${ID[$j]} on cluster $i has not the announced name cluster-$j"
+    [ "$ttl" = "$TTL" ] || fail "no TTL in status"
+    [ "$hash" = "${CAH[$j]}" ] || fail "ForeignCluster ${ID[$j]} on cluster $i does not show the announced CA hash"
+    [ "$trust" = NoCredentials ] || fail "a cluster without credentials is not NoCredentials"
+    [ "$outgoing" = Auto ] || fail "discovery changed outgoingPeeringEnabled"
   done
 done
 say "every cluster discovered the two others"
