@@ -493,8 +493,6 @@ static void finish(struct rec *r)
     struct advop *m = r->m;
     json_t *cur = json_object_get(r->adv, "status"), *want = desired_status(r), *patch, *recv;
     const char *old = jsn_str_or_empty(cur, "advertisementStatus"), *now_status;
-    const char *k;
-    json_t *v;
     char *body;
     int64_t ttl = 0, left;
     char node[96];
@@ -532,10 +530,14 @@ static void finish(struct rec *r)
                    r->d.accept ? "AdvertisementAccepted" : "AdvertisementRefused", r->d.message);
         json_object_set_new(m->pending, r->h.key, json_string(now_status));
     }
-    json_object_foreach(cur, k, v)
-    {
-        if (!json_object_get(want, k))
-            json_object_set_new(want, k, json_null());
+    /* A merge patch keeps what it does not name, at every depth: a member this status no longer
+     * has (the network's message once it settled) is removed with a null, or every pass would find
+     * the status different and write it again, unchanged. */
+    if (jsn_merge_patch_removals(want, cur) < 0) {
+        json_decref(want);
+        json_object_del(m->pending, r->h.key);
+        ctl_rec_end(&r->h, CTL_RETRY);
+        return;
     }
     patch = json_pack("{s:{s:O},s:o}", "metadata", "resourceVersion",
                       json_object_get(json_object_get(r->adv, "metadata"), "resourceVersion"),

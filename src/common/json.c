@@ -1,5 +1,6 @@
 #include "common/json.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 
@@ -43,4 +44,29 @@ const char *jsn_label(const json_t *obj, const char *key)
 const char *jsn_annotation(const json_t *obj, const char *key)
 {
     return meta_member(obj, "annotations", key);
+}
+
+int jsn_merge_patch_removals(json_t *want, const json_t *have)
+{
+    const char *k;
+    json_t *v, *w;
+    int rc;
+
+    if (!json_is_object(want))
+        return -EINVAL;
+    if (!json_is_object(have))
+        return 0;
+    json_object_foreach((json_t *)have, k, v)
+    {
+        w = json_object_get(want, k);
+        if (!w) {
+            if (json_object_set_new(want, k, json_null()) < 0)
+                return -ENOMEM;
+        } else if (json_is_object(w) && json_is_object(v)) {
+            rc = jsn_merge_patch_removals(w, v);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    return 0;
 }

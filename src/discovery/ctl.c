@@ -567,13 +567,10 @@ static bool status_same(const json_t *have, const json_t *want)
 static json_t *status_patch(const json_t *fc, json_t *want)
 {
     const json_t *have = json_object_get(json_object_get((json_t *)fc, "status"), "discovery");
-    const char *k;
-    json_t *v;
 
-    json_object_foreach((json_t *)have, k, v)
-    {
-        if (!json_object_get(want, k))
-            json_object_set_new(want, k, json_null());
+    if (jsn_merge_patch_removals(want, have) < 0) {
+        json_decref(want);
+        return NULL;
     }
     return json_pack("{s:{s:O},s:{s:o}}", "metadata", "resourceVersion",
                      json_object_get(json_object_get((json_t *)fc, "metadata"), "resourceVersion"),

@@ -4,6 +4,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <string.h>
 
 #include "common/json.h"
@@ -123,6 +124,82 @@ static void test_borrowed(void **state)
     json_decref(o);
 }
 
+/* A merge patch from have to want: nulls for what want lacks, at every depth where both are
+ * objects. Each case checks the patch, and that applying it to have (RFC 7386, jansson's
+ * json_object_update_recursive is not that, so the merge is done here by hand) gives want. */
+static json_t *merge(json_t *target, const json_t *patch)
+{
+    const char *k;
+    json_t *v;
+
+    if (!json_is_object(patch)) {
+        json_decref(target);
+        return json_deep_copy(patch);
+    }
+    if (!json_is_object(target)) {
+        json_decref(target);
+        target = json_object();
+    }
+    json_object_foreach((json_t *)patch, k, v)
+    {
+        if (json_is_null(v))
+            json_object_del(target, k);
+        else
+            json_object_set_new(target, k, merge(json_incref(json_object_get(target, k)), v));
+    }
+    return target;
+}
+
+static void test_merge_patch_removals(void **state)
+{
+    static const struct {
+        const char *want, *have; /* have NULL: a NULL have */
+        const char *patch;       /* want afterwards */
+        int rc;                  /* 1: 0, and the patch is not applied (want holds a null itself) */
+    } cases[] = {
+        {"{'a':1}", "{'a':1,'b':2}", "{'a':1,'b':null}", 0},
+        {"{'a':1}", NULL, "{'a':1}", 0},
+        {"{'a':1}", "[1,2]", "{'a':1}", 0},
+        {"{}", "{'a':{'b':1}}", "{'a':null}", 0},
+        /* the Advertisement's network status once settled: its message must go */
+        {"{'s':'A','network':{'settled':true}}",
+         "{'s':'A','network':{'settled':true,'message':'no credential for the peer yet'}}",
+         "{'s':'A','network':{'settled':true,'message':null}}", 0},
+        {"{'a':{'b':{'c':1}}}", "{'a':{'b':{'c':1,'d':2},'e':3}}",
+         "{'a':{'b':{'c':1,'d':null},'e':null}}", 0},
+        /* a member that is not an object on one side is replaced whole: no nulls inside */
+        {"{'a':{'x':1}}", "{'a':'text'}", "{'a':{'x':1}}", 0},
+        {"{'a':'text'}", "{'a':{'x':1}}", "{'a':'text'}", 0},
+        {"{'a':[{'x':1}]}", "{'a':[{'x':1,'y':2}]}", "{'a':[{'x':1}]}", 0},
+        /* a null want already holds stays a null (a removal of its own: not applied below) */
+        {"{'a':null}", "{'a':{'x':1}}", "{'a':null}", 1},
+        {"[1]", "{'a':1}", "[1]", -EINVAL},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        json_t *want = test_js(cases[i].want),
+               *have = cases[i].have ? test_js(cases[i].have) : NULL;
+        json_t *orig = json_deep_copy(want), *exp = test_js(cases[i].patch);
+
+        assert_int_equal(jsn_merge_patch_removals(want, have), cases[i].rc == 1 ? 0 : cases[i].rc);
+        if (!json_equal(want, exp))
+            fail_msg("case %zu: patch %s", i, json_dumps(want, JSON_COMPACT | JSON_ENCODE_ANY));
+        if (cases[i].rc == 0) {
+            json_t *got = merge(json_deep_copy(have), want);
+
+            if (!json_equal(got, orig))
+                fail_msg("case %zu: the patch applied gives %s", i,
+                         json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY));
+            json_decref(got);
+        }
+        json_decref(want);
+        json_decref(have);
+        json_decref(orig);
+        json_decref(exp);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -130,6 +207,7 @@ int main(void)
         cmocka_unit_test(test_str_at),
         cmocka_unit_test(test_label_annotation),
         cmocka_unit_test(test_borrowed),
+        cmocka_unit_test(test_merge_patch_removals),
     };
 
     return cmocka_run_group_tests(tests, NULL, NULL);

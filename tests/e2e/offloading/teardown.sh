@@ -6,6 +6,18 @@ source "$(dirname "$0")/common.sh"
 trap off_on_exit EXIT
 ensure_agents
 ids
+# After the group's tests, with nothing changing, A's agent writes the Advertisement's status at most on a
+# resync (30 s): a status it finds different after every write of it (a member a merge patch did not
+# remove) was written again at once, tens of times a second, for the rest of the group.
+adv_status_patches() {
+  kc "$A" get --raw /metrics | awk '/^apiserver_request_total\{/ && /resource="advertisements"/ &&
+    /subresource="status"/ && /verb="PATCH"/ { s += $NF } END { print s + 0 }'
+}
+p0=$(adv_status_patches)
+sleep 6
+p1=$(adv_status_patches)
+[ $((p1 - p0)) -le 3 ] || fail "A's agent wrote the Advertisement's status $((p1 - p0)) times in 6 s with nothing changing"
+say "the Advertisement's status written $((p1 - p0)) times in 6 s with nothing changing"
 out=$(cq "$A" unpeer "$B" --timeout 60s 2>&1) || fail "unpeer $B failed: $out"
 left_on_a() {
   kc "$A" get advertisements,networkconfigs,namespaceoffloadings -A -o name
