@@ -5,13 +5,18 @@
 # on B exactly once per home pod: the 429 answers are sent again, not lost and not doubled, and A's agent
 # counts them (cliqo_peer_requests_total{code="429"}). The flow schema gone, the next 15 replicas come at the
 # usual pace (API priority and fairness is on in the local clusters, lean or not). The group allows 8
-# creations in flight (--vk-pod-creations): the other pods wait their turn out of the queue. Last, a rate of
+# creations in flight (--vk-pod-creations): the other pods wait their turn out of the queue. The 30 pods are
+# held Pending at home by a node selector until all exist, then the virtual node gets the label and A's
+# scheduler binds them in one burst: a Deployment's own slow start (batches of 1, 2, 4, 8, 15) on a quiet
+# machine could stay under 8 creations at a time, and then nothing waits. Last, a rate of
 # B's own in A's ClusterConfig (spec.peeringConfig.peerClient.perCluster) reaches A's clients to B at once.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/vk-lib.sh"
 NS=e2e-throttled
+LABEL=e2e.cliqo.io/throttled
 cleanup() {
+  kc "$A" label node "$VNODE" "$LABEL-" >/dev/null 2>&1 || true
   kc "$B" delete flowschema e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
   kc "$B" delete prioritylevelconfiguration e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
   kc "$A" patch clusterconfig configuration --type=json \
@@ -58,8 +63,17 @@ wait_for 20 "the flow schema in force" eval \
 before=$(throttled)
 waited_before=$(waited)
 
+kc "$A" apply -f - >/dev/null <<JSON || fail "cannot create Deployment $NS/web"
+{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"$NS"},
+ "spec":{"replicas":30,"selector":{"matchLabels":{"app":"web"}},
+  "template":{"metadata":{"labels":{"app":"web"}},
+   "spec":{$(by_hand_spec)"nodeSelector":{"$LABEL":"go"},"terminationGracePeriodSeconds":5,
+    "containers":[{"name":"c","image":"nginx:1"}]}}}}
+JSON
+wait_for 60 "30 home pods, all Pending ($(home_count "$NS") pods)" eval "[ \"\$(home_count $NS)\" = 30 ]"
+[ "$(remote_count "$NS")" = 0 ] || fail "pods reached $B before the virtual node had the label"
 start=$(date +%s.%N)
-deployment "$NS" web 30
+kc "$A" label node "$VNODE" "$LABEL=go" >/dev/null || fail "cannot label $VNODE"
 wait_for 180 "30 home pods Running and Ready, 30 pods on $B ($(home_running "$NS") running, $(remote_count "$NS") remote)" \
   all_running "$NS" 30
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
@@ -67,7 +81,7 @@ got=$(($(throttled) - before))
 waits=$(($(waited) - waited_before))
 echo "FIGURE throttled-30-pods-ready-seconds=$secs answers-429=$got waited-for-a-creation-slot=$waits"
 [ "$got" -gt 0 ] || fail "$B never answered 429: the test throttled nothing"
-# 30 pods at once, 8 creations in flight, each held by the 429s: the others waited out of the queue, and
+# 30 pods bound at once, 8 creations in flight, held by the 429s: the others waited out of the queue, and
 # came when a slot freed (all 30 below, each once).
 [ "$waits" -gt 0 ] || fail "no creation waited for a slot: the cap of 8 in flight did not act"
 out=$(pairs_ok "$NS") || fail "home and remote pods do not pair one to one: $out"
