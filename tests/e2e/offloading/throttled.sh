@@ -16,7 +16,7 @@ source "$(dirname "$0")/vk-lib.sh"
 NS=e2e-throttled
 LABEL=e2e.cliqo.io/throttled
 cleanup() {
-  kc "$A" label node "$VNODE" "$LABEL-" >/dev/null 2>&1 || true
+  [ -z "${VNODE:-}" ] || kc "$A" label node "$VNODE" "$LABEL-" >/dev/null 2>&1 || true
   kc "$B" delete flowschema e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
   kc "$B" delete prioritylevelconfiguration e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
   kc "$A" patch clusterconfig configuration --type=json \
