@@ -63,13 +63,7 @@ wait_for 20 "the flow schema in force" eval \
 before=$(throttled)
 waited_before=$(waited)
 
-kc "$A" apply -f - >/dev/null <<JSON || fail "cannot create Deployment $NS/web"
-{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"$NS"},
- "spec":{"replicas":30,"selector":{"matchLabels":{"app":"web"}},
-  "template":{"metadata":{"labels":{"app":"web"}},
-   "spec":{$(by_hand_spec)"nodeSelector":{"$LABEL":"go"},"terminationGracePeriodSeconds":5,
-    "containers":[{"name":"c","image":"nginx:1"}]}}}}
-JSON
+deployment "$NS" web 30 nginx:1 "\"nodeSelector\":{\"$LABEL\":\"go\"},"
 wait_for 60 "30 home pods, all Pending ($(home_count "$NS") pods)" eval "[ \"\$(home_count $NS)\" = 30 ]"
 [ "$(remote_count "$NS")" = 0 ] || fail "pods reached $B before the virtual node had the label"
 start=$(date +%s.%N)

@@ -64,13 +64,14 @@ unoffload() {
   done
 }
 
-# deployment NS NAME REPLICAS [IMAGE]: a Deployment whose pods go to B.
+# deployment NS NAME REPLICAS [IMAGE [EXTRA]]: a Deployment whose pods go to B; EXTRA, members of its pods'
+# spec ending with a comma ('"nodeSelector":{...},').
 deployment() {
   kc "$A" apply -f - >/dev/null <<JSON || fail "cannot create Deployment $1/$2"
 {"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"$2","namespace":"$1"},
  "spec":{"replicas":$3,"selector":{"matchLabels":{"app":"$2"}},
   "template":{"metadata":{"labels":{"app":"$2"},"annotations":{"e2e.cliqo.io/note":"one"}},
-   "spec":{$(by_hand_spec)"terminationGracePeriodSeconds":5,
+   "spec":{$(by_hand_spec)${5:-}"terminationGracePeriodSeconds":5,
     "containers":[{"name":"c","image":"${4:-nginx:1}"}]}}}}
 JSON
 }
