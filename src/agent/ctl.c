@@ -32,6 +32,10 @@ void ctl_call_cb(struct kapi_client *c, const struct kapi_result *res, void *dat
 /* ---- the controller skeleton -------------------------------------------------------------- */
 
 #define STALE_MS 100
+/* CTL_NOW's in a row for a key with no event between them before the key slows down (ctl.h). A
+ * reconcile's steps are a handful; only a pass that writes nothing new and goes again reaches it.
+ */
+#define CTL_NOW_STREAK 32
 
 struct ctl {
     struct agent *a;
@@ -185,7 +189,14 @@ static void key_end(struct ctl *c, const char *key, enum ctl_requeue how)
 {
     switch (how) {
     case CTL_NOW:
-        key_end_after(c, key, 0);
+        if (c->life.dead || !c->q)
+            break;
+        if (wq_add_again(c->q, key, CTL_NOW_STREAK) == CTL_NOW_STREAK + 1)
+            log_warn(c->log_module,
+                     "%s: %d passes in a row went again at once with no event between them; "
+                     "slowing it down until the next event (a write that changes nothing?)",
+                     key, CTL_NOW_STREAK + 1);
+        wq_done(c->q, key);
         break;
     case CTL_RETRY:
         key_end_after(c, key, c->o.retry_ms);

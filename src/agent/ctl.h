@@ -58,7 +58,10 @@ struct ctl_rec {
 /* What comes next for a record's key when it ends. */
 enum ctl_requeue {
     CTL_DONE,    /* nothing: the key comes back with the next event of its objects */
-    CTL_NOW,     /* again at once: the next step, after a write that succeeded */
+    CTL_NOW,     /* again at once: the next step, after a write that succeeded; after 32 in a
+                    row with no event of the key between them, slower and slower (wq_add_again:
+                    a pass that writes something that changes nothing would spin), with a
+                    warning */
     CTL_RETRY,   /* a request failed or memory ran out: again after ctl_options.retry_ms */
     CTL_WAIT,    /* another component has to act first: again after ctl_options.wait_ms */
     CTL_STALE,   /* a write lost to a newer version of the object: again after 100 ms */

@@ -25,6 +25,7 @@ struct wq_entry {
     uint64_t ready_ns; /* when delayed: uv_hrtime() at which the key is added */
     size_t heap_idx;   /* index in the delay heap, WQ_NOT_DELAYED if not delayed */
     uint32_t failures; /* rate-limited requeues since the last wq_forget() */
+    uint32_t streak;   /* wq_add_again() in a row since the last other add */
     bool queued;       /* in the ready FIFO */
     bool dirty;        /* added while processing: queue again at wq_done() */
     bool processing;   /* handed to fn, wq_done() not called yet */
@@ -510,8 +511,35 @@ int wq_add(struct wq_queue *q, const char *key)
     r = wq_get(q, key, &e);
     if (r < 0)
         return r;
+    e->streak = 0;
     wq_enqueue(q, e);
     return 0;
+}
+
+int wq_add_again(struct wq_queue *q, const char *key, uint32_t limit)
+{
+    struct wq_entry *e;
+    uint32_t over;
+    int r;
+
+    if (limit == 0)
+        return -EINVAL;
+    r = wq_get(q, key, &e);
+    if (r < 0)
+        return r;
+    if (e->streak < INT_MAX)
+        e->streak++;
+    if (e->streak <= limit) {
+        wq_enqueue(q, e);
+        return (int)e->streak;
+    }
+    over = e->streak - limit - 1;
+    r = wq_delay(q, e, wq_backoff_ms(q, over));
+    if (r < 0) {
+        wq_release(q, e);
+        return r;
+    }
+    return (int)e->streak;
 }
 
 int wq_add_after(struct wq_queue *q, const char *key, uint64_t delay_ms)
@@ -524,6 +552,7 @@ int wq_add_after(struct wq_queue *q, const char *key, uint64_t delay_ms)
     r = wq_get(q, key, &e);
     if (r < 0)
         return r;
+    e->streak = 0;
     r = wq_delay(q, e, delay_ms);
     wq_release(q, e); /* only frees a key that wq_get() just created, on failure */
     return r;
@@ -537,6 +566,7 @@ int wq_add_rate_limited(struct wq_queue *q, const char *key)
     r = wq_get(q, key, &e);
     if (r < 0)
         return r;
+    e->streak = 0;
     r = wq_delay(q, e, wq_backoff_ms(q, e->failures));
     if (r < 0) {
         wq_release(q, e);

@@ -75,6 +75,16 @@ int wq_add_after(struct wq_queue *q, const char *key, uint64_t delay_ms);
  * counts a failure. Same returns as wq_add(). */
 int wq_add_rate_limited(struct wq_queue *q, const char *key);
 
+/* Queues key again at once as the next step of its own processing (a write that succeeded, with
+ * more to do), counting the key's streak: how many times in a row it was queued this way with no
+ * other add between (wq_add, wq_add_after, wq_add_rate_limited reset it; so does the key leaving
+ * the queue). Past `limit` in a row (limit > 0), the key is not queued at once but delayed by
+ * base_delay_ms * 2^(streak - limit - 1), capped at max_delay_ms: a processor whose passes write
+ * and go again with nothing changing (a write that changes nothing brings no event) slows down
+ * instead of spinning, and the next event brings it back at once. Not in client-go. Returns the
+ * streak (>= 1) or wq_add()'s negative errno; -EINVAL when limit is 0. */
+int wq_add_again(struct wq_queue *q, const char *key, uint32_t limit);
+
 /* Resets the key's failure count (a no-op for an unknown key). */
 void wq_forget(struct wq_queue *q, const char *key);
 

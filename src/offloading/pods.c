@@ -47,6 +47,7 @@
 #define PENDING_COALESCE_MS 5000
 #define PENDING_QUIET_MS    60000
 #define EXISTS_WAIT_MS      1000
+#define NOW_STREAK          32 /* CTL_NOW in a row with no event before a key slows down (agent/ctl.h) */
 
 /* Per home pod, created when first needed, removed with the pod. */
 struct pstate {
@@ -724,19 +725,25 @@ struct rec {
 };
 
 /* Ends r with the skeleton's outcomes (agent/ctl.h; the reflector has a queue of its own, not a
- * struct ctl): CTL_DONE forgets the key's failures, CTL_NOW queues it again at once, CTL_BACKOFF
+ * struct ctl): CTL_DONE forgets the key's failures, CTL_NOW queues it again at once (slower
+ * after NOW_STREAK in a row with no event, as the skeleton does), CTL_BACKOFF
  * after its own backoff (the queue's rate limiter); the others are not used here. */
 static void rec_end(struct rec *r, enum ctl_requeue how)
 {
     struct pods *p = r->p;
 
     if (!p->life.dead && p->q) {
-        if (how == CTL_NOW)
-            wq_add(p->q, r->key);
-        else if (how == CTL_BACKOFF)
+        if (how == CTL_NOW) {
+            if (wq_add_again(p->q, r->key, NOW_STREAK) == NOW_STREAK + 1)
+                log_warn(MOD,
+                         "provider %s: pod %s: %d passes in a row went again at once with no "
+                         "event between them; slowing it down until the next event",
+                         p->peer_id, r->key, NOW_STREAK + 1);
+        } else if (how == CTL_BACKOFF) {
             wq_add_rate_limited(p->q, r->key);
-        else
+        } else {
             wq_forget(p->q, r->key);
+        }
         wq_done(p->q, r->key);
     }
     x_free(r);

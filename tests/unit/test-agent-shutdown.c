@@ -930,6 +930,41 @@ static void test_skeleton_outcomes(void **state)
     assert_int_equal(shutdown_agent(a), 0);
 }
 
+/* A pass that goes again at once forever (as one whose write changes nothing, so that no event
+ * comes) runs 32 times in a row, then slows down: the queue's backoff from 5 ms, doubling, capped
+ * at 1 s. An event of the key brings it back at once, for 32 more. */
+static int spin_passes;
+
+static void spin_reconcile(struct ctl *c, const char *key)
+{
+    spin_passes++;
+    ctl_skip(c, key, CTL_NOW);
+}
+
+static void test_skeleton_now_streak(void **state)
+{
+    struct ctl_options o = {.name = "spin",
+                            .queue = {.base_delay_ms = 5, .max_delay_ms = 1000},
+                            .rec_size = sizeof(struct ctl_rec),
+                            .reconcile = spin_reconcile};
+    struct agent *a;
+    int before;
+
+    (void)state;
+    spin_passes = 0;
+    a = start_controller(&o, "spin", NULL);
+    assert_true(run_until(NULL, &spin_passes, 33, 20000));
+    /* Then at most one pass per delay: 5, 10, 20, ... 640 ms add up to 1,275 ms, so no more than 8
+     * in a second (one pass a millisecond, or hundreds, without the guard). */
+    run_for(1000);
+    if (spin_passes > 33 + 8)
+        fail_msg("%d passes: the key did not slow down", spin_passes);
+    before = spin_passes;
+    ctl_enqueue(tc.c, "spin"); /* an event */
+    assert_true(run_until(NULL, &spin_passes, before + 32, 20000));
+    assert_int_equal(shutdown_agent(a), 0);
+}
+
 /* The shared writes as a step of a chain (ctl_set_finalizer_then): the result goes to the step
  * given, which ends the record; without one (ctl_set_finalizer), to ctl_after_write. Both send
  * the same merge patch, guarded by the object's resourceVersion. */
@@ -1065,6 +1100,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_skeleton_record_in_flight),
         cmocka_unit_test(test_skeleton_freed_with_record_in_flight),
         cmocka_unit_test(test_skeleton_outcomes),
+        cmocka_unit_test(test_skeleton_now_streak),
         cmocka_unit_test(test_skeleton_finalizer_steps),
         cmocka_unit_test(test_skeleton_enqueue_keys),
     };

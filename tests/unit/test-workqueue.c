@@ -5,6 +5,7 @@
 #include <cmocka.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <uv.h>
@@ -448,6 +449,53 @@ static void test_backoff_cap(void **state)
     ctx_close(&c);
 }
 
+/* wq_add_again() queues a key at once until its streak passes the limit, then delays it by the
+ * backoff of the streak; any other add resets the streak. The table: what each pass of the key
+ * does and what the queue must say. */
+static const struct {
+    bool outside_add; /* an event first: wq_add() while the key is processing */
+    int want_streak;  /* wq_add_again()'s return; 0: the pass ends the key */
+    bool want_now;    /* queued at once (wq_len() is 1 after wq_done), not delayed */
+} again_passes[] = {
+    {false, 1, true},  {false, 2, true},  {false, 3, true}, /* up to the limit (3): at once */
+    {false, 4, false}, {false, 5, false},                   /* past it: 5 ms, then 10 ms */
+    {true, 1, true},   {false, 2, true},                    /* an event resets the streak */
+    {false, 0, false},
+};
+
+static void hook_again(struct ctx *c, const char *key)
+{
+    int i = c->counter++, r = 0;
+
+    assert_true(i < (int)(sizeof(again_passes) / sizeof(again_passes[0])));
+    if (again_passes[i].outside_add)
+        assert_int_equal(wq_add(c->q, key), 0);
+    if (again_passes[i].want_streak) {
+        r = wq_add_again(c->q, key, 3);
+        assert_int_equal(r, again_passes[i].want_streak);
+    }
+    ctx_done(c, key);
+    assert_int_equal(wq_len(c->q), again_passes[i].want_now ? 1 : 0);
+}
+
+static void test_add_again(void **state)
+{
+    struct wq_options o = {.base_delay_ms = 5};
+    struct ctx c;
+
+    (void)state;
+    ctx_init(&c, &o);
+    assert_int_equal(wq_add_again(c.q, "s", 0), -EINVAL);
+    c.hook = hook_again;
+    assert_int_equal(wq_add(c.q, "s"), 0);
+    ctx_run(&c);
+    assert_int_equal(c.n, 8);
+    assert_true(c.at_ms[4] - c.at_ms[3] >= 5.0 - 0.01);
+    assert_true(c.at_ms[5] - c.at_ms[4] >= 10.0 - 0.01);
+    assert_int_equal(wq_num_requeues(c.q, "s"), 0); /* no failure counted */
+    ctx_close(&c);
+}
+
 /* wq_add_after() delays; the earliest requested time wins. */
 static void test_add_after(void **state)
 {
@@ -785,6 +833,7 @@ int main(void)
         cmocka_unit_test(test_concurrency_cap),
         cmocka_unit_test(test_rate_limited_backoff),
         cmocka_unit_test(test_backoff_cap),
+        cmocka_unit_test(test_add_again),
         cmocka_unit_test(test_add_after),
         cmocka_unit_test(test_max_keys),
         cmocka_unit_test(test_close_pending),
