@@ -14,6 +14,7 @@
 #   or bin/kpbgen in kpbgen-<same>)
 #   SHA256SUMS   (checked on every reuse; a cache entry that fails it is rebuilt)
 #   gocache-<upstream-version>-<dsc-sha256[:12]>/   Go's build cache, shared by the builds of that source
+#   (gocache-go-<same>/ for --informerbench and --kpbgen, which build with `go build` beside the others)
 # Prints the bin directory on stdout; progress goes to stderr. With --print-dir, prints the bin directory
 # the build makes (or made) and builds nothing: scripts/test.sh names the node's directory to CMake before
 # it builds it in the background.
@@ -97,18 +98,22 @@ mkdir -p "$CACHE_ROOT"
 # the two share (apimachinery, client-go, api, ...) compiled, since Go's cache keys hold the package's
 # directory. The tree's Makefile sets GOCACHE to _output/local/go/cache itself: the kept cache is moved
 # there before the build and back after it. A build that waited for the lock first looks whether the other
-# one made its entry.
-exec 9>"$CACHE_ROOT/build.lock"
+# one made its entry. The programs built with `go build` (--kpbgen, --informerbench) have a directory, a
+# lock and a Go cache of their own ("go"): the Makefile's flags (-trimpath, -ldflags) key its cache entries
+# apart from theirs anyway, and scripts/test.sh builds kpbgen while the control plane builds.
+slot=
+[ -z "$GO_MAIN" ] || slot=-go
+exec 9>"$CACHE_ROOT/build$slot.lock"
 flock 9
 if verify_entry "$entry"; then
   log "cached (built while waiting): $entry"
   echo "$entry/bin"; exit 0
 fi
-work=$CACHE_ROOT/work
+work=$CACHE_ROOT/work$slot
 rm -rf "$work"
 mkdir -p "$work"
 trap 'rm -rf "$work"' EXIT
-gocache="$CACHE_ROOT/gocache-$KUBE_VERSION-${dsc_sha:0:12}"
+gocache="$CACHE_ROOT/gocache$slot-$KUBE_VERSION-${dsc_sha:0:12}"
 start=$(date +%s)
 
 log "fetching Debian source kubernetes $dsc_ver (about 34 MB)"

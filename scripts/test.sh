@@ -5,59 +5,91 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
-step() { printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
+
+# How busy the machine was since the last step (every CPU, from /proc/stat): a step that leaves a core idle
+# is one that something else could run beside.
+cpu_last=""
+cpu_busy() {
+  local user nice sys idle iow irq sirq steal rest now busy total
+  read -r _ user nice sys idle iow irq sirq steal rest </proc/stat
+  now="$((user + nice + sys + irq + sirq + steal)) $((user + nice + sys + idle + iow + irq + sirq + steal))"
+  if [ -n "$cpu_last" ]; then
+    busy=$((${now% *} - ${cpu_last% *})) total=$((${now#* } - ${cpu_last#* }))
+    [ "$total" -le 0 ] || printf '    (the CPUs were %d%% busy since the last step)\n' $((100 * busy / total))
+  fi
+  cpu_last=$now
+}
+step() { cpu_busy; printf '\n==> %s (%ss)\n' "$*" "$(($(date +%s) - t0))"; }
 
 step "installing Debian packages"
 bash scripts/install-deps.sh
-step "Kubernetes binaries"
-CLIQO_KUBE_BIN_DIR=$(bash scripts/build-kube.sh)
+mkdir -p build
+# The Kubernetes binaries build in the background, one after the other, each writing a status file when
+# it ends:
+# - the control plane (kube-apiserver, kube-scheduler, kube-controller-manager), at normal priority: every
+#   e2e test needs it, and this script waits for it before the suite. Cold, about 9 minutes of a Go build
+#   that leaves a sixth of the two cores idle (its code generators run one at a time; 931 CPU-s in 544 s
+#   measured): kpbgen, cliqo's build and the fuzz smoke runs go beside it, at a lower priority, so that
+#   they use that time and delay it little.
+# - kubelet and kube-proxy, for the real nodes of the e2e groups network and demo, at idle CPU priority
+#   while the suite runs: about 5 minutes of both cores cold, which the e2e lanes (waiting on timers and
+#   API servers much of the time) leave free; only those groups need them (their first test,
+#   e2e.network.binaries, waits for this build's status file).
+# - then the release build of cliqo-agent and cliqo-broker that the network group puts in the agent's
+#   image (e2e.network.deployed: the agent and the gateway as pods, as users run them).
+CLIQO_KUBE_BIN_DIR=$(bash scripts/build-kube.sh --print-dir)
 export CLIQO_KUBE_BIN_DIR
-# The generator of the protobuf schema tables (src/kube/kpb.h), from the same source: seconds once the
-# control plane's Go build cache is there.
-CLIQO_KPBGEN=$(bash scripts/build-kube.sh --kpbgen)/kpbgen
+CLIQO_KPBGEN=$(bash scripts/build-kube.sh --kpbgen --print-dir)/kpbgen # built below, before anything uses it
 export CLIQO_KPBGEN
-# kubelet and kube-proxy, for the real nodes of the e2e group network. When not cached, they build in the
-# background at idle CPU priority while the suite runs: about 5 minutes of both cores cold, which the e2e
-# lanes (waiting on timers and API servers much of the time) leave free, and only the network group needs
-# them (its first test, e2e.network.binaries, waits for this build's status file).
 CLIQO_KUBE_NODE_BIN_DIR=$(bash scripts/build-kube.sh --node --print-dir)
 export CLIQO_KUBE_NODE_BIN_DIR
-mkdir -p build
+kube_status=$PWD/build/kube-build.status
 export CLIQO_KUBE_NODE_BUILD_STATUS=$PWD/build/kube-node-build.status
-# Then, in the same background job, the release build of cliqo-agent and cliqo-broker that the network group
-# puts in the agent's image (e2e.network.deployed: the agent and the gateway as pods, as users run them).
 export CLIQO_IMAGE_AGENT_BUILD_STATUS=$PWD/build/image-agent-build.status
-rm -f "$CLIQO_KUBE_NODE_BUILD_STATUS" "$CLIQO_IMAGE_AGENT_BUILD_STATUS"
-set -m # the build in a process group of its own, to stop all of it if this script ends first
+rm -f "$kube_status" "$CLIQO_KUBE_NODE_BUILD_STATUS" "$CLIQO_IMAGE_AGENT_BUILD_STATUS"
+# status_of FILE LOG command...: runs the command with its output in LOG, then writes "ok" or why not to FILE.
+status_of() {
+  local f=$1 log=$2
+  shift 2
+  if "$@" >"$log" 2>&1; then echo ok >"$f.tmp"; else echo "failed (see $log)" >"$f.tmp"; fi
+  mv "$f.tmp" "$f"
+}
+set -m # the builds in a process group of their own, to stop all of it if this script ends first
 (
-  if chrt --idle 0 nice -n 19 bash scripts/build-kube.sh --node >/dev/null 2>build/kube-node-build.log; then
-    echo ok >"$CLIQO_KUBE_NODE_BUILD_STATUS.tmp"
-  else
-    echo "failed (see build/kube-node-build.log)" >"$CLIQO_KUBE_NODE_BUILD_STATUS.tmp"
-  fi
-  mv "$CLIQO_KUBE_NODE_BUILD_STATUS.tmp" "$CLIQO_KUBE_NODE_BUILD_STATUS"
-  if { cmake --preset release -DBUILD_TESTING=OFF -DCLIQO_KUBE_BIN_DIR= -DCLIQO_KPBGEN="$CLIQO_KPBGEN" &&
-    chrt --idle 0 nice -n 19 cmake --build --preset release --target cliqo-agent cliqo-broker; } \
-    >build/image-agent-build.log 2>&1; then
-    echo ok >"$CLIQO_IMAGE_AGENT_BUILD_STATUS.tmp"
-  else
-    echo "failed (see build/image-agent-build.log)" >"$CLIQO_IMAGE_AGENT_BUILD_STATUS.tmp"
-  fi
-  mv "$CLIQO_IMAGE_AGENT_BUILD_STATUS.tmp" "$CLIQO_IMAGE_AGENT_BUILD_STATUS"
+  status_of "$kube_status" build/kube-build.log bash scripts/build-kube.sh
+  status_of "$CLIQO_KUBE_NODE_BUILD_STATUS" build/kube-node-build.log chrt --idle 0 nice -n 19 bash scripts/build-kube.sh --node
+  # shellcheck disable=SC2016 # expanded by the inner shell (CLIQO_KPBGEN is exported)
+  status_of "$CLIQO_IMAGE_AGENT_BUILD_STATUS" build/image-agent-build.log bash -c \
+    'cmake --preset release -DBUILD_TESTING=OFF -DCLIQO_KUBE_BIN_DIR= -DCLIQO_KPBGEN="$CLIQO_KPBGEN" &&
+     chrt --idle 0 nice -n 19 cmake --build --preset release --target cliqo-agent cliqo-broker'
 ) &
-node_build=$!
+kube_build=$!
 set +m
-trap 'kill -TERM -- "-$node_build" 2>/dev/null || true' EXIT
-step "building cliqo (ASan + UBSan)"
+trap 'kill -TERM -- "-$kube_build" 2>/dev/null || true' EXIT
+# Meanwhile, beside it: the generator of the protobuf schema tables (src/kube/kpb.h), which cliqo's build
+# needs (about 40 s, from the same source, in a directory of its own), cliqo's build and the fuzz smoke runs.
+step "the protobuf schema generator (kpbgen), beside the Kubernetes control plane's build"
+[ "$(nice -n 10 bash scripts/build-kube.sh --kpbgen)/kpbgen" = "$CLIQO_KPBGEN" ] || {
+  echo "scripts/build-kube.sh --kpbgen built another directory than it named" >&2
+  exit 1
+}
+step "building cliqo (ASan + UBSan), beside the control plane's build"
 cmake --preset asan -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" -DCLIQO_KUBE_NODE_BIN_DIR="$CLIQO_KUBE_NODE_BIN_DIR" \
   -DCLIQO_KPBGEN="$CLIQO_KPBGEN" \
   -DCLIQO_IMAGE_AGENT_DIR="$PWD/build/release/src" >/dev/null
-cmake --build --preset asan
-step "fuzz smoke runs (clang libFuzzer)"
+nice -n 10 cmake --build --preset asan
+step "fuzz smoke runs (clang libFuzzer), beside the control plane's build"
 cmake --preset fuzz -DCLIQO_KUBE_BIN_DIR= -DCLIQO_KPBGEN="$CLIQO_KPBGEN" >/dev/null
-cmake --build --preset fuzz --target fuzzers
-# Two at a time: each harness is one single-threaded process, and nothing else runs yet.
-ctest --test-dir build/fuzz -L fuzz --output-on-failure -j2
+nice -n 10 cmake --build --preset fuzz --target fuzzers
+# Two at a time: each harness is one single-threaded process (-runs=50000, a 300 s timeout each).
+nice -n 10 ctest --test-dir build/fuzz -L fuzz --output-on-failure -j2
+step "waiting for the Kubernetes control plane's build"
+until [ -s "$kube_status" ]; do
+  kill -0 "$kube_build" 2>/dev/null || { echo "the background build ended without a status" >&2; exit 1; }
+  sleep 2
+done
+grep -v '\.\.\. [0-9]*s elapsed' build/kube-build.log | sed 's/^/    /' || true
+[ "$(cat "$kube_status")" = ok ] || { tail -30 build/kube-build.log; echo "the control plane's build $(cat "$kube_status")" >&2; exit 1; }
 step "running the test suite"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
