@@ -23,7 +23,7 @@
 set -euo pipefail
 
 KUBE_VERSION=1.20.2
-RECIPE=1 # bump when the way the binaries are built changes
+RECIPE=2 # bump when the way the binaries are built changes (2: providerless)
 BINS=(kube-apiserver kube-scheduler kube-controller-manager)
 PREFIX=
 PRINT_DIR=0
@@ -147,7 +147,10 @@ fi
     go build -ldflags "-X main.kubeVersion=$KUBE_VERSION" -o "_output/local/bin/linux/amd64/${BINS[0]}" \
       "./cmd/${BINS[0]}" >"$work/make.log" 2>&1
   else
-    make WHAT="${BINS[*]/#/cmd/}" >"$work/make.log" 2>&1
+    # providerless: without the in-tree cloud providers and their volume plugins and credential providers
+    # (the AWS, Azure, GCE, OpenStack and vSphere SDKs), an upstream build tag. Local clusters have no cloud,
+    # and the build does about a third less work.
+    make WHAT="${BINS[*]/#/cmd/}" GOFLAGS=-tags=providerless >"$work/make.log" 2>&1
   fi
 ) &
 mk=$!
