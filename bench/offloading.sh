@@ -7,7 +7,9 @@
 # direct case's pace (pods Ready per second) is printed beside it. For each N, the requests cliqo sent per
 # offloaded pod, each way (to the provider: the virtual kubelet's credential; home: the agent's own client),
 # while the pods came up and while they went away. Then the added latency of a single pod: S times (default 15) a
-# bare pod created and waited Ready, offloaded and direct; the median of each and their difference. Also the
+# bare pod created and waited Ready, offloaded and direct; the median of each and their difference, from before the
+# create request (curl, not kubectl: its start-up is a few ms, not hundreds) to the pod's first Ready event as one
+# watch per cluster saw it; and beside it from the pod's ADDED event, which leaves out the request and its admission. Also the
 # consumer agent's RSS after each N is Ready (build it with the release preset for that figure).
 # Two local clusters of simulated nodes, as many as the largest N needs on the provider (both Deployments at once,
 # 250 pods a node) unless --nodes says; the provider shares 100 % of them. Prints figures and ratios, asserts
@@ -319,24 +321,67 @@ pod_json() { # NAME NS EXTRA
   echo "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"$1\",\"namespace\":\"$2\"},
   \"spec\":{$3\"terminationGracePeriodSeconds\":1,\"containers\":[{\"name\":\"c\",\"image\":\"nginx\"}]}}"
 }
-one_pod() { # CLUSTER NS NAME EXTRA: prints ms until Ready
-  local t0
-  t0=$(ms)
-  pod_json "$3" "$2" "$4" | k "$1" create -f - >/dev/null
-  k "$1" wait -n "$2" "pod/$3" --for=condition=Ready --timeout=120s >/dev/null
-  echo $(($(ms) - t0))
-  k "$1" delete pod -n "$2" "$3" --wait=false >/dev/null
+# kcurl CLUSTER PATH curl-args...: the cluster's API server as its admin, with curl (no kubectl start-up).
+kcurl() {
+  local c=$1 p=$2 d=$CLIQO_DEV_DIR/cluster-$1/pki server
+  shift 2
+  server=$(awk '$1 == "server:" { print $2; exit }' "$(kcfg "$c")")
+  curl -sS --cacert "$d/ca.crt" --cert "$d/admin.crt" --key "$d/admin.key" "$@" "$server$p"
 }
-offs=() dirs=()
+# A watch of a namespace's pods, in the background for the whole of the samples: one line per event in FILE,
+# "<epoch µs when it arrived> <TYPE> <name> <1 when Ready>". A pod's time is from the event that it exists
+# (ADDED) to the first event in which it is Ready, both as the same watcher saw them: what the API server,
+# the scheduler, the node (simulated) and, offloaded, cliqo took, and none of a client's start-up.
+pod_watch() { # CLUSTER NS FILE
+  kcurl "$1" "/api/v1/namespaces/$2/pods?watch=1" -N --max-time 3600 |
+    jq --unbuffered -r '"\(.type) \(.object.metadata.name) \([.object.status.conditions[]? | select(.type == "Ready" and .status == "True")] | length)"' |
+    while read -r l; do echo "${EPOCHREALTIME/./} $l"; done >>"$3"
+}
+# one_pod CLUSTER NS NAME EXTRA WATCHFILE: prints "WATCH_MS CLIENT_MS": from ADDED to Ready as the watch saw
+# them, and from before the create request (curl, whose start-up is the same in both cases; the consumer's
+# pod webhook is in it) to that Ready event.
+one_pod() {
+  local t0 line ready added deadline=$((SECONDS + 120))
+  t0=${EPOCHREALTIME/./}
+  pod_json "$3" "$2" "$4" | kcurl "$1" "/api/v1/namespaces/$2/pods" -f -o /dev/null -X POST \
+    -H 'Content-Type: application/json' --data-binary @-
+  until line=$(grep -m1 " $3 1\$" "$5"); do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "pod $2/$3 on cluster-$1 was not Ready within 120 s" >&2; exit 1; }
+    sleep 0.05
+  done
+  ready=${line%% *}
+  added=$(grep -m1 " ADDED $3 " "$5")
+  added=${added%% *}
+  echo "$(((ready - added) / 1000)) $(((ready - t0) / 1000))"
+  kcurl "$1" "/api/v1/namespaces/$2/pods/$3" -f -o /dev/null -X DELETE
+}
+: >"$WORK/watch-1"
+: >"$WORK/watch-2"
+pod_watch 1 bench "$WORK/watch-1" &
+watch1=$!
+pod_watch 2 bench-direct "$WORK/watch-2" &
+watch2=$!
+sleep 1
+offs=() dirs=() offc=() dirc=()
 for i in $(seq "$SAMPLES"); do
-  dirs+=("$(one_pod 2 bench-direct "single-$i" "")")
-  offs+=("$(one_pod 1 bench "single-$i" "$TO_VNODE")")
+  out=$(one_pod 2 bench-direct "single-$i" "" "$WORK/watch-2")
+  read -r sv cl <<<"$out"
+  dirs+=("$sv") dirc+=("$cl")
+  out=$(one_pod 1 bench "single-$i" "$TO_VNODE" "$WORK/watch-1")
+  read -r sv cl <<<"$out"
+  offs+=("$sv") offc+=("$cl")
 done
-mo=$(printf '%s\n' "${offs[@]}" | median)
-md=$(printf '%s\n' "${dirs[@]}" | median)
-echo "single_ms offloaded: $(printf '%s\n' "${offs[@]}" | sort -n | tr '\n' ' ')"
-echo "single_ms direct: $(printf '%s\n' "${dirs[@]}" | sort -n | tr '\n' ' ')"
-echo "FIGURE single-pod-ready-ms median_offloaded=$mo median_direct=$md added_median=$((mo - md)) samples=$SAMPLES"
+pkill -P "$watch1" 2>/dev/null || true # the watches' curl, jq and reader, then their shells
+pkill -P "$watch2" 2>/dev/null || true
+kill "$watch1" "$watch2" 2>/dev/null || true
+mo=$(printf '%s\n' "${offc[@]}" | median)
+md=$(printf '%s\n' "${dirc[@]}" | median)
+echo "single_ms offloaded: $(printf '%s\n' "${offc[@]}" | sort -n | tr '\n' ' ')"
+echo "single_ms direct: $(printf '%s\n' "${dirc[@]}" | sort -n | tr '\n' ' ')"
+echo "FIGURE single-pod-ready-ms (from before the create request, curl, to the Ready event) median_offloaded=$mo median_direct=$md added_median=$((mo - md)) samples=$SAMPLES"
+so=$(printf '%s\n' "${offs[@]}" | median)
+sd=$(printf '%s\n' "${dirs[@]}" | median)
+echo "FIGURE single-pod-watch-ms (ADDED to Ready, as the watch saw them: without the create request and its admission webhooks) median_offloaded=$so median_direct=$sd added_median=$((so - sd))"
 echo "FIGURE request-mean-ms to_provider: $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ { match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7); if ($0 ~ /_sum/) s[v] += $NF; else c[v] += $NF } END { for (v in c) if (c[v]) printf "%s=%.1f ", v, 1000 * s[v] / c[v] }')"
 echo "FIGURE agent-requests $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_(kube|peer)_requests_total/ && !/WATCH/ { sub(/peer="[^"]*",/, ""); printf "%s ", $0 }')"
 echo "FIGURE vk-metrics $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_vk_pod_(creations|status_updates|events_forwarded|events_dropped|refusals)/ { sub(/\{.*\}/, "", $1); printf "%s=%s ", $1, $2 }')"
