@@ -4,7 +4,8 @@
 # CLIQO_KUBE_NODE_BUILD_STATUS when the build ends: this test waits for that (the group is the last of its
 # lane, so nothing waits behind it), and fails with the build's log when the build failed. Outside
 # scripts/test.sh the binaries must already be in CLIQO_KUBE_NODE_BIN_DIR (scripts/build-kube.sh --node).
-# It also waits for the release build of cliqo-agent that scripts/test.sh makes next, for the agent's image.
+# It also waits for the release build of cliqo-agent that scripts/test.sh makes next, for the agent's image
+# (not as e2e.demo.binaries: the demo runs this build's agent, and its environment empties the status file's name).
 source "$(dirname "$0")/../lib.sh"
 TEST_NAME=${TEST_NAME:-e2e.network.binaries}
 dir=${CLIQO_KUBE_NODE_BIN_DIR:?CLIQO_KUBE_NODE_BIN_DIR must name the node binaries directory}
