@@ -9,7 +9,9 @@
 # while the pods came up and while they went away. Then the added latency of a single pod: S times (default 15) a
 # bare pod created and waited Ready, offloaded and direct; the median of each and their difference, from before the
 # create request (curl, not kubectl: its start-up is a few ms, not hundreds) to the pod's first Ready event as one
-# watch per cluster saw it; and beside it from the pod's ADDED event, which leaves out the request and its admission. Also the
+# watch per cluster saw it; and beside it from the pod's ADDED event, which leaves out the request and its admission;
+# and each step of an offloaded pod, from a third watch (the provider's namespace). A sample starts once the last
+# one's pod is gone (its DELETED event), so that no deletion runs under it. Also the
 # consumer agent's RSS after each N is Ready (build it with the release preset for that figure).
 # Two local clusters of simulated nodes, as many as the largest N needs on the provider (both Deployments at once,
 # 250 pods a node) unless --nodes says; the provider shares 100 % of them. Prints figures and ratios, asserts
@@ -329,12 +331,12 @@ kcurl() {
   curl -sS --cacert "$d/ca.crt" --cert "$d/admin.crt" --key "$d/admin.key" "$@" "$server$p"
 }
 # A watch of a namespace's pods, in the background for the whole of the samples: one line per event in FILE,
-# "<epoch µs when it arrived> <TYPE> <name> <1 when Ready>". A pod's time is from the event that it exists
-# (ADDED) to the first event in which it is Ready, both as the same watcher saw them: what the API server,
+# "<epoch µs when it arrived> <TYPE> <name> <1 when Ready> <node or ->". A pod's time is from the event that it
+# exists (ADDED) to the first event in which it is Ready, both as the same watcher saw them: what the API server,
 # the scheduler, the node (simulated) and, offloaded, cliqo took, and none of a client's start-up.
 pod_watch() { # CLUSTER NS FILE
   kcurl "$1" "/api/v1/namespaces/$2/pods?watch=1" -N --max-time 3600 |
-    jq --unbuffered -r '"\(.type) \(.object.metadata.name) \([.object.status.conditions[]? | select(.type == "Ready" and .status == "True")] | length)"' |
+    jq --unbuffered -r '"\(.type) \(.object.metadata.name) \([.object.status.conditions[]? | select(.type == "Ready" and .status == "True")] | length) \(.object.spec.nodeName // "-")"' |
     while read -r l; do echo "${EPOCHREALTIME/./} $l"; done >>"$3"
 }
 # one_pod CLUSTER NS NAME EXTRA WATCHFILE: prints "WATCH_MS CLIENT_MS": from ADDED to Ready as the watch saw
@@ -345,7 +347,7 @@ one_pod() {
   t0=${EPOCHREALTIME/./}
   pod_json "$3" "$2" "$4" | kcurl "$1" "/api/v1/namespaces/$2/pods" -f -o /dev/null -X POST \
     -H 'Content-Type: application/json' --data-binary @-
-  until line=$(grep -m1 " $3 1\$" "$5"); do
+  until line=$(grep -m1 " $3 1 " "$5"); do
     [ "$SECONDS" -lt "$deadline" ] || { echo "pod $2/$3 on cluster-$1 was not Ready within 120 s" >&2; exit 1; }
     sleep 0.05
   done
@@ -354,13 +356,59 @@ one_pod() {
   added=${added%% *}
   echo "$(((ready - added) / 1000)) $(((ready - t0) / 1000))"
   kcurl "$1" "/api/v1/namespaces/$2/pods/$3" -f -o /dev/null -X DELETE
+  # The next sample starts once this pod is gone from every watched namespace (offloaded: the home pod is
+  # deleted last): a deletion still under way would slow the next sample's clusters.
+  until grep_q " DELETED $3 " "$5"; do
+    [ "$SECONDS" -lt "$deadline" ] || { echo "pod $2/$3 on cluster-$1 was not deleted within 120 s" >&2; exit 1; }
+    sleep 0.05
+  done
+  sleep 0.2
+}
+grep_q() { grep "$@" >/dev/null; }
+# hops FILE-HOME FILE-REMOTE: medians, over the single pods, of each step of an offloaded pod as the two
+# watches saw it (ms): bound at home, created on the provider, bound there, Ready there, Ready at home.
+hops() {
+  awk '$3 ~ /^single-/ {
+      k = $3; t = $1 / 1000
+      if (FILENAME == ARGV[1]) {
+        if ($2 == "ADDED" && !(k in ha)) ha[k] = t
+        if ($5 != "-" && !(k in hb)) hb[k] = t
+        if ($4 == 1 && !(k in hr)) hr[k] = t
+      } else {
+        if ($2 == "ADDED" && !(k in ra)) ra[k] = t
+        if ($5 != "-" && !(k in rb)) rb[k] = t
+        if ($4 == 1 && !(k in rr)) rr[k] = t
+      }
+    }
+    function med(a, n,  i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    END {
+      for (k in hr) if ((k in ha) && (k in hb) && (k in ra) && (k in rb) && (k in rr)) {
+        n++; s1[n] = hb[k] - ha[k]; s2[n] = ra[k] - hb[k]; s3[n] = rb[k] - ra[k]; s4[n] = rr[k] - rb[k]; s5[n] = hr[k] - rr[k]
+      }
+      if (n) printf "home_bind=%.1f to_remote_added=%.1f remote_bind=%.1f remote_ready=%.1f to_home_ready=%.1f samples=%d", med(s1, n), med(s2, n), med(s3, n), med(s4, n), med(s5, n), n
+    }' "$1" "$2"
+}
+# hops_direct FILE: the same for the direct pods: bound, then Ready.
+hops_direct() {
+  awk '$3 ~ /^single-/ { k = $3; t = $1 / 1000
+      if ($2 == "ADDED" && !(k in a)) a[k] = t
+      if ($5 != "-" && !(k in b)) b[k] = t
+      if ($4 == 1 && !(k in r)) r[k] = t }
+    function med(x, n,  i, j, v) { for (i = 2; i <= n; i++) { v = x[i]; for (j = i - 1; j > 0 && x[j] > v; j--) x[j + 1] = x[j]; x[j + 1] = v }
+      return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2 }
+    END { for (k in r) if ((k in a) && (k in b)) { n++; s1[n] = b[k] - a[k]; s2[n] = r[k] - b[k] }
+      if (n) printf "bind=%.1f ready=%.1f samples=%d", med(s1, n), med(s2, n), n }' "$1"
 }
 : >"$WORK/watch-1"
 : >"$WORK/watch-2"
+: >"$WORK/watch-r"
 pod_watch 1 bench "$WORK/watch-1" &
 watch1=$!
 pod_watch 2 bench-direct "$WORK/watch-2" &
 watch2=$!
+pod_watch 2 "$RNS" "$WORK/watch-r" &
+watchr=$!
 sleep 1
 offs=() dirs=() offc=() dirc=()
 for i in $(seq "$SAMPLES"); do
@@ -373,7 +421,8 @@ for i in $(seq "$SAMPLES"); do
 done
 pkill -P "$watch1" 2>/dev/null || true # the watches' curl, jq and reader, then their shells
 pkill -P "$watch2" 2>/dev/null || true
-kill "$watch1" "$watch2" 2>/dev/null || true
+pkill -P "$watchr" 2>/dev/null || true
+kill "$watch1" "$watch2" "$watchr" 2>/dev/null || true
 mo=$(printf '%s\n' "${offc[@]}" | median)
 md=$(printf '%s\n' "${dirc[@]}" | median)
 echo "single_ms offloaded: $(printf '%s\n' "${offc[@]}" | sort -n | tr '\n' ' ')"
@@ -382,6 +431,7 @@ echo "FIGURE single-pod-ready-ms (from before the create request, curl, to the R
 so=$(printf '%s\n' "${offs[@]}" | median)
 sd=$(printf '%s\n' "${dirs[@]}" | median)
 echo "FIGURE single-pod-watch-ms (ADDED to Ready, as the watch saw them: without the create request and its admission webhooks) median_offloaded=$so median_direct=$sd added_median=$((so - sd))"
+echo "FIGURE single-pod-steps-ms (medians, as the watches saw them) offloaded: $(hops "$WORK/watch-1" "$WORK/watch-r") direct: $(hops_direct "$WORK/watch-2")"
 echo "FIGURE request-mean-ms to_provider: $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ { match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7); if ($0 ~ /_sum/) s[v] += $NF; else c[v] += $NF } END { for (v in c) if (c[v]) printf "%s=%.1f ", v, 1000 * s[v] / c[v] }')"
 echo "FIGURE agent-requests $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_(kube|peer)_requests_total/ && !/WATCH/ { sub(/peer="[^"]*",/, ""); printf "%s ", $0 }')"
 echo "FIGURE vk-metrics $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_vk_pod_(creations|status_updates|events_forwarded|events_dropped|refusals)/ { sub(/\{.*\}/, "", $1); printf "%s=%s ", $1, $2 }')"
