@@ -44,8 +44,11 @@ kc() {
 kc_slow() {
   local c=$1
   shift
-  "$KUBECTL" --kubeconfig "$E2E_STATE/$c/kubeconfig" --request-timeout=20s "$@"
+  "${KC_PREFIX[@]}" "$KUBECTL" --kubeconfig "$E2E_STATE/$c/kubeconfig" --request-timeout=20s "$@"
 }
+# KC_PREFIX: words put before every kubectl and curl that kc, kget and kapi run (empty: none). A group whose
+# API servers listen inside network namespaces sets it for the call (local KC_PREFIX=(nsenter --net=...)).
+KC_PREFIX=()
 
 # kapi CLUSTER METHOD PATH [BODY]: one request to a cluster's API server with curl, as its admin (the
 # certificates of the environment's pki/). A tenth of a kubectl call's CPU: for checks made by the hundred.
@@ -57,7 +60,7 @@ kcurl() {
   local c=$1 p=$2 pki=$E2E_STATE/$1/pki server
   shift 2
   server=$(awk '$1 == "server:" { print $2; exit }' "$E2E_STATE/$c/kubeconfig")
-  curl -sS --max-time 20 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$@" "$server$p"
+  "${KC_PREFIX[@]}" curl -sS --max-time 20 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$@" "$server$p"
 }
 
 # ---- fast reads: the API server through curl, jsonpath through jq ----------------------------------------
@@ -230,6 +233,7 @@ jpath() {
 # these forms with curl as kubectl serves them; any other form or flag gets status 3 with nothing done, and kc
 # asks kubectl:
 #   get RES NAME [-n NS] [-o json | -o jsonpath=...]  (no -o only when stdout is /dev/null: a check for existence)
+#   get RES [-n NS] -o name  (a list: kind.group/name a line, as kubectl names them)
 #   create namespace NAME
 #   delete RES NAME... [-n NS] [--ignore-not-found] [--wait=false] [--timeout=Ns]
 #   patch RES NAME [-n NS] [--subresource=S] [--type=merge|json|strategic] -p JSON  (stdout /dev/null)
@@ -337,6 +341,14 @@ kc_fast() {
   [[ $ns =~ ^[a-z0-9-]+$ ]] || return 3
   case "$verb" in
     get)
+      if [ ${#w[@]} = 2 ] && [ "$out" = name ]; then
+        # A list, one line per object as kubectl names it (kind.group/name), in the server's order.
+        path=$(kget_path "${w[1]}" -n "$ns") || return 3
+        kreq "$c" GET "$path" || return 1
+        [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
+        jq -r --arg k "$(kres_name "${w[1]}")" '.items[] | "\($k)/\(.metadata.name)"' <<<"$KREQ_BODY"
+        return
+      fi
       [ ${#w[@]} = 3 ] && path=$(kget_path "${w[1]}" "${w[2]}" -n "$ns") || return 3
       case "$out" in
         "")

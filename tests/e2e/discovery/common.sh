@@ -28,11 +28,13 @@ nsx() {
   nsenter --net="/run/netns/$(net_ns "$i")" "$@"
 }
 kcfg() { echo "$E2E_STATE/cluster-$1/kubeconfig"; }
-# kcn I args...: kubectl against cluster I (from inside its host).
+# kcn I args...: kubectl against cluster I (from inside its host): kc, so that its commonest forms are curl's.
 kcn() {
   local i=$1
   shift
-  nsx "$i" "$KUBECTL" --kubeconfig "$(kcfg "$i")" --request-timeout=20s "$@"
+  # shellcheck disable=SC2034 # read by kc_slow and kcurl, which this call reaches (bash's dynamic scope)
+  local KC_PREFIX=(nsenter --net="/run/netns/$(net_ns "$i")")
+  kc "cluster-$i" "$@"
 }
 # cqn I args...: cliqoctl against cluster I.
 cqn() {

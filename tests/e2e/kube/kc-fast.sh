@@ -71,6 +71,12 @@ TWO='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"two-a"}}{"apiVers
 pair 1 "$TWO" apply -n @ -f -
 same configmap two-b '{data}'
 
+say "lists by name (-o name): objects, an alias, an empty list"
+pair 0 "" get configmaps -n @ -o name
+pair 0 "" get cm -n @ -o name
+pair 0 "" get limitranges -n @ -o name
+pair 0 "" get resourcequotas -n @ -o name
+
 say "apply of an object that exists: kubectl's, merged against what kc_fast recorded (a removed key goes)"
 CM2='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"a":"2"}}'
 pair 1 "$CM2" apply -n @ -f -
@@ -103,4 +109,4 @@ pair 0 "" delete configmap cm -n @
 pair 0 "" delete secret s nothing -n @ --ignore-not-found
 pair 0 "" delete namespace @ --timeout=60s
 expect_fail "kcf-fast is gone after delete" kc "$C" get namespace kcf-fast
-pass "create, apply, get, patch, annotate, label and delete print, fail and leave objects as kubectl does"
+pass "create, apply, get (objects and lists by name), patch, annotate, label and delete print, fail and leave objects as kubectl does"
