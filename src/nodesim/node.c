@@ -318,10 +318,10 @@ static void on_status_timer(uv_timer_t *t)
             wq_add(sim->nq, sim->nodes[i].name);
     log_info(MOD,
              "heartbeat: nodes=%u registered=%u pods=%zu pod_writes=%llu pod_deletes=%llu "
-             "pod_failures=%llu",
+             "pod_deletes_gone=%llu pod_failures=%llu",
              sim->n_nodes, sim->n_registered, ns_pods_managed(sim),
              (unsigned long long)sim->pod_writes, (unsigned long long)sim->pod_deletes,
-             (unsigned long long)sim->pod_failures);
+             (unsigned long long)sim->pod_deletes_gone, (unsigned long long)sim->pod_failures);
 }
 
 /* ---- the NotReady injection ------------------------------------------------------------------ */

@@ -132,14 +132,40 @@ static void op_done(struct ns_pod_op *op, int err)
     op->used = false;
 }
 
+/* Until its DELETED event, the informer still has a pod we deleted: an event that came meanwhile
+ * (the grace period set to 0 is one) must not delete it again (a 404 each). Kept only while the
+ * informer has that pod, so that the map holds no more than the pods being deleted. */
+static void remember_deleted(struct ns_pod_op *op)
+{
+    const char *slash = strchr(op->key, '/');
+    char ns[WQ_MAX_KEY_LEN + 1];
+    json_t *pod;
+
+    if (!op->uid[0] || !slash)
+        return;
+    memcpy(ns, op->key, (size_t)(slash - op->key));
+    ns[slash - op->key] = '\0';
+    pod = inf_get(op->sim->pod_inf, ns, slash + 1);
+    if (pod && kapi_obj_uid(pod) && strcmp(kapi_obj_uid(pod), op->uid) == 0)
+        json_object_set_new(op->sim->deleted, op->key, json_string(op->uid));
+    json_decref(pod);
+}
+
 static void on_pod_deleted(struct kapi_client *c, const struct kapi_result *res, void *data)
 {
     struct ns_pod_op *op = data;
 
     (void)c;
     if (res->err == 0 || res->err == -ENOENT) {
-        op->sim->pod_deletes++;
+        if (res->err == 0) {
+            op->sim->pod_deletes++;
+        } else {
+            op->sim->pod_deletes_gone++;
+            log_info(MOD, "pod %s: already gone when deleted (a DELETE that found no pod)",
+                     op->key);
+        }
         release_ip(op->sim, op->key, NULL);
+        remember_deleted(op);
         op_done(op, 0);
         return;
     }
@@ -177,6 +203,7 @@ static int delete_pod(struct ns_pod_op *op, const json_t *pod)
 {
     struct kapi_delete_opts o = {.grace_period_seconds = 0, .precondition_uid = kapi_obj_uid(pod)};
 
+    snprintf(op->uid, sizeof(op->uid), "%s", o.precondition_uid ? o.precondition_uid : "");
     return kapi_delete(op->sim->c, &kapi_pods, kapi_obj_namespace(pod), kapi_obj_name(pod), &o,
                        on_pod_deleted, op);
 }
@@ -242,11 +269,17 @@ static void process_pod(struct wq_queue *q, const char *key, void *data)
     ns[slash - key] = '\0';
     pod = inf_get(sim->pod_inf, ns, slash + 1);
     node = pod ? ns_node_find(sim, node_name_of(pod)) : NULL;
+    if (!pod)
+        json_object_del(sim->deleted, key);
     if (!node || node->mode == NS_NODE_DEAD) {
         /* gone, not ours, or its kubelet is "stopped" (requeued when it comes back) */
     } else if (json_object_get(json_object_get(pod, "metadata"), "deletionTimestamp")) {
-        r = delete_pod(op, pod);
-        r = r < 0 ? r : 1;
+        const char *done = json_string_value(json_object_get(sim->deleted, key));
+
+        if (!done || !kapi_obj_uid(pod) || strcmp(done, kapi_obj_uid(pod)) != 0) {
+            r = delete_pod(op, pod);
+            r = r < 0 ? r : 1;
+        }
     } else if (ns_pod_terminal(pod)) {
         release_ip(sim, op->key, kapi_obj_uid(pod));
     } else {
@@ -307,8 +340,10 @@ static void on_pod_delete(struct inf_informer *inf, json_t *obj, void *data)
     char key[WQ_MAX_KEY_LEN + 1];
 
     (void)inf;
-    if (pod_key(obj, key) == 0)
+    if (pod_key(obj, key) == 0) {
         release_ip(data, key, kapi_obj_uid(obj));
+        json_object_del(((struct ns_sim *)data)->deleted, key);
+    }
 }
 
 static void visit_enqueue(json_t *obj, void *data)
@@ -386,9 +421,10 @@ int ns_pods_start(struct ns_sim *sim)
     int r;
 
     sim->ip_owner = json_object();
+    sim->deleted = json_object();
     sim->ops = x_calloc(sim->cfg->concurrency, sizeof(*sim->ops));
     sim->pq = wq_new(sim->loop, &qo, process_pod, sim);
-    if (!sim->ip_owner || !sim->ops || !sim->pq)
+    if (!sim->ip_owner || !sim->deleted || !sim->ops || !sim->pq)
         return -ENOMEM;
     r = inf_new(sim->c, &io, &h, sim, &sim->pod_inf);
     if (r < 0)
@@ -405,4 +441,6 @@ void ns_pods_done(struct ns_sim *sim)
     sim->ops = NULL;
     json_decref(sim->ip_owner);
     sim->ip_owner = NULL;
+    json_decref(sim->deleted);
+    sim->deleted = NULL;
 }

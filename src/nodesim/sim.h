@@ -45,6 +45,7 @@ struct ns_pod_op {
     char key[WQ_MAX_KEY_LEN + 1];
     uint64_t next_ms;
     bool terminal; /* the status being written is a final one (Succeeded, Failed) */
+    char uid[64];  /* the pod being deleted */
 };
 
 struct ns_sim {
@@ -60,6 +61,7 @@ struct ns_sim {
     struct ns_pod_op *ops;
     struct inf_informer *node_inf, *pod_inf;
     json_t *ip_owner; /* pod key -> {"n": node index, "ip": address, "uid": uid} */
+    json_t *deleted;  /* pod key -> uid: deleted by us, until the informer no longer has it */
     uv_timer_t lease_timer, status_timer, stop_timer;
     uv_signal_t sigterm, sigint;
     struct ns_health *health;
@@ -67,8 +69,8 @@ struct ns_sim {
     bool pods_started, pods_synced, stopping, closed, lease_ns_busy;
     unsigned deletes_pending;
     void (*deleted_all)(struct ns_sim *sim); /* --delete-nodes-on-exit: all deletes answered */
-    /* statistics, logged with the status heartbeat */
-    uint64_t pod_writes, pod_deletes, pod_failures;
+    /* statistics, logged with the status heartbeat (pod_deletes_gone: DELETEs that found no pod) */
+    uint64_t pod_writes, pod_deletes, pod_deletes_gone, pod_failures;
 };
 
 /* node.c */
