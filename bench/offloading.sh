@@ -358,47 +358,42 @@ one_pod() {
   kcurl "$1" "/api/v1/namespaces/$2/pods/$3" -f -o /dev/null -X DELETE
   # The next sample starts once this pod is gone from every watched namespace (offloaded: the home pod is
   # deleted last): a deletion still under way would slow the next sample's clusters.
-  until grep_q " DELETED $3 " "$5"; do
+  until grep -q " DELETED $3 " "$5"; do
     [ "$SECONDS" -lt "$deadline" ] || { echo "pod $2/$3 on cluster-$1 was not deleted within 120 s" >&2; exit 1; }
     sleep 0.05
   done
   sleep 0.2
 }
-grep_q() { grep "$@" >/dev/null; }
-# hops FILE-HOME FILE-REMOTE: medians, over the single pods, of each step of an offloaded pod as the two
-# watches saw it (ms): bound at home, created on the provider, bound there, Ready there, Ready at home.
-hops() {
+# steps FILE...: one line per single pod that every watch saw through each step, the ms each step took. One
+# file (direct): bound, then Ready. Two (home, then the provider's namespace): bound at home, created on the
+# provider, bound there, Ready there, Ready at home.
+steps() {
   awk '$3 ~ /^single-/ {
-      k = $3; t = $1 / 1000
-      if (FILENAME == ARGV[1]) {
-        if ($2 == "ADDED" && !(k in ha)) ha[k] = t
-        if ($5 != "-" && !(k in hb)) hb[k] = t
-        if ($4 == 1 && !(k in hr)) hr[k] = t
-      } else {
-        if ($2 == "ADDED" && !(k in ra)) ra[k] = t
-        if ($5 != "-" && !(k in rb)) rb[k] = t
-        if ($4 == 1 && !(k in rr)) rr[k] = t
-      }
+      f = FILENAME == ARGV[1] ? "h" : "r"; k = $3; t = $1 / 1000; seen[k] = 1
+      if ($2 == "ADDED" && !((f, k) in a)) a[f, k] = t
+      if ($5 != "-" && !((f, k) in b)) b[f, k] = t
+      if ($4 == 1 && !((f, k) in r)) r[f, k] = t
     }
-    function med(a, n,  i, j, x) { for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
-      return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+    function has(f, k) { return ((f, k) in a) && ((f, k) in b) && ((f, k) in r) }
     END {
-      for (k in hr) if ((k in ha) && (k in hb) && (k in ra) && (k in rb) && (k in rr)) {
-        n++; s1[n] = hb[k] - ha[k]; s2[n] = ra[k] - hb[k]; s3[n] = rb[k] - ra[k]; s4[n] = rr[k] - rb[k]; s5[n] = hr[k] - rr[k]
+      for (k in seen) {
+        if (!has("h", k)) continue
+        if (ARGC == 2) printf "%.1f %.1f\n", b["h", k] - a["h", k], r["h", k] - b["h", k]
+        else if (has("r", k))
+          printf "%.1f %.1f %.1f %.1f %.1f\n", b["h", k] - a["h", k], a["r", k] - b["h", k], b["r", k] - a["r", k],
+            r["r", k] - b["r", k], r["h", k] - r["r", k]
       }
-      if (n) printf "home_bind=%.1f to_remote_added=%.1f remote_bind=%.1f remote_ready=%.1f to_home_ready=%.1f samples=%d", med(s1, n), med(s2, n), med(s3, n), med(s4, n), med(s5, n), n
-    }' "$1" "$2"
+    }' "$@"
 }
-# hops_direct FILE: the same for the direct pods: bound, then Ready.
-hops_direct() {
-  awk '$3 ~ /^single-/ { k = $3; t = $1 / 1000
-      if ($2 == "ADDED" && !(k in a)) a[k] = t
-      if ($5 != "-" && !(k in b)) b[k] = t
-      if ($4 == 1 && !(k in r)) r[k] = t }
-    function med(x, n,  i, j, v) { for (i = 2; i <= n; i++) { v = x[i]; for (j = i - 1; j > 0 && x[j] > v; j--) x[j + 1] = x[j]; x[j + 1] = v }
-      return n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2 }
-    END { for (k in r) if ((k in a) && (k in b)) { n++; s1[n] = b[k] - a[k]; s2[n] = r[k] - b[k] }
-      if (n) printf "bind=%.1f ready=%.1f samples=%d", med(s1, n), med(s2, n), n }' "$1"
+# step_medians NAME... <ROWS: NAME=the median of its column, for each column of steps' rows, and how many rows.
+step_medians() {
+  local rows i=1 n
+  rows=$(cat)
+  for n in "$@"; do
+    printf '%s=%s ' "$n" "$(cut -d' ' -f"$i" <<<"$rows" | grep . | median)"
+    i=$((i + 1))
+  done
+  printf 'samples=%s' "$(grep -c . <<<"$rows" || true)"
 }
 : >"$WORK/watch-1"
 : >"$WORK/watch-2"
@@ -431,7 +426,9 @@ echo "FIGURE single-pod-ready-ms (from before the create request, curl, to the R
 so=$(printf '%s\n' "${offs[@]}" | median)
 sd=$(printf '%s\n' "${dirs[@]}" | median)
 echo "FIGURE single-pod-watch-ms (ADDED to Ready, as the watch saw them: without the create request and its admission webhooks) median_offloaded=$so median_direct=$sd added_median=$((so - sd))"
-echo "FIGURE single-pod-steps-ms (medians, as the watches saw them) offloaded: $(hops "$WORK/watch-1" "$WORK/watch-r") direct: $(hops_direct "$WORK/watch-2")"
+echo "FIGURE single-pod-steps-ms (medians, as the watches saw them) offloaded: $(steps "$WORK/watch-1" "$WORK/watch-r" |
+  step_medians home_bind to_remote_added remote_bind remote_ready to_home_ready) direct: $(steps "$WORK/watch-2" |
+  step_medians bind ready)"
 echo "FIGURE request-mean-ms to_provider: $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ { match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7); if ($0 ~ /_sum/) s[v] += $NF; else c[v] += $NF } END { for (v in c) if (c[v]) printf "%s=%.1f ", v, 1000 * s[v] / c[v] }')"
 echo "FIGURE agent-requests $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_(kube|peer)_requests_total/ && !/WATCH/ { sub(/peer="[^"]*",/, ""); printf "%s ", $0 }')"
 echo "FIGURE vk-metrics $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_vk_pod_(creations|status_updates|events_forwarded|events_dropped|refusals)/ { sub(/\{.*\}/, "", $1); printf "%s=%s ", $1, $2 }')"
