@@ -132,20 +132,29 @@ static void op_done(struct ns_pod_op *op, int err)
     op->used = false;
 }
 
+/* The informer's pod of a key "namespace/name" (a new reference), or NULL. */
+static json_t *pod_of_key(struct ns_sim *sim, const char *key)
+{
+    const char *slash = strchr(key, '/');
+    char ns[WQ_MAX_KEY_LEN + 1];
+
+    if (!slash || (size_t)(slash - key) >= sizeof(ns))
+        return NULL;
+    memcpy(ns, key, (size_t)(slash - key));
+    ns[slash - key] = '\0';
+    return inf_get(sim->pod_inf, ns, slash + 1);
+}
+
 /* Until its DELETED event, the informer still has a pod we deleted: an event that came meanwhile
  * (the grace period set to 0 is one) must not delete it again (a 404 each). Kept only while the
  * informer has that pod, so that the map holds no more than the pods being deleted. */
 static void remember_deleted(struct ns_pod_op *op)
 {
-    const char *slash = strchr(op->key, '/');
-    char ns[WQ_MAX_KEY_LEN + 1];
     json_t *pod;
 
-    if (!op->uid[0] || !slash)
+    if (!op->uid[0])
         return;
-    memcpy(ns, op->key, (size_t)(slash - op->key));
-    ns[slash - op->key] = '\0';
-    pod = inf_get(op->sim->pod_inf, ns, slash + 1);
+    pod = pod_of_key(op->sim, op->key);
     if (pod && kapi_obj_uid(pod) && strcmp(kapi_obj_uid(pod), op->uid) == 0)
         json_object_set_new(op->sim->deleted, op->key, json_string(op->uid));
     json_decref(pod);
@@ -255,19 +264,15 @@ static void process_pod(struct wq_queue *q, const char *key, void *data)
 {
     struct ns_sim *sim = data;
     struct ns_pod_op *op;
-    char ns[WQ_MAX_KEY_LEN + 1];
-    const char *slash = strchr(key, '/');
     struct ns_node *node;
     json_t *pod = NULL;
     int r = 0;
 
-    if (sim->stopping || !slash || !(op = op_get(sim, key))) {
+    if (sim->stopping || !strchr(key, '/') || !(op = op_get(sim, key))) {
         wq_done(q, key);
         return;
     }
-    memcpy(ns, key, (size_t)(slash - key));
-    ns[slash - key] = '\0';
-    pod = inf_get(sim->pod_inf, ns, slash + 1);
+    pod = pod_of_key(sim, key);
     node = pod ? ns_node_find(sim, node_name_of(pod)) : NULL;
     if (!pod)
         json_object_del(sim->deleted, key);
