@@ -90,6 +90,11 @@ declare -A KGET_RES=(
   [namespaceoffloading]="apis/offloading.liqo.io/v1alpha1 namespaceoffloadings 1" [namespaceoffloadings]="apis/offloading.liqo.io/v1alpha1 namespaceoffloadings 1"
   [namespacemap]="apis/virtualkubelet.liqo.io/v1alpha1 namespacemaps 1" [namespacemaps]="apis/virtualkubelet.liqo.io/v1alpha1 namespacemaps 1"
   [networkconfig]="apis/net.liqo.io/v1alpha1 networkconfigs 1" [networkconfigs]="apis/net.liqo.io/v1alpha1 networkconfigs 1"
+  [tunnelendpoint]="apis/net.liqo.io/v1alpha1 tunnelendpoints 1" [tunnelendpoints]="apis/net.liqo.io/v1alpha1 tunnelendpoints 1"
+  [searchdomain]="apis/discovery.liqo.io/v1alpha1 searchdomains 0" [searchdomains]="apis/discovery.liqo.io/v1alpha1 searchdomains 0"
+  [fc]="apis/discovery.liqo.io/v1alpha1 foreignclusters 0" [pr]="apis/discovery.liqo.io/v1alpha1 peeringrequests 1"
+  [adv]="apis/sharing.liqo.io/v1alpha1 advertisements 1" [nsof]="apis/offloading.liqo.io/v1alpha1 namespaceoffloadings 1"
+  [nm]="apis/virtualkubelet.liqo.io/v1alpha1 namespacemaps 1"
 )
 
 # kget_path RESOURCE [NAME] [-n NS | -A]...: the API path of `kubectl get` with these arguments (a name, one
@@ -233,23 +238,26 @@ jpath() {
 # these forms with curl as kubectl serves them; any other form or flag gets status 3 with nothing done, and kc
 # asks kubectl:
 #   get RES NAME [-n NS] [-o json | -o jsonpath=...]  (no -o only when stdout is /dev/null: a check for existence)
-#   get RES [-n NS] -o name  (a list: kind.group/name a line, as kubectl names them)
+#   get RES[,RES...] [-n NS | -A] [-l SELECTOR] -o name | -o jsonpath=...  (lists: kc_fast_list)
 #   create namespace NAME
 #   delete RES NAME... [-n NS] [--ignore-not-found] [--wait=false] [--timeout=Ns]
 #   patch RES NAME [-n NS] [--subresource=S] [--type=merge|json|strategic] -p JSON  (stdout /dev/null)
 #   annotate|label RES NAME [-n NS] [--overwrite] KEY=VALUE|KEY-...  (stdout /dev/null; a key set only with
 #                                                                      --overwrite)
-#   apply|create [-n NS] -f -  (one JSON object on stdin; applying an object that exists is left to kubectl)
+#   apply|create [-n NS] -f -  (one JSON object on stdin; applying an object that exists is left to kubectl;
+#                               create also with --as=USER, --dry-run=server and --validate=false)
 # RES is a kind of KGET_RES. Messages are kubectl's ("namespace/x created" on stdout, "Error from server
 # (REASON): MESSAGE" on stderr), and so are field managers (kubectl-create, kubectl-patch, ...); what kubectl
-# prints only after reading the object first (patch's "(no change)") is left to it. Identities (--as) and
-# anything the tests read as a table stay kubectl's. tests/e2e/kube/kc-fast.sh compares both on every form.
+# prints only after reading the object first (patch's "(no change)") is left to it. Identities other than an
+# impersonated user on create (--as-group, other kubeconfigs) and anything the tests read as a table stay
+# kubectl's. tests/e2e/kube/kc-fast.sh compares both on every form.
 
-# kreq CLUSTER METHOD PATH [CONTENT-TYPE BODY]: one request; the answer in KREQ_CODE and KREQ_BODY. Status 1
-# only when no answer came.
+# kreq CLUSTER METHOD PATH [CONTENT-TYPE BODY]: one request (with the curl arguments of KREQ_HDRS, such as an
+# impersonation header); the answer in KREQ_CODE and KREQ_BODY. Status 1 only when no answer came.
+KREQ_HDRS=()
 kreq() {
   local out
-  out=$(kcurl "$1" "$3" -X "$2" ${4:+-H "Content-Type: $4"} ${5+--data-binary "$5"} -w '\n%{http_code}') || {
+  out=$(kcurl "$1" "$3" -X "$2" "${KREQ_HDRS[@]}" ${4:+-H "Content-Type: $4"} ${5+--data-binary "$5"} -w '\n%{http_code}') || {
     KREQ_CODE=000 KREQ_BODY=""
     echo "kc: no answer from $1 to $2 $3" >&2
     return 1
@@ -288,7 +296,7 @@ kres_name() {
 }
 kc_fast() {
   local c=$1 a verb path p name ns=default nsset=0 out="" ign=0 wait=1 timeout=120 type=strategic patch="" sub=""
-  local overwrite=0 file="" flags="" w=() orig
+  local overwrite=0 file="" flags="" w=() orig sel="" all=0 as="" dry=0
   shift
   orig=("$@")
   [ "${E2E_KC_FAST:-1}" = 1 ] || return 3
@@ -311,6 +319,18 @@ kc_fast() {
       --type=*) type=${a#*=} flags+=" type" ;;
       --patch=* | -p=*) patch=${a#*=} flags+=" p" ;;
       --filename=* | -f=*) file=${a#*=} flags+=" f" ;;
+      -l | --selector)
+        [ $# -ge 2 ] || return 3
+        sel=$2 flags+=" l"
+        shift 2
+        continue ;;
+      --selector=* | -l=*) sel=${a#*=} flags+=" l" ;;
+      -A | --all-namespaces | --all-namespaces=true) all=1 flags+=" A" ;;
+      --as=*)
+        as=${a#*=} flags+=" as"
+        [[ $as =~ ^[A-Za-z0-9:._@-]+$ ]] || return 3 ;;
+      --dry-run=server) dry=1 flags+=" dry" ;;
+      --validate=false) flags+=" val" ;; # kc_fast never validates on the client
       --ignore-not-found | --ignore-not-found=true) ign=1 flags+=" ign" ;;
       --wait=false) wait=0 flags+=" wait" ;;
       --wait | --wait=true) wait=1 flags+=" wait" ;;
@@ -329,8 +349,8 @@ kc_fast() {
   # Only the flags each form knows.
   local allowed
   case "$verb" in
-    get) allowed=" n o" ;;
-    create) allowed=" n f" ;;
+    get) allowed=" n o l A" ;;
+    create) allowed=" n f as dry val" ;;
     delete) allowed=" n ign wait" ;;
     patch) allowed=" n type p sub" ;;
     annotate | label) allowed=" n overwrite" ;;
@@ -341,15 +361,11 @@ kc_fast() {
   [[ $ns =~ ^[a-z0-9-]+$ ]] || return 3
   case "$verb" in
     get)
-      if [ ${#w[@]} = 2 ] && [ "$out" = name ]; then
-        # A list, one line per object as kubectl names it (kind.group/name), in the server's order.
-        path=$(kget_path "${w[1]}" -n "$ns") || return 3
-        kreq "$c" GET "$path" || return 1
-        [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
-        jq -r --arg k "$(kres_name "${w[1]}")" '.items[] | "\($k)/\(.metadata.name)"' <<<"$KREQ_BODY"
+      if [ ${#w[@]} = 2 ]; then
+        kc_fast_list "$c" "${w[1]}" "$ns" "$nsset" "$all" "$sel" "$out"
         return
       fi
-      [ ${#w[@]} = 3 ] && path=$(kget_path "${w[1]}" "${w[2]}" -n "$ns") || return 3
+      [ "$all" = 0 ] && [ -z "$sel" ] && [ ${#w[@]} = 3 ] && path=$(kget_path "${w[1]}" "${w[2]}" -n "$ns") || return 3
       case "$out" in
         "")
           [ /dev/stdout -ef /dev/null ] || return 3
@@ -367,18 +383,21 @@ kc_fast() {
       esac ;;
     create)
       if [ "${w[1]:-}" = namespace ] || [ "${w[1]:-}" = ns ]; then
-        [ ${#w[@]} = 3 ] && [ -z "$file" ] && [ "$nsset" = 0 ] && [[ ${w[2]} =~ ^[a-z0-9-]+$ ]] || return 3
+        [ ${#w[@]} = 3 ] && [ -z "$file$as" ] && [ "$nsset$dry" = 00 ] && [[ ${w[2]} =~ ^[a-z0-9-]+$ ]] || return 3
         kreq "$c" POST "/api/v1/namespaces?fieldManager=kubectl-create" application/json \
           "{\"apiVersion\":\"v1\",\"kind\":\"Namespace\",\"metadata\":{\"name\":\"${w[2]}\"}}" || return 1
         [ "$KREQ_CODE" = 201 ] || { kreq_err; return 1; }
         echo "namespace/${w[2]} created"
       else
         [ ${#w[@]} = 1 ] && [ "$file" = - ] || return 3
-        kc_fast_create "$c" create "$ns" "$nsset" "${orig[@]}"
+        # --as: the same impersonation header as kubectl's; --dry-run=server: the server's dry run.
+        local KREQ_HDRS=()
+        [ -z "$as" ] || KREQ_HDRS=(-H "Impersonate-User: $as")
+        kc_fast_create "$c" create "$ns" "$nsset" "$dry" "${orig[@]}"
       fi ;;
     apply)
       [ ${#w[@]} = 1 ] && [ "$file" = - ] || return 3
-      kc_fast_create "$c" apply "$ns" "$nsset" "${orig[@]}" ;;
+      kc_fast_create "$c" apply "$ns" "$nsset" 0 "${orig[@]}" ;;
     delete)
       [ ${#w[@]} -ge 3 ] || return 3
       local paths=() names=() uids=() rc=0 uid deadline i
@@ -462,11 +481,67 @@ kc_fast() {
       echo "$(kres_name "${w[1]}")/${w[2]} $a" ;;
   esac
 }
-# kc_fast_create CLUSTER apply|create NS NS-GIVEN ARGS...: `kc CLUSTER ARGS...` (apply or create -f -) for one JSON
-# object on stdin; kubectl's (with the same input) for anything else, and for applying an object that exists.
+# kc_fast_list CLUSTER RES[,RES...] NS NS-GIVEN ALL SELECTOR OUTPUT: `get` of lists (in NS, or in all namespaces
+# with ALL=1; those with the labels of SELECTOR when it is not empty), as kubectl prints them:
+#   -o name: one line per object, kind.group/name, each kind's in the server's order, the kinds in the order given
+#     (each once);
+#   -o jsonpath=P: P on the list (one kind; P names no kind or apiVersion, which kubectl adds to each item, and
+#     indexes only .items[N], as kubectl fails on an index past the end: an empty list with one is kubectl's).
+# Status 3 (nothing done but reads) for any other form.
+kc_fast_list() {
+  local c=$1 ns=$3 nsset=$4 all=$5 sel=$6 out=$7 res list=() paths=() kinds=() path q="" prog p n rest text=""
+  IFS=, read -r -a list <<<"$2"
+  [ ${#list[@]} -ge 1 ] && [ "${2: -1}" != , ] || return 3
+  # -A with -n is kubectl's; so are selectors other than plain terms (key, !key, key=v, key==v, key!=v, joined by
+  # commas): they go to the server as given, where set-based ones would need more quoting than this does.
+  [ "$all" = 0 ] || [ "$nsset" = 0 ] || return 3
+  if [ -n "$sel" ]; then
+    [[ $sel =~ ^[A-Za-z0-9./_=!,-]+$ ]] || return 3
+    q=${sel//\//%2F} q=${q//=/%3D} q=${q//,/%2C} q=${q//!/%21}
+    q="?labelSelector=$q"
+  fi
+  for res in "${list[@]}"; do
+    if [ "$all" = 1 ]; then path=$(kget_path "$res" -A) || return 3; else path=$(kget_path "$res" -n "$ns") || return 3; fi
+    # The same kind twice (configmaps,cm) is listed once, as kubectl does.
+    [[ " ${paths[*]} " != *" $path$q "* ]] || continue
+    paths+=("$path$q") kinds+=("$res")
+  done
+  case "$out" in
+    name) ;;
+    jsonpath=*)
+      p=${out#jsonpath=}
+      [ ${#list[@]} = 1 ] && [[ $p != *kind* && $p != *piVersion* ]] && prog=$(jp2jq "$p") || return 3
+      # n: the highest N of .items[N] (-1: none); an index anywhere else is kubectl's.
+      n=-1 rest=$p
+      while [[ $rest =~ \.items\[([0-9]+)\] ]]; do
+        [ "${BASH_REMATCH[1]}" -le "$n" ] || n=${BASH_REMATCH[1]}
+        rest=${rest/"${BASH_REMATCH[0]}"/}
+      done
+      [[ $rest != *\[[0-9]* ]] || return 3 ;;
+    *) return 3 ;;
+  esac
+  # Printed once every list is read: what kubectl says of a kind the server does not have (404) is its own.
+  for path in "${!paths[@]}"; do
+    kreq "$c" GET "${paths[$path]}" || return 1
+    [ "$KREQ_CODE" != 404 ] || return 3
+    [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
+    if [ "$out" = name ]; then
+      p=$(jq -r --arg k "$(kres_name "${kinds[$path]}")" '.items[] | "\($k)/\(.metadata.name)"' <<<"$KREQ_BODY")
+      [ -z "$p" ] || text+=$p$'\n'
+    else
+      # kubectl fails on .items[N] past the end (its message is its own): left to it.
+      [ "$n" -lt 0 ] || [ "$(jq '.items | length' <<<"$KREQ_BODY")" -gt "$n" ] || return 3
+      text=$(jq -rj "$prog" <<<"$KREQ_BODY"; echo x) text=${text%x}
+    fi
+  done
+  printf '%s' "$text"
+}
+# kc_fast_create CLUSTER apply|create NS NS-GIVEN DRY-RUN ARGS...: `kc CLUSTER ARGS...` (apply or create -f -, with
+# DRY-RUN=1 the server's dry run of create) for one JSON object on stdin; kubectl's (with the same input) for
+# anything else, and for applying an object that exists.
 kc_fast_create() {
-  local c=$1 verb=$2 ns=$3 nsset=$4 in body path res name
-  shift 4
+  local c=$1 verb=$2 ns=$3 nsset=$4 dry=$5 in body path res name
+  shift 5
   in=$(cat)
   if ! path=$(kc_create_path "$ns" "$nsset" <<<"$in"); then
     kc_slow "$c" "$@" <<<"$in"
@@ -481,9 +556,11 @@ kc_fast_create() {
     path+="?fieldManager=kubectl-client-side-apply"
     body=$(jq -c '.metadata.annotations["kubectl.kubernetes.io/last-applied-configuration"] = (tojson + "\n")' <<<"$in")
   fi
+  [ "$dry" = 0 ] || path+="&dryRun=All"
   kreq "$c" POST "$path" application/json "$body" || return 1
   case "$KREQ_CODE" in
-    201) echo "$(kres_name "$res")/$name created" ;;
+    201)
+      [ "$dry" = 0 ] && echo "$(kres_name "$res")/$name created" || echo "$(kres_name "$res")/$name created (server dry run)" ;;
     409)
       if [ "$verb" = apply ] && [ "$(jq -r '.reason // empty' <<<"$KREQ_BODY")" = AlreadyExists ]; then
         kc_slow "$c" "$@" <<<"$in"

@@ -77,6 +77,31 @@ pair 0 "" get cm -n @ -o name
 pair 0 "" get limitranges -n @ -o name
 pair 0 "" get resourcequotas -n @ -o name
 
+say "lists by label (-l) and in every namespace (-A), by name and by jsonpath; several kinds"
+LAB='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"lab","labels":{"kcf":"@","e2e.cliqo.io/k":"v"}}}'
+pair 0 "$LAB" create -n @ -f -
+pair 0 "" get configmaps -n @ -l l=1 -o name
+pair 0 "" get configmaps -n @ -l 'l!=1,e2e.cliqo.io/k' -o name
+pair 0 "" get configmaps -n @ --selector=nothing=here -o name
+pair 0 "" get configmaps -A -l kcf=@ -o name
+pair 0 "" get configmaps,limitranges,cm -n @ -o name
+pair 0 "" get configmaps -n @ -l kcf -o 'jsonpath={.items[*].metadata.name}'
+pair 0 "" get configmaps --all-namespaces -l kcf=@ -o 'jsonpath={.items[0].metadata.namespace}/{.items[0].metadata.labels.kcf}'
+pair -q 0 "" label namespace @ e2e.cliqo.io/kcf=@ --overwrite
+pair 0 "" get namespaces -l e2e.cliqo.io/kcf=@ -o 'jsonpath={.items[*].metadata.name}'
+# kubectl fails on an index past the end of a list, with a message of its own: kc_fast leaves that to it.
+pair 1 "" get configmaps -n @ -l nothing=here -o 'jsonpath={.items[0].metadata.name}'
+pair 1 "" get configmaps -n @ -l kcf -o 'jsonpath={.items[*].kind}'
+
+say "create as another user (--as), the server's dry run (--dry-run=server), --validate=false"
+DRY='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dry"},"data":{"a":"1"}}'
+pair 0 "$DRY" create --dry-run=server -n @ -f -
+expect_fail "a dry run leaves no object" kc "$C" get configmap dry -n kcf-fast
+pair 0 "$DRY" --as=system:serviceaccount:@:default create --dry-run=server -n @ -f -
+pair 0 "$DRY" --as=system:serviceaccount:@:default create -n @ -f -
+pair 0 "$DRY" create --validate=false -n @ -f -
+same configmap dry '{data}'
+
 say "apply of an object that exists: kubectl's, merged against what kc_fast recorded (a removed key goes)"
 CM2='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"cm"},"data":{"a":"2"}}'
 pair 1 "$CM2" apply -n @ -f -
@@ -109,4 +134,4 @@ pair 0 "" delete configmap cm -n @
 pair 0 "" delete secret s nothing -n @ --ignore-not-found
 pair 0 "" delete namespace @ --timeout=60s
 expect_fail "kcf-fast is gone after delete" kc "$C" get namespace kcf-fast
-pass "create, apply, get (objects and lists by name), patch, annotate, label and delete print, fail and leave objects as kubectl does"
+pass "create (also as another user, as a dry run), apply, get (objects; lists by name or jsonpath, by label, in every namespace), patch, annotate, label and delete print, fail and leave objects as kubectl does"

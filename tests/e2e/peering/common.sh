@@ -125,14 +125,14 @@ agent_is_asan() { grep -qa __asan_init "$CLIQO_AGENT"; }
 
 # peering_objects CLUSTER: prints every peering object left on the cluster (nothing when clean).
 peering_objects() {
-  local c=$1
+  local c=$1 sas
   kc "$c" get foreignclusters -o name
   kc "$c" get peeringrequests --all-namespaces -o name
   kc "$c" get namespaces -l discovery.liqo.io/tenant-namespace=true -o name
   kc "$c" get secrets -n cliqo -o name | grep '^secret/remote-' || true
-  kc "$c" get serviceaccounts --all-namespaces \
-    -o jsonpath='{range .items[*]}serviceaccount/{.metadata.namespace}/{.metadata.name}{"\n"}{end}' |
-    grep '/remote-' || true
+  # The ServiceAccounts as NAMESPACE/NAME (read with curl: kubectl's jsonpath with range is not kc_fast's).
+  sas=$(kget "$c" serviceaccounts -A) || { echo "cannot list the ServiceAccounts of $c"; return 1; }
+  jq -r '.items[] | "serviceaccount/\(.metadata.namespace)/\(.metadata.name)"' <<<"$sas" | grep '/remote-' || true
 }
 no_peering_objects() {
   local left
