@@ -59,7 +59,9 @@ kapi() {
 kcurl() {
   local c=$1 p=$2 pki=$E2E_STATE/$1/pki server
   shift 2
-  server=$(awk '$1 == "server:" { print $2; exit }' "$E2E_STATE/$c/kubeconfig")
+  # (read by the shell itself: an awk per request was a fork and an exec, thousands of them a run)
+  local k v
+  while read -r k v _; do [ "$k" != server: ] || { server=$v; break; }; done <"$E2E_STATE/$c/kubeconfig"
   "${KC_PREFIX[@]}" curl -sS --max-time 20 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$@" "$server$p"
 }
 
@@ -97,10 +99,12 @@ declare -A KGET_RES=(
   [nm]="apis/virtualkubelet.liqo.io/v1alpha1 namespacemaps 1"
 )
 
-# kget_path RESOURCE [NAME] [-n NS | -A]...: the API path of `kubectl get` with these arguments (a name, one
-# namespace or all); status 2 when kget cannot serve them (an unknown kind, another flag, two names).
+# kget_path [-v VAR] RESOURCE [NAME] [-n NS | -A]...: the API path of `kubectl get` with these arguments (a name,
+# one namespace or all), printed or with -v put in VAR (no subshell: the tests' polls call this by the thousand);
+# status 2 when kget cannot serve them (an unknown kind, another flag, two names).
 kget_path() {
-  local res="" name="" ns="default" all=0 prefix plural namespaced
+  local res="" name="" ns="default" all=0 prefix plural namespaced _v="" _r
+  [ "${1:-}" != -v ] || { _v=$2; shift 2; }
   while [ $# -gt 0 ]; do
     case "$1" in
       -n | --namespace) [ $# -ge 2 ] || return 2; ns=$2; shift 2 ;;
@@ -116,11 +120,12 @@ kget_path() {
   read -r prefix plural namespaced <<<"${KGET_RES[$res]}"
   [[ $name =~ ^[a-z0-9.-]*$ ]] && [[ $ns =~ ^[a-z0-9-]+$ ]] || return 2
   if [ "$namespaced" = 1 ] && [ "$all" = 0 ]; then
-    printf '/%s/namespaces/%s/%s%s' "$prefix" "$ns" "$plural" "${name:+/$name}"
+    _r=/$prefix/namespaces/$ns/$plural${name:+/$name}
   else
     [ "$all" = 0 ] || [ -z "$name" ] || return 2
-    printf '/%s/%s%s' "$prefix" "$plural" "${name:+/$name}"
+    _r=/$prefix/$plural${name:+/$name}
   fi
+  if [ -n "$_v" ]; then printf -v "$_v" '%s' "$_r"; else printf '%s' "$_r"; fi
 }
 
 # kget CLUSTER RESOURCE [NAME] [-n NS | -A]: what `kc CLUSTER get ... -o json` prints, read with curl (a
@@ -128,7 +133,7 @@ kget_path() {
 kget() {
   local c=$1 path
   shift
-  if path=$(kget_path "$@"); then
+  if kget_path -v path "$@"; then
     kcurl "$c" "$path" -f 2>/dev/null || return 1
   else
     kc_slow "$c" get "$@" -o json
@@ -148,24 +153,30 @@ $spec
 EOF
 }
 
-json_str() { # TEXT: as a JSON string
+json_str() { # [-v VAR] TEXT: as a JSON string (printed, or put in VAR)
+  local _v=""
+  [ "${1:-}" != -v ] || { _v=$2; shift 2; }
   local s=${1//\\/\\\\}
   s=${s//\"/\\\"}
   s=${s//$'\n'/\\n}
   s=${s//$'\t'/\\t}
-  printf '"%s"' "$s"
+  if [ -n "$_v" ]; then printf -v "$_v" '"%s"' "$s"; else printf '"%s"' "$s"; fi
 }
 
 # jp2jq JSONPATH: the jq program that prints what kubectl's -o jsonpath prints (several values joined by
 # spaces, a missing field as nothing, maps and lists as JSON), for the subset the tests use: literal text,
-# {.a.b} (with \. inside names), [N], [*] and [?(@.x.y=="v")]; status 2 for anything else.
+# {.a.b} (with \. inside names), [N], [*] and [?(@.x.y=="v")]; status 2 for anything else. With -v VAR the
+# program is put in VAR instead (no subshell).
 jp2jq() {
-  local s=$1 out="" lit expr path tok field val
+  local _v=""
+  [ "${1:-}" != -v ] || { _v=$2; shift 2; }
+  local s=$1 out="" lit expr path tok field val _js
   while [ -n "$s" ]; do
     if [ "${s:0:1}" != "{" ]; then
       lit=${s%%\{*}
       s=${s:${#lit}}
-      out+="$(json_str "$lit") + "
+      json_str -v _js "$lit"
+      out+="$_js + "
       continue
     fi
     expr=${s:1}
@@ -192,7 +203,8 @@ jp2jq() {
         expr=${expr:3}
       elif [[ $expr =~ ^\[\?\(@\.([A-Za-z0-9_.]+)==\"([^\"]*)\"\)\] ]]; then
         field=${BASH_REMATCH[1]} val=${BASH_REMATCH[2]}
-        path+="[]? | select(.$field == $(json_str "$val"))"
+        json_str -v _js "$val"
+        path+="[]? | select(.$field == $_js)"
         expr=${expr:${#BASH_REMATCH[0]}}
       else
         return 2
@@ -200,7 +212,7 @@ jp2jq() {
     done
     out+="([.$path | select(. != null) | if type == \"string\" then . else tojson end] | join(\" \")) + "
   done
-  printf '%s""' "$out"
+  if [ -n "$_v" ]; then printf -v "$_v" '%s""' "$out"; else printf '%s""' "$out"; fi
 }
 
 # jpath CLUSTER JSONPATH RESOURCE [NAME] [-n NS | -A]: `kc CLUSTER get ... -o jsonpath=JSONPATH`, through
@@ -208,7 +220,7 @@ jp2jq() {
 jpath() {
   local c=$1 p=$2 prog json out want try
   shift 2
-  if prog=$(jp2jq "$p") && kget_path "$@" >/dev/null; then
+  if jp2jq -v prog "$p" && kget_path "$@" >/dev/null; then
     # With the cross-check, a difference counts only if it stays over three reads of each: the object may
     # change between kubectl's read and ours, a translation error does not go away.
     for try in 1 2 3; do
@@ -241,12 +253,13 @@ jpath() {
 #   get RES[,RES...] [-n NS | -A] [-l SELECTOR] -o name | -o jsonpath=...  (lists: kc_fast_list)
 #   create namespace NAME
 #   delete RES NAME... [-n NS] [--ignore-not-found] [--wait=false] [--timeout=Ns]
+#   delete RES (--all | -l SELECTOR) [-n NS | -A] [--wait=false] [--timeout=Ns]  (each object listed, deleted)
 #   patch RES NAME [-n NS] [--subresource=S] [--type=merge|json|strategic] -p JSON  (stdout /dev/null)
 #   annotate|label RES NAME [-n NS] [--overwrite] KEY=VALUE|KEY-...  (stdout /dev/null; a key set only with
 #                                                                      --overwrite)
 #   apply|create [-n NS] -f -  (one JSON object on stdin; applying an object that exists is left to kubectl;
 #                               create also with --as=USER, --dry-run=server and --validate=false)
-# RES is a kind of KGET_RES. Messages are kubectl's ("namespace/x created" on stdout, "Error from server
+# RES is a kind of KGET_RES; RES NAME may be written RES/NAME (with RES as kubectl prints it: kind.group). Messages are kubectl's ("namespace/x created" on stdout, "Error from server
 # (REASON): MESSAGE" on stderr), and so are field managers (kubectl-create, kubectl-patch, ...); what kubectl
 # prints only after reading the object first (patch's "(no change)") is left to it. Identities other than an
 # impersonated user on create (--as-group, other kubeconfigs) and anything the tests read as a table stay
@@ -296,7 +309,7 @@ kres_name() {
 }
 kc_fast() {
   local c=$1 a verb path p name ns=default nsset=0 out="" ign=0 wait=1 timeout=120 type=strategic patch="" sub=""
-  local overwrite=0 file="" flags="" w=() orig sel="" all=0 as="" dry=0
+  local overwrite=0 file="" flags="" w=() orig sel="" all=0 as="" dry=0 delall=0
   shift
   orig=("$@")
   [ "${E2E_KC_FAST:-1}" = 1 ] || return 3
@@ -332,6 +345,7 @@ kc_fast() {
       --dry-run=server) dry=1 flags+=" dry" ;;
       --validate=false) flags+=" val" ;; # kc_fast never validates on the client
       --ignore-not-found | --ignore-not-found=true) ign=1 flags+=" ign" ;;
+      --all | --all=true) delall=1 flags+=" all" ;;
       --wait=false) wait=0 flags+=" wait" ;;
       --wait | --wait=true) wait=1 flags+=" wait" ;;
       --timeout=*s)
@@ -346,12 +360,18 @@ kc_fast() {
   done
   [ ${#w[@]} -ge 1 ] || return 3
   verb=${w[0]}
+  # RES/NAME (pod/x, foreigncluster.discovery.liqo.io/x, as kubectl prints names) as RES NAME, when it is the
+  # only object named.
+  if [ ${#w[@]} -ge 2 ] && [[ ${w[1]} == */* ]]; then
+    [[ " ${w[*]:2} " != */* ]] && kres_of "${w[1]%%/*}" || return 3
+    w=("$verb" "$KRES" "${w[1]#*/}" "${w[@]:2}")
+  fi
   # Only the flags each form knows.
   local allowed
   case "$verb" in
     get) allowed=" n o l A" ;;
     create) allowed=" n f as dry val" ;;
-    delete) allowed=" n ign wait" ;;
+    delete) allowed=" n ign wait all l A" ;;
     patch) allowed=" n type p sub" ;;
     annotate | label) allowed=" n overwrite" ;;
     apply) allowed=" n f" ;;
@@ -365,7 +385,7 @@ kc_fast() {
         kc_fast_list "$c" "${w[1]}" "$ns" "$nsset" "$all" "$sel" "$out"
         return
       fi
-      [ "$all" = 0 ] && [ -z "$sel" ] && [ ${#w[@]} = 3 ] && path=$(kget_path "${w[1]}" "${w[2]}" -n "$ns") || return 3
+      [ "$all" = 0 ] && [ -z "$sel" ] && [ ${#w[@]} = 3 ] && kget_path -v path "${w[1]}" "${w[2]}" -n "$ns" || return 3
       case "$out" in
         "")
           [ /dev/stdout -ef /dev/null ] || return 3
@@ -399,14 +419,32 @@ kc_fast() {
       [ ${#w[@]} = 1 ] && [ "$file" = - ] || return 3
       kc_fast_create "$c" apply "$ns" "$nsset" 0 "${orig[@]}" ;;
     delete)
-      [ ${#w[@]} -ge 3 ] || return 3
-      local paths=() names=() uids=() rc=0 uid deadline i
-      for name in "${w[@]:2}"; do
-        path=$(kget_path "${w[1]}" "$name" -n "$ns") || return 3
-        paths+=("$path")
-      done
+      local paths=() dnames=() names=() uids=() rc=0 uid deadline i item_ns
+      if [ "$delall" = 1 ] || [ -n "$sel" ]; then
+        # --all or -l: the objects listed (in NS, or every namespace with -A), then deleted one by one, as
+        # kubectl does.
+        [ ${#w[@]} = 2 ] && { [ "$all" = 0 ] || [ "$nsset" = 0 ]; } && kc_list_path "${w[1]}" "$ns" "$all" "$sel" || return 3
+        kreq "$c" GET "$KLIST_PATH" || return 1
+        [ "$KREQ_CODE" != 404 ] || return 3
+        [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
+        while read -r item_ns name; do
+          [ -n "$name" ] || continue
+          kget_path -v path "${w[1]}" "$name" -n "${item_ns:-$ns}" || return 3
+          paths+=("$path") dnames+=("$name")
+        done < <(jq -r '.items[] | "\(.metadata.namespace // "") \(.metadata.name)"' <<<"$KREQ_BODY")
+        if [ ${#paths[@]} = 0 ]; then
+          echo "No resources found"
+          return 0
+        fi
+      else
+        [ "$all" = 0 ] && [ ${#w[@]} -ge 3 ] || return 3
+        for name in "${w[@]:2}"; do
+          kget_path -v path "${w[1]}" "$name" -n "$ns" || return 3
+          paths+=("$path") dnames+=("$name")
+        done
+      fi
       for i in "${!paths[@]}"; do
-        name=${w[$((i + 2))]}
+        name=${dnames[$i]}
         kreq "$c" DELETE "${paths[$i]}" || return 1
         case "$KREQ_CODE" in
           200 | 202)
@@ -428,7 +466,7 @@ kc_fast() {
             if [ "$KREQ_CODE" = 200 ] && [ -n "${uids[$i]}" ] &&
               [ "$(jq -r '.metadata.uid' <<<"$KREQ_BODY")" != "${uids[$i]}" ]; then break; fi
             if [ "$EPOCHSECONDS" -ge "$deadline" ]; then
-              echo "error: timed out waiting for the condition on $(kres_name "${w[1]}")/${w[$((names[i] + 2))]}" >&2
+              echo "error: timed out waiting for the condition on $(kres_name "${w[1]}")/${dnames[${names[$i]}]}" >&2
               return 1
             fi
             sleep 0.25
@@ -437,7 +475,7 @@ kc_fast() {
       fi
       return "$rc" ;;
     patch)
-      [ /dev/stdout -ef /dev/null ] && [ ${#w[@]} = 3 ] && [[ $patch == [\{\[]* ]] && path=$(kget_path "${w[1]}" "${w[2]}" -n "$ns") || return 3
+      [ /dev/stdout -ef /dev/null ] && [ ${#w[@]} = 3 ] && [[ $patch == [\{\[]* ]] && kget_path -v path "${w[1]}" "${w[2]}" -n "$ns" || return 3
       local ct
       case "$type" in
         merge) ct=application/merge-patch+json ;;
@@ -453,7 +491,7 @@ kc_fast() {
       [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
       echo "$(kres_name "${w[1]}")/${w[2]} patched" ;;
     annotate | label)
-      [ /dev/stdout -ef /dev/null ] && [ ${#w[@]} -ge 4 ] && path=$(kget_path "${w[1]}" "${w[2]}" -n "$ns") || return 3
+      [ /dev/stdout -ef /dev/null ] && [ ${#w[@]} -ge 4 ] && kget_path -v path "${w[1]}" "${w[2]}" -n "$ns" || return 3
       local kv k entries=""
       for kv in "${w[@]:3}"; do
         if [[ $kv == *=* ]]; then
@@ -481,6 +519,34 @@ kc_fast() {
       echo "$(kres_name "${w[1]}")/${w[2]} $a" ;;
   esac
 }
+# kc_list_path RES NS ALL SELECTOR: the path of the list of RES (in NS, in every namespace with ALL=1; with the
+# labels of SELECTOR when it is not empty) in KLIST_PATH. Status 1 for what kc_fast leaves to kubectl: a kind
+# not in KGET_RES, a selector other than plain terms (key, !key, key=v, key==v, key!=v, joined by commas; they go
+# to the server as given, where set-based ones would need more quoting than this does).
+kc_list_path() {
+  local q=""
+  if [ -n "$4" ]; then
+    [[ $4 =~ ^[A-Za-z0-9./_=!,-]+$ ]] || return 1
+    q=${4//\//%2F} q=${q//=/%3D} q=${q//,/%2C} q=${q//!/%21}
+    q="?labelSelector=$q"
+  fi
+  if [ "$3" = 1 ]; then kget_path -v KLIST_PATH "$1" -A || return 1; else kget_path -v KLIST_PATH "$1" -n "$2" || return 1; fi
+  KLIST_PATH+=$q
+}
+# kres_of NAME: the KGET_RES kind that NAME is (a kind of KGET_RES, or one as kubectl prints it with its group:
+# foreigncluster.discovery.liqo.io) in KRES; status 1 for any other.
+kres_of() {
+  local base=${1%%.*} group prefix
+  KRES=""
+  if [ -n "${KGET_RES[$1]:-}" ]; then
+    KRES=$1
+  elif [ "$base" != "$1" ] && [ -n "${KGET_RES[$base]:-}" ]; then
+    read -r prefix _ <<<"${KGET_RES[$base]}"
+    group=${prefix#apis/} group=${group%/*}
+    [ "$prefix" != "apis/$group/${prefix##*/}" ] || [ "${1#*.}" != "$group" ] || KRES=$base
+  fi
+  [ -n "$KRES" ]
+}
 # kc_fast_list CLUSTER RES[,RES...] NS NS-GIVEN ALL SELECTOR OUTPUT: `get` of lists (in NS, or in all namespaces
 # with ALL=1; those with the labels of SELECTOR when it is not empty), as kubectl prints them:
 #   -o name: one line per object, kind.group/name, each kind's in the server's order, the kinds in the order given
@@ -489,28 +555,22 @@ kc_fast() {
 #     indexes only .items[N], as kubectl fails on an index past the end: an empty list with one is kubectl's).
 # Status 3 (nothing done but reads) for any other form.
 kc_fast_list() {
-  local c=$1 ns=$3 nsset=$4 all=$5 sel=$6 out=$7 res list=() paths=() kinds=() path q="" prog p n rest text=""
+  local c=$1 ns=$3 nsset=$4 all=$5 sel=$6 out=$7 res list=() paths=() kinds=() path prog p n rest text=""
   IFS=, read -r -a list <<<"$2"
   [ ${#list[@]} -ge 1 ] && [ "${2: -1}" != , ] || return 3
-  # -A with -n is kubectl's; so are selectors other than plain terms (key, !key, key=v, key==v, key!=v, joined by
-  # commas): they go to the server as given, where set-based ones would need more quoting than this does.
+  # -A with -n is kubectl's (and so are selectors kc_list_path refuses).
   [ "$all" = 0 ] || [ "$nsset" = 0 ] || return 3
-  if [ -n "$sel" ]; then
-    [[ $sel =~ ^[A-Za-z0-9./_=!,-]+$ ]] || return 3
-    q=${sel//\//%2F} q=${q//=/%3D} q=${q//,/%2C} q=${q//!/%21}
-    q="?labelSelector=$q"
-  fi
   for res in "${list[@]}"; do
-    if [ "$all" = 1 ]; then path=$(kget_path "$res" -A) || return 3; else path=$(kget_path "$res" -n "$ns") || return 3; fi
+    kc_list_path "$res" "$ns" "$all" "$sel" || return 3
     # The same kind twice (configmaps,cm) is listed once, as kubectl does.
-    [[ " ${paths[*]} " != *" $path$q "* ]] || continue
-    paths+=("$path$q") kinds+=("$res")
+    [[ " ${paths[*]} " != *" $KLIST_PATH "* ]] || continue
+    paths+=("$KLIST_PATH") kinds+=("$res")
   done
   case "$out" in
     name) ;;
     jsonpath=*)
       p=${out#jsonpath=}
-      [ ${#list[@]} = 1 ] && [[ $p != *kind* && $p != *piVersion* ]] && prog=$(jp2jq "$p") || return 3
+      [ ${#list[@]} = 1 ] && [[ $p != *kind* && $p != *piVersion* ]] && jp2jq -v prog "$p" || return 3
       # n: the highest N of .items[N] (-1: none); an index anywhere else is kubectl's.
       n=-1 rest=$p
       while [[ $rest =~ \.items\[([0-9]+)\] ]]; do
@@ -529,8 +589,14 @@ kc_fast_list() {
       p=$(jq -r --arg k "$(kres_name "${kinds[$path]}")" '.items[] | "\($k)/\(.metadata.name)"' <<<"$KREQ_BODY")
       [ -z "$p" ] || text+=$p$'\n'
     else
-      # kubectl fails on .items[N] past the end (its message is its own): left to it.
-      [ "$n" -lt 0 ] || [ "$(jq '.items | length' <<<"$KREQ_BODY")" -gt "$n" ] || return 3
+      # kubectl fails on .items[N] past the end. Its message shows the list; for an empty one (a poll for an
+      # object not there yet) that is always the same, and said here; any other is left to kubectl.
+      if [ "$n" -ge 0 ] && [ "$(jq '.items | length' <<<"$KREQ_BODY")" -le "$n" ]; then
+        [ "$(jq '.items | length' <<<"$KREQ_BODY")" = 0 ] || return 3
+        printf 'error: error executing jsonpath %s: Error executing template: array index out of bounds: index %s, length 0. Printing more information for debugging the template:\n\ttemplate was:\n\t\t%s\n\tobject given to jsonpath engine was:\n\t\t%s\n\n\n' \
+          "$(json_str "$p")" "$n" "$p" 'map[string]interface {}{"apiVersion":"v1", "items":[]interface {}{}, "kind":"List", "metadata":map[string]interface {}{"resourceVersion":""}}' >&2
+        return 1
+      fi
       text=$(jq -rj "$prog" <<<"$KREQ_BODY"; echo x) text=${text%x}
     fi
   done

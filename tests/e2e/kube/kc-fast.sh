@@ -89,8 +89,14 @@ pair 0 "" get configmaps -n @ -l kcf -o 'jsonpath={.items[*].metadata.name}'
 pair 0 "" get configmaps --all-namespaces -l kcf=@ -o 'jsonpath={.items[0].metadata.namespace}/{.items[0].metadata.labels.kcf}'
 pair -q 0 "" label namespace @ e2e.cliqo.io/kcf=@ --overwrite
 pair 0 "" get namespaces -l e2e.cliqo.io/kcf=@ -o 'jsonpath={.items[*].metadata.name}'
-# kubectl fails on an index past the end of a list, with a message of its own: kc_fast leaves that to it.
-pair 1 "" get configmaps -n @ -l nothing=here -o 'jsonpath={.items[0].metadata.name}'
+# kubectl fails on an index past the end of a list: kc_fast says the same for an empty list (a poll for an object
+# not there yet) and leaves any other to kubectl.
+pair 0 "" get configmaps -n @ -l nothing=here -o 'jsonpath={.items[0].metadata.name}'
+pair 0 "" get configmaps -A -l nothing=here -o 'jsonpath={.items[2].metadata.name}{.items[0].data}'
+# (kubectl's message shows the object, uid and times included: the two namespaces' can never agree)
+n0=$(calls)
+expect_fail "an index past the end of a list" kc "$C" get configmaps -n kcf-fast -l kcf -o 'jsonpath={.items[1].metadata.name}'
+[ "$(calls)" = $((n0 + 1)) ] || fail "an index past the end of a list that is not empty is not left to kubectl"
 pair 1 "" get configmaps -n @ -l kcf -o 'jsonpath={.items[*].kind}'
 
 say "create as another user (--as), the server's dry run (--dry-run=server), --validate=false"
@@ -132,6 +138,16 @@ say "delete: the message, an absent object, --ignore-not-found, waiting for a na
 pair 0 "" delete configmap cm -n @
 pair 0 "" delete configmap cm -n @
 pair 0 "" delete secret s nothing -n @ --ignore-not-found
+say "RES/NAME, kind.group/NAME; delete by label and --all (each listed, then deleted; none left)"
+pair 0 "" get configmap/two-a -n @ -o 'jsonpath={.metadata.name}'
+pair -q 0 "" patch configmap/two-a -n @ --type=merge -p '{"data":{"x":"1"}}'
+pair 0 "" delete deployment.apps/nothing -n @
+pair 0 "" delete deployment.apps/nothing -n @ --ignore-not-found
+pair 0 "" delete configmaps -n @ -l kcf
+pair 0 "" delete configmaps -n @ -l kcf
+pair 0 "" delete cm --all -n @ --wait=false
+left=$(kc "$C" get configmaps -n kcf-fast -o name)
+[ -z "$left" ] || fail "delete --all left $left"
 pair 0 "" delete namespace @ --timeout=60s
 expect_fail "kcf-fast is gone after delete" kc "$C" get namespace kcf-fast
 pass "create (also as another user, as a dry run), apply, get (objects; lists by name or jsonpath, by label, in every namespace), patch, annotate, label and delete print, fail and leave objects as kubectl does"
