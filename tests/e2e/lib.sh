@@ -363,6 +363,7 @@ kc_fast() {
   # RES/NAME (pod/x, foreigncluster.discovery.liqo.io/x, as kubectl prints names) as RES NAME, when it is the
   # only object named.
   if [ ${#w[@]} -ge 2 ] && [[ ${w[1]} == */* ]]; then
+    [[ $verb =~ ^(get|delete|patch|annotate|label)$ && ${w[1]} =~ ^[a-z0-9.-]+/[a-z0-9.-]+$ ]] || return 3
     [[ " ${w[*]:2} " != */* ]] && kres_of "${w[1]%%/*}" || return 3
     w=("$verb" "$KRES" "${w[1]#*/}" "${w[@]:2}")
   fi
@@ -427,11 +428,13 @@ kc_fast() {
         kreq "$c" GET "$KLIST_PATH" || return 1
         [ "$KREQ_CODE" != 404 ] || return 3
         [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
+        # (a cluster-scoped object's namespace is "-": read would drop an empty first field)
         while read -r item_ns name; do
           [ -n "$name" ] || continue
-          kget_path -v path "${w[1]}" "$name" -n "${item_ns:-$ns}" || return 3
+          [ "$item_ns" != - ] || item_ns=$ns
+          kget_path -v path "${w[1]}" "$name" -n "$item_ns" || return 3
           paths+=("$path") dnames+=("$name")
-        done < <(jq -r '.items[] | "\(.metadata.namespace // "") \(.metadata.name)"' <<<"$KREQ_BODY")
+        done < <(jq -r '.items[] | "\(.metadata.namespace // "-") \(.metadata.name)"' <<<"$KREQ_BODY")
         if [ ${#paths[@]} = 0 ]; then
           echo "No resources found"
           return 0
@@ -538,6 +541,7 @@ kc_list_path() {
 kres_of() {
   local base=${1%%.*} group prefix
   KRES=""
+  [ -n "$1" ] && [ -n "$base" ] || return 1
   if [ -n "${KGET_RES[$1]:-}" ]; then
     KRES=$1
   elif [ "$base" != "$1" ] && [ -n "${KGET_RES[$base]:-}" ]; then
@@ -649,7 +653,7 @@ kc_create_path() {
     [ -n "$info" ] || return 1
   IFS=$'\t' read -r api kind name objns <<<"$info"
   res=${kind,,}
-  [ -n "${KGET_RES[$res]:-}" ] && [[ $name =~ ^[a-z0-9.-]+$ ]] || return 1
+  [ -n "$res" ] && [ -n "${KGET_RES[$res]:-}" ] && [[ $name =~ ^[a-z0-9.-]+$ ]] || return 1
   read -r prefix plural namespaced <<<"${KGET_RES[$res]}"
   [ "$api" = "${prefix#api/}" ] || [ "$api" = "${prefix#apis/}" ] || return 1
   if [ "$objns" != - ]; then

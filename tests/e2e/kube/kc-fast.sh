@@ -134,7 +134,7 @@ BAD='{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"bad","labels":{"x
 pair 0 "$BAD" create -n @ -f -
 pair 0 "$BAD" apply -n @ -f -
 
-say "delete: the message, an absent object, --ignore-not-found, waiting for a namespace to go"
+say "delete: the message, an absent object, --ignore-not-found, waiting for a namespace (by label) to go"
 pair 0 "" delete configmap cm -n @
 pair 0 "" delete configmap cm -n @
 pair 0 "" delete secret s nothing -n @ --ignore-not-found
@@ -148,6 +148,6 @@ pair 0 "" delete configmaps -n @ -l kcf
 pair 0 "" delete cm --all -n @ --wait=false
 left=$(kc "$C" get configmaps -n kcf-fast -o name)
 [ -z "$left" ] || fail "delete --all left $left"
-pair 0 "" delete namespace @ --timeout=60s
+pair 0 "" delete namespace -l e2e.cliqo.io/kcf=@ --timeout=60s
 expect_fail "kcf-fast is gone after delete" kc "$C" get namespace kcf-fast
 pass "create (also as another user, as a dry run), apply, get (objects; lists by name or jsonpath, by label, in every namespace), patch, annotate, label and delete print, fail and leave objects as kubectl does"
