@@ -260,7 +260,8 @@ jpath() {
 #                                                                      --overwrite)
 #   apply|create [-n NS] -f -  (one JSON object on stdin; applying an object that exists is left to kubectl;
 #                               create also with --as=USER, --dry-run=server and --validate=false)
-# RES is a kind of KGET_RES; RES NAME may be written RES/NAME (with RES as kubectl prints it: kind.group). Messages are kubectl's ("namespace/x created" on stdout, "Error from server
+# RES is a kind of KGET_RES; RES NAME may be written RES/NAME (with RES as kubectl prints it: kind.group).
+# Messages are kubectl's ("namespace/x created" on stdout, "Error from server
 # (REASON): MESSAGE" on stderr), and so are field managers (kubectl-create, kubectl-patch, ...); what kubectl
 # prints only after reading the object first (patch's "(no change)") is left to it. Identities other than an
 # impersonated user on create (--as-group, other kubeconfigs) and anything the tests read as a table stay
@@ -380,11 +381,13 @@ kc_fast() {
     *) return 3 ;;
   esac
   for a in $flags; do [[ $allowed == *" $a"* ]] || return 3; done
+  # -A with -n is kubectl's.
+  [ "$all" = 0 ] || [ "$nsset" = 0 ] || return 3
   [[ $ns =~ ^[a-z0-9-]+$ ]] || return 3
   case "$verb" in
     get)
       if [ ${#w[@]} = 2 ]; then
-        kc_fast_list "$c" "${w[1]}" "$ns" "$nsset" "$all" "$sel" "$out"
+        kc_fast_list "$c" "${w[1]}" "$ns" "$all" "$sel" "$out"
         return
       fi
       [ "$all" = 0 ] && [ -z "$sel" ] && [ ${#w[@]} = 3 ] && kget_path -v path "${w[1]}" "${w[2]}" -n "$ns" || return 3
@@ -425,7 +428,7 @@ kc_fast() {
       if [ "$delall" = 1 ] || [ -n "$sel" ]; then
         # --all or -l: the objects listed (in NS, or every namespace with -A), then deleted one by one, as
         # kubectl does.
-        [ ${#w[@]} = 2 ] && { [ "$all" = 0 ] || [ "$nsset" = 0 ]; } && kc_list_path "${w[1]}" "$ns" "$all" "$sel" || return 3
+        [ ${#w[@]} = 2 ] && kc_list_path "${w[1]}" "$ns" "$all" "$sel" || return 3
         kreq "$c" GET "$KLIST_PATH" || return 1
         [ "$KREQ_CODE" != 404 ] || return 3
         [ "$KREQ_CODE" = 200 ] || { kreq_err; return 1; }
@@ -552,7 +555,7 @@ kres_of() {
   fi
   [ -n "$KRES" ]
 }
-# kc_fast_list CLUSTER RES[,RES...] NS NS-GIVEN ALL SELECTOR OUTPUT: `get` of lists (in NS, or in all namespaces
+# kc_fast_list CLUSTER RES[,RES...] NS ALL SELECTOR OUTPUT: `get` of lists (in NS, or in all namespaces
 # with ALL=1; those with the labels of SELECTOR when it is not empty), as kubectl prints them:
 #   -o name: one line per object, kind.group/name, each kind's in the server's order, the kinds in the order given
 #     (each once);
@@ -560,11 +563,9 @@ kres_of() {
 #     indexes only .items[N], as kubectl fails on an index past the end: an empty list with one is kubectl's).
 # Status 3 (nothing done but reads) for any other form.
 kc_fast_list() {
-  local c=$1 ns=$3 nsset=$4 all=$5 sel=$6 out=$7 res list=() paths=() kinds=() path prog p n rest text=""
+  local c=$1 ns=$3 all=$4 sel=$5 out=$6 res list=() paths=() kinds=() path prog p n rest len text=""
   IFS=, read -r -a list <<<"$2"
   [ ${#list[@]} -ge 1 ] && [ "${2: -1}" != , ] || return 3
-  # -A with -n is kubectl's (and so are selectors kc_list_path refuses).
-  [ "$all" = 0 ] || [ "$nsset" = 0 ] || return 3
   for res in "${list[@]}"; do
     kc_list_path "$res" "$ns" "$all" "$sel" || return 3
     # The same kind twice (configmaps,cm) is listed once, as kubectl does.
@@ -596,8 +597,9 @@ kc_fast_list() {
     else
       # kubectl fails on .items[N] past the end. Its message shows the list; for an empty one (a poll for an
       # object not there yet) that is always the same, and said here; any other is left to kubectl.
-      if [ "$n" -ge 0 ] && [ "$(jq '.items | length' <<<"$KREQ_BODY")" -le "$n" ]; then
-        [ "$(jq '.items | length' <<<"$KREQ_BODY")" = 0 ] || return 3
+      [ "$n" -lt 0 ] || len=$(jq '.items | length' <<<"$KREQ_BODY")
+      if [ "$n" -ge 0 ] && [ "$len" -le "$n" ]; then
+        [ "$len" = 0 ] || return 3
         printf 'error: error executing jsonpath %s: Error executing template: array index out of bounds: index %s, length 0. Printing more information for debugging the template:\n\ttemplate was:\n\t\t%s\n\tobject given to jsonpath engine was:\n\t\t%s\n\n\n' \
           "$(json_str "$p")" "$n" "$p" 'map[string]interface {}{"apiVersion":"v1", "items":[]interface {}{}, "kind":"List", "metadata":map[string]interface {}{"resourceVersion":""}}' >&2
         return 1
