@@ -29,13 +29,14 @@ mkdir -p build
 # - the control plane (kube-apiserver, kube-scheduler, kube-controller-manager), at normal priority: every
 #   e2e test needs it, and this script waits for it before the suite. kpbgen, cliqo's build and the fuzz
 #   smoke runs go beside it, at a lower priority, to use what it leaves idle of the cores (its code
-#   generators ran one at a time; its Go build has serial stretches). Measured on a 2-core machine, cold (providerless build, every code generator
-#   run): the control plane alone took 386 s (668 CPU-s), beside that work 550 s; the suite started at
-#   541-587 s, about what one step after the other would give (some 560 s). So two cores gain nothing from
-#   the overlap, and lose nothing; more cores gain. Generating only the one file the source package lacks
-#   (scripts/build-kube.sh) brought the control plane alone, with an empty Go cache, to about 325 s (about
-#   605 CPU-s); in a cold run of this script it ended at 507 s instead of 581, the suite started at 594 s
-#   instead of 615 (the work beside it, at a lower priority, now ends last).
+#   generators ran one at a time; its Go build has serial stretches). Measured on a 2-core machine, cold
+#   (providerless build, every code generator run): the control plane alone took 386 s (668 CPU-s), beside
+#   that work 550 s; the suite started at 541-587 s, about what one step after the other would give (some
+#   560 s). So two cores gain nothing from the overlap, and lose nothing; more cores gain. Generating only
+#   the one file the source package lacks (scripts/build-kube.sh) brought the control plane alone, with an
+#   empty Go cache, to about 325 s (about 605 CPU-s); in a cold run of this script it ended at 507 s instead
+#   of 581, the suite started at 594 s instead of 615 (the work beside it, at a lower priority, now ends
+#   last).
 # - kubelet and kube-proxy, for the real nodes of the e2e groups network and demo, at idle CPU priority
 #   while the suite runs: about 5 minutes of both cores cold, which the e2e lanes (waiting on timers and
 #   API servers much of the time) leave free; only those groups need them (their first test,
