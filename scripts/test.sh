@@ -27,9 +27,9 @@ mkdir -p build
 # The Kubernetes binaries build in the background, one after the other, each writing a status file when
 # it ends:
 # - the control plane (kube-apiserver, kube-scheduler, kube-controller-manager), at normal priority: every
-#   e2e test needs it, and this script waits for it before the suite. kpbgen, cliqo's build and the fuzz
-#   smoke runs go beside it, at a lower priority, to use what it leaves idle of the cores (its code
-#   generators ran one at a time; its Go build has serial stretches). Measured on a 2-core machine, cold
+#   e2e test needs it, and this script waits for it before the suite. kpbgen and cliqo's build go beside
+#   it, at a lower priority, to use what it leaves idle of the cores (its code generators ran one at a
+#   time; its Go build has serial stretches). Measured on a 2-core machine, cold
 #   (providerless build, every code generator run): the control plane alone took 386 s (668 CPU-s), beside
 #   that work 550 s; the suite started at 541-587 s, about what one step after the other would give (some
 #   560 s). So two cores gain nothing from the overlap, and lose nothing; more cores gain. Generating only
@@ -73,22 +73,33 @@ kube_build=$!
 set +m
 trap 'kill -TERM -- "-$kube_build" 2>/dev/null || true' EXIT
 # Meanwhile, beside it: the generator of the protobuf schema tables (src/kube/kpb.h), which cliqo's build
-# needs (about 40 s, from the same source, in a directory of its own), cliqo's build and the fuzz smoke runs.
+# needs (about 40 s, from the same source, in a directory of its own), and cliqo's build.
 step "the protobuf schema generator (kpbgen), beside the Kubernetes control plane's build"
 [ "$(nice -n 10 bash scripts/build-kube.sh --kpbgen)/kpbgen" = "$CLIQO_KPBGEN" ] || {
   echo "scripts/build-kube.sh --kpbgen built another directory than it named" >&2
   exit 1
 }
 step "building cliqo (ASan + UBSan), beside the control plane's build"
+fuzz_status=$PWD/build/fuzz.status
+rm -f "$fuzz_status"
 cmake --preset asan -DCLIQO_KUBE_BIN_DIR="$CLIQO_KUBE_BIN_DIR" -DCLIQO_KUBE_NODE_BIN_DIR="$CLIQO_KUBE_NODE_BIN_DIR" \
-  -DCLIQO_KPBGEN="$CLIQO_KPBGEN" \
+  -DCLIQO_KPBGEN="$CLIQO_KPBGEN" -DCLIQO_FUZZ_STATUS="$fuzz_status" \
   -DCLIQO_IMAGE_AGENT_DIR="$PWD/build/release/src" >/dev/null
 nice -n 10 cmake --build --preset asan
-step "fuzz smoke runs (clang libFuzzer), beside the control plane's build"
+# The fuzz smoke runs go in the background at the lowest priority, into what the e2e lanes leave idle of the
+# cores (about a fifth of them over the suite); the test fuzz.smoke waits for their status file and fails
+# with their log. Run before the suite, between cliqo's build and the control plane's end, they had been
+# the last step before it (a cold run here: the harnesses' build 36 s and their runs 51 s, about 150
+# CPU-s, and the suite started 87 s after the control plane's build had ended).
+step "fuzz smoke runs (clang libFuzzer), in the background while the suite runs (fuzz.smoke waits for them)"
 cmake --preset fuzz -DCLIQO_KUBE_BIN_DIR= -DCLIQO_KPBGEN="$CLIQO_KPBGEN" >/dev/null
-nice -n 10 cmake --build --preset fuzz --target fuzzers
+set -m
 # Two at a time: each harness is one single-threaded process (-runs=50000, a 300 s timeout each).
-nice -n 10 ctest --test-dir build/fuzz -L fuzz --output-on-failure -j2
+status_of "$fuzz_status" build/fuzz.log nice -n 19 bash -c \
+  'cmake --build --preset fuzz --target fuzzers && ctest --test-dir build/fuzz -L fuzz --output-on-failure -j2' &
+fuzz_job=$!
+set +m
+trap 'kill -TERM -- "-$kube_build" "-$fuzz_job" 2>/dev/null || true' EXIT
 step "waiting for the Kubernetes control plane's build"
 until [ -s "$kube_status" ]; do
   kill -0 "$kube_build" 2>/dev/null || { echo "the background build ended without a status" >&2; exit 1; }
@@ -103,5 +114,8 @@ rc=0
 # Three at a time: the two e2e lanes (two groups side by side, one test at a time in each; RESOURCE_LOCK
 # cliqo_e2e_lane1..2, CLIQO_E2E_LANES in tests/e2e/e2e.cmake) and the unit, lint and CLI tests beside them.
 ctest --test-dir build/asan --output-on-failure --timeout 900 -j3 "$@" || rc=$?
+if [ -s "$fuzz_status" ]; then
+  echo "    fuzz smoke runs: $(cat "$fuzz_status"); $(grep -Eo '[0-9]+% tests passed.*' build/fuzz.log || true) (build/fuzz.log)"
+fi
 step "done (exit $rc)"
 exit "$rc"

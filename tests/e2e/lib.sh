@@ -44,6 +44,9 @@ kc() {
 kc_slow() {
   local c=$1
   shift
+  # E2E_KC_SLOW_LOG=FILE: one line per kubectl call (test, cluster, arguments), to see which forms the fast
+  # path could serve.
+  [ -z "${E2E_KC_SLOW_LOG:-}" ] || printf '%s\t%s\t%s\n' "$TEST_NAME" "$c" "$*" >>"$E2E_KC_SLOW_LOG" 2>/dev/null || true
   "${KC_PREFIX[@]}" "$KUBECTL" --kubeconfig "$E2E_STATE/$c/kubeconfig" --request-timeout=20s "$@"
 }
 # KC_PREFIX: words put before every kubectl and curl that kc, kget and kapi run (empty: none). A group whose
@@ -714,7 +717,7 @@ can_i() {
 # (about 0.13 s of CPU each) retried back to back would keep one of CI's two cores busy and slow the very
 # control planes and agents it waits for.
 wait_for() {
-  local t=$1 d=$2 deadline w0=${EPOCHREALTIME/./} p0 p
+  local t=$1 d=$2 deadline w0=${EPOCHREALTIME/./} p0 p us
   shift 2
   deadline=$((EPOCHSECONDS + t))
   while p0=${EPOCHREALTIME/./} && ! "$@" >/dev/null 2>&1; do
@@ -722,7 +725,8 @@ wait_for() {
     p=$((${EPOCHREALTIME/./} - p0))
     ((p >= 500000)) || p=500000
     ((p <= 2000000)) || p=2000000
-    sleep "$((p / 1000000)).$(printf '%06d' $((p % 1000000)))"
+    printf -v us '%06d' $((p % 1000000)) # (not $(...): a fork per try)
+    sleep "$((p / 1000000)).$us"
   done
   E2E_WAIT_US=$((E2E_WAIT_US + ${EPOCHREALTIME/./} - w0)) E2E_WAITS=$((E2E_WAITS + 1))
   # E2E_WAIT_LOG=FILE: one line per wait (test, seconds since its start, seconds waited, what), to see

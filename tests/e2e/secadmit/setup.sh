@@ -1,1 +1,0 @@
-../security/setup.sh

@@ -1,1 +1,0 @@
-../security/teardown.sh
