@@ -78,7 +78,11 @@ for f in node pod nm adv; do
   (tail -n +1 -F "$W/$f.raw" 2>/dev/null | stamp >"$W/$f") &
   WPIDS+=($!)
 done
-sleep 2
+# Each watched object exists, so each watch starts with its ADDED event: wait for all four before deleting
+# (a fixed 2 s was not always enough for four kubectl processes to start on a busy machine, and a watch
+# that began after the deletion missed the change it was there to see).
+watching() { local f; for f in node pod nm adv; do [ -s "$W/$f" ] || return 1; done; }
+wait_for 60 "the four watches' first events" watching
 
 say "delete the Advertisement of $P3 on $A"
 kc "$A" delete advertisement -n "$TNS" "$ADV" --wait=false >/dev/null
