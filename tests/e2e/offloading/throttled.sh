@@ -6,16 +6,21 @@
 # counts them (cliqo_peer_requests_total{code="429"}). The flow schema gone, the next 15 replicas come at the
 # usual pace (API priority and fairness is on in the local clusters, lean or not). The group allows 8
 # creations in flight (--vk-pod-creations): the other pods wait their turn out of the queue. The 30 pods are
-# held Pending at home by a node selector until all exist, then the virtual node gets the label and A's
-# scheduler binds them in one burst: a Deployment's own slow start (batches of 1, 2, 4, 8, 15) on a quiet
-# machine could stay under 8 creations at a time, and then nothing waits. Last, a rate of
+# held Pending at home by a node selector until all exist; then B's API server is frozen (SIGSTOP) and the
+# virtual node gets the label, so A's scheduler binds them while no creation can end: 8 go in flight and the
+# next waits, whatever the machine's pace (the scheduler binds about 10 pods a second, and an unhindered
+# creation ends in tens of milliseconds, so without the freeze nothing may wait; it happened on CI). B is
+# thawed as soon as A's agent counts a wait, long before A's keepalive would call B unreachable, and the 8
+# creations then reach the tiny priority level at once. Last, a rate of
 # B's own in A's ClusterConfig (spec.peeringConfig.peerClient.perCluster) reaches A's clients to B at once.
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/common.sh"
 source "$(dirname "$0")/vk-lib.sh"
 NS=e2e-throttled
 LABEL=e2e.cliqo.io/throttled
+FROZEN=""
 cleanup() {
+  [ -z "$FROZEN" ] || kill -CONT "$FROZEN" 2>/dev/null || true
   [ -z "${VNODE:-}" ] || kc "$A" label node "$VNODE" "$LABEL-" >/dev/null 2>&1 || true
   kc "$B" delete flowschema e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
   kc "$B" delete prioritylevelconfiguration e2e-tiny --ignore-not-found >/dev/null 2>&1 || true
@@ -66,8 +71,16 @@ waited_before=$(waited)
 deployment "$NS" web 30 nginx:1 "\"nodeSelector\":{\"$LABEL\":\"go\"},"
 wait_for 60 "30 home pods, all Pending ($(home_count "$NS") pods)" eval "[ \"\$(home_count $NS)\" = 30 ]"
 [ "$(remote_count "$NS")" = 0 ] || fail "pods reached $B before the virtual node had the label"
+APISERVER=$(cat "$E2E_STATE/$B/kube-apiserver.pid") && pid_running "$APISERVER" ||
+  fail "no running API server for $B"
 start=$(date +%s.%N)
+FROZEN=$APISERVER
+kill -STOP "$APISERVER"
 kc "$A" label node "$VNODE" "$LABEL=go" >/dev/null || fail "cannot label $VNODE"
+wait_for 30 "a creation waiting for a slot while $B is frozen" \
+  eval "[ \"\$((\$(waited) - waited_before))\" -gt 0 ]"
+kill -CONT "$APISERVER"
+FROZEN=""
 wait_for 180 "30 home pods Running and Ready, 30 pods on $B ($(home_running "$NS") running, $(remote_count "$NS") remote)" \
   all_running "$NS" 30
 secs=$(awk -v s="$start" -v e="$(date +%s.%N)" 'BEGIN { printf "%.1f", e - s }')
@@ -75,8 +88,8 @@ got=$(($(throttled) - before))
 waits=$(($(waited) - waited_before))
 echo "FIGURE throttled-30-pods-ready-seconds=$secs answers-429=$got waited-for-a-creation-slot=$waits"
 [ "$got" -gt 0 ] || fail "$B never answered 429: the test throttled nothing"
-# 30 pods bound at once, 8 creations in flight, held by the 429s: the others waited out of the queue, and
-# came when a slot freed (all 30 below, each once).
+# 30 pods bound while no creation could end, 8 in flight: the others waited out of the queue, and came
+# when a slot freed (all 30 below, each once). The figure's seconds include the freeze.
 [ "$waits" -gt 0 ] || fail "no creation waited for a slot: the cap of 8 in flight did not act"
 out=$(pairs_ok "$NS") || fail "home and remote pods do not pair one to one: $out"
 sleep 2
