@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # fuzz.smoke STATUS-FILE: the result of the fuzz smoke runs that scripts/test.sh builds and runs in the
-# background (build/fuzz: every harness of fuzz/, -runs=50000 each) while the suite runs. Waits for the status
-# file it writes when they end ("ok", or why not) and fails with their log when the build or a run failed.
+# background (build/fuzz: every harness of fuzz/, 50,000 runs or 240 s each) while the suite runs. Waits
+# for the status file it writes when they end ("ok", or why not) and fails with their log when the build
+# or a run failed.
 set -euo pipefail
 status=${1:?usage: smoke-result.sh STATUS-FILE}
 log=${status%.status}.log
