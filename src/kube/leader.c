@@ -24,6 +24,7 @@ struct le_elector {
     char observed_rv[64];
     uint64_t observed_at; /* loop time when the Lease's record last changed */
     uint64_t last_renew;  /* loop time of our last successful write */
+    json_t *held; /* while leading: the Lease as our last write returned it (renewed from) */
     void (*done)(void *data);
     void *done_data;
 };
@@ -42,6 +43,7 @@ static void le_free(struct le_elector *le)
     void *dd = le->done_data;
 
     ktimer_free(le->timer);
+    json_decref(le->held);
     x_free(le->ns);
     x_free(le->name);
     x_free(le->identity);
@@ -52,6 +54,10 @@ static void le_free(struct le_elector *le)
 
 static void set_leader(struct le_elector *le, bool leader)
 {
+    if (!leader) {
+        json_decref(le->held);
+        le->held = NULL;
+    }
     if (le->leader == leader)
         return;
     le->leader = leader;
@@ -110,6 +116,8 @@ static void on_write(struct kapi_client *c, const struct kapi_result *res, void 
         le_free(le);
         return;
     }
+    json_decref(le->held); /* a failed write (a conflict: someone else wrote) reads it again */
+    le->held = NULL;
     if (res->err < 0) {
         log_debug("leader", "writing lease %s/%s failed: %s", le->ns, le->name,
                   res->status.message);
@@ -120,6 +128,7 @@ static void on_write(struct kapi_client *c, const struct kapi_result *res, void 
                 kapi_obj_rv(res->body));
         le->last_renew = now_ms(le);
         set_leader(le, true);
+        le->held = json_deep_copy(res->body); /* NULL (no memory): the next tick reads it */
     }
     schedule(le, le->retry_ms);
 }
@@ -151,6 +160,28 @@ static json_t *lease_spec(struct le_elector *le, const json_t *old_spec, bool re
     json_object_set_new(spec, "renewTime", json_string(now));
     json_object_set_new(spec, "leaseTransitions", json_integer(transitions));
     return spec;
+}
+
+/* Sends the Lease `lease` (as read, or as our last write returned it) with our record: a write
+ * conditional on its resourceVersion. */
+static int write_from(struct le_elector *le, const json_t *lease)
+{
+    json_t *obj = json_deep_copy(lease), *spec;
+    int r;
+
+    if (!obj)
+        return -ENOMEM;
+    spec = lease_spec(le, json_object_get(lease, "spec"), le->releasing);
+    if (!spec) {
+        json_decref(obj);
+        return -ENOMEM;
+    }
+    json_object_set_new(obj, "spec", spec);
+    le->release_sent = le->releasing;
+    json_object_del(json_object_get(obj, "metadata"), "managedFields");
+    r = kapi_update(le->c, &kapi_leases, le->ns, le->name, NULL, obj, on_write, le);
+    json_decref(obj);
+    return r;
 }
 
 static void on_get(struct kapi_client *c, const struct kapi_result *res, void *data)
@@ -204,15 +235,11 @@ static void on_get(struct kapi_client *c, const struct kapi_result *res, void *d
         schedule(le, le->retry_ms);
         return;
     }
-    obj = json_deep_copy(res->body);
-    if (!obj) {
+    r = write_from(le, res->body);
+    if (r == -ENOMEM) {
         schedule(le, le->retry_ms);
         return;
     }
-    json_object_set_new(obj, "spec", lease_spec(le, spec, le->releasing));
-    le->release_sent = le->releasing;
-    json_object_del(json_object_get(obj, "metadata"), "managedFields");
-    r = kapi_update(c, &kapi_leases, le->ns, le->name, NULL, obj, on_write, le);
 sent:
     json_decref(obj);
     if (r < 0) {
@@ -233,7 +260,12 @@ static void tick(struct le_elector *le)
 
     if (le->busy)
         return;
-    r = kapi_get(le->c, &kapi_leases, le->ns, le->name, on_get, le);
+    /* The holder renews from the Lease its last write returned: one request, not a read and a
+     * write. Its resourceVersion makes the write fail if anyone wrote since; then it reads. */
+    if (le->leader && le->held && !le->releasing)
+        r = write_from(le, le->held);
+    else
+        r = kapi_get(le->c, &kapi_leases, le->ns, le->name, on_get, le);
     if (r < 0) {
         attempt_failed(le);
         schedule(le, le->retry_ms);

@@ -1,8 +1,10 @@
 /* le: leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection.
  *
- * Every retry period the elector reads the Lease. It takes the Lease when it is absent, held by
+ * Every retry period a candidate reads the Lease. It takes the Lease when it is absent, held by
  * nobody, or not renewed for lease_duration as observed on the local clock (the holder's clock is
- * never trusted); it renews while it holds it. A holder that cannot renew within renew_deadline
+ * never trusted); it renews while it holds it. The holder renews with one write from the Lease its
+ * last write returned (no read first); a failed write (a conflict: someone else wrote) makes it
+ * read the Lease again. A holder that cannot renew within renew_deadline
  * loses leadership (on_stopped_leading) before another candidate can take over, so two replicas
  * never both act. Writes are conditional on resourceVersion: a concurrent candidate loses with a
  * conflict. le_release gives the Lease up on shutdown so a successor need not wait for it to

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/rfc3339.h"
 #include "kube/api.h"
 #include "kube/discovery.h"
 #include "kube/informer.h"
@@ -536,6 +537,129 @@ static void test_leader_election(void **state)
     assert_true(done);
 }
 
+struct verbs {
+    int get, put, other;
+};
+
+static void count_verbs(struct kapi_client *c, const struct kapi_observation *o, void *data)
+{
+    struct verbs *v = data;
+
+    (void)c;
+    if (strcmp(o->method, "GET") == 0)
+        v->get++;
+    else if (strcmp(o->method, "PUT") == 0)
+        v->put++;
+    else
+        v->other++;
+}
+
+static void spin(unsigned ms)
+{
+    bool never = false;
+
+    run_until(&never, ms);
+}
+
+/* Writes the Lease `name` as another party would, with `holder` as holderIdentity (NULL: as it is)
+ * and an annotation; retried when a renewal of the elector's comes first (a conflict). */
+static void write_lease_as_other(const char *name, const char *holder)
+{
+    for (int i = 0; i < 20; i++) {
+        struct kapi_sync g = {0}, u = {0};
+        json_t *obj, *meta, *ann;
+        int r;
+
+        assert_int_equal(sync_call(kapi_get(cl, &kapi_leases, ns, name, kapi_sync_cb, &g), &g), 0);
+        obj = json_deep_copy(g.body);
+        kapi_sync_done(&g);
+        assert_non_null(obj);
+        meta = json_object_get(obj, "metadata");
+        ann = json_object_get(meta, "annotations");
+        if (!ann) {
+            ann = json_object();
+            json_object_set_new(meta, "annotations", ann);
+        }
+        json_object_set_new(ann, "e2e.cliqo.io/written-by", json_sprintf("try-%d", i));
+        if (holder) {
+            char now[40];
+            json_t *spec = json_object_get(obj, "spec");
+
+            rfc3339_now(6, now, sizeof(now));
+            json_object_set_new(spec, "holderIdentity", json_string(holder));
+            json_object_set_new(spec, "renewTime", json_string(now));
+            json_object_set_new(spec, "acquireTime", json_string(now));
+        }
+        r = sync_call(kapi_update(cl, &kapi_leases, ns, name, NULL, obj, kapi_sync_cb, &u), &u);
+        json_decref(obj);
+        kapi_sync_done(&u);
+        if (r == 0)
+            return;
+        assert_int_equal(r, -ESTALE); /* the elector renewed in between: read it again */
+    }
+    fail_msg("the Lease could not be written for 20 tries");
+}
+
+/* The holder renews with one PUT a retry period and no GET. A write by anyone else makes its next
+ * renewal conflict: it reads the Lease and renews from it, still leading. A Lease another holder
+ * took makes it step down, and take the Lease again once that holder has not renewed it for the
+ * lease duration. */
+static void test_leader_renewals(void **state)
+{
+    struct verbs v = {0};
+    struct kapi_client_options co = {.observe = count_verbs, .observe_data = &v};
+    struct kapi_client *c;
+    struct lead a = {0};
+    struct le_callbacks cb = {lead_start, lead_stop, NULL};
+    struct le_options o = {.namespace_ = ns,
+                           .name = "e2e-renewals",
+                           .identity = "candidate-r",
+                           .lease_duration_ms = 3000,
+                           .renew_deadline_ms = 2000,
+                           .retry_period_ms = 200};
+    struct le_elector *le;
+    bool done = false;
+
+    (void)state;
+    assert_int_equal(kapi_client_new(&loop, cfg, &co, &c), 0);
+    assert_int_equal(le_start(c, &o, &cb, &a, &le), 0);
+    for (int i = 0; i < 100 && !le_is_leader(le); i++)
+        spin(50);
+    assert_true(le_is_leader(le));
+    spin(300); /* past the write that made it leader */
+    memset(&v, 0, sizeof(v));
+    spin(2000);
+    /* About ten retry periods: a write each, not one read. */
+    if (v.put < 5 || v.get != 0 || v.other != 0)
+        fail_msg("renewals in 2 s: %d PUT, %d GET, %d other (want >= 5 PUT and nothing else)",
+                 v.put, v.get, v.other);
+
+    write_lease_as_other("e2e-renewals", NULL);
+    memset(&v, 0, sizeof(v));
+    spin(1000);
+    assert_true(le_is_leader(le));
+    assert_int_equal(a.stopped, 0);
+    if (v.get < 1 || v.put < 2)
+        fail_msg("after another's write: %d GET, %d PUT (want the conflict, a read, renewals)",
+                 v.get, v.put);
+
+    write_lease_as_other("e2e-renewals", "intruder");
+    for (int i = 0; i < 40 && a.stopped == 0; i++)
+        spin(50);
+    assert_int_equal(a.stopped, 1);
+    assert_false(le_is_leader(le));
+    /* The intruder never renews: after the lease duration the candidate takes the Lease again. */
+    for (int i = 0; i < 120 && !le_is_leader(le); i++)
+        spin(50);
+    assert_true(le_is_leader(le));
+    assert_int_equal(a.started, 2);
+
+    le_release(le, released, &done);
+    run_until(&done, 5000);
+    assert_true(done);
+    kapi_client_close(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -546,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_bad_credentials),
         cmocka_unit_test(test_discovery),
         cmocka_unit_test(test_leader_election),
+        cmocka_unit_test(test_leader_renewals),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
