@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # fuzz.smoke STATUS-FILE: the result of the fuzz smoke runs that scripts/test.sh builds and runs in the
-# background (build/fuzz: every harness of fuzz/, 50,000 runs or 240 s each) while the suite runs. Waits
+# background (build/fuzz: every harness of fuzz/, 50,000 runs or 120 s each) while the suite runs. Waits
 # for the status file it writes when they end ("ok", or why not) and fails with their log when the build
 # or a run failed.
 set -euo pipefail

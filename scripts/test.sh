@@ -95,7 +95,7 @@ nice -n 10 cmake --build --preset asan
 step "fuzz smoke runs (clang libFuzzer), in the background while the suite runs (fuzz.smoke waits for them)"
 cmake --preset fuzz -DCLIQO_KUBE_BIN_DIR= -DCLIQO_KPBGEN="$CLIQO_KPBGEN" >/dev/null
 set -m
-# Two at a time: each harness is one single-threaded process (50,000 runs or 240 s: fuzz/CMakeLists.txt).
+# Two at a time: each harness is one single-threaded process (50,000 runs or 120 s: fuzz/CMakeLists.txt).
 status_of "$fuzz_status" build/fuzz.log nice -n 19 bash -c \
   'cmake --build --preset fuzz --target fuzzers && ctest --test-dir build/fuzz -L fuzz --output-on-failure -j2' &
 fuzz_job=$!
@@ -121,7 +121,7 @@ if [ -s "$fuzz_status" ]; then
   short=$(awk '/^Done [0-9]+ runs in/ && $2 < 50000 { n++ } END { print n + 0 }' \
     build/fuzz/Testing/Temporary/LastTest.log 2>/dev/null || echo 0)
   echo "    fuzz smoke runs: $(cat "$fuzz_status"), $(grep -c 'Test  *#[0-9]*: fuzz\..* Passed' build/fuzz.log || true)" \
-    "harnesses passed, $short of them stopped by the 240 s budget before 50,000 inputs (build/fuzz.log)"
+    "harnesses passed, $short of them stopped by the 120 s budget before 50,000 inputs (build/fuzz.log)"
 fi
 step "done (exit $rc)"
 exit "$rc"
