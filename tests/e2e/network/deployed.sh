@@ -173,8 +173,12 @@ unpeered() {
 }
 wait_for 60 "no TunnelEndpoint, WireGuard peer, virtual node or Advertisement left" unpeered
 say "unoffloaded and unpeered ($(secs)s)"
-for c in "${ALL[@]}"; do cq "$c" uninstall --timeout 120s >"$AGENTS_DIR/uninstall-$c.out" 2>&1 & done
-wait || true
+pids=()
+for c in "${ALL[@]}"; do cq "$c" uninstall --timeout 120s >"$AGENTS_DIR/uninstall-$c.out" 2>&1 & pids+=($!); done
+for i in "${!pids[@]}"; do # (what the checks below find is the verdict; a failed uninstall says why here)
+  wait "${pids[$i]}" || say "${ALL[$i]}: uninstall failed: $(tail -5 "$AGENTS_DIR/uninstall-${ALL[$i]}.out")"
+done
+say "uninstall ended ($(secs)s)"
 nothing() {
   local c
   for c in "${ALL[@]}"; do
