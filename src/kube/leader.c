@@ -236,10 +236,6 @@ static void on_get(struct kapi_client *c, const struct kapi_result *res, void *d
         return;
     }
     r = write_from(le, res->body);
-    if (r == -ENOMEM) {
-        schedule(le, le->retry_ms);
-        return;
-    }
 sent:
     json_decref(obj);
     if (r < 0) {
