@@ -34,6 +34,14 @@ static void run_until(bool *flag, unsigned timeout_ms)
     }
 }
 
+/* Runs the loop for `ms`. */
+static void spin(unsigned ms)
+{
+    bool never = false;
+
+    run_until(&never, ms);
+}
+
 static int sync_call(int r, struct kapi_sync *s)
 {
     if (r < 0)
@@ -194,13 +202,12 @@ static void test_crud(void **state)
     /* The garbage collector then removes it. */
     int r = 0;
     for (int i = 0; i < 100 && r != -ENOENT; i++) {
-        bool never = false;
         memset(&s, 0, sizeof(s));
         r = sync_call(kapi_get(cl, &kapi_configmaps, ns, "crud", kapi_sync_cb, &s), &s);
         if (r == -ENOENT)
             assert_string_equal(s.reason, "NotFound");
         kapi_sync_done(&s);
-        run_until(&never, 100);
+        spin(100);
     }
     assert_int_equal(r, -ENOENT);
     json_decref(stale);
@@ -514,8 +521,7 @@ static void test_leader_election(void **state)
     assert_true(one);
     /* Let both run several retry periods: never two leaders. */
     for (int i = 0; i < 40; i++) {
-        bool never = false;
-        run_until(&never, 50);
+        spin(50);
         assert_false(le_is_leader(la) && le_is_leader(lb));
     }
     struct le_elector *leader = le_is_leader(la) ? la : lb, *other = leader == la ? lb : la;
@@ -552,13 +558,6 @@ static void count_verbs(struct kapi_client *c, const struct kapi_observation *o,
         v->put++;
     else
         v->other++;
-}
-
-static void spin(unsigned ms)
-{
-    bool never = false;
-
-    run_until(&never, ms);
 }
 
 /* Writes the Lease `name` as another party would, with `holder` as holderIdentity (NULL: as it is)
