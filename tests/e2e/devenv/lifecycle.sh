@@ -44,6 +44,11 @@ no_leftovers "busy port"
 kill "$listener"; wait "$listener" 2>/dev/null || true; listener=
 busy_port=
 say "busy port refused by name"
+out=$(CLIQO_DEV_APF=maybe "$CLIQOCTL" dev up --clusters 1 2>&1) && fail "up succeeded with CLIQO_DEV_APF=maybe"
+grep -q "CLIQO_DEV_APF must be 0 or 1, not maybe" <<<"$out" || fail "a bad CLIQO_DEV_APF is not named: $out"
+out=$(CLIQO_DEV_GOMAXPROCS=0 "$CLIQOCTL" dev up --clusters 1 2>&1) && fail "up succeeded with CLIQO_DEV_GOMAXPROCS=0"
+grep -q "CLIQO_DEV_GOMAXPROCS must be a number of cores, not 0" <<<"$out" || fail "a bad CLIQO_DEV_GOMAXPROCS is not named: $out"
+no_leftovers "bad settings"
 
 # 2. A component that fails half-way: everything started so far is torn down.
 mkdir -p "$work/bin"
@@ -130,7 +135,11 @@ say "crashed apiserver started again by its supervisor"
 kill -KILL "$(cat "$E2E_STATE/cluster-3/kube-apiserver.supervisor.pid")" "$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid")"
 out=$("$CLIQOCTL" dev status 2>&1) && fail "status healthy with a dead apiserver"
 grep -q 'kube-apiserver.*is gone' <<<"$out" || fail "status does not report the dead apiserver: $out"
-out=$("$CLIQOCTL" dev up --clusters 3 2>&1) || fail "up did not recover the environment: $out"
+# (the recovering up with other settings of APF and GOMAXPROCS than the environment's: the ones chosen at
+# its first up win, as for any restart)
+apf=$(<"$E2E_STATE/apf") gmp=$(cat "$E2E_STATE/gomaxprocs" 2>/dev/null) || gmp=""
+out=$(CLIQO_DEV_APF=$((1 - apf)) CLIQO_DEV_GOMAXPROCS=7 "$CLIQOCTL" dev up --clusters 3 2>&1) ||
+  fail "up did not recover the environment: $out"
 grep -q 'cluster-3/kube-apiserver is not healthy (process [0-9]* is gone): restarting it' <<<"$out" ||
   fail "up did not say what it restarted: $out"
 grep -q 'tearing it down' <<<"$out" && fail "up tore the environment down to recover one component: $out"
@@ -140,6 +149,16 @@ kc cluster-3 get namespace e2e-kept >/dev/null || fail "cluster-3 lost its data 
 for f in "$E2E_STATE"/cluster-[12]/*.pid "$E2E_STATE"/cluster-3/{etcd,kube-scheduler,kube-controller-manager}.pid; do
   grep_q -x "$(cat "$f")" <<<"$(tr ' ' '\n' <<<"$pids_before")" || fail "up restarted $(basename "$f" .pid) of $(basename "$(dirname "$f")")"
 done
+p=$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid")
+if [ "$apf" = 0 ]; then
+  tr '\0' '\n' <"/proc/$p/cmdline" | grep_q -x -- --enable-priority-and-fairness=false ||
+    fail "the restarted API server has APF on; the environment was brought up with CLIQO_DEV_APF=0"
+else
+  tr '\0' '\n' <"/proc/$p/cmdline" | grep_q -x -- --enable-priority-and-fairness=false &&
+    fail "the restarted API server has APF off; the environment was brought up with it on"
+fi
+[ "$(tr '\0' '\n' <"/proc/$p/environ" | sed -n 's/^GOMAXPROCS=//p')" = "$gmp" ] ||
+  fail "the restarted API server's GOMAXPROCS is not the environment's (${gmp:-unset})"
 say "crashed apiserver restarted alone by up"
 
 # 6. A cluster that disappears and comes back (stop/start keep its state).
