@@ -58,14 +58,17 @@ KC_PREFIX=()
 kapi() {
   kcurl "$1" "$3" -X "$2" -H 'Content-Type: application/json' ${4:+--data-binary "$4"}
 }
-# kcurl CLUSTER PATH curl-args...: curl to a cluster's API server as its admin (kapi, kget).
+# kcurl CLUSTER PATH curl-args...: curl to a cluster's API server as its admin (kapi, kget), or with E2E_HTTPS
+# set (the tests' environments: tests/e2e/e2e.cmake) the client of tests/e2e/lib/https.c, which takes the same
+# arguments and costs half of curl's CPU (curl loads 33 libraries at every start). Its answers are compact JSON
+# where curl's are indented (the API server indents for a user agent that starts with "curl").
 kcurl() {
   local c=$1 p=$2 pki=$E2E_STATE/$1/pki server
   shift 2
   # (read by the shell itself: an awk per request was a fork and an exec, thousands of them a run)
   local k v
   while read -r k v _; do [ "$k" != server: ] || { server=$v; break; }; done <"$E2E_STATE/$c/kubeconfig"
-  "${KC_PREFIX[@]}" curl -sS --max-time 20 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$@" "$server$p"
+  "${KC_PREFIX[@]}" "${E2E_HTTPS:-curl}" -sS --max-time 20 --cacert "$pki/ca.crt" --cert "$pki/admin.crt" --key "$pki/admin.key" "$@" "$server$p"
 }
 
 # ---- fast reads: the API server through curl, jsonpath through jq ----------------------------------------

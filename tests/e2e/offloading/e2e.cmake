@@ -10,7 +10,7 @@
 if(TARGET cliqo-agent)
     cliqo_e2e_env(offloading 2)
     set_property(TEST e2e.offloading.up APPEND PROPERTY ENVIRONMENT
-        "CLIQO_DEV_NODES=3"
+        "CLIQO_DEV_NODES=3" "CLIQO_DEV_APF=1"
         "CLIQO_DEV_POD_CIDRS=cluster-1=10.210.0.0/16,cluster-2=10.210.0.0/16")
     include(${E2E_DIR}/reflect/e2e.cmake)
     cliqo_e2e_shared_group_on(offloading offloading setup namespaces webhook webhook-down offer mapping pods throttled
