@@ -24,6 +24,7 @@
  * by Content-Length, chunked, or by the end of the connection (the request says Connection: close).
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <signal.h>
@@ -397,18 +398,19 @@ static const char *eh_header(const char *head, size_t headlen, const char *name)
     return NULL;
 }
 
-/* The body of a chunked answer in raw[0..n), decoded into out; -EAGAIN while it is incomplete. */
-static int eh_dechunk(const char *raw, size_t n, struct eh_buf *out)
+/* The body of a chunked answer in raw[0..n), decoded into out from *pos (where the last call
+ * stopped: the start of the first chunk it did not have whole); -EAGAIN while it is incomplete. */
+static int eh_dechunk(const char *raw, size_t n, size_t *pos, struct eh_buf *out)
 {
-    size_t i = 0;
-    out->len = 0;
-    for (;;) {
+    for (size_t i = *pos;; *pos = i) {
         const char *eol = memchr(raw + i, '\n', n - i);
         if (!eol)
             return -EAGAIN;
+        if (!isxdigit((unsigned char)raw[i])) /* (strtoull would skip spaces, the newline too) */
+            return -EPROTO;
         char *end;
         unsigned long long sz = strtoull(raw + i, &end, 16);
-        if (end == raw + i || (*end != '\r' && *end != ';' && *end != '\n'))
+        if ((*end != '\r' && *end != ';' && *end != '\n'))
             return -EPROTO;
         if (sz > (unsigned long long)E2E_HTTPS_MAX_ANSWER)
             return -EFBIG;
@@ -417,15 +419,16 @@ static int eh_dechunk(const char *raw, size_t n, struct eh_buf *out)
             return 0; /* trailers, if any, are not wanted */
         if (n - i < sz + 2)
             return -EAGAIN;
-        int rc = eh_buf_add(out, raw + i, (size_t)sz);
-        if (rc)
-            return rc;
+        size_t data = i; /* its CRLF is there: the check above */
         i += (size_t)sz;
         if (raw[i] == '\r')
             i++;
-        if (i >= n || raw[i] != '\n')
-            return i >= n ? -EAGAIN : -EPROTO;
+        if (raw[i] != '\n')
+            return -EPROTO;
         i++;
+        int rc = eh_buf_add(out, raw + data, (size_t)sz);
+        if (rc)
+            return rc;
     }
 }
 
@@ -456,6 +459,8 @@ int main(int argc, char **argv)
 {
     struct eh_opts o = {0};
     struct eh_buf in = {0}, body = {0};
+    const char *outp = NULL;
+    size_t outlen = 0;
     char host[256], port[8];
     const char *path;
     SSL_CTX *ctx = NULL;
@@ -563,6 +568,7 @@ int main(int argc, char **argv)
         bool chunked = te && !strncasecmp(te, "chunked", 7);
         bool none = code == 204 || code == 304 || (o.method && !strcmp(o.method, "HEAD"));
         long long want = -1;
+        size_t pos = 0;
         if (!chunked && cl) {
             char *end;
             want = strtoll(cl, &end, 10);
@@ -577,7 +583,7 @@ int main(int argc, char **argv)
             if (none)
                 break;
             if (chunked) {
-                rc = eh_dechunk(in.p + headlen, have, &body);
+                rc = eh_dechunk(in.p + headlen, have, &pos, &body);
                 if (rc == 0)
                     break;
                 if (rc != -EAGAIN) {
@@ -602,18 +608,18 @@ int main(int argc, char **argv)
                 goto out;
             }
         }
-        if (!none && !chunked) {
-            size_t n = in.len - headlen;
-            if (want >= 0 && n > (size_t)want)
-                n = (size_t)want;
-            body.len = 0;
-            if ((rc = eh_buf_add(&body, in.p + headlen, n))) {
-                status = EH_RECV;
-                goto out;
-            }
+        /* what is printed: the decoded chunks, or the body as it came */
+        if (chunked) {
+            outp = body.p;
+            outlen = body.len;
+        } else if (!none) {
+            outp = in.p + headlen;
+            outlen = in.len - headlen;
+            if (want >= 0 && outlen > (size_t)want)
+                outlen = (size_t)want;
         }
     }
-    if (body.len && fwrite(body.p, 1, body.len, stdout) != body.len)
+    if (outlen && fwrite(outp, 1, outlen, stdout) != outlen)
         status = EH_RECV;
     if (o.wfmt)
         eh_print_w(o.wfmt, code);
