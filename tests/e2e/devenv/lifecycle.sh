@@ -150,13 +150,10 @@ for f in "$E2E_STATE"/cluster-[12]/*.pid "$E2E_STATE"/cluster-3/{etcd,kube-sched
   grep_q -x "$(cat "$f")" <<<"$(tr ' ' '\n' <<<"$pids_before")" || fail "up restarted $(basename "$f" .pid) of $(basename "$(dirname "$f")")"
 done
 p=$(cat "$E2E_STATE/cluster-3/kube-apiserver.pid")
-if [ "$apf" = 0 ]; then
-  tr '\0' '\n' <"/proc/$p/cmdline" | grep_q -x -- --enable-priority-and-fairness=false ||
-    fail "the restarted API server has APF on; the environment was brought up with CLIQO_DEV_APF=0"
-else
-  tr '\0' '\n' <"/proc/$p/cmdline" | grep_q -x -- --enable-priority-and-fairness=false &&
-    fail "the restarted API server has APF off; the environment was brought up with it on"
-fi
+apf_off=0
+tr '\0' '\n' <"/proc/$p/cmdline" | grep_q -x -- --enable-priority-and-fairness=false && apf_off=1
+[ "$apf_off" = $((1 - apf)) ] ||
+  fail "the restarted API server has APF $([ "$apf_off" = 1 ] && echo off || echo on); the environment was brought up with CLIQO_DEV_APF=$apf"
 [ "$(tr '\0' '\n' <"/proc/$p/environ" | sed -n 's/^GOMAXPROCS=//p')" = "$gmp" ] ||
   fail "the restarted API server's GOMAXPROCS is not the environment's (${gmp:-unset})"
 say "crashed apiserver restarted alone by up"
