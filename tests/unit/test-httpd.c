@@ -626,8 +626,8 @@ static void *full_client(void *data)
 
         if (silent[i] < 0)
             continue;
-        if (poll(&p, 1, 10000) == 1)
-            (void)read(silent[i], &b, 1);
+        if (poll(&p, 1, 10000) == 1 && read(silent[i], &b, 1) < 0)
+            fprintf(stderr, "reading the silent connection: %s\n", strerror(errno));
         close(silent[i]);
     }
     uv_async_send(&async);
