@@ -14,6 +14,7 @@ cleanup() {
   for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [ -n "${BENCH_LOG_DIR:-}" ]; then # the agents' and control planes' logs, kept for reading after the run
+    mkdir -p "$BENCH_LOG_DIR" || true
     (cd "$WORK" && find . -name '*.log' -exec cp --parents {} "$BENCH_LOG_DIR" \;) || true
   fi
   "$CLIQOCTL" dev down >/dev/null 2>&1 || true

@@ -54,6 +54,7 @@ struct inf_informer {
     bool paused;       /* the transfer waits for the pending text to be decoded */
     bool done_pending; /* the list's response ended; finish once the text is decoded */
     void (*transform)(json_t *obj, void *data);
+    bool (*keep)(const json_t *obj, void *data);
     bool without_old;       /* on_update gets no old object (inf_options.update_without_old) */
     struct inf_extractor x; /* x.extract NULL: no records */
     void *rbuf;             /* where records are extracted, before the store copies them */
@@ -197,6 +198,8 @@ static void compact(struct inf_informer *inf)
         log_debug("informer", "%s: cannot compact the cache: %s", inf->res->resource, strerror(-r));
 }
 
+static void remove_entry(struct inf_informer *inf, struct kstore_entry *e);
+
 /* Caches obj (borrowed; the store keeps its own copy or reference) and calls the handler. text
  * (may be NULL): obj's JSON text, which the store may keep as is when obj is cached untouched. */
 static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text, size_t text_len)
@@ -212,6 +215,11 @@ static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text,
     if (obj_key(obj, key, sizeof(key)) < 0)
         return;
     e = kstore_find(inf->store, key);
+    if (inf->keep && !inf->keep(obj, inf->data)) {
+        if (e)
+            remove_entry(inf, e); /* it was ours and no longer is */
+        return;
+    }
     if (e) {
         if (rv && *rv && strcmp(kstore_entry_rv(e), rv) == 0) {
             kstore_touch(inf->store, e);
@@ -836,6 +844,7 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
     inf->resync_ms = o->resync_ms;
     inf->max_objects = o->max_objects ? o->max_objects : DEFAULT_MAX_OBJS;
     inf->transform = o->transform;
+    inf->keep = o->keep;
     inf->pb_msg = o->json_only || json_only_all ? -1
                                                 : kpb_root(&kpb_schema, o->resource->group,
                                                            o->resource->version, o->resource->kind);

@@ -94,6 +94,15 @@ struct inf_options {
      * reads, as client-go's SetTransform). It must leave metadata.name and metadata.namespace.
      * data is the informer's data. NULL: objects are cached whole. */
     void (*transform)(json_t *obj, void *data);
+    /* Called on every listed or watched object before transform: false and the object is not the
+     * informer's (a field selector the server cannot narrow enough): it is not cached, no handler
+     * sees it, and if it was cached (an update moved it out) it is removed as if deleted. data is
+     * the informer's data. NULL: every object is kept. Why a caller would filter here rather than
+     * in the field selector: an exact spec.nodeName selector puts the watch in the API server's
+     * per-node index, whose watchers have a buffer of 10 events; a virtual node's pods come faster
+     * than a kubelet's, and a watcher that falls behind is closed by the server (see
+     * docs/offloading.md, "Requests per offloaded pod"). */
+    bool (*keep)(const json_t *obj, void *data);
     /* Lists from the API server's watch cache (resourceVersion=0 for the first, the last version
      * seen for a relist) instead of a consistent read from etcd: faster and cheaper for the
      * server, but the first list may be older than a write this process made just before (the

@@ -2,7 +2,8 @@
  * the virtual node run as pods of the same name in the provider's namespaces, their status comes
  * back, deletions go both ways, the provider's Events about them are forwarded.
  *
- * Informers: home pods bound to the node (local, field selector spec.nodeName=<node>, indexed by
+ * Informers: home pods bound to the node (local, field selector spec.nodeName!= and the informer's
+ * keep filter on <node>: see home_keep in pods.c; indexed by
  * namespace, transform vkp_home_transform); per mapped namespace, remote pods (the unit's PU_VK
  * client, label selector origin=<home>) and remote Events about pods (involvedObject.kind=Pod). One
  * work queue keyed by "<home ns>/<name>": every informer event enqueues a key, a reconcile reads

@@ -359,6 +359,97 @@ static void test_update_without_old(void **state)
         uv_run(&loop, UV_RUN_NOWAIT);
 }
 
+/* keep: objects it refuses are not the informer's. Kept: node-1's pods. The list brings p1 and p2
+ * (both node-1's); the watch moves p1 to node-2 (it leaves: a delete), deletes p2 and adds p3 on
+ * node-3 (never seen). Kept the other way (not node-1's): nothing listed; p1 arrives by its move
+ * (an add), p2's delete is nobody's, p3 is added. */
+struct kept {
+    const char *node;
+    bool except; /* keep every node but `node` */
+    int adds, updates, deletes, synced;
+    char log[256];
+};
+
+static bool keep_node(const json_t *obj, void *data)
+{
+    const struct kept *k = data;
+    const char *node = json_string_value(json_object_get(json_object_get(obj, "spec"), "nodeName"));
+    bool on = node && strcmp(node, k->node) == 0;
+
+    return k->except ? !on : on;
+}
+
+static void k_note(struct kept *k, const char *what, const json_t *obj)
+{
+    size_t n = strlen(k->log);
+
+    snprintf(k->log + n, sizeof(k->log) - n, "%s %s;", what,
+             json_string_value(json_object_get(json_object_get(obj, "metadata"), "name")));
+}
+
+static void k_add(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    ((struct kept *)data)->adds++;
+    k_note(data, "add", obj);
+}
+
+static void k_update(struct inf_informer *inf, json_t *old_obj, json_t *new_obj, void *data)
+{
+    (void)inf;
+    (void)old_obj;
+    ((struct kept *)data)->updates++;
+    k_note(data, "update", new_obj);
+}
+
+static void k_delete(struct inf_informer *inf, json_t *obj, void *data)
+{
+    (void)inf;
+    ((struct kept *)data)->deletes++;
+    k_note(data, "delete", obj);
+}
+
+static void k_synced(struct inf_informer *inf, void *data)
+{
+    (void)inf;
+    ((struct kept *)data)->synced++;
+}
+
+static void keep_case(struct kept *k, const char *want_log, size_t want_count)
+{
+    struct inf_options o = {.resource = &kapi_pods, .keep = keep_node};
+    struct inf_handlers h = {
+        .on_add = k_add, .on_update = k_update, .on_delete = k_delete, .on_synced = k_synced};
+    struct inf_informer *inf;
+    struct kapi_client *c;
+
+    server_start();
+    c = client_new();
+    assert_int_equal(inf_new(c, &o, &h, k, &inf), 0);
+    assert_int_equal(inf_start(inf), 0);
+    run_until(&k->synced, 1);
+    run_until(&srv.watches, 2); /* the first watch's events applied, the watch reconnected */
+    assert_string_equal(k->log, want_log);
+    assert_int_equal(inf_count(inf), want_count);
+    assert_null(inf_get(inf, "ns", "p2"));
+    inf_free(inf);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+static void test_keep(void **state)
+{
+    struct kept only = {.node = "node-1"}, others = {.node = "node-1", .except = true};
+
+    (void)state;
+    keep_case(&only, "add p1;add p2;delete p1;delete p2;", 0);
+    assert_int_equal(only.updates, 0);
+    keep_case(&others, "add p1;add p3;", 2);
+    assert_int_equal(others.deletes, 0);
+}
+
 /* inf_hold: the watch stops, the store stays as it is while inf_foreach_slice visits it, and
  * inf_release watches again from where the watch was. */
 struct sliced {
@@ -597,7 +688,7 @@ int main(void)
         cmocka_unit_test(test_records),          cmocka_unit_test(test_options_and_none),
         cmocka_unit_test(test_handlers_only),    cmocka_unit_test(test_update_without_old),
         cmocka_unit_test(test_hold_and_slices),  cmocka_unit_test(test_protobuf_by_version),
-        cmocka_unit_test(test_foreach_informer),
+        cmocka_unit_test(test_foreach_informer), cmocka_unit_test(test_keep),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
