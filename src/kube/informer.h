@@ -101,7 +101,7 @@ struct inf_options {
      * in the field selector: an exact spec.nodeName selector puts the watch in the API server's
      * per-node index, whose watchers have a buffer of 10 events; a virtual node's pods come faster
      * than a kubelet's, and a watcher that falls behind is closed by the server (see
-     * docs/offloading.md, "Requests per offloaded pod"). */
+     * docs/offloading.md, "Requests"). */
     bool (*keep)(const json_t *obj, void *data);
     /* Lists from the API server's watch cache (resourceVersion=0 for the first, the last version
      * seen for a relist) instead of a consistent read from etcd: faster and cheaper for the

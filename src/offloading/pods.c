@@ -1224,7 +1224,6 @@ static int pods_create(const struct vk_reflect_env *env, void **ret_state)
                             .base_delay_ms = 200,
                             .max_delay_ms = 30000,
                             .max_keys = 4 * VK_PODS_MAX};
-    char fs[160];
     int e = -ENOMEM;
 
     if (!env || !env->loop || !env->local || !env->unit || !env->home_id || !env->peer_id ||
@@ -1249,10 +1248,7 @@ static int pods_create(const struct vk_reflect_env *env, void **ret_state)
     p->started_wall = (int64_t)time(NULL);
     p->ev_tokens = VK_PODS_EVENT_BURST;
     p->ev_at = uv_now(env->loop);
-    /* Every bound pod, the node's kept (home_keep): an exact spec.nodeName selector would put
-     * this watch among the API server's per-node watchers, sized for a kubelet (10 events). */
-    snprintf(fs, sizeof(fs), "spec.nodeName!=");
-    o.field_selector = fs;
+    o.field_selector = "spec.nodeName!="; /* every bound pod; home_keep keeps the node's */
     o.keep = home_keep;
     p->q = wq_new(env->loop, &qo, reconcile, p);
     if (!p->q)
