@@ -9,7 +9,9 @@
  *     informer's decoder, as the server's own JSON would be);
  *   - the list splitter, fed the bytes whole or in chunks, gives the same items in the same order
  *     and the same result, and no item is longer than max_item;
- *   - kpb_unwrap either refuses the bytes or gives a raw range inside them.
+ *   - kpb_unwrap either refuses the bytes or gives a raw range inside them;
+ *   - kpb_watch_event either refuses them (-EBADMSG) or gives a type of at least one byte and an
+ *     object, both ranges inside them.
  * A violated invariant aborts, which libFuzzer reports as a crash. The unit is included so that it
  * is built with the fuzzer's instrumentation (see fuzz-quantity.c). */
 #include "../src/kube/kpb.c"
@@ -120,5 +122,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     if (kpb_unwrap(data, size, &raw, &raw_len, NULL, 0) == 0)
         check(raw >= data && raw + raw_len <= data + size);
+
+    const uint8_t *type, *obj;
+    size_t type_len, obj_len;
+    r = kpb_watch_event(data, size, &type, &type_len, &obj, &obj_len);
+    check(r == 0 || r == -EBADMSG);
+    if (r == 0)
+        check(type_len > 0 && type >= data && type + type_len <= data + size && obj >= data &&
+              obj + obj_len <= data + size);
     return 0;
 }

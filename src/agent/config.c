@@ -285,9 +285,9 @@ static void agent_flags_init(struct agent_flags *f, struct agent_config *cfg)
                  AGENT_REPLAY_AT_ONCE_S "; 0: always in slices)"},
         {.name = "list-encoding", .kind = OPTS_CHOICE, .arg = "E", .dest = &cfg->list_encoding,
          .choices = list_encodings,
-         .help = "how the informers' lists of built-in kinds are read: protobuf (the default, from "
-                 "an API server of the version cliqo was built for; cheaper for the server) or "
-                 "json (docs/architecture.md, kpb)"},
+         .help = "how the informers' lists and watches of built-in kinds are read: protobuf (the "
+                 "default, from an API server of the version cliqo was built for; cheaper for the "
+                 "server) or json (docs/architecture.md, kpb)"},
         {.name = "vk-pod-creations", .kind = OPTS_UINT, .arg = "N",
          .dest = &cfg->vk_pod_creations, .size = sizeof(cfg->vk_pod_creations), .min = 1,
          .max = 127,

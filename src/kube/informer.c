@@ -341,7 +341,11 @@ static void start_watch(struct inf_informer *inf, const char *rv)
                            .label_selector = inf->label_selector,
                            .field_selector = inf->field_selector,
                            .resource_version = rv,
-                           .drop_managed_fields = true}; /* strip() would drop it */
+                           .drop_managed_fields = true, /* strip() would drop it */
+                           /* as the list: the server then encodes each event once for all the
+                            * clients that watch in protobuf (its controllers) */
+                           .protobuf = inf->pb_msg >= 0 && inf->pb_on,
+                           .pb_msg = inf->pb_msg};
     int r = kw_start(inf->c, inf->res, &o, on_watch_event, on_watch_end, inf, &inf->watch);
 
     if (r < 0) {

@@ -113,9 +113,10 @@ struct inf_options {
     /* on_update is called with old_obj NULL: the old object is not decoded from the store (one
      * decompression and one tree per update saved), for handlers that read only the new one. */
     bool update_without_old;
-    /* Lists in JSON even when the build can decode the kind's protobuf encoding (kube/kpb.h). By
-     * default a built-in kind the schema knows is listed in protobuf, which costs the API server
-     * a fraction of JSON's; watches stay JSON. For measurements and as a way out. */
+    /* Lists and watches in JSON even when the build can decode the kind's protobuf encoding
+     * (kube/kpb.h). By default a built-in kind the schema knows is listed and watched in
+     * protobuf, which costs the API server a fraction of JSON's (and a watch event's encoding is
+     * shared with the controllers' watches). For measurements and as a way out. */
     bool json_only;
 };
 

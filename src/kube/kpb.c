@@ -720,6 +720,31 @@ int kpb_unwrap(const uint8_t *p, size_t n, const uint8_t **raw, size_t *raw_len,
     return 0;
 }
 
+/* ---- a watch event --------------------------------------------------------------------------- */
+
+int kpb_watch_event(const uint8_t *p, size_t n, const uint8_t **type, size_t *type_len,
+                    const uint8_t **obj, size_t *obj_len)
+{
+    /* metav1.WatchEvent: type 1, object 2 (runtime.RawExtension: raw 1) */
+    struct fv ev[] = {{1, WT_LEN}, {2, WT_LEN}};
+    struct fv raw[] = {{1, WT_LEN}};
+    int e;
+
+    if ((e = rd_small(p, n, ev, 2)) < 0)
+        return e;
+    if (!ev[0].seen || ev[0].n == 0 || !ev[1].seen)
+        return -EBADMSG;
+    if ((e = rd_small(ev[1].p, ev[1].n, raw, 1)) < 0)
+        return e;
+    if (!raw[0].seen)
+        return -EBADMSG;
+    *type = ev[0].p;
+    *type_len = ev[0].n;
+    *obj = raw[0].p;
+    *obj_len = raw[0].n;
+    return 0;
+}
+
 /* ---- the list ------------------------------------------------------------------------------- */
 
 enum { L_MAGIC, L_TAG, L_LEN, L_VALUE, L_SKIPVARINT, L_SKIPFIXED };

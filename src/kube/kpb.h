@@ -113,6 +113,15 @@ int kpb_to_json(const struct kpb_schema *s, int msg, const uint8_t *p, size_t n,
 int kpb_unwrap(const uint8_t *p, size_t n, const uint8_t **raw, size_t *raw_len, char *kind,
                size_t kind_size);
 
+/* One event of a watch answered in protobuf (Content-Type application/vnd.kubernetes.protobuf;
+ * stream=watch): the stream is frames of a 4-byte big-endian length and that many bytes, each a
+ * metav1.WatchEvent: its type (1: "ADDED", "MODIFIED", "DELETED", "BOOKMARK" or "ERROR") and its
+ * object (2: a runtime.RawExtension whose raw bytes, 1, are the object's envelope, for
+ * kpb_unwrap). Given a frame's bytes, sets the type's text and the envelope's range (both inside
+ * [p, p + n), borrowed). 0, or -EBADMSG (no type, no object, or not a WatchEvent). */
+int kpb_watch_event(const uint8_t *p, size_t n, const uint8_t **type, size_t *type_len,
+                    const uint8_t **obj, size_t *obj_len);
+
 /* A list response split into its items while it arrives, as kube/liststream.h does for JSON:
  * "k8s\0", a runtime.Unknown whose raw field holds the XList message: field 1 ListMeta, field 2
  * the items. The item callback gets each item's bytes (borrowed) as soon as they are all there;

@@ -1,6 +1,7 @@
 #include "kube/watch.h"
 #include "common/jsonb.h"
 #include "kube/backoff.h"
+#include "kube/kpb.h"
 #include "kube/liststream.h"
 #include "common/log.h"
 #include "common/xalloc.h"
@@ -11,6 +12,9 @@
 
 #define DEFAULT_MAX_LINE ((size_t)3 << 20) /* one object (etcd: <= 1.5 MiB) and its envelope */
 #define MAX_RV_LEN       64
+#define FRAME_HDR        4 /* a protobuf stream's frame: 4-byte big-endian length, then the bytes */
+
+enum { WIRE_UNSET, WIRE_JSON, WIRE_PB };
 
 struct kw_watch {
     struct kapi_client *c;
@@ -28,6 +32,14 @@ struct kw_watch {
     char *cut; /* an event's text without its object's managedFields */
     size_t cut_cap;
     bool drop_managed_fields;
+    bool protobuf; /* asked for (kw_options.protobuf) */
+    int pb_msg;
+    unsigned wire;          /* of the current stream, told by its first byte */
+    uint8_t hdr[FRAME_HDR]; /* the frame's length, as it arrives */
+    unsigned hdr_n;         /* its bytes seen: FRAME_HDR once the frame's bytes are coming */
+    size_t frame_len;       /* the frame's length */
+    char *jtext;            /* an event's object as JSON text (protobuf) */
+    size_t jtext_cap;
     uv_timer_t *timer; /* reconnect timer: heap-allocated, freed in its close callback */
     unsigned reconnects;
     int stream_err; /* an error seen inside the stream (ERROR event, bad line) */
@@ -44,6 +56,7 @@ static void watch_free(struct kw_watch *w)
     ktimer_free(w->timer);
     sbuf_done(&w->line);
     x_free(w->cut);
+    x_free(w->jtext);
     x_free(w->ns);
     x_free(w->label_selector);
     x_free(w->field_selector);
@@ -114,6 +127,50 @@ static void cut_release(struct kw_watch *w)
         w->cut = NULL;
         w->cut_cap = 0;
     }
+    if (w->jtext_cap > CUT_KEEP) {
+        x_free(w->jtext);
+        w->jtext = NULL;
+        w->jtext_cap = 0;
+    }
+}
+
+static bool type_is(const char *type, size_t len, const char *name)
+{
+    return strlen(name) == len && memcmp(type, name, len) == 0;
+}
+
+/* One event, decoded from either encoding: type (len bytes, not NUL-terminated) and its object. */
+static int deliver(struct kw_watch *w, const char *type, size_t len, json_t *obj)
+{
+    enum kw_event_type t;
+    int r;
+
+    if (type_is(type, len, "ERROR")) {
+        json_int_t code = json_integer_value(json_object_get(obj, "code"));
+        const char *m = json_string_value(json_object_get(obj, "message"));
+        snprintf(w->stream_msg, sizeof(w->stream_msg), "%s", m ? m : "watch error");
+        r = code == 410 ? -EIDRM : kapi_err_from_status((long)code, NULL);
+        return r == 0 ? -EPROTO : r;
+    }
+    if (type_is(type, len, "ADDED"))
+        t = KW_ADDED;
+    else if (type_is(type, len, "MODIFIED"))
+        t = KW_MODIFIED;
+    else if (type_is(type, len, "DELETED"))
+        t = KW_DELETED;
+    else if (type_is(type, len, "BOOKMARK"))
+        t = KW_BOOKMARK;
+    else {
+        snprintf(w->stream_msg, sizeof(w->stream_msg), "unknown watch event type \"%.*s\"",
+                 (int)(len < 40 ? len : 40), type);
+        return -EBADMSG;
+    }
+    set_rv(w, obj);
+    backoff_reset(&w->backoff); /* the stream works: the next reconnect starts from the base */
+    w->in_callback = true;
+    w->on_event(w, t, obj, w->data);
+    w->in_callback = false;
+    return w->stopped ? -ECANCELED : 0;
 }
 
 /* Handles one complete line of the stream: {"type": "...", "object": {...}}. */
@@ -123,7 +180,6 @@ static int handle_line(struct kw_watch *w, const char *s, size_t len)
     json_t *ev = NULL;
     const char *type;
     json_t *obj;
-    enum kw_event_type t;
     int r;
 
     cut_managed_fields(w, &s, &len);
@@ -139,40 +195,126 @@ static int handle_line(struct kw_watch *w, const char *s, size_t len)
     if (!type || !json_is_object(obj)) {
         snprintf(w->stream_msg, sizeof(w->stream_msg), "watch event without type or object");
         r = -EBADMSG;
-        goto out;
+    } else {
+        r = deliver(w, type, strlen(type), obj);
     }
-    if (strcmp(type, "ERROR") == 0) {
-        json_int_t code = json_integer_value(json_object_get(obj, "code"));
-        const char *m = json_string_value(json_object_get(obj, "message"));
-        snprintf(w->stream_msg, sizeof(w->stream_msg), "%s", m ? m : "watch error");
-        r = code == 410 ? -EIDRM : kapi_err_from_status((long)code, NULL);
-        if (r == 0)
-            r = -EPROTO;
-        goto out;
-    }
-    if (strcmp(type, "ADDED") == 0)
-        t = KW_ADDED;
-    else if (strcmp(type, "MODIFIED") == 0)
-        t = KW_MODIFIED;
-    else if (strcmp(type, "DELETED") == 0)
-        t = KW_DELETED;
-    else if (strcmp(type, "BOOKMARK") == 0)
-        t = KW_BOOKMARK;
-    else {
-        snprintf(w->stream_msg, sizeof(w->stream_msg), "unknown watch event type \"%.40s\"", type);
-        r = -EBADMSG;
-        goto out;
-    }
-    set_rv(w, obj);
-    backoff_reset(&w->backoff); /* the stream works: the next reconnect starts from the base */
-    w->in_callback = true;
-    w->on_event(w, t, obj, w->data);
-    w->in_callback = false;
-    if (w->stopped)
-        r = -ECANCELED;
-out:
     json_decref(ev);
     return r;
+}
+
+/* A watch event's object in JSON carries apiVersion and kind (a list's items do not); the protobuf
+ * object has them only in its envelope. They are set as the JSON stream would have them, so that
+ * the owner sees the same object either way. */
+static int set_type_meta(struct kw_watch *w, json_t *obj)
+{
+    char av[128];
+
+    if (w->res->group[0])
+        snprintf(av, sizeof(av), "%s/%s", w->res->group, w->res->version);
+    else
+        snprintf(av, sizeof(av), "%s", w->res->version);
+    if (json_object_set_new(obj, "apiVersion", json_string(av)) < 0 ||
+        json_object_set_new(obj, "kind", json_string(w->res->kind)) < 0)
+        return -ENOMEM;
+    return 0;
+}
+
+/* Handles one complete frame of a protobuf stream (kpb_watch_event): its object, whose envelope
+ * must name the watched kind (or Status, for an ERROR), is written as JSON text (managedFields
+ * left out) and decoded, given its apiVersion and kind, then delivered as a line's would be. */
+static int handle_frame(struct kw_watch *w, const uint8_t *p, size_t n)
+{
+    const uint8_t *type, *env, *raw;
+    size_t tlen, env_len, raw_len, text_len;
+    char kind[64];
+    json_t *obj = NULL;
+    int msg = w->pb_msg, r;
+    bool is_error;
+
+    r = kpb_watch_event(p, n, &type, &tlen, &env, &env_len);
+    if (r == 0)
+        r = kpb_unwrap(env, env_len, &raw, &raw_len, kind, sizeof(kind));
+    if (r < 0) {
+        snprintf(w->stream_msg, sizeof(w->stream_msg), "malformed watch event (protobuf)");
+        return -EBADMSG;
+    }
+    is_error = type_is((const char *)type, tlen, "ERROR");
+    if (is_error)
+        msg = strcmp(kind, "Status") == 0 ? kpb_root(&kpb_schema, "meta.k8s.io", "v1", "Status")
+                                          : -ENOENT;
+    else if (strcmp(kind, w->res->kind) != 0)
+        msg = -ENOENT;
+    if (msg < 0) {
+        snprintf(w->stream_msg, sizeof(w->stream_msg),
+                 "watch event (protobuf) of kind \"%.40s\" in a watch of %s", kind, w->res->kind);
+        return -EBADMSG;
+    }
+    r = kpb_to_json(&kpb_schema, msg, raw, raw_len, &w->jtext, &w->jtext_cap, &text_len,
+                    w->max_line);
+    if (r == 0)
+        r = jsonb_load(w->jtext, text_len, jsonb_budget(text_len, JSONB_RATIO_KUBE), 0, 0, &obj,
+                       NULL);
+    if (r == 0 && json_is_object(obj) && !is_error)
+        r = set_type_meta(w, obj);
+    if (r == 0 && json_is_object(obj))
+        r = deliver(w, (const char *)type, tlen, obj);
+    else if (r != -ENOMEM) {
+        snprintf(w->stream_msg, sizeof(w->stream_msg), "malformed watch event (protobuf): %s",
+                 r == -E2BIG ? "its object's text is over the limit" : "its object");
+        r = r == -E2BIG ? -E2BIG : -EBADMSG;
+    }
+    json_decref(obj);
+    cut_release(w);
+    return r;
+}
+
+/* A chunk of a protobuf stream: frames, each collected whole (in w->line, unless a chunk holds it
+ * whole) and handled. A frame over max_line ends the watch with -E2BIG, an empty one is refused. */
+static int on_frames(struct kw_watch *w, const uint8_t *p, size_t len)
+{
+    const uint8_t *end = p + len;
+    int r;
+
+    while (p < end) {
+        size_t have, take;
+        if (w->hdr_n < FRAME_HDR) {
+            w->hdr[w->hdr_n++] = *p++;
+            if (w->hdr_n < FRAME_HDR)
+                continue;
+            w->frame_len = (size_t)w->hdr[0] << 24 | (size_t)w->hdr[1] << 16 |
+                           (size_t)w->hdr[2] << 8 | w->hdr[3];
+            if (w->frame_len > w->max_line) {
+                snprintf(w->stream_msg, sizeof(w->stream_msg),
+                         "watch event longer than the limit of %zu bytes", w->max_line);
+                return -E2BIG;
+            }
+            if (w->frame_len == 0) {
+                snprintf(w->stream_msg, sizeof(w->stream_msg), "empty watch event (protobuf)");
+                return -EBADMSG;
+            }
+            continue;
+        }
+        have = sbuf_len(&w->line);
+        take = w->frame_len - have;
+        take = take < (size_t)(end - p) ? take : (size_t)(end - p);
+        if (have == 0 && take == w->frame_len) {
+            r = handle_frame(w, p, take);
+        } else {
+            if ((r = sbuf_add(&w->line, (const char *)p, take)) < 0)
+                return r;
+            p += take;
+            if (sbuf_len(&w->line) < w->frame_len)
+                continue;
+            r = handle_frame(w, (const uint8_t *)sbuf_str(&w->line), w->frame_len);
+            sbuf_done(&w->line);
+            take = 0;
+        }
+        p += take;
+        w->hdr_n = 0;
+        if (r < 0)
+            return r;
+    }
+    return 0;
 }
 
 static int on_chunk(struct kapi_client *c, const char *chunk, size_t len, void *data)
@@ -182,6 +324,14 @@ static int on_chunk(struct kapi_client *c, const char *chunk, size_t len, void *
     int r;
 
     (void)c;
+    if (w->wire == WIRE_UNSET && len)
+        w->wire = w->protobuf && chunk[0] == '\0' ? WIRE_PB : WIRE_JSON;
+    if (w->wire == WIRE_PB) {
+        r = on_frames(w, (const uint8_t *)chunk, len);
+        if (r < 0)
+            w->stream_err = r;
+        return r;
+    }
     while (p < end) {
         nl = memchr(p, '\n', (size_t)(end - p));
         if (!nl) {
@@ -280,10 +430,15 @@ static void on_done(struct kapi_client *c, const struct kapi_result *res, void *
 
 static void connect_watch(struct kw_watch *w)
 {
-    struct kapi_request req = {.method = "GET", .on_chunk = on_chunk, .timeout_ms = -1};
+    struct kapi_request req = {
+        .method = "GET", .on_chunk = on_chunk, .timeout_ms = -1, .protobuf = w->protobuf};
     struct sbuf p;
     char num[32];
     int r;
+
+    w->wire = WIRE_UNSET;
+    w->hdr_n = 0;
+    sbuf_done(&w->line);
 
     sbuf_init(&p, 16384);
     r = kapi_path(&p, w->res, w->ns, NULL, NULL);
@@ -332,6 +487,8 @@ int kw_start(struct kapi_client *c, const struct kapi_resource *r, const struct 
     w->on_end = on_end;
     w->data = data;
     w->drop_managed_fields = o && o->drop_managed_fields;
+    w->protobuf = o && o->protobuf && o->pb_msg >= 0;
+    w->pb_msg = w->protobuf ? o->pb_msg : -1;
     w->max_line = o && o->max_line ? o->max_line : DEFAULT_MAX_LINE;
     w->server_timeout =
         o && o->server_timeout_secs > 0 ? o->server_timeout_secs : 300 + (long)backoff_jitter(299);

@@ -8,8 +8,9 @@
  * resourceVersion is too old (HTTP 410 or an ERROR event with code 410), the watch stops and end_cb
  * receives -EIDRM: the owner must relist.
  *
- * Every line of the stream is bounded (opts.max_line, default 3 MiB): a longer line ends the watch
- * with -E2BIG. Event objects are borrowed by the callback (json_incref to keep). */
+ * Every line of the stream (every frame, in protobuf) is bounded (opts.max_line, default 3 MiB): a
+ * longer one ends the watch with -E2BIG. Event objects are borrowed by the callback (json_incref to
+ * keep). */
 #ifndef CLIQO_KUBE_WATCH_H
 #define CLIQO_KUBE_WATCH_H
 
@@ -36,6 +37,14 @@ struct kw_options {
     /* The objects come without metadata.managedFields: cut from each event's text before it is
      * decoded (half of a pod's decoding), for owners that drop it anyway (the informers). */
     bool drop_managed_fields;
+    /* Asks for Kubernetes' protobuf encoding (kube/kpb.h) and writes each event's object as the
+     * JSON text the server would have sent, so that the server encodes each event once for every
+     * client that watches in protobuf (its controllers do) instead of once more in JSON for this
+     * one. pb_msg: the kind's message in kpb_schema (kpb_root). The server may still answer in
+     * JSON (the first byte tells): then the stream is read as JSON. The objects are those of the
+     * JSON stream, without metadata.managedFields. */
+    bool protobuf;
+    int pb_msg;
 };
 
 typedef void (*kw_event_cb)(struct kw_watch *w, enum kw_event_type type, json_t *obj, void *data);

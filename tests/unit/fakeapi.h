@@ -77,6 +77,23 @@ static inline void fakeapi_reply(struct fakeapi_conn *c, const char *text)
     uv_write(&c->w, (uv_stream_t *)&c->tcp, &b, 1, fakeapi__written);
 }
 
+/* Sends len bytes (copied; binary, NULs included) as the whole reply, then closes the connection.
+ */
+static inline void fakeapi_reply_n(struct fakeapi_conn *c, const void *data, size_t len)
+{
+    uv_buf_t b;
+
+    c->out = malloc(len ? len : 1);
+    if (!c->out) {
+        fakeapi__close(c);
+        return;
+    }
+    memcpy(c->out, data, len);
+    b = uv_buf_init(c->out, (unsigned)len);
+    c->w.data = c;
+    uv_write(&c->w, (uv_stream_t *)&c->tcp, &b, 1, fakeapi__written);
+}
+
 /* A whole request (headers, and the body Content-Length announces): 1; more to read: 0. */
 static inline int fakeapi__complete(struct fakeapi_conn *c)
 {

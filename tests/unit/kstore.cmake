@@ -10,3 +10,5 @@ cliqo_unit_test(informer cliqo_kube_api)
 if(TARGET test-informer)
     target_link_libraries(test-informer PRIVATE cliqo_kube_pod)
 endif()
+# The watch in protobuf (src/kube/watch.c, frames of WatchEvents) against a small fake API server.
+cliqo_unit_test(watch cliqo_kube_api)

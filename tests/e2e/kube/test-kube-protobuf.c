@@ -8,7 +8,9 @@
  * Deployment's pods stay pending), then lists every kind both ways and requires each object written
  * from protobuf to equal the server's JSON (without managedFields, which informers drop) at the
  * same resourceVersion. Then two informers, one reading protobuf and one JSON, must cache the same
- * objects; and an error answered in protobuf must still give its Status reason and message. */
+ * objects, and a watch in protobuf must hand over the same events as one in JSON, object for
+ * object, while the objects change; and an error answered in protobuf must still give its Status
+ * reason and message. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -26,6 +28,7 @@
 #include "kube/api.h"
 #include "kube/informer.h"
 #include "kube/kpb.h"
+#include "kube/watch.h"
 
 #ifndef FIXTURES
 #error "FIXTURES: the path of protobuf-objects.json"
@@ -442,6 +445,154 @@ static void test_informers_equal(void **state)
     informers_equal(&kapi_pods, ns, 4);
 }
 
+/* ---- two watches ----------------------------------------------------------------------------
+ */
+
+struct events {
+    json_t *list;     /* [{"type":..., "object":...}] */
+    const char *last; /* the name whose DELETED event ends the comparison */
+    bool done;
+    int ended;
+};
+
+static void on_watch_event(struct kw_watch *w, enum kw_event_type type, json_t *obj, void *data)
+{
+    static const char *const names[] = {"ADDED", "MODIFIED", "DELETED", "BOOKMARK"};
+    struct events *e = data;
+
+    (void)w;
+    if (type == KW_BOOKMARK || e->done) /* a bookmark comes when the server wants */
+        return;
+    json_array_append_new(e->list, json_pack("{s:s,s:O}", "type", names[type], "object", obj));
+    if (type == KW_DELETED && strcmp(kapi_obj_name(obj), e->last) == 0)
+        e->done = true;
+}
+
+static void on_watch_end(struct kw_watch *w, int err, const char *message, void *data)
+{
+    struct events *e = data;
+
+    (void)w;
+    print_message("watch ended: %s (%s)\n", strerror(-err), message);
+    e->ended++;
+}
+
+static void change(const struct kapi_resource *r, const char *name, const char *sub,
+                   const char *patch)
+{
+    struct kapi_sync s = {0};
+    int e =
+        sync_call(kapi_patch(cl, r, ns, name, sub, KAPI_PATCH_MERGE, patch, kapi_sync_cb, &s), &s);
+
+    if (e < 0)
+        fail_msg("patching %s %s: %s (%s)", r->kind, name, strerror(-e), s.message);
+    kapi_sync_done(&s);
+}
+
+static void remove_now(const struct kapi_resource *r, const char *name)
+{
+    struct kapi_sync s = {0};
+    struct kapi_delete_opts o = {.grace_period_seconds = 0};
+
+    if (sync_call(kapi_delete(cl, r, ns, name, &o, kapi_sync_cb, &s), &s) < 0)
+        fail_msg("deleting %s %s: %s", r->kind, name, s.message);
+    kapi_sync_done(&s);
+}
+
+/* A watch in protobuf and one in JSON, from the same version, must hand over the same events with
+ * the same objects (the JSON one without managedFields, which both drop): every fixture of the kind
+ * changed (a label), then an object made from the first fixture, its status written (pods), and
+ * deleted. */
+static void watches_equal(const struct kapi_resource *r, const char *status_patch)
+{
+    struct kapi_sync s = {0};
+    struct events a = {.list = json_array(), .last = "kpb-watch"};
+    struct events b = {.list = json_array(), .last = "kpb-watch"};
+    struct kw_options oa = {.namespace_ = ns, .drop_managed_fields = true, .protobuf = true};
+    struct kw_options ob = {.namespace_ = ns, .drop_managed_fields = true};
+    struct kw_watch *wa, *wb;
+    json_t *items, *item, *copy;
+    char rv[64];
+    size_t i, changed = 0;
+
+    oa.pb_msg = kpb_root(&kpb_schema, r->group, r->version, r->kind);
+    assert_true(oa.pb_msg >= 0);
+    assert_int_equal(sync_call(kapi_list(cl, r, ns, NULL, kapi_sync_cb, &s), &s), 0);
+    snprintf(
+        rv, sizeof(rv), "%s",
+        json_string_value(json_object_get(json_object_get(s.body, "metadata"), "resourceVersion")));
+    items = json_incref(json_object_get(s.body, "items"));
+    kapi_sync_done(&s);
+    oa.resource_version = ob.resource_version = rv;
+    assert_int_equal(kw_start(cl, r, &oa, on_watch_event, on_watch_end, &a, &wa), 0);
+    assert_int_equal(kw_start(cl, r, &ob, on_watch_event, on_watch_end, &b, &wb), 0);
+
+    json_array_foreach(items, i, item)
+    {
+        change(r, kapi_obj_name(item), NULL, "{\"metadata\":{\"labels\":{\"kpb-watch\":\"1\"}}}");
+        changed++;
+    }
+    assert_true(changed >= 1);
+    /* the first that is not a service account's token (which needs its account's annotations) */
+    copy = NULL;
+    json_array_foreach(items, i, item)
+    {
+        const char *type = json_string_value(json_object_get(item, "type"));
+        if (!type || strcmp(type, "kubernetes.io/service-account-token") != 0) {
+            copy = json_deep_copy(item);
+            break;
+        }
+    }
+    assert_non_null(copy);
+    json_object_set_new(copy, "metadata",
+                        json_pack("{s:s,s:{s:s}}", "name", "kpb-watch", "labels", "kpb", "copy"));
+    json_object_set_new(copy, "apiVersion", json_string(r->group[0] ? "apps/v1" : "v1"));
+    json_object_set_new(copy, "kind", json_string(r->kind));
+    json_decref(create(r, ns, copy));
+    json_decref(copy);
+    if (status_patch)
+        change(r, "kpb-watch", "status", status_patch);
+    remove_now(r, "kpb-watch");
+
+    for (int t = 0; t < 20000 && !(a.done && b.done) && !a.ended && !b.ended; t++) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        usleep(1000);
+    }
+    assert_int_equal(a.ended + b.ended, 0);
+    assert_true(a.done && b.done);
+    assert_true(json_array_size(a.list) >= changed + (status_patch ? 3 : 2));
+    assert_int_equal(json_array_size(a.list), json_array_size(b.list));
+    json_array_foreach(a.list, i, item)
+    {
+        json_t *other = json_array_get(b.list, i);
+        if (!json_equal(item, other)) {
+            char *ta = json_dumps(item, JSON_SORT_KEYS | JSON_INDENT(1));
+            char *tb = json_dumps(other, JSON_SORT_KEYS | JSON_INDENT(1));
+            print_message("protobuf:\n%s\nJSON:\n%s\n", ta, tb);
+            free(ta);
+            free(tb);
+            fail_msg("%s watch: event %zu differs between protobuf and JSON", r->kind, i);
+        }
+    }
+    print_message("watch %-10s %zu events equal\n", r->resource, json_array_size(a.list));
+    kw_stop(wa);
+    kw_stop(wb);
+    json_decref(items);
+    json_decref(a.list);
+    json_decref(b.list);
+}
+
+static void test_watches_equal(void **state)
+{
+    (void)state;
+    watches_equal(&kapi_pods,
+                  "{\"status\":{\"phase\":\"Running\",\"podIP\":\"10.1.2.3\",\"startTime\":"
+                  "\"2024-05-02T10:11:12Z\",\"conditions\":[{\"type\":\"Ready\",\"status\":"
+                  "\"True\",\"lastTransitionTime\":\"2024-05-02T10:11:13Z\"}]}}");
+    watches_equal(&kapi_configmaps, NULL);
+    watches_equal(&kapi_secrets, NULL);
+}
+
 /* ---- an error in protobuf --------------------------------------------------------------------
  */
 
@@ -464,6 +615,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_lists_equal),
         cmocka_unit_test(test_informers_equal),
+        cmocka_unit_test(test_watches_equal),
         cmocka_unit_test(test_status_error),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
