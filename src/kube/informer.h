@@ -130,8 +130,9 @@ typedef void (*inf_record_fn)(const void *rec, void *data);
 /* The encoding of the last page listed: "protobuf", "json", or "" before the first. */
 const char *inf_list_encoding(const struct inf_informer *inf);
 
-/* Process-wide: every informer made after the call lists in JSON (as inf_options.json_only), or
- * not (the default). For an operator's way out (cliqo-agent --list-encoding json). */
+/* Process-wide: every informer made after the call lists and watches in JSON (as
+ * inf_options.json_only), or not (the default). For an operator's way out (cliqo-agent
+ * --list-encoding json). */
 void inf_set_json_only(bool json_only);
 
 int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf_handlers *h,
