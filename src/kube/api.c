@@ -360,9 +360,8 @@ static json_t *status_from_protobuf(const char *raw, size_t len)
         kpb_unwrap((const uint8_t *)raw, len, &obj, &obj_len, kind, sizeof(kind)) < 0 ||
         strcmp(kind, "Status") != 0)
         return NULL;
-    if (kpb_to_json(&kpb_schema, msg, obj, obj_len, &text, &cap, &tlen, KAPI_MAX_OBJECT_BODY) ==
-            0 &&
-        jsonb_load(text, tlen, jsonb_budget(tlen, JSONB_RATIO_KUBE), 0, 0, &st, NULL) == 0 &&
+    if (kpb_to_tree(&kpb_schema, msg, obj, obj_len, &text, &cap, &tlen, KAPI_MAX_OBJECT_BODY,
+                    &st) == 0 &&
         json_object_set_new(st, "kind", json_string("Status")) < 0) {
         json_decref(st);
         st = NULL;

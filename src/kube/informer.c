@@ -2,7 +2,6 @@
 #include "kube/kpb.h"
 #include "kube/backoff.h"
 #include "kube/liststream.h"
-#include "common/jsonb.h"
 #include "common/log.h"
 #include "common/slice.h"
 #include "common/xalloc.h"
@@ -448,15 +447,11 @@ static int on_pb_item(const uint8_t *item, size_t len, void *data)
     struct inf_informer *inf = data;
     size_t text_len;
     json_t *obj;
-    int r = kpb_to_json(&kpb_schema, inf->pb_msg, item, len, &inf->jtext, &inf->jtext_cap,
-                        &text_len, MAX_LIST_ITEM);
+    int r = kpb_to_tree(&kpb_schema, inf->pb_msg, item, len, &inf->jtext, &inf->jtext_cap,
+                        &text_len, MAX_LIST_ITEM, &obj);
 
     if (r < 0)
         return r;
-    r = jsonb_load(inf->jtext, text_len, jsonb_budget(text_len, JSONB_RATIO_KUBE), 0, 0, &obj,
-                   NULL);
-    if (r < 0)
-        return r == -EINVAL ? -EBADMSG : r;
     if (json_is_object(obj))
         upsert_text(inf, obj, inf->jtext, text_len);
     json_decref(obj);

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/jsonb.h"
 #include "common/rfc3339.h"
 #include "common/xalloc.h"
 
@@ -677,6 +678,18 @@ int kpb_to_json(const struct kpb_schema *s, int msg, const uint8_t *p, size_t n,
     o.buf[o.len] = '\0';
     *len = o.len;
     return 0;
+}
+
+int kpb_to_tree(const struct kpb_schema *s, int msg, const uint8_t *p, size_t n, char **out,
+                size_t *cap, size_t *len, size_t max_out, json_t **obj)
+{
+    int r = kpb_to_json(s, msg, p, n, out, cap, len, max_out);
+
+    *obj = NULL;
+    if (r < 0)
+        return r;
+    r = jsonb_load(*out, *len, jsonb_budget(*len, JSONB_RATIO_KUBE), 0, 0, obj, NULL);
+    return r == -EINVAL ? -EBADMSG : r;
 }
 
 int kpb_root(const struct kpb_schema *s, const char *group, const char *version, const char *kind)

@@ -107,6 +107,12 @@ int kpb_root(const struct kpb_schema *s, const char *group, const char *version,
 int kpb_to_json(const struct kpb_schema *s, int msg, const uint8_t *p, size_t n, char **out,
                 size_t *cap, size_t *len, size_t max_out);
 
+/* kpb_to_json, then the text decoded (jsonb, with the Kubernetes budget) into *obj (a new
+ * reference): the text stays in *out (*len bytes), for owners that keep it. 0, -EBADMSG (not the
+ * message, or text jansson refuses), -E2BIG, -ENOMEM, -EINVAL (no such message). */
+int kpb_to_tree(const struct kpb_schema *s, int msg, const uint8_t *p, size_t n, char **out,
+                size_t *cap, size_t *len, size_t max_out, json_t **obj);
+
 /* The envelope of a whole response (one object, or a Status): "k8s\0" then runtime.Unknown. On 0,
  * [*raw, *raw + *raw_len) is the encoded object and kind (when not NULL, of kind_size bytes) its
  * kind from the envelope's TypeMeta (truncated). -EBADMSG when it is not one. */

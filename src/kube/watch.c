@@ -249,11 +249,8 @@ static int handle_frame(struct kw_watch *w, const uint8_t *p, size_t n)
                  "watch event (protobuf) of kind \"%.40s\" in a watch of %s", kind, w->res->kind);
         return -EBADMSG;
     }
-    r = kpb_to_json(&kpb_schema, msg, raw, raw_len, &w->jtext, &w->jtext_cap, &text_len,
-                    w->max_line);
-    if (r == 0)
-        r = jsonb_load(w->jtext, text_len, jsonb_budget(text_len, JSONB_RATIO_KUBE), 0, 0, &obj,
-                       NULL);
+    r = kpb_to_tree(&kpb_schema, msg, raw, raw_len, &w->jtext, &w->jtext_cap, &text_len,
+                    w->max_line, &obj);
     if (r == 0 && json_is_object(obj) && !is_error)
         r = set_type_meta(w, obj);
     if (r == 0 && json_is_object(obj))
@@ -299,6 +296,7 @@ static int on_frames(struct kw_watch *w, const uint8_t *p, size_t len)
         take = take < (size_t)(end - p) ? take : (size_t)(end - p);
         if (have == 0 && take == w->frame_len) {
             r = handle_frame(w, p, take);
+            p += take;
         } else {
             if ((r = sbuf_add(&w->line, (const char *)p, take)) < 0)
                 return r;
@@ -307,9 +305,7 @@ static int on_frames(struct kw_watch *w, const uint8_t *p, size_t len)
                 continue;
             r = handle_frame(w, (const uint8_t *)sbuf_str(&w->line), w->frame_len);
             sbuf_done(&w->line);
-            take = 0;
         }
-        p += take;
         w->hdr_n = 0;
         if (r < 0)
             return r;
