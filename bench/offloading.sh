@@ -4,7 +4,10 @@
 # Deployment on the consumer, in a namespace offloaded to the provider) versus created directly on the provider,
 # in the same run, and their ratio. Both clusters' scheduler and controller-manager run at CONTROLLER_QPS
 # requests/s (default 1000, printed), so that the direct case is not paced by client-go's default 20/s; the
-# direct case's pace (pods Ready per second) is printed beside it. For each N, the requests cliqo sent per
+# direct case's pace (pods Ready per second) is printed beside it. The direct case runs a second time while
+# cluster-1 runs a Deployment of N pods of its own (not offloaded), so that both halves of the machine are busy, as
+# they are in the offloaded case: its time, how much slower it was (machine_factor) and the offloaded case's ratio
+# to it (contended-baseline). For each N, the requests cliqo sent per
 # offloaded pod, each way (to the provider: the virtual kubelet's credential; home: the agent's own client),
 # while the pods came up and while they went away. Then the added latency of a single pod: S times (default 15) a
 # bare pod created and waited Ready, offloaded and direct; the median of each and their difference, from before the
@@ -13,8 +16,9 @@
 # and each step of an offloaded pod, from a third watch (the provider's namespace). A sample starts once the last
 # one's pod is gone (its DELETED event), so that no deletion runs under it. Also the
 # consumer agent's RSS after each N is Ready (build it with the release preset for that figure).
-# Two local clusters of simulated nodes, as many as the largest N needs on the provider (both Deployments at once,
-# 250 pods a node) unless --nodes says; the provider shares 100 % of them. Prints figures and ratios, asserts
+# Two local clusters of simulated nodes, as many as two Deployments of the largest N need (250 pods a node; each case
+# now starts once the last one's pods are gone, and the count stays as it was so that runs compare) unless --nodes
+# says; the provider shares 100 % of them. Prints figures and ratios, asserts
 # nothing; the clusters are torn down on exit.
 # Usage: bench/offloading.sh --cliqoctl C --agent A --nodesim S [--sizes "100 1000 10000"] [--samples S]
 #        [--nodes N] [--base-port P] [--controller-qps Q] [--peer-qps Q] [--kube-api-qps Q] [--no-pin]
@@ -68,8 +72,9 @@ export CLIQO_NODESIM=$NODESIM
 MAX=0
 for n in $SIZES; do [ "$n" -gt "$MAX" ] && MAX=$n; done
 
-# The provider holds both Deployments of the largest N at once, 250 pods a node, with cpu and memory to spare
-# (offloaded pods get the tenant namespace's default requests there).
+# Room for two Deployments of the largest N (the provider held both at once before each case started on clusters
+# emptied of the last one's pods), 250 pods a node, with cpu and memory to spare (offloaded pods get the tenant
+# namespace's default requests there).
 [ -n "$NODES" ] || NODES=$(((MAX * 22 / 10 + 249) / 250))
 [ "$NODES" -ge 4 ] || NODES=4
 export CLIQO_DEV_NODES=$NODES CLIQO_DEV_NODESIM_ARGS="--pods 250 --cpu 2k --memory 8Ti"
@@ -154,13 +159,14 @@ stages() { # CLUSTER NS APP [REMOTE_NS]: p50/p90/all of each step
   local t0
   t0=$(k "$1" get pods -n "$2" -l "app=$3" -o json | jq '[.items[].metadata.creationTimestamp | fromdateiso8601] | min')
   # An offloaded pod's PodScheduled shows the provider's once its status is written home: when the home
-  # scheduler bound it is the time of its Scheduled Event (events.k8s.io: eventTime).
+  # scheduler bound it is the time of its Scheduled Event (events.k8s.io: eventTime). The Events of an earlier
+  # Deployment of the same name (--sizes "1000 1000"; they are kept an hour) are older than T0 and left out.
   { steps_of "$1" "$2" "$3" home "$t0"
     if [ -n "${4:-}" ]; then
       steps_of 2 "$4" "$3" remote "$t0"
       k "$1" get events -n "$2" --field-selector reason=Scheduled -o json | jq -r --arg a "$3-" --argjson t0 "$t0" '
         .items[] | select(.involvedObject.name | startswith($a)) | (.firstTimestamp // .eventTime) |
-        select(. != null) | "home_bound \(sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601 - $t0)"'
+        select(. != null) | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601 - $t0 | select(. >= 0) | "home_bound \(.)"'
     fi
   } | awk '$2 != "null"' | sort -k1,1 -k2,2n | awk -v off="${4:+1}" '{ v[$1, ++n[$1]] = $2 }
       END { steps = off ? "home_created home_bound remote_created remote_scheduled remote_ready home_ready home_written" : "home_created home_scheduled home_ready home_written"
@@ -170,6 +176,7 @@ stages() { # CLUSTER NS APP [REMOTE_NS]: p50/p90/all of each step
         print "" }'
 }
 k 2 create namespace bench-direct >/dev/null
+k 1 create namespace bench-twin >/dev/null
 # The offloaded pods carry the toleration and the node affinity the pod webhook would give them (namespace bench is
 # offloaded with Remote), so its answer is empty; with --bare-pods they carry nothing and the webhook adds both.
 TO_VNODE='"tolerations":[{"key":"virtual-node.liqo.io/not-allowed","operator":"Exists","effect":"NoExecute"}],
@@ -271,6 +278,7 @@ if [ "$IDLE_S" -gt 0 ]; then
   sleep "$IDLE_S"
   echo "FIGURE cpu-s idle (per second, over $IDLE_S s with nothing deployed): $(cpu_used "$i0" "$(cpu_ticks)" "$IDLE_S")"
 fi
+RATIOS=() # "N RATIO RATIO_TO_CONTENDED" per case, for the summary after the last
 for n in $SIZES; do
   c0=$(cpu_ticks)
   api_latency 2 >"$LAT/d0"
@@ -278,6 +286,28 @@ for n in $SIZES; do
   dir=$(run_deploy 2 bench-direct "dir-$n" "$n" "")
   profile_wait
   api_latency 2 >"$LAT/d1"
+  cd1=$(cpu_ticks)
+  dsteps=$(stages 2 bench-direct "dir-$n")
+  # Each case starts from clusters without the last one's pods: the provider holding N pods of the direct case
+  # through the offloaded one would make it the slower of the two for that alone.
+  k 2 delete deployment -n bench-direct "dir-$n" --wait=false >/dev/null
+  gone 2 bench-direct "app=dir-$n"
+  sleep 2
+  # The direct case again, while the consumer's core is as busy as in the offloaded case: cluster-1 runs a
+  # Deployment of N pods of its own (its simulated nodes; namespace bench-twin is not offloaded) at the same time.
+  # The two halves of a small machine slow each other when both are busy (shared caches, memory and host); the
+  # offloaded case always keeps both busy, so this baseline leaves that out of its ratio (bench/README.md).
+  cc0=$(cpu_ticks)
+  run_deploy 1 bench-twin "twin-$n" "$n" "" >"$WORK/twin-ms" &
+  twin_pid=$!
+  dirc=$(run_deploy 2 bench-direct "dirc-$n" "$n" "")
+  wait "$twin_pid"
+  cc1=$(cpu_ticks)
+  k 2 delete deployment -n bench-direct "dirc-$n" --wait=false >/dev/null
+  k 1 delete deployment -n bench-twin "twin-$n" --wait=false >/dev/null
+  gone 2 bench-direct "app=dirc-$n"
+  gone 1 bench-twin "app=twin-$n"
+  sleep 2
   api_latency 1 >"$LAT/o0"
   c1=$(cpu_ticks)
   m0=$(metric_sums "$(port 1 6)")
@@ -290,7 +320,10 @@ for n in $SIZES; do
   api_latency 1 >"$LAT/o1"
   remote=$(k 2 get pods -n "$RNS" -l "app=off-$n" -o name | wc -l)
   echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$(ratio "$off" "$dir") remote_pods=$remote direct_pods_per_s=$(awk -v n="$n" -v d="$dir" 'BEGIN { printf "%.0f", n * 1000 / d }')"
-  echo "FIGURE cpu-s n=$n direct: $(cpu_used "$c0" "$c1")"
+  echo "FIGURE contended-baseline n=$n direct_while_consumer_busy=$dirc (cluster-1's own Deployment of $n at the same time: $(cat "$WORK/twin-ms") ms) machine_factor=$(ratio "$dirc" "$dir") ratio_to_contended=$(ratio "$off" "$dirc")"
+  RATIOS+=("$n $(ratio "$off" "$dir") $(ratio "$off" "$dirc")")
+  echo "FIGURE cpu-s n=$n direct: $(cpu_used "$c0" "$cd1")"
+  echo "FIGURE cpu-s n=$n direct_while_consumer_busy: $(cpu_used "$cc0" "$cc1")"
   echo "FIGURE cpu-s n=$n offloaded: $(cpu_used "$c1" "$c2")"
   read -r h0 a0 <<<"$w0"
   read -r h1 a1 <<<"$(webhook_conns "$(port 1 6)")"
@@ -298,7 +331,7 @@ for n in $SIZES; do
   read -r g1 b1 <<<"$(webhook_conns "$(port 2 6)")"
   echo "FIGURE webhook-connections n=$n (during the offloaded case) the consumer's pod webhook: handshakes=$((h1 - h0)) abandoned_while_held=$((a1 - a0)); the provider's offer webhook: handshakes=$((g1 - g0)) abandoned_while_held=$((b1 - b0))"
   echo "FIGURE api-latency n=$n (the API servers' own) pod creations: direct $(latency_of create_ "$LAT/d0" "$LAT/d1") offloaded (consumer) $(latency_of create_ "$LAT/o0" "$LAT/o1"); the consumer's pod webhook calls: $(latency_of webhook_ "$LAT/o0" "$LAT/o1")"
-  echo "FIGURE steps-s n=$n (p50/p90/all, whole seconds) direct: $(stages 2 bench-direct "dir-$n") offloaded: $(stages 1 bench "off-$n" "$RNS")"
+  echo "FIGURE steps-s n=$n (p50/p90/all, whole seconds) direct: $dsteps offloaded: $(stages 1 bench "off-$n" "$RNS")"
   sleep 5
   echo "FIGURE requests-per-offloaded-pod n=$n up: $(per_pod "$m0" "$(metric_sums "$(port 1 6)")" "$n")"
   echo "FIGURE agent-store-kb n=$n (the consumer agent's informer caches, by resource: values+slack+entries+indexes+records; fixed) $(store_kb "$(port 1 6)")"
@@ -309,13 +342,19 @@ for n in $SIZES; do
     ! command -v gdb >/dev/null || gdb -p "${PIDS[0]}" -batch -ex 'call (void) malloc_stats()' >/dev/null 2>&1 || true
   fi
   m1=$(metric_sums "$(port 1 6)")
-  k 2 delete deployment -n bench-direct "dir-$n" --wait=false >/dev/null
-  gone 2 bench-direct "app=dir-$n"
   k 1 delete deployment -n bench "off-$n" --wait=false >/dev/null
   gone 1 bench "app=off-$n"
   gone 2 "$RNS" "app=off-$n"
   sleep 2
   echo "FIGURE requests-per-offloaded-pod n=$n down: $(per_pod "$m1" "$(metric_sums "$(port 1 6)")" "$n")"
+done
+
+# With a size given more than once (--sizes "1000 1000 1000"), the median of its ratios: this machine's pace
+# changes from minute to minute, so one pair of cases says little (bench/README.md).
+for n in $(tr ' ' '\n' <<<"$SIZES" | grep . | sort -nu); do
+  rs=$(printf '%s\n' "${RATIOS[@]}" | awk -v n="$n" '$1 == n')
+  [ "$(grep -c . <<<"$rs")" -gt 1 ] || continue
+  echo "FIGURE ratio-summary n=$n cases=$(grep -c . <<<"$rs") median_ratio=$(cut -d' ' -f2 <<<"$rs" | median) (all: $(cut -d' ' -f2 <<<"$rs" | sort -n | tr '\n' ' ' | sed 's/ $//')) median_ratio_to_contended=$(cut -d' ' -f3 <<<"$rs" | median) (all: $(cut -d' ' -f3 <<<"$rs" | sort -n | tr '\n' ' ' | sed 's/ $//'))"
 done
 
 echo "single pods: $SAMPLES samples each, offloaded and direct"
