@@ -319,9 +319,10 @@ for n in $SIZES; do
   c2=$(cpu_ticks)
   api_latency 1 >"$LAT/o1"
   remote=$(k 2 get pods -n "$RNS" -l "app=off-$n" -o name | wc -l)
-  echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$(ratio "$off" "$dir") remote_pods=$remote direct_pods_per_s=$(awk -v n="$n" -v d="$dir" 'BEGIN { printf "%.0f", n * 1000 / d }')"
-  echo "FIGURE contended-baseline n=$n direct_while_consumer_busy=$dirc (cluster-1's own Deployment of $n at the same time: $(cat "$WORK/twin-ms") ms) machine_factor=$(ratio "$dirc" "$dir") ratio_to_contended=$(ratio "$off" "$dirc")"
-  RATIOS+=("$n $(ratio "$off" "$dir") $(ratio "$off" "$dirc")")
+  r_dir=$(ratio "$off" "$dir") r_dirc=$(ratio "$off" "$dirc")
+  echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$r_dir remote_pods=$remote direct_pods_per_s=$(awk -v n="$n" -v d="$dir" 'BEGIN { printf "%.0f", n * 1000 / d }')"
+  echo "FIGURE contended-baseline n=$n direct_while_consumer_busy=$dirc (cluster-1's own Deployment of $n at the same time: $(cat "$WORK/twin-ms") ms) machine_factor=$(ratio "$dirc" "$dir") ratio_to_contended=$r_dirc"
+  RATIOS+=("$n $r_dir $r_dirc")
   echo "FIGURE cpu-s n=$n direct: $(cpu_used "$c0" "$cd1")"
   echo "FIGURE cpu-s n=$n direct_while_consumer_busy: $(cpu_used "$cc0" "$cc1")"
   echo "FIGURE cpu-s n=$n offloaded: $(cpu_used "$c1" "$c2")"
@@ -351,10 +352,14 @@ done
 
 # With a size given more than once (--sizes "1000 1000 1000"), the median of its ratios: this machine's pace
 # changes from minute to minute, so one pair of cases says little (bench/README.md).
+summary_of() { # ROWS FIELD: "MEDIAN (all: SORTED...)" of that field of the rows
+  printf '%s (all: %s)' "$(cut -d' ' -f"$2" <<<"$1" | median)" "$(cut -d' ' -f"$2" <<<"$1" | sort -n | paste -sd' ')"
+}
 for n in $(tr ' ' '\n' <<<"$SIZES" | grep . | sort -nu); do
   rs=$(printf '%s\n' "${RATIOS[@]}" | awk -v n="$n" '$1 == n')
-  [ "$(grep -c . <<<"$rs")" -gt 1 ] || continue
-  echo "FIGURE ratio-summary n=$n cases=$(grep -c . <<<"$rs") median_ratio=$(cut -d' ' -f2 <<<"$rs" | median) (all: $(cut -d' ' -f2 <<<"$rs" | sort -n | tr '\n' ' ' | sed 's/ $//')) median_ratio_to_contended=$(cut -d' ' -f3 <<<"$rs" | median) (all: $(cut -d' ' -f3 <<<"$rs" | sort -n | tr '\n' ' ' | sed 's/ $//'))"
+  cases=$(grep -c . <<<"$rs")
+  [ "$cases" -gt 1 ] || continue
+  echo "FIGURE ratio-summary n=$n cases=$cases median_ratio=$(summary_of "$rs" 2) median_ratio_to_contended=$(summary_of "$rs" 3)"
 done
 
 echo "single pods: $SAMPLES samples each, offloaded and direct"
