@@ -43,6 +43,7 @@
 #include "peering/resources.h"
 #include "kubeletapi/module.h"
 #include "network/dpobj.h"
+#include "offer/share.h"
 #include "offloading/pods.h"
 #include "virtualkubelet/vk.h"
 
@@ -1391,6 +1392,12 @@ int advop_init(struct agent *a)
     struct inf_handlers nh = {.on_add = on_node, .on_update = on_node_update, .on_delete = on_node};
     struct inf_handlers th = {.on_add = on_tep, .on_update = on_tep_update, .on_delete = on_tep};
     struct inf_handlers gh = {.on_add = on_cm, .on_delete = on_cm};
+    /* Every home pod, for the virtual kubelets' pods reflectors to view (vk_pods_shared_set_home):
+     * the broadcaster's and admission's informer (equal options share it), so that one watch
+     * brings every pod event to the agent once, whatever the number of virtual kubelets. */
+    struct inf_options po = {
+        .resource = &kapi_pods, .transform = shr_pod_transform, .list_from_cache = true};
+    struct inf_informer *pods = NULL;
     struct ctl_options co = {.name = "advertisements",
                              .log_module = MOD,
                              .queue = {.max_concurrent = 32},
@@ -1430,6 +1437,10 @@ int advop_init(struct agent *a)
         r = vk_pods_shared_new(agent_metrics(a), &m->pods);
     if (r == 0)
         vk_pods_shared_set_creations(m->pods, agent_config(a)->vk_pod_creations);
+    if (r == 0)
+        r = agent_informer_ex(a, &po, 0, NULL, NULL, &pods);
+    if (r == 0)
+        vk_pods_shared_set_home(m->pods, pods);
     if (r == 0) /* logs and exec reach the pods of the virtual kubelets made here */
         kla_agent_set_resolver(a, vk_kla_resolve, m->pods);
     return r;

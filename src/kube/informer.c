@@ -75,6 +75,12 @@ struct inf_informer {
     bool held;                                 /* inf_hold: no watch, the store unchanged */
     char held_rv[MAX_RV_LEN + 1];              /* where the watch resumes */
     struct inf_informer **all_prev, *all_next; /* in this thread's list (inf_foreach_informer) */
+    /* Views (inf_view_new). A view has src, its source (NULL once the source is freed), and no
+     * list or watch of its own; a source has the list of its views. */
+    struct inf_informer *src, *views, **view_prev, *view_next;
+    bool is_view;
+    bool joined;        /* a view: fed by its source since the start of a list */
+    bool relist_wanted; /* a source: a view waits to join; list again rather than watch */
 };
 
 /* Every informer of this thread (one loop per thread), for process-wide accounts of memory. */
@@ -91,6 +97,8 @@ void inf_set_json_only(bool json_only)
 
 const char *inf_list_encoding(const struct inf_informer *inf)
 {
+    if (inf->src)
+        inf = inf->src;
     return inf->last_wire == WIRE_PB ? "protobuf" : inf->last_wire == WIRE_JSON ? "json" : "";
 }
 
@@ -200,13 +208,17 @@ static void compact(struct inf_informer *inf)
 static void remove_entry(struct inf_informer *inf, struct kstore_entry *e);
 
 /* Caches obj (borrowed; the store keeps its own copy or reference) and calls the handler. text
- * (may be NULL): obj's JSON text, which the store may keep as is when obj is cached untouched. */
-static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text, size_t text_len)
+ * (may be NULL): obj's JSON text, which the store may keep as is when obj is cached untouched.
+ * shared: obj is also its source's (inf is a view): what is cached and handed over is a copy, so
+ * that neither this view's transform nor a handler keeping a reference sees the source's changes
+ * (nor the source this view's). */
+static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text, size_t text_len,
+                        bool shared)
 {
     char key[MAX_KEY];
     struct kstore_entry *e;
     const char *rv = kapi_obj_rv(obj);
-    json_t *old = NULL;
+    json_t *old = NULL, *own = NULL;
     const void *rec, *old_rec;
     struct current cur, was;
     int r;
@@ -230,6 +242,14 @@ static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text,
         inf->overflow = true;
         return;
     }
+    if (shared) {
+        obj = own = json_deep_copy(obj);
+        if (!own) {
+            if (inf->h.on_error)
+                inf->h.on_error(inf, -ENOMEM, "cannot cache an object", inf->data);
+            return;
+        }
+    }
     if (strip(obj))
         text = NULL; /* the text still has it */
     if (inf->transform) {
@@ -243,6 +263,7 @@ static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text,
         log_debug("informer", "%s %s not cached: %s", inf->res->resource, key, strerror(-r));
         if (inf->h.on_error)
             inf->h.on_error(inf, r, "cannot cache an object", inf->data);
+        json_decref(own);
         return;
     }
     if (!e)
@@ -260,13 +281,41 @@ static void upsert_text(struct inf_informer *inf, json_t *obj, const char *text,
     }
     set_current(inf, &was);
     json_decref(old);
+    json_decref(own);
     kstore_record_free(inf->store, old_rec);
     compact(inf);
 }
 
-static void upsert(struct inf_informer *inf, json_t *obj)
+/* A listed or watched object: to the views that joined (each takes its own copy of what it keeps),
+ * then to the source itself, whose transform may change obj in place. */
+static void apply(struct inf_informer *inf, json_t *obj, const char *text, size_t text_len)
 {
-    upsert_text(inf, obj, NULL, 0);
+    for (struct inf_informer *v = inf->views; v; v = v->view_next)
+        if (v->joined)
+            upsert_text(v, obj, text, text_len, true);
+    upsert_text(inf, obj, text, text_len, false);
+}
+
+/* The object of key is gone: from the source and its views. */
+static void apply_delete(struct inf_informer *inf, const char *key)
+{
+    struct kstore_entry *e;
+
+    for (struct inf_informer *v = inf->views; v; v = v->view_next)
+        if (v->joined && (e = kstore_find(v->store, key)))
+            remove_entry(v, e);
+    if ((e = kstore_find(inf->store, key)))
+        remove_entry(inf, e);
+}
+
+/* A failure of the list or the watch: to the source's handler and its views'. */
+static void report(struct inf_informer *inf, int err, const char *message)
+{
+    if (inf->h.on_error)
+        inf->h.on_error(inf, err, message, inf->data);
+    for (struct inf_informer *v = inf->views; v; v = v->view_next)
+        if (v->h.on_error)
+            v->h.on_error(v, err, message, v->data);
 }
 
 static void remove_entry(struct inf_informer *inf, struct kstore_entry *e)
@@ -299,14 +348,11 @@ static void on_watch_event(struct kw_watch *w, enum kw_event_type type, json_t *
     switch (type) {
     case KW_ADDED:
     case KW_MODIFIED:
-        upsert(inf, obj);
+        apply(inf, obj, NULL, 0);
         break;
     case KW_DELETED:
-        if (obj_key(obj, key, sizeof(key)) == 0) {
-            struct kstore_entry *e = kstore_find(inf->store, key);
-            if (e)
-                remove_entry(inf, e);
-        }
+        if (obj_key(obj, key, sizeof(key)) == 0)
+            apply_delete(inf, key);
         break;
     case KW_BOOKMARK:
         break;
@@ -329,8 +375,8 @@ static void on_watch_end(struct kw_watch *w, int err, const char *message, void 
     (void)w;
     log_debug("informer", "%s watch ended (%s): relisting", inf->res->resource, message);
     drop_watch(inf);
-    if (err != -EIDRM && inf->h.on_error)
-        inf->h.on_error(inf, err, message, inf->data);
+    if (err != -EIDRM)
+        report(inf, err, message);
     start_list(inf);
 }
 
@@ -349,8 +395,7 @@ static void start_watch(struct inf_informer *inf, const char *rv)
 
     if (r < 0) {
         inf->watch = NULL;
-        if (inf->h.on_error)
-            inf->h.on_error(inf, r, "cannot start watch", inf->data);
+        report(inf, r, "cannot start watch");
     }
 }
 
@@ -387,8 +432,9 @@ static void trim_soon(struct inf_informer *inf)
     uv_timer_start(inf->trim_timer, on_trim, 0, 0);
 }
 
-/* The list is complete: delete what it no longer contains, then watch from its version. */
-static void finish_list(struct inf_informer *inf, const char *rv)
+/* The list of inf (or of its source, inf being a view) is complete: delete what it no longer
+ * contains. */
+static void sweep(struct inf_informer *inf)
 {
     struct kstore_entry *e, **gone = NULL;
     size_t it = 0, n = 0, stale = kstore_stale_count(inf->store);
@@ -406,13 +452,28 @@ static void finish_list(struct inf_informer *inf, const char *rv)
     x_free(gone);
     trim_soon(inf);
     inf->lists++;
-    backoff_reset(&inf->backoff);
-    start_watch(inf, rv);
     if (!inf->synced) {
         inf->synced = true;
         /* A small collection stays uncompressed (store.h, "Dictionary learning"). */
         if (inf->h.on_synced)
             inf->h.on_synced(inf, inf->data);
+    }
+}
+
+/* The list is complete: sweep the source and the views that had all of it, then watch from its
+ * version, or list again when a view waits to join (inf_start of a view during a list). */
+static void finish_list(struct inf_informer *inf, const char *rv)
+{
+    backoff_reset(&inf->backoff);
+    if (!inf->relist_wanted)
+        start_watch(inf, rv); /* first: a handler below may hold the informer */
+    for (struct inf_informer *v = inf->views; v; v = v->view_next)
+        if (v->joined)
+            sweep(v);
+    sweep(inf);
+    if (inf->relist_wanted && !inf->held) {
+        inf->relist_wanted = false;
+        start_list(inf);
     }
 }
 
@@ -433,7 +494,7 @@ static int on_list_item(const char *item, size_t len, void *data)
     if (r < 0)
         return r;
     if (json_is_object(obj))
-        upsert_text(inf, obj, text, text_len);
+        apply(inf, obj, text, text_len);
     json_decref(obj);
     return 0;
 }
@@ -453,7 +514,7 @@ static int on_pb_item(const uint8_t *item, size_t len, void *data)
     if (r < 0)
         return r;
     if (json_is_object(obj))
-        upsert_text(inf, obj, inf->jtext, text_len);
+        apply(inf, obj, inf->jtext, text_len);
     json_decref(obj);
     return 0;
 }
@@ -599,6 +660,19 @@ static void on_list(struct kapi_client *c, const struct kapi_result *res, void *
     list_done(inf, res->err, res->http_status, res->status.message);
 }
 
+/* Whether the list overflowed the informer or a view that had it, clearing the marks. */
+static bool overflowed(struct inf_informer *inf)
+{
+    bool any = inf->overflow;
+
+    inf->overflow = false;
+    for (struct inf_informer *v = inf->views; v; v = v->view_next) {
+        any = any || (v->joined && v->overflow);
+        v->overflow = false;
+    }
+    return any;
+}
+
 /* The list's response ended (err 0) or failed, and all its text was decoded. */
 static void list_done(struct inf_informer *inf, int err, long http_status, const char *message)
 {
@@ -632,8 +706,8 @@ static void list_done(struct inf_informer *inf, int err, long http_status, const
     if (r < 0) {
         log_debug("informer", "listing %s failed: %s", inf->res->resource,
                   err < 0 ? message : strerror(-r));
-        if ((r == -EPERM || r == -EACCES) && inf->h.on_error)
-            inf->h.on_error(inf, r, message, inf->data);
+        if (r == -EPERM || r == -EACCES)
+            report(inf, r, message);
         x_free(inf->cont);
         inf->cont = NULL;
         retry_later(inf);
@@ -641,12 +715,12 @@ static void list_done(struct inf_informer *inf, int err, long http_status, const
     }
     /* The page was applied while it arrived: a paged list is one snapshot, so applying it page by
      * page ends in the same store as applying it whole. */
-    if (inf->overflow) {
-        /* The collection is over max_objects: a cache holding part of it must not pass for
-         * synced. Keep what fits, report (once, in upsert) and try again later. */
-        log_warn("informer", "%s: more than %zu objects, not synced; retrying", inf->res->resource,
-                 inf->max_objects);
-        inf->overflow = false;
+    if (overflowed(inf)) {
+        /* The collection is over max_objects (of the informer or of a view): a cache holding part
+         * of it must not pass for synced. Keep what fits, report (once, in upsert) and try again
+         * later. */
+        log_warn("informer", "%s: more objects than a cache takes, not synced; retrying",
+                 inf->res->resource);
         x_free(inf->cont);
         inf->cont = NULL;
         json_decref(env);
@@ -773,6 +847,11 @@ static void list_page(struct inf_informer *inf)
 
 static void start_list(struct inf_informer *inf)
 {
+    for (struct inf_informer *v = inf->views; v; v = v->view_next) {
+        kstore_new_generation(v->store);
+        v->joined = true; /* from this list's first object on */
+    }
+    inf->relist_wanted = false;
     kstore_new_generation(inf->store);
     x_free(inf->cont);
     inf->cont = NULL;
@@ -827,6 +906,15 @@ static void on_resync(uv_timer_t *t)
 
 /* ---- public --------------------------------------------------------------------------------- */
 
+static void link_all(struct inf_informer *inf)
+{
+    inf->all_next = all_infs;
+    if (all_infs)
+        all_infs->all_prev = &inf->all_next;
+    inf->all_prev = &all_infs;
+    all_infs = inf;
+}
+
 int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf_handlers *h,
             void *data, struct inf_informer **ret)
 {
@@ -872,12 +960,35 @@ int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf
         inf_free(inf);
         return -ENOMEM;
     }
-    inf->all_next = all_infs;
-    if (all_infs)
-        all_infs->all_prev = &inf->all_next;
-    inf->all_prev = &all_infs;
-    all_infs = inf;
+    link_all(inf);
     *ret = inf;
+    return 0;
+}
+
+int inf_view_new(struct inf_informer *src, const struct inf_options *o,
+                 const struct inf_handlers *h, void *data, struct inf_informer **ret)
+{
+    struct inf_informer *v;
+    int r;
+
+    if (!src || src->is_view || !o || !ret || !o->resource ||
+        strcmp(o->resource->resource, src->res->resource) != 0 ||
+        strcmp(o->resource->group, src->res->group) != 0 || o->namespace_ || o->label_selector ||
+        o->field_selector || o->list_from_cache)
+        return -EINVAL;
+    r = inf_new(src->c, o, h, data, &v);
+    if (r < 0)
+        return r;
+    v->res = src->res;
+    v->pb_msg = src->pb_msg;
+    v->is_view = true;
+    v->src = src;
+    v->view_next = src->views;
+    if (src->views)
+        src->views->view_prev = &v->view_next;
+    v->view_prev = &src->views;
+    src->views = v;
+    *ret = v;
     return 0;
 }
 
@@ -903,6 +1014,26 @@ int inf_set_extractor(struct inf_informer *inf, const struct inf_extractor *x)
     return 0;
 }
 
+/* A view starts: it joins its source's next list from the start. A source that watches lists
+ * again now (from the watch cache when it may); one that lists, or is held, does once it is done;
+ * one not started yet, or waiting to retry a failed list, is about to list anyway. */
+static int view_start(struct inf_informer *v)
+{
+    struct inf_informer *s = v->src;
+
+    if (!s)
+        return -ENODEV;
+    if (!s->started || (s->retry_timer && uv_is_active((uv_handle_t *)s->retry_timer)))
+        return 0;
+    if (s->held || s->list_call || s->done_pending) {
+        s->relist_wanted = true;
+        return 0;
+    }
+    drop_watch(s);
+    start_list(s);
+    return 0;
+}
+
 int inf_start(struct inf_informer *inf)
 {
     if (!inf || inf->started)
@@ -914,6 +1045,8 @@ int inf_start(struct inf_informer *inf)
             return -ENOMEM;
         uv_timer_start(inf->resync_timer, on_resync, inf->resync_ms, inf->resync_ms);
     }
+    if (inf->is_view)
+        return view_start(inf);
     start_list(inf);
     return 0;
 }
@@ -926,6 +1059,19 @@ void inf_free(struct inf_informer *inf)
         *inf->all_prev = inf->all_next;
         if (inf->all_next)
             inf->all_next->all_prev = inf->all_prev;
+    }
+    if (inf->src) { /* a view leaves its source */
+        *inf->view_prev = inf->view_next;
+        if (inf->view_next)
+            inf->view_next->view_prev = inf->view_prev;
+    }
+    while (inf->views) { /* a source's views stay, fed no more: not synced */
+        struct inf_informer *v = inf->views;
+        inf->views = v->view_next;
+        v->src = NULL;
+        v->view_prev = NULL;
+        v->view_next = NULL;
+        v->joined = v->synced = false;
     }
     drop_watch(inf);
     kapi_call_cancel(inf->list_call);
@@ -962,7 +1108,7 @@ int inf_hold(struct inf_informer *inf)
 {
     const char *rv;
 
-    if (!inf || !inf->synced || inf->held)
+    if (!inf || !inf->synced || inf->held || inf->src)
         return -EINVAL;
     /* Only while watching: a list in progress changes the store as its pages arrive. */
     if (!inf->watch || inf->list_call || inf->done_pending)
@@ -981,7 +1127,10 @@ void inf_release(struct inf_informer *inf)
     if (!inf || !inf->held)
         return;
     inf->held = false;
-    start_watch(inf, inf->held_rv); /* what happened meanwhile comes now, in order */
+    if (inf->relist_wanted)
+        start_list(inf); /* a view waits to join: a list, from the watch cache when it may */
+    else
+        start_watch(inf, inf->held_rv); /* what happened meanwhile comes now, in order */
 }
 
 bool inf_held(const struct inf_informer *inf)
@@ -1096,6 +1245,8 @@ const char *inf_resource(const struct inf_informer *inf)
 
 unsigned inf_watch_reconnects(const struct inf_informer *inf)
 {
+    if (inf->src)
+        inf = inf->src;
     return inf->reconnects_before + (inf->watch ? kw_reconnects(inf->watch) : 0);
 }
 

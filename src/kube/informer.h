@@ -42,7 +42,20 @@
  * A relist applies each page as it arrives (so only one page of trees is ever held) and, once the
  * list is complete, deletes what the list no longer contains. After each complete list the
  * informer calls malloc_trim(0) (glibc) so that the freed pages of the list's trees go back to
- * the system. */
+ * the system.
+ *
+ * Views. A view (inf_view_new) is an informer without a list or a watch of its own: its store is
+ * fed by another informer's (its source's), one watch for several caches. Each object the source
+ * lists or watches goes first to its views, each with its own keep, transform, max_objects,
+ * indexes, extractor and handlers, then to the source, whose transform may then change it. A view
+ * caches and hands over its own copy of what it keeps (a deep copy per kept change: cheap when a
+ * view keeps few of the source's objects, e.g. the pods of one node among every pod). A view
+ * joins at the start of one of the source's lists: inf_start of a view makes a source that
+ * watches list again (from the watch cache if the source lists from it), one that is listing or
+ * held list again when done; the view is synced (on_synced) when that list is complete. From then
+ * on it gets what the source gets: changes, relists (with deletes for what they no longer
+ * contain), and the source's failures (on_error for a list or a watch). A view cannot be held. A
+ * view freed leaves its source; a source freed leaves its views unfed and not synced. */
 #ifndef CLIQO_KUBE_INFORMER_H
 #define CLIQO_KUBE_INFORMER_H
 
@@ -137,6 +150,13 @@ void inf_set_json_only(bool json_only);
 
 int inf_new(struct kapi_client *c, const struct inf_options *o, const struct inf_handlers *h,
             void *data, struct inf_informer **ret);
+/* A view of src (see "Views" above; src, of the same thread, must not be a view itself). o as for
+ * inf_new, of src's resource, without namespace, selectors or list_from_cache (those are src's);
+ * page_size and json_only are ignored. Start it with inf_start, free it with inf_free, before or
+ * after its source. Returns 0 or -EINVAL, -ENOMEM; inf_start of a view whose source is gone
+ * returns -ENODEV. */
+int inf_view_new(struct inf_informer *src, const struct inf_options *o,
+                 const struct inf_handlers *h, void *data, struct inf_informer **ret);
 /* Adds an index; only before inf_start. */
 int inf_add_index(struct inf_informer *inf, const char *name, inf_index_fn fn);
 /* Sets the extractor (copied); only before inf_start (-EBUSY after). Setting the one already set
@@ -187,7 +207,8 @@ const void *inf_get_record(const struct inf_informer *inf, const char *ns, const
 /* Calls fn for every object's record (objects without one are skipped); returns how many were
  * visited. Nothing is decoded. */
 size_t inf_foreach_record(const struct inf_informer *inf, inf_record_fn fn, void *data);
-/* Statistics: lists done (1 + relists), watch reconnects. */
+/* Statistics: lists done (1 + relists; for a view, its source's lists it had), watch reconnects
+ * (a view's: its source's). */
 unsigned inf_lists(const struct inf_informer *inf);
 /* Memory the store accounts for (see struct kstore_stats). */
 void inf_store_stats(const struct inf_informer *inf, struct kstore_stats *ret);

@@ -111,7 +111,8 @@ struct vk_pods_shared {
     struct metrics_registry *r;
     struct metrics_family *offloaded, *creations, *refusals, *status, *events, *dropped, *orphans,
         *deletions, *waited;
-    unsigned max_creations; /* creations in flight per reflector; 0: VK_PODS_CREATES */
+    unsigned max_creations;    /* creations in flight per reflector; 0: VK_PODS_CREATES */
+    struct inf_informer *home; /* every home pod (vk_pods_shared_set_home), or NULL */
 };
 
 /* A metric family of p's shared context, or NULL (nothing counted). */
@@ -182,6 +183,12 @@ void vk_pods_shared_set_creations(struct vk_pods_shared *sh, unsigned n)
 {
     if (sh)
         sh->max_creations = n < VK_PODS_CONCURRENCY ? n : VK_PODS_CONCURRENCY - 1;
+}
+
+void vk_pods_shared_set_home(struct vk_pods_shared *sh, struct inf_informer *pods)
+{
+    if (sh)
+        sh->home = pods;
 }
 
 /* Creations in flight at most: the rest of the queue's slots stay for status writes home. */
@@ -1248,13 +1255,19 @@ static int pods_create(const struct vk_reflect_env *env, void **ret_state)
     p->started_wall = (int64_t)time(NULL);
     p->ev_tokens = VK_PODS_EVENT_BURST;
     p->ev_at = uv_now(env->loop);
-    o.field_selector = "spec.nodeName!="; /* every bound pod; home_keep keeps the node's */
-    o.keep = home_keep;
+    o.keep = home_keep; /* the node's pods */
     p->q = wq_new(env->loop, &qo, reconcile, p);
     if (!p->q)
         goto fail;
-    if ((e = inf_new(env->local, &o, &h, p, &p->home)) < 0 ||
-        (e = inf_add_index(p->home, IDX_NS, inf_index_by_namespace)) < 0 ||
+    /* A view of the agent's informer of every home pod when there is one (one watch for every
+     * virtual kubelet and the other modules); else a watch of every bound pod. */
+    if (env->pods && env->pods->home) {
+        e = inf_view_new(env->pods->home, &o, &h, p, &p->home);
+    } else {
+        o.field_selector = "spec.nodeName!=";
+        e = inf_new(env->local, &o, &h, p, &p->home);
+    }
+    if (e < 0 || (e = inf_add_index(p->home, IDX_NS, inf_index_by_namespace)) < 0 ||
         (e = inf_start(p->home)) < 0)
         goto fail;
     p->sh = env->pods;

@@ -47,11 +47,18 @@ extern const struct vk_reflector_ops vk_reflect_pods;
  * module state, the standalone process) and given to each through env->pods; freed after the last
  * reflector given it is destroyed (NULL-safe). vk_pods_shared_new returns 0 or a negative errno. */
 struct vk_pods_shared;
+struct inf_informer;
 int vk_pods_shared_new(struct metrics_registry *r, struct vk_pods_shared **ret);
 void vk_pods_shared_free(struct vk_pods_shared *sh);
 /* Creations each reflector has in flight at most (--vk-pod-creations; 0: VK_PODS_CREATES; capped
  * below VK_PODS_CONCURRENCY, so that status writes always have slots). */
 void vk_pods_shared_set_creations(struct vk_pods_shared *sh, unsigned n);
+/* The home cluster's informer of every pod (borrowed; it must outlive the reflectors made after
+ * the call, or be freed after them: kube/informer.h, "Views"). Each pods reflector then keeps its
+ * node's pods in a view of it (one watch of the home pods whatever the number of virtual
+ * kubelets, shared with the other users of that informer) instead of a watch of its own. NULL,
+ * and for reflectors made before: their own watch of every bound pod. */
+void vk_pods_shared_set_home(struct vk_pods_shared *sh, struct inf_informer *pods);
 
 /* The keepalive's verdict (vk.c): while unreachable nothing is created or deleted, home pods keep
  * their status with cliqo.io/ProviderReachable=False; reachable again reconciles every pod. why is

@@ -33,6 +33,7 @@ static struct {
     struct fakeapi http;
     int watches;
     char last_watch[512]; /* the request line of the last watch */
+    char last_list[512];  /* of the last list */
     const char *minor;    /* GET /version answers {"major":"1","minor":minor}; NULL: a PodList */
     int versions, lists, pb_lists; /* requests: /version, lists, lists accepting protobuf */
 } srv;
@@ -70,6 +71,8 @@ static void answer(struct fakeapi_conn *c, const char *request, void *data)
     } else if (!strstr(request, "watch=1")) {
         srv.lists++;
         srv.pb_lists += strstr(request, "application/vnd.kubernetes.protobuf") != NULL;
+        snprintf(srv.last_list, sizeof(srv.last_list), "%.*s", (int)strcspn(request, "\r\n"),
+                 request);
     }
     if (strstr(request, "watch=1"))
         snprintf(srv.last_watch, sizeof(srv.last_watch), "%.*s", (int)strcspn(request, "\r\n"),
@@ -669,6 +672,149 @@ static void test_protobuf_by_version(void **state)
     }
 }
 
+/* Views (inf_view_new): one list and watch, several caches. The source's transform drops each
+ * pod's spec in place, the view's (trees kept as they are) each pod's status: each sees the pods
+ * whole before its own transform. The view keeps the pods not on node-1 (struct kept, except):
+ * the list's p1 and p2 are node-1's (not kept), the watch moves p1 to node-2 (an add for the
+ * view, an update for the source), deletes p2 (the source's only) and adds p3. */
+static void drop_spec(json_t *obj, void *data)
+{
+    (void)data;
+    json_object_del(obj, "spec");
+}
+
+static void drop_status(json_t *obj, void *data)
+{
+    (void)data;
+    json_object_del(obj, "status");
+}
+
+static const char *phase_in(const struct inf_informer *inf, const char *name)
+{
+    static char phase[32];
+    json_t *o = inf_get(inf, "ns", name);
+    const char *n = json_string_value(json_object_get(json_object_get(o, "status"), "phase"));
+
+    snprintf(phase, sizeof(phase), "%s", o ? (n ? n : "(no status)") : "(none)");
+    json_decref(o);
+    return phase;
+}
+
+static const char *node_in(const struct inf_informer *inf, const char *name)
+{
+    static char node[32];
+    json_t *o = inf_get(inf, "ns", name);
+    const char *n = json_string_value(json_object_get(json_object_get(o, "spec"), "nodeName"));
+
+    snprintf(node, sizeof(node), "%s", o ? (n ? n : "(no spec)") : "(none)");
+    json_decref(o);
+    return node;
+}
+
+static void test_view_from_the_start(void **state)
+{
+    struct inf_options so = {.resource = &kapi_pods, .transform = drop_spec};
+    struct inf_options vo = {.resource = &kapi_pods,
+                             .keep = keep_node,
+                             .transform = drop_status,
+                             .store = INF_STORE_TREE};
+    struct inf_handlers h = {
+        .on_add = k_add, .on_update = k_update, .on_delete = k_delete, .on_synced = k_synced};
+    struct kept src = {.node = "none"}, view = {.node = "node-1", .except = true};
+    struct inf_informer *s, *v, *vv = NULL;
+    struct kapi_client *c;
+
+    (void)state;
+    server_start();
+    c = client_new();
+    assert_int_equal(inf_new(c, &so, &h, &src, &s), 0);
+    assert_int_equal(inf_view_new(s, &vo, &h, &view, &v), 0);
+    /* what only the source decides, and views of views, are refused */
+    vo.field_selector = "spec.nodeName!=";
+    assert_int_equal(inf_view_new(s, &vo, &h, &view, &vv), -EINVAL);
+    vo.field_selector = NULL;
+    vo.resource = &kapi_events;
+    assert_int_equal(inf_view_new(s, &vo, &h, &view, &vv), -EINVAL);
+    vo.resource = &kapi_pods;
+    assert_int_equal(inf_view_new(v, &vo, &h, &view, &vv), -EINVAL);
+    assert_null(vv);
+    assert_int_equal(inf_start(v), 0); /* before its source: it joins the first list */
+    assert_int_equal(inf_start(s), 0);
+    run_until(&src.synced, 1);
+    run_until(&view.synced, 1);
+    run_until(&srv.watches, 2);
+    assert_int_equal(srv.lists, 1); /* one list, one watch for both */
+    assert_string_equal(src.log, "add p1;add p2;update p1;delete p2;add p3;");
+    assert_string_equal(view.log, "add p1;add p3;");
+    assert_int_equal(inf_count(v), 2);
+    assert_string_equal(node_in(v, "p1"), "node-2"); /* whole, though the source dropped spec */
+    assert_string_equal(node_in(s, "p1"), "(no spec)");
+    assert_string_equal(phase_in(v, "p1"), "(no status)");
+    assert_string_equal(phase_in(s, "p1"), "Running");
+    assert_false(inf_synced(NULL));
+    assert_true(inf_synced(v));
+    assert_int_equal(inf_hold(v), -EINVAL); /* a view is not held */
+    assert_int_equal(inf_lists(v), 1);
+    /* the source goes first: the view stays, unfed, not synced */
+    inf_free(s);
+    assert_false(inf_synced(v));
+    assert_int_equal(inf_count(v), 2);
+    inf_free(v);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
+/* A view started while its source lists joins the list after (the source lists twice), and one
+ * started while its source watches makes it list again at once, from the watch cache at the
+ * version it had reached; the source's own handlers see only what that list changed. */
+static void test_view_late(void **state)
+{
+    struct inf_options so = {.resource = &kapi_pods, .list_from_cache = true};
+    struct inf_options vo = {.resource = &kapi_pods};
+    struct inf_handlers h = {
+        .on_add = k_add, .on_update = k_update, .on_delete = k_delete, .on_synced = k_synced};
+    struct kept src = {.node = "none"}, early = {.node = "none"}, late = {.node = "none"};
+    struct inf_informer *s, *v1, *v2;
+    struct kapi_client *c;
+
+    (void)state;
+    server_start();
+    c = client_new();
+    assert_int_equal(inf_new(c, &so, &h, &src, &s), 0);
+    assert_int_equal(inf_start(s), 0); /* its list is on its way */
+    assert_int_equal(inf_view_new(s, &vo, &h, &early, &v1), 0);
+    assert_int_equal(inf_start(v1), 0);
+    run_until(&early.synced, 1);
+    assert_int_equal(srv.lists, 2);
+    assert_int_equal(src.synced, 1);
+    assert_string_equal(early.log, "add p1;add p2;");
+    run_until(&srv.watches, 2); /* the watch's events, to both */
+    assert_string_equal(early.log, "add p1;add p2;update p1;delete p2;add p3;");
+    /* watching from 13: a view now makes the source list again from the cache */
+    assert_int_equal(inf_view_new(s, &vo, &h, &late, &v2), 0);
+    src.log[0] = '\0';
+    assert_int_equal(inf_start(v2), 0);
+    run_until(&late.synced, 1);
+    assert_int_equal(srv.lists, 3);
+    assert_non_null(strstr(srv.last_list, "resourceVersion=13"));
+    /* the fake server lists p1@1 and p2@2 again: the source and the early view follow it */
+    assert_string_equal(late.log, "add p1;add p2;");
+    assert_string_equal(src.log, "update p1;add p2;delete p3;");
+    assert_int_equal(inf_count(v1), 2);
+    assert_int_equal(inf_count(s), 2);
+    assert_int_equal(inf_lists(v1), 2);
+    assert_int_equal(inf_lists(v2), 1);
+    inf_free(v1); /* the views first, then the source */
+    inf_free(v2);
+    inf_free(s);
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -685,10 +831,16 @@ static int teardown(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_records),          cmocka_unit_test(test_options_and_none),
-        cmocka_unit_test(test_handlers_only),    cmocka_unit_test(test_update_without_old),
-        cmocka_unit_test(test_hold_and_slices),  cmocka_unit_test(test_protobuf_by_version),
-        cmocka_unit_test(test_foreach_informer), cmocka_unit_test(test_keep),
+        cmocka_unit_test(test_records),
+        cmocka_unit_test(test_options_and_none),
+        cmocka_unit_test(test_handlers_only),
+        cmocka_unit_test(test_update_without_old),
+        cmocka_unit_test(test_hold_and_slices),
+        cmocka_unit_test(test_protobuf_by_version),
+        cmocka_unit_test(test_foreach_informer),
+        cmocka_unit_test(test_keep),
+        cmocka_unit_test(test_view_from_the_start),
+        cmocka_unit_test(test_view_late),
     };
 
     return cmocka_run_group_tests(tests, setup, teardown);
