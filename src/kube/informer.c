@@ -1108,7 +1108,7 @@ int inf_hold(struct inf_informer *inf)
 {
     const char *rv;
 
-    if (!inf || !inf->synced || inf->held || inf->src)
+    if (!inf || !inf->synced || inf->held || inf->is_view)
         return -EINVAL;
     /* Only while watching: a list in progress changes the store as its pages arrive. */
     if (!inf->watch || inf->list_call || inf->done_pending)

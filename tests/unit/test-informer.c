@@ -721,7 +721,7 @@ static void test_view_from_the_start(void **state)
     struct inf_handlers h = {
         .on_add = k_add, .on_update = k_update, .on_delete = k_delete, .on_synced = k_synced};
     struct kept src = {.node = "none"}, view = {.node = "node-1", .except = true};
-    struct inf_informer *s, *v, *vv = NULL;
+    struct inf_informer *s, *v, *vv = NULL, *idle;
     struct kapi_client *c;
 
     (void)state;
@@ -755,10 +755,14 @@ static void test_view_from_the_start(void **state)
     assert_true(inf_synced(v));
     assert_int_equal(inf_hold(v), -EINVAL); /* a view is not held */
     assert_int_equal(inf_lists(v), 1);
-    /* the source goes first: the view stays, unfed, not synced */
+    assert_int_equal(inf_view_new(s, &vo, NULL, NULL, &idle), 0); /* never started */
+    /* the source goes first: the views stay, unfed, not synced; they cannot start nor be held */
     inf_free(s);
     assert_false(inf_synced(v));
     assert_int_equal(inf_count(v), 2);
+    assert_int_equal(inf_hold(v), -EINVAL);
+    assert_int_equal(inf_start(idle), -ENODEV);
+    inf_free(idle);
     inf_free(v);
     kapi_client_close(c);
     server_stop();
