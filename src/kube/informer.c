@@ -450,7 +450,6 @@ static void sweep(struct inf_informer *inf)
     for (size_t i = 0; i < n; i++)
         remove_entry(inf, gone[i]);
     x_free(gone);
-    trim_soon(inf);
     inf->lists++;
     if (!inf->synced) {
         inf->synced = true;
@@ -471,6 +470,7 @@ static void finish_list(struct inf_informer *inf, const char *rv)
         if (v->joined)
             sweep(v);
     sweep(inf);
+    trim_soon(inf); /* malloc_trim is the process's: once for the list, whatever the views */
     if (inf->relist_wanted && !inf->held) {
         inf->relist_wanted = false;
         start_list(inf);
