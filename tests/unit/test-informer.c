@@ -204,6 +204,16 @@ static struct kapi_client *client_new(void)
     return c;
 }
 
+/* The end of a case: the client closed, the server stopped, and the loop given the iterations
+ * their handles need to close. */
+static void client_done(struct kapi_client *c)
+{
+    kapi_client_close(c);
+    server_stop();
+    for (int i = 0; i < 20; i++)
+        uv_run(&loop, UV_RUN_NOWAIT);
+}
+
 static void run_until(const int *counter, int want)
 {
     uint64_t until = uv_now(&loop) + 10000;
@@ -264,10 +274,7 @@ static void test_records(void **state)
     assert_int_equal(inf_start(inf), 0);
     assert_int_equal(inf_set_extractor(inf, &pod_x), -EBUSY);
     inf_free(inf);
-    kapi_client_close(c);
-    server_stop();
-    for (int i = 0; i < 20; i++)
-        uv_run(&loop, UV_RUN_NOWAIT);
+    client_done(c);
 }
 
 /* Records for the handlers only: the added and updated objects have one, nothing is kept (the old
@@ -318,10 +325,7 @@ static void test_handlers_only(void **state)
     inf_store_stats(inf, &st);
     assert_int_equal(st.records, 0);
     inf_free(inf);
-    kapi_client_close(c);
-    server_stop();
-    for (int i = 0; i < 20; i++)
-        uv_run(&loop, UV_RUN_NOWAIT);
+    client_done(c);
 }
 
 /* inf_options.extractor at creation, and a record-less informer's handlers see NULL. */
@@ -356,10 +360,7 @@ static void test_update_without_old(void **state)
     assert_string_equal(s.log, "add p1@node-1;add p2@node-1;new p1@node-2;delete p2@node-1;"
                                "add p3@node-3;");
     inf_free(inf);
-    kapi_client_close(c);
-    server_stop();
-    for (int i = 0; i < 20; i++)
-        uv_run(&loop, UV_RUN_NOWAIT);
+    client_done(c);
 }
 
 /* keep: objects it refuses are not the informer's. Kept: node-1's pods. The list brings p1 and p2
@@ -436,10 +437,7 @@ static void keep_case(struct kept *k, const char *want_log, size_t want_count)
     assert_int_equal(inf_count(inf), want_count);
     assert_null(inf_get(inf, "ns", "p2"));
     inf_free(inf);
-    kapi_client_close(c);
-    server_stop();
-    for (int i = 0; i < 20; i++)
-        uv_run(&loop, UV_RUN_NOWAIT);
+    client_done(c);
 }
 
 static void test_keep(void **state)
@@ -521,10 +519,7 @@ static void test_hold_and_slices(void **state)
     assert_int_equal(s.updates, 1); /* nothing was replayed to the handlers by the hold */
     inf_free(idle);
     inf_free(inf);
-    kapi_client_close(c);
-    server_stop();
-    for (int i = 0; i < 20; i++)
-        uv_run(&loop, UV_RUN_NOWAIT);
+    client_done(c);
 }
 
 static void test_options_and_none(void **state)
@@ -556,10 +551,7 @@ static void test_options_and_none(void **state)
     assert_null(inf_get_record(inf, "ns", "p1"));
     assert_int_equal(inf_foreach_record(inf, count_record, &s), 0);
     inf_free(inf);
-    kapi_client_close(c);
-    server_stop();
-    for (int i = 0; i < 20; i++)
-        uv_run(&loop, UV_RUN_NOWAIT);
+    client_done(c);
 }
 
 struct listed {
@@ -621,10 +613,7 @@ static void test_foreach_informer(void **state)
     l = (struct listed){0};
     inf_foreach_informer(count_informer, &l);
     assert_int_equal(l.n, 0);
-    kapi_client_close(c);
-    server_stop();
-    for (int i = 0; i < 20; i++)
-        uv_run(&loop, UV_RUN_NOWAIT);
+    client_done(c);
 }
 
 /* Protobuf is asked for only from a server of the schema's own version (kube/kpb.h), once its
@@ -665,10 +654,7 @@ static void test_protobuf_by_version(void **state)
             assert_int_equal(major, 1);
         }
         inf_free(inf);
-        kapi_client_close(c);
-        server_stop();
-        for (int k = 0; k < 20; k++)
-            uv_run(&loop, UV_RUN_NOWAIT);
+        client_done(c);
     }
 }
 
@@ -764,10 +750,7 @@ static void test_view_from_the_start(void **state)
     assert_int_equal(inf_start(idle), -ENODEV);
     inf_free(idle);
     inf_free(v);
-    kapi_client_close(c);
-    server_stop();
-    for (int i = 0; i < 20; i++)
-        uv_run(&loop, UV_RUN_NOWAIT);
+    client_done(c);
 }
 
 /* A view started while its source lists joins the list after (the source lists twice), and one
@@ -813,10 +796,7 @@ static void test_view_late(void **state)
     inf_free(v1); /* the views first, then the source */
     inf_free(v2);
     inf_free(s);
-    kapi_client_close(c);
-    server_stop();
-    for (int i = 0; i < 20; i++)
-        uv_run(&loop, UV_RUN_NOWAIT);
+    client_done(c);
 }
 
 static int setup(void **state)
