@@ -475,5 +475,9 @@ echo "FIGURE single-pod-steps-ms (medians, as the watches saw them) offloaded: $
   step_medians bind ready)"
 echo "FIGURE request-mean-ms to_provider: $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ { match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7); if ($0 ~ /_sum/) s[v] += $NF; else c[v] += $NF } END { for (v in c) if (c[v]) printf "%s=%.1f ", v, 1000 * s[v] / c[v] }')"
 echo "FIGURE agent-requests $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_(kube|peer)_requests_total/ && !/WATCH/ { sub(/peer="[^"]*",/, ""); printf "%s ", $0 }')"
-echo "FIGURE pod-watchers (each API server's registered watches of pods: its scheduler's, controllers', simulator's and the agents') consumer=$(k 1 get --raw /metrics | awk '/^apiserver_registered_watchers\{/ && /kind="Pod"/ { n += $NF } END { print n + 0 }') provider=$(k 2 get --raw /metrics | awk '/^apiserver_registered_watchers\{/ && /kind="Pod"/ { n += $NF } END { print n + 0 }')"
+# The watches of pods registered with cluster $1's API server.
+pod_watchers() {
+  k "$1" get --raw /metrics | awk '/^apiserver_registered_watchers\{/ && /kind="Pod"/ { n += $NF } END { print n + 0 }'
+}
+echo "FIGURE pod-watchers (each API server's registered watches of pods: its scheduler's, controllers', simulator's and the agents') consumer=$(pod_watchers 1) provider=$(pod_watchers 2)"
 echo "FIGURE vk-metrics $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_vk_pod_(creations|status_updates|events_forwarded|events_dropped|refusals)/ { sub(/\{.*\}/, "", $1); printf "%s=%s ", $1, $2 }')"
