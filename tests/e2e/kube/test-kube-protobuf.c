@@ -67,6 +67,12 @@ static const struct kapi_resource *resource_of(const char *kind)
     return NULL;
 }
 
+static bool not_yet(int e, const char *message)
+{
+    return (e == -EIO && strstr(message, "token")) ||
+           (e == -EPERM && strstr(message, "serviceaccount") && strstr(message, "not found"));
+}
+
 /* Creates obj; returns the server's copy (json_decref). */
 static json_t *create(const struct kapi_resource *r, const char *in_ns, json_t *obj)
 {
@@ -74,8 +80,10 @@ static json_t *create(const struct kapi_resource *r, const char *in_ns, json_t *
     struct kapi_sync s = {0};
     int e = sync_call(kapi_create(cl, r, in_ns, obj, kapi_sync_cb, &s), &s);
 
-    /* a new namespace's service account gets its token a moment later */
-    for (int t = 0; e == -EIO && strstr(s.message, "token") && t < 100; t++) {
+    /* A new namespace's default service account, and then its token, come a moment later: the
+     * server refuses a pod until then (403 "serviceaccount ... not found", then 500 "no API
+     * token found"). */
+    for (int t = 0; not_yet(e, s.message) && t < 100; t++) {
         kapi_sync_done(&s);
         memset(&s, 0, sizeof(s));
         usleep(100 * 1000);
