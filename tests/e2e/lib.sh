@@ -146,6 +146,20 @@ kget() {
   fi
 }
 
+# wait_default_sa CLUSTER NS: waits until namespace NS of CLUSTER takes pods: its default ServiceAccount is
+# there with its token Secret (Kubernetes 1.20's token controller makes the Secret, then names it in the
+# account's .secrets). A new namespace has neither for a moment (longer on a busy machine), and meanwhile the API
+# server's ServiceAccount admission refuses every pod created there: 403 "error looking up service account
+# NS/default" without the account (even a pod with automountServiceAccountToken: false, even a dry run), 500 "no
+# API token found" without the token. A controller's pods (a Deployment's) are retried; a test's own are not:
+# call this between making a namespace and creating the first pod there.
+default_sa_ready() {
+  local s
+  s=$(jpath "$1" '{.secrets[0].name}' serviceaccount default -n "$2" 2>/dev/null) && [ -n "$s" ] &&
+    kc "$1" get secret "$s" -n "$2" >/dev/null 2>&1
+}
+wait_default_sa() { wait_for 60 "the default service account of $2 on $1, with its token" default_sa_ready "$1" "$2"; }
+
 # apply_pod CLUSTER NS NAME [SPEC-LINES]: a pod applied with kubectl; its spec is the lines given (indented 2),
 # one busybox container without them.
 apply_pod() {

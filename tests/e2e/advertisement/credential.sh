@@ -90,6 +90,7 @@ must create endpointslices.discovery.k8s.io -n "$OFF"
 mustnt delete namespaces "$OFF"
 mustnt create pods -n "$TAKEN"
 mustnt create pods -n kube-system
+wait_default_sa "$P1" "$OFF" # (made by $P1's NamespaceMap controller a moment ago)
 vk run -n "$OFF" probe --image=busybox --restart=Never >/dev/null || fail "it cannot create a pod in $OFF"
 if vk run -n "$TAKEN" probe --image=busybox --restart=Never >/dev/null 2>&1; then fail "it created a pod in $TAKEN"; fi
 

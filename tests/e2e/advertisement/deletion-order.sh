@@ -45,6 +45,7 @@ ADV=$(adv_of "$P3")
 
 say "a pod bound to $NODE"
 kc "$A" create namespace "$NS" >/dev/null
+wait_default_sa "$A" "$NS"
 kc "$A" apply -n "$NS" -f - >/dev/null <<EOF || fail "cannot create the pod"
 apiVersion: v1
 kind: Pod

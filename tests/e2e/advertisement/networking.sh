@@ -44,6 +44,7 @@ sleep 2
 say "a pod bound to $P1's virtual node is sent all the same"
 kc "$A" create namespace "$NS" >/dev/null
 out=$(cq "$A" offload namespace "$NS" --strategy Remote --wait --timeout 60s 2>&1) || fail "offload $NS failed: $out"
+wait_default_sa "$A" "$NS"
 bind_pod "$NS" sent "$P1"
 wait_for 30 "pod 'sent' on $P1" eval \
   "kc $P1 get pods -A -l offloading.cliqo.io/home-namespace=$NS -o name | grep_q sent"

@@ -59,6 +59,7 @@ patch_config "$P2" '{"spec":{"advertisementConfig":{"outgoingConfig":{"refreshSe
 sleep 2 # the configuration change itself re-sends once
 NODE2=$(kc "$P2" get nodes -o jsonpath='{.items[0].metadata.name}')
 kc "$P2" create namespace "$NS" >/dev/null
+wait_default_sa "$P2" "$NS"
 pod() { # NAME CPU
   kc "$P2" apply -n "$NS" -f - >/dev/null <<EOF || fail "cannot create pod $1 on $P2"
 apiVersion: v1

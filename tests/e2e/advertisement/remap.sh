@@ -77,6 +77,7 @@ say "a pod bound to $P3's virtual node while the remapping is settled is sent"
 on_p3() { kc "$P3" get pods -A -l "offloading.cliqo.io/home-namespace=$NS" -o jsonpath='{.items[*].metadata.name}' | tr ' ' '\n' | grep_q -x "$1"; }
 kc "$A" create namespace "$NS" >/dev/null
 out=$(cq "$A" offload namespace "$NS" --strategy Remote --wait --timeout 60s 2>&1) || fail "offload $NS failed: $out"
+wait_default_sa "$A" "$NS"
 bind_pod "$NS" before "$P3"
 wait_for 30 "pod 'before' on $P3" on_p3 before
 

@@ -88,6 +88,7 @@ metadata: {name: e2e-overhead}
 handler: runc
 overhead: {podFixed: {cpu: 100m, memory: 64Mi}}
 EOF
+wait_default_sa "$P1" "$NS"
 pod() { # NAME NODE(or -) SPEC-EXTRA(yaml lines, indented 2)
   local nn=""
   [ "$2" != - ] && nn="nodeName: $2"

@@ -36,7 +36,7 @@ node_status e2e-notready False
 wait_for 60 "not-ready taint removed from e2e-ready" untainted e2e-ready
 sleep 2
 taints_of e2e-notready | grep_q node.kubernetes.io/not-ready || fail "e2e-notready has no not-ready taint"
-wait_for 60 "default service account" kc "$c" -n default get serviceaccount default
+wait_default_sa "$c" default
 for i in 1 2 3 4 5; do
   kc "$c" -n default run "e2e-sched-$i" --image=registry.invalid/pause:3 --restart=Never >/dev/null
 done

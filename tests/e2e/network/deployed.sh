@@ -137,6 +137,7 @@ offloaded() {
     jq -e --arg b "$B_ID" '[.status.remoteNamespacesConditions[$b][]? | select(.type == "Ready" and .status == "True")] | length == 1' >/dev/null
 }
 wait_for 60 "namespace $DNS offloaded to $B" offloaded
+wait_default_sa "$A" "$DNS"
 kc "$A" apply -f - >/dev/null <<JSON || fail "cannot create the pod"
 {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "offloaded", "namespace": "$DNS"},
  "spec": {"terminationGracePeriodSeconds": 0, "automountServiceAccountToken": false,

@@ -117,7 +117,7 @@ kc "$ac" patch node "$node" --subresource=status --type=merge -p \
   "{\"status\":{\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"127.0.0.1\"}],\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":$kp}}}}" \
   >/dev/null || fail "cannot publish the listener in the node's status"
 fresh_ns "$ac" "$ns"
-wait_for 60 "default service account in $ns" kc "$ac" -n "$ns" get serviceaccount default
+wait_default_sa "$ac" "$ns"
 kc "$ac" -n "$ns" create -f - >/dev/null <<YAML || fail "cannot create the pod"
 apiVersion: v1
 kind: Pod

@@ -36,7 +36,8 @@ for p in pods:
     if p["status"].get("hostIP") != addr: sys.exit("%s: hostIP %s, want %s" % (p["metadata"]["name"], p["status"].get("hostIP"), addr))
 print(len(pods))' "$nodes"
 }
-wait_sa() { wait_for 60 "default service account in $1" kc "$c" -n "$1" get serviceaccount default; }
+# wait_sa NS: the default ServiceAccount of NS on cluster c, with its token (lib.sh: before the first pod there).
+wait_sa() { wait_default_sa "$c" "$1"; }
 # fresh_ns CLUSTER NS: creates the namespace, after waiting for a previous run's to be gone.
 fresh_ns() {
   local cl=$1 n=$2

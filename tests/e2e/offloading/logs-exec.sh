@@ -25,6 +25,7 @@ say "offload $NS; pod $POD runs on $B"
 offload "$NS"
 wait_mapped "$NS"
 RNS=$(remote_ns "$NS")
+wait_default_sa "$A" "$NS"
 kc "$A" apply -f - >/dev/null <<JSON || fail "cannot create pod $POD"
 {"apiVersion":"v1","kind":"Pod","metadata":{"name":"$POD","namespace":"$NS"},
  "spec":{$(by_hand_spec)"terminationGracePeriodSeconds":2,"containers":[{"name":"c","image":"busybox:1.36"}]}}

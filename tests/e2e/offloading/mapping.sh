@@ -39,6 +39,7 @@ kget "$A" namespaceoffloading offloading -n "$NS" --show-managed-fields |
   fail "no status fields owned by field manager cliqo-vk-$B_ID"
 
 say "a pod there runs on $B; removing the offloading removes it first, then the entry, then the namespace"
+wait_default_sa "$A" "$NS"
 bare_pod "$NS" solo
 wait_for 60 "pod solo Running on both sides" all_running "$NS" 1
 # B's node holding the pod does not finish deletions until released: the order can be seen.

@@ -40,6 +40,7 @@ labels_b() { jb '{.metadata.labels.virtualkubelet\.liqo\.io/origin}/{.metadata.l
 
 say "namespace $NS on A, with a pod that stays on A (created before offloading)"
 kc "$A" create namespace "$NS" >/dev/null
+wait_default_sa "$A" "$NS"
 kc "$A" run -n "$NS" api-home --image=registry.invalid/api:1 --labels=app=api --port=8080 >/dev/null
 wait_for 60 "api-home running on A" eval '[ -n "$(ja "{.status.podIP}" pod api-home)" ]'
 HOME_IP=$(ja '{.status.podIP}' pod api-home)

@@ -83,6 +83,7 @@ wait_for 30 "the entry Accepted" eval \
   "[ \"\$(jget $B '{.status.currentMapping.$HOME_NS.phase}' namespacemap -n $T_B $A_ID)\" = Accepted ]"
 wait_for 20 "the virtual kubelet's role bound in $REMOTE_NS" eval \
   "[ \"\$(kc $B auth can-i create pods -n $REMOTE_NS --as=$VK_USER)\" = yes ]"
+wait_default_sa "$B" "$REMOTE_NS"
 
 say "within the offer: admitted; beyond: refused with the resource and amounts"
 admitted p1 1500m

@@ -42,6 +42,7 @@ kc "$A" create namespace "$OFF" >/dev/null
 kc "$A" create namespace "$PLAIN" >/dev/null
 cq "$A" offload namespace "$OFF" --strategy Remote >/dev/null || fail "offload $OFF"
 wait_for 20 "$OFF labelled" labelled "$OFF"
+for n in "$OFF" "$PLAIN"; do wait_default_sa "$A" "$n"; done
 kc "$A" run warm -n "$OFF" --image=busybox --restart=Never >/dev/null || fail "the webhook refused a pod while up"
 vk_tolerated warm || fail "the pod was not mutated while the webhook is up"
 

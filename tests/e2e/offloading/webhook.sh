@@ -76,6 +76,7 @@ cq "$A" offload namespace "$L" --strategy Local >/dev/null || fail "offload $L"
 cq "$A" offload namespace "$LR" --strategy LocalAndRemote >/dev/null || fail "offload $LR"
 cq "$A" offload namespace "$NONE" --strategy Remote --selector 'region in (mars)' >/dev/null || fail "offload $NONE"
 for n in "$R" "$L" "$LR" "$NONE"; do wait_for 20 "$n labelled" labelled "$n"; done
+for n in "${ALL_NS[@]}"; do wait_default_sa "$A" "$n"; done
 
 say "Remote: the virtual-node toleration, the grace period, the affinity to virtual nodes; on $VNODE"
 pod "$R" bare

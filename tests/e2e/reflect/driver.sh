@@ -93,6 +93,7 @@ spec: {taints: [{key: virtual-node.liqo.io/not-allowed, value: "true", effect: N
 EOF
 
 say "home objects: Service api (LoadBalancer), NodePort np (nodePort 30080), pods on a node of A and on the virtual node, ConfigMaps, Secrets"
+wait_default_sa "$A" "$NS"
 kc "$A" apply -n "$NS" -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Service

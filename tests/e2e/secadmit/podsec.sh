@@ -50,6 +50,8 @@ wait_for 60 "$B made $A's namespace and bound its virtual kubelet there" made "$
 wait_for 60 "$B made $C's namespace and bound its virtual kubelet there" made "$C_ID"
 RA=$(remote_of "$A_ID")
 RC=$(remote_of "$C_ID")
+wait_default_sa "$B" "$RA"
+wait_default_sa "$B" "$RC"
 [ "$(level_of "$RA")" = baseline/latest ] || fail "$RA on $B: Pod Security labels $(level_of "$RA"), not baseline/latest"
 
 # One case per control: NAME, the jq edit of a pod restricted admits, the reason at baseline ("" admitted), the

@@ -23,6 +23,7 @@ say "A offloads $NS; a pod and a Service there run on B"
 kc "$A" create namespace "$NS" >/dev/null
 cq "$A" offload namespace "$NS" --strategy Remote >/dev/null || fail "cannot offload $NS"
 wait_for 60 "B made namespace $REMOTE_NS" kc "$B" get namespace "$REMOTE_NS"
+wait_default_sa "$A" "$NS"
 kc "$A" run -n "$NS" web --image=busybox --labels=app=web --restart=Never >/dev/null
 kc "$A" expose pod -n "$NS" web --port 80 >/dev/null
 home_ip() { jget "$A" '{.status.podIP}' pod -n "$NS" web; }

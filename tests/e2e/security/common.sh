@@ -41,12 +41,15 @@ vk_user() { echo "system:serviceaccount:$(tenant_on_b "$1"):vk-$1"; }
 remote_name_of() { jget "$A" '{.status.remoteNamespaceName}' namespaceoffloading -n "$1" offloading; }
 has_remote_name() { [ -n "$(remote_name_of "$1")" ]; }
 # offload_ns NS: namespace NS made on A and offloaded (Remote); sets RNS to its namespace on B once B has it.
+# Both take pods when it returns (their default ServiceAccounts and tokens: wait_default_sa in lib.sh).
 offload_ns() {
   kc "$A" create namespace "$1" >/dev/null || fail "cannot create $1 on $A"
   cq "$A" offload namespace "$1" --strategy Remote >/dev/null || fail "offload $1 failed"
   wait_for 30 "the remote name of $1" has_remote_name "$1"
   RNS=$(remote_name_of "$1")
   wait_for 60 "namespace $RNS on $B" kc "$B" get namespace "$RNS"
+  wait_default_sa "$A" "$1"
+  wait_default_sa "$B" "$RNS"
 }
 # unoffload_ns NS: undoes offload_ns (RNS, when set, waited for until gone from B).
 unoffload_ns() {
