@@ -41,12 +41,15 @@ openssl x509 -req -in "$work/relay.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -
 # The pod on the provider (cluster-2) and its home twin bound to the relay's node on cluster-1.
 fresh_ns cluster-2 "$remote_ns"
 fresh_ns "$c" "$home_ns"
-wait_for 60 "default service account in $remote_ns" kc cluster-2 -n "$remote_ns" get serviceaccount default
+wait_default_sa cluster-2 "$remote_ns"
 wait_sa "$home_ns"
 kc cluster-2 -n "$remote_ns" run target --image=busybox:1.36 --restart=Never >/dev/null
 wait_for 30 "target Running on cluster-2" bash -c "[ \"\$($KUBECTL --kubeconfig $E2E_STATE/cluster-2/kubeconfig -n $remote_ns get pod target -o jsonpath='{.status.phase}')\" = Running ]"
 
 start_relay() {
+  # Emptied here, not only by the redirection below: that one happens in the background child, maybe after
+  # the wait has read the last relay's "relay ready" (CI: exec went to a relay not yet listening).
+  : >"$work/relay.log"
   "$KLA_RELAY_TEST" --listen "127.0.0.1:$port" --cert "$work/relay.crt" --key "$work/relay.key" \
     --client-ca "$pki/ca.crt" --kubeconfig "$E2E_STATE/cluster-1/kubeconfig" \
     --remote-kubeconfig "${remote_kcfg:-$E2E_STATE/cluster-2/kubeconfig}" --node "$node" \
