@@ -47,7 +47,12 @@
 #define PENDING_COALESCE_MS 5000
 #define PENDING_QUIET_MS    60000
 #define EXISTS_WAIT_MS      1000
-#define NOW_STREAK          32 /* CTL_NOW in a row with no event before a key slows down (agent/ctl.h) */
+/* A create the provider refused for a moment (vkp_refusal_transient: a namespace just made, without
+ * its default service account yet) is sent again after NOT_READY_MS, neither reported on the home
+ * pod nor backed off, NOT_READY_TRIES times in a row at most (10 s); then it is a refusal. */
+#define NOT_READY_MS    250
+#define NOT_READY_TRIES 40
+#define NOW_STREAK      32 /* CTL_NOW in a row with no event before a key slows down (agent/ctl.h) */
 
 /* Per home pod, created when first needed, removed with the pod. */
 struct pstate {
@@ -62,6 +67,7 @@ struct pstate {
     double ev_tokens;
     uint64_t ev_at;
     unsigned exists;     /* creates answered AlreadyExists in a row */
+    unsigned not_ready;  /* creates refused transiently in a row (NOT_READY_TRIES) */
     uint64_t pending_at; /* when a Pending -> Pending status write was first held back */
     bool evicting;
     /* Waiting for a creation slot (VK_PODS_CREATES), in the FIFO p->parked; park_prev is NULL
@@ -841,6 +847,17 @@ static void refused(struct rec *r, const json_t *home, const struct kapi_result 
                  p->peer_id, kapi_obj_namespace(home) ? kapi_obj_namespace(home) : "");
     else
         snprintf(msg, sizeof(msg), "provider %s refused the pod: %s", p->peer_id, why);
+    if (s && vkp_refusal_transient(res->err, why) && s->not_ready < NOT_READY_TRIES) {
+        if (s->not_ready++ == 0)
+            log_info(MOD,
+                     "provider %s: pod %s: its namespace takes no pods yet (%s); again in %d ms",
+                     p->peer_id, r->key, why, NOT_READY_MS);
+        count_refusal(p, "NotReady");
+        if (!p->life.dead && p->q)
+            wq_add_after(p->q, r->key, NOT_READY_MS);
+        rec_end(r, CTL_DONE);
+        return;
+    }
     count_refusal(p, reason);
     if (!s) {
         rec_end(r, CTL_BACKOFF);
@@ -880,6 +897,7 @@ static void after_create(struct kapi_client *c, const struct kapi_result *res, v
             x_free(s->refuse_msg);
             s->refuse_msg = NULL;
             s->exists = 0;
+            s->not_ready = 0;
             backoff_reset(&s->bo);
         }
         rec_end(r, CTL_DONE);

@@ -1217,3 +1217,9 @@ void vkp_event_transform(json_t *ev)
         json_object_set_new(
             ev, "message", cut(json_string_value(json_object_get(ev, "message")), VKP_MAX_MESSAGE));
 }
+
+bool vkp_refusal_transient(int err, const char *message)
+{
+    return err == -EPERM && message && strstr(message, "error looking up service account") &&
+           strstr(message, "not found");
+}

@@ -105,6 +105,12 @@ json_t *vkp_unscheduled_status(const json_t *home, const char *reason, const cha
  * scheduler having placed the pod, or not yet, is quiet: the home pod is already scheduled, on the
  * virtual node. */
 bool vkp_status_quiet(const json_t *status);
+/* Whether a provider's refusal of a create (err, the Status message) is one that passes by itself
+ * in a moment, not a decision about the pod: in a namespace just made for the consumer, the API
+ * server's ServiceAccount admission refuses every pod (403 "error looking up service account
+ * NS/default: serviceaccount \"default\" not found") until the service account controller has
+ * made the namespace's default account. */
+bool vkp_refusal_transient(int err, const char *message);
 /* The merge patch (status part) that turns the home pod's status into `want`, or NULL when it
  * already shows it. Keys we manage that `want` lacks are set to null. */
 json_t *vkp_status_patch(const json_t *home, const json_t *want);

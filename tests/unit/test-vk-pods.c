@@ -562,6 +562,44 @@ static void test_status_quiet(void **state)
     }
 }
 
+static void test_refusal_transient(void **state)
+{
+    static const struct {
+        int err;
+        const char *message;
+        bool transient;
+    } cases[] = {
+        /* Kubernetes 1.20's ServiceAccount admission, in a namespace without its default account */
+        {-EPERM,
+         "pods \"web-1\" is forbidden: error looking up service account ns-1/default: "
+         "serviceaccount \"default\" not found",
+         true},
+        /* decisions about the pod: the offer, Pod Security, the quota, RBAC */
+        {-EPERM,
+         "admission webhook \"offer.admission.cliqo.io\" denied the request: offer exceeded: "
+         "cpu 1500m requested + 1 > 2 offered",
+         false},
+        {-EPERM, "pods \"web-1\" is forbidden: exceeded quota: cliqo-offer, requested: pods=1",
+         false},
+        {-EPERM,
+         "pods is forbidden: User \"system:serviceaccount:t:vk-x\" cannot create resource "
+         "\"pods\" in API group \"\" in the namespace \"ns-1\"",
+         false},
+        /* the account's words, but not a Forbidden, or no message at all */
+        {-EINVAL, "error looking up service account ns-1/default: serviceaccount not found", false},
+        {-EEXIST, "error looking up service account ns-1/default: not found", false},
+        {-EPERM, "error looking up service account ns-1/default: the server is busy", false},
+        {-EPERM, "", false},
+        {-EPERM, NULL, false},
+    };
+
+    (void)state;
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        if (vkp_refusal_transient(cases[i].err, cases[i].message) != cases[i].transient)
+            fail_msg("case %zu (%s): transient is %d", i,
+                     cases[i].message ? cases[i].message : "(null)", !cases[i].transient);
+}
+
 static void test_home_status_bounds(void **state)
 {
     char *long_msg = malloc(5000);
@@ -1300,6 +1338,7 @@ int main(void)
         cmocka_unit_test(test_decide_network_pending),
         cmocka_unit_test(test_events),
         cmocka_unit_test(test_rfc3339),
+        cmocka_unit_test(test_refusal_transient),
         cmocka_unit_test(test_transforms),
         cmocka_unit_test(test_many_dropped),
         cmocka_unit_test(test_nsof_wants),

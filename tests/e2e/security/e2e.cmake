@@ -13,6 +13,6 @@
 if(TARGET cliqo-agent)
     cliqo_e2e_shared_group(security 3 setup identity limiter peer-tls limits sa-tokens peer-cidr
                             webhook-auth secadmit/podsec secadmit/placement secadmit/objects secadmit/namespaces
-                            secadmit/provider-ips secadmit/quota teardown)
+                            secadmit/provider-ips secadmit/quota secadmit/not-ready teardown)
     set_property(TEST e2e.security.up APPEND PROPERTY ENVIRONMENT "CLIQO_DEV_NODES=1")
 endif()
