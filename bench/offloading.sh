@@ -22,7 +22,7 @@
 # nothing; the clusters are torn down on exit.
 # Usage: bench/offloading.sh --cliqoctl C --agent A --nodesim S [--sizes "100 1000 10000"] [--samples S]
 #        [--nodes N] [--base-port P] [--controller-qps Q] [--peer-qps Q] [--kube-api-qps Q] [--no-pin]
-#        [--no-provider-admission] [--bare-pods]
+#        [--no-provider-admission] [--no-consumer-webhook] [--bare-pods]
 # --peer-qps sets the consumer's per-peer client rate (ClusterConfig peerClient; default: the agent's default),
 # --kube-api-qps the agents' own clients' (default: the agent's default). Each cluster runs on half of the CPUs
 # (bench/peered-clusters.sh, BENCH_PIN), as two clusters on machines of their own would: on one shared machine the
@@ -30,6 +30,10 @@
 # --no-provider-admission is an experiment, not a way to run cliqo: once peered, the provider's agent is stopped
 # and the offer's enforcement removed (the validating webhook, the ResourceQuota and LimitRange of the namespace
 # the pods land in), to measure what they cost the offloaded case. The Advertisement (30 min TTL) outlives the run.
+# --no-consumer-webhook, an experiment too: the consumer's pod webhook is not called for the benchmark's pods (an
+# objectSelector on it that they do not match, label app; the agent does not set that field, so it stays). The
+# offloaded pods carry the toleration and the affinity themselves, so they land on the virtual node as before; what
+# the webhook costs the consumer's creations (and so the offloaded case) is the difference. Not with --bare-pods.
 # --bare-pods: the offloaded pods carry neither the virtual-node toleration nor the node affinity, so the pod
 # webhook adds both (a JSON patch on every creation), as for a user's pods written for no cluster in particular.
 # By default they carry both, which the webhook then leaves as they are (an empty answer).
@@ -45,7 +49,7 @@ set -euo pipefail
 source "$(dirname "$0")/../tests/ports.sh" # cliqo_port: the one port table
 
 CLIQOCTL="" AGENT="" NODESIM="" SIZES="100 1000 10000" SAMPLES=15 NODES="" BASE_PORT=$(cliqo_port bench.offloading)
-CQPS=1000 PEER_QPS="" KUBE_QPS="" BENCH_PIN=1 NO_ADMISSION=0 BARE_PODS=0
+CQPS=1000 PEER_QPS="" KUBE_QPS="" BENCH_PIN=1 NO_ADMISSION=0 NO_CONSUMER_WEBHOOK=0 BARE_PODS=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --cliqoctl) CLIQOCTL=$2; shift 2 ;;
@@ -60,6 +64,7 @@ while [ $# -gt 0 ]; do
     --kube-api-qps) KUBE_QPS=$2; shift 2 ;;
     --no-pin) BENCH_PIN=0; shift ;;
     --no-provider-admission) NO_ADMISSION=1; shift ;;
+    --no-consumer-webhook) NO_CONSUMER_WEBHOOK=1; shift ;;
     --bare-pods) BARE_PODS=1; shift ;;
     -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "unknown option: $1" >&2; exit 2 ;;
@@ -91,6 +96,12 @@ if [ "$NO_ADMISSION" = 1 ]; then
   k 2 delete validatingwebhookconfiguration cliqo-offer-enforcement --ignore-not-found >/dev/null
   k 2 delete resourcequota,limitrange -n "$RNS" --all >/dev/null
   echo "EXPERIMENT: the provider's agent stopped, its offer enforcement removed (webhook, ResourceQuota, LimitRange of $RNS)"
+fi
+if [ "$NO_CONSUMER_WEBHOOK" = 1 ]; then
+  [ "$BARE_PODS" = 0 ] || { echo "--no-consumer-webhook: the bare pods need the webhook" >&2; exit 2; }
+  k 1 patch mutatingwebhookconfiguration cliqo-pod-offloading --type=json \
+    -p '[{"op":"add","path":"/webhooks/0/objectSelector","value":{"matchExpressions":[{"key":"app","operator":"DoesNotExist"}]}}]' >/dev/null
+  echo "EXPERIMENT: the consumer's pod webhook is not called for the benchmark's pods (objectSelector: no label app)"
 fi
 if [ -n "$PEER_QPS" ]; then
   k 1 patch clusterconfig configuration --type=merge \
@@ -128,7 +139,8 @@ per_pod() { # BEFORE AFTER N: per offloaded pod, each way, by verb
     print "" }'
 }
 # When the offloaded pods passed each step (API timestamps, whole seconds, from the first home pod's creation):
-# the second by which 50 %, 90 % and all of them had. Says which part of the path sets the pace.
+# the second by which 50 %, 90 % and all of them had. Says which part of the path sets the pace. With
+# BENCH_LOG_DIR, each pod's steps are kept there (steps-APP.txt: "STEP SECONDS" lines) for a timeline.
 cpu_ticks() { # "c1_kube-apiserver=T ... c1_agent=T c2_..." CPU clock ticks (user + system) so far
   local i f
   for i in 1 2; do
@@ -168,7 +180,8 @@ stages() { # CLUSTER NS APP [REMOTE_NS]: p50/p90/all of each step
         .items[] | select(.involvedObject.name | startswith($a)) | (.firstTimestamp // .eventTime) |
         select(. != null) | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601 - $t0 | select(. >= 0) | "home_bound \(.)"'
     fi
-  } | awk '$2 != "null"' | sort -k1,1 -k2,2n | awk -v off="${4:+1}" '{ v[$1, ++n[$1]] = $2 }
+  } | awk '$2 != "null"' | sort -k1,1 -k2,2n | { if [ -n "${BENCH_LOG_DIR:-}" ]; then tee "$BENCH_LOG_DIR/steps-$3.txt"; else cat; fi; } |
+    awk -v off="${4:+1}" '{ v[$1, ++n[$1]] = $2 }
       END { steps = off ? "home_created home_bound remote_created remote_scheduled remote_ready home_ready home_written" : "home_created home_scheduled home_ready home_written"
         split(steps, o, " ")
         for (i = 1; o[i] != ""; i++) { s = o[i]; m = n[s]; if (!m) continue
@@ -220,7 +233,32 @@ api_latency() { # CLUSTER
     function out(p, n) { if (n ~ /_bucket\{/) { sub(/.*le="/, "le=", n); sub(/".*/, "", n) } else { sub(/\{.*/, "", n); sub(/.*_/, "", n) }
       print p n, $NF }
     /^apiserver_request_duration_seconds_(sum|count|bucket)\{/ && /resource="pods"/ && /subresource=""/ && /verb="POST"/ { out("create_", $1) }
-    /^apiserver_admission_webhook_admission_duration_seconds_(sum|count|bucket)\{/ && /name="pods.offloading.cliqo.io"/ { out("webhook_", $1) }'
+    /^apiserver_admission_webhook_admission_duration_seconds_(sum|count|bucket)\{/ && /name="pods.offloading.cliqo.io"/ { out("webhook_", $1) }
+    # API Priority and Fairness: the time requests queued for a seat, and the ones refused (429), by flow schema
+    /^apiserver_flowcontrol_request_wait_duration_seconds_(sum|count)\{/ && /execute="true"/ {
+      match($0, /flow_schema="[^"]*"/); f = substr($0, RSTART + 13, RLENGTH - 14); k = $1 ~ /_sum\{/ ? "sum" : "count"
+      print "apf_" k "_" f, $NF }
+    /^apiserver_flowcontrol_rejected_requests_total\{/ {
+      match($0, /flow_schema="[^"]*"/); r[substr($0, RSTART + 13, RLENGTH - 14)] += $NF }
+    END { for (f in r) print "apf_rejected_" f, r[f] }'
+}
+apf_of() { # BEFORE AFTER: "FLOW_SCHEMA=requests/mean queueing ms/refused ..." over the case, the busiest first
+  awk 'FILENAME == ARGV[1] { b[$1] = $2; next } /^apf_/ { d[$1] = $2 - b[$1] }
+    END { for (k in d) if (k ~ /^apf_count_/) { f = substr(k, 11); c = d[k]; if (c <= 0) continue
+        printf "%d %s=%d/%.0fms/%d\n", c, f, c, 1000 * d["apf_sum_" f] / c, d["apf_rejected_" f] }
+      for (k in d) if (k ~ /^apf_rejected_/ && d[k] > 0 && !(("apf_count_" substr(k, 14)) in d)) printf "0 %s=0/0ms/%d\n", substr(k, 14), d[k] }' "$1" "$2" |
+    sort -rn | cut -d' ' -f2 | paste -sd' '
+}
+# The consumer agent's own side of those calls, from its /metrics: the time its pod webhook took to decide
+# (decode, decide, encode: cliqo_admission_request_duration_seconds) and the CPU time of each iteration of its
+# event loop (cliqo_event_loop_iteration_seconds: what a review arriving meanwhile waited for, on a free core).
+# Against the API server's call time above, it tells the agent's own work from the wait for a busy core.
+agent_latency() { # AGENT_PORT
+  { curl -s "http://127.0.0.1:$1/metrics" || true; } | awk '
+    function out(p, n) { if (n ~ /_bucket\{/) { sub(/.*le="/, "le=", n); sub(/".*/, "", n) } else { sub(/\{.*/, "", n); sub(/.*_/, "", n) }
+      print p n, $NF }
+    /^cliqo_admission_request_duration_seconds_(sum|count|bucket)\{/ && /webhook="pod-offloading"/ { out("decide_", $1) }
+    /^cliqo_event_loop_iteration_seconds_(sum|count|bucket)/ { out("loop_", $1) }'
 }
 latency_of() { # PREFIX BEFORE AFTER: "mean_ms=M p50_ms<=B p90_ms<=B" of PREFIX's histogram over the case
   awk -v p="$1" 'FILENAME == ARGV[1] { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
@@ -309,6 +347,8 @@ for n in $SIZES; do
   gone 1 bench-twin "app=twin-$n"
   sleep 2
   api_latency 1 >"$LAT/o0"
+  api_latency 2 >"$LAT/p0"
+  agent_latency "$(port 1 6)" >"$LAT/a0"
   c1=$(cpu_ticks)
   m0=$(metric_sums "$(port 1 6)")
   w0=$(webhook_conns "$(port 1 6)")
@@ -318,6 +358,8 @@ for n in $SIZES; do
   profile_wait
   c2=$(cpu_ticks)
   api_latency 1 >"$LAT/o1"
+  api_latency 2 >"$LAT/p1"
+  agent_latency "$(port 1 6)" >"$LAT/a1"
   remote=$(k 2 get pods -n "$RNS" -l "app=off-$n" -o name | wc -l)
   r_dir=$(ratio "$off" "$dir") r_dirc=$(ratio "$off" "$dirc")
   echo "FIGURE deployment-ready-ms n=$n offloaded=$off direct=$dir ratio=$r_dir remote_pods=$remote direct_pods_per_s=$(awk -v n="$n" -v d="$dir" 'BEGIN { printf "%.0f", n * 1000 / d }')"
@@ -331,7 +373,8 @@ for n in $SIZES; do
   read -r g0 b0 <<<"$v0"
   read -r g1 b1 <<<"$(webhook_conns "$(port 2 6)")"
   echo "FIGURE webhook-connections n=$n (during the offloaded case) the consumer's pod webhook: handshakes=$((h1 - h0)) abandoned_while_held=$((a1 - a0)); the provider's offer webhook: handshakes=$((g1 - g0)) abandoned_while_held=$((b1 - b0))"
-  echo "FIGURE api-latency n=$n (the API servers' own) pod creations: direct $(latency_of create_ "$LAT/d0" "$LAT/d1") offloaded (consumer) $(latency_of create_ "$LAT/o0" "$LAT/o1"); the consumer's pod webhook calls: $(latency_of webhook_ "$LAT/o0" "$LAT/o1")"
+  echo "FIGURE api-latency n=$n (the API servers' own) pod creations: direct $(latency_of create_ "$LAT/d0" "$LAT/d1") offloaded (consumer) $(latency_of create_ "$LAT/o0" "$LAT/o1"); the consumer's pod webhook calls: $(latency_of webhook_ "$LAT/o0" "$LAT/o1"); of which the consumer agent's decisions: $(latency_of decide_ "$LAT/a0" "$LAT/a1"); its event loop's iterations (CPU): $(latency_of loop_ "$LAT/a0" "$LAT/a1")"
+  echo "FIGURE apf n=$n (requests/mean queueing for a seat/refused with 429, by flow schema, as each API server's Priority and Fairness counted them) direct, the provider: $(apf_of "$LAT/d0" "$LAT/d1"); offloaded, the consumer: $(apf_of "$LAT/o0" "$LAT/o1"); offloaded, the provider: $(apf_of "$LAT/p0" "$LAT/p1")"
   echo "FIGURE steps-s n=$n (p50/p90/all, whole seconds) direct: $dsteps offloaded: $(stages 1 bench "off-$n" "$RNS")"
   sleep 5
   echo "FIGURE requests-per-offloaded-pod n=$n up: $(per_pod "$m0" "$(metric_sums "$(port 1 6)")" "$n")"
