@@ -33,7 +33,9 @@ wait_default_sa "$A" "$NS"
 kc "$A" run -n "$NS" web --image=busybox --restart=Never >/dev/null
 wait_for 60 "A's virtual kubelet told that $REMOTE_NS takes no pods yet" \
   grep -q "pod $NS/web: its namespace takes no pods yet" "$(agent_log "$A")"
-sleep 2 # about eight more attempts
+# The checks below come within the virtual kubelet's 10 s of patience (NOT_READY_TRIES): after it, a
+# namespace still without its account is reported as a refusal, as it should be with B's controllers down.
+sleep 1 # about four more attempts
 refused_status() { jget "$A" '{.status.conditions[?(@.type=="PodScheduled")].reason}' pod -n "$NS" web; }
 [ "$(refused_status)" != ProviderRefused ] || fail "the home pod shows a refusal: $(jget "$A" '{.status}' pod -n "$NS" web)"
 refusals() { kc "$A" get events -n "$NS" --field-selector reason=ProviderRefused -o name; }
@@ -47,5 +49,4 @@ say "B's kube-controller-manager started again: the account comes, and the pod r
 CM_DOWN=0
 wait_for 90 "the home pod Running" eval '[ "$(jget $A "{.status.phase}" pod -n $NS web)" = Running ]'
 [ "$(jget "$B" '{.items[*].metadata.name}' pods -n "$REMOTE_NS")" = web ] || fail "not exactly one copy of web on B"
-[ -z "$(refusals)" ] || fail "a ProviderRefused Event on A: $(refusals)"
 pass "a namespace without its service account yet held the pod back, without a refusal, until it had one"
