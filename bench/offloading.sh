@@ -228,10 +228,13 @@ rss_detail() { awk '/^(Rss(Anon|File)|VmHWM):/ { k = $1 ~ /^Rss/ ? tolower(subst
 # creations (apiserver_request_duration_seconds) and of the consumer's pod webhook calls
 # (apiserver_admission_webhook_admission_duration_seconds), as lines "create_sum S", "webhook_count C",
 # "create_le=0.5 B"... to diff.
+# HIST_OUT: awk's out(PREFIX, NAME) prints a histogram's line of /metrics as "PREFIXsum S", "PREFIXcount C" or
+# "PREFIXle=B C", for latency_of.
+# shellcheck disable=SC2016 # awk's $NF, not the shell's
+HIST_OUT='function out(p, n) { if (n ~ /_bucket\{/) { sub(/.*le="/, "le=", n); sub(/".*/, "", n) } else { sub(/\{.*/, "", n); sub(/.*_/, "", n) }
+  print p n, $NF }'
 api_latency() { # CLUSTER
-  k "$1" get --raw /metrics | awk '
-    function out(p, n) { if (n ~ /_bucket\{/) { sub(/.*le="/, "le=", n); sub(/".*/, "", n) } else { sub(/\{.*/, "", n); sub(/.*_/, "", n) }
-      print p n, $NF }
+  k "$1" get --raw /metrics | awk "$HIST_OUT"'
     /^apiserver_request_duration_seconds_(sum|count|bucket)\{/ && /resource="pods"/ && /subresource=""/ && /verb="POST"/ { out("create_", $1) }
     /^apiserver_admission_webhook_admission_duration_seconds_(sum|count|bucket)\{/ && /name="pods.offloading.cliqo.io"/ { out("webhook_", $1) }
     # API Priority and Fairness: the time requests queued for a seat, and the ones refused (429), by flow schema
@@ -254,9 +257,7 @@ apf_of() { # BEFORE AFTER: "FLOW_SCHEMA=requests/mean queueing ms/refused ..." o
 # event loop (cliqo_event_loop_iteration_seconds: what a review arriving meanwhile waited for, on a free core).
 # Against the API server's call time above, it tells the agent's own work from the wait for a busy core.
 agent_latency() { # AGENT_PORT
-  { curl -s "http://127.0.0.1:$1/metrics" || true; } | awk '
-    function out(p, n) { if (n ~ /_bucket\{/) { sub(/.*le="/, "le=", n); sub(/".*/, "", n) } else { sub(/\{.*/, "", n); sub(/.*_/, "", n) }
-      print p n, $NF }
+  { curl -s "http://127.0.0.1:$1/metrics" || true; } | awk "$HIST_OUT"'
     /^cliqo_admission_request_duration_seconds_(sum|count|bucket)\{/ && /webhook="pod-offloading"/ { out("decide_", $1) }
     /^cliqo_event_loop_iteration_seconds_(sum|count|bucket)/ { out("loop_", $1) }'
 }
