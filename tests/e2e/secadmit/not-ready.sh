@@ -18,7 +18,6 @@ sec_cleanup_on_exit cleanup
 ensure_agents
 ids
 wait_shared 60
-REMOTE_NS=$NS-$A-$(printf %s "$A_ID" | sha256sum | cut -c1-6)
 
 say "B's kube-controller-manager stopped; A offloads $NS and runs a pod there"
 CM_DOWN=1
@@ -26,6 +25,9 @@ CM_DOWN=1
   fail "cannot stop B's kube-controller-manager"
 kc "$A" create namespace "$NS" >/dev/null
 cq "$A" offload namespace "$NS" --strategy Remote >/dev/null || fail "cannot offload $NS"
+# (offload_ns in common.sh would wait for B's account, which cannot come now)
+wait_for 30 "the remote name of $NS" has_remote_name "$NS"
+REMOTE_NS=$(remote_name_of "$NS")
 wait_for 60 "B made namespace $REMOTE_NS" kc "$B" get namespace "$REMOTE_NS"
 kc "$B" get serviceaccount default -n "$REMOTE_NS" >/dev/null 2>&1 &&
   fail "$REMOTE_NS on B has its default ServiceAccount with B's controller-manager stopped"
