@@ -13,8 +13,9 @@
 # bare pod created and waited Ready, offloaded and direct; the median of each and their difference, from before the
 # create request (curl, not kubectl: its start-up is a few ms, not hundreds) to the pod's first Ready event as one
 # watch per cluster saw it; and beside it from the pod's ADDED event, which leaves out the request and its admission;
-# and each step of an offloaded pod, from a third watch (the provider's namespace). A sample starts once the last
-# one's pod is gone (its DELETED event), so that no deletion runs under it. Also the
+# and each step of an offloaded pod, from a third watch (the provider's namespace), beside the time each API server
+# took for the requests of those steps (a step's time beyond them is the watches' and cliqo's own). A sample starts
+# once the last one's pod is gone (its DELETED event), so that no deletion runs under it. Also the
 # consumer agent's RSS after each N is Ready (build it with the release preset for that figure).
 # Two local clusters of simulated nodes, as many as two Deployments of the largest N need (250 pods a node; each case
 # now starts once the last one's pods are gone, and the count stays as it was so that runs compare) unless --nodes
@@ -38,10 +39,11 @@
 # webhook adds both (a JSON patch on every creation), as for a user's pods written for no cluster in particular.
 # By default they carry both, which the webhook then leaves as they are (an empty answer).
 # With BENCH_PPROF_DIR set (and CLIQO_DEV_APISERVER_ARGS=--profiling=true), both API servers' CPU profiles are
-# taken over the first BENCH_PPROF_SECONDS (12) of each case, into that directory (go tool pprof; over 50 s, the API
-# servers' in pieces of 50 s, numbered), with their
-# /metrics before and after the case (apiserver_request_total tells which requests each case cost); with
-# CLIQO_DEV_CONTROLLERS_ARGS=--profiling=true too, the controller-managers' profiles beside them.
+# taken over the first BENCH_PPROF_SECONDS (12) of each case (the contended baseline's too: there cluster-1's is
+# its own Deployment, the consumer's work in the offloaded case without cliqo's), into that directory (go tool
+# pprof; over 50 s, the API servers' in pieces of 50 s, numbered), with their /metrics before and after the case
+# (apiserver_request_total tells which requests each case cost); with CLIQO_DEV_CONTROLLERS_ARGS=--profiling=true
+# too, the controller-managers' profiles beside them.
 # With BENCH_SMAPS_DIR set, the consumer agent's /proc smaps when its RSS is read, there (consumer-agent-smaps-N.txt),
 # and glibc's malloc_stats() written to its log then (gdb; with BENCH_LOG_DIR, the log is kept).
 # Before the cases, each process's CPU per second with nothing deployed, over BENCH_IDLE_SECONDS (30; 0: not measured).
@@ -337,11 +339,13 @@ for n in $SIZES; do
   # The two halves of a small machine slow each other when both are busy (shared caches, memory and host); the
   # offloaded case always keeps both busy, so this baseline leaves that out of its ratio (bench/README.md).
   cc0=$(cpu_ticks)
+  profile_start contended "$n" # cluster-1's profile: a Deployment of its own, to set beside the offloaded case's
   run_deploy 1 bench-twin "twin-$n" "$n" "" >"$WORK/twin-ms" &
   twin_pid=$!
   dirc=$(run_deploy 2 bench-direct "dirc-$n" "$n" "")
   wait "$twin_pid"
   cc1=$(cpu_ticks)
+  profile_wait
   k 2 delete deployment -n bench-direct "dirc-$n" --wait=false >/dev/null
   k 1 delete deployment -n bench-twin "twin-$n" --wait=false >/dev/null
   gone 2 bench-direct "app=dirc-$n"
@@ -478,7 +482,7 @@ step_medians() {
   local rows i=1 n
   rows=$(cat)
   for n in "$@"; do
-    printf '%s=%s ' "$n" "$(cut -d' ' -f"$i" <<<"$rows" | grep . | median)"
+    printf '%s=%s ' "$n" "$(cut -d' ' -f"$i" <<<"$rows" | grep "[0-9]" | median)"
     i=$((i + 1))
   done
   printf 'samples=%s' "$(grep -c . <<<"$rows" || true)"
@@ -493,14 +497,63 @@ watch2=$!
 pod_watch 2 "$RNS" "$WORK/watch-r" &
 watchr=$!
 sleep 1
+# req_snap FILE: the API servers' own time of the pod requests each sample makes (apiserver_request_duration_seconds,
+# sum and count by cluster, verb and subresource), and the consumer agent's time of its requests to the provider
+# (cliqo_peer_request_duration_seconds of the virtual kubelet, by verb), as "KEY VALUE" lines to diff. Taken
+# between samples (each takes one sample's requests alone), then a pause so that the scrape is not in the next one.
+# Each sample's row is printed too (single_requests_ms).
+req_snap() {
+  local c
+  for c in 1 2; do
+    kcurl "$c" /metrics | awk -v c="c$c" '/^apiserver_request_duration_seconds_(sum|count)\{/ && /resource="pods"/ {
+        match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7)
+        match($0, /subresource="[a-z]*"/); r = substr($0, RSTART + 13, RLENGTH - 14)
+        if (r != "") r = "_" r
+        t = $1 ~ /_sum\{/ ? "_sum" : "_count"
+        k[c "_" v r t] += $NF }
+      # the admission plugins and webhooks on pod creations: what part of a create they took
+      /^apiserver_admission_(controller|webhook)_admission_duration_seconds_(sum|count)\{/ && /operation="CREATE"/ {
+        match($0, /name="[^"]*"/); n = substr($0, RSTART + 6, RLENGTH - 7)
+        if ($1 ~ /webhook/) n = "webhooks"
+        t = $1 ~ /_sum\{/ ? "_sum" : "_count"
+        k[c "_adm_" n t] += $NF }
+      END { for (i in k) printf "%s %.6f\n", i, k[i] }'
+  done
+  { curl -s "http://127.0.0.1:$(port 1 6)/metrics" || true; } |
+    awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ {
+      match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7)
+      t = $1 ~ /_sum\{/ ? "_sum" : "_count"
+      k["agent_" v t] += $NF }
+      END { for (i in k) printf "%s %.6f\n", i, k[i] }'
+  sleep 1 # the scrape's own work (and the garbage it leaves to collect) done before the next sample
+}
+# req_ms BEFORE AFTER KEY...: each KEY's mean ms over the sample between the two snapshots ("-": none made).
+req_ms() {
+  local b=$1 a=$2
+  shift 2
+  awk -v keys="$*" 'FILENAME == ARGV[1] { b[$1] = $2; next } { d[$1] = $2 - b[$1] }
+    END { n = split(keys, ks, " ")
+      for (i = 1; i <= n; i++) {
+        c = d[ks[i] "_count"]; v = "-"
+        if (c > 0) v = sprintf("%.1f", 1000 * d[ks[i] "_sum"] / c)
+        line = (i == 1) ? v : line " " v }
+      print line }' "$b" "$a"
+}
 offs=() dirs=() offc=() dirc=()
+: >"$WORK/req-off" && : >"$WORK/req-dir"
+req_snap >"$WORK/snap-0"
 for i in $(seq "$SAMPLES"); do
   out=$(one_pod 2 bench-direct "single-$i" "" "$WORK/watch-2")
   read -r sv cl <<<"$out"
   dirs+=("$sv") dirc+=("$cl")
+  req_snap >"$WORK/snap-1"
+  req_ms "$WORK/snap-0" "$WORK/snap-1" c2_POST c2_POST_binding c2_PATCH_status >>"$WORK/req-dir"
   out=$(one_pod 1 bench "single-$i" "$TO_VNODE" "$WORK/watch-1")
   read -r sv cl <<<"$out"
   offs+=("$sv") offc+=("$cl")
+  req_snap >"$WORK/snap-0"
+  req_ms "$WORK/snap-1" "$WORK/snap-0" c1_POST c1_POST_binding c2_POST agent_POST c2_POST_binding c2_PATCH_status \
+    c1_PATCH_status c1_adm_webhooks c2_adm_webhooks c2_adm_ResourceQuota c2_adm_LimitRanger >>"$WORK/req-off"
 done
 pkill -P "$watch1" 2>/dev/null || true # the watches' curl, jq and reader, then their shells
 pkill -P "$watch2" 2>/dev/null || true
@@ -517,6 +570,14 @@ echo "FIGURE single-pod-watch-ms (ADDED to Ready, as the watch saw them: without
 echo "FIGURE single-pod-steps-ms (medians, as the watches saw them) offloaded: $(steps "$WORK/watch-1" "$WORK/watch-r" |
   step_medians home_bind to_remote_added remote_bind remote_ready to_home_ready) direct: $(steps "$WORK/watch-2" |
   step_medians bind ready)"
+# The requests in those steps, each as its API server timed it (and the create on the provider as the agent did
+# too): a step's time beyond its request's is the watches' and, offloaded, cliqo's own (informers, queue, encoding).
+sed 's/^/single_requests_ms offloaded: /' "$WORK/req-off"
+sed 's/^/single_requests_ms direct: /' "$WORK/req-dir"
+echo "FIGURE single-pod-requests-ms (medians, each request as its API server timed it) offloaded: $(step_medians \
+  home_create home_bind remote_create remote_create_by_agent remote_bind remote_status home_status \
+  of_home_create_webhooks of_remote_create_webhooks of_remote_create_quota of_remote_create_limitrange <"$WORK/req-off") direct: $(
+  step_medians create bind status <"$WORK/req-dir")"
 echo "FIGURE request-mean-ms to_provider: $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ { match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7); if ($0 ~ /_sum/) s[v] += $NF; else c[v] += $NF } END { for (v in c) if (c[v]) printf "%s=%.1f ", v, 1000 * s[v] / c[v] }')"
 echo "FIGURE agent-requests $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_(kube|peer)_requests_total/ && !/WATCH/ { sub(/peer="[^"]*",/, ""); printf "%s ", $0 }')"
 # The watches of pods registered with cluster $1's API server.
