@@ -497,6 +497,16 @@ watch2=$!
 pod_watch 2 "$RNS" "$WORK/watch-r" &
 watchr=$!
 sleep 1
+# agent_vk_sums: the consumer agent's time of its virtual kubelet's requests to the provider so far
+# (cliqo_peer_request_duration_seconds), as "agent_VERB_sum S" and "agent_VERB_count C" lines.
+agent_vk_sums() {
+  { curl -s "http://127.0.0.1:$(port 1 6)/metrics" || true; } |
+    awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ {
+      match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7)
+      t = $1 ~ /_sum\{/ ? "_sum" : "_count"
+      k["agent_" v t] += $NF }
+      END { for (i in k) printf "%s %.6f\n", i, k[i] }'
+}
 # req_snap FILE: the API servers' own time of the pod requests each sample makes (apiserver_request_duration_seconds,
 # sum and count by cluster, verb and subresource), and the consumer agent's time of its requests to the provider
 # (cliqo_peer_request_duration_seconds of the virtual kubelet, by verb), as "KEY VALUE" lines to diff. Taken
@@ -519,12 +529,7 @@ req_snap() {
         k[c "_adm_" n t] += $NF }
       END { for (i in k) printf "%s %.6f\n", i, k[i] }'
   done
-  { curl -s "http://127.0.0.1:$(port 1 6)/metrics" || true; } |
-    awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ {
-      match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7)
-      t = $1 ~ /_sum\{/ ? "_sum" : "_count"
-      k["agent_" v t] += $NF }
-      END { for (i in k) printf "%s %.6f\n", i, k[i] }'
+  agent_vk_sums
   sleep 1 # the scrape's own work (and the garbage it leaves to collect) done before the next sample
 }
 # req_ms BEFORE AFTER KEY...: each KEY's mean ms over the sample between the two snapshots ("-": none made); a
@@ -581,7 +586,8 @@ echo "FIGURE single-pod-requests-ms (medians, each request as its API server tim
   home_create home_bind remote_create remote_create_by_agent remote_bind remote_status home_status \
   of_home_create_webhooks of_remote_create_webhooks of_remote_create_quota of_remote_create_limitrange <"$WORK/req-off") direct: $(
   step_medians create bind status <"$WORK/req-dir")"
-echo "FIGURE request-mean-ms to_provider: $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_peer_request_duration_seconds_(sum|count)\{/ && /role="vk"/ { match($0, /verb="[A-Z]+"/); v = substr($0, RSTART + 6, RLENGTH - 7); if ($0 ~ /_sum/) s[v] += $NF; else c[v] += $NF } END { for (v in c) if (c[v]) printf "%s=%.1f ", v, 1000 * s[v] / c[v] }')"
+echo "FIGURE request-mean-ms to_provider: $(agent_vk_sums | awk '{ split($1, f, "_"); if (f[3] == "sum") s[f[2]] = $2; else c[f[2]] = $2 }
+  END { for (v in c) if (c[v]) printf "%s=%.1f ", v, 1000 * s[v] / c[v] }')"
 echo "FIGURE agent-requests $(curl -s "http://127.0.0.1:$(port 1 6)/metrics" | awk '/^cliqo_(kube|peer)_requests_total/ && !/WATCH/ { sub(/peer="[^"]*",/, ""); printf "%s ", $0 }')"
 # The watches of pods registered with cluster $1's API server.
 pod_watchers() {
